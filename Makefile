@@ -1,0 +1,89 @@
+# mcpd: `make` builds ./mcpd; `make check` installs what tests need and runs
+# every test; `make asan-check` runs the end-to-end suite under ASan/LSan.
+
+CC	?= cc
+PKGS	 = libevent libcjson hiredis libbsd-overlay
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+BUILD	?= build
+OPT	?= -O2
+CFLAGS	+= -D_GNU_SOURCE -D__unused="__attribute__((__unused__))" -std=gnu11 -g $(OPT) -Wall -Wextra -Werror -Wshadow \
+	   -Wno-unused-parameter -Iinclude $(PKG_CFLAGS) -MMD -MP
+LDLIBS	+= $(PKG_LIBS) -lm
+
+SRCS	 = $(filter-out src/main.c,$(wildcard src/*.c))
+OBJS	 = $(SRCS:src/%.c=$(BUILD)/%.o)
+LIB	 = $(BUILD)/libmcpd.a
+
+UNIT_SRCS = $(wildcard tests/unit/test_*.c)
+UNIT_BINS = $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/unit/%)
+
+PYTHON	?= python3
+
+.PHONY: all clean check unit e2e sdk-test asan asan-check deps conformance bench
+
+all: mcpd
+
+mcpd: $(BUILD)/main.o $(LIB)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
+
+$(LIB): $(OBJS)
+	rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/%.o: src/%.c | $(BUILD)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(BUILD):
+	mkdir -p $(BUILD)/unit
+
+$(BUILD)/unit/%: tests/unit/%.c tests/unit/unit.h $(LIB) | $(BUILD)
+	$(CC) $(CFLAGS) $(shell pkg-config --cflags check) -Itests/unit \
+	    -o $@ $< $(LIB) $(LDFLAGS) $(shell pkg-config --libs check) $(LDLIBS)
+
+deps:
+	sh scripts/install-deps
+
+unit: $(UNIT_BINS)
+	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t; done
+
+e2e: mcpd
+	$(PYTHON) tests/e2e/run.py --mcpd ./mcpd
+
+sdk-test: mcpd
+	sh tests/sdk/run.sh ./mcpd
+
+check: deps
+	$(MAKE) all
+	$(MAKE) unit
+	$(MAKE) e2e
+	$(MAKE) sdk-test
+
+# The sanitizer build lives in its own directory so it never mixes objects
+# with the normal one.
+asan:
+	$(MAKE) BUILD=build-asan OPT="-O1 -fno-omit-frame-pointer \
+	    -fsanitize=address,undefined -fno-sanitize-recover=undefined" \
+	    LDFLAGS="-fsanitize=address,undefined" \
+	    build-asan/mcpd-asan-link
+
+build-asan/mcpd-asan-link: $(BUILD)/main.o $(LIB)
+	$(CC) $(CFLAGS) -o mcpd-asan $^ $(LDFLAGS) $(LDLIBS)
+	touch $@
+
+asan-check: asan
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=99 \
+	    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	    $(PYTHON) tests/e2e/run.py --mcpd ./mcpd-asan --sanitized
+
+conformance: mcpd
+	sh scripts/conformance
+
+bench: mcpd
+	sh scripts/bench
+
+clean:
+	rm -rf build build-asan mcpd mcpd-asan
+
+-include $(wildcard $(BUILD)/*.d)

@@ -1,0 +1,38 @@
+/*
+ * A running request: the producer side of a request stream, and the API
+ * providers use to send progress, log messages and the final response.
+ * A call ends exactly once: by its response, or by cancellation (the
+ * client's notifications/cancelled, DELETE, session expiry, shutdown), in
+ * which case no response is sent and the provider's cancel hook runs.
+ */
+#ifndef MCPD_CALL_H
+#define MCPD_CALL_H
+
+#include <cjson/cJSON.h>
+
+struct call;
+struct session;
+struct stream;
+
+typedef void (*call_sent_cb)(int, void *);
+typedef void (*call_cancel_cb)(void *);
+
+struct call	*call_start(struct session *, struct stream *, const cJSON *,
+		     const cJSON *);
+struct session	*call_session(const struct call *);
+const cJSON	*call_id(const struct call *);
+const cJSON	*call_progress_token(const struct call *);
+int		 call_finished(const struct call *);
+
+void		 call_set_cancel(struct call *, call_cancel_cb, void *);
+void		 call_cancel(struct call *, const char *);
+
+void		 call_send(struct call *, cJSON *, call_sent_cb, void *);
+void		 call_send_standalone(struct call *, cJSON *, call_sent_cb,
+		     void *);
+int		 call_log_enabled(const struct call *, int);
+void		 call_respond(struct call *, cJSON *);
+void		 call_respond_error(struct call *, int, const char *);
+void		 call_release(struct call *);
+
+#endif

@@ -1,0 +1,72 @@
+/*
+ * The configuration: one table of directives (conf.c) filling struct conf.
+ * A configuration is immutable once loaded; a reload builds a new one.
+ */
+#ifndef MCPD_CONF_H
+#define MCPD_CONF_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+enum conf_backpressure {
+	CONF_BACKPRESSURE_BLOCK,
+	CONF_BACKPRESSURE_CLOSE
+};
+
+enum conf_eventlog {
+	CONF_EVENTLOG_MEMORY,
+	CONF_EVENTLOG_REDIS
+};
+
+struct conf {
+	char			*path;		/* file it was loaded from */
+
+	/* listen HOST:PORT */
+	char			*listen_host;
+	int			 listen_port;
+	char			*endpoint;	/* endpoint PATH, "/mcp" */
+
+	/* eventlog memory | redis://HOST:PORT[/DB] */
+	enum conf_eventlog	 eventlog;
+	char			*redis_host;
+	int			 redis_port;
+	int			 redis_db;
+	int			 commit_replicas; /* commit primary = 0 */
+
+	long long		 stream_maxlen;	/* entries kept per stream */
+	long long		 stream_window;	/* undelivered entries before pause */
+	long long		 stream_ttl;	/* seconds, after a stream ends */
+	long long		 session_ttl;	/* seconds idle */
+	long long		 max_sessions;
+	long long		 session_max_streams;
+	long long		 max_views;	/* open SSE responses, all sessions */
+
+	long long		 sse_high_watermark;	/* bytes */
+	long long		 sse_keepalive;		/* seconds */
+	long long		 sse_retry_ms;
+	long long		 slow_consumer_grace_ms;
+	enum conf_backpressure	 backpressure_request;
+	enum conf_backpressure	 backpressure_standalone;
+
+	long long		 max_body;		/* bytes */
+	long long		 max_header_size;	/* bytes */
+	long long		 request_timeout;	/* seconds, client answers */
+
+	int			 builtin_tools;
+	int			 fixtures_conformance;
+	char			**allowed_origins;	/* NULL-terminated */
+	size_t			 nallowed_origins;
+
+	int			 log_level;	/* enum log_level */
+};
+
+struct conf	*conf_default(void);
+struct conf	*conf_load(const char *, char **);
+struct conf	*conf_parse_string(const char *, const char *, char **);
+void		 conf_free(struct conf *);
+void		 conf_print_example(FILE *);
+void		 conf_print_help(FILE *);
+int		 conf_origin_allowed(const struct conf *, const char *);
+
+#endif

@@ -1,0 +1,23 @@
+/*
+ * Event ids ("cursors"): "K-N", K the stream number, N the entry's position
+ * in that stream, both canonical decimals. The same text is the SSE id and
+ * the event-log id, so parsing is strict: a cursor names one event forever.
+ */
+#ifndef MCPD_CURSOR_H
+#define MCPD_CURSOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Longest cursor text: two 20-digit numbers, '-', NUL. */
+#define CURSOR_BUFSIZE	42
+
+struct cursor {
+	uint64_t	stream;
+	uint64_t	seq;
+};
+
+int	cursor_parse(const char *, struct cursor *);
+void	cursor_format(char *, size_t, uint64_t, uint64_t);
+
+#endif

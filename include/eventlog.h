@@ -1,0 +1,113 @@
+/*
+ * The event log: one asynchronous API, two backends (memory, redis).
+ *
+ * Every call takes (cb, arg) and runs cb exactly once, never before the call
+ * returns, with a status; the caller keeps arg alive until then. Data handed
+ * to a callback is valid only during the callback.
+ *
+ * A stream is an append-only sequence of entries numbered 0, 1, 2... with no
+ * holes; entry 0 is the priming entry written when the stream is created.
+ * Appends are compare-and-append: the caller names the sequence number it
+ * expects to write, and the log refuses anything else.
+ */
+#ifndef MCPD_EVENTLOG_H
+#define MCPD_EVENTLOG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct conf;
+struct event_base;
+struct eventlog;
+
+enum eventlog_status {
+	EVENTLOG_OK,
+	EVENTLOG_CONFLICT,	/* compare failed: log head is not expected */
+	EVENTLOG_UNAVAILABLE,	/* backend down or timed out */
+	EVENTLOG_NOT_FOUND,	/* no such session, or no such stream */
+	EVENTLOG_TRIMMED,	/* read: requested entry fell out of retention */
+	EVENTLOG_EXPIRED,	/* read: stream existed and its TTL ended */
+	EVENTLOG_AHEAD,		/* read: requested entry beyond the head */
+	EVENTLOG_ENDED,		/* append: stream already has its last entry */
+	EVENTLOG_CANCELLED,	/* the log is shutting down */
+	EVENTLOG_STATUS_MAX
+};
+
+#define EVENTLOG_FINAL	0x1	/* append: the stream's last entry */
+
+struct eventlog_entry {
+	uint64_t	 seq;
+	const char	*data;
+	size_t		 len;
+};
+
+/* What the log knows of a stream when it answers a read or an append. */
+struct eventlog_info {
+	uint64_t	oldest;		/* oldest retained entry */
+	uint64_t	head;		/* last committed entry */
+	int		ended;		/* no entry will follow head */
+};
+
+typedef void (*eventlog_done_cb)(enum eventlog_status, void *);
+typedef void (*eventlog_append_cb)(enum eventlog_status,
+		    const struct eventlog_info *, void *);
+typedef void (*eventlog_read_cb)(enum eventlog_status,
+		    const struct eventlog_entry *, size_t,
+		    const struct eventlog_info *, void *);
+typedef void (*eventlog_load_cb)(enum eventlog_status, const char *, size_t,
+		    void *);
+
+/* A backend: one vtable, filled by eventlog_memory.c or eventlog_redis.c. */
+struct eventlog_ops {
+	const char *name;
+	void	(*free)(void *);
+	void	(*session_store)(void *, const char *, const char *, size_t,
+		    eventlog_done_cb, void *);
+	void	(*session_load)(void *, const char *, eventlog_load_cb, void *);
+	void	(*session_delete)(void *, const char *, eventlog_done_cb,
+		    void *);
+	void	(*stream_create)(void *, const char *, uint64_t,
+		    eventlog_append_cb, void *);
+	void	(*append)(void *, const char *, uint64_t, uint64_t,
+		    const char *, size_t, int, eventlog_append_cb, void *);
+	void	(*stream_end)(void *, const char *, uint64_t,
+		    eventlog_append_cb, void *);
+	void	(*read)(void *, const char *, uint64_t, uint64_t, size_t,
+		    eventlog_read_cb, void *);
+};
+
+struct eventlog	*eventlog_create(struct event_base *, const struct conf *,
+		     char **);
+void		 eventlog_free(struct eventlog *);
+const char	*eventlog_status_name(enum eventlog_status);
+uint64_t	 eventlog_new_stream_id(void);
+
+void	eventlog_session_store(struct eventlog *, const char *, const char *,
+	    size_t, eventlog_done_cb, void *);
+void	eventlog_session_load(struct eventlog *, const char *,
+	    eventlog_load_cb, void *);
+void	eventlog_session_delete(struct eventlog *, const char *,
+	    eventlog_done_cb, void *);
+
+/* Creates stream K of a session and commits its priming entry 0. */
+void	eventlog_stream_create(struct eventlog *, const char *, uint64_t,
+	    eventlog_append_cb, void *);
+/* Commits entry `seq` of stream K; refused unless the head is seq - 1. */
+void	eventlog_append(struct eventlog *, const char *, uint64_t, uint64_t,
+	    const char *, size_t, int, eventlog_append_cb, void *);
+/* Ends a stream without a final entry (a cancelled call); TTL starts. */
+void	eventlog_stream_end(struct eventlog *, const char *, uint64_t,
+	    eventlog_append_cb, void *);
+/*
+ * Reads up to max entries of stream K starting at entry `from`. EVENTLOG_OK
+ * with zero entries means nothing after from - 1 yet. TRIMMED when entry
+ * `from` is no longer retained, AHEAD when from - 1 is beyond the head.
+ */
+void	eventlog_read(struct eventlog *, const char *, uint64_t, uint64_t,
+	    size_t, eventlog_read_cb, void *);
+
+/* Backend constructors. */
+void	*eventlog_memory_create(struct event_base *, const struct conf *,
+	    const struct eventlog_ops **, char **);
+
+#endif

@@ -1,0 +1,41 @@
+/* JSON-RPC 2.0 message validation and construction. */
+#ifndef MCPD_JSONRPC_H
+#define MCPD_JSONRPC_H
+
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+#define JSONRPC_PARSE_ERROR	 -32700
+#define JSONRPC_INVALID_REQUEST	 -32600
+#define JSONRPC_METHOD_NOT_FOUND -32601
+#define JSONRPC_INVALID_PARAMS	 -32602
+#define JSONRPC_INTERNAL_ERROR	 -32603
+/* Server-defined range. */
+#define JSONRPC_SERVER_ERROR	 -32000
+#define JSONRPC_RESUME_FAILED	 -32001
+#define JSONRPC_SESSION_NOT_FOUND -32002
+#define JSONRPC_UNAVAILABLE	 -32003
+
+/* Deepest nesting accepted in a request body. */
+#define JSONRPC_MAX_DEPTH	64
+
+enum jsonrpc_kind {
+	JSONRPC_REQUEST,
+	JSONRPC_NOTIFICATION,
+	JSONRPC_RESPONSE,
+	JSONRPC_INVALID
+};
+
+cJSON			*jsonrpc_parse(const char *, size_t, int *, char **);
+enum jsonrpc_kind	 jsonrpc_classify(const cJSON *, const char **);
+int			 jsonrpc_utf8_valid(const char *, size_t);
+int			 jsonrpc_depth_ok(const char *, size_t, int);
+
+cJSON	*jsonrpc_result(const cJSON *, cJSON *);
+cJSON	*jsonrpc_error(const cJSON *, int, const char *, cJSON *);
+cJSON	*jsonrpc_notification(const char *, cJSON *);
+cJSON	*jsonrpc_id_dup(const cJSON *);
+int	 jsonrpc_id_equal(const cJSON *, const cJSON *);
+
+#endif

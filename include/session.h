@@ -1,0 +1,73 @@
+/*
+ * Sessions: the durable object a client talks to. The in-process part holds
+ * what cannot be stored (running calls, attached views); the event log holds
+ * the rest. A closed session is out of the table at once and freed when the
+ * last reference (stream, view, call, pending log op) is gone.
+ */
+#ifndef MCPD_SESSION_H
+#define MCPD_SESSION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+struct call;
+struct conf;
+struct event_base;
+struct eventlog;
+struct session;
+struct stream;
+struct view;
+
+/* 128 random bits as 32 hex digits. */
+#define SESSION_ID_LEN	32
+
+void		 session_init(struct event_base *, const struct conf *,
+		     struct eventlog *);
+void		 session_shutdown(void);
+void		 session_cron(void);
+
+struct session	*session_create(const char *, const cJSON *, char **);
+struct session	*session_find(const char *);
+void		 session_close(struct session *, const char *);
+void		 session_ref(struct session *);
+void		 session_unref(struct session *);
+void		 session_touch(struct session *);
+int		 session_closed(const struct session *);
+size_t		 session_count(void);
+
+const char	*session_id(const struct session *);
+const char	*session_version(const struct session *);
+int		 session_log_level(const struct session *);
+void		 session_set_log_level(struct session *, int);
+struct stream	*session_standalone(struct session *);
+
+const struct conf *session_conf(void);
+struct eventlog	*session_eventlog(void);
+struct event_base *session_base(void);
+
+/* Views: at most one per stream; attaching takes over the previous one. */
+void		 session_view_attach(struct session *, uint64_t,
+		     struct view *);
+void		 session_view_detach(struct session *, struct view *);
+void		 session_committed(struct session *, uint64_t, uint64_t);
+
+/* Streams and calls register here so closing a session reaches them. */
+void		 session_stream_add(struct session *, struct stream *);
+void		 session_stream_remove(struct session *, struct stream *);
+size_t		 session_stream_count(const struct session *);
+void		 session_call_add(struct session *, struct call *);
+void		 session_call_remove(struct session *, struct call *);
+struct call	*session_call_find(struct session *, const cJSON *);
+
+/* The protocol revisions, oldest first; the last is preferred. */
+extern const char *session_versions[];
+int		 session_version_supported(const char *);
+int		 session_version_at_least(const char *, const char *);
+
+/* MCP logging levels, in RFC 5424 order. */
+int		 session_log_level_parse(const char *);
+const char	*session_log_level_name(int);
+
+#endif

@@ -1,0 +1,40 @@
+/*
+ * Logical streams: an append-only sequence of messages with ids K-N. A
+ * request stream carries the notifications and the response(s) of one POST;
+ * the standalone stream carries what the server sends outside any request.
+ * Producers append here; the stream assigns N, commits through the event log
+ * and, once committed, wakes the stream's view.
+ */
+#ifndef MCPD_STREAM_H
+#define MCPD_STREAM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct session;
+struct stream;
+
+enum stream_kind {
+	STREAM_REQUEST,
+	STREAM_STANDALONE
+};
+
+/* Runs once per append: ok 1 if committed, 0 if not (stream broken). */
+typedef void (*stream_commit_cb)(int, void *);
+
+struct stream	*stream_open(struct session *, enum stream_kind);
+void		 stream_close(struct stream *);
+uint64_t	 stream_id(const struct stream *);
+uint64_t	 stream_head(const struct stream *);
+enum stream_kind stream_kind(const struct stream *);
+int		 stream_ended(const struct stream *);
+
+void		 stream_append(struct stream *, const char *, size_t, int,
+		     stream_commit_cb, void *);
+void		 stream_end(struct stream *);
+
+/* Responses still owed on a request stream; the last one ends it. */
+void		 stream_expect_response(struct stream *);
+int		 stream_response_done(struct stream *);
+
+#endif

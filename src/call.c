@@ -1,0 +1,222 @@
+/*
+ * Running requests. The call owns the request's place on its stream: what
+ * it sends goes there in order, and its response is the stream's last entry
+ * when no other response of the same POST is still owed.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "call.h"
+#include "jsonrpc.h"
+#include "log.h"
+#include "session.h"
+#include "stream.h"
+#include "xmalloc.h"
+
+struct call {
+	struct session	*session;
+	struct stream	*stream;
+	cJSON		*id;
+	cJSON		*progress_token;
+	int		 finished;
+	int		 released;
+	call_cancel_cb	 cancel_cb;
+	void		*cancel_arg;
+};
+
+struct call *
+call_start(struct session *s, struct stream *st, const cJSON *id,
+    const cJSON *progress_token)
+{
+	struct call	*c;
+
+	c = xcalloc(1, sizeof *c);
+	c->session = s;
+	c->stream = st;
+	c->id = cJSON_Duplicate(id, 1);
+	if (progress_token != NULL)
+		c->progress_token = cJSON_Duplicate(progress_token, 1);
+	session_ref(s);
+	session_call_add(s, c);
+	stream_expect_response(st);
+	return (c);
+}
+
+struct session *
+call_session(const struct call *c)
+{
+	return (c->session);
+}
+
+const cJSON *
+call_id(const struct call *c)
+{
+	return (c->id);
+}
+
+const cJSON *
+call_progress_token(const struct call *c)
+{
+	return (c->progress_token);
+}
+
+int
+call_finished(const struct call *c)
+{
+	return (c->finished);
+}
+
+void
+call_set_cancel(struct call *c, call_cancel_cb cb, void *arg)
+{
+	c->cancel_cb = cb;
+	c->cancel_arg = arg;
+}
+
+static void
+call_free(struct call *c)
+{
+	session_unref(c->session);
+	cJSON_Delete(c->id);
+	cJSON_Delete(c->progress_token);
+	free(c);
+}
+
+/* Marks the call done and settles the stream; returns 1 if it was last. */
+static int
+call_finish(struct call *c)
+{
+	c->finished = 1;
+	session_call_remove(c->session, c);
+	return (stream_response_done(c->stream));
+}
+
+/*
+ * Ends the call without a response: the client asked for it, or the session
+ * is going away. The provider is told once, through its cancel hook.
+ */
+void
+call_cancel(struct call *c, const char *reason)
+{
+	char	*id;
+
+	if (c->finished)
+		return;
+	id = cJSON_PrintUnformatted(c->id);
+	log_info("session=%s call id=%s cancelled: %s", session_id(c->session),
+	    id, reason);
+	free(id);
+	if (call_finish(c))
+		stream_close(c->stream);
+	if (c->cancel_cb != NULL)
+		c->cancel_cb(c->cancel_arg);
+}
+
+static void
+call_append(struct call *c, struct stream *st, cJSON *msg, int final,
+    call_sent_cb cb, void *arg)
+{
+	char	*text;
+
+	text = cJSON_PrintUnformatted(msg);
+	cJSON_Delete(msg);
+	stream_append(st, text, strlen(text), final, cb, arg);
+	free(text);
+}
+
+struct call_refusal {
+	call_sent_cb	 cb;
+	void		*arg;
+};
+
+static void
+call_refused_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct call_refusal	*r = arg;
+
+	r->cb(0, r->arg);
+	free(r);
+}
+
+/* A finished call sends nothing; its sender still hears back, later. */
+static void
+call_refuse(cJSON *msg, call_sent_cb cb, void *arg)
+{
+	struct call_refusal	*r;
+
+	cJSON_Delete(msg);
+	if (cb == NULL)
+		return;
+	r = xmalloc(sizeof *r);
+	r->cb = cb;
+	r->arg = arg;
+	event_base_once(session_base(), -1, EV_TIMEOUT, call_refused_cb, r,
+	    NULL);
+}
+
+void
+call_send(struct call *c, cJSON *msg, call_sent_cb cb, void *arg)
+{
+	if (c->finished)
+		call_refuse(msg, cb, arg);
+	else
+		call_append(c, c->stream, msg, 0, cb, arg);
+}
+
+void
+call_send_standalone(struct call *c, cJSON *msg, call_sent_cb cb, void *arg)
+{
+	struct stream	*st = session_standalone(c->session);
+
+	if (c->finished || st == NULL)
+		call_refuse(msg, cb, arg);
+	else
+		call_append(c, st, msg, 0, cb, arg);
+}
+
+int
+call_log_enabled(const struct call *c, int level)
+{
+	return (level >= session_log_level(c->session));
+}
+
+void
+call_respond(struct call *c, cJSON *result)
+{
+	int	last;
+
+	if (c->finished) {
+		cJSON_Delete(result);
+		return;
+	}
+	last = call_finish(c);
+	call_append(c, c->stream, jsonrpc_result(c->id, result), last, NULL,
+	    NULL);
+	if (last)
+		stream_close(c->stream);
+}
+
+void
+call_respond_error(struct call *c, int code, const char *message)
+{
+	int	last;
+
+	if (c->finished)
+		return;
+	last = call_finish(c);
+	call_append(c, c->stream, jsonrpc_error(c->id, code, message, NULL),
+	    last, NULL, NULL);
+	if (last)
+		stream_close(c->stream);
+}
+
+/* The provider will not touch the call again. */
+void
+call_release(struct call *c)
+{
+	if (!c->finished)
+		call_cancel(c, "released by its provider");
+	call_free(c);
+}

@@ -1,0 +1,1527 @@
+/*
+ * The configuration file. Every directive is one row of conf_entries: its
+ * name, type, bounds, default, place in struct conf and help text. Parsing,
+ * the defaults, `mcpd --help` and mcpd.conf.example all come from that table,
+ * so a new directive is one new row.
+ *
+ * Reading happens in two layers. The lexer turns lines into words (double
+ * quotes, escapes, comments) and gathers "NAME ARG... {" ... "}" into a tree
+ * of directives; the dispatcher looks each directive up in a table and hands
+ * its words to the row's type, or its whole block to the row's handler. A
+ * block handler may run the same dispatcher over the block's lines with a
+ * table of its own (the offsets then point into the block's struct). Checks
+ * that involve more than one directive run once the file has been read.
+ */
+#include <sys/types.h>
+#include <sys/socket.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "conf.h"
+#include "log.h"
+#include "xmalloc.h"
+
+#define CONF_NITEMS(a)		(sizeof (a) / sizeof (a)[0])
+#define CONF_MAX_DEPTH		8		/* blocks inside blocks */
+#define CONF_MAX_FILE		(1024 * 1024)	/* bytes */
+#define CONF_ORIGIN_MAX		320		/* canonical origin, with NUL */
+#define CONF_HOST_MAX		253		/* longest DNS name */
+#define CONF_REDIS_PORT		6379
+#define CONF_REDIS_DB_MAX	15
+#define CONF_REPLICAS_MAX	16
+
+#define CONF_KIB		1024LL
+#define CONF_MIB		(1024LL * 1024)
+#define CONF_GIB		(1024LL * 1024 * 1024)
+
+/* Enums are written through an int pointer. */
+_Static_assert(sizeof (enum conf_backpressure) == sizeof (int),
+    "enum conf_backpressure is not int-sized");
+
+/*
+ * One line of the file, split into words, and the lines of its block if it
+ * ended with "{". argv[0] is the directive's name.
+ */
+struct conf_directive {
+	int			 line;
+	int			 argc;
+	char			**argv;
+	int			 has_block;
+	struct conf_directive	*children;
+	size_t			 nchildren;
+};
+
+enum conf_type {
+	CONF_STRING,		/* one word; char * */
+	CONF_HOSTPORT,		/* HOST:PORT; char * at offset, int at offset2 */
+	CONF_INTEGER,		/* long long */
+	CONF_SIZE,		/* bytes, suffix k, m or g; long long */
+	CONF_SECONDS,		/* suffix s, m, h or d; long long */
+	CONF_MILLISECONDS,	/* suffix ms or s; long long */
+	CONF_BOOL,		/* on or off; int */
+	CONF_ENUM,		/* one of values; int */
+	CONF_WORDS,		/* one or more words; char ** (NULL-terminated)
+				   at offset, size_t count at offset2 */
+	CONF_CUSTOM,		/* one word given to the row's parse */
+	CONF_BLOCK		/* NAME ... { }, given to the row's block */
+};
+
+struct conf_enum {
+	const char	*name;
+	int		 value;
+};
+
+struct conf_entry;
+
+/*
+ * A word checker validates one word and returns the value to store
+ * (allocated) or -1 with the reason in *why.
+ */
+typedef int	conf_check_cb(const char *, char **, char **);
+/* A custom parser sets the fields of base from one word. */
+typedef int	conf_parse_cb(void *, const struct conf_entry *, const char *,
+		    char **);
+/* A block handler; its errors carry file and line (of the block's lines). */
+typedef int	conf_block_cb(void *, const struct conf_entry *,
+		    const struct conf_directive *, const char *, char **);
+
+#define CONF_EXAMPLE_ACTIVE	0x1	/* set, not commented, in the example */
+
+struct conf_entry {
+	const char		*name;
+	enum conf_type		 type;
+	size_t			 offset;
+	size_t			 offset2;
+	long long		 min;
+	long long		 max;
+	const struct conf_enum	*values;	/* CONF_ENUM */
+	conf_check_cb		*check;		/* CONF_STRING, CONF_WORDS */
+	conf_parse_cb		*parse;		/* CONF_CUSTOM */
+	conf_block_cb		*block;		/* CONF_BLOCK */
+	const char		*args;		/* synopsis; NULL: from type */
+	const char		*def;		/* one word, as in the file */
+	const char		*def_text;	/* documents a NULL def */
+	const char		*example;	/* example file value; NULL: def */
+	int			 flags;
+	const char		*section;	/* heading printed before it */
+	const char		*help;
+};
+
+/* A table of directives and the struct its offsets point into. */
+struct conf_scope {
+	const struct conf_entry	*entries;
+	size_t			 nentries;
+	void			*base;
+	int			*seen;		/* line each was set on, or 0 */
+};
+
+static conf_check_cb	conf_check_path;
+static conf_check_cb	conf_check_origin;
+static conf_parse_cb	conf_parse_eventlog;
+static conf_parse_cb	conf_parse_commit;
+static conf_parse_cb	conf_parse_log_level;
+static conf_block_cb	conf_block_tool;
+
+static const struct conf_enum conf_bool_values[] = {
+	{ "on", 1 },
+	{ "off", 0 },
+	{ NULL, 0 }
+};
+
+static const struct conf_enum conf_backpressure_values[] = {
+	{ "block", CONF_BACKPRESSURE_BLOCK },
+	{ "close", CONF_BACKPRESSURE_CLOSE },
+	{ NULL, 0 }
+};
+
+static const struct conf_enum conf_fixtures_values[] = {
+	{ "conformance", 1 },
+	{ "off", 0 },
+	{ NULL, 0 }
+};
+
+#define CONF_OFF(f)	offsetof(struct conf, f)
+#define CONF_NUMBER(n, t, f, lo, hi, d, h)				\
+	{ .name = n, .type = t, .offset = CONF_OFF(f), .min = lo,	\
+	  .max = hi, .def = d, .help = h }
+
+static const struct conf_entry conf_entries[] = {
+	{ .name = "listen", .type = CONF_HOSTPORT,
+	  .offset = CONF_OFF(listen_host), .offset2 = CONF_OFF(listen_port),
+	  .min = 0, .max = 65535, .args = "HOST:PORT",
+	  .def = "127.0.0.1:8080", .flags = CONF_EXAMPLE_ACTIVE,
+	  .section = "HTTP",
+	  .help = "Address and port the HTTP server listens on. HOST is a "
+	  "name, an IPv4 address or an IPv6 address in brackets "
+	  "([::1]:8080). Port 0 picks a free port." },
+	{ .name = "endpoint", .type = CONF_STRING,
+	  .offset = CONF_OFF(endpoint), .check = conf_check_path,
+	  .args = "PATH", .def = "/mcp", .flags = CONF_EXAMPLE_ACTIVE,
+	  .help = "URL path of the MCP endpoint, where POST, GET and DELETE "
+	  "are served. Starts with \"/\"." },
+	{ .name = "allowed_origins", .type = CONF_WORDS,
+	  .offset = CONF_OFF(allowed_origins),
+	  .offset2 = CONF_OFF(nallowed_origins), .check = conf_check_origin,
+	  .args = "ORIGIN...", .def_text = "none (loopback origins only)",
+	  .example = "https://app.example.com https://example.com:8443",
+	  .help = "Browser origins allowed in the Origin header, each "
+	  "exactly http://HOST[:PORT] or https://HOST[:PORT] (no "
+	  "wildcards, no path); a request with another Origin is answered "
+	  "403, one without Origin is not affected. When not set, only "
+	  "loopback origins are allowed: http or https with host "
+	  "localhost, 127.0.0.1 or [::1] and any port." },
+	CONF_NUMBER("max_body", CONF_SIZE, max_body, CONF_KIB, CONF_GIB,
+	    "4m", "Largest request body accepted; a larger one is answered "
+	    "413."),
+	CONF_NUMBER("max_header_size", CONF_SIZE, max_header_size, CONF_KIB,
+	    CONF_MIB, "16k", "Largest size of the request line and headers "
+	    "accepted."),
+
+	{ .name = "eventlog", .type = CONF_CUSTOM,
+	  .parse = conf_parse_eventlog,
+	  .args = "memory|redis://HOST[:PORT][/DB]", .def = "memory",
+	  .flags = CONF_EXAMPLE_ACTIVE, .section = "Event log",
+	  .help = "Where committed events live. memory keeps bounded rings "
+	  "in this process (one instance, lost on restart). "
+	  "redis://HOST:PORT/DB keeps them in Redis Streams shared by every "
+	  "instance; the port defaults to 6379 and DB (0 to 15) to 0." },
+	{ .name = "commit", .type = CONF_CUSTOM, .parse = conf_parse_commit,
+	  .args = "primary|replicas:N", .def = "primary",
+	  .help = "With the redis event log, when an event counts as "
+	  "committed: primary once Redis has it, replicas:N once N "
+	  "replicas (1 to 16) have acknowledged it too (WAIT)." },
+	CONF_NUMBER("stream_maxlen", CONF_INTEGER, stream_maxlen, 1, 1000000,
+	    "1000", "Events retained per stream for resumption; resuming "
+	    "from an older, trimmed event is answered 410 \"trimmed\"."),
+	CONF_NUMBER("stream_window", CONF_INTEGER, stream_window, 1, 1000000,
+	    "256", "Events a stream may hold that its client has not "
+	    "received yet before its producer is paused. At most "
+	    "stream_maxlen."),
+	CONF_NUMBER("stream_ttl", CONF_SECONDS, stream_ttl, 1, 604800, "300",
+	    "How long a finished stream stays resumable."),
+
+	{ .name = "session_ttl", .type = CONF_SECONDS,
+	  .offset = CONF_OFF(session_ttl), .min = 10, .max = 2592000,
+	  .def = "1800", .section = "Sessions",
+	  .help = "How long an idle session lives." },
+	CONF_NUMBER("max_sessions", CONF_INTEGER, max_sessions, 1, 10000000,
+	    "10000", "Sessions that may exist at once; initialize beyond "
+	    "this is refused."),
+	CONF_NUMBER("session_max_streams", CONF_INTEGER, session_max_streams,
+	    2, 100000, "256", "Streams one session may hold at once, its "
+	    "standalone stream included."),
+	CONF_NUMBER("request_timeout", CONF_SECONDS, request_timeout, 1, 3600,
+	    "60", "How long the server waits for the client's answer to a "
+	    "server-to-client request."),
+
+	{ .name = "max_views", .type = CONF_INTEGER,
+	  .offset = CONF_OFF(max_views), .min = 1, .max = 1000000,
+	  .def = "10000", .section = "SSE and backpressure",
+	  .help = "SSE responses open at once over all sessions; more are "
+	  "answered 503." },
+	CONF_NUMBER("sse_high_watermark", CONF_SIZE, sse_high_watermark,
+	    4 * CONF_KIB, 64 * CONF_MIB, "256k", "Bytes queued on one SSE "
+	    "connection above which its writer stops pulling events from "
+	    "the log."),
+	CONF_NUMBER("sse_keepalive", CONF_SECONDS, sse_keepalive, 1, 3600,
+	    "15", "Time between comment heartbeats on an idle SSE stream."),
+	CONF_NUMBER("sse_retry_ms", CONF_MILLISECONDS, sse_retry_ms, 0,
+	    600000, "1000", "Reconnection delay sent to clients in the SSE "
+	    "retry: field."),
+	CONF_NUMBER("slow_consumer_grace_ms", CONF_MILLISECONDS,
+	    slow_consumer_grace_ms, 0, 600000, "5000", "How long an SSE "
+	    "connection may stay above sse_high_watermark before the close "
+	    "policy disconnects it."),
+	{ .name = "backpressure_request", .type = CONF_ENUM,
+	  .offset = CONF_OFF(backpressure_request),
+	  .values = conf_backpressure_values, .def = "block",
+	  .help = "What a request's stream does when its client falls "
+	  "behind: block pauses the producer (the events wait in the log), "
+	  "close disconnects the client." },
+	{ .name = "backpressure_standalone", .type = CONF_ENUM,
+	  .offset = CONF_OFF(backpressure_standalone),
+	  .values = conf_backpressure_values, .def = "close",
+	  .help = "The same for a session's standalone (GET) stream: close "
+	  "sends a backpressure-disconnect event naming the last id written "
+	  "and closes, and the client resumes from its cursor; block pauses "
+	  "the producers." },
+
+	{ .name = "builtin_tools", .type = CONF_BOOL,
+	  .offset = CONF_OFF(builtin_tools), .values = conf_bool_values,
+	  .def = "off", .example = "on", .flags = CONF_EXAMPLE_ACTIVE,
+	  .section = "Tools",
+	  .help = "Serve the built-in diagnostic tools echo, stream and "
+	  "notify." },
+	{ .name = "fixtures", .type = CONF_ENUM,
+	  .offset = CONF_OFF(fixtures_conformance),
+	  .values = conf_fixtures_values, .def = "off",
+	  .help = "conformance serves the tools, resources and prompts the "
+	  "official MCP conformance suite expects." },
+	{ .name = "tool", .type = CONF_BLOCK, .block = conf_block_tool,
+	  .args = "NAME { ... }",
+	  .help = "A tool run as a command for each call. Reserved: the "
+	  "block is read but tool blocks are not supported yet." },
+
+	{ .name = "log_level", .type = CONF_CUSTOM,
+	  .parse = conf_parse_log_level, .args = "debug|info|warn|error",
+	  .def = "info", .section = "Logging",
+	  .help = "Least severe level of the lines logged to stderr." },
+};
+
+/* ---------------------------------------------------------------------
+ * Lexer: text to lines of words.
+ */
+
+struct conf_lexer {
+	const char	*file;
+	const char	*next;		/* start of the next line */
+	int		 line;		/* number of the last line read */
+};
+
+struct conf_line {
+	int		 line;
+	int		 argc;
+	char		**argv;
+	int		 open;		/* ended with an unquoted "{" */
+	int		 close;		/* was a lone unquoted "}" */
+};
+
+struct conf_buf {
+	char		*data;
+	size_t		 len;
+	size_t		 size;
+};
+
+static void
+conf_buf_add(struct conf_buf *b, char ch)
+{
+	if (b->len + 1 >= b->size) {
+		b->size = b->size == 0 ? 64 : b->size * 2;
+		b->data = xrealloc(b->data, b->size);
+	}
+	b->data[b->len++] = ch;
+	b->data[b->len] = '\0';
+}
+
+static void
+conf_line_clear(struct conf_line *ln)
+{
+	int	i;
+
+	for (i = 0; i < ln->argc; i++)
+		free(ln->argv[i]);
+	free(ln->argv);
+	memset(ln, 0, sizeof *ln);
+}
+
+static int
+conf_lex_space(char ch)
+{
+	return (ch == ' ' || ch == '\t' || ch == '\r');
+}
+
+static int
+conf_lex_end(char ch)
+{
+	return (ch == '\0' || ch == '\n' || ch == '#' || conf_lex_space(ch));
+}
+
+static int
+conf_lex_control(char ch)
+{
+	u_char	uch = ch;
+
+	return ((uch < 0x20 && uch != '\t') || uch == 0x7f);
+}
+
+/*
+ * Split the line at cl->next into words, appended to ln with quoted[] saying
+ * which were quoted, and move cl->next to the following line.
+ */
+static int
+conf_lex_words(struct conf_lexer *cl, struct conf_line *ln, int **quoted,
+    char **cause)
+{
+	const char	*p = cl->next;
+	struct conf_buf	 b;
+	int		 q;
+
+	for (;;) {
+		while (conf_lex_space(*p))
+			p++;
+		if (*p == '\0' || *p == '\n' || *p == '#')
+			break;
+
+		b.data = xstrdup("");
+		b.len = 0;
+		b.size = 1;
+		q = (*p == '"');
+		if (q) {
+			for (p++; *p != '"'; p++) {
+				if (*p == '\0' || *p == '\n') {
+					xasprintf(cause, "%s:%d: unterminated "
+					    "quoted string", cl->file, cl->line);
+					goto fail;
+				}
+				if (*p == '\\') {
+					p++;
+					if (*p != '"' && *p != '\\') {
+						xasprintf(cause, "%s:%d: invalid "
+						    "escape in quoted string "
+						    "(only \\\" and \\\\)",
+						    cl->file, cl->line);
+						goto fail;
+					}
+				} else if (conf_lex_control(*p))
+					goto control;
+				conf_buf_add(&b, *p);
+			}
+			p++;
+			if (!conf_lex_end(*p)) {
+				xasprintf(cause, "%s:%d: missing space after "
+				    "quoted string", cl->file, cl->line);
+				goto fail;
+			}
+		} else {
+			for (; !conf_lex_end(*p); p++) {
+				if (*p == '"') {
+					xasprintf(cause, "%s:%d: unexpected "
+					    "quote inside a word", cl->file,
+					    cl->line);
+					goto fail;
+				}
+				if (conf_lex_control(*p))
+					goto control;
+				conf_buf_add(&b, *p);
+			}
+		}
+
+		ln->argv = xrealloc(ln->argv, (ln->argc + 1) *
+		    sizeof *ln->argv);
+		*quoted = xrealloc(*quoted, (ln->argc + 1) * sizeof **quoted);
+		ln->argv[ln->argc] = b.data;
+		(*quoted)[ln->argc] = q;
+		ln->argc++;
+	}
+
+	while (*p != '\0' && *p != '\n')
+		p++;
+	if (*p == '\n')
+		p++;
+	cl->next = p;
+	return (0);
+
+control:
+	xasprintf(cause, "%s:%d: invalid character 0x%02x", cl->file,
+	    cl->line, (u_char)*p);
+fail:
+	free(b.data);
+	return (-1);
+}
+
+/*
+ * Read the next line that has words. Returns 1 with the line in ln, 0 at the
+ * end of the text, -1 on error.
+ */
+static int
+conf_lex_line(struct conf_lexer *cl, struct conf_line *ln, char **cause)
+{
+	int	*quoted = NULL, last;
+
+	memset(ln, 0, sizeof *ln);
+	while (*cl->next != '\0') {
+		cl->line++;
+		if (conf_lex_words(cl, ln, &quoted, cause) != 0)
+			goto fail;
+		if (ln->argc == 0)
+			continue;
+		ln->line = cl->line;
+
+		/* Braces count only as words of their own, unquoted. */
+		last = ln->argc - 1;
+		if (!quoted[last] && strcmp(ln->argv[last], "{") == 0) {
+			if (ln->argc == 1) {
+				xasprintf(cause, "%s:%d: \"{\" without a "
+				    "directive", cl->file, cl->line);
+				goto fail;
+			}
+			free(ln->argv[last]);
+			ln->argc--;
+			ln->open = 1;
+		} else if (!quoted[0] && strcmp(ln->argv[0], "}") == 0) {
+			if (ln->argc != 1) {
+				xasprintf(cause, "%s:%d: \"}\" must be on a "
+				    "line of its own", cl->file, cl->line);
+				goto fail;
+			}
+			free(ln->argv[0]);
+			ln->argc = 0;
+			ln->close = 1;
+		}
+		for (last = 0; last < ln->argc; last++) {
+			if (quoted[last])
+				continue;
+			if (strcmp(ln->argv[last], "{") == 0 ||
+			    strcmp(ln->argv[last], "}") == 0) {
+				xasprintf(cause, "%s:%d: unexpected \"%s\"",
+				    cl->file, cl->line, ln->argv[last]);
+				goto fail;
+			}
+		}
+		free(quoted);
+		return (1);
+	}
+	free(quoted);
+	return (0);
+
+fail:
+	free(quoted);
+	conf_line_clear(ln);
+	return (-1);
+}
+
+static void
+conf_directive_clear(struct conf_directive *cd)
+{
+	size_t	i;
+	int	j;
+
+	for (i = 0; i < cd->nchildren; i++)
+		conf_directive_clear(&cd->children[i]);
+	free(cd->children);
+	for (j = 0; j < cd->argc; j++)
+		free(cd->argv[j]);
+	free(cd->argv);
+	memset(cd, 0, sizeof *cd);
+}
+
+/* Move a lexed line into a directive. */
+static void
+conf_directive_set(struct conf_directive *cd, struct conf_line *ln)
+{
+	memset(cd, 0, sizeof *cd);
+	cd->line = ln->line;
+	cd->argc = ln->argc;
+	cd->argv = ln->argv;
+	ln->argv = NULL;
+	ln->argc = 0;
+}
+
+/* Read the lines of cd's block up to its closing brace. */
+static int
+conf_read_block(struct conf_lexer *cl, struct conf_directive *cd, int depth,
+    char **cause)
+{
+	struct conf_line	 ln;
+	struct conf_directive	*child;
+	int			 r;
+
+	cd->has_block = 1;
+	if (depth > CONF_MAX_DEPTH) {
+		xasprintf(cause, "%s:%d: blocks nested too deeply", cl->file,
+		    cd->line);
+		return (-1);
+	}
+	for (;;) {
+		if ((r = conf_lex_line(cl, &ln, cause)) == -1)
+			return (-1);
+		if (r == 0) {
+			xasprintf(cause, "%s:%d: %s: block not closed "
+			    "(missing \"}\")", cl->file, cd->line,
+			    cd->argv[0]);
+			return (-1);
+		}
+		if (ln.close) {
+			conf_line_clear(&ln);
+			return (0);
+		}
+		cd->children = xrealloc(cd->children,
+		    (cd->nchildren + 1) * sizeof *cd->children);
+		child = &cd->children[cd->nchildren++];
+		conf_directive_set(child, &ln);
+		if (ln.open &&
+		    conf_read_block(cl, child, depth + 1, cause) != 0)
+			return (-1);
+	}
+}
+
+/* ---------------------------------------------------------------------
+ * Values.
+ */
+
+static int
+conf_host_char(char ch)
+{
+	return (isalnum((u_char)ch) || ch == '-' || ch == '.' || ch == '_');
+}
+
+/* A port, 0 to 65535, digits only. */
+static int
+conf_parse_port(const char *s, int *port)
+{
+	size_t	len = strlen(s);
+
+	if (len == 0 || len > 5 || strspn(s, "0123456789") != len)
+		return (-1);
+	*port = atoi(s);
+	if (*port > 65535)
+		return (-1);
+	return (0);
+}
+
+/*
+ * Split HOST:PORT. HOST is a name, an IPv4 address or an IPv6 address in
+ * brackets (returned without them). Without a port, dflt is used if it is
+ * not -1.
+ */
+static int
+conf_parse_hostport(const char *s, int dflt, char **hostp, int *portp,
+    char **why)
+{
+	const char	*end, *rest;
+	char		*host;
+	struct in6_addr	 in6;
+	struct in_addr	 in4;
+	size_t		 len;
+
+	if (*s == '[') {
+		if ((end = strchr(s, ']')) == NULL) {
+			xasprintf(why, "missing \"]\" in \"%s\"", s);
+			return (-1);
+		}
+		host = xstrndup(s + 1, end - s - 1);
+		if (inet_pton(AF_INET6, host, &in6) != 1) {
+			xasprintf(why, "invalid IPv6 address \"%s\"", host);
+			goto fail;
+		}
+		rest = end + 1;
+	} else {
+		if ((end = strchr(s, ':')) == NULL)
+			end = s + strlen(s);
+		else if (strchr(end + 1, ':') != NULL) {
+			xasprintf(why, "IPv6 address must be in brackets in "
+			    "\"%s\"", s);
+			return (-1);
+		}
+		host = xstrndup(s, end - s);
+		len = strlen(host);
+		if (len == 0) {
+			xasprintf(why, "missing host in \"%s\"", s);
+			goto fail;
+		}
+		if (len > CONF_HOST_MAX ||
+		    strspn(host, "abcdefghijklmnopqrstuvwxyz"
+		    "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._") != len ||
+		    *host == '-' || *host == '.') {
+			xasprintf(why, "invalid host \"%s\"", host);
+			goto fail;
+		}
+		if (strspn(host, "0123456789.") == len &&
+		    inet_pton(AF_INET, host, &in4) != 1) {
+			xasprintf(why, "invalid IPv4 address \"%s\"", host);
+			goto fail;
+		}
+		rest = end;
+	}
+
+	if (*rest == '\0') {
+		if (dflt == -1) {
+			xasprintf(why, "missing port in \"%s\"", s);
+			goto fail;
+		}
+		*portp = dflt;
+	} else if (*rest != ':') {
+		xasprintf(why, "invalid address \"%s\"", s);
+		goto fail;
+	} else if (conf_parse_port(rest + 1, portp) != 0) {
+		xasprintf(why, "invalid port \"%s\"", rest + 1);
+		goto fail;
+	}
+	*hostp = host;
+	return (0);
+
+fail:
+	free(host);
+	return (-1);
+}
+
+/* Multiplier of a number's unit suffix for type, or 0 if not one. */
+static long long
+conf_unit(enum conf_type type, const char *suffix)
+{
+	static const struct {
+		enum conf_type	 type;
+		const char	*suffix;
+		long long	 factor;
+	} units[] = {
+		{ CONF_INTEGER, "", 1 },
+		{ CONF_SIZE, "", 1 },
+		{ CONF_SIZE, "b", 1 },
+		{ CONF_SIZE, "k", CONF_KIB },
+		{ CONF_SIZE, "kb", CONF_KIB },
+		{ CONF_SIZE, "kib", CONF_KIB },
+		{ CONF_SIZE, "m", CONF_MIB },
+		{ CONF_SIZE, "mb", CONF_MIB },
+		{ CONF_SIZE, "mib", CONF_MIB },
+		{ CONF_SIZE, "g", CONF_GIB },
+		{ CONF_SIZE, "gb", CONF_GIB },
+		{ CONF_SIZE, "gib", CONF_GIB },
+		{ CONF_SECONDS, "", 1 },
+		{ CONF_SECONDS, "s", 1 },
+		{ CONF_SECONDS, "m", 60 },
+		{ CONF_SECONDS, "h", 3600 },
+		{ CONF_SECONDS, "d", 86400 },
+		{ CONF_MILLISECONDS, "", 1 },
+		{ CONF_MILLISECONDS, "ms", 1 },
+		{ CONF_MILLISECONDS, "s", 1000 },
+	};
+	size_t	i;
+
+	for (i = 0; i < CONF_NITEMS(units); i++) {
+		if (units[i].type == type &&
+		    strcasecmp(units[i].suffix, suffix) == 0)
+			return (units[i].factor);
+	}
+	return (0);
+}
+
+static int
+conf_parse_number(enum conf_type type, const char *s, long long *v,
+    char **why)
+{
+	static const char *kinds[] = {
+		[CONF_INTEGER] = "number",
+		[CONF_SIZE] = "size (a number with k, m or g)",
+		[CONF_SECONDS] = "time (seconds, or with s, m, h or d)",
+		[CONF_MILLISECONDS] = "time (milliseconds, or with ms or s)",
+	};
+	const char	*p = s;
+	char		*end;
+	long long	 n, factor;
+
+	if (*p == '-')
+		p++;
+	if (!isdigit((u_char)*p))
+		goto invalid;
+	errno = 0;
+	n = strtoll(s, &end, 10);
+	if ((factor = conf_unit(type, end)) == 0)
+		goto invalid;
+	if (errno == ERANGE || n > LLONG_MAX / factor ||
+	    n < LLONG_MIN / factor) {
+		xasprintf(why, "%s is too large", s);
+		return (-1);
+	}
+	*v = n * factor;
+	return (0);
+
+invalid:
+	xasprintf(why, "invalid %s \"%s\"", kinds[type], s);
+	return (-1);
+}
+
+/* Write v as it would be written in the file. */
+static void
+conf_format_number(enum conf_type type, long long v, char *buf, size_t len)
+{
+	if (type == CONF_SIZE && v != 0 && v % CONF_GIB == 0)
+		snprintf(buf, len, "%lldg", v / CONF_GIB);
+	else if (type == CONF_SIZE && v != 0 && v % CONF_MIB == 0)
+		snprintf(buf, len, "%lldm", v / CONF_MIB);
+	else if (type == CONF_SIZE && v != 0 && v % CONF_KIB == 0)
+		snprintf(buf, len, "%lldk", v / CONF_KIB);
+	else
+		snprintf(buf, len, "%lld", v);
+}
+
+static int
+conf_parse_enum(const struct conf_enum *values, const char *s, int *v,
+    char **why)
+{
+	const struct conf_enum	*ce;
+	struct conf_buf		 b;
+	const char		*p;
+
+	for (ce = values; ce->name != NULL; ce++) {
+		if (strcmp(ce->name, s) == 0) {
+			*v = ce->value;
+			return (0);
+		}
+	}
+	memset(&b, 0, sizeof b);
+	for (ce = values; ce->name != NULL; ce++) {
+		if (ce != values)
+			conf_buf_add(&b, '|');
+		for (p = ce->name; *p != '\0'; p++)
+			conf_buf_add(&b, *p);
+	}
+	xasprintf(why, "expected %s, not \"%s\"", b.data, s);
+	free(b.data);
+	return (-1);
+}
+
+static void
+conf_free_words(char **list)
+{
+	char	**p;
+
+	if (list == NULL)
+		return;
+	for (p = list; *p != NULL; p++)
+		free(*p);
+	free(list);
+}
+
+/* Set one directive's value(s) on cs->base. */
+static int
+conf_set(void *base, const struct conf_entry *ce, int argc, char **argv,
+    char **why)
+{
+	char		*field = (char *)base + ce->offset;
+	char		*s, **list;
+	char		 lo[32], hi[32];
+	long long	 n;
+	int		 i, port;
+
+	if (ce->type != CONF_WORDS && argc > 1) {
+		xasprintf(why, "unexpected extra value \"%s\"", argv[1]);
+		return (-1);
+	}
+
+	switch (ce->type) {
+	case CONF_STRING:
+		if (ce->check != NULL) {
+			if (ce->check(argv[0], &s, why) != 0)
+				return (-1);
+		} else
+			s = xstrdup(argv[0]);
+		free(*(char **)field);
+		*(char **)field = s;
+		return (0);
+	case CONF_HOSTPORT:
+		if (conf_parse_hostport(argv[0], -1, &s, &port, why) != 0)
+			return (-1);
+		if (port < ce->min || port > ce->max) {
+			xasprintf(why, "port %d out of range (%lld to %lld)",
+			    port, ce->min, ce->max);
+			free(s);
+			return (-1);
+		}
+		free(*(char **)field);
+		*(char **)field = s;
+		*(int *)((char *)base + ce->offset2) = port;
+		return (0);
+	case CONF_INTEGER:
+	case CONF_SIZE:
+	case CONF_SECONDS:
+	case CONF_MILLISECONDS:
+		if (conf_parse_number(ce->type, argv[0], &n, why) != 0)
+			return (-1);
+		if (n < ce->min || n > ce->max) {
+			conf_format_number(ce->type, ce->min, lo, sizeof lo);
+			conf_format_number(ce->type, ce->max, hi, sizeof hi);
+			xasprintf(why, "%s out of range (%s to %s)", argv[0],
+			    lo, hi);
+			return (-1);
+		}
+		*(long long *)field = n;
+		return (0);
+	case CONF_BOOL:
+	case CONF_ENUM:
+		return (conf_parse_enum(ce->values, argv[0], (int *)field,
+		    why));
+	case CONF_WORDS:
+		list = xcalloc(argc + 1, sizeof *list);
+		for (i = 0; i < argc; i++) {
+			if (ce->check == NULL)
+				list[i] = xstrdup(argv[i]);
+			else if (ce->check(argv[i], &list[i], why) != 0) {
+				conf_free_words(list);
+				return (-1);
+			}
+		}
+		conf_free_words(*(char ***)field);
+		*(char ***)field = list;
+		*(size_t *)((char *)base + ce->offset2) = argc;
+		return (0);
+	case CONF_CUSTOM:
+		return (ce->parse(base, ce, argv[0], why));
+	case CONF_BLOCK:
+		break;
+	}
+	xasprintf(why, "cannot be set");
+	return (-1);
+}
+
+/* Look a directive up in cs and apply it. */
+static int
+conf_apply(struct conf_scope *cs, const struct conf_directive *cd,
+    const char *file, char **cause)
+{
+	const struct conf_entry	*ce = NULL;
+	const char		*name = cd->argv[0];
+	char			*why;
+	size_t			 i;
+
+	for (i = 0; i < cs->nentries; i++) {
+		if (strcmp(cs->entries[i].name, name) == 0) {
+			ce = &cs->entries[i];
+			break;
+		}
+	}
+	if (ce == NULL) {
+		xasprintf(cause, "%s:%d: unknown directive \"%s\"", file,
+		    cd->line, name);
+		return (-1);
+	}
+
+	if (ce->type == CONF_BLOCK) {
+		if (!cd->has_block) {
+			xasprintf(cause, "%s:%d: %s: expected \"%s %s\"", file,
+			    cd->line, name, name, ce->args);
+			return (-1);
+		}
+		return (ce->block(cs->base, ce, cd, file, cause));
+	}
+	if (cd->has_block) {
+		xasprintf(cause, "%s:%d: %s does not take a block", file,
+		    cd->line, name);
+		return (-1);
+	}
+	if (cs->seen[i] != 0) {
+		xasprintf(cause, "%s:%d: duplicate %s (first set on line %d)",
+		    file, cd->line, name, cs->seen[i]);
+		return (-1);
+	}
+	cs->seen[i] = cd->line;
+	if (cd->argc < 2) {
+		xasprintf(cause, "%s:%d: %s: missing value", file, cd->line,
+		    name);
+		return (-1);
+	}
+	if (conf_set(cs->base, ce, cd->argc - 1, cd->argv + 1, &why) != 0) {
+		xasprintf(cause, "%s:%d: %s: %s", file, cd->line, name, why);
+		free(why);
+		return (-1);
+	}
+	return (0);
+}
+
+/* ---------------------------------------------------------------------
+ * Directives with their own syntax.
+ */
+
+static int
+conf_check_path(const char *s, char **value, char **why)
+{
+	const char	*p;
+
+	if (*s != '/') {
+		xasprintf(why, "path must start with \"/\", not \"%s\"", s);
+		return (-1);
+	}
+	for (p = s; *p != '\0'; p++) {
+		if (*p == '?' || *p == '#' || *p == ' ' || *p == '\t') {
+			xasprintf(why, "invalid path \"%s\"", s);
+			return (-1);
+		}
+	}
+	*value = xstrdup(s);
+	return (0);
+}
+
+/*
+ * Parse an origin as a browser sends it, http[s]://HOST[:PORT], and write
+ * its canonical form to buf (CONF_ORIGIN_MAX bytes): scheme and host in
+ * lower case, an IPv6 address in its shortest form, the scheme's default
+ * port left out. *loopback says whether HOST is localhost, 127.0.0.1 or
+ * [::1].
+ */
+static int
+conf_origin_parse(const char *s, char *buf, int *loopback)
+{
+	const char	*p, *end, *scheme;
+	char		 host[CONF_HOST_MAX + 3], a6[INET6_ADDRSTRLEN];
+	struct in6_addr	 in6;
+	size_t		 n;
+	int		 port, dflt;
+
+	if (strncasecmp(s, "http://", 7) == 0) {
+		scheme = "http";
+		dflt = 80;
+		p = s + 7;
+	} else if (strncasecmp(s, "https://", 8) == 0) {
+		scheme = "https";
+		dflt = 443;
+		p = s + 8;
+	} else
+		return (-1);
+
+	if (*p == '[') {
+		if ((end = strchr(p, ']')) == NULL)
+			return (-1);
+		n = end - p - 1;
+		if (n == 0 || n >= sizeof a6)
+			return (-1);
+		memcpy(a6, p + 1, n);
+		a6[n] = '\0';
+		if (inet_pton(AF_INET6, a6, &in6) != 1 ||
+		    inet_ntop(AF_INET6, &in6, a6, sizeof a6) == NULL)
+			return (-1);
+		snprintf(host, sizeof host, "[%s]", a6);
+		p = end + 1;
+	} else {
+		for (n = 0; conf_host_char(*p); p++) {
+			if (n == CONF_HOST_MAX)
+				return (-1);
+			host[n++] = tolower((u_char)*p);
+		}
+		if (n == 0 || host[0] == '-' || host[0] == '.')
+			return (-1);
+		host[n] = '\0';
+	}
+
+	port = dflt;
+	if (*p == ':') {
+		if (conf_parse_port(p + 1, &port) != 0 || port == 0)
+			return (-1);
+	} else if (*p != '\0')
+		return (-1);
+
+	if (port == dflt)
+		snprintf(buf, CONF_ORIGIN_MAX, "%s://%s", scheme, host);
+	else
+		snprintf(buf, CONF_ORIGIN_MAX, "%s://%s:%d", scheme, host,
+		    port);
+	*loopback = (strcmp(host, "localhost") == 0 ||
+	    strcmp(host, "127.0.0.1") == 0 || strcmp(host, "[::1]") == 0);
+	return (0);
+}
+
+static int
+conf_check_origin(const char *s, char **value, char **why)
+{
+	char	buf[CONF_ORIGIN_MAX];
+	int	loopback;
+
+	if (strchr(s, '*') != NULL) {
+		xasprintf(why, "invalid origin \"%s\" (no wildcards: list "
+		    "each origin)", s);
+		return (-1);
+	}
+	if (conf_origin_parse(s, buf, &loopback) != 0) {
+		xasprintf(why, "invalid origin \"%s\" (expected "
+		    "http://HOST[:PORT] or https://HOST[:PORT])", s);
+		return (-1);
+	}
+	*value = xstrdup(buf);
+	return (0);
+}
+
+/* memory | redis://HOST[:PORT][/DB] */
+static int
+conf_parse_eventlog(void *base, const struct conf_entry *ce, const char *s,
+    char **why)
+{
+	struct conf	*conf = base;
+	const char	*p, *slash, *db;
+	char		*hostport, *host, *sub;
+	int		 port, n;
+
+	if (strcmp(s, "memory") == 0) {
+		conf->eventlog = CONF_EVENTLOG_MEMORY;
+		free(conf->redis_host);
+		conf->redis_host = NULL;
+		conf->redis_port = CONF_REDIS_PORT;
+		conf->redis_db = 0;
+		return (0);
+	}
+	if (strncasecmp(s, "redis://", 8) != 0) {
+		xasprintf(why, "expected memory or redis://HOST[:PORT][/DB], "
+		    "not \"%s\"", s);
+		return (-1);
+	}
+
+	p = s + 8;
+	if ((slash = strchr(p, '/')) == NULL)
+		slash = p + strlen(p);
+	hostport = xstrndup(p, slash - p);
+	n = conf_parse_hostport(hostport, CONF_REDIS_PORT, &host, &port, &sub);
+	free(hostport);
+	if (n != 0) {
+		xasprintf(why, "invalid redis URL \"%s\" (%s)", s, sub);
+		free(sub);
+		return (-1);
+	}
+	if (port == 0) {
+		xasprintf(why, "invalid redis URL \"%s\" (port 0)", s);
+		free(host);
+		return (-1);
+	}
+
+	n = 0;
+	if (*slash == '/') {
+		db = slash + 1;
+		if (*db == '\0' || strlen(db) > 2 ||
+		    strspn(db, "0123456789") != strlen(db) ||
+		    (n = atoi(db)) > CONF_REDIS_DB_MAX) {
+			xasprintf(why, "invalid redis URL \"%s\" (database "
+			    "must be 0 to %d)", s, CONF_REDIS_DB_MAX);
+			free(host);
+			return (-1);
+		}
+	}
+
+	conf->eventlog = CONF_EVENTLOG_REDIS;
+	free(conf->redis_host);
+	conf->redis_host = host;
+	conf->redis_port = port;
+	conf->redis_db = n;
+	return (0);
+}
+
+/* primary | replicas:N */
+static int
+conf_parse_commit(void *base, const struct conf_entry *ce, const char *s,
+    char **why)
+{
+	struct conf	*conf = base;
+	const char	*p;
+	size_t		 len;
+	int		 n;
+
+	if (strcmp(s, "primary") == 0) {
+		conf->commit_replicas = 0;
+		return (0);
+	}
+	if (strncmp(s, "replicas:", 9) == 0) {
+		p = s + 9;
+		len = strlen(p);
+		if (len > 0 && len <= 2 && strspn(p, "0123456789") == len) {
+			n = atoi(p);
+			if (n >= 1 && n <= CONF_REPLICAS_MAX) {
+				conf->commit_replicas = n;
+				return (0);
+			}
+		}
+	}
+	xasprintf(why, "expected primary or replicas:N (N 1 to %d), not "
+	    "\"%s\"", CONF_REPLICAS_MAX, s);
+	return (-1);
+}
+
+static int
+conf_parse_log_level(void *base, const struct conf_entry *ce, const char *s,
+    char **why)
+{
+	struct conf	*conf = base;
+	enum log_level	 level;
+
+	if (log_level_parse(s, &level) != 0) {
+		xasprintf(why, "expected %s, not \"%s\"", ce->args, s);
+		return (-1);
+	}
+	conf->log_level = level;
+	return (0);
+}
+
+/*
+ * tool NAME { ... }. The exec tools feature fills this in: it will read the
+ * block's lines through conf_apply with a table of its own.
+ */
+static int
+conf_block_tool(void *base, const struct conf_entry *ce,
+    const struct conf_directive *cd, const char *file, char **cause)
+{
+	if (cd->argc != 2) {
+		xasprintf(cause, "%s:%d: tool: expected \"tool %s\"", file,
+		    cd->line, ce->args);
+		return (-1);
+	}
+	xasprintf(cause, "%s:%d: tool blocks are not supported yet", file,
+	    cd->line);
+	return (-1);
+}
+
+/* The line a directive of cs was set on, 0 if it was not. */
+static int
+conf_scope_line(struct conf_scope *cs, const char *name)
+{
+	size_t	i;
+
+	for (i = 0; i < cs->nentries; i++) {
+		if (strcmp(cs->entries[i].name, name) == 0)
+			return (cs->seen[i]);
+	}
+	return (0);
+}
+
+/* Checks that involve more than one directive, once all are read. */
+static int
+conf_check(struct conf *conf, struct conf_scope *cs, const char *file,
+    char **cause)
+{
+	int	line;
+
+	if (conf->stream_window > conf->stream_maxlen) {
+		if ((line = conf_scope_line(cs, "stream_window")) == 0)
+			line = conf_scope_line(cs, "stream_maxlen");
+		xasprintf(cause, "%s:%d: stream_window (%lld) must not be "
+		    "larger than stream_maxlen (%lld)", file, line,
+		    conf->stream_window, conf->stream_maxlen);
+		return (-1);
+	}
+	return (0);
+}
+
+/* ---------------------------------------------------------------------
+ * Public interface.
+ */
+
+struct conf *
+conf_default(void)
+{
+	const struct conf_entry	*ce;
+	struct conf		*conf;
+	char			*why, *def;
+	size_t			 i;
+
+	conf = xcalloc(1, sizeof *conf);
+	for (i = 0; i < CONF_NITEMS(conf_entries); i++) {
+		ce = &conf_entries[i];
+		if (ce->type == CONF_WORDS && ce->def == NULL) {
+			*(char ***)((char *)conf + ce->offset) =
+			    xcalloc(1, sizeof (char *));
+			continue;
+		}
+		if (ce->def == NULL)
+			continue;
+		def = (char *)ce->def;
+		if (conf_set(conf, ce, 1, &def, &why) != 0)
+			fatalx("conf: default of %s: %s", ce->name, why);
+	}
+	return (conf);
+}
+
+struct conf *
+conf_parse_string(const char *text, const char *file, char **cause)
+{
+	struct conf		*conf;
+	struct conf_lexer	 cl;
+	struct conf_line	 ln;
+	struct conf_directive	 cd;
+	struct conf_scope	 cs;
+	int			 seen[CONF_NITEMS(conf_entries)];
+	int			 r;
+
+	if (file == NULL)
+		file = "-";
+	conf = conf_default();
+	conf->path = xstrdup(file);
+
+	memset(seen, 0, sizeof seen);
+	cs.entries = conf_entries;
+	cs.nentries = CONF_NITEMS(conf_entries);
+	cs.base = conf;
+	cs.seen = seen;
+
+	cl.file = file;
+	cl.next = text;
+	cl.line = 0;
+	for (;;) {
+		if ((r = conf_lex_line(&cl, &ln, cause)) == -1)
+			goto fail;
+		if (r == 0)
+			break;
+		if (ln.close) {
+			xasprintf(cause, "%s:%d: unexpected \"}\"", file,
+			    ln.line);
+			conf_line_clear(&ln);
+			goto fail;
+		}
+		conf_directive_set(&cd, &ln);
+		r = 0;
+		if (ln.open)
+			r = conf_read_block(&cl, &cd, 1, cause);
+		if (r == 0)
+			r = conf_apply(&cs, &cd, file, cause);
+		conf_directive_clear(&cd);
+		if (r != 0)
+			goto fail;
+	}
+	if (conf_check(conf, &cs, file, cause) != 0)
+		goto fail;
+	return (conf);
+
+fail:
+	conf_free(conf);
+	return (NULL);
+}
+
+struct conf *
+conf_load(const char *path, char **cause)
+{
+	FILE		*f;
+	struct conf	*conf;
+	char		*text;
+	size_t		 len, n;
+
+	if ((f = fopen(path, "r")) == NULL) {
+		xasprintf(cause, "%s: %s", path, strerror(errno));
+		return (NULL);
+	}
+	text = xmalloc(CONF_MAX_FILE + 1);
+	len = 0;
+	while ((n = fread(text + len, 1, CONF_MAX_FILE + 1 - len, f)) > 0)
+		len += n;
+	if (ferror(f)) {
+		xasprintf(cause, "%s: %s", path, strerror(errno));
+		goto fail;
+	}
+	if (len > CONF_MAX_FILE) {
+		xasprintf(cause, "%s: file is larger than %d bytes", path,
+		    CONF_MAX_FILE);
+		goto fail;
+	}
+	if (memchr(text, '\0', len) != NULL) {
+		xasprintf(cause, "%s: file contains a NUL byte", path);
+		goto fail;
+	}
+	text[len] = '\0';
+	fclose(f);
+
+	conf = conf_parse_string(text, path, cause);
+	free(text);
+	return (conf);
+
+fail:
+	fclose(f);
+	free(text);
+	return (NULL);
+}
+
+void
+conf_free(struct conf *conf)
+{
+	const struct conf_entry	*ce;
+	char			*field;
+	size_t			 i;
+
+	if (conf == NULL)
+		return;
+	for (i = 0; i < CONF_NITEMS(conf_entries); i++) {
+		ce = &conf_entries[i];
+		field = (char *)conf + ce->offset;
+		if (ce->type == CONF_STRING || ce->type == CONF_HOSTPORT)
+			free(*(char **)field);
+		else if (ce->type == CONF_WORDS)
+			conf_free_words(*(char ***)field);
+	}
+	/* Fields set by custom parsers. */
+	free(conf->redis_host);
+	free(conf->path);
+	free(conf);
+}
+
+int
+conf_origin_allowed(const struct conf *conf, const char *origin)
+{
+	char	buf[CONF_ORIGIN_MAX];
+	size_t	i;
+	int	loopback;
+
+	if (origin == NULL)
+		return (1);
+	if (conf_origin_parse(origin, buf, &loopback) != 0)
+		return (0);
+	if (conf->nallowed_origins == 0)
+		return (loopback);
+	for (i = 0; i < conf->nallowed_origins; i++) {
+		if (strcmp(conf->allowed_origins[i], buf) == 0)
+			return (1);
+	}
+	return (0);
+}
+
+/* ---------------------------------------------------------------------
+ * Documentation from the table.
+ */
+
+/* Print text word-wrapped to width columns, each line after prefix. */
+static void
+conf_print_wrapped(FILE *f, const char *prefix, const char *text,
+    size_t width)
+{
+	const char	*p = text, *word;
+	size_t		 col = 0, len;
+
+	for (;;) {
+		while (*p == ' ')
+			p++;
+		if (*p == '\0')
+			break;
+		word = p;
+		while (*p != ' ' && *p != '\0')
+			p++;
+		len = p - word;
+		if (col != 0 && col + 1 + len > width) {
+			fputc('\n', f);
+			col = 0;
+		}
+		if (col == 0) {
+			fputs(prefix, f);
+			col = strlen(prefix);
+		} else {
+			fputc(' ', f);
+			col++;
+		}
+		fwrite(word, 1, len, f);
+		col += len;
+	}
+	if (col != 0)
+		fputc('\n', f);
+}
+
+/* The words after the directive's name in a synopsis. */
+static char *
+conf_synopsis(const struct conf_entry *ce)
+{
+	const struct conf_enum	*e;
+	struct conf_buf		 b;
+	const char		*p;
+
+	if (ce->args != NULL)
+		return (xstrdup(ce->args));
+	switch (ce->type) {
+	case CONF_INTEGER:
+		return (xstrdup("N"));
+	case CONF_SIZE:
+		return (xstrdup("BYTES"));
+	case CONF_SECONDS:
+		return (xstrdup("SECONDS"));
+	case CONF_MILLISECONDS:
+		return (xstrdup("MILLISECONDS"));
+	case CONF_BOOL:
+	case CONF_ENUM:
+		memset(&b, 0, sizeof b);
+		for (e = ce->values; e->name != NULL; e++) {
+			if (e != ce->values)
+				conf_buf_add(&b, '|');
+			for (p = e->name; *p != '\0'; p++)
+				conf_buf_add(&b, *p);
+		}
+		return (b.data);
+	case CONF_WORDS:
+		return (xstrdup("WORD..."));
+	default:
+		return (xstrdup("VALUE"));
+	}
+}
+
+/* "Default: X (range A to B)", or NULL if there is no default. */
+static char *
+conf_default_text(const struct conf_entry *ce)
+{
+	char	*s, lo[32], hi[32];
+
+	if (ce->def == NULL) {
+		if (ce->def_text == NULL)
+			return (NULL);
+		xasprintf(&s, "Default: %s", ce->def_text);
+		return (s);
+	}
+	switch (ce->type) {
+	case CONF_INTEGER:
+	case CONF_SIZE:
+	case CONF_SECONDS:
+	case CONF_MILLISECONDS:
+		conf_format_number(ce->type, ce->min, lo, sizeof lo);
+		conf_format_number(ce->type, ce->max, hi, sizeof hi);
+		xasprintf(&s, "Default: %s (range %s to %s)", ce->def, lo, hi);
+		break;
+	default:
+		xasprintf(&s, "Default: %s", ce->def);
+		break;
+	}
+	return (s);
+}
+
+static void
+conf_print_entry(FILE *f, const struct conf_entry *ce, const char *head,
+    const char *prefix, size_t width)
+{
+	char	*synopsis, *def;
+
+	synopsis = conf_synopsis(ce);
+	fprintf(f, "%s%s %s\n", head, ce->name, synopsis);
+	free(synopsis);
+	conf_print_wrapped(f, prefix, ce->help, width);
+	if ((def = conf_default_text(ce)) != NULL) {
+		conf_print_wrapped(f, prefix, def, width);
+		free(def);
+	}
+}
+
+void
+conf_print_example(FILE *f)
+{
+	const struct conf_entry	*ce;
+	const char		*value;
+	size_t			 i;
+
+	fputs(
+"# mcpd.conf: every directive of mcpd with its help text and default.\n"
+"#\n"
+"# One directive per line: NAME VALUE... A \"#\" outside double quotes\n"
+"# starts a comment that runs to the end of the line. A word in double\n"
+"# quotes may hold spaces and \"#\"; inside it, \\\" is a quote and \\\\ a\n"
+"# backslash. Sizes take k, m or g (KiB, MiB, GiB); times in seconds take\n"
+"# s, m, h or d; times in milliseconds take ms or s. A directive may appear\n"
+"# only once.\n"
+"#\n"
+"# Lines \"#NAME VALUE\" show the default (or an example); remove the \"#\"\n"
+"# to change it. This file is generated from the table in src/conf.c.\n",
+	    f);
+	for (i = 0; i < CONF_NITEMS(conf_entries); i++) {
+		ce = &conf_entries[i];
+		if (ce->section != NULL)
+			fprintf(f, "\n# --- %s ---\n", ce->section);
+		fputc('\n', f);
+		conf_print_entry(f, ce, "# ", "#   ", 76);
+		if ((value = ce->example) == NULL)
+			value = ce->def;
+		if (value == NULL)
+			continue;
+		if (ce->flags & CONF_EXAMPLE_ACTIVE)
+			fprintf(f, "%s %s\n", ce->name, value);
+		else
+			fprintf(f, "#%s %s\n", ce->name, value);
+	}
+}
+
+void
+conf_print_help(FILE *f)
+{
+	const struct conf_entry	*ce;
+	size_t			 i;
+
+	fputs("Configuration file directives (one per line, \"#\" starts a "
+	    "comment):\n", f);
+	for (i = 0; i < CONF_NITEMS(conf_entries); i++) {
+		ce = &conf_entries[i];
+		if (ce->section != NULL)
+			fprintf(f, "\n%s:\n", ce->section);
+		conf_print_entry(f, ce, "  ", "        ", 79);
+	}
+}

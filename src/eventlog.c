@@ -1,0 +1,116 @@
+/*
+ * The event-log API. Callers see one asynchronous interface; the backend
+ * behind it is chosen by the `eventlog` directive.
+ */
+#include <stdlib.h>
+
+#include "conf.h"
+#include "eventlog.h"
+#include "random.h"
+#include "xmalloc.h"
+
+struct eventlog {
+	const struct eventlog_ops	*ops;
+	void				*backend;
+};
+
+static const char *eventlog_status_names[EVENTLOG_STATUS_MAX] = {
+	"ok", "conflict", "unavailable", "not-found", "trimmed", "expired",
+	"ahead", "ended", "cancelled"
+};
+
+struct eventlog *
+eventlog_create(struct event_base *base, const struct conf *conf,
+    char **cause)
+{
+	struct eventlog	*el;
+
+	el = xcalloc(1, sizeof *el);
+	switch (conf->eventlog) {
+	case CONF_EVENTLOG_MEMORY:
+		el->backend = eventlog_memory_create(base, conf, &el->ops,
+		    cause);
+		break;
+	default:
+		xasprintf(cause, "the redis event log is not available yet");
+		break;
+	}
+	if (el->backend == NULL) {
+		free(el);
+		return (NULL);
+	}
+	return (el);
+}
+
+void
+eventlog_free(struct eventlog *el)
+{
+	if (el == NULL)
+		return;
+	el->ops->free(el->backend);
+	free(el);
+}
+
+const char *
+eventlog_status_name(enum eventlog_status status)
+{
+	if (status >= EVENTLOG_STATUS_MAX)
+		return ("unknown");
+	return (eventlog_status_names[status]);
+}
+
+uint64_t
+eventlog_new_stream_id(void)
+{
+	return (random_u48());
+}
+
+void
+eventlog_session_store(struct eventlog *el, const char *sid,
+    const char *meta, size_t len, eventlog_done_cb cb, void *arg)
+{
+	el->ops->session_store(el->backend, sid, meta, len, cb, arg);
+}
+
+void
+eventlog_session_load(struct eventlog *el, const char *sid,
+    eventlog_load_cb cb, void *arg)
+{
+	el->ops->session_load(el->backend, sid, cb, arg);
+}
+
+void
+eventlog_session_delete(struct eventlog *el, const char *sid,
+    eventlog_done_cb cb, void *arg)
+{
+	el->ops->session_delete(el->backend, sid, cb, arg);
+}
+
+void
+eventlog_stream_create(struct eventlog *el, const char *sid, uint64_t k,
+    eventlog_append_cb cb, void *arg)
+{
+	el->ops->stream_create(el->backend, sid, k, cb, arg);
+}
+
+void
+eventlog_append(struct eventlog *el, const char *sid, uint64_t k,
+    uint64_t seq, const char *data, size_t len, int flags,
+    eventlog_append_cb cb, void *arg)
+{
+	el->ops->append(el->backend, sid, k, seq, data, len, flags, cb, arg);
+}
+
+void
+eventlog_stream_end(struct eventlog *el, const char *sid, uint64_t k,
+    eventlog_append_cb cb, void *arg)
+{
+	el->ops->stream_end(el->backend, sid, k, cb, arg);
+}
+
+void
+eventlog_read(struct eventlog *el, const char *sid, uint64_t k,
+    uint64_t from, size_t max, eventlog_read_cb cb, void *arg)
+{
+	el->ops->read(el->backend, sid, k, from, max, cb, arg);
+}

@@ -1,0 +1,642 @@
+/*
+ * The embedded event log: bounded rings in process memory, for a single
+ * instance. Everything is lost on restart, and that is the documented price.
+ *
+ * Every operation is queued and carried out on the next loop turn, in order,
+ * so callers meet the same asynchrony (and the same re-entrancy rules) as with
+ * the Redis backend. Retention is what the conf says: stream_maxlen entries
+ * per stream, stream_ttl seconds after a stream ends. An expired stream
+ * leaves a tombstone so a late cursor is answered "expired", not "unknown".
+ */
+#include <sys/queue.h>
+#include <sys/tree.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "clock.h"
+#include "conf.h"
+#include "eventlog.h"
+#include "log.h"
+#include "xmalloc.h"
+
+/* Tombstones kept per session; the oldest is forgotten past this. */
+#define MEM_TOMBSTONES	1024
+
+struct mem_entry {
+	uint64_t	 seq;
+	char		*data;
+	size_t		 len;
+};
+
+struct mem_stream {
+	uint64_t		 k;
+	struct mem_entry	*ring;
+	size_t			 cap;	/* allocated slots, <= maxlen */
+	size_t			 first;	/* ring index of the oldest entry */
+	size_t			 count;
+	uint64_t		 head;
+	int			 ended;
+	uint64_t		 expires_ms;	/* 0 while the stream is open */
+	RB_ENTRY(mem_stream)	 entry;
+};
+RB_HEAD(mem_streams, mem_stream);
+
+struct mem_session {
+	char			*sid;
+	char			*meta;
+	size_t			 metalen;
+	struct mem_streams	 streams;
+	uint64_t		 tombstones[MEM_TOMBSTONES];
+	size_t			 ntombstones;	/* total ever written */
+	RB_ENTRY(mem_session)	 entry;
+};
+RB_HEAD(mem_sessions, mem_session);
+
+enum mem_op_type {
+	MEM_SESSION_STORE,
+	MEM_SESSION_LOAD,
+	MEM_SESSION_DELETE,
+	MEM_STREAM_CREATE,
+	MEM_APPEND,
+	MEM_STREAM_END,
+	MEM_READ
+};
+
+struct mem_op {
+	enum mem_op_type	 type;
+	char			*sid;
+	uint64_t		 k;
+	uint64_t		 seq;	/* append: expected; read: from */
+	size_t			 max;
+	char			*data;
+	size_t			 len;
+	int			 flags;
+	union {
+		eventlog_done_cb	done;
+		eventlog_append_cb	append;
+		eventlog_read_cb	read;
+		eventlog_load_cb	load;
+	} cb;
+	void			*arg;
+	TAILQ_ENTRY(mem_op)	 entry;
+};
+TAILQ_HEAD(mem_ops, mem_op);
+
+struct mem {
+	struct event_base	*base;
+	size_t			 maxlen;
+	uint64_t		 ttl_ms;
+	struct mem_sessions	 sessions;
+	struct mem_ops		 ops;
+	struct event		*run_ev;
+	struct event		*cron_ev;
+};
+
+static int
+mem_stream_cmp(struct mem_stream *a, struct mem_stream *b)
+{
+	return (a->k < b->k ? -1 : a->k > b->k);
+}
+RB_GENERATE_STATIC(mem_streams, mem_stream, entry, mem_stream_cmp);
+
+static int
+mem_session_cmp(struct mem_session *a, struct mem_session *b)
+{
+	return (strcmp(a->sid, b->sid));
+}
+RB_GENERATE_STATIC(mem_sessions, mem_session, entry, mem_session_cmp);
+
+static struct mem_session *
+mem_session_find(struct mem *m, const char *sid)
+{
+	struct mem_session	find;
+
+	find.sid = (char *)sid;
+	return (RB_FIND(mem_sessions, &m->sessions, &find));
+}
+
+static struct mem_stream *
+mem_stream_find(struct mem_session *ms, uint64_t k)
+{
+	struct mem_stream	find;
+
+	find.k = k;
+	return (RB_FIND(mem_streams, &ms->streams, &find));
+}
+
+static int
+mem_tombstone_find(struct mem_session *ms, uint64_t k)
+{
+	size_t	i, n;
+
+	n = ms->ntombstones < MEM_TOMBSTONES ? ms->ntombstones :
+	    MEM_TOMBSTONES;
+	for (i = 0; i < n; i++) {
+		if (ms->tombstones[i] == k)
+			return (1);
+	}
+	return (0);
+}
+
+static void
+mem_stream_free(struct mem_stream *st)
+{
+	size_t	i;
+
+	for (i = 0; i < st->count; i++)
+		free(st->ring[(st->first + i) % st->cap].data);
+	free(st->ring);
+	free(st);
+}
+
+static void
+mem_stream_expire(struct mem_session *ms, struct mem_stream *st)
+{
+	RB_REMOVE(mem_streams, &ms->streams, st);
+	ms->tombstones[ms->ntombstones % MEM_TOMBSTONES] = st->k;
+	ms->ntombstones++;
+	mem_stream_free(st);
+}
+
+static void
+mem_session_free(struct mem *m, struct mem_session *ms)
+{
+	struct mem_stream	*st, *st1;
+
+	RB_REMOVE(mem_sessions, &m->sessions, ms);
+	RB_FOREACH_SAFE(st, mem_streams, &ms->streams, st1) {
+		RB_REMOVE(mem_streams, &ms->streams, st);
+		mem_stream_free(st);
+	}
+	free(ms->meta);
+	free(ms->sid);
+	free(ms);
+}
+
+static void
+mem_info(const struct mem_stream *st, struct eventlog_info *info)
+{
+	info->head = st->head;
+	info->oldest = st->count > 0 ? st->ring[st->first].seq : st->head + 1;
+	info->ended = st->ended;
+}
+
+/* Appends one entry, trimming the oldest when the stream is at maxlen. */
+static void
+mem_stream_push(struct mem *m, struct mem_stream *st, uint64_t seq,
+    const char *data, size_t len)
+{
+	struct mem_entry	*e;
+	struct mem_entry	*ring;
+	size_t			 i, cap;
+
+	if (st->count == m->maxlen) {
+		free(st->ring[st->first].data);
+		st->first = (st->first + 1) % st->cap;
+		st->count--;
+	} else if (st->count == st->cap) {
+		cap = st->cap == 0 ? 8 : st->cap * 2;
+		if (cap > m->maxlen)
+			cap = m->maxlen;
+		ring = xcalloc(cap, sizeof *ring);
+		for (i = 0; i < st->count; i++)
+			ring[i] = st->ring[(st->first + i) % st->cap];
+		free(st->ring);
+		st->ring = ring;
+		st->cap = cap;
+		st->first = 0;
+	}
+	e = &st->ring[(st->first + st->count) % st->cap];
+	e->seq = seq;
+	e->len = len;
+	e->data = xmalloc(len + 1);
+	memcpy(e->data, data, len);
+	e->data[len] = '\0';
+	st->count++;
+	st->head = seq;
+}
+
+static void
+mem_stream_finish(struct mem *m, struct mem_stream *st)
+{
+	st->ended = 1;
+	st->expires_ms = clock_now_ms() + m->ttl_ms;
+}
+
+/* Looks up the stream an op names; answers NOT_FOUND or EXPIRED if gone. */
+static enum eventlog_status
+mem_lookup(struct mem *m, struct mem_op *op, struct mem_session **msp,
+    struct mem_stream **stp)
+{
+	struct mem_session	*ms;
+
+	if ((ms = mem_session_find(m, op->sid)) == NULL)
+		return (EVENTLOG_NOT_FOUND);
+	*msp = ms;
+	if ((*stp = mem_stream_find(ms, op->k)) != NULL)
+		return (EVENTLOG_OK);
+	if (mem_tombstone_find(ms, op->k))
+		return (EVENTLOG_EXPIRED);
+	return (EVENTLOG_NOT_FOUND);
+}
+
+static void
+mem_do_session_store(struct mem *m, struct mem_op *op)
+{
+	struct mem_session	*ms;
+
+	if ((ms = mem_session_find(m, op->sid)) == NULL) {
+		ms = xcalloc(1, sizeof *ms);
+		ms->sid = xstrdup(op->sid);
+		RB_INIT(&ms->streams);
+		RB_INSERT(mem_sessions, &m->sessions, ms);
+	}
+	free(ms->meta);
+	ms->meta = op->data;
+	ms->metalen = op->len;
+	op->data = NULL;
+	op->cb.done(EVENTLOG_OK, op->arg);
+}
+
+static void
+mem_do_session_load(struct mem *m, struct mem_op *op)
+{
+	struct mem_session	*ms;
+
+	if ((ms = mem_session_find(m, op->sid)) == NULL)
+		op->cb.load(EVENTLOG_NOT_FOUND, NULL, 0, op->arg);
+	else
+		op->cb.load(EVENTLOG_OK, ms->meta, ms->metalen, op->arg);
+}
+
+static void
+mem_do_session_delete(struct mem *m, struct mem_op *op)
+{
+	struct mem_session	*ms;
+
+	if ((ms = mem_session_find(m, op->sid)) == NULL) {
+		op->cb.done(EVENTLOG_NOT_FOUND, op->arg);
+		return;
+	}
+	mem_session_free(m, ms);
+	op->cb.done(EVENTLOG_OK, op->arg);
+}
+
+static void
+mem_do_stream_create(struct mem *m, struct mem_op *op)
+{
+	struct mem_session	*ms;
+	struct mem_stream	*st;
+	struct eventlog_info	 info;
+
+	if ((ms = mem_session_find(m, op->sid)) == NULL) {
+		op->cb.append(EVENTLOG_NOT_FOUND, NULL, op->arg);
+		return;
+	}
+	if (mem_stream_find(ms, op->k) != NULL ||
+	    mem_tombstone_find(ms, op->k)) {
+		op->cb.append(EVENTLOG_CONFLICT, NULL, op->arg);
+		return;
+	}
+	st = xcalloc(1, sizeof *st);
+	st->k = op->k;
+	RB_INSERT(mem_streams, &ms->streams, st);
+	mem_stream_push(m, st, 0, "", 0);
+	mem_info(st, &info);
+	op->cb.append(EVENTLOG_OK, &info, op->arg);
+}
+
+static void
+mem_do_append(struct mem *m, struct mem_op *op)
+{
+	struct mem_session	*ms;
+	struct mem_stream	*st = NULL;
+	struct eventlog_info	 info;
+	enum eventlog_status	 status;
+
+	if ((status = mem_lookup(m, op, &ms, &st)) != EVENTLOG_OK) {
+		op->cb.append(status, NULL, op->arg);
+		return;
+	}
+	mem_info(st, &info);
+	if (st->ended) {
+		op->cb.append(EVENTLOG_ENDED, &info, op->arg);
+		return;
+	}
+	if (op->seq != st->head + 1) {
+		op->cb.append(EVENTLOG_CONFLICT, &info, op->arg);
+		return;
+	}
+	mem_stream_push(m, st, op->seq, op->data, op->len);
+	if (op->flags & EVENTLOG_FINAL)
+		mem_stream_finish(m, st);
+	mem_info(st, &info);
+	op->cb.append(EVENTLOG_OK, &info, op->arg);
+}
+
+static void
+mem_do_stream_end(struct mem *m, struct mem_op *op)
+{
+	struct mem_session	*ms;
+	struct mem_stream	*st = NULL;
+	struct eventlog_info	 info;
+	enum eventlog_status	 status;
+
+	if ((status = mem_lookup(m, op, &ms, &st)) != EVENTLOG_OK) {
+		op->cb.append(status, NULL, op->arg);
+		return;
+	}
+	if (!st->ended)
+		mem_stream_finish(m, st);
+	mem_info(st, &info);
+	op->cb.append(EVENTLOG_OK, &info, op->arg);
+}
+
+static void
+mem_do_read(struct mem *m, struct mem_op *op)
+{
+	struct mem_session	*ms;
+	struct mem_stream	*st = NULL;
+	struct mem_entry	*e;
+	struct eventlog_entry	*out;
+	struct eventlog_info	 info;
+	enum eventlog_status	 status;
+	size_t			 i, n, skip;
+
+	if ((status = mem_lookup(m, op, &ms, &st)) != EVENTLOG_OK) {
+		op->cb.read(status, NULL, 0, NULL, op->arg);
+		return;
+	}
+	mem_info(st, &info);
+	if (op->seq > st->head + 1) {
+		op->cb.read(EVENTLOG_AHEAD, NULL, 0, &info, op->arg);
+		return;
+	}
+	if (op->seq < info.oldest) {
+		op->cb.read(EVENTLOG_TRIMMED, NULL, 0, &info, op->arg);
+		return;
+	}
+	skip = (size_t)(op->seq - info.oldest);
+	n = st->count - skip;
+	if (n > op->max)
+		n = op->max;
+	out = n > 0 ? xcalloc(n, sizeof *out) : NULL;
+	for (i = 0; i < n; i++) {
+		e = &st->ring[(st->first + skip + i) % st->cap];
+		out[i].seq = e->seq;
+		out[i].data = e->data;
+		out[i].len = e->len;
+	}
+	op->cb.read(EVENTLOG_OK, out, n, &info, op->arg);
+	free(out);
+}
+
+static void
+mem_op_free(struct mem_op *op)
+{
+	free(op->sid);
+	free(op->data);
+	free(op);
+}
+
+static void
+mem_op_execute(struct mem *m, struct mem_op *op)
+{
+	switch (op->type) {
+	case MEM_SESSION_STORE:
+		mem_do_session_store(m, op);
+		break;
+	case MEM_SESSION_LOAD:
+		mem_do_session_load(m, op);
+		break;
+	case MEM_SESSION_DELETE:
+		mem_do_session_delete(m, op);
+		break;
+	case MEM_STREAM_CREATE:
+		mem_do_stream_create(m, op);
+		break;
+	case MEM_APPEND:
+		mem_do_append(m, op);
+		break;
+	case MEM_STREAM_END:
+		mem_do_stream_end(m, op);
+		break;
+	case MEM_READ:
+		mem_do_read(m, op);
+		break;
+	}
+}
+
+/* Answers an op that will never run because the log is going away. */
+static void
+mem_op_cancel(struct mem_op *op)
+{
+	switch (op->type) {
+	case MEM_SESSION_STORE:
+	case MEM_SESSION_DELETE:
+		op->cb.done(EVENTLOG_CANCELLED, op->arg);
+		break;
+	case MEM_SESSION_LOAD:
+		op->cb.load(EVENTLOG_CANCELLED, NULL, 0, op->arg);
+		break;
+	case MEM_STREAM_CREATE:
+	case MEM_APPEND:
+	case MEM_STREAM_END:
+		op->cb.append(EVENTLOG_CANCELLED, NULL, op->arg);
+		break;
+	case MEM_READ:
+		op->cb.read(EVENTLOG_CANCELLED, NULL, 0, NULL, op->arg);
+		break;
+	}
+}
+
+/*
+ * Runs the ops queued before this turn began; ops queued by their callbacks
+ * wait for the next turn, so a chain of callbacks cannot starve the loop.
+ */
+static void
+mem_run_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct mem	*m = arg;
+	struct mem_ops	 batch;
+	struct mem_op	*op;
+
+	TAILQ_INIT(&batch);
+	TAILQ_CONCAT(&batch, &m->ops, entry);
+	while ((op = TAILQ_FIRST(&batch)) != NULL) {
+		TAILQ_REMOVE(&batch, op, entry);
+		mem_op_execute(m, op);
+		mem_op_free(op);
+	}
+}
+
+static void
+mem_cron_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct mem		*m = arg;
+	struct mem_session	*ms;
+	struct mem_stream	*st, *st1;
+	uint64_t		 now = clock_now_ms();
+
+	RB_FOREACH(ms, mem_sessions, &m->sessions) {
+		RB_FOREACH_SAFE(st, mem_streams, &ms->streams, st1) {
+			if (st->ended && st->expires_ms <= now)
+				mem_stream_expire(ms, st);
+		}
+	}
+}
+
+static struct mem_op *
+mem_op_new(struct mem *m, enum mem_op_type type, const char *sid,
+    uint64_t k)
+{
+	struct mem_op	*op;
+
+	op = xcalloc(1, sizeof *op);
+	op->type = type;
+	op->sid = xstrdup(sid);
+	op->k = k;
+	if (TAILQ_EMPTY(&m->ops))
+		event_active(m->run_ev, EV_TIMEOUT, 0);
+	TAILQ_INSERT_TAIL(&m->ops, op, entry);
+	return (op);
+}
+
+static void
+mem_op_set_data(struct mem_op *op, const char *data, size_t len)
+{
+	op->data = xmalloc(len + 1);
+	memcpy(op->data, data, len);
+	op->data[len] = '\0';
+	op->len = len;
+}
+
+static void
+mem_session_store(void *p, const char *sid, const char *meta, size_t len,
+    eventlog_done_cb cb, void *arg)
+{
+	struct mem_op	*op = mem_op_new(p, MEM_SESSION_STORE, sid, 0);
+
+	mem_op_set_data(op, meta, len);
+	op->cb.done = cb;
+	op->arg = arg;
+}
+
+static void
+mem_session_load(void *p, const char *sid, eventlog_load_cb cb, void *arg)
+{
+	struct mem_op	*op = mem_op_new(p, MEM_SESSION_LOAD, sid, 0);
+
+	op->cb.load = cb;
+	op->arg = arg;
+}
+
+static void
+mem_session_delete(void *p, const char *sid, eventlog_done_cb cb, void *arg)
+{
+	struct mem_op	*op = mem_op_new(p, MEM_SESSION_DELETE, sid, 0);
+
+	op->cb.done = cb;
+	op->arg = arg;
+}
+
+static void
+mem_stream_create(void *p, const char *sid, uint64_t k,
+    eventlog_append_cb cb, void *arg)
+{
+	struct mem_op	*op = mem_op_new(p, MEM_STREAM_CREATE, sid, k);
+
+	op->cb.append = cb;
+	op->arg = arg;
+}
+
+static void
+mem_append(void *p, const char *sid, uint64_t k, uint64_t seq,
+    const char *data, size_t len, int flags, eventlog_append_cb cb, void *arg)
+{
+	struct mem_op	*op = mem_op_new(p, MEM_APPEND, sid, k);
+
+	op->seq = seq;
+	op->flags = flags;
+	mem_op_set_data(op, data, len);
+	op->cb.append = cb;
+	op->arg = arg;
+}
+
+static void
+mem_stream_end(void *p, const char *sid, uint64_t k, eventlog_append_cb cb,
+    void *arg)
+{
+	struct mem_op	*op = mem_op_new(p, MEM_STREAM_END, sid, k);
+
+	op->cb.append = cb;
+	op->arg = arg;
+}
+
+static void
+mem_read(void *p, const char *sid, uint64_t k, uint64_t from, size_t max,
+    eventlog_read_cb cb, void *arg)
+{
+	struct mem_op	*op = mem_op_new(p, MEM_READ, sid, k);
+
+	op->seq = from;
+	op->max = max;
+	op->cb.read = cb;
+	op->arg = arg;
+}
+
+static void
+mem_free(void *p)
+{
+	struct mem		*m = p;
+	struct mem_op		*op;
+	struct mem_session	*ms, *ms1;
+
+	while ((op = TAILQ_FIRST(&m->ops)) != NULL) {
+		TAILQ_REMOVE(&m->ops, op, entry);
+		mem_op_cancel(op);
+		mem_op_free(op);
+	}
+	RB_FOREACH_SAFE(ms, mem_sessions, &m->sessions, ms1)
+		mem_session_free(m, ms);
+	event_free(m->run_ev);
+	event_free(m->cron_ev);
+	free(m);
+}
+
+static const struct eventlog_ops mem_ops = {
+	.name = "memory",
+	.free = mem_free,
+	.session_store = mem_session_store,
+	.session_load = mem_session_load,
+	.session_delete = mem_session_delete,
+	.stream_create = mem_stream_create,
+	.append = mem_append,
+	.stream_end = mem_stream_end,
+	.read = mem_read,
+};
+
+void *
+eventlog_memory_create(struct event_base *base, const struct conf *conf,
+    const struct eventlog_ops **ops, char **cause)
+{
+	struct mem	*m;
+	struct timeval	 tv = { 1, 0 };
+
+	m = xcalloc(1, sizeof *m);
+	m->base = base;
+	m->maxlen = (size_t)conf->stream_maxlen;
+	m->ttl_ms = (uint64_t)conf->stream_ttl * 1000;
+	RB_INIT(&m->sessions);
+	TAILQ_INIT(&m->ops);
+	m->run_ev = event_new(base, -1, 0, mem_run_cb, m);
+	m->cron_ev = event_new(base, -1, EV_PERSIST, mem_cron_cb, m);
+	event_add(m->cron_ev, &tv);
+	*ops = &mem_ops;
+	log_debug("eventlog: memory, stream_maxlen=%zu stream_ttl=%llus",
+	    m->maxlen, (unsigned long long)conf->stream_ttl);
+	return (m);
+}

@@ -1,0 +1,227 @@
+/*
+ * JSON-RPC 2.0. Bodies are checked before cJSON sees them: valid UTF-8
+ * (cJSON would pass invalid bytes through into responses) and a nesting
+ * bound (cJSON recurses, and a deep body must not cost a deep stack).
+ */
+#include <string.h>
+
+#include "jsonrpc.h"
+#include "xmalloc.h"
+
+int
+jsonrpc_utf8_valid(const char *s, size_t len)
+{
+	const unsigned char	*p = (const unsigned char *)s;
+	size_t			 i = 0, n, k;
+	unsigned int		 cp;
+
+	while (i < len) {
+		if (p[i] < 0x80) {
+			i++;
+			continue;
+		}
+		if ((p[i] & 0xe0) == 0xc0) {
+			n = 1;
+			cp = p[i] & 0x1f;
+		} else if ((p[i] & 0xf0) == 0xe0) {
+			n = 2;
+			cp = p[i] & 0x0f;
+		} else if ((p[i] & 0xf8) == 0xf0) {
+			n = 3;
+			cp = p[i] & 0x07;
+		} else
+			return (0);
+		for (k = 1; k <= n; k++) {
+			if (i + k >= len || (p[i + k] & 0xc0) != 0x80)
+				return (0);
+			cp = (cp << 6) | (p[i + k] & 0x3f);
+		}
+		/* Overlong forms, surrogates and values past U+10FFFF. */
+		if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) ||
+		    (n == 3 && cp < 0x10000) || cp > 0x10ffff ||
+		    (cp >= 0xd800 && cp <= 0xdfff))
+			return (0);
+		i += n + 1;
+	}
+	return (1);
+}
+
+int
+jsonrpc_depth_ok(const char *s, size_t len, int max)
+{
+	size_t	i;
+	int	depth = 0, instring = 0;
+
+	for (i = 0; i < len; i++) {
+		if (instring) {
+			if (s[i] == '\\')
+				i++;
+			else if (s[i] == '"')
+				instring = 0;
+			continue;
+		}
+		switch (s[i]) {
+		case '"':
+			instring = 1;
+			break;
+		case '[':
+		case '{':
+			if (++depth > max)
+				return (0);
+			break;
+		case ']':
+		case '}':
+			depth--;
+			break;
+		}
+	}
+	return (1);
+}
+
+/*
+ * Parses a body. On failure returns NULL with *code the JSON-RPC error code
+ * and *cause a static message.
+ */
+cJSON *
+jsonrpc_parse(const char *body, size_t len, int *code, char **cause)
+{
+	cJSON		*json;
+	const char	*end = NULL;
+
+	*code = JSONRPC_PARSE_ERROR;
+	if (!jsonrpc_utf8_valid(body, len)) {
+		*cause = "Parse error: body is not valid UTF-8";
+		return (NULL);
+	}
+	if (!jsonrpc_depth_ok(body, len, JSONRPC_MAX_DEPTH)) {
+		*cause = "Parse error: JSON nested too deeply";
+		return (NULL);
+	}
+	json = cJSON_ParseWithLengthOpts(body, len, &end, 0);
+	if (json == NULL) {
+		*cause = "Parse error: malformed JSON";
+		return (NULL);
+	}
+	for (; end != NULL && end < body + len; end++) {
+		if (strchr(" \t\r\n", *end) == NULL) {
+			cJSON_Delete(json);
+			*cause = "Parse error: trailing data after JSON";
+			return (NULL);
+		}
+	}
+	return (json);
+}
+
+static int
+jsonrpc_id_valid(const cJSON *id)
+{
+	if (cJSON_IsString(id))
+		return (1);
+	/* Integers only: a fractional id cannot be echoed back exactly. */
+	return (cJSON_IsNumber(id) && id->valuedouble == (double)(long long)
+	    id->valuedouble);
+}
+
+enum jsonrpc_kind
+jsonrpc_classify(const cJSON *msg, const char **cause)
+{
+	const cJSON	*version, *method, *id, *params;
+
+	if (!cJSON_IsObject(msg)) {
+		*cause = "Invalid Request: message is not an object";
+		return (JSONRPC_INVALID);
+	}
+	version = cJSON_GetObjectItemCaseSensitive(msg, "jsonrpc");
+	if (!cJSON_IsString(version) || strcmp(version->valuestring, "2.0")) {
+		*cause = "Invalid Request: jsonrpc must be \"2.0\"";
+		return (JSONRPC_INVALID);
+	}
+	method = cJSON_GetObjectItemCaseSensitive(msg, "method");
+	id = cJSON_GetObjectItemCaseSensitive(msg, "id");
+	params = cJSON_GetObjectItemCaseSensitive(msg, "params");
+	if (method == NULL) {
+		if (id == NULL || (!jsonrpc_id_valid(id) && !cJSON_IsNull(id))) {
+			*cause = "Invalid Request: no method and no valid id";
+			return (JSONRPC_INVALID);
+		}
+		if (cJSON_HasObjectItem(msg, "result") ==
+		    cJSON_HasObjectItem(msg, "error")) {
+			*cause = "Invalid Request: a response has exactly one "
+			    "of result and error";
+			return (JSONRPC_INVALID);
+		}
+		return (JSONRPC_RESPONSE);
+	}
+	if (!cJSON_IsString(method)) {
+		*cause = "Invalid Request: method must be a string";
+		return (JSONRPC_INVALID);
+	}
+	if (params != NULL && !cJSON_IsObject(params) &&
+	    !cJSON_IsArray(params)) {
+		*cause = "Invalid Request: params must be an object";
+		return (JSONRPC_INVALID);
+	}
+	if (id == NULL)
+		return (JSONRPC_NOTIFICATION);
+	if (!jsonrpc_id_valid(id)) {
+		*cause = "Invalid Request: id must be a string or an integer";
+		return (JSONRPC_INVALID);
+	}
+	return (JSONRPC_REQUEST);
+}
+
+cJSON *
+jsonrpc_id_dup(const cJSON *id)
+{
+	if (id == NULL)
+		return (cJSON_CreateNull());
+	return (cJSON_Duplicate(id, 1));
+}
+
+int
+jsonrpc_id_equal(const cJSON *a, const cJSON *b)
+{
+	if (a == NULL || b == NULL)
+		return (0);
+	return (cJSON_Compare(a, b, 1));
+}
+
+cJSON *
+jsonrpc_result(const cJSON *id, cJSON *result)
+{
+	cJSON	*msg = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(msg, "jsonrpc", "2.0");
+	cJSON_AddItemToObject(msg, "id", jsonrpc_id_dup(id));
+	cJSON_AddItemToObject(msg, "result",
+	    result != NULL ? result : cJSON_CreateObject());
+	return (msg);
+}
+
+cJSON *
+jsonrpc_error(const cJSON *id, int code, const char *message, cJSON *data)
+{
+	cJSON	*msg = cJSON_CreateObject();
+	cJSON	*error = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(msg, "jsonrpc", "2.0");
+	cJSON_AddItemToObject(msg, "id", jsonrpc_id_dup(id));
+	cJSON_AddNumberToObject(error, "code", code);
+	cJSON_AddStringToObject(error, "message", message);
+	if (data != NULL)
+		cJSON_AddItemToObject(error, "data", data);
+	cJSON_AddItemToObject(msg, "error", error);
+	return (msg);
+}
+
+cJSON *
+jsonrpc_notification(const char *method, cJSON *params)
+{
+	cJSON	*msg = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(msg, "jsonrpc", "2.0");
+	cJSON_AddStringToObject(msg, "method", method);
+	if (params != NULL)
+		cJSON_AddItemToObject(msg, "params", params);
+	return (msg);
+}

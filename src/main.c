@@ -1,0 +1,78 @@
+/*
+ * mcpd: a Model Context Protocol server over Streamable HTTP whose SSE ids
+ * are durable event-log offsets.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "conf.h"
+#include "dispatch.h"
+#include "log.h"
+#include "server.h"
+#include "xmalloc.h"
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+	    "usage: mcpd [-t] -c FILE\n"
+	    "       mcpd -e        print an example configuration\n"
+	    "       mcpd -h        this help and the configuration keys\n"
+	    "       mcpd -V        version\n"
+	    "  -c FILE  run in the foreground with FILE\n"
+	    "  -t       check FILE and exit\n");
+}
+
+int
+main(int argc, char **argv)
+{
+	struct conf	*conf;
+	const char	*path = NULL;
+	char		*cause = NULL;
+	int		 ch, check = 0, rc;
+
+	xmalloc_init_cjson();
+	log_init(LOG_LEVEL_INFO);
+	while ((ch = getopt(argc, argv, "c:ehtV")) != -1) {
+		switch (ch) {
+		case 'c':
+			path = optarg;
+			break;
+		case 'e':
+			conf_print_example(stdout);
+			return (0);
+		case 'h':
+			usage(stdout);
+			conf_print_help(stdout);
+			return (0);
+		case 't':
+			check = 1;
+			break;
+		case 'V':
+			printf("mcpd %s\n", MCPD_VERSION);
+			return (0);
+		default:
+			usage(stderr);
+			return (2);
+		}
+	}
+	if (path == NULL || optind != argc) {
+		usage(stderr);
+		return (2);
+	}
+	if ((conf = conf_load(path, &cause)) == NULL) {
+		fprintf(stderr, "mcpd: %s\n", cause);
+		free(cause);
+		return (1);
+	}
+	if (check) {
+		printf("mcpd: %s: configuration ok\n", path);
+		conf_free(conf);
+		return (0);
+	}
+	log_init(conf->log_level);
+	rc = server_run(conf);
+	conf_free(conf);
+	return (rc);
+}

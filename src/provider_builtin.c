@@ -1,0 +1,336 @@
+/*
+ * Built-in diagnostic tools (DESIGN.md): echo, stream, notify. They exist
+ * so operators and tests can see the transport's guarantees end to end:
+ * `stream` produces on the request's stream, `notify` on the standalone one.
+ *
+ * A producer sends its next message only when the previous one is
+ * committed, so a call holds at most one message in flight, whatever n is.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "call.h"
+#include "conf.h"
+#include "jsonrpc.h"
+#include "provider.h"
+#include "session.h"
+#include "xmalloc.h"
+
+#define BUILTIN_MAX_N		1000000
+#define BUILTIN_MAX_INTERVAL	60000
+#define BUILTIN_MAX_SIZE	(1024 * 1024)
+#define BUILTIN_LEVEL_INFO	1
+
+enum builtin_kind {
+	BUILTIN_STREAM,
+	BUILTIN_NOTIFY
+};
+
+struct builtin_job {
+	enum builtin_kind	 kind;
+	struct call		*call;
+	long			 n;
+	long			 i;
+	long			 interval_ms;
+	long			 size;
+	int			 sending;
+	int			 cancelled;
+	struct event		*timer;
+};
+
+static void	builtin_next(struct builtin_job *);
+
+static int
+builtin_enabled(const struct conf *conf)
+{
+	return (conf->builtin_tools);
+}
+
+static void
+builtin_add_tool(cJSON *tools, const char *name, const char *description,
+    const char *schema)
+{
+	cJSON	*tool = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(tool, "name", name);
+	cJSON_AddStringToObject(tool, "description", description);
+	cJSON_AddItemToObject(tool, "inputSchema", cJSON_Parse(schema));
+	cJSON_AddItemToArray(tools, tool);
+}
+
+static void
+builtin_list_tools(cJSON *tools)
+{
+	builtin_add_tool(tools, "echo", "Return the given text.",
+	    "{\"type\":\"object\",\"properties\":{\"text\":{\"type\":"
+	    "\"string\"}},\"required\":[\"text\"]}");
+	builtin_add_tool(tools, "stream",
+	    "Send n progress notifications (or log messages without a "
+	    "progress token) on the request's stream, then `done n`.",
+	    "{\"type\":\"object\",\"properties\":{"
+	    "\"n\":{\"type\":\"integer\",\"minimum\":0},"
+	    "\"interval_ms\":{\"type\":\"integer\",\"minimum\":0},"
+	    "\"size\":{\"type\":\"integer\",\"minimum\":0}},"
+	    "\"required\":[\"n\"]}");
+	builtin_add_tool(tools, "notify",
+	    "Send n log messages on the session's standalone stream, then "
+	    "`queued n`.",
+	    "{\"type\":\"object\",\"properties\":{"
+	    "\"n\":{\"type\":\"integer\",\"minimum\":0},"
+	    "\"size\":{\"type\":\"integer\",\"minimum\":0}},"
+	    "\"required\":[\"n\"]}");
+}
+
+/* Reads an optional integer argument within [0, max]. */
+static int
+builtin_int_arg(const cJSON *args, const char *name, int required, long max,
+    long *out, char **cause)
+{
+	const cJSON	*v = cJSON_GetObjectItemCaseSensitive(args, name);
+
+	if (v == NULL) {
+		if (!required)
+			return (0);
+		xasprintf(cause, "missing required argument '%s'", name);
+		return (-1);
+	}
+	if (!cJSON_IsNumber(v) || v->valuedouble != (double)(long)v->valuedouble
+	    || v->valuedouble < 0 || v->valuedouble > (double)max) {
+		xasprintf(cause, "argument '%s' must be an integer from 0 to "
+		    "%ld", name, max);
+		return (-1);
+	}
+	*out = (long)v->valuedouble;
+	return (0);
+}
+
+static void
+builtin_invalid(struct call *c, char *cause)
+{
+	char	*text;
+
+	xasprintf(&text, "invalid arguments: %s", cause);
+	call_respond(c, provider_text_result(text, 1));
+	call_release(c);
+	free(text);
+	free(cause);
+}
+
+static char *
+builtin_pad(long size)
+{
+	char	*pad = xmalloc((size_t)size + 1);
+
+	memset(pad, 'x', (size_t)size);
+	pad[size] = '\0';
+	return (pad);
+}
+
+static cJSON *
+builtin_log_message(long i, long n, long size)
+{
+	cJSON	*params = cJSON_CreateObject();
+	cJSON	*data = cJSON_CreateObject();
+	char	*pad = builtin_pad(size);
+
+	cJSON_AddStringToObject(params, "level", "info");
+	cJSON_AddStringToObject(params, "logger", "mcpd");
+	cJSON_AddNumberToObject(data, "i", (double)i);
+	cJSON_AddNumberToObject(data, "n", (double)n);
+	cJSON_AddStringToObject(data, "pad", pad);
+	cJSON_AddItemToObject(params, "data", data);
+	free(pad);
+	return (jsonrpc_notification("notifications/message", params));
+}
+
+static cJSON *
+builtin_progress(const cJSON *token, long i, long n, long size)
+{
+	cJSON	*params = cJSON_CreateObject();
+	char	*message, *padded;
+	size_t	 len;
+
+	xasprintf(&message, "step %ld of %ld", i, n);
+	len = strlen(message);
+	if ((long)len < size) {
+		padded = builtin_pad(size);
+		memcpy(padded, message, len);
+		free(message);
+		message = padded;
+	}
+	cJSON_AddItemToObject(params, "progressToken",
+	    cJSON_Duplicate(token, 1));
+	cJSON_AddNumberToObject(params, "progress", (double)i);
+	cJSON_AddNumberToObject(params, "total", (double)n);
+	cJSON_AddStringToObject(params, "message", message);
+	free(message);
+	return (jsonrpc_notification("notifications/progress", params));
+}
+
+static void
+builtin_job_free(struct builtin_job *job)
+{
+	if (job->timer != NULL)
+		event_free(job->timer);
+	call_release(job->call);
+	free(job);
+}
+
+static void
+builtin_finish(struct builtin_job *job)
+{
+	char	*text;
+
+	xasprintf(&text, "%s %ld", job->kind == BUILTIN_STREAM ? "done" :
+	    "queued", job->n);
+	call_respond(job->call, provider_text_result(text, 0));
+	free(text);
+	builtin_job_free(job);
+}
+
+static void
+builtin_schedule(struct builtin_job *job)
+{
+	struct timeval	tv;
+
+	if (job->i == job->n) {
+		builtin_finish(job);
+		return;
+	}
+	tv.tv_sec = job->interval_ms / 1000;
+	tv.tv_usec = (job->interval_ms % 1000) * 1000;
+	evtimer_add(job->timer, &tv);
+}
+
+static void
+builtin_sent_cb(int ok, void *arg)
+{
+	struct builtin_job	*job = arg;
+
+	job->sending = 0;
+	if (job->cancelled) {
+		builtin_job_free(job);
+		return;
+	}
+	if (!ok) {
+		call_respond_error(job->call, JSONRPC_INTERNAL_ERROR,
+		    "The event log refused a message of this call");
+		builtin_job_free(job);
+		return;
+	}
+	if (job->interval_ms > 0 || job->i == job->n)
+		builtin_schedule(job);
+	else
+		builtin_next(job);
+}
+
+static void
+builtin_timer_cb(evutil_socket_t fd, short events, void *arg)
+{
+	builtin_next(arg);
+}
+
+static void
+builtin_next(struct builtin_job *job)
+{
+	const cJSON	*token = call_progress_token(job->call);
+	cJSON		*msg;
+
+	job->i++;
+	job->sending = 1;
+	if (job->kind == BUILTIN_NOTIFY) {
+		msg = builtin_log_message(job->i, job->n, job->size);
+		call_send_standalone(job->call, msg, builtin_sent_cb, job);
+	} else if (token != NULL) {
+		msg = builtin_progress(token, job->i, job->n, job->size);
+		call_send(job->call, msg, builtin_sent_cb, job);
+	} else if (call_log_enabled(job->call, BUILTIN_LEVEL_INFO)) {
+		msg = builtin_log_message(job->i, job->n, job->size);
+		call_send(job->call, msg, builtin_sent_cb, job);
+	} else {
+		/*
+		 * Below the client's log level: counted, not sent. The next
+		 * step waits for the timer (zero delay at least) so a long
+		 * silent run cannot recurse.
+		 */
+		job->sending = 0;
+		builtin_schedule(job);
+	}
+}
+
+static void
+builtin_cancel_cb(void *arg)
+{
+	struct builtin_job	*job = arg;
+
+	job->cancelled = 1;
+	evtimer_del(job->timer);
+	if (!job->sending)
+		builtin_job_free(job);
+}
+
+static void
+builtin_start(struct call *c, enum builtin_kind kind, const cJSON *args)
+{
+	struct builtin_job	*job;
+	char			*cause = NULL;
+	long			 n = 0, interval_ms = 0, size = 0;
+
+	if (builtin_int_arg(args, "n", 1, BUILTIN_MAX_N, &n, &cause) != 0 ||
+	    (kind == BUILTIN_STREAM && builtin_int_arg(args, "interval_ms", 0,
+	    BUILTIN_MAX_INTERVAL, &interval_ms, &cause) != 0) ||
+	    builtin_int_arg(args, "size", 0, BUILTIN_MAX_SIZE, &size,
+	    &cause) != 0) {
+		builtin_invalid(c, cause);
+		return;
+	}
+	job = xcalloc(1, sizeof *job);
+	job->kind = kind;
+	job->call = c;
+	job->n = n;
+	job->interval_ms = interval_ms;
+	job->size = size;
+	job->timer = evtimer_new(session_base(), builtin_timer_cb, job);
+	call_set_cancel(c, builtin_cancel_cb, job);
+	if (n == 0)
+		builtin_finish(job);
+	else
+		builtin_next(job);
+}
+
+static void
+builtin_echo(struct call *c, const cJSON *args)
+{
+	const cJSON	*text = cJSON_GetObjectItemCaseSensitive(args, "text");
+
+	if (!cJSON_IsString(text)) {
+		builtin_invalid(c, xstrdup("argument 'text' must be a string"));
+		return;
+	}
+	call_respond(c, provider_text_result(text->valuestring, 0));
+	call_release(c);
+}
+
+static int
+builtin_call_tool(struct call *c, const char *name, const cJSON *args)
+{
+	if (strcmp(name, "echo") == 0)
+		builtin_echo(c, args);
+	else if (strcmp(name, "stream") == 0)
+		builtin_start(c, BUILTIN_STREAM, args);
+	else if (strcmp(name, "notify") == 0)
+		builtin_start(c, BUILTIN_NOTIFY, args);
+	else
+		return (-1);
+	return (0);
+}
+
+const struct provider provider_builtin = {
+	.name = "builtin",
+	.enabled = builtin_enabled,
+	.list_tools = builtin_list_tools,
+	.call_tool = builtin_call_tool,
+};

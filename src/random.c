@@ -1,0 +1,60 @@
+/*
+ * OS randomness. getrandom() blocks only before the kernel pool is seeded
+ * at boot, and failing to get randomness would make session ids guessable,
+ * so an error here is fatal rather than papered over.
+ */
+#include <errno.h>
+#include <sys/random.h>
+
+#include "log.h"
+#include "random.h"
+
+void
+random_bytes(void *buf, size_t len)
+{
+	unsigned char	*p = buf;
+	ssize_t		 n;
+
+	while (len > 0) {
+		n = getrandom(p, len, 0);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			fatalx("getrandom failed (errno %d)", errno);
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+}
+
+/*
+ * Stream numbers are 48 bits so they stay exact in JavaScript numbers and
+ * short in SSE ids; zero is skipped so "0-N" never names a real stream.
+ */
+uint64_t
+random_u48(void)
+{
+	uint64_t	v;
+
+	do {
+		random_bytes(&v, sizeof v);
+		v &= 0xffffffffffffULL;
+	} while (v == 0);
+	return (v);
+}
+
+/* Fills buf with len - 1 hex digits (4 random bits each) and a NUL. */
+void
+random_hex(char *buf, size_t len)
+{
+	static const char	 digits[] = "0123456789abcdef";
+	unsigned char		 raw[64];
+	size_t			 i, n = len - 1;
+
+	if (n > sizeof raw)
+		n = sizeof raw;
+	random_bytes(raw, n);
+	for (i = 0; i < n; i++)
+		buf[i] = digits[raw[i] & 0xf];
+	buf[n] = '\0';
+}

@@ -1,0 +1,162 @@
+/*
+ * The process around the loop: one event_base, the HTTP listener, signals
+ * as loop events, and one cron a second for timeouts and limits. Shutdown
+ * closes sessions (ending their calls and streams) before the log goes, so
+ * every pending callback still finds its owner.
+ */
+#include <sys/resource.h>
+#include <sys/socket.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+#include <event2/http.h>
+
+#include "conf.h"
+#include "eventlog.h"
+#include "log.h"
+#include "provider.h"
+#include "server.h"
+#include "session.h"
+#include "transport.h"
+#include "view.h"
+
+/* Seconds a client may take to send one request, or to read a reply. */
+#define SERVER_REQUEST_TIMEOUT	30
+
+static void
+server_signal_cb(evutil_socket_t sig, short events, void *arg)
+{
+	struct event_base	*base = arg;
+
+	log_info("signal %d: shutting down", (int)sig);
+	event_base_loopexit(base, NULL);
+}
+
+static void
+server_cron_cb(evutil_socket_t fd, short events, void *arg)
+{
+	session_cron();
+	view_cron();
+}
+
+/* Raises the descriptor limit as far as allowed, as long-lived streams
+ * hold one descriptor each. */
+static void
+server_raise_nofile(void)
+{
+	struct rlimit	rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+		getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	log_info("open file limit %llu", (unsigned long long)rl.rlim_cur);
+}
+
+static int
+server_listen(struct evhttp *http, const struct conf *conf)
+{
+	struct evhttp_bound_socket	*bound;
+	struct sockaddr_storage		 ss;
+	socklen_t			 sslen = sizeof ss;
+	char				 addr[INET6_ADDRSTRLEN];
+	int				 port = 0;
+
+	bound = evhttp_bind_socket_with_handle(http, conf->listen_host,
+	    (ev_uint16_t)conf->listen_port);
+	if (bound == NULL) {
+		log_error("cannot listen on %s:%d", conf->listen_host,
+		    conf->listen_port);
+		return (-1);
+	}
+	getsockname(evhttp_bound_socket_get_fd(bound), (struct sockaddr *)&ss,
+	    &sslen);
+	if (ss.ss_family == AF_INET6) {
+		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr,
+		    addr, sizeof addr);
+		port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+		log_info("listening on [%s]:%d endpoint %s", addr, port,
+		    conf->endpoint);
+	} else {
+		inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr,
+		    addr, sizeof addr);
+		port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+		log_info("listening on %s:%d endpoint %s", addr, port,
+		    conf->endpoint);
+	}
+	return (0);
+}
+
+int
+server_run(const struct conf *conf)
+{
+	struct event_base	*base;
+	struct event		*sigterm, *sigint, *cron;
+	struct evhttp		*http;
+	struct eventlog		*el;
+	struct timeval		 second = { 1, 0 };
+	char			*cause = NULL;
+	int			 i, rc = 0;
+
+	signal(SIGPIPE, SIG_IGN);
+	server_raise_nofile();
+	if ((base = event_base_new()) == NULL)
+		fatalx("event_base_new failed");
+	if ((el = eventlog_create(base, conf, &cause)) == NULL) {
+		log_error("event log: %s", cause);
+		free(cause);
+		event_base_free(base);
+		return (1);
+	}
+	session_init(base, conf, el);
+	provider_init(conf);
+
+	http = evhttp_new(base);
+	evhttp_set_max_headers_size(http, conf->max_header_size);
+	evhttp_set_max_body_size(http, conf->max_body);
+	evhttp_set_timeout(http, SERVER_REQUEST_TIMEOUT);
+	evhttp_set_allowed_methods(http, EVHTTP_REQ_GET | EVHTTP_REQ_POST |
+	    EVHTTP_REQ_DELETE | EVHTTP_REQ_PUT | EVHTTP_REQ_PATCH |
+	    EVHTTP_REQ_OPTIONS | EVHTTP_REQ_HEAD);
+	transport_init(http, conf->endpoint);
+
+	sigterm = evsignal_new(base, SIGTERM, server_signal_cb, base);
+	sigint = evsignal_new(base, SIGINT, server_signal_cb, base);
+	cron = event_new(base, -1, EV_PERSIST, server_cron_cb, NULL);
+	evsignal_add(sigterm, NULL);
+	evsignal_add(sigint, NULL);
+	event_add(cron, &second);
+
+	if (server_listen(http, conf) == 0) {
+		log_info("mcpd %s ready: eventlog %s, builtin tools %s",
+		    "0.1.0", conf->eventlog == CONF_EVENTLOG_MEMORY ? "memory" :
+		    "redis", conf->builtin_tools ? "on" : "off");
+		event_base_dispatch(base);
+	} else
+		rc = 1;
+
+	session_shutdown();
+	view_shutdown();
+	/* Let queued log ops and final writes run before freeing. */
+	for (i = 0; i < 8; i++)
+		event_base_loop(base, EVLOOP_NONBLOCK);
+	evhttp_free(http);
+	eventlog_free(el);
+	for (i = 0; i < 4; i++)
+		event_base_loop(base, EVLOOP_NONBLOCK);
+	event_free(sigterm);
+	event_free(sigint);
+	event_free(cron);
+	event_base_free(base);
+	log_info("stopped");
+	return (rc);
+}

@@ -1,0 +1,441 @@
+/*
+ * The session table. Lookups are by the Mcp-Session-Id the client sends;
+ * closing a session (DELETE, idle expiry, shutdown) takes it out of the
+ * table at once, so every later request gets 404, and then tears down its
+ * calls, views and streams. Memory is released when the last reference
+ * goes, because log callbacks for it may still be on their way.
+ */
+#include <sys/tree.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "call.h"
+#include "clock.h"
+#include "conf.h"
+#include "eventlog.h"
+#include "log.h"
+#include "random.h"
+#include "session.h"
+#include "stream.h"
+#include "view.h"
+#include "xmalloc.h"
+
+struct session_view {
+	uint64_t	 k;
+	struct view	*view;
+};
+
+struct session {
+	char			 id[SESSION_ID_LEN + 1];
+	char			*version;
+	int			 log_level;
+	int			 closed;
+	unsigned int		 refs;
+	uint64_t		 last_active_ms;
+	struct stream		*standalone;
+
+	struct session_view	*views;
+	size_t			 nviews;
+	struct stream		**streams;
+	size_t			 nstreams;
+	struct call		**calls;
+	size_t			 ncalls;
+
+	RB_ENTRY(session)	 entry;
+};
+RB_HEAD(session_tree, session);
+
+static struct {
+	struct event_base	*base;
+	const struct conf	*conf;
+	struct eventlog		*eventlog;
+	struct session_tree	 tree;
+	size_t			 count;
+} sessions;
+
+const char *session_versions[] = {
+	"2025-03-26", "2025-06-18", "2025-11-25", NULL
+};
+
+static const char *session_log_levels[] = {
+	"debug", "info", "notice", "warning", "error", "critical", "alert",
+	"emergency", NULL
+};
+
+static int
+session_cmp(struct session *a, struct session *b)
+{
+	return (strcmp(a->id, b->id));
+}
+RB_GENERATE_STATIC(session_tree, session, entry, session_cmp);
+
+void
+session_init(struct event_base *base, const struct conf *conf,
+    struct eventlog *el)
+{
+	sessions.base = base;
+	sessions.conf = conf;
+	sessions.eventlog = el;
+	RB_INIT(&sessions.tree);
+}
+
+const struct conf *
+session_conf(void)
+{
+	return (sessions.conf);
+}
+
+struct eventlog *
+session_eventlog(void)
+{
+	return (sessions.eventlog);
+}
+
+struct event_base *
+session_base(void)
+{
+	return (sessions.base);
+}
+
+int
+session_version_supported(const char *version)
+{
+	int	i;
+
+	for (i = 0; session_versions[i] != NULL; i++) {
+		if (strcmp(session_versions[i], version) == 0)
+			return (1);
+	}
+	return (0);
+}
+
+/* Revisions are dates, so string order is release order. */
+int
+session_version_at_least(const char *version, const char *min)
+{
+	return (strcmp(version, min) >= 0);
+}
+
+int
+session_log_level_parse(const char *name)
+{
+	int	i;
+
+	for (i = 0; session_log_levels[i] != NULL; i++) {
+		if (strcmp(session_log_levels[i], name) == 0)
+			return (i);
+	}
+	return (-1);
+}
+
+const char *
+session_log_level_name(int level)
+{
+	if (level < 0 || level > 7)
+		return ("info");
+	return (session_log_levels[level]);
+}
+
+static void
+session_stored_cb(enum eventlog_status status, void *arg)
+{
+	struct session	*s = arg;
+
+	if (status != EVENTLOG_OK && !s->closed) {
+		log_warn("session=%s store failed: %s", s->id,
+		    eventlog_status_name(status));
+	}
+	session_unref(s);
+}
+
+static void
+session_store(struct session *s)
+{
+	cJSON	*meta = cJSON_CreateObject();
+	char	*text;
+
+	cJSON_AddStringToObject(meta, "version", s->version);
+	cJSON_AddStringToObject(meta, "log_level",
+	    session_log_level_name(s->log_level));
+	text = cJSON_PrintUnformatted(meta);
+	cJSON_Delete(meta);
+	session_ref(s);
+	eventlog_session_store(sessions.eventlog, s->id, text, strlen(text),
+	    session_stored_cb, s);
+	free(text);
+}
+
+struct session *
+session_create(const char *version, const cJSON *params, char **cause)
+{
+	struct session	*s;
+
+	if ((long long)sessions.count >= sessions.conf->max_sessions) {
+		*cause = "too many sessions";
+		log_warn("session limit reached (max_sessions %lld)",
+		    sessions.conf->max_sessions);
+		return (NULL);
+	}
+	s = xcalloc(1, sizeof *s);
+	do
+		random_hex(s->id, sizeof s->id);
+	while (RB_FIND(session_tree, &sessions.tree, s) != NULL);
+	s->version = xstrdup(version);
+	s->log_level = 0;
+	s->refs = 1;		/* the table's */
+	s->last_active_ms = clock_now_ms();
+	RB_INSERT(session_tree, &sessions.tree, s);
+	sessions.count++;
+
+	session_store(s);
+	s->standalone = stream_open(s, STREAM_STANDALONE);
+	log_info("session=%s created version=%s", s->id, version);
+	return (s);
+}
+
+struct session *
+session_find(const char *id)
+{
+	struct session	find;
+
+	if (strlen(id) != SESSION_ID_LEN)
+		return (NULL);
+	memcpy(find.id, id, sizeof find.id);
+	return (RB_FIND(session_tree, &sessions.tree, &find));
+}
+
+void
+session_touch(struct session *s)
+{
+	s->last_active_ms = clock_now_ms();
+}
+
+static void
+session_deleted_cb(enum eventlog_status status, void *arg)
+{
+	struct session	*s = arg;
+
+	if (status != EVENTLOG_OK && status != EVENTLOG_CANCELLED)
+		log_warn("session=%s delete from log: %s", s->id,
+		    eventlog_status_name(status));
+	session_unref(s);
+}
+
+void
+session_close(struct session *s, const char *reason)
+{
+	if (s->closed)
+		return;
+	s->closed = 1;
+	RB_REMOVE(session_tree, &sessions.tree, s);
+	sessions.count--;
+	log_info("session=%s closed: %s", s->id, reason);
+
+	while (s->ncalls > 0)
+		call_cancel(s->calls[s->ncalls - 1], reason);
+	while (s->nviews > 0)
+		view_close(s->views[s->nviews - 1].view, reason);
+	while (s->nstreams > 0)
+		stream_close(s->streams[s->nstreams - 1]);
+	s->standalone = NULL;
+
+	session_ref(s);
+	eventlog_session_delete(sessions.eventlog, s->id, session_deleted_cb,
+	    s);
+	session_unref(s);
+}
+
+void
+session_ref(struct session *s)
+{
+	s->refs++;
+}
+
+void
+session_unref(struct session *s)
+{
+	if (--s->refs > 0)
+		return;
+	free(s->views);
+	free(s->streams);
+	free(s->calls);
+	free(s->version);
+	free(s);
+}
+
+int
+session_closed(const struct session *s)
+{
+	return (s->closed);
+}
+
+size_t
+session_count(void)
+{
+	return (sessions.count);
+}
+
+const char *
+session_id(const struct session *s)
+{
+	return (s->id);
+}
+
+const char *
+session_version(const struct session *s)
+{
+	return (s->version);
+}
+
+int
+session_log_level(const struct session *s)
+{
+	return (s->log_level);
+}
+
+void
+session_set_log_level(struct session *s, int level)
+{
+	s->log_level = level;
+	session_store(s);
+}
+
+struct stream *
+session_standalone(struct session *s)
+{
+	return (s->standalone);
+}
+
+void
+session_view_attach(struct session *s, uint64_t k, struct view *v)
+{
+	size_t	i;
+
+	for (i = 0; i < s->nviews; i++) {
+		if (s->views[i].k == k) {
+			/* The old connection is most likely half-open. */
+			view_close(s->views[i].view, "taken over");
+			break;
+		}
+	}
+	s->views = xrealloc(s->views, (s->nviews + 1) * sizeof *s->views);
+	s->views[s->nviews].k = k;
+	s->views[s->nviews].view = v;
+	s->nviews++;
+}
+
+void
+session_view_detach(struct session *s, struct view *v)
+{
+	size_t	i;
+
+	for (i = 0; i < s->nviews; i++) {
+		if (s->views[i].view == v) {
+			s->views[i] = s->views[--s->nviews];
+			return;
+		}
+	}
+}
+
+void
+session_committed(struct session *s, uint64_t k, uint64_t seq)
+{
+	size_t	i;
+
+	for (i = 0; i < s->nviews; i++) {
+		if (s->views[i].k == k) {
+			view_wakeup(s->views[i].view, seq);
+			return;
+		}
+	}
+}
+
+void
+session_stream_add(struct session *s, struct stream *st)
+{
+	s->streams = xrealloc(s->streams,
+	    (s->nstreams + 1) * sizeof *s->streams);
+	s->streams[s->nstreams++] = st;
+}
+
+void
+session_stream_remove(struct session *s, struct stream *st)
+{
+	size_t	i;
+
+	for (i = 0; i < s->nstreams; i++) {
+		if (s->streams[i] == st) {
+			s->streams[i] = s->streams[--s->nstreams];
+			return;
+		}
+	}
+}
+
+size_t
+session_stream_count(const struct session *s)
+{
+	return (s->nstreams);
+}
+
+void
+session_call_add(struct session *s, struct call *c)
+{
+	s->calls = xrealloc(s->calls, (s->ncalls + 1) * sizeof *s->calls);
+	s->calls[s->ncalls++] = c;
+}
+
+void
+session_call_remove(struct session *s, struct call *c)
+{
+	size_t	i;
+
+	for (i = 0; i < s->ncalls; i++) {
+		if (s->calls[i] == c) {
+			s->calls[i] = s->calls[--s->ncalls];
+			return;
+		}
+	}
+}
+
+struct call *
+session_call_find(struct session *s, const cJSON *id)
+{
+	size_t	i;
+
+	for (i = 0; i < s->ncalls; i++) {
+		if (cJSON_Compare(call_id(s->calls[i]), id, 1))
+			return (s->calls[i]);
+	}
+	return (NULL);
+}
+
+/*
+ * Idle expiry. A session with an open view or a running call is in use
+ * even when the client sends nothing.
+ */
+void
+session_cron(void)
+{
+	struct session	*s, *s1;
+	uint64_t	 now = clock_now_ms();
+	uint64_t	 ttl = (uint64_t)sessions.conf->session_ttl * 1000;
+
+	RB_FOREACH_SAFE(s, session_tree, &sessions.tree, s1) {
+		if (s->nviews > 0 || s->ncalls > 0) {
+			s->last_active_ms = now;
+			continue;
+		}
+		if (now - s->last_active_ms >= ttl)
+			session_close(s, "idle for session_ttl");
+	}
+}
+
+void
+session_shutdown(void)
+{
+	struct session	*s, *s1;
+
+	RB_FOREACH_SAFE(s, session_tree, &sessions.tree, s1)
+		session_close(s, "shutdown");
+}

@@ -1,0 +1,50 @@
+/*
+ * SSE framing. A data payload may contain line breaks (CR, LF or CRLF);
+ * each line becomes its own "data:" field so the client reassembles the
+ * payload exactly. An empty payload is still one "data:" field, which is
+ * how a priming event carries its id.
+ */
+#include <string.h>
+
+#include <event2/buffer.h>
+
+#include "sse.h"
+
+void
+sse_event(struct evbuffer *out, const char *id, const char *event,
+    const char *data, size_t len, long retry_ms)
+{
+	size_t	i, start;
+
+	if (event != NULL)
+		evbuffer_add_printf(out, "event: %s\n", event);
+	if (id != NULL)
+		evbuffer_add_printf(out, "id: %s\n", id);
+	if (retry_ms >= 0)
+		evbuffer_add_printf(out, "retry: %ld\n", retry_ms);
+	start = 0;
+	for (i = 0; i <= len; i++) {
+		if (i < len && data[i] != '\r' && data[i] != '\n')
+			continue;
+		evbuffer_add(out, "data: ", i > start ? 6 : 5);
+		evbuffer_add(out, data + start, i - start);
+		evbuffer_add(out, "\n", 1);
+		if (i < len && data[i] == '\r' && i + 1 < len &&
+		    data[i + 1] == '\n')
+			i++;
+		start = i + 1;
+	}
+	evbuffer_add(out, "\n", 1);
+}
+
+void
+sse_comment(struct evbuffer *out, const char *text)
+{
+	evbuffer_add_printf(out, ": %s\n\n", text);
+}
+
+void
+sse_retry(struct evbuffer *out, long retry_ms)
+{
+	evbuffer_add_printf(out, "retry: %ld\n\n", retry_ms);
+}

@@ -1,0 +1,234 @@
+/*
+ * Logical streams. Sequence numbers are assigned here, in append order, and
+ * each append names the number it expects to write, so the log can refuse
+ * anything that would leave a hole or re-issue an id. Only after the log
+ * says "committed" is the stream's view woken to pull the entry.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "conf.h"
+#include "eventlog.h"
+#include "log.h"
+#include "session.h"
+#include "stream.h"
+#include "xmalloc.h"
+
+struct stream {
+	struct session		*session;
+	uint64_t		 k;
+	enum stream_kind	 kind;
+	uint64_t		 next_seq;	/* next N to assign */
+	uint64_t		 head;		/* last committed N */
+	int			 ended;		/* nothing more will be appended */
+	int			 broken;	/* an append failed */
+	int			 closed;	/* the owner let go */
+	unsigned int		 pending;	/* log ops in flight */
+	int			 owed;		/* responses still to come */
+};
+
+struct stream_op {
+	struct stream		*stream;
+	uint64_t		 seq;
+	stream_commit_cb	 cb;
+	void			*arg;
+};
+
+static void
+stream_maybe_free(struct stream *st)
+{
+	if (st->pending > 0 || !st->closed)
+		return;
+	session_unref(st->session);
+	free(st);
+}
+
+static void
+stream_created_cb(enum eventlog_status status,
+    const struct eventlog_info *info, void *arg)
+{
+	struct stream	*st = arg;
+
+	st->pending--;
+	if (status != EVENTLOG_OK) {
+		st->broken = 1;
+		if (status != EVENTLOG_CANCELLED)
+			log_error("session=%s stream=%llu create failed: %s",
+			    session_id(st->session), (unsigned long long)st->k,
+			    eventlog_status_name(status));
+	} else
+		session_committed(st->session, st->k, 0);
+	stream_maybe_free(st);
+}
+
+struct stream *
+stream_open(struct session *s, enum stream_kind kind)
+{
+	struct stream	*st;
+
+	st = xcalloc(1, sizeof *st);
+	st->session = s;
+	st->kind = kind;
+	st->k = eventlog_new_stream_id();
+	st->next_seq = 1;
+	session_ref(s);
+	session_stream_add(s, st);
+	st->pending++;
+	eventlog_stream_create(session_eventlog(), session_id(s), st->k,
+	    stream_created_cb, st);
+	log_debug("session=%s stream=%llu opened (%s)", session_id(s),
+	    (unsigned long long)st->k,
+	    kind == STREAM_STANDALONE ? "standalone" : "request");
+	return (st);
+}
+
+/*
+ * The owner lets go. An open stream is ended first so that views and
+ * later resumes see it finish rather than hang.
+ */
+void
+stream_close(struct stream *st)
+{
+	if (st->closed)
+		return;
+	stream_end(st);
+	st->closed = 1;
+	session_stream_remove(st->session, st);
+	stream_maybe_free(st);
+}
+
+uint64_t
+stream_id(const struct stream *st)
+{
+	return (st->k);
+}
+
+uint64_t
+stream_head(const struct stream *st)
+{
+	return (st->head);
+}
+
+enum stream_kind
+stream_kind(const struct stream *st)
+{
+	return (st->kind);
+}
+
+int
+stream_ended(const struct stream *st)
+{
+	return (st->ended);
+}
+
+static void
+stream_appended_cb(enum eventlog_status status,
+    const struct eventlog_info *info, void *arg)
+{
+	struct stream_op	*op = arg;
+	struct stream		*st = op->stream;
+	int			 ok = (status == EVENTLOG_OK);
+
+	st->pending--;
+	if (ok) {
+		st->head = op->seq;
+		session_committed(st->session, st->k, op->seq);
+	} else if (!st->broken) {
+		st->broken = 1;
+		if (status == EVENTLOG_CONFLICT && info != NULL)
+			log_error("session=%s stream=%llu resumability "
+			    "violation: expected head %llu, log has %llu",
+			    session_id(st->session), (unsigned long long)st->k,
+			    (unsigned long long)(op->seq - 1),
+			    (unsigned long long)info->head);
+		else if (status != EVENTLOG_CANCELLED &&
+		    status != EVENTLOG_NOT_FOUND)
+			log_error("session=%s stream=%llu append %llu failed: %s",
+			    session_id(st->session), (unsigned long long)st->k,
+			    (unsigned long long)op->seq,
+			    eventlog_status_name(status));
+	}
+	if (op->cb != NULL)
+		op->cb(ok, op->arg);
+	free(op);
+	stream_maybe_free(st);
+}
+
+static void
+stream_refused_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct stream_op	*op = arg;
+
+	op->cb(0, op->arg);
+	free(op);
+}
+
+/*
+ * Appends one message. The commit callback always runs on a later loop
+ * turn, also when the stream refuses the append, so producers never
+ * re-enter themselves.
+ */
+void
+stream_append(struct stream *st, const char *data, size_t len, int final,
+    stream_commit_cb cb, void *arg)
+{
+	struct stream_op	*op;
+
+	op = xcalloc(1, sizeof *op);
+	op->stream = st;
+	op->cb = cb;
+	op->arg = arg;
+	if (st->ended || st->broken) {
+		if (cb != NULL)
+			event_base_once(session_base(), -1, EV_TIMEOUT,
+			    stream_refused_cb, op, NULL);
+		else
+			free(op);
+		return;
+	}
+	op->seq = st->next_seq++;
+	if (final)
+		st->ended = 1;
+	st->pending++;
+	eventlog_append(session_eventlog(), session_id(st->session), st->k,
+	    op->seq, data, len, final ? EVENTLOG_FINAL : 0,
+	    stream_appended_cb, op);
+}
+
+static void
+stream_ended_cb(enum eventlog_status status,
+    const struct eventlog_info *info, void *arg)
+{
+	struct stream	*st = arg;
+
+	st->pending--;
+	if (status == EVENTLOG_OK)
+		session_committed(st->session, st->k, st->head);
+	stream_maybe_free(st);
+}
+
+void
+stream_end(struct stream *st)
+{
+	if (st->ended)
+		return;
+	st->ended = 1;
+	st->pending++;
+	eventlog_stream_end(session_eventlog(), session_id(st->session), st->k,
+	    stream_ended_cb, st);
+}
+
+void
+stream_expect_response(struct stream *st)
+{
+	st->owed++;
+}
+
+/* Returns 1 when the response just accounted for was the last one owed. */
+int
+stream_response_done(struct stream *st)
+{
+	return (--st->owed == 0);
+}

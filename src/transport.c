@@ -1,0 +1,486 @@
+/*
+ * The Streamable HTTP transport (MCP basic/transports): one endpoint taking
+ * POST (client messages), GET (the standalone stream, or a resume) and
+ * DELETE (end the session). This file turns HTTP into session and dispatch
+ * calls and maps every refusal to a status and a JSON-RPC error body.
+ */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <event2/buffer.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+
+#include "conf.h"
+#include "cursor.h"
+#include "dispatch.h"
+#include "jsonrpc.h"
+#include "log.h"
+#include "session.h"
+#include "stream.h"
+#include "transport.h"
+#include "view.h"
+#include "xmalloc.h"
+
+static struct {
+	const struct conf	*conf;
+	int			 loopback;
+} transport;
+
+void
+transport_reply_json(struct evhttp_request *req, int status, cJSON *json)
+{
+	struct evbuffer	*buf = evbuffer_new();
+	char		*text;
+
+	text = cJSON_PrintUnformatted(json);
+	cJSON_Delete(json);
+	evbuffer_add(buf, text, strlen(text));
+	free(text);
+	evhttp_add_header(evhttp_request_get_output_headers(req),
+	    "Content-Type", "application/json");
+	evhttp_send_reply(req, status, NULL, buf);
+	evbuffer_free(buf);
+}
+
+void
+transport_reply_error(struct evhttp_request *req, int status, int code,
+    const char *message, cJSON *data)
+{
+	transport_reply_json(req, status,
+	    jsonrpc_error(NULL, code, message, data));
+}
+
+static void
+transport_reply_empty(struct evhttp_request *req, int status)
+{
+	evhttp_send_reply(req, status, NULL, NULL);
+}
+
+static const char *
+transport_header(struct evhttp_request *req, const char *name)
+{
+	return (evhttp_find_header(evhttp_request_get_input_headers(req),
+	    name));
+}
+
+/* Case-insensitive search for a media type in a header such as Accept. */
+static int
+transport_lists(const char *header, const char *type)
+{
+	size_t		 len = strlen(type);
+	const char	*p;
+
+	if (header == NULL)
+		return (0);
+	for (p = header; *p != '\0'; p++) {
+		if (strncasecmp(p, type, len) == 0 &&
+		    (p == header || p[-1] == ' ' || p[-1] == ',') &&
+		    (p[len] == '\0' || p[len] == ',' || p[len] == ';' ||
+		    p[len] == ' '))
+			return (1);
+	}
+	return (0);
+}
+
+static int
+transport_accepts(struct evhttp_request *req, const char *type)
+{
+	const char	*accept = transport_header(req, "Accept");
+
+	return (transport_lists(accept, type) ||
+	    transport_lists(accept, "*/*"));
+}
+
+/*
+ * DNS rebinding: a page on a foreign name resolving to 127.0.0.1 would
+ * reach a loopback-bound server; its Host header still names that foreign
+ * name, so on loopback binds only loopback names are served.
+ */
+static int
+transport_host_allowed(struct evhttp_request *req)
+{
+	static const char	*names[] = { "localhost", "127.0.0.1", "[::1]" };
+	const char		*host = transport_header(req, "Host");
+	size_t			 i, len;
+
+	if (!transport.loopback)
+		return (1);
+	if (host == NULL)
+		return (0);
+	for (i = 0; i < sizeof names / sizeof names[0]; i++) {
+		len = strlen(names[i]);
+		if (strncasecmp(host, names[i], len) == 0 &&
+		    (host[len] == '\0' || host[len] == ':'))
+			return (1);
+	}
+	return (0);
+}
+
+/* Checks shared by every method; answers and returns -1 on refusal. */
+static int
+transport_check_common(struct evhttp_request *req)
+{
+	const char	*origin = transport_header(req, "Origin");
+	const char	*version = transport_header(req, "MCP-Protocol-Version");
+
+	if (!transport_host_allowed(req)) {
+		transport_reply_error(req, 403, JSONRPC_SERVER_ERROR,
+		    "Forbidden: Host header not allowed", NULL);
+		return (-1);
+	}
+	if (origin != NULL && !conf_origin_allowed(transport.conf, origin)) {
+		transport_reply_error(req, 403, JSONRPC_SERVER_ERROR,
+		    "Forbidden: Origin not allowed", NULL);
+		return (-1);
+	}
+	if (version != NULL && !session_version_supported(version)) {
+		transport_reply_error(req, 400, JSONRPC_INVALID_REQUEST,
+		    "Bad Request: unsupported MCP-Protocol-Version", NULL);
+		return (-1);
+	}
+	return (0);
+}
+
+/* Finds the request's session, or answers 400/404 and returns NULL. */
+static struct session *
+transport_session(struct evhttp_request *req)
+{
+	const char	*sid = transport_header(req, "Mcp-Session-Id");
+	struct session	*s;
+
+	if (sid == NULL) {
+		transport_reply_error(req, 400, JSONRPC_INVALID_REQUEST,
+		    "Bad Request: Mcp-Session-Id header is required", NULL);
+		return (NULL);
+	}
+	if ((s = session_find(sid)) == NULL) {
+		transport_reply_error(req, 404, JSONRPC_SESSION_NOT_FOUND,
+		    "Session not found", NULL);
+		return (NULL);
+	}
+	session_touch(s);
+	return (s);
+}
+
+static int
+transport_view_room(struct evhttp_request *req)
+{
+	if ((long long)view_count() < transport.conf->max_views)
+		return (1);
+	log_warn("open stream limit reached (max_views %lld)",
+	    transport.conf->max_views);
+	evhttp_add_header(evhttp_request_get_output_headers(req),
+	    "Retry-After", "1");
+	transport_reply_error(req, 503, JSONRPC_UNAVAILABLE,
+	    "Too many open streams, retry later", NULL);
+	return (0);
+}
+
+static int
+transport_stream_room(struct evhttp_request *req, struct session *s)
+{
+	if ((long long)session_stream_count(s) <
+	    transport.conf->session_max_streams)
+		return (transport_view_room(req));
+	transport_reply_error(req, 429, JSONRPC_SERVER_ERROR,
+	    "Too many open streams in this session (session_max_streams)",
+	    NULL);
+	return (0);
+}
+
+static void
+transport_initialize(struct evhttp_request *req, const cJSON *msg)
+{
+	struct session	*s;
+	cJSON		*response;
+	char		*cause = NULL;
+
+	if (transport_header(req, "Mcp-Session-Id") != NULL) {
+		transport_reply_error(req, 400, JSONRPC_INVALID_REQUEST,
+		    "Bad Request: initialize must not carry Mcp-Session-Id",
+		    NULL);
+		return;
+	}
+	if ((response = dispatch_initialize(msg, &s, &cause)) == NULL) {
+		if (strcmp(cause, "too many sessions") == 0) {
+			evhttp_add_header(evhttp_request_get_output_headers(req),
+			    "Retry-After", "5");
+			transport_reply_error(req, 503, JSONRPC_UNAVAILABLE,
+			    "Too many sessions, retry later", NULL);
+		} else
+			transport_reply_error(req, 400, JSONRPC_INVALID_PARAMS,
+			    cause, NULL);
+		return;
+	}
+	evhttp_add_header(evhttp_request_get_output_headers(req),
+	    "Mcp-Session-Id", session_id(s));
+	transport_reply_json(req, 200, response);
+}
+
+/* A POST of notifications and responses only: accepted, nothing owed. */
+static void
+transport_accept_message(struct session *s, const cJSON *msg,
+    enum jsonrpc_kind kind)
+{
+	if (kind == JSONRPC_NOTIFICATION)
+		dispatch_notification(s, msg);
+	else
+		dispatch_response(s, msg);
+}
+
+static void
+transport_single(struct evhttp_request *req, struct session *s, cJSON *msg)
+{
+	struct stream		*st;
+	enum jsonrpc_kind	 kind;
+	const char		*cause;
+
+	kind = jsonrpc_classify(msg, &cause);
+	switch (kind) {
+	case JSONRPC_INVALID:
+		transport_reply_json(req, 400, jsonrpc_error(
+		    cJSON_GetObjectItemCaseSensitive(msg, "id"),
+		    JSONRPC_INVALID_REQUEST, cause, NULL));
+		return;
+	case JSONRPC_NOTIFICATION:
+	case JSONRPC_RESPONSE:
+		transport_accept_message(s, msg, kind);
+		transport_reply_empty(req, 202);
+		return;
+	case JSONRPC_REQUEST:
+		break;
+	}
+	if (!dispatch_streams(msg)) {
+		transport_reply_json(req, 200, dispatch_quick(s, msg));
+		return;
+	}
+	if (!transport_stream_room(req, s))
+		return;
+	st = stream_open(s, STREAM_REQUEST);
+	view_open(req, s, stream_id(st), 0, -1);
+	dispatch_start(s, st, msg);
+}
+
+/*
+ * A JSON-RPC batch (2025-03-26 only). Quick requests are answered in one
+ * JSON array; if any request streams, every response goes on one stream.
+ */
+static void
+transport_batch(struct evhttp_request *req, struct session *s, cJSON *batch)
+{
+	cJSON			*msg, *responses;
+	struct stream		*st;
+	enum jsonrpc_kind	 kind;
+	const char		*cause;
+	int			 requests = 0, streams = 0;
+
+	if (!session_version_at_least("2025-03-26", session_version(s)) ||
+	    cJSON_GetArraySize(batch) == 0) {
+		transport_reply_error(req, 400, JSONRPC_INVALID_REQUEST,
+		    "Invalid Request: batches are not supported by this "
+		    "protocol revision", NULL);
+		return;
+	}
+	cJSON_ArrayForEach(msg, batch) {
+		kind = jsonrpc_classify(msg, &cause);
+		if (kind == JSONRPC_REQUEST) {
+			requests++;
+			streams += dispatch_streams(msg);
+		}
+	}
+	responses = cJSON_CreateArray();
+	cJSON_ArrayForEach(msg, batch) {
+		kind = jsonrpc_classify(msg, &cause);
+		if (kind == JSONRPC_INVALID)
+			cJSON_AddItemToArray(responses, jsonrpc_error(
+			    cJSON_GetObjectItemCaseSensitive(msg, "id"),
+			    JSONRPC_INVALID_REQUEST, cause, NULL));
+		else if (kind != JSONRPC_REQUEST)
+			transport_accept_message(s, msg, kind);
+		else if (streams == 0)
+			cJSON_AddItemToArray(responses, dispatch_quick(s, msg));
+	}
+	if (streams == 0) {
+		if (cJSON_GetArraySize(responses) == 0) {
+			cJSON_Delete(responses);
+			transport_reply_empty(req, 202);
+		} else
+			transport_reply_json(req, 200, responses);
+		return;
+	}
+	if (cJSON_GetArraySize(responses) > 0 || !transport_stream_room(req, s)) {
+		/* Invalid members cannot share a stream with their ids. */
+		if (cJSON_GetArraySize(responses) > 0)
+			transport_reply_json(req, 400, responses);
+		else
+			cJSON_Delete(responses);
+		return;
+	}
+	cJSON_Delete(responses);
+	st = stream_open(s, STREAM_REQUEST);
+	view_open(req, s, stream_id(st), 0, -1);
+	cJSON_ArrayForEach(msg, batch) {
+		if (jsonrpc_classify(msg, &cause) == JSONRPC_REQUEST)
+			dispatch_start(s, st, msg);
+	}
+}
+
+static int
+transport_is_initialize(const cJSON *msg)
+{
+	const cJSON	*m = cJSON_GetObjectItemCaseSensitive(msg, "method");
+
+	return (cJSON_IsObject(msg) && cJSON_IsString(m) &&
+	    strcmp(m->valuestring, "initialize") == 0 &&
+	    cJSON_HasObjectItem(msg, "id"));
+}
+
+static void
+transport_post(struct evhttp_request *req)
+{
+	struct evbuffer	*body = evhttp_request_get_input_buffer(req);
+	const char	*ctype = transport_header(req, "Content-Type");
+	struct session	*s;
+	cJSON		*msg;
+	size_t		 len;
+	char		*cause;
+	int		 code;
+
+	if (ctype == NULL || strncasecmp(ctype, "application/json", 16) != 0 ||
+	    (ctype[16] != '\0' && ctype[16] != ';' && ctype[16] != ' ')) {
+		transport_reply_error(req, 415, JSONRPC_INVALID_REQUEST,
+		    "Unsupported Media Type: Content-Type must be "
+		    "application/json", NULL);
+		return;
+	}
+	if (!transport_accepts(req, "application/json") ||
+	    !transport_accepts(req, "text/event-stream")) {
+		transport_reply_error(req, 406, JSONRPC_INVALID_REQUEST,
+		    "Not Acceptable: Accept must list application/json and "
+		    "text/event-stream", NULL);
+		return;
+	}
+	len = evbuffer_get_length(body);
+	msg = jsonrpc_parse((const char *)evbuffer_pullup(body, -1), len,
+	    &code, &cause);
+	if (msg == NULL) {
+		transport_reply_error(req, 400, code, cause, NULL);
+		return;
+	}
+	if (transport_is_initialize(msg)) {
+		transport_initialize(req, msg);
+		cJSON_Delete(msg);
+		return;
+	}
+	if ((s = transport_session(req)) != NULL) {
+		if (cJSON_IsArray(msg))
+			transport_batch(req, s, msg);
+		else
+			transport_single(req, s, msg);
+	}
+	cJSON_Delete(msg);
+}
+
+static void
+transport_get(struct evhttp_request *req)
+{
+	const char	*last = transport_header(req, "Last-Event-ID");
+	struct session	*s;
+	struct stream	*st;
+	struct cursor	 c;
+
+	if (!transport_accepts(req, "text/event-stream")) {
+		transport_reply_error(req, 406, JSONRPC_INVALID_REQUEST,
+		    "Not Acceptable: Accept must list text/event-stream", NULL);
+		return;
+	}
+	if (last != NULL && cursor_parse(last, &c) != 0) {
+		transport_reply_error(req, 400, JSONRPC_INVALID_REQUEST,
+		    "Bad Request: Last-Event-ID is not an event id of the "
+		    "form K-N", NULL);
+		return;
+	}
+	if ((s = transport_session(req)) == NULL || !transport_view_room(req))
+		return;
+	if (last != NULL) {
+		view_resume(req, s, c.stream, c.seq, last);
+		return;
+	}
+	st = session_standalone(s);
+	view_open(req, s, stream_id(st), stream_head(st) + 1,
+	    (int64_t)stream_head(st));
+}
+
+static void
+transport_delete(struct evhttp_request *req)
+{
+	struct session	*s;
+
+	if ((s = transport_session(req)) == NULL)
+		return;
+	session_close(s, "deleted by the client");
+	transport_reply_empty(req, 204);
+}
+
+static void
+transport_endpoint_cb(struct evhttp_request *req, void *arg)
+{
+	if (transport_check_common(req) != 0)
+		return;
+	switch (evhttp_request_get_command(req)) {
+	case EVHTTP_REQ_POST:
+		transport_post(req);
+		break;
+	case EVHTTP_REQ_GET:
+		transport_get(req);
+		break;
+	case EVHTTP_REQ_DELETE:
+		transport_delete(req);
+		break;
+	default:
+		evhttp_add_header(evhttp_request_get_output_headers(req),
+		    "Allow", "GET, POST, DELETE");
+		transport_reply_error(req, 405, JSONRPC_INVALID_REQUEST,
+		    "Method Not Allowed", NULL);
+		break;
+	}
+}
+
+static void
+transport_healthz_cb(struct evhttp_request *req, void *arg)
+{
+	cJSON	*health = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(health, "status", "ok");
+	cJSON_AddNumberToObject(health, "sessions", (double)session_count());
+	cJSON_AddNumberToObject(health, "streams", (double)view_count());
+	transport_reply_json(req, 200, health);
+}
+
+static void
+transport_other_cb(struct evhttp_request *req, void *arg)
+{
+	transport_reply_error(req, 404, JSONRPC_INVALID_REQUEST,
+	    "Not Found: no such endpoint", NULL);
+}
+
+static int
+transport_is_loopback(const char *host)
+{
+	return (strcmp(host, "localhost") == 0 ||
+	    strncmp(host, "127.", 4) == 0 || strcmp(host, "::1") == 0 ||
+	    strcmp(host, "[::1]") == 0);
+}
+
+void
+transport_init(struct evhttp *http, const char *endpoint)
+{
+	transport.conf = session_conf();
+	transport.loopback = transport_is_loopback(transport.conf->listen_host);
+	evhttp_set_cb(http, endpoint, transport_endpoint_cb, NULL);
+	evhttp_set_cb(http, "/healthz", transport_healthz_cb, NULL);
+	evhttp_set_gencb(http, transport_other_cb, NULL);
+}

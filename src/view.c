@@ -1,0 +1,459 @@
+/*
+ * SSE views. A view never holds events of its own: it remembers the next
+ * entry it owes its client and pulls from the event log whenever the log
+ * may have more and the connection has room (output under
+ * sse_high_watermark). When the connection drains, the view pulls again.
+ *
+ * evhttp gives no disconnect notice before the first write, keeps read and
+ * write timeouts that would kill idle streams, and has no output limit;
+ * each of those is handled here (see STYLE.md, "Known traps").
+ */
+#include <sys/queue.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/http.h>
+
+#include "clock.h"
+#include "conf.h"
+#include "cursor.h"
+#include "eventlog.h"
+#include "jsonrpc.h"
+#include "log.h"
+#include "session.h"
+#include "sse.h"
+#include "transport.h"
+#include "view.h"
+#include "xmalloc.h"
+
+/* Entries pulled per log read. */
+#define VIEW_BATCH		64
+/* Bytes a client may send on a streaming connection before it is cut. */
+#define VIEW_MAX_INPUT		(64 * 1024)
+
+enum view_state {
+	VIEW_VALIDATING,	/* resume cursor being checked, no reply yet */
+	VIEW_STREAMING,
+	VIEW_CLOSED,		/* detached from HTTP and from the session */
+	VIEW_STATE_MAX
+};
+
+static const char *view_state_names[VIEW_STATE_MAX] = {
+	"validating", "streaming", "closed"
+};
+
+struct view {
+	enum view_state		 state;
+	struct evhttp_request	*req;
+	struct evhttp_connection *evcon;
+	struct session		*session;
+	uint64_t		 k;
+	uint64_t		 next;		/* next entry owed */
+	int64_t			 last_written;	/* -1: none yet */
+	uint64_t		 resume_from;	/* cursor N while validating */
+	char			*resume_text;
+	int			 primes;	/* client takes priming events */
+	int			 dirty;		/* the log may have more */
+	int			 reading;	/* a log read is in flight */
+	uint64_t		 last_write_ms;
+	TAILQ_ENTRY(view)	 entry;
+};
+TAILQ_HEAD(view_list, view);
+
+static struct view_list	view_all = TAILQ_HEAD_INITIALIZER(view_all);
+static size_t		view_n;
+
+static void	view_pump(struct view *);
+
+static void
+view_set_state(struct view *v, enum view_state state)
+{
+	log_debug("session=%s stream=%llu view %s -> %s",
+	    session_id(v->session), (unsigned long long)v->k,
+	    view_state_names[v->state], view_state_names[state]);
+	v->state = state;
+}
+
+static struct view *
+view_new(struct evhttp_request *req, struct session *s, uint64_t k)
+{
+	struct view	*v;
+
+	v = xcalloc(1, sizeof *v);
+	v->req = req;
+	v->evcon = evhttp_request_get_connection(req);
+	v->session = s;
+	v->k = k;
+	v->last_written = -1;
+	v->primes = session_version_at_least(session_version(s),
+	    "2025-11-25");
+	session_ref(s);
+	TAILQ_INSERT_TAIL(&view_all, v, entry);
+	view_n++;
+	return (v);
+}
+
+static void
+view_maybe_free(struct view *v)
+{
+	if (v->state != VIEW_CLOSED || v->reading)
+		return;
+	TAILQ_REMOVE(&view_all, v, entry);
+	view_n--;
+	session_unref(v->session);
+	free(v->resume_text);
+	free(v);
+}
+
+static void
+view_detach(struct view *v)
+{
+	if (v->state == VIEW_STREAMING)
+		session_view_detach(v->session, v);
+	view_set_state(v, VIEW_CLOSED);
+	v->req = NULL;
+	v->evcon = NULL;
+}
+
+/* The peer went away. evhttp hands the request to us to finish. */
+static void
+view_peer_closed_cb(struct evhttp_connection *evcon, void *arg)
+{
+	struct view	*v = arg;
+
+	log_debug("session=%s stream=%llu client disconnected after %lld",
+	    session_id(v->session), (unsigned long long)v->k,
+	    (long long)v->last_written);
+	evhttp_send_reply_end(v->req);
+	view_detach(v);
+	view_maybe_free(v);
+}
+
+static void
+view_drained_cb(struct evhttp_connection *evcon, void *arg)
+{
+	view_pump(arg);
+}
+
+static void
+view_write(struct view *v, struct evbuffer *buf)
+{
+	evhttp_send_reply_chunk_with_cb(v->req, buf, view_drained_cb, v);
+	v->last_write_ms = clock_now_ms();
+}
+
+static size_t
+view_output_len(struct view *v)
+{
+	struct bufferevent	*bev;
+
+	bev = evhttp_connection_get_bufferevent(v->evcon);
+	return (evbuffer_get_length(bufferevent_get_output(bev)));
+}
+
+/*
+ * Ends the response. `force` also closes the connection once the end is
+ * flushed: a taken-over or shut-down view must not linger as keep-alive.
+ */
+static void
+view_finish(struct view *v, int force)
+{
+	evhttp_connection_set_closecb(v->evcon, NULL, NULL);
+	if (force)
+		evhttp_add_header(evhttp_request_get_output_headers(v->req),
+		    "Connection", "close");
+	evhttp_send_reply_end(v->req);
+	view_detach(v);
+	view_maybe_free(v);
+}
+
+static void
+view_start(struct view *v)
+{
+	struct evkeyvalq	*headers;
+	struct bufferevent	*bev;
+
+	headers = evhttp_request_get_output_headers(v->req);
+	evhttp_add_header(headers, "Content-Type", "text/event-stream");
+	evhttp_add_header(headers, "Cache-Control", "no-cache");
+	evhttp_add_header(headers, "X-Accel-Buffering", "no");
+	evhttp_add_header(headers, "Mcp-Session-Id", session_id(v->session));
+	evhttp_send_reply_start(v->req, 200, "OK");
+
+	/* An idle stream is healthy; stalls are the cron's business. */
+	bev = evhttp_connection_get_bufferevent(v->evcon);
+	bufferevent_set_timeouts(bev, NULL, NULL);
+	evhttp_connection_set_closecb(v->evcon, view_peer_closed_cb, v);
+
+	view_set_state(v, VIEW_STREAMING);
+	session_view_attach(v->session, v->k, v);
+	v->last_write_ms = clock_now_ms();
+}
+
+static void
+view_write_entries(struct view *v, const struct eventlog_entry *entries,
+    size_t n)
+{
+	struct evbuffer	*buf = evbuffer_new();
+	char		 id[CURSOR_BUFSIZE];
+	long		 retry = session_conf()->sse_retry_ms;
+	size_t		 i;
+
+	for (i = 0; i < n; i++) {
+		if (entries[i].seq != v->next) {
+			/* Invariant 2: the log gave us a hole. */
+			log_error("session=%s stream=%llu expected entry %llu, "
+			    "log returned %llu", session_id(v->session),
+			    (unsigned long long)v->k,
+			    (unsigned long long)v->next,
+			    (unsigned long long)entries[i].seq);
+			break;
+		}
+		v->next++;
+		cursor_format(id, sizeof id, v->k, entries[i].seq);
+		if (entries[i].seq == 0) {
+			if (v->primes)
+				sse_event(buf, id, NULL, "", 0, retry);
+			continue;
+		}
+		sse_event(buf, id, NULL, entries[i].data, entries[i].len, -1);
+		v->last_written = (int64_t)entries[i].seq;
+	}
+	if (evbuffer_get_length(buf) > 0)
+		view_write(v, buf);
+	evbuffer_free(buf);
+}
+
+static void
+view_resume_failed(struct view *v, enum eventlog_status status,
+    const struct eventlog_info *info)
+{
+	const char	*reason;
+	cJSON		*data;
+	char		 id[CURSOR_BUFSIZE];
+
+	switch (status) {
+	case EVENTLOG_OK:
+	case EVENTLOG_TRIMMED:
+		reason = "trimmed";
+		break;
+	case EVENTLOG_EXPIRED:
+		reason = "expired";
+		break;
+	case EVENTLOG_AHEAD:
+		reason = "ahead";
+		log_error("resumability violation: session=%s cursor=%s "
+		    "head=%llu-%llu: the log lost committed entries",
+		    session_id(v->session), v->resume_text,
+		    (unsigned long long)v->k,
+		    (unsigned long long)(info != NULL ? info->head : 0));
+		break;
+	case EVENTLOG_NOT_FOUND:
+		reason = "unknown-stream";
+		info = NULL;
+		break;
+	default:
+		transport_reply_error(v->req, 503, JSONRPC_UNAVAILABLE,
+		    "Event log unavailable, retry later", NULL);
+		return;
+	}
+	data = cJSON_CreateObject();
+	cJSON_AddStringToObject(data, "reason", reason);
+	cJSON_AddStringToObject(data, "last_event_id", v->resume_text);
+	if (info != NULL) {
+		if (info->oldest <= info->head) {
+			cursor_format(id, sizeof id, v->k, info->oldest);
+			cJSON_AddStringToObject(data, "oldest", id);
+		}
+		cursor_format(id, sizeof id, v->k, info->head);
+		cJSON_AddStringToObject(data, "head", id);
+	}
+	log_info("session=%s resume from %s refused: %s",
+	    session_id(v->session), v->resume_text, reason);
+	transport_reply_error(v->req, 410, JSONRPC_RESUME_FAILED,
+	    "Cannot resume from Last-Event-ID", data);
+}
+
+static void
+view_read_cb(enum eventlog_status status, const struct eventlog_entry *entries,
+    size_t n, const struct eventlog_info *info, void *arg)
+{
+	struct view	*v = arg;
+	struct evbuffer	*buf;
+
+	v->reading = 0;
+	if (v->state == VIEW_CLOSED) {
+		view_maybe_free(v);
+		return;
+	}
+	if (v->state == VIEW_VALIDATING) {
+		if (session_closed(v->session)) {
+			transport_reply_error(v->req, 404,
+			    JSONRPC_SESSION_NOT_FOUND, "Session not found",
+			    NULL);
+			view_detach(v);
+			view_maybe_free(v);
+			return;
+		}
+		/* DESIGN.md: 200 only if K-N itself is still retained. */
+		if (status != EVENTLOG_OK || info->oldest > v->resume_from) {
+			view_resume_failed(v, status, info);
+			view_detach(v);
+			view_maybe_free(v);
+			return;
+		}
+		view_start(v);
+		if (v->primes) {
+			buf = evbuffer_new();
+			sse_retry(buf, session_conf()->sse_retry_ms);
+			view_write(v, buf);
+			evbuffer_free(buf);
+		}
+	}
+	if (status != EVENTLOG_OK) {
+		/*
+		 * Retention moved past this view's position: the client
+		 * resumes from its own last id and hears "trimmed" then.
+		 */
+		log_warn("session=%s stream=%llu view fell behind at %llu: %s",
+		    session_id(v->session), (unsigned long long)v->k,
+		    (unsigned long long)v->next, eventlog_status_name(status));
+		view_finish(v, 1);
+		return;
+	}
+	view_write_entries(v, entries, n);
+	if (info->ended && v->next > info->head) {
+		view_finish(v, 0);
+		return;
+	}
+	if (n == VIEW_BATCH || v->next <= info->head)
+		v->dirty = 1;
+	view_pump(v);
+}
+
+static void
+view_read(struct view *v, uint64_t from)
+{
+	v->reading = 1;
+	v->dirty = 0;
+	eventlog_read(session_eventlog(), session_id(v->session), v->k, from,
+	    VIEW_BATCH, view_read_cb, v);
+}
+
+static void
+view_pump(struct view *v)
+{
+	if (v->state != VIEW_STREAMING || v->reading || !v->dirty)
+		return;
+	if (view_output_len(v) >= (size_t)session_conf()->sse_high_watermark)
+		return;		/* view_drained_cb pumps again */
+	view_read(v, v->next);
+}
+
+struct view *
+view_open(struct evhttp_request *req, struct session *s, uint64_t k,
+    uint64_t from, int64_t prime)
+{
+	struct view	*v;
+	struct evbuffer	*buf;
+	char		 id[CURSOR_BUFSIZE];
+
+	v = view_new(req, s, k);
+	v->next = from;
+	view_start(v);
+	if (prime >= 0 && v->primes) {
+		buf = evbuffer_new();
+		cursor_format(id, sizeof id, k, (uint64_t)prime);
+		sse_event(buf, id, NULL, "", 0, session_conf()->sse_retry_ms);
+		view_write(v, buf);
+		evbuffer_free(buf);
+	}
+	v->dirty = 1;
+	view_pump(v);
+	return (v);
+}
+
+void
+view_resume(struct evhttp_request *req, struct session *s, uint64_t k,
+    uint64_t n, const char *text)
+{
+	struct view	*v;
+
+	v = view_new(req, s, k);
+	v->resume_from = n;
+	v->resume_text = xstrdup(text);
+	v->next = n + 1;
+	view_read(v, v->next);
+}
+
+void
+view_wakeup(struct view *v, uint64_t seq)
+{
+	v->dirty = 1;
+	view_pump(v);
+}
+
+void
+view_close(struct view *v, const char *reason)
+{
+	if (v->state != VIEW_STREAMING)
+		return;
+	log_debug("session=%s stream=%llu view closed: %s",
+	    session_id(v->session), (unsigned long long)v->k, reason);
+	view_finish(v, 1);
+}
+
+/*
+ * Once a second: keep idle streams alive through proxies with a comment,
+ * and cut connections whose client keeps sending on a response stream.
+ */
+void
+view_cron(void)
+{
+	struct view		*v, *v1;
+	struct bufferevent	*bev;
+	struct evbuffer		*buf;
+	uint64_t		 now = clock_now_ms();
+	uint64_t		 idle = (uint64_t)session_conf()->sse_keepalive *
+				    1000;
+
+	TAILQ_FOREACH_SAFE(v, &view_all, entry, v1) {
+		if (v->state != VIEW_STREAMING)
+			continue;
+		bev = evhttp_connection_get_bufferevent(v->evcon);
+		if (evbuffer_get_length(bufferevent_get_input(bev)) >
+		    VIEW_MAX_INPUT) {
+			log_warn("session=%s stream=%llu client sends on a "
+			    "stream; closing", session_id(v->session),
+			    (unsigned long long)v->k);
+			view_finish(v, 1);
+			continue;
+		}
+		if (now - v->last_write_ms < idle ||
+		    view_output_len(v) > 0)
+			continue;
+		buf = evbuffer_new();
+		sse_comment(buf, "keepalive");
+		view_write(v, buf);
+		evbuffer_free(buf);
+	}
+}
+
+void
+view_shutdown(void)
+{
+	struct view	*v, *v1;
+
+	TAILQ_FOREACH_SAFE(v, &view_all, entry, v1)
+		view_close(v, "shutdown");
+}
+
+size_t
+view_count(void)
+{
+	return (view_n);
+}

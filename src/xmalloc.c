@@ -1,0 +1,95 @@
+/*
+ * Allocation wrappers. A daemon that runs out of memory cannot serve anyone
+ * correctly, so it stops loudly instead of limping on with NULLs.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "xmalloc.h"
+
+static void
+xmalloc_oom(size_t size)
+{
+	fprintf(stderr, "mcpd: out of memory allocating %zu bytes\n", size);
+	abort();
+}
+
+void *
+xmalloc(size_t size)
+{
+	void	*p;
+
+	if (size == 0)
+		size = 1;
+	if ((p = malloc(size)) == NULL)
+		xmalloc_oom(size);
+	return (p);
+}
+
+void *
+xcalloc(size_t n, size_t size)
+{
+	void	*p;
+
+	if (n == 0 || size == 0)
+		n = size = 1;
+	if ((p = calloc(n, size)) == NULL)
+		xmalloc_oom(n * size);
+	return (p);
+}
+
+void *
+xrealloc(void *old, size_t size)
+{
+	void	*p;
+
+	if (size == 0)
+		size = 1;
+	if ((p = realloc(old, size)) == NULL)
+		xmalloc_oom(size);
+	return (p);
+}
+
+char *
+xstrdup(const char *s)
+{
+	return (xstrndup(s, strlen(s)));
+}
+
+char *
+xstrndup(const char *s, size_t len)
+{
+	char	*p;
+
+	len = strnlen(s, len);
+	p = xmalloc(len + 1);
+	memcpy(p, s, len);
+	p[len] = '\0';
+	return (p);
+}
+
+int
+xasprintf(char **ret, const char *fmt, ...)
+{
+	va_list	 ap;
+	int	 n;
+
+	va_start(ap, fmt);
+	n = vasprintf(ret, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		xmalloc_oom(0);
+	return (n);
+}
+
+void
+xmalloc_init_cjson(void)
+{
+	cJSON_Hooks	hooks = { xmalloc, free };
+
+	cJSON_InitHooks(&hooks);
+}

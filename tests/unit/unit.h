@@ -1,0 +1,22 @@
+/* Shared helpers for the Check unit tests. */
+#ifndef MCPD_UNIT_H
+#define MCPD_UNIT_H
+
+#include <check.h>
+#include <stdlib.h>
+
+/* Each test file defines its suite and uses this as its main. */
+#define UNIT_MAIN(suite_fn)						\
+int									\
+main(void)								\
+{									\
+	SRunner	*sr = srunner_create(suite_fn());			\
+	int	 failed;						\
+									\
+	srunner_run_all(sr, CK_NORMAL);					\
+	failed = srunner_ntests_failed(sr);				\
+	srunner_free(sr);						\
+	return (failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE);		\
+}
+
+#endif
