@@ -61,12 +61,23 @@ struct conf {
 	int			 log_level;	/* enum log_level */
 };
 
+/*
+ * conf_load(path, &cause) and conf_parse_string(text, name, &cause) return a
+ * new configuration, or NULL with *cause set ("FILE:LINE: message", allocated,
+ * the caller frees it). conf_default() never fails.
+ */
 struct conf	*conf_default(void);
 struct conf	*conf_load(const char *, char **);
 struct conf	*conf_parse_string(const char *, const char *, char **);
 void		 conf_free(struct conf *);
+/* The text of mcpd.conf.example, and the directives part of --help. */
 void		 conf_print_example(FILE *);
 void		 conf_print_help(FILE *);
+/*
+ * Whether an Origin header value is allowed: one of allowed_origins (scheme
+ * and host compared without case, default port ignored) or, when none are
+ * configured, a loopback origin. NULL (no header) is allowed; "null" never.
+ */
 int		 conf_origin_allowed(const struct conf *, const char *);
 
 #endif

@@ -610,8 +610,12 @@ conf_parse_hostport(const char *s, int dflt, char **hostp, int *portp,
 		if ((end = strchr(s, ':')) == NULL)
 			end = s + strlen(s);
 		else if (strchr(end + 1, ':') != NULL) {
-			xasprintf(why, "IPv6 address must be in brackets in "
-			    "\"%s\"", s);
+			xasprintf(why, "invalid address \"%s\" (an IPv6 "
+			    "address goes in brackets)", s);
+			return (-1);
+		}
+		if (*end == '\0' && dflt == -1) {
+			xasprintf(why, "missing port in \"%s\"", s);
 			return (-1);
 		}
 		host = xstrndup(s, end - s);
@@ -700,11 +704,12 @@ static int
 conf_parse_number(enum conf_type type, const char *s, long long *v,
     char **why)
 {
-	static const char *kinds[] = {
-		[CONF_INTEGER] = "number",
-		[CONF_SIZE] = "size (a number with k, m or g)",
-		[CONF_SECONDS] = "time (seconds, or with s, m, h or d)",
-		[CONF_MILLISECONDS] = "time (milliseconds, or with ms or s)",
+	static const char *const kinds[][2] = {
+		[CONF_INTEGER] = { "number", "" },
+		[CONF_SIZE] = { "size", " (bytes, or with k, m or g)" },
+		[CONF_SECONDS] = { "time", " (seconds, or with s, m, h or d)" },
+		[CONF_MILLISECONDS] = { "time",
+		    " (milliseconds, or with ms or s)" },
 	};
 	const char	*p = s;
 	char		*end;
@@ -727,7 +732,8 @@ conf_parse_number(enum conf_type type, const char *s, long long *v,
 	return (0);
 
 invalid:
-	xasprintf(why, "invalid %s \"%s\"", kinds[type], s);
+	xasprintf(why, "invalid %s \"%s\"%s", kinds[type][0], s,
+	    kinds[type][1]);
 	return (-1);
 }
 
@@ -745,29 +751,42 @@ conf_format_number(enum conf_type type, long long v, char *buf, size_t len)
 		snprintf(buf, len, "%lld", v);
 }
 
+/* The names of an enum's values, "a|b|c". */
+static char *
+conf_enum_names(const struct conf_enum *values)
+{
+	const struct conf_enum	*e;
+	struct conf_buf		 b;
+	const char		*p;
+
+	b.data = xstrdup("");
+	b.len = 0;
+	b.size = 1;
+	for (e = values; e->name != NULL; e++) {
+		if (e != values)
+			conf_buf_add(&b, '|');
+		for (p = e->name; *p != '\0'; p++)
+			conf_buf_add(&b, *p);
+	}
+	return (b.data);
+}
+
 static int
 conf_parse_enum(const struct conf_enum *values, const char *s, int *v,
     char **why)
 {
-	const struct conf_enum	*ce;
-	struct conf_buf		 b;
-	const char		*p;
+	const struct conf_enum	*e;
+	char			*names;
 
-	for (ce = values; ce->name != NULL; ce++) {
-		if (strcmp(ce->name, s) == 0) {
-			*v = ce->value;
+	for (e = values; e->name != NULL; e++) {
+		if (strcmp(e->name, s) == 0) {
+			*v = e->value;
 			return (0);
 		}
 	}
-	memset(&b, 0, sizeof b);
-	for (ce = values; ce->name != NULL; ce++) {
-		if (ce != values)
-			conf_buf_add(&b, '|');
-		for (p = ce->name; *p != '\0'; p++)
-			conf_buf_add(&b, *p);
-	}
-	xasprintf(why, "expected %s, not \"%s\"", b.data, s);
-	free(b.data);
+	names = conf_enum_names(values);
+	xasprintf(why, "expected %s, not \"%s\"", names, s);
+	free(names);
 	return (-1);
 }
 
@@ -1397,10 +1416,6 @@ conf_print_wrapped(FILE *f, const char *prefix, const char *text,
 static char *
 conf_synopsis(const struct conf_entry *ce)
 {
-	const struct conf_enum	*e;
-	struct conf_buf		 b;
-	const char		*p;
-
 	if (ce->args != NULL)
 		return (xstrdup(ce->args));
 	switch (ce->type) {
@@ -1414,14 +1429,7 @@ conf_synopsis(const struct conf_entry *ce)
 		return (xstrdup("MILLISECONDS"));
 	case CONF_BOOL:
 	case CONF_ENUM:
-		memset(&b, 0, sizeof b);
-		for (e = ce->values; e->name != NULL; e++) {
-			if (e != ce->values)
-				conf_buf_add(&b, '|');
-			for (p = e->name; *p != '\0'; p++)
-				conf_buf_add(&b, *p);
-		}
-		return (b.data);
+		return (conf_enum_names(ce->values));
 	case CONF_WORDS:
 		return (xstrdup("WORD..."));
 	default:
