@@ -52,6 +52,8 @@ void		 session_view_attach(struct session *, uint64_t,
 		     struct view *);
 void		 session_view_detach(struct session *, struct view *);
 void		 session_committed(struct session *, uint64_t, uint64_t);
+void		 session_delivered(struct session *, uint64_t, uint64_t);
+int		 session_stream_blocks(struct session *, uint64_t);
 
 /* Streams and calls register here so closing a session reaches them. */
 void		 session_stream_add(struct session *, struct stream *);

@@ -32,6 +32,7 @@ int		 stream_ended(const struct stream *);
 void		 stream_append(struct stream *, const char *, size_t, int,
 		     stream_commit_cb, void *);
 void		 stream_end(struct stream *);
+void		 stream_delivered(struct stream *, uint64_t);
 
 /* Responses still owed on a request stream; the last one ends it. */
 void		 stream_expect_response(struct stream *);

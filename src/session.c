@@ -351,6 +351,39 @@ session_committed(struct session *s, uint64_t k, uint64_t seq)
 	}
 }
 
+static struct stream *
+session_stream_find(struct session *s, uint64_t k)
+{
+	size_t	i;
+
+	for (i = 0; i < s->nstreams; i++) {
+		if (stream_id(s->streams[i]) == k)
+			return (s->streams[i]);
+	}
+	return (NULL);
+}
+
+void
+session_delivered(struct session *s, uint64_t k, uint64_t seq)
+{
+	struct stream	*st;
+
+	if ((st = session_stream_find(s, k)) != NULL)
+		stream_delivered(st, seq);
+}
+
+/* Whether stream K's policy is block (else close); K may be gone. */
+int
+session_stream_blocks(struct session *s, uint64_t k)
+{
+	const struct conf	*conf = sessions.conf;
+
+	if (s->standalone != NULL && stream_id(s->standalone) == k)
+		return (conf->backpressure_standalone ==
+		    CONF_BACKPRESSURE_BLOCK);
+	return (conf->backpressure_request == CONF_BACKPRESSURE_BLOCK);
+}
+
 void
 session_stream_add(struct session *s, struct stream *st)
 {
@@ -411,8 +444,10 @@ session_call_find(struct session *s, const cJSON *id)
 }
 
 /*
- * Idle expiry. A session with an open view or a running call is in use
- * even when the client sends nothing.
+ * Idle expiry. A session with an open view is in use even when the client
+ * sends nothing. Running calls alone do not count: under the block policy
+ * a call whose client never comes back waits forever, and this is what
+ * ends it.
  */
 void
 session_cron(void)
@@ -422,7 +457,7 @@ session_cron(void)
 	uint64_t	 ttl = (uint64_t)sessions.conf->session_ttl * 1000;
 
 	RB_FOREACH_SAFE(s, session_tree, &sessions.tree, s1) {
-		if (s->nviews > 0 || s->ncalls > 0) {
+		if (s->nviews > 0) {
 			s->last_active_ms = now;
 			continue;
 		}

@@ -4,6 +4,8 @@
  * anything that would leave a hole or re-issue an id. Only after the log
  * says "committed" is the stream's view woken to pull the entry.
  */
+#include <sys/queue.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,9 +14,19 @@
 #include "conf.h"
 #include "eventlog.h"
 #include "log.h"
+#include "metrics.h"
 #include "session.h"
 #include "stream.h"
 #include "xmalloc.h"
+
+struct stream_op {
+	struct stream		*stream;
+	uint64_t		 seq;
+	stream_commit_cb	 cb;
+	void			*arg;
+	TAILQ_ENTRY(stream_op)	 entry;
+};
+TAILQ_HEAD(stream_ops, stream_op);
 
 struct stream {
 	struct session		*session;
@@ -27,14 +39,13 @@ struct stream {
 	int			 closed;	/* the owner let go */
 	unsigned int		 pending;	/* log ops in flight */
 	int			 owed;		/* responses still to come */
+	int			 blocks;	/* policy block: pause producers */
+	uint64_t		 window;
+	uint64_t		 delivered;	/* last entry written to a view */
+	struct stream_ops	 paused;	/* producers waiting for room */
 };
 
-struct stream_op {
-	struct stream		*stream;
-	uint64_t		 seq;
-	stream_commit_cb	 cb;
-	void			*arg;
-};
+static void	stream_release_paused(struct stream *);
 
 static void
 stream_maybe_free(struct stream *st)
@@ -73,6 +84,11 @@ stream_open(struct session *s, enum stream_kind kind)
 	st->kind = kind;
 	st->k = eventlog_new_stream_id();
 	st->next_seq = 1;
+	st->window = (uint64_t)session_conf()->stream_window;
+	st->blocks = (kind == STREAM_REQUEST ?
+	    session_conf()->backpressure_request :
+	    session_conf()->backpressure_standalone) == CONF_BACKPRESSURE_BLOCK;
+	TAILQ_INIT(&st->paused);
 	session_ref(s);
 	session_stream_add(s, st);
 	st->pending++;
@@ -96,6 +112,7 @@ stream_close(struct stream *st)
 	stream_end(st);
 	st->closed = 1;
 	session_stream_remove(st->session, st);
+	stream_release_paused(st);
 	stream_maybe_free(st);
 }
 
@@ -134,6 +151,7 @@ stream_appended_cb(enum eventlog_status status,
 	st->pending--;
 	if (ok) {
 		st->head = op->seq;
+		metrics.events_committed++;
 		session_committed(st->session, st->k, op->seq);
 	} else if (!st->broken) {
 		st->broken = 1;
@@ -150,10 +168,59 @@ stream_appended_cb(enum eventlog_status status,
 			    (unsigned long long)op->seq,
 			    eventlog_status_name(status));
 	}
+	/*
+	 * Block policy: a producer whose stream has `window` entries nobody
+	 * has received yet hears back only when a view catches up, so it
+	 * stops producing and retention never trims undelivered entries.
+	 */
+	if (ok && op->cb != NULL && st->blocks && !st->closed &&
+	    st->head - st->delivered >= st->window) {
+		if (TAILQ_EMPTY(&st->paused))
+			log_debug("session=%s stream=%llu producer paused at "
+			    "%llu (delivered %llu)", session_id(st->session),
+			    (unsigned long long)st->k,
+			    (unsigned long long)st->head,
+			    (unsigned long long)st->delivered);
+		metrics.producers_paused++;
+		st->pending++;
+		TAILQ_INSERT_TAIL(&st->paused, op, entry);
+		return;
+	}
 	if (op->cb != NULL)
 		op->cb(ok, op->arg);
 	free(op);
 	stream_maybe_free(st);
+}
+
+/* Hands paused producers their commit callbacks; they may go on. */
+static void
+stream_release_paused(struct stream *st)
+{
+	struct stream_op	*op;
+
+	while ((op = TAILQ_FIRST(&st->paused)) != NULL) {
+		if (!st->closed && st->head - st->delivered >= st->window)
+			return;
+		TAILQ_REMOVE(&st->paused, op, entry);
+		st->pending--;
+		op->cb(1, op->arg);
+		free(op);
+	}
+}
+
+/* A view has written entries up to seq to its connection. */
+void
+stream_delivered(struct stream *st, uint64_t seq)
+{
+	if (seq <= st->delivered)
+		return;
+	st->delivered = seq;
+	if (!TAILQ_EMPTY(&st->paused)) {
+		st->pending++;		/* callbacks may close the stream */
+		stream_release_paused(st);
+		st->pending--;
+		stream_maybe_free(st);
+	}
 }
 
 static void

@@ -24,6 +24,7 @@
 #include "eventlog.h"
 #include "jsonrpc.h"
 #include "log.h"
+#include "metrics.h"
 #include "session.h"
 #include "sse.h"
 #include "transport.h"
@@ -32,6 +33,8 @@
 
 /* Entries pulled per log read. */
 #define VIEW_BATCH		64
+/* Seconds a closing connection gets to flush before it is dropped. */
+#define VIEW_FLUSH_TIMEOUT	10
 /* Bytes a client may send on a streaming connection before it is cut. */
 #define VIEW_MAX_INPUT		(64 * 1024)
 
@@ -59,6 +62,8 @@ struct view {
 	int			 primes;	/* client takes priming events */
 	int			 dirty;		/* the log may have more */
 	int			 reading;	/* a log read is in flight */
+	int			 blocks;	/* policy block, else close */
+	struct event		*grace_ev;	/* close: over-watermark timer */
 	uint64_t		 last_write_ms;
 	TAILQ_ENTRY(view)	 entry;
 };
@@ -68,6 +73,7 @@ static struct view_list	view_all = TAILQ_HEAD_INITIALIZER(view_all);
 static size_t		view_n;
 
 static void	view_pump(struct view *);
+static void	view_grace_cb(evutil_socket_t, short, void *);
 
 static void
 view_set_state(struct view *v, enum view_state state)
@@ -91,6 +97,8 @@ view_new(struct evhttp_request *req, struct session *s, uint64_t k)
 	v->last_written = -1;
 	v->primes = session_version_at_least(session_version(s),
 	    "2025-11-25");
+	v->blocks = session_stream_blocks(s, k);
+	v->grace_ev = evtimer_new(session_base(), view_grace_cb, v);
 	session_ref(s);
 	TAILQ_INSERT_TAIL(&view_all, v, entry);
 	view_n++;
@@ -104,6 +112,7 @@ view_maybe_free(struct view *v)
 		return;
 	TAILQ_REMOVE(&view_all, v, entry);
 	view_n--;
+	event_free(v->grace_ev);
 	session_unref(v->session);
 	free(v->resume_text);
 	free(v);
@@ -112,6 +121,7 @@ view_maybe_free(struct view *v)
 static void
 view_detach(struct view *v)
 {
+	evtimer_del(v->grace_ev);
 	if (v->state == VIEW_STREAMING)
 		session_view_detach(v->session, v);
 	view_set_state(v, VIEW_CLOSED);
@@ -133,19 +143,6 @@ view_peer_closed_cb(struct evhttp_connection *evcon, void *arg)
 	view_maybe_free(v);
 }
 
-static void
-view_drained_cb(struct evhttp_connection *evcon, void *arg)
-{
-	view_pump(arg);
-}
-
-static void
-view_write(struct view *v, struct evbuffer *buf)
-{
-	evhttp_send_reply_chunk_with_cb(v->req, buf, view_drained_cb, v);
-	v->last_write_ms = clock_now_ms();
-}
-
 static size_t
 view_output_len(struct view *v)
 {
@@ -155,6 +152,43 @@ view_output_len(struct view *v)
 	return (evbuffer_get_length(bufferevent_get_output(bev)));
 }
 
+static int
+view_congested(struct view *v)
+{
+	return (view_output_len(v) >=
+	    (size_t)session_conf()->sse_high_watermark);
+}
+
+static void
+view_drained_cb(struct evhttp_connection *evcon, void *arg)
+{
+	struct view	*v = arg;
+
+	evtimer_del(v->grace_ev);
+	view_pump(v);
+}
+
+/*
+ * Writes a chunk. The drain callback fires when the connection's output is
+ * empty again: that is when a view refills. Under the close policy a view
+ * left over the watermark starts its grace period.
+ */
+static void
+view_write(struct view *v, struct evbuffer *buf)
+{
+	struct timeval	tv;
+	long long	grace = session_conf()->slow_consumer_grace_ms;
+
+	evhttp_send_reply_chunk_with_cb(v->req, buf, view_drained_cb, v);
+	v->last_write_ms = clock_now_ms();
+	if (!v->blocks && view_congested(v) &&
+	    !evtimer_pending(v->grace_ev, NULL)) {
+		tv.tv_sec = grace / 1000;
+		tv.tv_usec = (grace % 1000) * 1000;
+		evtimer_add(v->grace_ev, &tv);
+	}
+}
+
 /*
  * Ends the response. `force` also closes the connection once the end is
  * flushed: a taken-over or shut-down view must not linger as keep-alive.
@@ -162,10 +196,16 @@ view_output_len(struct view *v)
 static void
 view_finish(struct view *v, int force)
 {
+	struct timeval	tv = { VIEW_FLUSH_TIMEOUT, 0 };
+
 	evhttp_connection_set_closecb(v->evcon, NULL, NULL);
-	if (force)
+	if (force) {
 		evhttp_add_header(evhttp_request_get_output_headers(v->req),
 		    "Connection", "close");
+		/* A client that does not read must not hold the socket. */
+		bufferevent_set_timeouts(
+		    evhttp_connection_get_bufferevent(v->evcon), NULL, &tv);
+	}
 	evhttp_send_reply_end(v->req);
 	view_detach(v);
 	view_maybe_free(v);
@@ -223,9 +263,41 @@ view_write_entries(struct view *v, const struct eventlog_entry *entries,
 		sse_event(buf, id, NULL, entries[i].data, entries[i].len, -1);
 		v->last_written = (int64_t)entries[i].seq;
 	}
-	if (evbuffer_get_length(buf) > 0)
+	if (evbuffer_get_length(buf) > 0) {
+		metrics.events_written += n;
 		view_write(v, buf);
+	}
 	evbuffer_free(buf);
+	if (v->next > 0)
+		session_delivered(v->session, v->k, v->next - 1);
+}
+
+/*
+ * Close policy: the client did not keep up. It hears why, and from which id
+ * to resume (the last one queued to it), and the producer never waited.
+ */
+static void
+view_grace_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct view	*v = arg;
+	struct evbuffer	*buf;
+	char		 id[CURSOR_BUFSIZE];
+
+	if (v->state != VIEW_STREAMING || !view_congested(v))
+		return;
+	cursor_format(id, sizeof id, v->k, v->next > 0 ? v->next - 1 : 0);
+	log_warn("session=%s stream=%llu slow consumer: %zu bytes unsent for "
+	    "%lld ms; disconnecting after %s", session_id(v->session),
+	    (unsigned long long)v->k, view_output_len(v),
+	    session_conf()->slow_consumer_grace_ms, id);
+	metrics.slow_consumers_closed++;
+	buf = evbuffer_new();
+	evbuffer_add_printf(buf, "event: backpressure-disconnect\n"
+	    "data: {\"last_event_id\":\"%s\",\"reason\":\"slow-consumer\"}\n"
+	    "retry: %lld\n\n", id, session_conf()->sse_retry_ms);
+	evhttp_send_reply_chunk(v->req, buf);
+	evbuffer_free(buf);
+	view_finish(v, 1);
 }
 
 static void
@@ -349,7 +421,7 @@ view_pump(struct view *v)
 {
 	if (v->state != VIEW_STREAMING || v->reading || !v->dirty)
 		return;
-	if (view_output_len(v) >= (size_t)session_conf()->sse_high_watermark)
+	if (view_congested(v))
 		return;		/* view_drained_cb pumps again */
 	view_read(v, v->next);
 }

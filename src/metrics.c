@@ -1,0 +1,3 @@
+#include "metrics.h"
+
+struct metrics metrics;
