@@ -206,8 +206,8 @@ static const struct conf_entry conf_entries[] = {
 	    "from an older, trimmed event is answered 410 \"trimmed\"."),
 	CONF_NUMBER("stream_window", CONF_INTEGER, stream_window, 1, 1000000,
 	    "256", "Events a stream may hold that its client has not "
-	    "received yet before its producer is paused. At most "
-	    "stream_maxlen."),
+	    "received yet before its producer is paused (block policy). At "
+	    "most stream_maxlen; when unset it follows a smaller stream_maxlen."),
 	CONF_NUMBER("stream_ttl", CONF_SECONDS, stream_ttl, 1, 604800, "300",
 	    "How long a finished stream stays resumable."),
 
@@ -1193,9 +1193,15 @@ conf_check(struct conf *conf, struct conf_scope *cs, const char *file,
 {
 	int	line;
 
+	/*
+	 * An unset window follows a small stream_maxlen down: the default
+	 * must not turn a valid retention setting into an error.
+	 */
+	if (conf->stream_window > conf->stream_maxlen &&
+	    conf_scope_line(cs, "stream_window") == 0)
+		conf->stream_window = conf->stream_maxlen;
 	if (conf->stream_window > conf->stream_maxlen) {
-		if ((line = conf_scope_line(cs, "stream_window")) == 0)
-			line = conf_scope_line(cs, "stream_maxlen");
+		line = conf_scope_line(cs, "stream_window");
 		xasprintf(cause, "%s:%d: stream_window (%lld) must not be "
 		    "larger than stream_maxlen (%lld)", file, line,
 		    conf->stream_window, conf->stream_maxlen);

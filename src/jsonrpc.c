@@ -46,6 +46,10 @@ jsonrpc_utf8_valid(const char *s, size_t len)
 	return (1);
 }
 
+/*
+ * A lexical pass cJSON does not make: nesting within max, and no control
+ * byte but JSON's own whitespace (RFC 8259: none at all inside strings).
+ */
 int
 jsonrpc_depth_ok(const char *s, size_t len, int max)
 {
@@ -54,12 +58,18 @@ jsonrpc_depth_ok(const char *s, size_t len, int max)
 
 	for (i = 0; i < len; i++) {
 		if (instring) {
+			if ((unsigned char)s[i] < 0x20)
+				return (0);
 			if (s[i] == '\\')
 				i++;
 			else if (s[i] == '"')
 				instring = 0;
 			continue;
 		}
+		/* cJSON skips every byte up to space; JSON allows four. */
+		if ((unsigned char)s[i] < 0x20 && s[i] != '\t' &&
+		    s[i] != '\n' && s[i] != '\r')
+			return (0);
 		switch (s[i]) {
 		case '"':
 			instring = 1;
@@ -94,7 +104,8 @@ jsonrpc_parse(const char *body, size_t len, int *code, char **cause)
 		return (NULL);
 	}
 	if (!jsonrpc_depth_ok(body, len, JSONRPC_MAX_DEPTH)) {
-		*cause = "Parse error: JSON nested too deeply";
+		*cause = "Parse error: JSON nested too deeply, or a NUL or "
+		    "unescaped control character";
 		return (NULL);
 	}
 	json = cJSON_ParseWithLengthOpts(body, len, &end, 0);
