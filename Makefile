@@ -46,7 +46,7 @@ deps:
 	sh scripts/install-deps
 
 unit: $(UNIT_BINS)
-	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t; done
+	@rc=0; for t in $(UNIT_BINS); do echo "== $$t"; $$t || rc=1; done; exit $$rc
 
 e2e: mcpd
 	$(PYTHON) tests/e2e/run.py --mcpd ./mcpd

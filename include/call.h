@@ -16,6 +16,8 @@ struct stream;
 
 typedef void (*call_sent_cb)(int, void *);
 typedef void (*call_cancel_cb)(void *);
+/* A client's answer: result or error (the other NULL). */
+typedef void (*call_response_cb)(const cJSON *, const cJSON *, void *);
 
 struct call	*call_start(struct session *, struct stream *, const cJSON *,
 		     const cJSON *);
@@ -30,6 +32,8 @@ void		 call_cancel(struct call *, const char *);
 void		 call_send(struct call *, cJSON *, call_sent_cb, void *);
 void		 call_send_standalone(struct call *, cJSON *, call_sent_cb,
 		     void *);
+void		 call_request(struct call *, const char *, cJSON *,
+		     call_response_cb, void *);
 int		 call_log_enabled(const struct call *, int);
 void		 call_respond(struct call *, cJSON *);
 void		 call_respond_error(struct call *, int, const char *);

@@ -14,6 +14,6 @@ int	 dispatch_streams(const cJSON *);
 cJSON	*dispatch_quick(struct session *, const cJSON *);
 void	 dispatch_start(struct session *, struct stream *, const cJSON *);
 void	 dispatch_notification(struct session *, const cJSON *);
-void	 dispatch_response(struct session *, const cJSON *);
+int	 dispatch_response(struct session *, const cJSON *);
 
 #endif

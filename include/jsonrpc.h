@@ -13,9 +13,11 @@
 #define JSONRPC_INTERNAL_ERROR	 -32603
 /* Server-defined range. */
 #define JSONRPC_SERVER_ERROR	 -32000
-#define JSONRPC_RESUME_FAILED	 -32001
-#define JSONRPC_SESSION_NOT_FOUND -32002
+#define JSONRPC_RESUME_FAILED	 -32004
+#define JSONRPC_SESSION_NOT_FOUND -32001
 #define JSONRPC_UNAVAILABLE	 -32003
+/* MCP: resources/read and subscribe of an unknown URI. */
+#define JSONRPC_RESOURCE_NOT_FOUND -32002
 
 /* Deepest nesting accepted in a request body. */
 #define JSONRPC_MAX_DEPTH	64

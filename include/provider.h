@@ -1,7 +1,13 @@
 /*
- * Providers: where tools come from (built-in diagnostics now; conformance
- * fixtures, exec programs and stdio MCP servers later). Each provider lives
- * in its own file and is registered in the one table in provider.c.
+ * Providers: where tools, resources and prompts come from (built-in
+ * diagnostics, the conformance fixtures; exec programs and stdio MCP
+ * servers later). Each provider lives in its own file and is registered in
+ * the one table in provider.c. Any hook may be NULL.
+ *
+ * Listing hooks append definitions to an array and return at once. Hooks
+ * that take a call answer through it (call_respond, call_respond_error,
+ * then call_release), now or later, and return 0; they return -1 without
+ * touching the call when the name or URI is not theirs.
  */
 #ifndef MCPD_PROVIDER_H
 #define MCPD_PROVIDER_H
@@ -10,21 +16,49 @@
 
 struct call;
 struct conf;
+struct session;
 
 struct provider {
 	const char	*name;
 	int		(*enabled)(const struct conf *);
-	/* Appends this provider's tool definitions to an array. */
+
 	void		(*list_tools)(cJSON *);
-	/* Starts a call: 0 if the tool is this provider's, else -1. */
 	int		(*call_tool)(struct call *, const char *, const cJSON *);
+
+	void		(*list_resources)(cJSON *);
+	void		(*list_resource_templates)(cJSON *);
+	int		(*read_resource)(struct call *, const char *);
+	/* 0 if the URI is this provider's to watch, else -1. */
+	int		(*subscribe)(struct session *, const char *);
+
+	void		(*list_prompts)(cJSON *);
+	int		(*get_prompt)(struct call *, const char *,
+			    const cJSON *);
+
+	/* completion/complete: ref object, argument object, context. */
+	int		(*complete)(struct call *, const cJSON *, const cJSON *,
+			    const cJSON *);
 };
 
 extern const struct provider provider_builtin;
+extern const struct provider provider_exec;
 
 void	 provider_init(const struct conf *);
+int	 provider_has_resources(void);
+int	 provider_has_prompts(void);
+int	 provider_has_completions(void);
+
 cJSON	*provider_list_tools(void);
 int	 provider_call_tool(struct call *, const char *, const cJSON *);
+cJSON	*provider_list_resources(void);
+cJSON	*provider_list_resource_templates(void);
+int	 provider_read_resource(struct call *, const char *);
+int	 provider_subscribe(struct session *, const char *);
+cJSON	*provider_list_prompts(void);
+int	 provider_get_prompt(struct call *, const char *, const cJSON *);
+int	 provider_complete(struct call *, const cJSON *, const cJSON *,
+	    const cJSON *);
+
 cJSON	*provider_text_result(const char *, int);
 
 #endif

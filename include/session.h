@@ -63,6 +63,12 @@ void		 session_call_add(struct session *, struct call *);
 void		 session_call_remove(struct session *, struct call *);
 struct call	*session_call_find(struct session *, const cJSON *);
 
+/* resources/subscribe: at most SESSION_MAX_SUBSCRIPTIONS URIs each. */
+#define SESSION_MAX_SUBSCRIPTIONS	256
+int		 session_subscribe(struct session *, const char *);
+void		 session_unsubscribe(struct session *, const char *);
+void		 session_resource_updated(const char *);
+
 /* The protocol revisions, oldest first; the last is preferred. */
 extern const char *session_versions[];
 int		 session_version_supported(const char *);

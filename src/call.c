@@ -11,6 +11,7 @@
 #include "call.h"
 #include "jsonrpc.h"
 #include "log.h"
+#include "outbound.h"
 #include "session.h"
 #include "stream.h"
 #include "xmalloc.h"
@@ -90,6 +91,7 @@ call_finish(struct call *c)
 {
 	c->finished = 1;
 	session_call_remove(c->session, c);
+	outbound_call_ended(c);
 	return (stream_response_done(c->stream));
 }
 
@@ -174,6 +176,24 @@ call_send_standalone(struct call *c, cJSON *msg, call_sent_cb cb, void *arg)
 		call_refuse(msg, cb, arg);
 	else
 		call_append(c, st, msg, 0, cb, arg);
+}
+
+/* Asks the client something; see outbound.h. */
+void
+call_request(struct call *c, const char *method, cJSON *params,
+    call_response_cb cb, void *arg)
+{
+	cJSON	*error;
+
+	if (c->finished) {
+		cJSON_Delete(params);
+		error = jsonrpc_error(NULL, JSONRPC_SERVER_ERROR,
+		    "The request's call has ended", NULL);
+		cb(NULL, cJSON_GetObjectItemCaseSensitive(error, "error"), arg);
+		cJSON_Delete(error);
+		return;
+	}
+	outbound_send(c, method, params, cb, arg);
 }
 
 int

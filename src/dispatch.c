@@ -11,6 +11,7 @@
 #include "dispatch.h"
 #include "jsonrpc.h"
 #include "log.h"
+#include "outbound.h"
 #include "provider.h"
 #include "session.h"
 #include "stream.h"
@@ -44,8 +45,21 @@ dispatch_capabilities(void)
 	cJSON	*caps = cJSON_CreateObject();
 	cJSON	*tools = cJSON_AddObjectToObject(caps, "tools");
 
+	cJSON	*resources, *prompts;
+
 	cJSON_AddBoolToObject(tools, "listChanged", 0);
 	cJSON_AddObjectToObject(caps, "logging");
+	if (provider_has_resources()) {
+		resources = cJSON_AddObjectToObject(caps, "resources");
+		cJSON_AddBoolToObject(resources, "subscribe", 1);
+		cJSON_AddBoolToObject(resources, "listChanged", 0);
+	}
+	if (provider_has_prompts()) {
+		prompts = cJSON_AddObjectToObject(caps, "prompts");
+		cJSON_AddBoolToObject(prompts, "listChanged", 0);
+	}
+	if (provider_has_completions())
+		cJSON_AddObjectToObject(caps, "completions");
 	return (caps);
 }
 
@@ -85,38 +99,59 @@ dispatch_initialize(const cJSON *req, struct session **sp, char **cause)
 	    result));
 }
 
+/*
+ * Methods answered by a provider run as calls on a request stream: they may
+ * take time, send progress, or ask the client something first.
+ */
+static const char *dispatch_call_methods[] = {
+	"tools/call", "resources/read", "prompts/get", "completion/complete",
+	NULL
+};
+
 int
 dispatch_streams(const cJSON *req)
 {
-	return (strcmp(dispatch_method(req), "tools/call") == 0);
+	const char	*method = dispatch_method(req);
+	int		 i;
+
+	for (i = 0; dispatch_call_methods[i] != NULL; i++) {
+		if (strcmp(method, dispatch_call_methods[i]) == 0)
+			return (1);
+	}
+	return (0);
 }
 
+/*
+ * One page of a list method. The cursor is the decimal offset of the page;
+ * clients treat it as opaque, and a malformed one is invalid params.
+ */
 static cJSON *
-dispatch_tools_list(const cJSON *params, struct dispatch_error *err)
+dispatch_page(cJSON *all, const cJSON *params, const char *key,
+    struct dispatch_error *err)
 {
 	const cJSON	*cursor;
-	cJSON		*all, *result, *page, *tool;
+	cJSON		*result, *page, *item;
 	char		*end, next[32];
 	long		 offset = 0, i = 0;
 
 	cursor = cJSON_GetObjectItemCaseSensitive(params, "cursor");
-	if (cursor != NULL) {
+	if (cursor != NULL && !cJSON_IsNull(cursor)) {
 		if (!cJSON_IsString(cursor) || cursor->valuestring[0] == '\0' ||
 		    (offset = strtol(cursor->valuestring, &end, 10)) < 0 ||
 		    *end != '\0') {
+			cJSON_Delete(all);
 			err->code = JSONRPC_INVALID_PARAMS;
-			err->message = "Invalid pagination cursor";
+			err->message = "Invalid params: bad pagination cursor";
 			return (NULL);
 		}
 	}
-	all = provider_list_tools();
 	result = cJSON_CreateObject();
-	page = cJSON_AddArrayToObject(result, "tools");
-	while ((tool = cJSON_DetachItemFromArray(all, 0)) != NULL) {
+	page = cJSON_AddArrayToObject(result, key);
+	while ((item = cJSON_DetachItemFromArray(all, 0)) != NULL) {
 		if (i >= offset && i < offset + DISPATCH_PAGE)
-			cJSON_AddItemToArray(page, tool);
+			cJSON_AddItemToArray(page, item);
 		else
-			cJSON_Delete(tool);
+			cJSON_Delete(item);
 		i++;
 	}
 	cJSON_Delete(all);
@@ -125,6 +160,34 @@ dispatch_tools_list(const cJSON *params, struct dispatch_error *err)
 		cJSON_AddStringToObject(result, "nextCursor", next);
 	}
 	return (result);
+}
+
+static cJSON *
+dispatch_subscription(struct session *s, const cJSON *params, int on,
+    struct dispatch_error *err)
+{
+	const cJSON	*uri = cJSON_GetObjectItemCaseSensitive(params, "uri");
+
+	if (!cJSON_IsString(uri)) {
+		err->code = JSONRPC_INVALID_PARAMS;
+		err->message = "Invalid params: uri must be a string";
+		return (NULL);
+	}
+	if (!on) {
+		session_unsubscribe(s, uri->valuestring);
+		return (cJSON_CreateObject());
+	}
+	if (provider_subscribe(s, uri->valuestring) != 0) {
+		err->code = JSONRPC_RESOURCE_NOT_FOUND;
+		err->message = "Resource not found";
+		return (NULL);
+	}
+	if (session_subscribe(s, uri->valuestring) != 0) {
+		err->code = JSONRPC_INVALID_PARAMS;
+		err->message = "Too many subscriptions in this session";
+		return (NULL);
+	}
+	return (cJSON_CreateObject());
 }
 
 static cJSON *
@@ -154,7 +217,24 @@ dispatch_run(struct session *s, const cJSON *req, struct dispatch_error *err)
 	if (strcmp(method, "ping") == 0)
 		return (cJSON_CreateObject());
 	if (strcmp(method, "tools/list") == 0)
-		return (dispatch_tools_list(params, err));
+		return (dispatch_page(provider_list_tools(), params, "tools",
+		    err));
+	if (strcmp(method, "resources/list") == 0 && provider_has_resources())
+		return (dispatch_page(provider_list_resources(), params,
+		    "resources", err));
+	if (strcmp(method, "resources/templates/list") == 0 &&
+	    provider_has_resources())
+		return (dispatch_page(provider_list_resource_templates(), params,
+		    "resourceTemplates", err));
+	if (strcmp(method, "resources/subscribe") == 0 &&
+	    provider_has_resources())
+		return (dispatch_subscription(s, params, 1, err));
+	if (strcmp(method, "resources/unsubscribe") == 0 &&
+	    provider_has_resources())
+		return (dispatch_subscription(s, params, 0, err));
+	if (strcmp(method, "prompts/list") == 0 && provider_has_prompts())
+		return (dispatch_page(provider_list_prompts(), params,
+		    "prompts", err));
 	if (strcmp(method, "logging/setLevel") == 0)
 		return (dispatch_set_level(s, params, err));
 	if (strcmp(method, "initialize") == 0) {
@@ -179,6 +259,8 @@ dispatch_quick(struct session *s, const cJSON *req)
 	return (jsonrpc_result(id, result));
 }
 
+static void	dispatch_call_error(struct call *, int, const char *);
+
 static void
 dispatch_tools_call(struct call *c, const cJSON *params)
 {
@@ -188,10 +270,9 @@ dispatch_tools_call(struct call *c, const cJSON *params)
 	name = cJSON_GetObjectItemCaseSensitive(params, "name");
 	args = cJSON_GetObjectItemCaseSensitive(params, "arguments");
 	if (!cJSON_IsString(name) || (args != NULL && !cJSON_IsObject(args))) {
-		call_respond_error(c, JSONRPC_INVALID_PARAMS,
+		dispatch_call_error(c, JSONRPC_INVALID_PARAMS,
 		    "Invalid params: tools/call needs a name and object "
 		    "arguments");
-		call_release(c);
 		return;
 	}
 	if (provider_call_tool(c, name->valuestring, args) != 0) {
@@ -200,6 +281,69 @@ dispatch_tools_call(struct call *c, const cJSON *params)
 		call_release(c);
 		free(message);
 	}
+}
+
+static void
+dispatch_call_error(struct call *c, int code, const char *message)
+{
+	call_respond_error(c, code, message);
+	call_release(c);
+}
+
+static void
+dispatch_resources_read(struct call *c, const cJSON *params)
+{
+	const cJSON	*uri = cJSON_GetObjectItemCaseSensitive(params, "uri");
+
+	if (!cJSON_IsString(uri))
+		dispatch_call_error(c, JSONRPC_INVALID_PARAMS,
+		    "Invalid params: uri must be a string");
+	else if (provider_read_resource(c, uri->valuestring) != 0)
+		dispatch_call_error(c, JSONRPC_RESOURCE_NOT_FOUND,
+		    "Resource not found");
+}
+
+static void
+dispatch_prompts_get(struct call *c, const cJSON *params)
+{
+	const cJSON	*name, *args;
+
+	name = cJSON_GetObjectItemCaseSensitive(params, "name");
+	args = cJSON_GetObjectItemCaseSensitive(params, "arguments");
+	if (!cJSON_IsString(name) || (args != NULL && !cJSON_IsObject(args)))
+		dispatch_call_error(c, JSONRPC_INVALID_PARAMS,
+		    "Invalid params: prompts/get needs a name and object "
+		    "arguments");
+	else if (provider_get_prompt(c, name->valuestring, args) != 0)
+		dispatch_call_error(c, JSONRPC_INVALID_PARAMS,
+		    "Invalid params: unknown prompt");
+}
+
+/* Nothing to suggest is an empty completion, not an error. */
+static void
+dispatch_complete(struct call *c, const cJSON *params)
+{
+	const cJSON	*ref, *arg, *context;
+	cJSON		*result, *completion;
+
+	ref = cJSON_GetObjectItemCaseSensitive(params, "ref");
+	arg = cJSON_GetObjectItemCaseSensitive(params, "argument");
+	context = cJSON_GetObjectItemCaseSensitive(params, "context");
+	if (!cJSON_IsObject(ref) || !cJSON_IsObject(arg)) {
+		dispatch_call_error(c, JSONRPC_INVALID_PARAMS,
+		    "Invalid params: completion/complete needs ref and "
+		    "argument objects");
+		return;
+	}
+	if (provider_complete(c, ref, arg, context) == 0)
+		return;
+	result = cJSON_CreateObject();
+	completion = cJSON_AddObjectToObject(result, "completion");
+	cJSON_AddArrayToObject(completion, "values");
+	cJSON_AddNumberToObject(completion, "total", 0);
+	cJSON_AddBoolToObject(completion, "hasMore", 0);
+	call_respond(c, result);
+	call_release(c);
 }
 
 /* Starts a request whose response goes onto stream st. */
@@ -218,8 +362,20 @@ dispatch_start(struct session *s, struct stream *st, const cJSON *req)
 	if (token != NULL && !cJSON_IsString(token) && !cJSON_IsNumber(token))
 		token = NULL;
 	c = call_start(s, st, id, token);
-	if (dispatch_streams(req)) {
+	if (strcmp(dispatch_method(req), "tools/call") == 0) {
 		dispatch_tools_call(c, params);
+		return;
+	}
+	if (strcmp(dispatch_method(req), "resources/read") == 0) {
+		dispatch_resources_read(c, params);
+		return;
+	}
+	if (strcmp(dispatch_method(req), "prompts/get") == 0) {
+		dispatch_prompts_get(c, params);
+		return;
+	}
+	if (strcmp(dispatch_method(req), "completion/complete") == 0) {
+		dispatch_complete(c, params);
 		return;
 	}
 	if ((result = dispatch_run(s, req, &err)) != NULL)
@@ -250,9 +406,18 @@ dispatch_notification(struct session *s, const cJSON *msg)
 	log_debug("session=%s notification %s ignored", session_id(s), method);
 }
 
-void
+/* A client's answer to a server request: 0 if it was awaited, else -1. */
+int
 dispatch_response(struct session *s, const cJSON *msg)
 {
-	log_debug("session=%s response without a pending server request "
-	    "ignored", session_id(s));
+	char	*id;
+
+	if (outbound_response(s, msg) == OUTBOUND_ROUTED)
+		return (0);
+	id = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(msg,
+	    "id"));
+	log_warn("session=%s response id=%s matches no pending request "
+	    "(unknown, already answered or timed out)", session_id(s), id);
+	free(id);
+	return (-1);
 }

@@ -123,14 +123,26 @@ jsonrpc_parse(const char *body, size_t len, int *code, char **cause)
 	return (json);
 }
 
+/*
+ * Integer ids only, and only as large as cJSON prints exactly (%1.15g): an
+ * id must come back byte for byte, and the range test comes before the
+ * cast, which would be undefined for huge values.
+ */
+#define JSONRPC_MAX_ID	999999999999999.0
+
 static int
 jsonrpc_id_valid(const cJSON *id)
 {
+	double	v;
+
 	if (cJSON_IsString(id))
 		return (1);
-	/* Integers only: a fractional id cannot be echoed back exactly. */
-	return (cJSON_IsNumber(id) && id->valuedouble == (double)(long long)
-	    id->valuedouble);
+	if (!cJSON_IsNumber(id))
+		return (0);
+	v = id->valuedouble;
+	if (!(v >= -JSONRPC_MAX_ID && v <= JSONRPC_MAX_ID))
+		return (0);
+	return (v == (double)(long long)v);
 }
 
 enum jsonrpc_kind
@@ -175,7 +187,8 @@ jsonrpc_classify(const cJSON *msg, const char **cause)
 	if (id == NULL)
 		return (JSONRPC_NOTIFICATION);
 	if (!jsonrpc_id_valid(id)) {
-		*cause = "Invalid Request: id must be a string or an integer";
+		*cause = "Invalid Request: id must be a string or an integer "
+		    "of at most 15 digits";
 		return (JSONRPC_INVALID);
 	}
 	return (JSONRPC_REQUEST);

@@ -6,10 +6,17 @@
 
 static const struct provider *provider_table[] = {
 	&provider_builtin,
+	&provider_exec,
 };
 #define PROVIDER_COUNT (sizeof provider_table / sizeof provider_table[0])
 
 static int	provider_on[PROVIDER_COUNT];
+
+/* Each enabled provider that has hook `h`. */
+#define PROVIDER_FOREACH(i, p, h)					\
+	for ((i) = 0; (i) < PROVIDER_COUNT; (i)++)			\
+		if (((p) = provider_table[(i)]), !provider_on[(i)] ||	\
+		    (p)->h == NULL) {} else
 
 void
 provider_init(const struct conf *conf)
@@ -20,27 +27,99 @@ provider_init(const struct conf *conf)
 		provider_on[i] = provider_table[i]->enabled(conf);
 }
 
-cJSON *
-provider_list_tools(void)
-{
-	cJSON	*tools = cJSON_CreateArray();
-	size_t	 i;
-
-	for (i = 0; i < PROVIDER_COUNT; i++) {
-		if (provider_on[i])
-			provider_table[i]->list_tools(tools);
-	}
-	return (tools);
+#define PROVIDER_HAS(fn, h)						\
+int									\
+fn(void)								\
+{									\
+	const struct provider	*p;					\
+	size_t			 i;					\
+									\
+	PROVIDER_FOREACH(i, p, h)					\
+		return (1);						\
+	return (0);							\
 }
+PROVIDER_HAS(provider_has_resources, read_resource)
+PROVIDER_HAS(provider_has_prompts, get_prompt)
+PROVIDER_HAS(provider_has_completions, complete)
+
+#define PROVIDER_LIST(fn, h)						\
+cJSON *									\
+fn(void)								\
+{									\
+	const struct provider	*p;					\
+	cJSON			*all = cJSON_CreateArray();		\
+	size_t			 i;					\
+									\
+	PROVIDER_FOREACH(i, p, h)					\
+		p->h(all);						\
+	return (all);							\
+}
+PROVIDER_LIST(provider_list_tools, list_tools)
+PROVIDER_LIST(provider_list_resources, list_resources)
+PROVIDER_LIST(provider_list_resource_templates, list_resource_templates)
+PROVIDER_LIST(provider_list_prompts, list_prompts)
 
 int
 provider_call_tool(struct call *c, const char *name, const cJSON *args)
 {
-	size_t	i;
+	const struct provider	*p;
+	size_t			 i;
 
-	for (i = 0; i < PROVIDER_COUNT; i++) {
-		if (provider_on[i] &&
-		    provider_table[i]->call_tool(c, name, args) == 0)
+	PROVIDER_FOREACH(i, p, call_tool) {
+		if (p->call_tool(c, name, args) == 0)
+			return (0);
+	}
+	return (-1);
+}
+
+int
+provider_read_resource(struct call *c, const char *uri)
+{
+	const struct provider	*p;
+	size_t			 i;
+
+	PROVIDER_FOREACH(i, p, read_resource) {
+		if (p->read_resource(c, uri) == 0)
+			return (0);
+	}
+	return (-1);
+}
+
+int
+provider_subscribe(struct session *s, const char *uri)
+{
+	const struct provider	*p;
+	size_t			 i;
+
+	PROVIDER_FOREACH(i, p, subscribe) {
+		if (p->subscribe(s, uri) == 0)
+			return (0);
+	}
+	return (-1);
+}
+
+int
+provider_get_prompt(struct call *c, const char *name, const cJSON *args)
+{
+	const struct provider	*p;
+	size_t			 i;
+
+	PROVIDER_FOREACH(i, p, get_prompt) {
+		if (p->get_prompt(c, name, args) == 0)
+			return (0);
+	}
+	return (-1);
+}
+
+int
+provider_complete(struct call *c, const cJSON *ref, const cJSON *arg,
+    const cJSON *context)
+{
+	const struct provider	*p;
+	size_t			 i;
+
+	PROVIDER_FOREACH(i, p, complete) {
+		if (p->complete(c, ref, arg, context) == 0)
 			return (0);
 	}
 	return (-1);

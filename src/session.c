@@ -41,6 +41,8 @@ struct session {
 	size_t			 nstreams;
 	struct call		**calls;
 	size_t			 ncalls;
+	char			**subscriptions;
+	size_t			 nsubscriptions;
 
 	RB_ENTRY(session)	 entry;
 };
@@ -257,6 +259,9 @@ session_unref(struct session *s)
 {
 	if (--s->refs > 0)
 		return;
+	while (s->nsubscriptions > 0)
+		free(s->subscriptions[--s->nsubscriptions]);
+	free(s->subscriptions);
 	free(s->views);
 	free(s->streams);
 	free(s->calls);
@@ -441,6 +446,68 @@ session_call_find(struct session *s, const cJSON *id)
 			return (s->calls[i]);
 	}
 	return (NULL);
+}
+
+static ssize_t
+session_subscription_find(struct session *s, const char *uri)
+{
+	size_t	i;
+
+	for (i = 0; i < s->nsubscriptions; i++) {
+		if (strcmp(s->subscriptions[i], uri) == 0)
+			return ((ssize_t)i);
+	}
+	return (-1);
+}
+
+int
+session_subscribe(struct session *s, const char *uri)
+{
+	if (session_subscription_find(s, uri) >= 0)
+		return (0);
+	if (s->nsubscriptions == SESSION_MAX_SUBSCRIPTIONS)
+		return (-1);
+	s->subscriptions = xrealloc(s->subscriptions,
+	    (s->nsubscriptions + 1) * sizeof *s->subscriptions);
+	s->subscriptions[s->nsubscriptions++] = xstrdup(uri);
+	return (0);
+}
+
+void
+session_unsubscribe(struct session *s, const char *uri)
+{
+	ssize_t	i;
+
+	if ((i = session_subscription_find(s, uri)) < 0)
+		return;
+	free(s->subscriptions[i]);
+	s->subscriptions[i] = s->subscriptions[--s->nsubscriptions];
+}
+
+/* Tells every subscribed session, on its standalone stream. */
+void
+session_resource_updated(const char *uri)
+{
+	struct session	*s;
+	cJSON		*params, *msg;
+	char		*text;
+
+	RB_FOREACH(s, session_tree, &sessions.tree) {
+		if (s->standalone == NULL ||
+		    session_subscription_find(s, uri) < 0)
+			continue;
+		params = cJSON_CreateObject();
+		cJSON_AddStringToObject(params, "uri", uri);
+		msg = cJSON_CreateObject();
+		cJSON_AddStringToObject(msg, "jsonrpc", "2.0");
+		cJSON_AddStringToObject(msg, "method",
+		    "notifications/resources/updated");
+		cJSON_AddItemToObject(msg, "params", params);
+		text = cJSON_PrintUnformatted(msg);
+		cJSON_Delete(msg);
+		stream_append(s->standalone, text, strlen(text), 0, NULL, NULL);
+		free(text);
+	}
 }
 
 /*

@@ -220,7 +220,7 @@ transport_initialize(struct evhttp_request *req, const cJSON *msg)
 	transport_reply_json(req, 200, response);
 }
 
-/* A POST of notifications and responses only: accepted, nothing owed. */
+/* A notification, or a client's answer to a server request. */
 static void
 transport_accept_message(struct session *s, const cJSON *msg,
     enum jsonrpc_kind kind)
@@ -247,6 +247,10 @@ transport_single(struct evhttp_request *req, struct session *s, cJSON *msg)
 		return;
 	case JSONRPC_NOTIFICATION:
 	case JSONRPC_RESPONSE:
+		/*
+		 * DESIGN.md: a response is answered 202 whether or not it
+		 * was awaited; a stray one is logged, and changes nothing.
+		 */
 		transport_accept_message(s, msg, kind);
 		transport_reply_empty(req, 202);
 		return;
