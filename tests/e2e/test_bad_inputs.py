@@ -1,0 +1,212 @@
+"""Bad inputs get a clear 4xx and the daemon keeps serving (a ping after
+each)."""
+
+import json
+import time
+
+from mcpd_harness import (LATEST, Conn, assert_rpc_error, expect, rpc, tmo,
+                          tool_call)
+
+
+def _check(d, sid, r, statuses, what, code=None):
+    expect(r.status in statuses, f"{what} -> HTTP {r.status} "
+           f"{r.body[:200]!r}, expected {' or '.join(map(str, statuses))}")
+    if code is not None:
+        assert_rpc_error(r.json, code=code, id_null=False)
+    d.assert_alive(sid, f"after {what}")
+
+
+def test_malformed_and_deep_json(h):
+    d = h.start()
+    sid = d.initialize(LATEST)
+    _check(d, sid, d.post(sid, '{"jsonrpc":"2.0","id":1,"method":"ping"'),
+           (400,), "truncated JSON", -32700)
+    _check(d, sid, d.post(sid, "[" * 10000 + "]" * 10000), (400,),
+           "10000-deep nested array")
+    deep = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":' \
+        '{"name":"echo","arguments":{"text":"x","deep":' + \
+        "[" * 10000 + "]" * 10000 + "}}}"
+    _check(d, sid, d.post(sid, deep), (400,), "10000-deep array in params")
+    deep = '{"a":' * 10000 + "1" + "}" * 10000
+    _check(d, sid, d.post(sid, deep), (400,), "10000-deep nested object")
+    _check(d, sid, d.post(sid, '{"jsonrpc":"2.0","id":1,"method":"ping"} {}'),
+           (400,), "trailing data after the JSON value", -32700)
+
+
+def test_control_bytes_are_malformed_json(h):
+    # RFC 8259: whitespace is only space, tab, LF and CR, and U+0000-U+001F
+    # must be escaped inside strings; anything else is not JSON (-32700)
+    d = h.start()
+    sid = d.initialize(LATEST)
+    for body, what in (
+            (b'{"jsonrpc":"2.0","id":1,\x00"method":"ping"}',
+             "NUL byte between members"),
+            (b'{"jsonrpc":"2.0","id":1,"method":"ping"}\x00',
+             "NUL byte after the value"),
+            (b'\x0b{"jsonrpc":"2.0","id":1,"method":"ping"}',
+             "vertical tab before the value"),
+            (b'{"jsonrpc":"2.0","id":1,\x01"method":"ping"}',
+             "0x01 between members"),
+            (b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":'
+             b'{"name":"echo","arguments":{"text":"a\x01b"}}}',
+             "raw 0x01 inside a string"),
+            (b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":'
+             b'{"name":"echo","arguments":{"text":"a\nb"}}}',
+             "raw newline inside a string")):
+        _check(d, sid, d.post(sid, body), (400,), what, -32700)
+
+
+def test_invalid_utf8_in_string(h):
+    d = h.start()
+    sid = d.initialize(LATEST)
+    for bad in (b"\xff\xfe", b"\xc3\x28", b"\xed\xa0\x80", b"\xe2\x82"):
+        body = b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":' \
+            b'{"name":"echo","arguments":{"text":"a' + bad + b'b"}}}'
+        r = d.post(sid, body)
+        _check(d, sid, r, (400,), f"invalid UTF-8 {bad!r} in a string")
+
+
+def test_not_jsonrpc(h):
+    d = h.start()
+    sid = d.initialize(LATEST)
+    for body in ("42", '"ping"', "null", "{}",
+                 '{"jsonrpc":"1.0","id":1,"method":"ping"}',
+                 '{"jsonrpc":"2.0","id":1,"method":5}',
+                 '{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}'):
+        r = d.post(sid, body)
+        expect(r.status in (400, 200), f"{body} -> HTTP {r.status}")
+        if r.status == 200:
+            err = assert_rpc_error(r.json, id_null=False)
+            expect(err["code"] == -32600, f"{body} -> {r.json!r}, expected "
+                   "-32600 Invalid Request")
+        d.assert_alive(sid, f"after {body}")
+
+
+def test_unknown_method_is_method_not_found(h):
+    d = h.start()
+    sid = d.initialize(LATEST)
+    id = d.new_id()
+    r = d.post(sid, rpc("no/such/method", {}, id))
+    expect(r.status == 200, f"unknown method -> HTTP {r.status}")
+    err = r.rpc(id).get("error")
+    expect(err and err.get("code") == -32601, f"unknown method -> "
+           f"{r.body[:200]!r}, expected error -32601")
+    d.assert_alive(sid)
+
+
+def test_oversized_body(h):
+    d = h.start(max_body="64k")
+    sid = d.initialize(LATEST)
+    big = json.dumps(tool_call("echo", {"text": "z" * 200000}, 3))
+    _check(d, sid, d.post(sid, big), (413,), "200 kB body, max_body 64k")
+    _check(d, sid, d.post(None, big), (413,), "200 kB body without session")
+
+
+def test_bad_last_event_id(h):
+    d = h.start()
+    sid = d.initialize(LATEST)
+    for cursor in ("garbage", "1-", "-", "1-2-3", "x" * 5000,
+                   "9" * 400 + "-1", "1-" + "9" * 400,
+                   "18446744073709551616-1"):
+        r = d.get_sse(sid, cursor)
+        what = f"Last-Event-ID {cursor[:30]!r} ({len(cursor)} chars)"
+        expect(r.status in (400, 410), f"{what} -> HTTP {r.status}")
+        if r.status == 410:     # syntactically K-N, a stream never issued
+            expect(r.json["error"]["data"]["reason"] == "unknown-stream",
+                   f"{what} -> {r.json!r}")
+        if not cursor[0].isdigit() or cursor.count("-") != 1 or \
+                cursor.endswith("-"):
+            expect(r.status == 400, f"{what} -> HTTP {r.status}, "
+                   "expected 400")
+        d.assert_alive(sid, f"after {what}")
+    r = d.get_sse(sid, "1-" + "1" * 20000)
+    expect(400 <= r.status < 500, f"20000-char Last-Event-ID -> HTTP "
+           f"{r.status}")
+    d.assert_alive(sid, "after a 20000-char Last-Event-ID")
+
+
+def test_bad_origin(h):
+    d = h.start(allowed_origins="http://good.example")
+    sid = d.initialize(LATEST)
+    for origin in ("http://evil.example", "null", "file://",
+                   "http://good.example@evil.example"):
+        _check(d, sid, d.ping(sid, {"Origin": origin}), (403,),
+               f"Origin {origin!r}")
+
+
+def test_bad_protocol_version_header(h):
+    d = h.start()
+    sid = d.initialize("2025-06-18")
+    for bad in ("2030-01-01", "2025-06-18; x", "x" * 300):
+        _check(d, sid, d.ping(sid, {"MCP-Protocol-Version": bad}), (400,),
+               f"MCP-Protocol-Version {bad[:30]!r}")
+
+
+def test_missing_accept(h):
+    d = h.start()
+    sid = d.initialize(LATEST)
+    _check(d, sid, d.ping(sid, {"Accept": None}), (406, 400),
+           "POST without Accept")
+    _check(d, sid, d.ping(sid, {"Accept": "text/html"}), (406, 400),
+           "POST with Accept: text/html")
+    _check(d, sid, d.post(None, rpc("initialize", {
+        "protocolVersion": LATEST, "capabilities": {},
+        "clientInfo": {"name": "e", "version": "0"}}, 1), {"Accept": None}),
+        (406, 400), "initialize without Accept")
+
+
+def test_wrong_content_type(h):
+    d = h.start()
+    sid = d.initialize(LATEST)
+    for ct in ("text/plain", "application/x-www-form-urlencoded", None):
+        _check(d, sid, d.ping(sid, {"Content-Type": ct}), (415, 400),
+               f"POST with Content-Type {ct!r}")
+
+
+def test_foreign_host_header(h):
+    d = h.start()
+    sid = d.initialize(LATEST)
+    for host in ("evil.example", "evil.example:80", "attacker.test:1234"):
+        r = d.ping(sid, {"Host": host})
+        _check(d, sid, r, (403, 421, 400), f"Host: {host}")
+        r = d.initialize_reply(LATEST, headers={"Host": host})
+        expect(r.status in (403, 421, 400), f"initialize with Host: {host} "
+               f"-> HTTP {r.status}")
+    ok = d.ping(sid, {"Host": f"localhost:{d.port}"})
+    expect(ok.status == 200, f"Host: localhost:{d.port} -> HTTP {ok.status}")
+
+
+def test_bad_session_id_header(h):
+    d = h.start()
+    sid = d.initialize(LATEST)
+    for bad in ("", "short", "a" * 4000, "s\x7fid"):
+        r = d.ping(sid, {"Mcp-Session-Id": bad})
+        expect(r.status in (400, 404), f"Mcp-Session-Id {bad[:20]!r} -> "
+               f"HTTP {r.status}")
+        d.assert_alive(sid)
+
+
+def test_garbage_http_and_half_requests(h):
+    d = h.start()
+    sid = d.initialize(LATEST)
+    for raw in (b"GARBAGE\r\n\r\n", b"\x16\x03\x01\x02\x00\x01\x00\r\n\r\n",
+                b"POST /mcp HTTP/1.1\r\nContent-Length: -5\r\n\r\n",
+                b"POST /mcp HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+                b"zz\r\n"):
+        try:
+            r = d.open("POST", raw_head=raw, timeout=3)
+            r.read_body(3)
+            expect(400 <= r.status < 500, f"{raw[:30]!r} -> HTTP {r.status}")
+        except AssertionError as e:
+            # closing the connection without a reply is acceptable
+            expect("closed the connection" in str(e), str(e))
+        d.assert_alive(sid, f"after raw {raw[:30]!r}")
+    # headers then half a body, then the client goes away
+    conn = Conn(d.host, d.port, tmo(3))
+    conn.send(f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{d.port}\r\n"
+              f"Content-Type: application/json\r\nAccept: application/json, "
+              f"text/event-stream\r\nMcp-Session-Id: {sid}\r\n"
+              f"Content-Length: 100\r\n\r\n{{\"jsonrpc\"".encode())
+    time.sleep(0.05)
+    conn.cut()
+    d.assert_alive(sid, "after a half-sent body")
