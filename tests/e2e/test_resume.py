@@ -101,7 +101,7 @@ def test_resume_follows_live_stream_then_closes(h):
 
 
 def test_resume_trimmed_is_410(h):
-    d = h.start(stream_maxlen=5, stream_window=5)
+    d = h.start(stream_maxlen=5)
     for v in VERSIONS:
         sid = d.initialize(v)
         k, head, _ = _finished_stream(d, sid, 20)
@@ -193,13 +193,20 @@ def test_resume_unknown_stream_is_410_without_leaks(h):
     b = d.initialize(LATEST)
     kb, _, _ = _finished_stream(d, b, 2)
     ka, _, _ = _finished_stream(d, a, 2)
+    gb = d.get_sse(b)              # B's standalone stream number
+    ev = gb.next_event(3)
+    while ev.id is None:
+        ev = gb.next_event(3)
+    gb.close()
+    kbs = parse_event_id(ev.id)[0]
     bodies = []
     rk = 123456789012345
-    while rk in (ka, kb):
+    while rk in (ka, kb, kbs):
         rk += 1
     for sess, cursor, what in ((a, f"{kb}-1", "A resumes B's stream"),
                                (b, f"{ka}-2", "B resumes A's stream"),
                                (a, f"{rk}-1", "A resumes a random stream"),
+                               (a, f"{kbs}-0", "A resumes B's standalone"),
                                (a, f"{rk}-0", "A resumes a random stream")):
         r = d.get_sse(sess, cursor)
         data = _gone(r, "unknown-stream", cursor, what)
@@ -262,3 +269,80 @@ def test_resume_standalone_stream(h):
                [(x["i"], x["n"]) for x in datas] == [(3, 3), (1, 2), (2, 2)],
                f"{v}: resumed standalone messages {datas!r}")
         g.close()
+
+
+def test_repeated_disconnects_along_one_stream(h):
+    d = h.start()
+    for v in ("2025-11-25", "2025-06-18"):
+        sid = d.initialize(v)
+        id, r = d.call_open(sid, "stream", {"n": 40, "interval_ms": 10}, "rd")
+        seen = []
+        if v == "2025-11-25":       # first cut right after the priming event
+            ev = r.next_event(3)
+            while ev.id is None:
+                ev = r.next_event(3)
+            r.cut()
+            cursor = ev.id
+        else:
+            seen.append(r.next_message(3)[0])
+            r.cut()
+            cursor = seen[-1].id
+        for take in (1, 3, 7, 2, 5):
+            g = d.get_sse(sid, cursor)
+            expect(g.status == 200, f"{v}: resume {cursor} -> HTTP "
+                   f"{g.status}")
+            for _ in range(take):
+                got = g.next_message(5)
+                expect(got is not None, f"{v}: resumed stream ended early")
+                seen.append(got[0])
+            g.cut()
+            cursor = seen[-1].id
+        g = d.get_sse(sid, cursor)
+        expect(g.status == 200, f"{v}: final resume {cursor} -> {g.status}")
+        seen += message_events(g.events_until_close(10))
+        k, last = check_ids(seen, 1, what=f"{v} stream across 6 cuts")
+        expect(last == 41 and result_text(seen[-1].json) == "done 40",
+               f"{v}: ends at {k}-{last}: {seen[-1].data!r}")
+
+
+def test_paused_producer_resumes_on_reattach(h):
+    # stream_window 10: with no view attached the producer pauses after 10
+    # undelivered events; re-attaching must let it run to its end
+    d = h.start(stream_window=10)
+    sid = d.initialize(LATEST)
+    id, r = d.call_open(sid, "stream", {"n": 60}, "w")
+    first = [r.next_message(3)[0] for _ in range(2)]
+    r.cut()
+    time.sleep(0.3)                 # give the producer time to hit the window
+    g = d.get_sse(sid, first[-1].id)
+    expect(g.status == 200, f"resume -> HTTP {g.status}")
+    rest = message_events(g.events_until_close(10))
+    k, last = check_ids(first + rest, 1, what="paused stream")
+    expect(last == 61 and result_text(rest[-1].json) == "done 60",
+           f"paused producer: stream ends at {k}-{last}")
+
+
+def test_resume_trimmed_on_standalone_stream(h):
+    d = h.start(stream_maxlen=5)
+    sid = d.initialize(LATEST)
+    g = d.get_sse(sid)
+    ev = g.next_event(3)
+    while ev.id is None:
+        ev = g.next_event(3)
+    g.cut()
+    k, n0 = parse_event_id(ev.id)
+    msg, _ = d.call(sid, "notify", {"n": 20})    # nobody attached
+    expect(result_text(msg) == "queued 20", f"notify: {msg!r}")
+    cursor = f"{k}-{n0 + 1}"
+    data = _gone(d.get_sse(sid, cursor), "trimmed", cursor, "standalone")
+    expect(data.get("head") == f"{k}-{n0 + 20}", f"error.data.head "
+           f"{data.get('head')!r}, expected {k}-{n0 + 20}")
+    oldest = data.get("oldest")
+    g = d.get_sse(sid, oldest)
+    expect(g.status == 200, f"resume standalone at oldest {oldest} -> HTTP "
+           f"{g.status}")
+    on = parse_event_id(oldest)[1]
+    got = [g.next_message(3)[0] for _ in range(n0 + 20 - on)]
+    check_ids(got, on + 1, k, "standalone after trim")
+    g.close()
+    d.assert_alive(sid, "after 410 trimmed on the standalone stream")

@@ -17,6 +17,8 @@ def test_idle_session_expires(h):
     d = h.start(session_ttl=ttl)
     idle = d.initialize(LATEST)
     busy = d.initialize(LATEST)
+    _, r = d.call_open(idle, "echo", {"text": "x"})
+    cursor = [e for e in r.events_until_close() if e.is_message][0].id
     start = time.monotonic()
     # keep one session busy while the other idles; a request to the idle
     # one would count as activity, so it is not touched before its TTL
@@ -35,6 +37,9 @@ def test_idle_session_expires(h):
         time.sleep(0.5)
     r = d.get_sse(idle)
     expect(r.status == 404, f"GET on the expired session -> HTTP {r.status}")
+    r = d.get_sse(idle, cursor)
+    expect(r.status == 404, f"GET Last-Event-ID {cursor} on the expired "
+           f"session -> HTTP {r.status}, expected 404 (session gone)")
     d.assert_alive(busy, "(an active session must not expire)")
 
 
