@@ -4,6 +4,8 @@
 
 #include <stdint.h>
 
+#include <cjson/cJSON.h>
+
 struct metrics {
 	uint64_t	producers_paused;	/* times a producer waited */
 	uint64_t	slow_consumers_closed;	/* backpressure-disconnects */
@@ -13,5 +15,8 @@ struct metrics {
 };
 
 extern struct metrics metrics;
+
+void	 metrics_log_changes(void);
+cJSON	*metrics_json(void);
 
 #endif

@@ -18,6 +18,7 @@
 #include "dispatch.h"
 #include "jsonrpc.h"
 #include "log.h"
+#include "metrics.h"
 #include "session.h"
 #include "stream.h"
 #include "transport.h"
@@ -461,6 +462,7 @@ transport_healthz_cb(struct evhttp_request *req, void *arg)
 	cJSON_AddStringToObject(health, "status", "ok");
 	cJSON_AddNumberToObject(health, "sessions", (double)session_count());
 	cJSON_AddNumberToObject(health, "streams", (double)view_count());
+	cJSON_AddItemToObject(health, "metrics", metrics_json());
 	transport_reply_json(req, 200, health);
 }
 

@@ -492,10 +492,13 @@ view_cron(void)
 	uint64_t		 now = clock_now_ms();
 	uint64_t		 idle = (uint64_t)session_conf()->sse_keepalive *
 				    1000;
+	uint64_t		 queued;
 
+	queued = 0;
 	TAILQ_FOREACH_SAFE(v, &view_all, entry, v1) {
 		if (v->state != VIEW_STREAMING)
 			continue;
+		queued += view_output_len(v);
 		bev = evhttp_connection_get_bufferevent(v->evcon);
 		if (evbuffer_get_length(bufferevent_get_input(bev)) >
 		    VIEW_MAX_INPUT) {
@@ -513,6 +516,8 @@ view_cron(void)
 		view_write(v, buf);
 		evbuffer_free(buf);
 	}
+	metrics.bytes_queued = queued;
+	metrics_log_changes();
 }
 
 void
