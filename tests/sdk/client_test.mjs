@@ -1,0 +1,380 @@
+#!/usr/bin/env node
+/*
+ * Interop test: the official MCP TypeScript SDK client against mcpd.
+ *
+ *   node tests/sdk/client_test.mjs http://127.0.0.1:PORT/mcp
+ *
+ * 1. initialize, tools/list (echo, stream, notify), tools/call echo;
+ * 2. notify: messages on the session's standalone (GET) stream;
+ * 3. the resumption test: a `stream` call (n=40, 25 ms apart, with a
+ *    progressToken) goes through a small TCP proxy that cuts the connection
+ *    carrying its SSE response after ~10 progress notifications (RST, mid
+ *    event).  The SDK must reconnect on its own with GET + Last-Event-ID, and
+ *    the test asserts that progress 1..40 arrives exactly once, in order, that
+ *    the result is "done 40", that the proxy really cut, and that the event
+ *    ids the client saw form one unbroken K-0..K-N sequence (DESIGN.md,
+ *    invariant 2).
+ *
+ * Prints one line per check and "client_test: N passed, N failed"; exits
+ * non-zero on any failure or after TEST_TIMEOUT_MS (default 30 s).
+ *
+ * SDK_TEST_ID_FORMAT=any skips the K-N id checks (for running this file
+ * against a server that does not use mcpd's ids, e.g. the SDK's own).
+ */
+import net from 'node:net';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import {
+	CallToolResultSchema,
+	LoggingMessageNotificationSchema
+} from '@modelcontextprotocol/sdk/types.js';
+
+const TEST_TIMEOUT_MS = Number(process.env.TEST_TIMEOUT_MS || 30000);
+const STREAM_N = 40;
+const STREAM_INTERVAL_MS = 25;
+const CUT_AFTER_PROGRESS = 10;
+const CHECK_IDS = process.env.SDK_TEST_ID_FORMAT !== 'any';
+
+let passed = 0;
+let failed = 0;
+
+function check(name, ok, detail) {
+	if (ok) {
+		passed++;
+		console.log(`ok   ${name}`);
+	} else {
+		failed++;
+		console.log(`FAIL ${name}${detail !== undefined ? `: ${detail}` : ''}`);
+	}
+	return ok;
+}
+
+function finish() {
+	console.log(`client_test: ${passed} passed, ${failed} failed`);
+	process.exit(failed === 0 && passed > 0 ? 0 : 1);
+}
+
+const sleep = ms => new Promise(resolve => setTimeout(resolve, ms));
+
+async function waitFor(pred, ms) {
+	const end = Date.now() + ms;
+	while (Date.now() < end) {
+		if (pred())
+			return true;
+		await sleep(10);
+	}
+	return pred();
+}
+
+const short = v => {
+	const s = typeof v === 'string' ? v : JSON.stringify(v);
+	return s === undefined ? 'undefined' : s.length > 300 ? s.slice(0, 300) + '...' : s;
+};
+
+/*
+ * A fetch that records every request the transport makes (method,
+ * Last-Event-ID, status, content type), so the test can see the standalone
+ * GET and the resuming GET.
+ */
+function recordingFetch(log) {
+	return async (input, init = {}) => {
+		const headers = new Headers(init.headers);
+		const entry = {
+			method: init.method || 'GET',
+			lastEventId: headers.get('last-event-id'),
+			at: Date.now()
+		};
+		log.push(entry);
+		try {
+			const res = await fetch(input, init);
+			entry.status = res.status;
+			entry.contentType = res.headers.get('content-type') || '';
+			return res;
+		} catch (err) {
+			entry.error = String(err);
+			throw err;
+		}
+	};
+}
+
+/*
+ * TCP proxy that forwards bytes both ways.  A connection is "armed" when the
+ * client sends a tools/call of the `stream` tool on it; once the response
+ * bytes after that have carried CUT_AFTER_PROGRESS progress notifications,
+ * the proxy forwards half of the current chunk (a torn SSE event) and resets
+ * both sockets.  It cuts once per proxy.
+ */
+function startProxy(host, port) {
+	const state = { cuts: 0, connections: 0, server: null, port: 0 };
+	const sockets = new Set();
+
+	state.server = net.createServer(client => {
+		state.connections++;
+		const upstream = net.connect({ host, port });
+		let reqText = '';
+		let armed = false;
+		let respText = '';
+		let cut = false;	/* set when the cut starts: no more forwarding */
+
+		sockets.add(client);
+		sockets.add(upstream);
+		client.setNoDelay(true);
+		upstream.setNoDelay(true);
+
+		const cutNow = () => {
+			state.cuts++;
+			client.resetAndDestroy();
+			upstream.resetAndDestroy();
+		};
+
+		client.on('data', buf => {
+			if (state.cuts === 0 && !armed) {
+				reqText = (reqText + buf.toString('latin1')).slice(-8192);
+				if (/"method"\s*:\s*"tools\/call"/.test(reqText) &&
+				    /"name"\s*:\s*"stream"/.test(reqText)) {
+					armed = true;
+					reqText = '';
+					respText = '';
+				}
+			}
+			if (!cut)
+				upstream.write(buf);
+		});
+		upstream.on('data', buf => {
+			if (cut)
+				return;
+			if (armed && state.cuts === 0) {
+				respText += buf.toString('latin1');
+				const seen = (respText.match(/notifications\/progress/g) || []).length;
+				if (seen >= CUT_AFTER_PROGRESS) {
+					const half = buf.subarray(0, Math.max(1, buf.length >> 1));
+					cut = true;
+					client.write(half, () => cutNow());
+					return;
+				}
+			}
+			client.write(buf);
+		});
+		const endBoth = () => {
+			if (cut)
+				return;
+			client.destroy();
+			upstream.destroy();
+		};
+		client.on('error', endBoth);
+		upstream.on('error', endBoth);
+		client.on('close', () => { sockets.delete(client); endBoth(); });
+		upstream.on('close', () => { sockets.delete(upstream); endBoth(); });
+	});
+
+	return new Promise((resolve, reject) => {
+		state.server.on('error', reject);
+		state.server.listen(0, '127.0.0.1', () => {
+			state.port = state.server.address().port;
+			state.close = () => {
+				for (const s of sockets)
+					s.destroy();
+				state.server.close();
+			};
+			resolve(state);
+		});
+	});
+}
+
+function newClient(name) {
+	return new Client({ name, version: '1.0.0' }, { capabilities: {} });
+}
+
+function textOf(result) {
+	const item = result?.content?.find(c => c.type === 'text');
+	return item?.text;
+}
+
+/* Ids as DESIGN.md fixes them: K-N, canonical decimals. */
+function parseId(id) {
+	const m = /^(0|[1-9][0-9]*)-(0|[1-9][0-9]*)$/.exec(id);
+	return m ? { k: m[1], n: Number(m[2]) } : null;
+}
+
+async function basics(url) {
+	const log = [];
+	const transport = new StreamableHTTPClientTransport(url, { fetch: recordingFetch(log) });
+	const client = newClient('mcpd-sdk-test');
+
+	try {
+		await client.connect(transport);
+		check('initialize', true);
+	} catch (err) {
+		check('initialize', false, err?.message || String(err));
+		return;
+	}
+	check('session id issued', typeof transport.sessionId === 'string' &&
+	    transport.sessionId.length > 0, short(transport.sessionId));
+	check('protocol version negotiated', ['2025-03-26', '2025-06-18', '2025-11-25']
+	    .includes(transport.protocolVersion), short(transport.protocolVersion));
+
+	try {
+		const { tools } = await client.listTools();
+		const names = tools.map(t => t.name);
+		check('tools/list has echo, stream, notify',
+		    ['echo', 'stream', 'notify'].every(n => names.includes(n)), short(names));
+	} catch (err) {
+		check('tools/list has echo, stream, notify', false, err?.message);
+	}
+
+	try {
+		const res = await client.callTool({ name: 'echo', arguments: { text: 'hi' } });
+		check('tools/call echo returns "hi"', textOf(res) === 'hi' && !res.isError, short(res));
+	} catch (err) {
+		check('tools/call echo returns "hi"', false, err?.message);
+	}
+
+	/* notify goes to the standalone stream: wait until the SDK has it open. */
+	const haveGet = await waitFor(() => log.some(e => e.method === 'GET' &&
+	    !e.lastEventId && e.status === 200 &&
+	    e.contentType.startsWith('text/event-stream')), 5000);
+	check('standalone GET stream opened (200 text/event-stream)', haveGet,
+	    short(log.filter(e => e.method === 'GET')));
+	if (haveGet) {
+		const logs = [];
+		client.setNotificationHandler(LoggingMessageNotificationSchema,
+		    n => logs.push(n.params));
+		try {
+			const res = await client.callTool({ name: 'notify', arguments: { n: 3 } });
+			check('tools/call notify returns "queued 3"', textOf(res) === 'queued 3', short(res));
+			await waitFor(() => logs.length >= 3, 5000);
+			const is = logs.map(l => l?.data?.i);
+			check('notify: 3 messages on the standalone stream, in order',
+			    logs.length === 3 && is.join() === '1,2,3' &&
+			    logs.every(l => l.level === 'info' && l.data?.n === 3), short(logs));
+		} catch (err) {
+			check('tools/call notify returns "queued 3"', false, err?.message);
+		}
+	}
+
+	try {
+		await transport.terminateSession();
+		check('DELETE session', transport.sessionId === undefined);
+	} catch (err) {
+		check('DELETE session', false, err?.message);
+	}
+	await client.close().catch(() => {});
+}
+
+async function resumeThroughCut(url) {
+	const proxy = await startProxy(url.hostname, Number(url.port || 80));
+	const proxied = new URL(url.href);
+	proxied.host = `127.0.0.1:${proxy.port}`;
+
+	const log = [];
+	const errors = [];
+	const transport = new StreamableHTTPClientTransport(proxied, {
+		fetch: recordingFetch(log),
+		reconnectionOptions: {
+			initialReconnectionDelay: 100,
+			maxReconnectionDelay: 1000,
+			reconnectionDelayGrowFactor: 1.5,
+			maxRetries: 5
+		}
+	});
+	const client = newClient('mcpd-sdk-resume-test');
+	client.onerror = err => errors.push(err?.message || String(err));
+
+	try {
+		await client.connect(transport);
+	} catch (err) {
+		check('resume: initialize through proxy', false, err?.message);
+		proxy.close();
+		return;
+	}
+
+	const progress = [];
+	const ids = [];
+	let result;
+	try {
+		result = await client.callTool(
+		    { name: 'stream', arguments: { n: STREAM_N, interval_ms: STREAM_INTERVAL_MS } },
+		    CallToolResultSchema,
+		    {
+			    onprogress: p => progress.push(p),
+			    onresumptiontoken: id => ids.push(id),
+			    timeout: TEST_TIMEOUT_MS - 5000
+		    });
+	} catch (err) {
+		check('resume: stream call completes', false, err?.message || String(err));
+	}
+
+	check('resume: proxy cut the SSE response mid-stream', proxy.cuts >= 1,
+	    `cuts=${proxy.cuts}`);
+	const resumes = log.filter(e => e.method === 'GET' && e.lastEventId);
+	check('resume: SDK reconnected with GET + Last-Event-ID',
+	    resumes.length >= 1 && resumes.some(e => e.status === 200), short(resumes));
+
+	if (result !== undefined) {
+		check(`resume: result is "done ${STREAM_N}"`,
+		    textOf(result) === `done ${STREAM_N}` && !result.isError, short(result));
+	}
+	const values = progress.map(p => p.progress);
+	const want = Array.from({ length: STREAM_N }, (_, i) => i + 1);
+	check(`resume: progress 1..${STREAM_N} each exactly once, in order`,
+	    values.join() === want.join(), `got [${values.join()}]`);
+	check(`resume: every progress has total ${STREAM_N}`,
+	    progress.length > 0 && progress.every(p => p.total === STREAM_N));
+
+	if (CHECK_IDS) {
+		const parsed = ids.map(parseId);
+		const allValid = ids.length > 0 && parsed.every(p => p !== null);
+		check('resume: every event id is K-N', allValid, short(ids));
+		if (allValid) {
+			const oneStream = parsed.every(p => p.k === parsed[0].k);
+			let gap = null;
+			for (let i = 1; i < parsed.length && gap === null; i++)
+				if (parsed[i].n !== parsed[i - 1].n + 1)
+					gap = `${ids[i - 1]} then ${ids[i]}`;
+			check('resume: ids are one stream, consecutive, no repeats',
+			    oneStream && gap === null, gap ?? short(ids));
+			check('resume: ids start at K-0 or K-1',
+			    parsed[0].n <= 1, ids[0]);
+			const last = parsed[parsed.length - 1].n;
+			check(`resume: last id is K-${STREAM_N + 1} (n progress + result)`,
+			    last === STREAM_N + 1, ids[ids.length - 1]);
+			const k = parsed[0].k;
+			check('resume: Last-Event-ID names the same stream',
+			    resumes.length > 0 && resumes.every(e => parseId(e.lastEventId)?.k === k),
+			    short(resumes.map(e => e.lastEventId)));
+		}
+	}
+	if (failed > 0 && errors.length > 0)
+		console.log(`# transport errors: ${short(errors)}`);
+
+	try {
+		await transport.terminateSession();
+	} catch {
+		/* not what this part tests */
+	}
+	await client.close().catch(() => {});
+	proxy.close();
+}
+
+async function main() {
+	const arg = process.argv[2];
+	if (!arg) {
+		console.error('usage: node client_test.mjs http://127.0.0.1:PORT/mcp');
+		process.exit(2);
+	}
+	const url = new URL(arg);
+	const timer = setTimeout(() => {
+		check(`finished within ${TEST_TIMEOUT_MS} ms`, false, 'timeout');
+		finish();
+	}, TEST_TIMEOUT_MS);
+
+	await basics(url);
+	await resumeThroughCut(url);
+	clearTimeout(timer);
+	finish();
+}
+
+main().catch(err => {
+	check('test ran without an exception', false, err?.stack || String(err));
+	finish();
+});
