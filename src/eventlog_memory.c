@@ -24,6 +24,12 @@
 
 /* Tombstones kept per session; the oldest is forgotten past this. */
 #define MEM_TOMBSTONES	1024
+/*
+ * Ops carried out per loop turn. Ops queued by callbacks during a turn run
+ * in the same turn (they still run after the queueing call returned), up to
+ * this cap, so a producer and its view do not each wait for a loop turn.
+ */
+#define MEM_OPS_PER_TURN	1024
 
 struct mem_entry {
 	uint64_t	 seq;
@@ -40,6 +46,7 @@ struct mem_stream {
 	uint64_t		 head;
 	int			 ended;
 	uint64_t		 expires_ms;	/* 0 while the stream is open */
+	uint64_t		 ended_order;	/* when it ended, among all */
 	RB_ENTRY(mem_stream)	 entry;
 };
 RB_HEAD(mem_streams, mem_stream);
@@ -49,6 +56,7 @@ struct mem_session {
 	char			*meta;
 	size_t			 metalen;
 	struct mem_streams	 streams;
+	size_t			 nstreams;
 	uint64_t		 tombstones[MEM_TOMBSTONES];
 	size_t			 ntombstones;	/* total ever written */
 	RB_ENTRY(mem_session)	 entry;
@@ -88,11 +96,14 @@ TAILQ_HEAD(mem_ops, mem_op);
 struct mem {
 	struct event_base	*base;
 	size_t			 maxlen;
+	size_t			 max_streams;	/* per session, open or ended */
 	uint64_t		 ttl_ms;
 	struct mem_sessions	 sessions;
 	struct mem_ops		 ops;
 	struct event		*run_ev;
 	struct event		*cron_ev;
+	int			 running;	/* inside mem_run_cb */
+	uint64_t		 ends;		/* streams ended so far */
 };
 
 static int
@@ -156,6 +167,7 @@ static void
 mem_stream_expire(struct mem_session *ms, struct mem_stream *st)
 {
 	RB_REMOVE(mem_streams, &ms->streams, st);
+	ms->nstreams--;
 	ms->tombstones[ms->ntombstones % MEM_TOMBSTONES] = st->k;
 	ms->ntombstones++;
 	mem_stream_free(st);
@@ -224,6 +236,7 @@ mem_stream_finish(struct mem *m, struct mem_stream *st)
 {
 	st->ended = 1;
 	st->expires_ms = clock_now_ms() + m->ttl_ms;
+	st->ended_order = ++m->ends;
 }
 
 /* Looks up the stream an op names; answers NOT_FOUND or EXPIRED if gone. */
@@ -285,6 +298,28 @@ mem_do_session_delete(struct mem *m, struct mem_op *op)
 	op->cb.done(EVENTLOG_OK, op->arg);
 }
 
+/*
+ * A session at its stream budget lets its oldest finished stream expire
+ * early: memory per session stays bounded, and a late resume of that
+ * stream is still answered "expired", never silently.
+ */
+static void
+mem_make_room(struct mem_session *ms)
+{
+	struct mem_stream	*st, *oldest = NULL;
+
+	RB_FOREACH(st, mem_streams, &ms->streams) {
+		if (st->ended && (oldest == NULL ||
+		    st->ended_order < oldest->ended_order))
+			oldest = st;
+	}
+	if (oldest == NULL)
+		return;
+	log_info("session=%s stream=%llu expired early: session_max_streams "
+	    "reached", ms->sid, (unsigned long long)oldest->k);
+	mem_stream_expire(ms, oldest);
+}
+
 static void
 mem_do_stream_create(struct mem *m, struct mem_op *op)
 {
@@ -301,9 +336,12 @@ mem_do_stream_create(struct mem *m, struct mem_op *op)
 		op->cb.append(EVENTLOG_CONFLICT, NULL, op->arg);
 		return;
 	}
+	if (ms->nstreams >= m->max_streams)
+		mem_make_room(ms);
 	st = xcalloc(1, sizeof *st);
 	st->k = op->k;
 	RB_INSERT(mem_streams, &ms->streams, st);
+	ms->nstreams++;
 	mem_stream_push(m, st, 0, "", 0);
 	mem_info(st, &info);
 	op->cb.append(EVENTLOG_OK, &info, op->arg);
@@ -454,23 +492,25 @@ mem_op_cancel(struct mem_op *op)
 }
 
 /*
- * Runs the ops queued before this turn began; ops queued by their callbacks
- * wait for the next turn, so a chain of callbacks cannot starve the loop.
+ * Runs queued ops in order, at most MEM_OPS_PER_TURN, so a chain of
+ * callbacks cannot starve the loop; what is left waits for the next turn.
  */
 static void
 mem_run_cb(evutil_socket_t fd, short events, void *arg)
 {
 	struct mem	*m = arg;
-	struct mem_ops	 batch;
 	struct mem_op	*op;
+	int		 n = 0;
 
-	TAILQ_INIT(&batch);
-	TAILQ_CONCAT(&batch, &m->ops, entry);
-	while ((op = TAILQ_FIRST(&batch)) != NULL) {
-		TAILQ_REMOVE(&batch, op, entry);
+	m->running = 1;
+	while ((op = TAILQ_FIRST(&m->ops)) != NULL && n++ < MEM_OPS_PER_TURN) {
+		TAILQ_REMOVE(&m->ops, op, entry);
 		mem_op_execute(m, op);
 		mem_op_free(op);
 	}
+	m->running = 0;
+	if (!TAILQ_EMPTY(&m->ops))
+		event_active(m->run_ev, EV_TIMEOUT, 0);
 }
 
 static void
@@ -499,7 +539,7 @@ mem_op_new(struct mem *m, enum mem_op_type type, const char *sid,
 	op->type = type;
 	op->sid = xstrdup(sid);
 	op->k = k;
-	if (TAILQ_EMPTY(&m->ops))
+	if (TAILQ_EMPTY(&m->ops) && !m->running)
 		event_active(m->run_ev, EV_TIMEOUT, 0);
 	TAILQ_INSERT_TAIL(&m->ops, op, entry);
 	return (op);
@@ -629,6 +669,7 @@ eventlog_memory_create(struct event_base *base, const struct conf *conf,
 	m = xcalloc(1, sizeof *m);
 	m->base = base;
 	m->maxlen = (size_t)conf->stream_maxlen;
+	m->max_streams = (size_t)conf->session_max_streams;
 	m->ttl_ms = (uint64_t)conf->stream_ttl * 1000;
 	RB_INIT(&m->sessions);
 	TAILQ_INIT(&m->ops);

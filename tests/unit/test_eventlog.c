@@ -322,6 +322,17 @@ setup(void)
 	open_log(1000, 300);
 }
 
+/* Re-creates the log with the conf as a test changed it. */
+static void
+teardown_keep_conf(void)
+{
+	char	*cause = NULL;
+
+	eventlog_free(el);
+	el = eventlog_create(base, conf, &cause);
+	ck_assert_msg(el != NULL, "eventlog_create: %s", cause);
+}
+
 static void
 teardown(void)
 {
@@ -431,7 +442,7 @@ START_TEST(test_order)
 }
 END_TEST
 
-/* An op queued from a callback runs on a later turn, not inside it. */
+/* An op queued from a callback runs after that callback, not inside it. */
 static struct res	nested_inner;
 static int		nested_inner_calls_seen;
 
@@ -896,6 +907,37 @@ START_TEST(test_stream_end)
 }
 END_TEST
 
+/*
+ * At session_max_streams the oldest finished stream expires early; an open
+ * one never does.
+ */
+START_TEST(test_stream_budget)
+{
+	struct res	r;
+
+	conf->session_max_streams = 3;
+	teardown_keep_conf();
+	expect_status(store(SID, "m", 1), EVENTLOG_OK);
+	fill(K, 1);
+	fill(K + 1, 1);
+	expect_status(end(SID, K + 1, NULL), EVENTLOG_OK);
+	expect_status(end(SID, K, NULL), EVENTLOG_OK);
+	fill(K + 2, 1);
+	/* Full: K + 1 ended first, so it makes room for K + 3. */
+	fill(K + 3, 1);
+	expect_status(readr(SID, K + 1, 1, 10, &r), EVENTLOG_EXPIRED);
+	res_clear(&r);
+	expect_status(readr(SID, K, 1, 10, &r), EVENTLOG_OK);
+	res_clear(&r);
+	/* Only open streams left but one: K goes next, K + 2 stays. */
+	fill(K + 4, 1);
+	expect_status(readr(SID, K, 1, 10, &r), EVENTLOG_EXPIRED);
+	res_clear(&r);
+	expect_status(readr(SID, K + 2, 1, 10, &r), EVENTLOG_OK);
+	res_clear(&r);
+}
+END_TEST
+
 static void
 timer_cb(evutil_socket_t fd, short events, void *arg)
 {
@@ -1109,6 +1151,7 @@ eventlog_suite(void)
 	tcase_add_test(tc, test_trim_one);
 	tcase_add_test(tc, test_trim_ring);
 	tcase_add_test(tc, test_stream_end);
+	tcase_add_test(tc, test_stream_budget);
 	tcase_add_test(tc, test_expiry);
 	tcase_add_test(tc, test_not_found);
 	suite_add_tcase(s, tc);
