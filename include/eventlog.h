@@ -56,6 +56,13 @@ typedef void (*eventlog_read_cb)(enum eventlog_status,
 		    const struct eventlog_info *, void *);
 typedef void (*eventlog_load_cb)(enum eventlog_status, const char *, size_t,
 		    void *);
+/*
+ * A watch callback: (sid, k, seq, arg). k > 0: entry seq of stream k was
+ * committed (by this instance or another one). k == 0: the watch became live
+ * or was re-established after a lost connection; commits may have been
+ * missed, so re-read what you follow.
+ */
+typedef void (*eventlog_watch_cb)(const char *, uint64_t, uint64_t, void *);
 
 /* A backend: one vtable, filled by eventlog_memory.c or eventlog_redis.c. */
 struct eventlog_ops {
@@ -74,6 +81,9 @@ struct eventlog_ops {
 		    eventlog_append_cb, void *);
 	void	(*read)(void *, const char *, uint64_t, uint64_t, size_t,
 		    eventlog_read_cb, void *);
+	/* Optional (NULL: commits are only made by this process). */
+	void	(*watch)(void *, const char *, eventlog_watch_cb, void *);
+	void	(*unwatch)(void *, const char *, eventlog_watch_cb, void *);
 };
 
 struct eventlog	*eventlog_create(struct event_base *, const struct conf *,
@@ -106,8 +116,22 @@ void	eventlog_stream_end(struct eventlog *, const char *, uint64_t,
 void	eventlog_read(struct eventlog *, const char *, uint64_t, uint64_t,
 	    size_t, eventlog_read_cb, void *);
 
+/*
+ * Live following across instances: cb runs (never inside this call) for
+ * every commit to any stream of the session, until the matching unwatch.
+ * Watches are counted: each watch needs one unwatch with the same sid, cb
+ * and arg. Backends without cross-process commits (memory) do nothing, as
+ * their in-process commits are already seen by the session layer.
+ */
+void	eventlog_watch(struct eventlog *, const char *, eventlog_watch_cb,
+	    void *);
+void	eventlog_unwatch(struct eventlog *, const char *, eventlog_watch_cb,
+	    void *);
+
 /* Backend constructors. */
 void	*eventlog_memory_create(struct event_base *, const struct conf *,
+	    const struct eventlog_ops **, char **);
+void	*eventlog_redis_create(struct event_base *, const struct conf *,
 	    const struct eventlog_ops **, char **);
 
 #endif

@@ -31,8 +31,12 @@ eventlog_create(struct event_base *base, const struct conf *conf,
 		el->backend = eventlog_memory_create(base, conf, &el->ops,
 		    cause);
 		break;
+	case CONF_EVENTLOG_REDIS:
+		el->backend = eventlog_redis_create(base, conf, &el->ops,
+		    cause);
+		break;
 	default:
-		xasprintf(cause, "the redis event log is not available yet");
+		xasprintf(cause, "unknown event log backend");
 		break;
 	}
 	if (el->backend == NULL) {
@@ -113,4 +117,20 @@ eventlog_read(struct eventlog *el, const char *sid, uint64_t k,
     uint64_t from, size_t max, eventlog_read_cb cb, void *arg)
 {
 	el->ops->read(el->backend, sid, k, from, max, cb, arg);
+}
+
+void
+eventlog_watch(struct eventlog *el, const char *sid, eventlog_watch_cb cb,
+    void *arg)
+{
+	if (el->ops->watch != NULL)
+		el->ops->watch(el->backend, sid, cb, arg);
+}
+
+void
+eventlog_unwatch(struct eventlog *el, const char *sid, eventlog_watch_cb cb,
+    void *arg)
+{
+	if (el->ops->unwatch != NULL)
+		el->ops->unwatch(el->backend, sid, cb, arg);
 }

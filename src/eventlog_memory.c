@@ -196,10 +196,13 @@ mem_info(const struct mem_stream *st, struct eventlog_info *info)
 	info->ended = st->ended;
 }
 
-/* Appends one entry, trimming the oldest when the stream is at maxlen. */
+/*
+ * Appends one entry, trimming the oldest when the stream is at maxlen. The
+ * stream takes ownership of data (NUL-terminated, len bytes before it).
+ */
 static void
 mem_stream_push(struct mem *m, struct mem_stream *st, uint64_t seq,
-    const char *data, size_t len)
+    char *data, size_t len)
 {
 	struct mem_entry	*e;
 	struct mem_entry	*ring;
@@ -224,9 +227,7 @@ mem_stream_push(struct mem *m, struct mem_stream *st, uint64_t seq,
 	e = &st->ring[(st->first + st->count) % st->cap];
 	e->seq = seq;
 	e->len = len;
-	e->data = xmalloc(len + 1);
-	memcpy(e->data, data, len);
-	e->data[len] = '\0';
+	e->data = data;
 	st->count++;
 	st->head = seq;
 }
@@ -342,7 +343,7 @@ mem_do_stream_create(struct mem *m, struct mem_op *op)
 	st->k = op->k;
 	RB_INSERT(mem_streams, &ms->streams, st);
 	ms->nstreams++;
-	mem_stream_push(m, st, 0, "", 0);
+	mem_stream_push(m, st, 0, xstrdup(""), 0);
 	mem_info(st, &info);
 	op->cb.append(EVENTLOG_OK, &info, op->arg);
 }
@@ -369,6 +370,7 @@ mem_do_append(struct mem *m, struct mem_op *op)
 		return;
 	}
 	mem_stream_push(m, st, op->seq, op->data, op->len);
+	op->data = NULL;
 	if (op->flags & EVENTLOG_FINAL)
 		mem_stream_finish(m, st);
 	mem_info(st, &info);

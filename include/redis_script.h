@@ -1,0 +1,72 @@
+/*
+ * The Redis side of the redis event log: the key layout, the Lua script that
+ * makes every operation one atomic step, and the parsing of what Redis
+ * answers. No I/O here, so all of it is testable without a server.
+ */
+#ifndef MCPD_REDIS_SCRIPT_H
+#define MCPD_REDIS_SCRIPT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "eventlog.h"
+
+struct redisReply;
+
+/* What one call of the script answered. */
+struct redis_script_result {
+	enum eventlog_status	 status;
+	int			 has_info;
+	struct eventlog_info	 info;
+	struct eventlog_entry	*entries;	/* read: point into the reply */
+	size_t			 nentries;
+};
+
+/* One message on a subscription connection. */
+enum redis_pubsub_kind {
+	REDIS_PUBSUB_SUBSCRIBE,
+	REDIS_PUBSUB_UNSUBSCRIBE,
+	REDIS_PUBSUB_MESSAGE,
+	REDIS_PUBSUB_OTHER
+};
+
+struct redis_pubsub {
+	enum redis_pubsub_kind	 kind;
+	const char		*channel;	/* points into the reply */
+	size_t			 channellen;
+	uint64_t		 k;		/* message: the committed id */
+	uint64_t		 seq;
+};
+
+const char	*redis_script_source(void);
+
+/* Key and channel names of a session (allocated). */
+char		*redis_script_meta_key(const char *);
+char		*redis_script_stream_key(const char *, uint64_t);
+char		*redis_script_stream_prefix(const char *);
+char		*redis_script_channel(const char *);
+
+/* "K-N" and "N" with canonical decimals (no sign, no leading zeros). */
+int		 redis_script_parse_seq(const char *, size_t, uint64_t *);
+int		 redis_script_parse_id(const char *, size_t, uint64_t *,
+		     uint64_t *);
+
+/*
+ * Parses the script's answer: {status} or {status, head, oldest, ended,
+ * [seq, data]...}. Returns -1 with *cause set (allocated) if the reply does
+ * not have that shape. Entries are allocated; clear the result after use.
+ */
+int		 redis_script_result(const struct redisReply *,
+		     struct redis_script_result *, char **);
+void		 redis_script_result_clear(struct redis_script_result *);
+
+/* An error reply saying the script is not in the server's cache. */
+int		 redis_script_noscript(const struct redisReply *);
+/* The value of one parameter in a CONFIG GET answer, or NULL. */
+const char	*redis_script_config_value(const struct redisReply *,
+		     const char *);
+/* Classifies a subscription reply; -1 if it is malformed. */
+int		 redis_script_pubsub(const struct redisReply *,
+		     struct redis_pubsub *);
+
+#endif

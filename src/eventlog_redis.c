@@ -1,0 +1,1436 @@
+/*
+ * The redis event log: sessions and streams in Redis, shared by every mcpd
+ * instance that points at the same server, with exactly the memory
+ * backend's semantics. The layout and the Lua script that keeps each
+ * operation atomic live in redis_script.c; this file is the I/O.
+ *
+ * Two connections. The command connection carries every operation, one
+ * EVALSHA each (a plain HGET for session_load), pipelined: calls are issued
+ * back to back and hiredis answers them in order. The subscription
+ * connection exists once something is watched; it only SUBSCRIBEs and
+ * UNSUBSCRIBEs (a subscribed connection can do nothing else).
+ *
+ * hiredis 0.14.1 has no command timeout, so we keep our own: when the
+ * oldest command in flight has waited REDIS_TIMEOUT_MS (since it was sent,
+ * or since the last reply if that came later), the connection is dropped,
+ * which answers everything in flight UNAVAILABLE; replies that would have
+ * come later arrive on a closed socket and call nothing. A lost
+ * connection is retried with a backoff (REDIS_BACKOFF_MIN_MS doubling to
+ * REDIS_BACKOFF_MAX_MS); meanwhile operations fail at once (on the next
+ * loop turn) with UNAVAILABLE, and nothing is queued.
+ *
+ * Every hiredis command carries an op as its private data, and hiredis
+ * calls back exactly once per command, with a NULL reply when the
+ * connection goes; an op is freed after its last callback. The caller's
+ * callback runs at most once per op (op->answered) however the replies go.
+ */
+#include <sys/queue.h>
+#include <sys/tree.h>
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+#include <hiredis/hiredis.h>
+#include <hiredis/async.h>
+#include <hiredis/adapters/libevent.h>
+
+#include "clock.h"
+#include "conf.h"
+#include "eventlog.h"
+#include "log.h"
+#include "redis_script.h"
+#include "xmalloc.h"
+
+#define REDIS_TIMEOUT_MS	2000	/* a reply, or a connection's set-up */
+#define REDIS_WAIT_MS		500	/* WAIT for replicas; < the above */
+#define REDIS_BACKOFF_MIN_MS	100
+#define REDIS_BACKOFF_MAX_MS	5000
+#define REDIS_MAX_INFLIGHT	100000	/* caller ops sent and unanswered */
+#define REDIS_TOMBSTONES	1024	/* as the memory backend keeps */
+#define REDIS_OP_MAX_ARGS	16
+
+struct redis;
+
+enum redis_conn_state {
+	REDIS_CONN_DOWN,	/* waiting to reconnect */
+	REDIS_CONN_CONNECTING,	/* TCP connect and set-up in flight */
+	REDIS_CONN_READY,
+	REDIS_CONN_STATE_MAX
+};
+
+static const char *redis_conn_state_names[REDIS_CONN_STATE_MAX] = {
+	"down", "connecting", "ready"
+};
+
+struct redis_conn {
+	struct redis		*r;
+	const char		*name;
+	redisAsyncContext	*ac;
+	enum redis_conn_state	 state;
+	int			 started;
+	int			 backoff_ms;
+	int			 quiet;		/* failure logged, until ready */
+	struct event		*timer_ev;	/* backoff, or connect deadline */
+	void			(*setup)(struct redis_conn *);
+	void			(*connected)(struct redis_conn *);
+	void			(*lost)(struct redis_conn *);
+};
+
+enum redis_op_type {
+	REDIS_OP_SELECT,	/* set-up of each command connection */
+	REDIS_OP_SCRIPT_LOAD,
+	REDIS_OP_CONFIG,
+	REDIS_OP_STORE,		/* what callers ask */
+	REDIS_OP_LOAD,
+	REDIS_OP_DELETE,
+	REDIS_OP_CREATE,
+	REDIS_OP_APPEND,
+	REDIS_OP_END,
+	REDIS_OP_READ
+};
+
+TAILQ_HEAD(redis_ops, redis_op);
+
+struct redis_op {
+	struct redis		*r;
+	enum redis_op_type	 type;
+	int			 script;	/* EVALSHA of the script */
+	int			 wait;		/* a commit: WAIT follows */
+	int			 answered;
+	int			 replies;	/* hiredis callbacks owed */
+	int			 waits;		/* of which WAIT replies */
+	int			 stale_waits;	/* WAIT replies to ignore */
+	int			 nowait;	/* WAIT could not be sent */
+	int			 retried;	/* sent again after NOSCRIPT */
+	struct redis_ops	*list;		/* inflight, failq or NULL */
+	uint64_t		 sent_ms;
+	enum eventlog_status	 fail;		/* failq: the answer */
+	struct eventlog_info	 info;		/* committed, awaiting WAIT */
+	char			*sid;		/* for log lines */
+	uint64_t		 k;
+	uint64_t		 seq;
+	int			 argc;
+	char			*argv[REDIS_OP_MAX_ARGS];
+	size_t			 argvlen[REDIS_OP_MAX_ARGS];
+	union {
+		eventlog_done_cb	done;
+		eventlog_append_cb	append;
+		eventlog_read_cb	read;
+		eventlog_load_cb	load;
+	} cb;
+	void			*arg;
+	TAILQ_ENTRY(redis_op)	 entry;
+};
+
+struct redis_watcher {
+	eventlog_watch_cb		 cb;
+	void				*arg;
+	int				 removed;
+	int				 resync;	/* owes a k = 0 call */
+	TAILQ_ENTRY(redis_watcher)	 entry;
+};
+TAILQ_HEAD(redis_watchers, redis_watcher);
+
+enum redis_watch_state {
+	REDIS_WATCH_IDLE,		/* not subscribed */
+	REDIS_WATCH_SUBSCRIBING,
+	REDIS_WATCH_LIVE,
+	REDIS_WATCH_UNSUBSCRIBING
+};
+
+/* The watchers of one session: one channel subscription between them. */
+struct redis_watch {
+	char				*sid;
+	char				*channel;
+	struct redis_watchers		 watchers;
+	size_t				 count;		/* not removed */
+	enum redis_watch_state		 state;
+	int				 queued;	/* on resyncq */
+	int				 dirty;		/* on dirtyq */
+	RB_ENTRY(redis_watch)		 entry;
+	TAILQ_ENTRY(redis_watch)	 qentry;
+	TAILQ_ENTRY(redis_watch)	 dentry;
+};
+RB_HEAD(redis_watches, redis_watch);
+TAILQ_HEAD(redis_watchq, redis_watch);
+
+struct redis {
+	struct event_base	*base;
+	char			*name;		/* redis://host:port/db */
+	char			*host;
+	int			 port;
+	int			 db;
+	int			 replicas;
+	size_t			 maxlen;
+	uint64_t		 session_ttl_ms;
+	uint64_t		 open_ttl_ms;
+	uint64_t		 stream_ttl_ms;
+	size_t			 max_fields;
+	int			 closing;
+
+	struct redis_conn	 cmd;
+	char			 sha[41];	/* of the loaded script */
+	struct redis_ops	 inflight;	/* sent, in send order */
+	size_t			 ninflight;	/* callers' ops among them */
+	struct redis_ops	 failq;		/* answered on the next turn */
+	struct event		*fail_ev;
+	struct event		*deadline_ev;
+	uint64_t		 deadline_ms;	/* when deadline_ev is due */
+	uint64_t		 progress_ms;	/* last reply */
+	int			 saturated;
+	int			 policy_warned;
+	int			 noscript_logged;
+
+	struct redis_conn	 sub;
+	struct redis_watches	 watches;
+	struct redis_watchq	 resyncq;
+	struct redis_watchq	 dirtyq;
+	int			 dispatching;
+	struct event		*resync_ev;
+};
+
+static void	redis_conn_connect(struct redis_conn *);
+static void	redis_conn_drop(struct redis_conn *, const char *);
+static void	redis_reply_cb(redisAsyncContext *, void *, void *);
+static void	redis_wait_cb(redisAsyncContext *, void *, void *);
+static void	redis_sub_cb(redisAsyncContext *, void *, void *);
+static void	redis_watch_release(struct redis *, struct redis_watch *);
+
+static int
+redis_watch_cmp(struct redis_watch *a, struct redis_watch *b)
+{
+	return (strcmp(a->channel, b->channel));
+}
+RB_GENERATE_STATIC(redis_watches, redis_watch, entry, redis_watch_cmp);
+
+/* Connections: connect, set-up, loss, backoff. */
+
+static void
+redis_conn_set_state(struct redis_conn *c, enum redis_conn_state state,
+    const char *why)
+{
+	struct redis		*r = c->r;
+	enum redis_conn_state	 old = c->state;
+
+	c->state = state;
+	if (r->closing || old == state)
+		return;
+	if (state == REDIS_CONN_READY) {
+		log_info("eventlog=%s: %s connection ready", r->name,
+		    c->name);
+		c->quiet = 0;
+		c->backoff_ms = REDIS_BACKOFF_MIN_MS;
+	} else if (state == REDIS_CONN_DOWN && old == REDIS_CONN_READY) {
+		log_warn("eventlog=%s: %s connection lost (%s); reconnecting",
+		    r->name, c->name, why);
+		c->quiet = 1;
+	} else if (state == REDIS_CONN_DOWN && !c->quiet) {
+		log_warn("eventlog=%s: %s connection failed (%s); retrying "
+		    "every %d ms at most", r->name, c->name, why,
+		    REDIS_BACKOFF_MAX_MS);
+		c->quiet = 1;
+	} else {
+		log_debug("eventlog=%s: %s connection %s -> %s (%s)", r->name,
+		    c->name, redis_conn_state_names[old],
+		    redis_conn_state_names[state], why != NULL ? why : "");
+	}
+}
+
+static void
+redis_conn_timer(struct redis_conn *c, int ms)
+{
+	struct timeval	tv = { ms / 1000, (ms % 1000) * 1000 };
+
+	evtimer_add(c->timer_ev, &tv);
+}
+
+/* The connection is down: wait, then try again. */
+static void
+redis_conn_down(struct redis_conn *c, const char *why)
+{
+	redis_conn_set_state(c, REDIS_CONN_DOWN, why);
+	if (c->r->closing)
+		return;
+	redis_conn_timer(c, c->backoff_ms);
+	c->backoff_ms *= 2;
+	if (c->backoff_ms > REDIS_BACKOFF_MAX_MS)
+		c->backoff_ms = REDIS_BACKOFF_MAX_MS;
+	if (c->lost != NULL)
+		c->lost(c);
+}
+
+/*
+ * Context ac is going away (hiredis is freeing it, or we are): forget it.
+ * Anything else still calling back for an older context is ignored.
+ */
+static void
+redis_conn_gone(struct redis_conn *c, const redisAsyncContext *ac,
+    const char *why)
+{
+	if (ac == NULL || ac != c->ac)
+		return;
+	c->ac = NULL;
+	redis_conn_down(c, why);
+}
+
+static void
+redis_conn_connect_cb(const redisAsyncContext *ac, int status)
+{
+	struct redis_conn	*c = ac->data;
+
+	if (ac != c->ac)
+		return;
+	if (status != REDIS_OK) {
+		/* hiredis frees the context after this returns. */
+		redis_conn_gone(c, ac, ac->c.errstr);
+		return;
+	}
+	if (c->connected != NULL)
+		c->connected(c);
+}
+
+static void
+redis_conn_disconnect_cb(const redisAsyncContext *ac, int status)
+{
+	struct redis_conn	*c = ac->data;
+
+	redis_conn_gone(c, ac, ac->c.errstr[0] != '\0' ? ac->c.errstr :
+	    "closed by the server");
+}
+
+static void
+redis_conn_connect(struct redis_conn *c)
+{
+	struct redis		*r = c->r;
+	redisAsyncContext	*ac;
+	char			 why[128];
+
+	c->started = 1;
+	redis_conn_set_state(c, REDIS_CONN_CONNECTING, NULL);
+	if ((ac = redisAsyncConnect(r->host, r->port)) == NULL) {
+		redis_conn_down(c, "out of memory");
+		return;
+	}
+	if (ac->err) {
+		snprintf(why, sizeof why, "%s", ac->errstr);
+		redisAsyncFree(ac);
+		redis_conn_down(c, why);
+		return;
+	}
+	ac->data = c;
+	redisLibeventAttach(ac, r->base);
+	redisAsyncSetConnectCallback(ac, redis_conn_connect_cb);
+	redisAsyncSetDisconnectCallback(ac, redis_conn_disconnect_cb);
+	redisEnableKeepAlive(&ac->c);
+	c->ac = ac;
+	redis_conn_timer(c, REDIS_TIMEOUT_MS);
+	if (c->setup != NULL)
+		c->setup(c);
+}
+
+/* Backoff over (connect again), or connect deadline (give up). */
+static void
+redis_conn_timer_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct redis_conn	*c = arg;
+
+	switch (c->state) {
+	case REDIS_CONN_DOWN:
+		redis_conn_connect(c);
+		break;
+	case REDIS_CONN_CONNECTING:
+		redis_conn_drop(c, "no answer while connecting");
+		break;
+	default:
+		break;
+	}
+}
+
+/*
+ * Drops the connection now: hiredis calls every pending callback with a
+ * NULL reply (at once, or after the callback we are in returns).
+ */
+static void
+redis_conn_drop(struct redis_conn *c, const char *why)
+{
+	redisAsyncContext	*ac = c->ac;
+
+	if (ac == NULL)
+		return;
+	redis_conn_gone(c, ac, why);
+	redisAsyncFree(ac);
+}
+
+/* Ops: build, send, answer, free. */
+
+static struct redis_op *
+redis_op_new(struct redis *r, enum redis_op_type type, const char *sid,
+    uint64_t k)
+{
+	struct redis_op	*op;
+
+	op = xcalloc(1, sizeof *op);
+	op->r = r;
+	op->type = type;
+	op->sid = sid != NULL ? xstrdup(sid) : NULL;
+	op->k = k;
+	return (op);
+}
+
+static void
+redis_op_arg(struct redis_op *op, const char *p, size_t len)
+{
+	if (op->argc == REDIS_OP_MAX_ARGS)
+		fatalx("%s: too many arguments", __func__);
+	op->argv[op->argc] = xmalloc(len + 1);
+	memcpy(op->argv[op->argc], p, len);
+	op->argv[op->argc][len] = '\0';
+	op->argvlen[op->argc] = len;
+	op->argc++;
+}
+
+static void __attribute__((format(printf, 2, 3)))
+redis_op_argf(struct redis_op *op, const char *fmt, ...)
+{
+	va_list	 ap;
+	char	*s;
+	int	 len;
+
+	va_start(ap, fmt);
+	len = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	if (len < 0)
+		fatalx("%s: out of memory", __func__);
+	redis_op_arg(op, s, (size_t)len);
+	free(s);
+}
+
+/* Takes an allocated string as the next argument. */
+static void
+redis_op_take(struct redis_op *op, char *s)
+{
+	redis_op_arg(op, s, strlen(s));
+	free(s);
+}
+
+static int
+redis_op_is_user(const struct redis_op *op)
+{
+	return (op->type >= REDIS_OP_STORE);
+}
+
+static void
+redis_op_unlist(struct redis_op *op)
+{
+	struct redis	*r = op->r;
+
+	if (op->list == NULL)
+		return;
+	TAILQ_REMOVE(op->list, op, entry);
+	if (op->list == &r->inflight && redis_op_is_user(op))
+		r->ninflight--;
+	op->list = NULL;
+}
+
+static void
+redis_op_free(struct redis_op *op)
+{
+	int	i;
+
+	redis_op_unlist(op);
+	for (i = 0; i < op->argc; i++)
+		free(op->argv[i]);
+	free(op->sid);
+	free(op);
+}
+
+/* Runs the caller's callback, once. */
+static void
+redis_op_answer(struct redis_op *op, enum eventlog_status status,
+    const struct eventlog_info *info, const struct eventlog_entry *entries,
+    size_t n, const char *data, size_t len)
+{
+	if (op->answered)
+		return;
+	op->answered = 1;
+	switch (op->type) {
+	case REDIS_OP_SELECT:
+	case REDIS_OP_SCRIPT_LOAD:
+	case REDIS_OP_CONFIG:
+		break;
+	case REDIS_OP_STORE:
+	case REDIS_OP_DELETE:
+		op->cb.done(status, op->arg);
+		break;
+	case REDIS_OP_LOAD:
+		op->cb.load(status, data, len, op->arg);
+		break;
+	case REDIS_OP_CREATE:
+	case REDIS_OP_APPEND:
+	case REDIS_OP_END:
+		op->cb.append(status, info, op->arg);
+		break;
+	case REDIS_OP_READ:
+		op->cb.read(status, entries, n, info, op->arg);
+		break;
+	}
+}
+
+static void
+redis_op_fail(struct redis_op *op)
+{
+	redis_op_answer(op, op->r->closing ? EVENTLOG_CANCELLED :
+	    EVENTLOG_UNAVAILABLE, NULL, NULL, 0, NULL, 0);
+}
+
+/* Answers op on the next loop turn, without sending it. */
+static void
+redis_op_reject(struct redis_op *op, enum eventlog_status status)
+{
+	struct redis	*r = op->r;
+
+	redis_op_unlist(op);
+	op->fail = status;
+	if (TAILQ_EMPTY(&r->failq) && !r->closing)
+		event_active(r->fail_ev, EV_TIMEOUT, 0);
+	TAILQ_INSERT_TAIL(&r->failq, op, entry);
+	op->list = &r->failq;
+}
+
+static void
+redis_fail_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct redis		*r = arg;
+	struct redis_ops	 batch;
+	struct redis_op		*op;
+
+	TAILQ_INIT(&batch);
+	TAILQ_CONCAT(&batch, &r->failq, entry);
+	TAILQ_FOREACH(op, &batch, entry)
+		op->list = &batch;
+	while ((op = TAILQ_FIRST(&batch)) != NULL) {
+		redis_op_unlist(op);
+		redis_op_answer(op, op->fail, NULL, NULL, 0, NULL, 0);
+		redis_op_free(op);
+	}
+}
+
+/*
+ * The oldest op in flight is due REDIS_TIMEOUT_MS after it was sent or
+ * after the last reply, whichever is later: replies come in order, so a
+ * connection that keeps answering is slow, not stuck, and a long pipeline
+ * is not failed for being long.
+ */
+static uint64_t
+redis_deadline_start(struct redis *r, struct redis_op *op)
+{
+	return (op->sent_ms > r->progress_ms ? op->sent_ms : r->progress_ms);
+}
+
+static void
+redis_deadline_arm(struct redis *r)
+{
+	struct redis_op	*op = TAILQ_FIRST(&r->inflight);
+	uint64_t	 now, due;
+	struct timeval	 tv;
+
+	if (op == NULL || evtimer_pending(r->deadline_ev, NULL))
+		return;
+	now = clock_now_ms();
+	r->deadline_ms = redis_deadline_start(r, op) + REDIS_TIMEOUT_MS;
+	due = r->deadline_ms > now ? r->deadline_ms - now : 0;
+	tv.tv_sec = (time_t)(due / 1000);
+	tv.tv_usec = (suseconds_t)(due % 1000) * 1000;
+	evtimer_add(r->deadline_ev, &tv);
+}
+
+/* The oldest command in flight has had no answer for too long. */
+static void
+redis_deadline_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct redis	*r = arg;
+	struct redis_op	*op = TAILQ_FIRST(&r->inflight);
+	uint64_t	 now = clock_now_ms();
+
+	if (op == NULL)
+		return;
+	if (now > r->deadline_ms + REDIS_TIMEOUT_MS / 4) {
+		/*
+		 * We fire late: this process did not run its loop (a long
+		 * callback, a stopped process), so replies could not be read.
+		 * That is not Redis's fault: give it a full period again.
+		 */
+		r->progress_ms = now;
+	}
+	if (now - redis_deadline_start(r, op) < REDIS_TIMEOUT_MS) {
+		redis_deadline_arm(r);
+		return;
+	}
+	if (r->cmd.state != REDIS_CONN_READY) {
+		/* Set-up unanswered: a failed attempt, logged once. */
+		redis_conn_drop(&r->cmd, "no answer while connecting");
+		return;
+	}
+	log_warn("eventlog=%s: no reply in %d ms; failing %zu operations "
+	    "in flight", r->name, REDIS_TIMEOUT_MS, r->ninflight);
+	redis_conn_drop(&r->cmd, "reply timeout");
+}
+
+/*
+ * Sends op on the command connection: EVALSHA (or EVAL, with the script's
+ * text, when retrying after NOSCRIPT), then WAIT if it commits and commits
+ * must reach replicas.
+ */
+static int
+redis_op_send(struct redis_op *op, int eval)
+{
+	struct redis	*r = op->r;
+	const char	*argv[REDIS_OP_MAX_ARGS + 2];
+	size_t		 argvlen[REDIS_OP_MAX_ARGS + 2];
+	int		 i, argc = 0;
+
+	if (r->cmd.ac == NULL)
+		return (-1);
+	if (op->script) {
+		argv[argc] = eval ? "EVAL" : "EVALSHA";
+		argvlen[argc] = strlen(argv[argc]);
+		argc++;
+		argv[argc] = eval ? redis_script_source() : r->sha;
+		argvlen[argc] = strlen(argv[argc]);
+		argc++;
+	}
+	for (i = 0; i < op->argc; i++) {
+		argv[argc] = op->argv[i];
+		argvlen[argc] = op->argvlen[i];
+		argc++;
+	}
+	if (redisAsyncCommandArgv(r->cmd.ac, redis_reply_cb, op, argc, argv,
+	    argvlen) != REDIS_OK)
+		return (-1);
+	op->replies++;
+	if (op->wait && r->replicas > 0) {
+		if (redisAsyncCommand(r->cmd.ac, redis_wait_cb, op,
+		    "WAIT %d %d", r->replicas, REDIS_WAIT_MS) == REDIS_OK) {
+			op->replies++;
+			op->waits++;
+		} else
+			op->nowait = 1;
+	}
+
+	redis_op_unlist(op);
+	op->sent_ms = clock_now_ms();
+	TAILQ_INSERT_TAIL(&r->inflight, op, entry);
+	op->list = &r->inflight;
+	if (redis_op_is_user(op))
+		r->ninflight++;
+	redis_deadline_arm(r);
+	return (0);
+}
+
+/* A caller's op: sent now if the connection is ready, else refused. */
+static void
+redis_op_submit(struct redis_op *op)
+{
+	struct redis	*r = op->r;
+
+	if (r->closing) {
+		redis_op_reject(op, EVENTLOG_CANCELLED);
+		return;
+	}
+	if (r->cmd.state != REDIS_CONN_READY) {
+		redis_op_reject(op, EVENTLOG_UNAVAILABLE);
+		return;
+	}
+	if (r->ninflight >= REDIS_MAX_INFLIGHT) {
+		if (!r->saturated)
+			log_warn("eventlog=%s: %d operations in flight; "
+			    "refusing more", r->name, REDIS_MAX_INFLIGHT);
+		r->saturated = 1;
+		redis_op_reject(op, EVENTLOG_UNAVAILABLE);
+		return;
+	}
+	r->saturated = 0;
+	if (redis_op_send(op, 0) != 0)
+		redis_op_reject(op, EVENTLOG_UNAVAILABLE);
+}
+
+/* Frees op once hiredis owes it nothing more. */
+static void
+redis_op_release(struct redis_op *op)
+{
+	if (op->replies == 0)
+		redis_op_free(op);
+}
+
+static void
+redis_op_lost(struct redis_op *op, redisAsyncContext *ac)
+{
+	redis_conn_gone(&op->r->cmd, ac, ac->c.errstr[0] != '\0' ?
+	    ac->c.errstr : "connection lost");
+	redis_op_fail(op);
+}
+
+/* The command connection's set-up, issued before it is even connected. */
+static void
+redis_cmd_setup(struct redis_conn *c)
+{
+	struct redis	*r = c->r;
+	struct redis_op	*op;
+
+	if (r->db != 0) {
+		op = redis_op_new(r, REDIS_OP_SELECT, NULL, 0);
+		redis_op_argf(op, "SELECT");
+		redis_op_argf(op, "%d", r->db);
+		if (redis_op_send(op, 0) != 0)
+			redis_op_free(op);
+	}
+	op = redis_op_new(r, REDIS_OP_SCRIPT_LOAD, NULL, 0);
+	redis_op_argf(op, "SCRIPT");
+	redis_op_argf(op, "LOAD");
+	redis_op_argf(op, "%s", redis_script_source());
+	if (redis_op_send(op, 0) != 0)
+		redis_op_free(op);
+	op = redis_op_new(r, REDIS_OP_CONFIG, NULL, 0);
+	redis_op_argf(op, "CONFIG");
+	redis_op_argf(op, "GET");
+	redis_op_argf(op, "maxmemory-policy");
+	if (redis_op_send(op, 0) != 0)
+		redis_op_free(op);
+}
+
+static void
+redis_setup_reply(struct redis_op *op, redisReply *reply)
+{
+	struct redis	*r = op->r;
+	const char	*v;
+	char		 why[256];
+
+	op->answered = 1;
+	switch (op->type) {
+	case REDIS_OP_SELECT:
+		if (reply->type == REDIS_REPLY_STATUS)
+			break;
+		/* Never let ops reach database 0 by mistake: drop it. */
+		snprintf(why, sizeof why, "SELECT %d: %s", r->db,
+		    reply->type == REDIS_REPLY_ERROR ? reply->str : "?");
+		redis_conn_drop(&r->cmd, why);
+		break;
+	case REDIS_OP_SCRIPT_LOAD:
+		if (reply->type != REDIS_REPLY_STRING || reply->len != 40) {
+			snprintf(why, sizeof why, "SCRIPT LOAD: %s",
+			    reply->type == REDIS_REPLY_ERROR ? reply->str :
+			    "?");
+			redis_conn_drop(&r->cmd, why);
+			break;
+		}
+		memcpy(r->sha, reply->str, 40);
+		r->sha[40] = '\0';
+		r->noscript_logged = 0;
+		redis_conn_set_state(&r->cmd, REDIS_CONN_READY, NULL);
+		break;
+	case REDIS_OP_CONFIG:
+		/* CONFIG may be renamed or disabled: then say nothing. */
+		v = redis_script_config_value(reply, "maxmemory-policy");
+		if (v != NULL && strcmp(v, "noeviction") != 0 &&
+		    !r->policy_warned) {
+			log_warn("eventlog=%s: maxmemory-policy is %s, not "
+			    "noeviction: Redis may evict committed events",
+			    r->name, v);
+			r->policy_warned = 1;
+		}
+		break;
+	default:
+		break;
+	}
+}
+
+static void
+redis_load_reply(struct redis_op *op, redisReply *reply)
+{
+	if (reply->type == REDIS_REPLY_STRING)
+		redis_op_answer(op, EVENTLOG_OK, NULL, NULL, 0, reply->str,
+		    reply->len);
+	else if (reply->type == REDIS_REPLY_NIL)
+		redis_op_answer(op, EVENTLOG_NOT_FOUND, NULL, NULL, 0, NULL,
+		    0);
+	else {
+		log_warn("eventlog=%s: session=%s load: %s", op->r->name,
+		    op->sid, reply->type == REDIS_REPLY_ERROR ? reply->str :
+		    "unexpected reply");
+		redis_op_answer(op, EVENTLOG_UNAVAILABLE, NULL, NULL, 0, NULL,
+		    0);
+	}
+}
+
+static void
+redis_script_reply(struct redis_op *op, redisReply *reply)
+{
+	struct redis			*r = op->r;
+	struct redis_script_result	 res;
+	char				*cause;
+
+	if (redis_script_noscript(reply) && !op->retried) {
+		/*
+		 * The server lost its script cache (restart, failover, SCRIPT
+		 * FLUSH). EVAL loads it again; ops already pipelined behind
+		 * this one may overtake it, which compare-and-append turns
+		 * into a conflict, never into a silent reordering.
+		 */
+		if (!r->noscript_logged)
+			log_info("eventlog=%s: script not cached; sending "
+			    "it again", r->name);
+		r->noscript_logged = 1;
+		op->retried = 1;
+		op->stale_waits += op->waits;
+		op->nowait = 0;
+		if (redis_op_send(op, 1) != 0)
+			redis_op_fail(op);
+		return;
+	}
+	if (redis_script_result(reply, &res, &cause) != 0) {
+		log_warn("eventlog=%s: session=%s stream=%llu: %s", r->name,
+		    op->sid, (unsigned long long)op->k, cause);
+		free(cause);
+		redis_op_answer(op, EVENTLOG_UNAVAILABLE, NULL, NULL, 0, NULL,
+		    0);
+		return;
+	}
+	if (res.status == EVENTLOG_OK && op->wait && r->replicas > 0) {
+		if (op->nowait) {
+			log_warn("eventlog=%s: session=%s stream=%llu: could "
+			    "not send WAIT; commit reported unavailable",
+			    r->name, op->sid, (unsigned long long)op->k);
+			redis_op_fail(op);
+		} else
+			op->info = res.info;	/* the WAIT reply decides */
+		redis_script_result_clear(&res);
+		return;
+	}
+	redis_op_answer(op, res.status, res.has_info ? &res.info : NULL,
+	    res.entries, res.nentries, NULL, 0);
+	redis_script_result_clear(&res);
+}
+
+static void
+redis_reply_cb(redisAsyncContext *ac, void *p, void *privdata)
+{
+	struct redis_op	*op = privdata;
+	redisReply	*reply = p;
+
+	op->replies--;
+	if (reply != NULL && ac == op->r->cmd.ac)
+		op->r->progress_ms = clock_now_ms();
+	if (reply == NULL)
+		redis_op_lost(op, ac);
+	else if (!op->answered) {
+		if (!redis_op_is_user(op))
+			redis_setup_reply(op, reply);
+		else if (op->type == REDIS_OP_LOAD)
+			redis_load_reply(op, reply);
+		else
+			redis_script_reply(op, reply);
+	}
+	redis_op_release(op);
+}
+
+/*
+ * With commit replicas:N, a commit counts once N replicas acknowledged it.
+ * When WAIT says fewer did, the commit is reported UNAVAILABLE although the
+ * entry is already in the primary: a later read may well return it (and a
+ * retried append will then meet a conflict), but nothing was promised.
+ */
+static void
+redis_wait_cb(redisAsyncContext *ac, void *p, void *privdata)
+{
+	struct redis_op	*op = privdata;
+	struct redis	*r = op->r;
+	redisReply	*reply = p;
+
+	op->replies--;
+	op->waits--;
+	if (reply != NULL && ac == r->cmd.ac)
+		r->progress_ms = clock_now_ms();
+	if (reply == NULL)
+		redis_op_lost(op, ac);
+	else if (op->stale_waits > 0)
+		op->stale_waits--;
+	else if (op->answered)
+		;
+	else if (reply->type == REDIS_REPLY_INTEGER &&
+	    reply->integer >= r->replicas)
+		redis_op_answer(op, EVENTLOG_OK, &op->info, NULL, 0, NULL, 0);
+	else {
+		if (reply->type == REDIS_REPLY_INTEGER)
+			log_warn("eventlog=%s: session=%s stream=%llu seq=%llu: "
+			    "commit reached %lld of %d replicas within %d ms; "
+			    "reported unavailable (the primary has it)",
+			    r->name, op->sid, (unsigned long long)op->k,
+			    (unsigned long long)op->seq, reply->integer,
+			    r->replicas, REDIS_WAIT_MS);
+		else
+			log_warn("eventlog=%s: session=%s stream=%llu: WAIT "
+			    "failed: %s; commit reported unavailable",
+			    r->name, op->sid, (unsigned long long)op->k,
+			    reply->type == REDIS_REPLY_ERROR ? reply->str :
+			    "unexpected reply");
+		redis_op_answer(op, EVENTLOG_UNAVAILABLE, NULL, NULL, 0, NULL,
+		    0);
+	}
+	redis_op_release(op);
+}
+
+/* The operations. */
+
+/* An op of the script: KEYS and the ARGV every operation shares. */
+static struct redis_op *
+redis_script_op(struct redis *r, enum redis_op_type type, const char *name,
+    const char *sid, uint64_t k, int stream)
+{
+	struct redis_op	*op = redis_op_new(r, type, sid, k);
+
+	op->script = 1;
+	redis_op_argf(op, "%d", stream ? 2 : 1);
+	redis_op_take(op, redis_script_meta_key(sid));
+	if (stream)
+		redis_op_take(op, redis_script_stream_key(sid, k));
+	redis_op_argf(op, "%s", name);
+	redis_op_argf(op, "%llu", (unsigned long long)r->session_ttl_ms);
+	redis_op_argf(op, "%llu", (unsigned long long)r->open_ttl_ms);
+	redis_op_take(op, redis_script_stream_prefix(sid));
+	redis_op_take(op, redis_script_channel(sid));
+	if (stream)
+		redis_op_argf(op, "k:%llu", (unsigned long long)k);
+	else
+		redis_op_argf(op, "%s", "");
+	return (op);
+}
+
+static void
+redis_session_store(void *p, const char *sid, const char *meta, size_t len,
+    eventlog_done_cb cb, void *arg)
+{
+	struct redis_op	*op;
+
+	op = redis_script_op(p, REDIS_OP_STORE, "store", sid, 0, 0);
+	redis_op_arg(op, meta, len);
+	op->wait = 1;
+	op->cb.done = cb;
+	op->arg = arg;
+	redis_op_submit(op);
+}
+
+static void
+redis_session_load(void *p, const char *sid, eventlog_load_cb cb, void *arg)
+{
+	struct redis_op	*op = redis_op_new(p, REDIS_OP_LOAD, sid, 0);
+
+	redis_op_argf(op, "HGET");
+	redis_op_take(op, redis_script_meta_key(sid));
+	redis_op_argf(op, "m");
+	op->cb.load = cb;
+	op->arg = arg;
+	redis_op_submit(op);
+}
+
+static void
+redis_session_delete(void *p, const char *sid, eventlog_done_cb cb,
+    void *arg)
+{
+	struct redis_op	*op;
+
+	op = redis_script_op(p, REDIS_OP_DELETE, "delete", sid, 0, 0);
+	op->cb.done = cb;
+	op->arg = arg;
+	redis_op_submit(op);
+}
+
+static void
+redis_stream_create(void *p, const char *sid, uint64_t k,
+    eventlog_append_cb cb, void *arg)
+{
+	struct redis	*r = p;
+	struct redis_op	*op;
+
+	op = redis_script_op(r, REDIS_OP_CREATE, "create", sid, k, 1);
+	redis_op_argf(op, "%llu-0", (unsigned long long)k);
+	redis_op_argf(op, "%zu", r->maxlen);
+	redis_op_argf(op, "%zu", r->max_fields);
+	op->wait = 1;
+	op->cb.append = cb;
+	op->arg = arg;
+	/* Stream 0 is never drawn, and 0-0 is not a valid Redis stream id. */
+	if (k == 0)
+		redis_op_reject(op, EVENTLOG_CONFLICT);
+	else
+		redis_op_submit(op);
+}
+
+static void
+redis_append(void *p, const char *sid, uint64_t k, uint64_t seq,
+    const char *data, size_t len, int flags, eventlog_append_cb cb, void *arg)
+{
+	struct redis	*r = p;
+	struct redis_op	*op;
+
+	op = redis_script_op(r, REDIS_OP_APPEND, "append", sid, k, 1);
+	op->seq = seq;
+	redis_op_argf(op, "%llu-%llu", (unsigned long long)k,
+	    (unsigned long long)seq);
+	if (seq == 0)
+		redis_op_argf(op, "%s", "");	/* matches no stream */
+	else
+		redis_op_argf(op, "%llu-%llu", (unsigned long long)k,
+		    (unsigned long long)(seq - 1));
+	redis_op_argf(op, "%llu", (unsigned long long)seq);
+	redis_op_arg(op, data, len);
+	redis_op_argf(op, "%d", (flags & EVENTLOG_FINAL) ? 1 : 0);
+	redis_op_argf(op, "%zu", r->maxlen);
+	redis_op_argf(op, "%llu", (unsigned long long)r->stream_ttl_ms);
+	op->wait = 1;
+	op->cb.append = cb;
+	op->arg = arg;
+	redis_op_submit(op);
+}
+
+static void
+redis_stream_end(void *p, const char *sid, uint64_t k, eventlog_append_cb cb,
+    void *arg)
+{
+	struct redis	*r = p;
+	struct redis_op	*op;
+
+	op = redis_script_op(r, REDIS_OP_END, "end", sid, k, 1);
+	redis_op_argf(op, "%llu", (unsigned long long)r->stream_ttl_ms);
+	op->wait = 1;
+	op->cb.append = cb;
+	op->arg = arg;
+	redis_op_submit(op);
+}
+
+static void
+redis_read(void *p, const char *sid, uint64_t k, uint64_t from, size_t max,
+    eventlog_read_cb cb, void *arg)
+{
+	struct redis	*r = p;
+	struct redis_op	*op;
+
+	/* A stream never holds more than maxlen entries. */
+	if (max > r->maxlen)
+		max = r->maxlen;
+	op = redis_script_op(r, REDIS_OP_READ, "read", sid, k, 1);
+	op->seq = from;
+	redis_op_argf(op, "%llu", (unsigned long long)from);
+	redis_op_argf(op, "%llu-%llu", (unsigned long long)k,
+	    (unsigned long long)from);
+	redis_op_argf(op, "%zu", max);
+	op->cb.read = cb;
+	op->arg = arg;
+	redis_op_submit(op);
+}
+
+/* Watches: one subscription per watched session, counted. */
+
+static struct redis_watch *
+redis_watch_find(struct redis *r, const char *channel)
+{
+	struct redis_watch	find;
+
+	find.channel = (char *)channel;
+	return (RB_FIND(redis_watches, &r->watches, &find));
+}
+
+static void
+redis_watch_subscribe(struct redis *r, struct redis_watch *w)
+{
+	if (r->sub.state != REDIS_CONN_READY || r->sub.ac == NULL)
+		return;
+	if (redisAsyncCommand(r->sub.ac, redis_sub_cb, r, "SUBSCRIBE %s",
+	    w->channel) == REDIS_OK)
+		w->state = REDIS_WATCH_SUBSCRIBING;
+}
+
+static void
+redis_watch_queue(struct redis *r, struct redis_watch *w)
+{
+	if (w->queued)
+		return;
+	if (TAILQ_EMPTY(&r->resyncq))
+		event_active(r->resync_ev, EV_TIMEOUT, 0);
+	TAILQ_INSERT_TAIL(&r->resyncq, w, qentry);
+	w->queued = 1;
+}
+
+static void
+redis_watch_free(struct redis *r, struct redis_watch *w)
+{
+	struct redis_watcher	*wr;
+
+	RB_REMOVE(redis_watches, &r->watches, w);
+	if (w->queued)
+		TAILQ_REMOVE(&r->resyncq, w, qentry);
+	if (w->dirty)
+		TAILQ_REMOVE(&r->dirtyq, w, dentry);
+	while ((wr = TAILQ_FIRST(&w->watchers)) != NULL) {
+		TAILQ_REMOVE(&w->watchers, wr, entry);
+		free(wr);
+	}
+	free(w->channel);
+	free(w->sid);
+	free(w);
+}
+
+/* Forgets removed watchers; unsubscribes or frees a watch nobody holds. */
+static void
+redis_watch_sweep(struct redis *r, struct redis_watch *w)
+{
+	struct redis_watcher	*wr, *wr1;
+
+	for (wr = TAILQ_FIRST(&w->watchers); wr != NULL; wr = wr1) {
+		wr1 = TAILQ_NEXT(wr, entry);
+		if (wr->removed) {
+			TAILQ_REMOVE(&w->watchers, wr, entry);
+			free(wr);
+		}
+	}
+	if (w->count > 0 || w->queued)
+		return;
+	switch (w->state) {
+	case REDIS_WATCH_SUBSCRIBING:
+	case REDIS_WATCH_LIVE:
+		if (r->sub.state == REDIS_CONN_READY && r->sub.ac != NULL &&
+		    redisAsyncCommand(r->sub.ac, NULL, NULL, "UNSUBSCRIBE %s",
+		    w->channel) == REDIS_OK) {
+			w->state = REDIS_WATCH_UNSUBSCRIBING;
+			return;
+		}
+		w->state = REDIS_WATCH_IDLE;
+		break;
+	case REDIS_WATCH_UNSUBSCRIBING:
+		return;		/* freed when Redis confirms */
+	case REDIS_WATCH_IDLE:
+		break;
+	}
+	redis_watch_free(r, w);
+}
+
+/* Sweeps w now, or after the watcher callbacks running now return. */
+static void
+redis_watch_release(struct redis *r, struct redis_watch *w)
+{
+	if (r->dispatching > 0) {
+		if (!w->dirty) {
+			TAILQ_INSERT_TAIL(&r->dirtyq, w, dentry);
+			w->dirty = 1;
+		}
+		return;
+	}
+	redis_watch_sweep(r, w);
+}
+
+/* Calls w's watchers (with resync: those owing a k = 0 call). */
+static void
+redis_watch_notify(struct redis *r, struct redis_watch *w, uint64_t k,
+    uint64_t seq, int resync)
+{
+	struct redis_watcher	*wr;
+
+	r->dispatching++;
+	TAILQ_FOREACH(wr, &w->watchers, entry) {
+		if (wr->removed || (resync && !wr->resync))
+			continue;
+		wr->resync = 0;
+		wr->cb(w->sid, k, seq, wr->arg);
+	}
+	if (--r->dispatching > 0)
+		return;
+	redis_watch_release(r, w);
+	while ((w = TAILQ_FIRST(&r->dirtyq)) != NULL) {
+		TAILQ_REMOVE(&r->dirtyq, w, dentry);
+		w->dirty = 0;
+		redis_watch_sweep(r, w);
+	}
+}
+
+static void
+redis_resync_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct redis		*r = arg;
+	struct redis_watchq	 batch;
+	struct redis_watch	*w;
+
+	TAILQ_INIT(&batch);
+	TAILQ_CONCAT(&batch, &r->resyncq, qentry);
+	while ((w = TAILQ_FIRST(&batch)) != NULL) {
+		TAILQ_REMOVE(&batch, w, qentry);
+		w->queued = 0;
+		if (w->state == REDIS_WATCH_LIVE)
+			redis_watch_notify(r, w, 0, 0, 1);
+		else
+			redis_watch_release(r, w);
+	}
+}
+
+static void
+redis_watch_live(struct redis *r, struct redis_watch *w)
+{
+	struct redis_watcher	*wr;
+
+	w->state = REDIS_WATCH_LIVE;
+	TAILQ_FOREACH(wr, &w->watchers, entry)
+		wr->resync = 1;
+	redis_watch_queue(r, w);
+}
+
+static void
+redis_sub_cb(redisAsyncContext *ac, void *p, void *privdata)
+{
+	struct redis		*r = privdata;
+	redisReply		*reply = p;
+	struct redis_pubsub	 ps;
+	struct redis_watch	*w;
+
+	if (reply == NULL) {
+		redis_conn_gone(&r->sub, ac, ac->c.errstr[0] != '\0' ?
+		    ac->c.errstr : "connection lost");
+		return;
+	}
+	if (redis_script_pubsub(reply, &ps) != 0) {
+		log_warn("eventlog=%s: unexpected message on the subscription "
+		    "connection", r->name);
+		return;
+	}
+	if ((w = redis_watch_find(r, ps.channel)) == NULL)
+		return;
+	switch (ps.kind) {
+	case REDIS_PUBSUB_SUBSCRIBE:
+		if (w->state == REDIS_WATCH_SUBSCRIBING)
+			redis_watch_live(r, w);
+		break;
+	case REDIS_PUBSUB_UNSUBSCRIBE:
+		if (w->state != REDIS_WATCH_UNSUBSCRIBING)
+			break;
+		w->state = REDIS_WATCH_IDLE;
+		if (w->count > 0)
+			redis_watch_subscribe(r, w);	/* watched again */
+		else
+			redis_watch_release(r, w);
+		break;
+	case REDIS_PUBSUB_MESSAGE:
+		if (w->state == REDIS_WATCH_LIVE)
+			redis_watch_notify(r, w, ps.k, ps.seq, 0);
+		break;
+	case REDIS_PUBSUB_OTHER:
+		break;
+	}
+}
+
+static void
+redis_sub_connected(struct redis_conn *c)
+{
+	struct redis		*r = c->r;
+	struct redis_watch	*w;
+
+	redis_conn_set_state(c, REDIS_CONN_READY, NULL);
+	RB_FOREACH(w, redis_watches, &r->watches) {
+		if (w->count > 0 && w->state == REDIS_WATCH_IDLE)
+			redis_watch_subscribe(r, w);
+	}
+}
+
+/* Every subscription went with the connection. */
+static void
+redis_sub_lost(struct redis_conn *c)
+{
+	struct redis		*r = c->r;
+	struct redis_watch	*w, *w1;
+
+	RB_FOREACH_SAFE(w, redis_watches, &r->watches, w1) {
+		w->state = REDIS_WATCH_IDLE;
+		redis_watch_release(r, w);
+	}
+}
+
+static void
+redis_watch(void *p, const char *sid, eventlog_watch_cb cb, void *arg)
+{
+	struct redis		*r = p;
+	struct redis_watch	*w;
+	struct redis_watcher	*wr;
+	char			*channel;
+
+	if (r->closing)
+		return;
+	channel = redis_script_channel(sid);
+	if ((w = redis_watch_find(r, channel)) == NULL) {
+		w = xcalloc(1, sizeof *w);
+		w->sid = xstrdup(sid);
+		w->channel = channel;
+		TAILQ_INIT(&w->watchers);
+		RB_INSERT(redis_watches, &r->watches, w);
+	} else
+		free(channel);
+
+	wr = xcalloc(1, sizeof *wr);
+	wr->cb = cb;
+	wr->arg = arg;
+	TAILQ_INSERT_TAIL(&w->watchers, wr, entry);
+	w->count++;
+
+	switch (w->state) {
+	case REDIS_WATCH_IDLE:
+		if (!r->sub.started)
+			redis_conn_connect(&r->sub);
+		else
+			redis_watch_subscribe(r, w);
+		break;
+	case REDIS_WATCH_LIVE:
+		wr->resync = 1;
+		redis_watch_queue(r, w);
+		break;
+	default:
+		break;		/* the confirmation will tell it */
+	}
+}
+
+static void
+redis_unwatch(void *p, const char *sid, eventlog_watch_cb cb, void *arg)
+{
+	struct redis		*r = p;
+	struct redis_watch	*w;
+	struct redis_watcher	*wr;
+	char			*channel;
+
+	channel = redis_script_channel(sid);
+	w = redis_watch_find(r, channel);
+	free(channel);
+	if (w == NULL)
+		return;
+	TAILQ_FOREACH(wr, &w->watchers, entry) {
+		if (!wr->removed && wr->cb == cb && wr->arg == arg) {
+			wr->removed = 1;
+			w->count--;
+			break;
+		}
+	}
+	redis_watch_release(r, w);
+}
+
+/* Life cycle. */
+
+/*
+ * Answers everything once with CANCELLED: ops never sent, then those in
+ * flight (dropping the connection calls their callbacks), then whatever
+ * those callbacks asked for meanwhile.
+ */
+static void
+redis_free(void *p)
+{
+	struct redis		*r = p;
+	struct redis_op		*op;
+	struct redis_watch	*w, *w1;
+	redisAsyncContext	*ac;
+
+	r->closing = 1;
+	if ((ac = r->cmd.ac) != NULL) {
+		r->cmd.ac = NULL;
+		redisAsyncFree(ac);
+	}
+	if ((ac = r->sub.ac) != NULL) {
+		r->sub.ac = NULL;
+		redisAsyncFree(ac);
+	}
+	while ((op = TAILQ_FIRST(&r->failq)) != NULL) {
+		redis_op_unlist(op);
+		redis_op_answer(op, EVENTLOG_CANCELLED, NULL, NULL, 0, NULL,
+		    0);
+		redis_op_free(op);
+	}
+	RB_FOREACH_SAFE(w, redis_watches, &r->watches, w1)
+		redis_watch_free(r, w);
+	event_free(r->fail_ev);
+	event_free(r->deadline_ev);
+	event_free(r->resync_ev);
+	event_free(r->cmd.timer_ev);
+	event_free(r->sub.timer_ev);
+	log_debug("eventlog=%s: closed", r->name);
+	free(r->name);
+	free(r->host);
+	free(r);
+}
+
+static const struct eventlog_ops redis_ops = {
+	.name = "redis",
+	.free = redis_free,
+	.session_store = redis_session_store,
+	.session_load = redis_session_load,
+	.session_delete = redis_session_delete,
+	.stream_create = redis_stream_create,
+	.append = redis_append,
+	.stream_end = redis_stream_end,
+	.read = redis_read,
+	.watch = redis_watch,
+	.unwatch = redis_unwatch,
+};
+
+static void
+redis_conn_init(struct redis *r, struct redis_conn *c, const char *name)
+{
+	c->r = r;
+	c->name = name;
+	c->state = REDIS_CONN_DOWN;
+	c->backoff_ms = REDIS_BACKOFF_MIN_MS;
+	c->timer_ev = evtimer_new(r->base, redis_conn_timer_cb, c);
+}
+
+/*
+ * Never fails for want of a server: it connects in the background and
+ * keeps trying; until then every operation answers UNAVAILABLE.
+ */
+void *
+eventlog_redis_create(struct event_base *base, const struct conf *conf,
+    const struct eventlog_ops **ops, char **cause)
+{
+	struct redis	*r;
+
+	if (conf->redis_host == NULL || conf->redis_port <= 0) {
+		xasprintf(cause, "the redis event log needs a host and port");
+		return (NULL);
+	}
+	r = xcalloc(1, sizeof *r);
+	r->base = base;
+	r->host = xstrdup(conf->redis_host);
+	r->port = conf->redis_port;
+	r->db = conf->redis_db;
+	r->replicas = conf->commit_replicas;
+	r->maxlen = (size_t)conf->stream_maxlen;
+	r->session_ttl_ms = (uint64_t)conf->session_ttl * 1000;
+	r->open_ttl_ms = r->session_ttl_ms + r->session_ttl_ms / 2;
+	r->stream_ttl_ms = (uint64_t)conf->stream_ttl * 1000;
+	r->max_fields = REDIS_TOMBSTONES + (size_t)conf->session_max_streams;
+	xasprintf(&r->name, "redis://%s:%d/%d", r->host, r->port, r->db);
+	TAILQ_INIT(&r->inflight);
+	TAILQ_INIT(&r->failq);
+	RB_INIT(&r->watches);
+	TAILQ_INIT(&r->resyncq);
+	TAILQ_INIT(&r->dirtyq);
+	r->fail_ev = event_new(base, -1, 0, redis_fail_cb, r);
+	r->deadline_ev = evtimer_new(base, redis_deadline_cb, r);
+	r->resync_ev = event_new(base, -1, 0, redis_resync_cb, r);
+
+	redis_conn_init(r, &r->cmd, "command");
+	r->cmd.setup = redis_cmd_setup;
+	redis_conn_init(r, &r->sub, "subscription");
+	r->sub.connected = redis_sub_connected;
+	r->sub.lost = redis_sub_lost;
+
+	log_info("eventlog=%s: stream_maxlen=%zu stream_ttl=%llus "
+	    "session_ttl=%llus commit replicas:%d", r->name, r->maxlen,
+	    (unsigned long long)conf->stream_ttl,
+	    (unsigned long long)conf->session_ttl, r->replicas);
+	redis_conn_connect(&r->cmd);
+	*ops = &redis_ops;
+	return (r);
+}

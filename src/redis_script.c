@@ -1,0 +1,472 @@
+/*
+ * The Redis layout of the event log and the one Lua script that changes it.
+ *
+ * A session SID owns keys that share the hash tag {SID} (one Cluster slot):
+ *
+ *   mcpd:{SID}:meta	hash: m = the session's meta; k:K = o (open) or e
+ *			(ended) for every stream K the session ever had, so K
+ *			is never created twice and a stream whose key is gone
+ *			reads as expired; t = when open streams last got a new
+ *			lifetime (server clock, ms); c = tombstone scan cursor.
+ *   mcpd:{SID}:s:K	a Redis Stream; entry N has the explicit id K-N (so
+ *			the XADD id is the SSE id) and one field, d.
+ *   mcpd:{SID}:events	pub/sub channel: "K-N" after each commit.
+ *
+ * Lifetimes: the meta hash lives session_ttl past the session's last write;
+ * open streams live longer (the caller passes 1.5 x session_ttl) and are
+ * renewed at least every session_ttl / 2 while the session is written to,
+ * so they outlive their session, and not by much. An ended stream lives
+ * stream_ttl from its end; its k:K field stays, so it then reads as expired.
+ *
+ * The script answers {status} or {status, head, oldest, ended, [seq,
+ * data]...}; the status is the event log's status name. Sequence numbers
+ * travel as decimal strings. Lua numbers are doubles: they are only used to
+ * compare a requested position with a head, where rounding a huge request
+ * cannot change the outcome; ids are compared as strings.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <hiredis/hiredis.h>
+
+#include "eventlog.h"
+#include "redis_script.h"
+#include "xmalloc.h"
+
+static const char redis_script_lua[] =
+"-- mcpd event log (see src/redis_script.c).\n"
+"-- KEYS[1] the session's meta hash, KEYS[2] the stream (stream ops).\n"
+"-- ARGV[1] operation, ARGV[2] session lifetime (ms), ARGV[3] open\n"
+"-- stream lifetime (ms), ARGV[4] stream key prefix, ARGV[5] channel,\n"
+"-- ARGV[6] the stream's field in the meta hash; then per operation.\n"
+"redis.replicate_commands()\n"
+"local meta, stream = KEYS[1], KEYS[2]\n"
+"local op, sttl, ottl = ARGV[1], ARGV[2], ARGV[3]\n"
+"local prefix, channel, field = ARGV[4], ARGV[5], ARGV[6]\n"
+"\n"
+"local function seq(id)\n"
+"	return string.match(id, '%-(%d+)$')\n"
+"end\n"
+"\n"
+"local function isstream(f)\n"
+"	return string.sub(f, 1, 2) == 'k:'\n"
+"end\n"
+"\n"
+"local function key(f)\n"
+"	return prefix .. string.sub(f, 3)\n"
+"end\n"
+"\n"
+"-- The session lives sttl past this write; open streams get ottl,\n"
+"-- renewed when the last renewal is sttl / 2 old.\n"
+"local function touch()\n"
+"	redis.call('PEXPIRE', meta, sttl)\n"
+"	local t = redis.call('TIME')\n"
+"	local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+"	local last = tonumber(redis.call('HGET', meta, 't') or '0')\n"
+"	if now >= last and now - last < tonumber(sttl) / 2 then\n"
+"		return\n"
+"	end\n"
+"	redis.call('HSET', meta, 't', string.format('%d', now))\n"
+"	local all = redis.call('HGETALL', meta)\n"
+"	for i = 1, #all, 2 do\n"
+"		if isstream(all[i]) and all[i + 1] == 'o' then\n"
+"			redis.call('PEXPIRE', key(all[i]), ottl)\n"
+"		end\n"
+"	end\n"
+"end\n"
+"\n"
+"-- Past max fields, forgets a few streams whose keys are gone (a\n"
+"-- forgotten stream reads as not found, as past the memory backend's\n"
+"-- tombstone ring).\n"
+"local function prune(max)\n"
+"	if redis.call('HLEN', meta) <= max then\n"
+"		return\n"
+"	end\n"
+"	local cursor = redis.call('HGET', meta, 'c') or '0'\n"
+"	local res = redis.call('HSCAN', meta, cursor, 'COUNT', 64)\n"
+"	redis.call('HSET', meta, 'c', res[1])\n"
+"	local f = res[2]\n"
+"	for i = 1, #f, 2 do\n"
+"		if isstream(f[i]) and redis.call('EXISTS', key(f[i])) == 0 then\n"
+"			redis.call('HDEL', meta, f[i])\n"
+"		end\n"
+"	end\n"
+"end\n"
+"\n"
+"-- An error status, or the stream's state, last id, head and oldest.\n"
+"local function lookup()\n"
+"	if redis.call('HEXISTS', meta, 'm') == 0 then\n"
+"		return 'not-found'\n"
+"	end\n"
+"	local state = redis.call('HGET', meta, field)\n"
+"	if not state then\n"
+"		return 'not-found'\n"
+"	end\n"
+"	local last = redis.call('XREVRANGE', stream, '+', '-', 'COUNT', 1)[1]\n"
+"	if not last then\n"
+"		return 'expired'\n"
+"	end\n"
+"	local first = redis.call('XRANGE', stream, '-', '+', 'COUNT', 1)[1]\n"
+"	return nil, state, last[1], seq(last[1]), seq(first[1])\n"
+"end\n"
+"\n"
+"local function finish(ttl)\n"
+"	redis.call('HSET', meta, field, 'e')\n"
+"	redis.call('PEXPIRE', stream, ttl)\n"
+"end\n"
+"\n"
+"if op == 'store' then\n"
+"	-- ARGV[7] the session's meta\n"
+"	redis.call('HSET', meta, 'm', ARGV[7])\n"
+"	touch()\n"
+"	return {'ok'}\n"
+"end\n"
+"\n"
+"if op == 'delete' then\n"
+"	if redis.call('HEXISTS', meta, 'm') == 0 then\n"
+"		return {'not-found'}\n"
+"	end\n"
+"	local fields = redis.call('HKEYS', meta)\n"
+"	for i = 1, #fields do\n"
+"		if isstream(fields[i]) then\n"
+"			redis.call('UNLINK', key(fields[i]))\n"
+"		end\n"
+"	end\n"
+"	redis.call('UNLINK', meta)\n"
+"	return {'ok'}\n"
+"end\n"
+"\n"
+"if op == 'create' then\n"
+"	-- ARGV[7] id K-0, ARGV[8] stream_maxlen, ARGV[9] fields before\n"
+"	-- pruning\n"
+"	if redis.call('HEXISTS', meta, 'm') == 0 then\n"
+"		return {'not-found'}\n"
+"	end\n"
+"	if redis.call('HEXISTS', meta, field) == 1 or\n"
+"	    redis.call('EXISTS', stream) == 1 then\n"
+"		return {'conflict'}\n"
+"	end\n"
+"	prune(tonumber(ARGV[9]))\n"
+"	redis.call('HSET', meta, field, 'o')\n"
+"	redis.call('XADD', stream, 'MAXLEN', ARGV[8], ARGV[7], 'd', '')\n"
+"	redis.call('PEXPIRE', stream, ottl)\n"
+"	touch()\n"
+"	redis.call('PUBLISH', channel, ARGV[7])\n"
+"	return {'ok', '0', '0', 0}\n"
+"end\n"
+"\n"
+"if op == 'append' then\n"
+"	-- ARGV[7] id K-N, ARGV[8] the id the stream must end with now\n"
+"	-- (K-(N-1)), ARGV[9] N, ARGV[10] data, ARGV[11] final (0/1),\n"
+"	-- ARGV[12] stream_maxlen, ARGV[13] stream_ttl (ms)\n"
+"	local err, state, last, head, oldest = lookup()\n"
+"	if err then\n"
+"		return {err}\n"
+"	end\n"
+"	if state == 'e' then\n"
+"		return {'ended', head, oldest, 1}\n"
+"	end\n"
+"	if last ~= ARGV[8] then\n"
+"		return {'conflict', head, oldest, 0}\n"
+"	end\n"
+"	redis.call('XADD', stream, 'MAXLEN', ARGV[12], ARGV[7], 'd',\n"
+"	    ARGV[10])\n"
+"	local ended = 0\n"
+"	if ARGV[11] == '1' then\n"
+"		finish(ARGV[13])\n"
+"		ended = 1\n"
+"	end\n"
+"	touch()\n"
+"	redis.call('PUBLISH', channel, ARGV[7])\n"
+"	local first = redis.call('XRANGE', stream, '-', '+', 'COUNT', 1)[1]\n"
+"	return {'ok', ARGV[9], seq(first[1]), ended}\n"
+"end\n"
+"\n"
+"if op == 'end' then\n"
+"	-- ARGV[7] stream_ttl (ms)\n"
+"	local err, state, last, head, oldest = lookup()\n"
+"	if err then\n"
+"		return {err}\n"
+"	end\n"
+"	if state ~= 'e' then\n"
+"		finish(ARGV[7])\n"
+"		touch()\n"
+"		redis.call('PUBLISH', channel, last)\n"
+"	end\n"
+"	return {'ok', head, oldest, 1}\n"
+"end\n"
+"\n"
+"if op == 'read' then\n"
+"	-- ARGV[7] from, ARGV[8] id K-from, ARGV[9] max entries\n"
+"	local err, state, last, head, oldest = lookup()\n"
+"	if err then\n"
+"		return {err}\n"
+"	end\n"
+"	local r = {'ok', head, oldest, state == 'e' and 1 or 0}\n"
+"	local from = tonumber(ARGV[7])\n"
+"	if from > tonumber(head) + 1 then\n"
+"		r[1] = 'ahead'\n"
+"	elseif from < tonumber(oldest) then\n"
+"		r[1] = 'trimmed'\n"
+"	elseif tonumber(ARGV[9]) > 0 then\n"
+"		local e = redis.call('XRANGE', stream, ARGV[8], '+', 'COUNT',\n"
+"		    ARGV[9])\n"
+"		for i = 1, #e do\n"
+"			r[#r + 1] = seq(e[i][1])\n"
+"			r[#r + 1] = e[i][2][2]\n"
+"		end\n"
+"	end\n"
+"	return r\n"
+"end\n"
+"\n"
+"return redis.error_reply('ERR mcpd: unknown operation ' .. tostring(op))\n";
+
+const char *
+redis_script_source(void)
+{
+	return (redis_script_lua);
+}
+
+char *
+redis_script_meta_key(const char *sid)
+{
+	char	*s;
+
+	xasprintf(&s, "mcpd:{%s}:meta", sid);
+	return (s);
+}
+
+char *
+redis_script_stream_key(const char *sid, uint64_t k)
+{
+	char	*s;
+
+	xasprintf(&s, "mcpd:{%s}:s:%llu", sid, (unsigned long long)k);
+	return (s);
+}
+
+char *
+redis_script_stream_prefix(const char *sid)
+{
+	char	*s;
+
+	xasprintf(&s, "mcpd:{%s}:s:", sid);
+	return (s);
+}
+
+char *
+redis_script_channel(const char *sid)
+{
+	char	*s;
+
+	xasprintf(&s, "mcpd:{%s}:events", sid);
+	return (s);
+}
+
+int
+redis_script_parse_seq(const char *s, size_t len, uint64_t *out)
+{
+	uint64_t	v = 0;
+	size_t		i;
+
+	if (len == 0 || len > 20 || (len > 1 && s[0] == '0'))
+		return (-1);
+	for (i = 0; i < len; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return (-1);
+		if (v > (UINT64_MAX - (uint64_t)(s[i] - '0')) / 10)
+			return (-1);
+		v = v * 10 + (uint64_t)(s[i] - '0');
+	}
+	*out = v;
+	return (0);
+}
+
+int
+redis_script_parse_id(const char *s, size_t len, uint64_t *k, uint64_t *seq)
+{
+	const char	*dash;
+
+	if ((dash = memchr(s, '-', len)) == NULL)
+		return (-1);
+	if (redis_script_parse_seq(s, (size_t)(dash - s), k) != 0)
+		return (-1);
+	return (redis_script_parse_seq(dash + 1, len - (size_t)(dash - s) - 1,
+	    seq));
+}
+
+static int
+redis_script_status(const struct redisReply *reply,
+    enum eventlog_status *status)
+{
+	int	i;
+
+	if (reply->type != REDIS_REPLY_STRING &&
+	    reply->type != REDIS_REPLY_STATUS)
+		return (-1);
+	for (i = 0; i < EVENTLOG_STATUS_MAX; i++) {
+		if (strlen(eventlog_status_name(i)) == reply->len &&
+		    memcmp(eventlog_status_name(i), reply->str,
+		    reply->len) == 0) {
+			*status = i;
+			return (0);
+		}
+	}
+	return (-1);
+}
+
+static int
+redis_script_number(const struct redisReply *reply, uint64_t *v)
+{
+	if (reply->type != REDIS_REPLY_STRING)
+		return (-1);
+	return (redis_script_parse_seq(reply->str, reply->len, v));
+}
+
+/* The statuses the script may answer, and whether they carry the info. */
+static int
+redis_script_status_ok(enum eventlog_status status, int has_info)
+{
+	switch (status) {
+	case EVENTLOG_OK:
+	case EVENTLOG_CONFLICT:
+		return (1);
+	case EVENTLOG_NOT_FOUND:
+	case EVENTLOG_EXPIRED:
+		return (!has_info);
+	case EVENTLOG_TRIMMED:
+	case EVENTLOG_AHEAD:
+	case EVENTLOG_ENDED:
+		return (has_info);
+	default:
+		return (0);
+	}
+}
+
+int
+redis_script_result(const struct redisReply *reply,
+    struct redis_script_result *res, char **cause)
+{
+	const struct redisReply	*e;
+	size_t			 i, n;
+
+	memset(res, 0, sizeof *res);
+	if (reply->type == REDIS_REPLY_ERROR) {
+		xasprintf(cause, "%.*s", (int)reply->len, reply->str);
+		return (-1);
+	}
+	if (reply->type != REDIS_REPLY_ARRAY || reply->elements == 0 ||
+	    (reply->elements != 1 && reply->elements < 4) ||
+	    (reply->elements > 4 && (reply->elements - 4) % 2 != 0))
+		goto bad;
+	if (redis_script_status(reply->element[0], &res->status) != 0)
+		goto bad;
+	if (reply->elements >= 4) {
+		res->has_info = 1;
+		if (redis_script_number(reply->element[1],
+		    &res->info.head) != 0 ||
+		    redis_script_number(reply->element[2],
+		    &res->info.oldest) != 0)
+			goto bad;
+		e = reply->element[3];
+		if (e->type != REDIS_REPLY_INTEGER ||
+		    (e->integer != 0 && e->integer != 1))
+			goto bad;
+		res->info.ended = (int)e->integer;
+	}
+	if (!redis_script_status_ok(res->status, res->has_info))
+		goto bad;
+	if (reply->elements <= 4)
+		return (0);
+	if (res->status != EVENTLOG_OK)
+		goto bad;
+
+	n = (reply->elements - 4) / 2;
+	res->entries = xcalloc(n, sizeof *res->entries);
+	for (i = 0; i < n; i++) {
+		if (redis_script_number(reply->element[4 + 2 * i],
+		    &res->entries[i].seq) != 0)
+			goto bad;
+		e = reply->element[5 + 2 * i];
+		if (e->type != REDIS_REPLY_STRING)
+			goto bad;
+		res->entries[i].data = e->str;
+		res->entries[i].len = e->len;
+	}
+	res->nentries = n;
+	return (0);
+
+bad:
+	redis_script_result_clear(res);
+	xasprintf(cause, "unexpected answer from the event-log script");
+	return (-1);
+}
+
+void
+redis_script_result_clear(struct redis_script_result *res)
+{
+	free(res->entries);
+	memset(res, 0, sizeof *res);
+}
+
+int
+redis_script_noscript(const struct redisReply *reply)
+{
+	return (reply->type == REDIS_REPLY_ERROR && reply->len >= 8 &&
+	    strncmp(reply->str, "NOSCRIPT", 8) == 0);
+}
+
+const char *
+redis_script_config_value(const struct redisReply *reply, const char *name)
+{
+	const struct redisReply	*n, *v;
+	size_t			 i;
+
+	if (reply->type != REDIS_REPLY_ARRAY)
+		return (NULL);
+	for (i = 0; i + 1 < reply->elements; i += 2) {
+		n = reply->element[i];
+		v = reply->element[i + 1];
+		if (n->type == REDIS_REPLY_STRING &&
+		    v->type == REDIS_REPLY_STRING && strcmp(n->str, name) == 0)
+			return (v->str);
+	}
+	return (NULL);
+}
+
+static int
+redis_script_is(const struct redisReply *reply, const char *word)
+{
+	return (reply->type == REDIS_REPLY_STRING &&
+	    reply->len == strlen(word) && strcasecmp(reply->str, word) == 0);
+}
+
+int
+redis_script_pubsub(const struct redisReply *reply, struct redis_pubsub *ps)
+{
+	const struct redisReply	*kind, *channel, *payload;
+
+	memset(ps, 0, sizeof *ps);
+	if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 3)
+		return (-1);
+	kind = reply->element[0];
+	channel = reply->element[1];
+	payload = reply->element[2];
+	if (channel->type != REDIS_REPLY_STRING)
+		return (-1);
+	ps->channel = channel->str;
+	ps->channellen = channel->len;
+	if (redis_script_is(kind, "subscribe"))
+		ps->kind = REDIS_PUBSUB_SUBSCRIBE;
+	else if (redis_script_is(kind, "unsubscribe"))
+		ps->kind = REDIS_PUBSUB_UNSUBSCRIBE;
+	else if (redis_script_is(kind, "message")) {
+		ps->kind = REDIS_PUBSUB_MESSAGE;
+		if (payload->type != REDIS_REPLY_STRING ||
+		    redis_script_parse_id(payload->str, payload->len, &ps->k,
+		    &ps->seq) != 0 || ps->k == 0)
+			return (-1);
+	} else
+		ps->kind = REDIS_PUBSUB_OTHER;
+	return (0);
+}

@@ -1,0 +1,2177 @@
+/*
+ * The redis event log against a real redis-server: the memory backend's
+ * behavioural cases (test_eventlog.c) on the redis backend, then what only
+ * Redis has: the key layout, pipelining, NOSCRIPT, WAIT for replicas, reply
+ * timeouts, a server killed and restarted, a server down at start, the
+ * maxmemory-policy warning, and watches across two instances.
+ *
+ * MCPD_TEST_REDIS_URL=redis://HOST:PORT names a server to use; without it
+ * the test starts its own (redis-server on a free port, no persistence, in
+ * a temporary directory) and stops it at the end. Tests that kill or pause
+ * the server only run against a server of their own.
+ */
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include <netinet/in.h>
+
+#include <arpa/inet.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <hiredis/hiredis.h>
+
+#include "unit.h"
+
+#include "clock.h"
+#include "conf.h"
+#include "eventlog.h"
+#include "random.h"
+
+#define K		42
+#define MAX_ENTRIES	256
+#define WAIT_MS		10000	/* longest a callback may take */
+#define REDIS_SERVER	"/usr/bin/redis-server"
+
+/* The server: ours (own_server) or the one MCPD_TEST_REDIS_URL names. */
+static char	 server_host[256] = "127.0.0.1";
+static int	 server_port;
+static int	 server_db;
+static int	 own_server;
+static pid_t	 server_pid = -1;
+static char	 server_dir[] = "/tmp/mcpd-test-redis.XXXXXX";
+
+static struct event_base	*base;
+static struct conf		*conf;
+static struct eventlog		*el;
+static struct event		*tick_ev;
+static char			 SID[33];
+static char			 OTHER_SID[33];
+
+/* What one callback reported; entries are copied out of the callback. */
+struct res {
+	int			 calls;
+	enum eventlog_status	 status;
+	int			 has_info;
+	struct eventlog_info	 info;
+	size_t			 n;
+	uint64_t		 seq[MAX_ENTRIES];
+	char			*data[MAX_ENTRIES];
+	size_t			 len[MAX_ENTRIES];
+	char			*meta;
+	size_t			 metalen;
+	int			*order;		/* shared call counter */
+	int			 rank;		/* value of *order when called */
+};
+
+/* Server management. */
+
+/* A port nothing listens on (now); also used outside tests: no ck_assert. */
+static int
+free_port(void)
+{
+	struct sockaddr_in	sin;
+	socklen_t		len = sizeof sin;
+	int			fd, port = -1;
+
+	if ((fd = socket(AF_INET, SOCK_STREAM, 0)) < 0)
+		return (-1);
+	memset(&sin, 0, sizeof sin);
+	sin.sin_family = AF_INET;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (bind(fd, (struct sockaddr *)&sin, sizeof sin) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&sin, &len) == 0)
+		port = ntohs(sin.sin_port);
+	close(fd);
+	return (port);
+}
+
+/* A synchronous connection for looking behind the backend's back. */
+static redisContext *
+sync_connect(int port)
+{
+	struct timeval	 tv = { 1, 0 };
+	redisContext	*c;
+
+	c = redisConnectWithTimeout(server_host, port, tv);
+	if (c == NULL)
+		return (NULL);
+	if (c->err) {
+		redisFree(c);
+		return (NULL);
+	}
+	if (server_db != 0)
+		freeReplyObject(redisCommand(c, "SELECT %d", server_db));
+	return (c);
+}
+
+static int
+server_ping(int port)
+{
+	redisContext	*c = sync_connect(port);
+	redisReply	*reply;
+	int		 ok;
+
+	if (c == NULL)
+		return (0);
+	reply = redisCommand(c, "PING");
+	ok = reply != NULL && reply->type == REDIS_REPLY_STATUS;
+	freeReplyObject(reply);
+	redisFree(c);
+	return (ok);
+}
+
+/* Starts redis-server on port, dying with its parent; waits until it is up. */
+static pid_t
+server_start(int port)
+{
+	char	 portbuf[16], logfile[512];
+	pid_t	 pid;
+	int	 i;
+
+	snprintf(portbuf, sizeof portbuf, "%d", port);
+	snprintf(logfile, sizeof logfile, "%s/redis-%d.log", server_dir, port);
+	if ((pid = fork()) < 0)
+		return (-1);
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		execl(REDIS_SERVER, "redis-server", "--port", portbuf,
+		    "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		    "--dir", server_dir, "--logfile", logfile,
+		    "--maxmemory-policy", "noeviction", (char *)NULL);
+		_exit(127);
+	}
+	for (i = 0; i < 500; i++) {
+		if (server_ping(port))
+			return (pid);
+		usleep(10000);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	return (-1);
+}
+
+static void
+server_stop(pid_t pid)
+{
+	if (pid <= 0)
+		return;
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+/* Runs one command on the test server (or another port); returns reply. */
+static redisReply *
+sync_command_port(int port, const char *fmt, ...)
+{
+	redisContext	*c = sync_connect(port);
+	redisReply	*reply;
+	va_list		 ap;
+
+	ck_assert_msg(c != NULL, "cannot connect to port %d", port);
+	va_start(ap, fmt);
+	reply = redisvCommand(c, fmt, ap);
+	va_end(ap);
+	ck_assert_ptr_nonnull(reply);
+	redisFree(c);
+	return (reply);
+}
+
+#define sync_command(...) sync_command_port(server_port, __VA_ARGS__)
+
+static long long
+sync_integer(redisReply *reply)
+{
+	long long	v;
+
+	ck_assert_msg(reply->type == REDIS_REPLY_INTEGER, "reply type %d",
+	    reply->type);
+	v = reply->integer;
+	freeReplyObject(reply);
+	return (v);
+}
+
+/* Callbacks and the loop. */
+
+static void
+res_clear(struct res *r)
+{
+	size_t	i;
+
+	for (i = 0; i < r->n; i++)
+		free(r->data[i]);
+	free(r->meta);
+	memset(r, 0, sizeof *r);
+}
+
+static void
+res_called(struct res *r, enum eventlog_status status,
+    const struct eventlog_info *info)
+{
+	r->calls++;
+	r->status = status;
+	if (info != NULL) {
+		r->has_info = 1;
+		r->info = *info;
+	}
+	if (r->order != NULL)
+		r->rank = ++*r->order;
+}
+
+static char *
+copy(const char *data, size_t len)
+{
+	char	*p = malloc(len + 1);
+
+	ck_assert_ptr_nonnull(p);
+	if (len > 0)
+		memcpy(p, data, len);
+	p[len] = '\0';
+	return (p);
+}
+
+static void
+done_cb(enum eventlog_status status, void *arg)
+{
+	res_called(arg, status, NULL);
+}
+
+static void
+append_cb(enum eventlog_status status, const struct eventlog_info *info,
+    void *arg)
+{
+	res_called(arg, status, info);
+}
+
+static void
+read_cb(enum eventlog_status status, const struct eventlog_entry *entries,
+    size_t n, const struct eventlog_info *info, void *arg)
+{
+	struct res	*r = arg;
+	size_t		 i;
+
+	res_called(r, status, info);
+	ck_assert_uint_le(n, MAX_ENTRIES);
+	for (i = 0; i < r->n; i++)
+		free(r->data[i]);
+	r->n = n;
+	for (i = 0; i < n; i++) {
+		r->seq[i] = entries[i].seq;
+		r->len[i] = entries[i].len;
+		r->data[i] = copy(entries[i].data, entries[i].len);
+	}
+}
+
+static void
+load_cb(enum eventlog_status status, const char *meta, size_t len, void *arg)
+{
+	struct res	*r = arg;
+
+	res_called(r, status, NULL);
+	free(r->meta);
+	r->meta = meta != NULL ? copy(meta, len) : NULL;
+	r->metalen = len;
+}
+
+static void
+tick_cb(evutil_socket_t fd, short events, void *arg)
+{
+}
+
+/* One loop turn that never blocks longer than the tick. */
+static void
+turn(void)
+{
+	event_base_loop(base, EVLOOP_ONCE);
+}
+
+/* Runs the loop until *calls is non-zero or ms pass; returns elapsed ms. */
+static uint64_t
+run_until(int *calls, int ms)
+{
+	uint64_t	start = clock_now_ms();
+
+	while ((calls == NULL || *calls == 0) &&
+	    clock_now_ms() - start < (uint64_t)ms)
+		turn();
+	return (clock_now_ms() - start);
+}
+
+static void
+run_for(int ms)
+{
+	run_until(NULL, ms);
+}
+
+/* Runs the loop until r has been called, then checks it was called once. */
+static void
+wait_for(struct res *r)
+{
+	run_until(&r->calls, WAIT_MS);
+	ck_assert_msg(r->calls == 1, "callback ran %d times", r->calls);
+}
+
+/* Runs a few more turns: nothing may call back again. */
+static void
+spin(void)
+{
+	run_for(50);
+}
+
+static void
+expect_status(enum eventlog_status got, enum eventlog_status want)
+{
+	ck_assert_msg(got == want, "status %s, want %s",
+	    eventlog_status_name(got), eventlog_status_name(want));
+}
+
+/* The operations, each waited for. */
+
+static enum eventlog_status
+store(const char *sid, const char *meta, size_t len)
+{
+	struct res		r;
+	enum eventlog_status	status;
+
+	memset(&r, 0, sizeof r);
+	eventlog_session_store(el, sid, meta, len, done_cb, &r);
+	ck_assert_int_eq(r.calls, 0);
+	wait_for(&r);
+	status = r.status;
+	res_clear(&r);
+	return (status);
+}
+
+static void
+load(const char *sid, struct res *r)
+{
+	memset(r, 0, sizeof *r);
+	eventlog_session_load(el, sid, load_cb, r);
+	ck_assert_int_eq(r->calls, 0);
+	wait_for(r);
+}
+
+static enum eventlog_status
+delete(const char *sid)
+{
+	struct res		r;
+	enum eventlog_status	status;
+
+	memset(&r, 0, sizeof r);
+	eventlog_session_delete(el, sid, done_cb, &r);
+	ck_assert_int_eq(r.calls, 0);
+	wait_for(&r);
+	status = r.status;
+	res_clear(&r);
+	return (status);
+}
+
+static enum eventlog_status
+create(const char *sid, uint64_t k, struct eventlog_info *info)
+{
+	struct res		r;
+	enum eventlog_status	status;
+
+	memset(&r, 0, sizeof r);
+	eventlog_stream_create(el, sid, k, append_cb, &r);
+	ck_assert_int_eq(r.calls, 0);
+	wait_for(&r);
+	if (info != NULL) {
+		ck_assert(r.has_info || r.status != EVENTLOG_OK);
+		*info = r.info;
+	}
+	if (r.status != EVENTLOG_OK)
+		ck_assert(!r.has_info);
+	status = r.status;
+	res_clear(&r);
+	return (status);
+}
+
+static enum eventlog_status
+append(const char *sid, uint64_t k, uint64_t seq, const char *data,
+    int flags, struct eventlog_info *info, int *has_info)
+{
+	struct res		r;
+	enum eventlog_status	status;
+
+	memset(&r, 0, sizeof r);
+	eventlog_append(el, sid, k, seq, data, strlen(data), flags, append_cb,
+	    &r);
+	ck_assert_int_eq(r.calls, 0);
+	wait_for(&r);
+	if (info != NULL)
+		*info = r.info;
+	if (has_info != NULL)
+		*has_info = r.has_info;
+	status = r.status;
+	res_clear(&r);
+	return (status);
+}
+
+static enum eventlog_status
+end(const char *sid, uint64_t k, struct eventlog_info *info)
+{
+	struct res		r;
+	enum eventlog_status	status;
+
+	memset(&r, 0, sizeof r);
+	eventlog_stream_end(el, sid, k, append_cb, &r);
+	ck_assert_int_eq(r.calls, 0);
+	wait_for(&r);
+	if (info != NULL)
+		*info = r.info;
+	status = r.status;
+	res_clear(&r);
+	return (status);
+}
+
+/* Reads into r (which the caller clears). */
+static enum eventlog_status
+readr(const char *sid, uint64_t k, uint64_t from, size_t max, struct res *r)
+{
+	memset(r, 0, sizeof *r);
+	eventlog_read(el, sid, k, from, max, read_cb, r);
+	ck_assert_int_eq(r->calls, 0);
+	wait_for(r);
+	return (r->status);
+}
+
+/* The text appended as entry seq by fill(). */
+static void
+entry_text(char *buf, size_t len, uint64_t seq)
+{
+	snprintf(buf, len, "{\"n\":%llu}", (unsigned long long)seq);
+}
+
+/* Creates stream k of SID and appends entries 1..n. */
+static void
+fill(uint64_t k, uint64_t n)
+{
+	char		buf[64];
+	uint64_t	seq;
+
+	expect_status(create(SID, k, NULL), EVENTLOG_OK);
+	for (seq = 1; seq <= n; seq++) {
+		entry_text(buf, sizeof buf, seq);
+		expect_status(append(SID, k, seq, buf, 0, NULL, NULL),
+		    EVENTLOG_OK);
+	}
+}
+
+/* Checks r holds entries from..from+count-1 as fill() wrote them. */
+static void
+expect_entries(const struct res *r, uint64_t from, size_t count)
+{
+	char	buf[64];
+	size_t	i;
+
+	ck_assert_uint_eq(r->n, count);
+	for (i = 0; i < count; i++) {
+		ck_assert_uint_eq(r->seq[i], from + i);
+		if (from + i == 0) {
+			ck_assert_uint_eq(r->len[i], 0);
+			continue;
+		}
+		entry_text(buf, sizeof buf, from + i);
+		ck_assert_uint_eq(r->len[i], strlen(buf));
+		ck_assert_str_eq(r->data[i], buf);
+	}
+}
+
+/* Waits until el answers something other than UNAVAILABLE. */
+static int
+wait_ready(struct eventlog *log, int ms)
+{
+	uint64_t		start = clock_now_ms();
+	struct res		r;
+	enum eventlog_status	status;
+
+	for (;;) {
+		memset(&r, 0, sizeof r);
+		eventlog_session_load(log, "ready-probe", load_cb, &r);
+		run_until(&r.calls, WAIT_MS);
+		ck_assert_int_eq(r.calls, 1);
+		status = r.status;
+		res_clear(&r);
+		if (status != EVENTLOG_UNAVAILABLE)
+			return (1);
+		if (clock_now_ms() - start > (uint64_t)ms)
+			return (0);
+		run_for(20);
+	}
+}
+
+static struct eventlog *
+open_on(int port, int replicas)
+{
+	struct eventlog	*log;
+	struct conf	*c = conf;
+	char		*cause = NULL;
+
+	c->redis_port = port;
+	c->commit_replicas = replicas;
+	log = eventlog_create(base, c, &cause);
+	ck_assert_msg(log != NULL, "eventlog_create: %s", cause);
+	return (log);
+}
+
+static void
+open_log(long long maxlen, long long ttl)
+{
+	conf->stream_maxlen = maxlen;
+	conf->stream_ttl = ttl;
+	el = open_on(server_port, 0);
+	ck_assert_msg(wait_ready(el, 5000), "redis backend never ready");
+}
+
+static void
+setup(void)
+{
+	struct timeval	tv = { 0, 50000 };
+
+	base = event_base_new();
+	ck_assert_ptr_nonnull(base);
+	tick_ev = event_new(base, -1, EV_PERSIST, tick_cb, NULL);
+	event_add(tick_ev, &tv);
+	conf = conf_default();
+	conf->eventlog = CONF_EVENTLOG_REDIS;
+	free(conf->redis_host);
+	conf->redis_host = strdup(server_host);
+	conf->redis_db = server_db;
+	random_hex(SID, sizeof SID);
+	random_hex(OTHER_SID, sizeof OTHER_SID);
+	open_log(1000, 300);
+}
+
+static void
+teardown(void)
+{
+	eventlog_free(el);
+	el = NULL;
+	event_free(tick_ev);
+	event_base_free(base);
+	base = NULL;
+	conf_free(conf);
+	conf = NULL;
+}
+
+static void
+reopen(long long maxlen, long long ttl)
+{
+	eventlog_free(el);
+	open_log(maxlen, ttl);
+}
+
+/* Captures what the log writes to stderr between start and stop. */
+static int	capture_saved = -1;
+static char	capture_path[64];
+
+static void
+capture_start(void)
+{
+	int	fd;
+
+	snprintf(capture_path, sizeof capture_path,
+	    "/tmp/mcpd-test-log.XXXXXX");
+	fd = mkstemp(capture_path);
+	ck_assert_int_ge(fd, 0);
+	fflush(stderr);
+	capture_saved = dup(2);
+	dup2(fd, 2);
+	close(fd);
+}
+
+/* Returns what was captured (allocated). */
+static char *
+capture_stop(void)
+{
+	FILE	*f;
+	char	*buf;
+	long	 len;
+
+	fflush(stderr);
+	dup2(capture_saved, 2);
+	close(capture_saved);
+	f = fopen(capture_path, "r");
+	ck_assert_ptr_nonnull(f);
+	fseek(f, 0, SEEK_END);
+	len = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	buf = malloc((size_t)len + 1);
+	ck_assert_ptr_nonnull(buf);
+	buf[fread(buf, 1, (size_t)len, f)] = '\0';
+	fclose(f);
+	unlink(capture_path);
+	fputs(buf, stderr);	/* still shown */
+	return (buf);
+}
+
+static int
+count_lines(const char *text, const char *needle)
+{
+	int		 n = 0;
+	const char	*p = text;
+
+	while ((p = strstr(p, needle)) != NULL) {
+		n++;
+		p += strlen(needle);
+	}
+	return (n);
+}
+
+/* The memory backend's cases. */
+
+START_TEST(test_never_inline)
+{
+	struct res	r[7];
+	int		i;
+
+	memset(r, 0, sizeof r);
+	eventlog_session_store(el, SID, "{}", 2, done_cb, &r[0]);
+	eventlog_session_load(el, SID, load_cb, &r[1]);
+	eventlog_stream_create(el, SID, K, append_cb, &r[2]);
+	eventlog_append(el, SID, K, 1, "x", 1, 0, append_cb, &r[3]);
+	eventlog_read(el, SID, K, 0, 10, read_cb, &r[4]);
+	eventlog_stream_end(el, SID, K, append_cb, &r[5]);
+	eventlog_session_delete(el, SID, done_cb, &r[6]);
+	for (i = 0; i < 7; i++)
+		ck_assert_int_eq(r[i].calls, 0);
+	for (i = 0; i < 7; i++)
+		wait_for(&r[i]);
+	spin();
+	for (i = 0; i < 7; i++) {
+		ck_assert_int_eq(r[i].calls, 1);
+		expect_status(r[i].status, EVENTLOG_OK);
+	}
+	ck_assert_str_eq(r[1].meta, "{}");
+	ck_assert_uint_eq(r[4].n, 2);
+	ck_assert_uint_eq(r[4].seq[0], 0);
+	ck_assert_uint_eq(r[4].seq[1], 1);
+	ck_assert_str_eq(r[4].data[1], "x");
+	for (i = 0; i < 7; i++)
+		res_clear(&r[i]);
+}
+END_TEST
+
+START_TEST(test_order)
+{
+	struct res	r[6];
+	int		order = 0, i;
+
+	memset(r, 0, sizeof r);
+	for (i = 0; i < 6; i++)
+		r[i].order = &order;
+	eventlog_session_store(el, SID, "m", 1, done_cb, &r[0]);
+	eventlog_stream_create(el, SID, K, append_cb, &r[1]);
+	eventlog_append(el, SID, K, 1, "a", 1, 0, append_cb, &r[2]);
+	eventlog_append(el, SID, K, 2, "b", 1, 0, append_cb, &r[3]);
+	eventlog_append(el, SID, K, 3, "c", 1, EVENTLOG_FINAL, append_cb,
+	    &r[4]);
+	eventlog_read(el, SID, K, 1, 10, read_cb, &r[5]);
+	for (i = 0; i < 6; i++)
+		wait_for(&r[i]);
+	for (i = 0; i < 6; i++) {
+		expect_status(r[i].status, EVENTLOG_OK);
+		ck_assert_int_eq(r[i].rank, i + 1);
+	}
+	ck_assert_uint_eq(r[4].info.head, 3);
+	ck_assert_int_eq(r[4].info.ended, 1);
+	ck_assert_uint_eq(r[5].n, 3);
+	ck_assert_str_eq(r[5].data[0], "a");
+	ck_assert_str_eq(r[5].data[1], "b");
+	ck_assert_str_eq(r[5].data[2], "c");
+	for (i = 0; i < 6; i++)
+		res_clear(&r[i]);
+}
+END_TEST
+
+static struct res	nested_inner;
+static int		nested_inner_calls_seen;
+
+static void
+nested_outer_cb(enum eventlog_status status, void *arg)
+{
+	res_called(arg, status, NULL);
+	eventlog_session_load(el, SID, load_cb, &nested_inner);
+	nested_inner_calls_seen = nested_inner.calls;
+}
+
+START_TEST(test_nested)
+{
+	struct res	outer;
+
+	memset(&outer, 0, sizeof outer);
+	memset(&nested_inner, 0, sizeof nested_inner);
+	nested_inner_calls_seen = -1;
+	eventlog_session_store(el, SID, "meta", 4, nested_outer_cb, &outer);
+	wait_for(&outer);
+	ck_assert_int_eq(nested_inner_calls_seen, 0);
+	wait_for(&nested_inner);
+	expect_status(nested_inner.status, EVENTLOG_OK);
+	ck_assert_str_eq(nested_inner.meta, "meta");
+	res_clear(&outer);
+	res_clear(&nested_inner);
+}
+END_TEST
+
+START_TEST(test_session)
+{
+	struct res	r;
+
+	load(SID, &r);
+	expect_status(r.status, EVENTLOG_NOT_FOUND);
+	ck_assert_ptr_null(r.meta);
+	res_clear(&r);
+
+	expect_status(store(SID, "{\"v\":1}", 7), EVENTLOG_OK);
+	load(SID, &r);
+	expect_status(r.status, EVENTLOG_OK);
+	ck_assert_uint_eq(r.metalen, 7);
+	ck_assert_str_eq(r.meta, "{\"v\":1}");
+	res_clear(&r);
+
+	expect_status(store(SID, "{\"v\":2}trailing", 7), EVENTLOG_OK);
+	load(SID, &r);
+	expect_status(r.status, EVENTLOG_OK);
+	ck_assert_uint_eq(r.metalen, 7);
+	ck_assert_str_eq(r.meta, "{\"v\":2}");
+	res_clear(&r);
+
+	expect_status(store(SID, "a\0b", 3), EVENTLOG_OK);
+	load(SID, &r);
+	ck_assert_uint_eq(r.metalen, 3);
+	ck_assert_int_eq(memcmp(r.meta, "a\0b", 3), 0);
+	res_clear(&r);
+
+	load(OTHER_SID, &r);
+	expect_status(r.status, EVENTLOG_NOT_FOUND);
+	res_clear(&r);
+	expect_status(store(OTHER_SID, "o", 1), EVENTLOG_OK);
+
+	expect_status(delete(SID), EVENTLOG_OK);
+	load(SID, &r);
+	expect_status(r.status, EVENTLOG_NOT_FOUND);
+	res_clear(&r);
+	expect_status(delete(SID), EVENTLOG_NOT_FOUND);
+
+	load(OTHER_SID, &r);
+	expect_status(r.status, EVENTLOG_OK);
+	ck_assert_str_eq(r.meta, "o");
+	res_clear(&r);
+}
+END_TEST
+
+START_TEST(test_session_delete_streams)
+{
+	struct res	r;
+	char		key[128];
+
+	expect_status(store(SID, "m", 1), EVENTLOG_OK);
+	fill(K, 3);
+	fill(K + 1, 1);
+	expect_status(end(SID, K + 1, NULL), EVENTLOG_OK);
+	expect_status(delete(SID), EVENTLOG_OK);
+	expect_status(readr(SID, K, 0, 10, &r), EVENTLOG_NOT_FOUND);
+	res_clear(&r);
+	expect_status(append(SID, K, 4, "x", 0, NULL, NULL),
+	    EVENTLOG_NOT_FOUND);
+
+	/* Nothing of the session is left in Redis. */
+	snprintf(key, sizeof key, "mcpd:{%s}:*", SID);
+	{
+		redisReply	*reply = sync_command("KEYS %s", key);
+
+		ck_assert_int_eq(reply->type, REDIS_REPLY_ARRAY);
+		ck_assert_uint_eq(reply->elements, 0);
+		freeReplyObject(reply);
+	}
+
+	expect_status(store(SID, "m", 1), EVENTLOG_OK);
+	expect_status(readr(SID, K, 0, 10, &r), EVENTLOG_NOT_FOUND);
+	res_clear(&r);
+}
+END_TEST
+
+START_TEST(test_stream_create)
+{
+	struct eventlog_info	info;
+	struct res		r;
+
+	expect_status(create(SID, K, NULL), EVENTLOG_NOT_FOUND);
+	expect_status(store(SID, "m", 1), EVENTLOG_OK);
+
+	memset(&info, 0xff, sizeof info);
+	expect_status(create(SID, K, &info), EVENTLOG_OK);
+	ck_assert_uint_eq(info.head, 0);
+	ck_assert_uint_eq(info.oldest, 0);
+	ck_assert_int_eq(info.ended, 0);
+
+	expect_status(readr(SID, K, 0, 10, &r), EVENTLOG_OK);
+	ck_assert_uint_eq(r.n, 1);
+	ck_assert_uint_eq(r.seq[0], 0);
+	ck_assert_uint_eq(r.len[0], 0);
+	ck_assert_str_eq(r.data[0], "");
+	ck_assert(r.has_info);
+	ck_assert_uint_eq(r.info.head, 0);
+	ck_assert_uint_eq(r.info.oldest, 0);
+	res_clear(&r);
+
+	expect_status(create(SID, K, NULL), EVENTLOG_CONFLICT);
+	expect_status(readr(SID, K, 0, 10, &r), EVENTLOG_OK);
+	ck_assert_uint_eq(r.n, 1);
+	res_clear(&r);
+
+	expect_status(create(SID, K + 1, &info), EVENTLOG_OK);
+	ck_assert_uint_eq(info.head, 0);
+
+	/* The largest stream number there is; and 0, which is none. */
+	expect_status(create(SID, 0xffffffffffffULL, &info), EVENTLOG_OK);
+	expect_status(append(SID, 0xffffffffffffULL, 1, "big", 0, &info,
+	    NULL), EVENTLOG_OK);
+	ck_assert_uint_eq(info.head, 1);
+	expect_status(create(SID, 0, NULL), EVENTLOG_CONFLICT);
+	expect_status(readr(SID, 0, 0, 10, &r), EVENTLOG_NOT_FOUND);
+	res_clear(&r);
+}
+END_TEST
+
+START_TEST(test_compare_and_append)
+{
+	struct eventlog_info	info;
+	struct res		r;
+	int			has_info;
+
+	expect_status(store(SID, "m", 1), EVENTLOG_OK);
+	expect_status(create(SID, K, NULL), EVENTLOG_OK);
+
+	expect_status(append(SID, K, 0, "zero", 0, &info, &has_info),
+	    EVENTLOG_CONFLICT);
+	ck_assert(has_info);
+	ck_assert_uint_eq(info.head, 0);
+	expect_status(append(SID, K, 2, "two", 0, &info, NULL),
+	    EVENTLOG_CONFLICT);
+	ck_assert_uint_eq(info.head, 0);
+
+	expect_status(append(SID, K, 1, "one", 0, &info, NULL), EVENTLOG_OK);
+	ck_assert_uint_eq(info.head, 1);
+	ck_assert_uint_eq(info.oldest, 0);
+	ck_assert_int_eq(info.ended, 0);
+
+	expect_status(append(SID, K, 1, "again", 0, &info, NULL),
+	    EVENTLOG_CONFLICT);
+	ck_assert_uint_eq(info.head, 1);
+	expect_status(append(SID, K, 3, "three", 0, &info, NULL),
+	    EVENTLOG_CONFLICT);
+	ck_assert_uint_eq(info.head, 1);
+	expect_status(append(SID, K, UINT64_MAX, "max", 0, &info, NULL),
+	    EVENTLOG_CONFLICT);
+	ck_assert_uint_eq(info.head, 1);
+
+	expect_status(readr(SID, K, 0, 100, &r), EVENTLOG_OK);
+	ck_assert_uint_eq(r.n, 2);
+	ck_assert_uint_eq(r.seq[1], 1);
+	ck_assert_str_eq(r.data[1], "one");
+	ck_assert_uint_eq(r.info.head, 1);
+	res_clear(&r);
+
+	expect_status(append(SID, K, 2, "two", 0, &info, NULL), EVENTLOG_OK);
+	ck_assert_uint_eq(info.head, 2);
+
+	{
+		struct res	a, b;
+
+		memset(&a, 0, sizeof a);
+		memset(&b, 0, sizeof b);
+		eventlog_append(el, SID, K, 3, "first", 5, 0, append_cb, &a);
+		eventlog_append(el, SID, K, 3, "second", 6, 0, append_cb, &b);
+		wait_for(&a);
+		wait_for(&b);
+		expect_status(a.status, EVENTLOG_OK);
+		expect_status(b.status, EVENTLOG_CONFLICT);
+		ck_assert_uint_eq(b.info.head, 3);
+	}
+	expect_status(readr(SID, K, 3, 100, &r), EVENTLOG_OK);
+	ck_assert_uint_eq(r.n, 1);
+	ck_assert_str_eq(r.data[0], "first");
+	res_clear(&r);
+}
+END_TEST
+
+START_TEST(test_final)
+{
+	struct eventlog_info	info;
+	struct res		r;
+	int			has_info;
+
+	expect_status(store(SID, "m", 1), EVENTLOG_OK);
+	expect_status(create(SID, K, NULL), EVENTLOG_OK);
+	expect_status(append(SID, K, 1, "a", 0, NULL, NULL), EVENTLOG_OK);
+	expect_status(append(SID, K, 2, "result", EVENTLOG_FINAL, &info,
+	    NULL), EVENTLOG_OK);
+	ck_assert_uint_eq(info.head, 2);
+	ck_assert_int_eq(info.ended, 1);
+
+	expect_status(append(SID, K, 3, "late", 0, &info, &has_info),
+	    EVENTLOG_ENDED);
+	ck_assert(has_info);
+	ck_assert_uint_eq(info.head, 2);
+	ck_assert_int_eq(info.ended, 1);
+	expect_status(append(SID, K, 2, "dup", 0, NULL, NULL), EVENTLOG_ENDED);
+	expect_status(append(SID, K, 3, "late", EVENTLOG_FINAL, NULL, NULL),
+	    EVENTLOG_ENDED);
+
+	expect_status(readr(SID, K, 0, 100, &r), EVENTLOG_OK);
+	ck_assert_uint_eq(r.n, 3);
+	ck_assert_str_eq(r.data[2], "result");
+	ck_assert_int_eq(r.info.ended, 1);
+	ck_assert_uint_eq(r.info.head, 2);
+	res_clear(&r);
+	expect_status(readr(SID, K, 3, 100, &r), EVENTLOG_OK);
+	ck_assert_uint_eq(r.n, 0);
+	ck_assert_int_eq(r.info.ended, 1);
+	res_clear(&r);
+
+	expect_status(end(SID, K, &info), EVENTLOG_OK);
+	ck_assert_uint_eq(info.head, 2);
+	ck_assert_int_eq(info.ended, 1);
+}
+END_TEST
+
+START_TEST(test_read_positions)
+{
+	struct res	r;
+	uint64_t	from, last = 20;
+	size_t		max;
+
+	expect_status(store(SID, "m", 1), EVENTLOG_OK);
+	fill(K, last);
+
+	for (from = 0; from <= last + 1; from++) {
+		expect_status(readr(SID, K, from, 1000, &r), EVENTLOG_OK);
+		expect_entries(&r, from, (size_t)(last + 1 - from));
+		ck_assert_uint_eq(r.info.head, last);
+		ck_assert_uint_eq(r.info.oldest, 0);
+		ck_assert_int_eq(r.info.ended, 0);
+		res_clear(&r);
+	}
+
+	for (max = 0; max <= 5; max++) {
+		expect_status(readr(SID, K, 7, max, &r), EVENTLOG_OK);
+		expect_entries(&r, 7, max);
+		res_clear(&r);
+	}
+	expect_status(readr(SID, K, 19, 5, &r), EVENTLOG_OK);
+	expect_entries(&r, 19, 2);
+	res_clear(&r);
+	expect_status(readr(SID, K, 19, SIZE_MAX, &r), EVENTLOG_OK);
+	expect_entries(&r, 19, 2);
+	res_clear(&r);
+
+	from = 0;
+	for (;;) {
+		expect_status(readr(SID, K, from, 3, &r), EVENTLOG_OK);
+		if (r.n == 0) {
+			res_clear(&r);
+			break;
+		}
+		expect_entries(&r, from, r.n);
+		from += r.n;
+		res_clear(&r);
+	}
+	ck_assert_uint_eq(from, last + 1);
+}
+END_TEST
+
+START_TEST(test_read_ahead)
+{
+	struct res	r;
+
+	expect_status(store(SID, "m", 1), EVENTLOG_OK);
+	fill(K, 5);
+
+	expect_status(readr(SID, K, 6, 10, &r), EVENTLOG_OK);
+	ck_assert_uint_eq(r.n, 0);
+	ck_assert_uint_eq(r.info.head, 5);
+	res_clear(&r);
+
+	expect_status(readr(SID, K, 7, 10, &r), EVENTLOG_AHEAD);
+	ck_assert_uint_eq(r.n, 0);
+	ck_assert(r.has_info);
+	ck_assert_uint_eq(r.info.head, 5);
+	ck_assert_uint_eq(r.info.oldest, 0);
+	res_clear(&r);
+	expect_status(readr(SID, K, 1000000, 10, &r), EVENTLOG_AHEAD);
+	res_clear(&r);
+	expect_status(readr(SID, K, UINT64_MAX, 10, &r), EVENTLOG_AHEAD);
+	ck_assert_uint_eq(r.info.head, 5);
+	res_clear(&r);
+
+	expect_status(create(SID, K + 1, NULL), EVENTLOG_OK);
+	expect_status(readr(SID, K + 1, 1, 10, &r), EVENTLOG_OK);
+	ck_assert_uint_eq(r.n, 0);
+	res_clear(&r);
+	expect_status(readr(SID, K + 1, 2, 10, &r), EVENTLOG_AHEAD);
+	ck_assert_uint_eq(r.info.head, 0);
+	res_clear(&r);
+}
+END_TEST
+
+START_TEST(test_trim)
+{
+	struct eventlog_info	info;
+	struct res		r;
+	uint64_t		from;
+
+	reopen(5, 300);
+	expect_status(store(SID, "m", 1), EVENTLOG_OK);
+	fill(K, 9);
+
+	expect_status(append(SID, K, 10, "{\"n\":10}", 0, &info, NULL),
+	    EVENTLOG_OK);
+	ck_assert_uint_eq(info.oldest, 6);
+	ck_assert_uint_eq(info.head, 10);
+
+	for (from = 0; from < 6; from++) {
+		expect_status(readr(SID, K, from, 100, &r), EVENTLOG_TRIMMED);
+		ck_assert_uint_eq(r.n, 0);
+		ck_assert(r.has_info);
+		ck_assert_uint_eq(r.info.oldest, 6);
+		ck_assert_uint_eq(r.info.head, 10);
+		ck_assert_int_eq(r.info.ended, 0);
+		res_clear(&r);
+	}
+	for (from = 6; from <= 11; from++) {
+		expect_status(readr(SID, K, from, 100, &r), EVENTLOG_OK);
+		expect_entries(&r, from, (size_t)(11 - from));
+		ck_assert_uint_eq(r.info.oldest, 6);
+		res_clear(&r);
+	}
+	expect_status(readr(SID, K, 12, 100, &r), EVENTLOG_AHEAD);
+	ck_assert_uint_eq(r.info.oldest, 6);
+	ck_assert_uint_eq(r.info.head, 10);
+	res_clear(&r);
+}
+END_TEST
+
+START_TEST(test_trim_one)
+{
+	struct eventlog_info	info;
+	struct res		r;
+
+	reopen(1, 300);
+	expect_status(store(SID, "m", 1), EVENTLOG_OK);
+	expect_status(create(SID, K, &info), EVENTLOG_OK);
+	ck_assert_uint_eq(info.oldest, 0);
+	expect_status(readr(SID, K, 0, 10, &r), EVENTLOG_OK);
+	ck_assert_uint_eq(r.n, 1);
+	res_clear(&r);
+
+	expect_status(append(SID, K, 1, "{\"n\":1}", 0, &info, NULL),
+	    EVENTLOG_OK);
+	ck_assert_uint_eq(info.oldest, 1);
+	ck_assert_uint_eq(info.head, 1);
+	expect_status(readr(SID, K, 0, 10, &r), EVENTLOG_TRIMMED);
+	ck_assert_uint_eq(r.info.oldest, 1);
+	ck_assert_uint_eq(r.info.head, 1);
+	res_clear(&r);
+	expect_status(readr(SID, K, 1, 10, &r), EVENTLOG_OK);
+	expect_entries(&r, 1, 1);
+	res_clear(&r);
+}
+END_TEST
+
+START_TEST(test_trim_ring)
+{
+	struct eventlog_info	info;
+	struct res		r;
+	char			buf[64];
+	uint64_t		seq, oldest;
+	const uint64_t		maxlen = 13;
+
+	reopen((long long)maxlen, 300);
+	expect_status(store(SID, "m", 1), EVENTLOG_OK);
+	expect_status(create(SID, K, NULL), EVENTLOG_OK);
+	for (seq = 1; seq <= 100; seq++) {
+		entry_text(buf, sizeof buf, seq);
+		expect_status(append(SID, K, seq, buf, 0, &info, NULL),
+		    EVENTLOG_OK);
+		oldest = seq + 1 > maxlen ? seq + 1 - maxlen : 0;
+		ck_assert_uint_eq(info.oldest, oldest);
+		ck_assert_uint_eq(info.head, seq);
+
+		expect_status(readr(SID, K, oldest, 1000, &r), EVENTLOG_OK);
+		expect_entries(&r, oldest, (size_t)(seq - oldest + 1));
+		res_clear(&r);
+		if (oldest > 0) {
+			expect_status(readr(SID, K, oldest - 1, 1000, &r),
+			    EVENTLOG_TRIMMED);
+			res_clear(&r);
+		}
+	}
+}
+END_TEST
+
+START_TEST(test_stream_end)
+{
+	struct eventlog_info	info;
+	struct res		r;
+
+	expect_status(store(SID, "m", 1), EVENTLOG_OK);
+	fill(K, 2);
+	expect_status(end(SID, K, &info), EVENTLOG_OK);
+	ck_assert_uint_eq(info.head, 2);
+	ck_assert_int_eq(info.ended, 1);
+
+	expect_status(append(SID, K, 3, "late", 0, &info, NULL),
+	    EVENTLOG_ENDED);
+	ck_assert_uint_eq(info.head, 2);
+
+	expect_status(readr(SID, K, 1, 10, &r), EVENTLOG_OK);
+	expect_entries(&r, 1, 2);
+	ck_assert_int_eq(r.info.ended, 1);
+	res_clear(&r);
+
+	expect_status(end(SID, K, &info), EVENTLOG_OK);
+	ck_assert_uint_eq(info.head, 2);
+	ck_assert_int_eq(info.ended, 1);
+
+	expect_status(create(SID, K + 1, NULL), EVENTLOG_OK);
+	expect_status(end(SID, K + 1, &info), EVENTLOG_OK);
+	ck_assert_uint_eq(info.head, 0);
+	ck_assert_int_eq(info.ended, 1);
+}
+END_TEST
+
+START_TEST(test_expiry)
+{
+	struct eventlog_info	info;
+	struct res		r;
+	uint64_t		ended_ms, elapsed;
+	enum eventlog_status	status;
+
+	reopen(1000, 1);
+	expect_status(store(SID, "m", 1), EVENTLOG_OK);
+	fill(K, 3);
+	fill(K + 1, 1);
+	fill(K + 2, 1);
+	expect_status(append(SID, K + 2, 2, "r", EVENTLOG_FINAL, NULL, NULL),
+	    EVENTLOG_OK);
+	ended_ms = clock_now_ms();
+	expect_status(end(SID, K, NULL), EVENTLOG_OK);
+
+	for (;;) {
+		status = readr(SID, K, 1, 10, &r);
+		elapsed = clock_now_ms() - ended_ms;
+		if (status == EVENTLOG_EXPIRED) {
+			ck_assert(!r.has_info);
+			res_clear(&r);
+			break;
+		}
+		expect_status(status, EVENTLOG_OK);
+		expect_entries(&r, 1, 3);
+		res_clear(&r);
+		ck_assert_msg(elapsed < 3500, "not expired after %llu ms",
+		    (unsigned long long)elapsed);
+		run_for(100);
+	}
+	ck_assert_msg(elapsed >= 950, "expired after only %llu ms",
+	    (unsigned long long)elapsed);
+
+	expect_status(readr(SID, K, 0, 10, &r), EVENTLOG_EXPIRED);
+	res_clear(&r);
+	expect_status(readr(SID, K, 100, 10, &r), EVENTLOG_EXPIRED);
+	res_clear(&r);
+	expect_status(append(SID, K, 4, "x", 0, NULL, NULL), EVENTLOG_EXPIRED);
+	expect_status(end(SID, K, NULL), EVENTLOG_EXPIRED);
+	expect_status(create(SID, K, NULL), EVENTLOG_CONFLICT);
+
+	run_for(200);
+	expect_status(readr(SID, K + 2, 0, 10, &r), EVENTLOG_EXPIRED);
+	res_clear(&r);
+
+	expect_status(readr(SID, K + 1, 0, 10, &r), EVENTLOG_OK);
+	expect_entries(&r, 0, 2);
+	res_clear(&r);
+	expect_status(append(SID, K + 1, 2, "{\"n\":2}", 0, &info, NULL),
+	    EVENTLOG_OK);
+	ck_assert_uint_eq(info.head, 2);
+	load(SID, &r);
+	expect_status(r.status, EVENTLOG_OK);
+	res_clear(&r);
+
+	expect_status(readr(SID, K + 3, 0, 10, &r), EVENTLOG_NOT_FOUND);
+	res_clear(&r);
+}
+END_TEST
+
+START_TEST(test_not_found)
+{
+	struct res	r;
+	int		has_info;
+
+	expect_status(readr(SID, K, 0, 10, &r), EVENTLOG_NOT_FOUND);
+	ck_assert_uint_eq(r.n, 0);
+	ck_assert(!r.has_info);
+	res_clear(&r);
+	expect_status(append(SID, K, 1, "x", 0, NULL, NULL),
+	    EVENTLOG_NOT_FOUND);
+	expect_status(end(SID, K, NULL), EVENTLOG_NOT_FOUND);
+	expect_status(create(SID, K, NULL), EVENTLOG_NOT_FOUND);
+	expect_status(delete(SID), EVENTLOG_NOT_FOUND);
+
+	expect_status(store(SID, "m", 1), EVENTLOG_OK);
+	fill(K, 1);
+	expect_status(readr(SID, K + 1, 0, 10, &r), EVENTLOG_NOT_FOUND);
+	res_clear(&r);
+	expect_status(append(SID, K + 1, 1, "x", 0, NULL, &has_info),
+	    EVENTLOG_NOT_FOUND);
+	ck_assert(!has_info);
+	expect_status(end(SID, K + 1, NULL), EVENTLOG_NOT_FOUND);
+
+	expect_status(store(OTHER_SID, "m", 1), EVENTLOG_OK);
+	expect_status(readr(OTHER_SID, K, 0, 10, &r), EVENTLOG_NOT_FOUND);
+	res_clear(&r);
+	expect_status(append(OTHER_SID, K, 2, "x", 0, NULL, NULL),
+	    EVENTLOG_NOT_FOUND);
+	expect_status(readr(SID, K, 0, 10, &r), EVENTLOG_OK);
+	expect_entries(&r, 0, 2);
+	res_clear(&r);
+}
+END_TEST
+
+START_TEST(test_free_cancels)
+{
+	struct res	r[8];
+	int		i;
+
+	expect_status(store(SID, "m", 1), EVENTLOG_OK);
+	fill(K, 1);
+
+	memset(r, 0, sizeof r);
+	eventlog_session_store(el, SID, "{}", 2, done_cb, &r[0]);
+	eventlog_session_load(el, SID, load_cb, &r[1]);
+	eventlog_stream_create(el, SID, K + 1, append_cb, &r[2]);
+	eventlog_append(el, SID, K, 2, "x", 1, 0, append_cb, &r[3]);
+	eventlog_read(el, SID, K, 0, 10, read_cb, &r[4]);
+	eventlog_stream_end(el, SID, K, append_cb, &r[5]);
+	eventlog_session_delete(el, SID, done_cb, &r[6]);
+	eventlog_read(el, OTHER_SID, K, 0, 10, read_cb, &r[7]);
+
+	eventlog_free(el);
+	el = NULL;
+	for (i = 0; i < 8; i++) {
+		ck_assert_msg(r[i].calls == 1, "op %d: %d calls", i,
+		    r[i].calls);
+		expect_status(r[i].status, EVENTLOG_CANCELLED);
+	}
+	ck_assert_uint_eq(r[4].n, 0);
+	ck_assert_ptr_null(r[1].meta);
+
+	spin();
+	for (i = 0; i < 8; i++) {
+		ck_assert_int_eq(r[i].calls, 1);
+		res_clear(&r[i]);
+	}
+}
+END_TEST
+
+/* A callback that queues more work while the log is being freed. */
+static struct res	cancel_inner;
+
+static void
+cancel_outer_cb(enum eventlog_status status, void *arg)
+{
+	res_called(arg, status, NULL);
+	eventlog_session_load(el, SID, load_cb, &cancel_inner);
+}
+
+START_TEST(test_free_cancels_nested)
+{
+	struct res	outer;
+	struct eventlog	*log = el;
+
+	memset(&outer, 0, sizeof outer);
+	memset(&cancel_inner, 0, sizeof cancel_inner);
+	eventlog_session_store(el, SID, "m", 1, cancel_outer_cb, &outer);
+	eventlog_free(log);
+	el = NULL;
+	ck_assert_int_eq(outer.calls, 1);
+	expect_status(outer.status, EVENTLOG_CANCELLED);
+	ck_assert_int_eq(cancel_inner.calls, 1);
+	expect_status(cancel_inner.status, EVENTLOG_CANCELLED);
+	res_clear(&cancel_inner);
+}
+END_TEST
+
+START_TEST(test_free_idle)
+{
+	expect_status(store(SID, "m", 1), EVENTLOG_OK);
+	fill(K, 50);
+	expect_status(end(SID, K, NULL), EVENTLOG_OK);
+	fill(K + 1, 3);
+	expect_status(store(OTHER_SID, "m", 1), EVENTLOG_OK);
+	eventlog_free(el);
+	el = NULL;
+	eventlog_free(NULL);
+
+	/* Freed while still connecting, with its set-up in flight. */
+	el = open_on(server_port, 0);
+	eventlog_free(el);
+	el = NULL;
+}
+END_TEST
+
+/* What only Redis has. */
+
+/* Keys, ids, fields and lifetimes are as DESIGN.md says. */
+START_TEST(test_layout)
+{
+	redisReply	*reply;
+	char		 meta[128], stream[128], ended[128];
+	long long	 ttl;
+
+	expect_status(store(SID, "{\"v\":1}", 7), EVENTLOG_OK);
+	fill(K, 2);
+	fill(K + 1, 0);
+	expect_status(end(SID, K + 1, NULL), EVENTLOG_OK);
+	snprintf(meta, sizeof meta, "mcpd:{%s}:meta", SID);
+	snprintf(stream, sizeof stream, "mcpd:{%s}:s:%d", SID, K);
+	snprintf(ended, sizeof ended, "mcpd:{%s}:s:%d", SID, K + 1);
+
+	/* The XADD id is the SSE id; the message is field d. */
+	reply = sync_command("XRANGE %s - +", stream);
+	ck_assert_int_eq(reply->type, REDIS_REPLY_ARRAY);
+	ck_assert_uint_eq(reply->elements, 3);
+	ck_assert_str_eq(reply->element[0]->element[0]->str, "42-0");
+	ck_assert_str_eq(reply->element[2]->element[0]->str, "42-2");
+	ck_assert_str_eq(reply->element[2]->element[1]->element[0]->str, "d");
+	ck_assert_str_eq(reply->element[2]->element[1]->element[1]->str,
+	    "{\"n\":2}");
+	freeReplyObject(reply);
+
+	/* The meta hash: the session's meta and every stream's state. */
+	reply = sync_command("HMGET %s m k:%d k:%d", meta, K, K + 1);
+	ck_assert_str_eq(reply->element[0]->str, "{\"v\":1}");
+	ck_assert_str_eq(reply->element[1]->str, "o");
+	ck_assert_str_eq(reply->element[2]->str, "e");
+	freeReplyObject(reply);
+
+	/* Lifetimes: session_ttl; open streams longer; ended: stream_ttl. */
+	ttl = sync_integer(sync_command("PTTL %s", meta));
+	ck_assert(ttl > 0 && ttl <= conf->session_ttl * 1000);
+	ttl = sync_integer(sync_command("PTTL %s", stream));
+	ck_assert(ttl > conf->session_ttl * 1000);
+	ttl = sync_integer(sync_command("PTTL %s", ended));
+	ck_assert(ttl > 0 && ttl <= conf->stream_ttl * 1000);
+
+	/* Each commit advances no other stream and touches no other key. */
+	reply = sync_command("KEYS mcpd:{%s}:*", SID);
+	ck_assert_uint_eq(reply->elements, 3);
+	freeReplyObject(reply);
+}
+END_TEST
+
+/* Thousands of appends issued back to back: pipelined, answered in order. */
+START_TEST(test_pipeline)
+{
+	enum { N = 3000 };
+	struct res	*r;
+	struct res	 rd;
+	char		 buf[64];
+	int		 order = 0, i;
+	uint64_t	 from;
+
+	reopen(N + 10, 300);
+	expect_status(store(SID, "m", 1), EVENTLOG_OK);
+	expect_status(create(SID, K, NULL), EVENTLOG_OK);
+	r = calloc(N + 1, sizeof *r);
+	ck_assert_ptr_nonnull(r);
+	for (i = 1; i <= N; i++) {
+		r[i].order = &order;
+		entry_text(buf, sizeof buf, (uint64_t)i);
+		eventlog_append(el, SID, K, (uint64_t)i, buf, strlen(buf),
+		    i == N ? EVENTLOG_FINAL : 0, append_cb, &r[i]);
+	}
+	run_until(&r[N].calls, WAIT_MS);
+	spin();
+	for (i = 1; i <= N; i++) {
+		ck_assert_int_eq(r[i].calls, 1);
+		expect_status(r[i].status, EVENTLOG_OK);
+		ck_assert_int_eq(r[i].rank, i);
+		ck_assert_uint_eq(r[i].info.head, (uint64_t)i);
+	}
+	ck_assert_int_eq(r[N].info.ended, 1);
+	free(r);
+
+	for (from = 0; from <= N;) {
+		expect_status(readr(SID, K, from, MAX_ENTRIES, &rd),
+		    EVENTLOG_OK);
+		ck_assert_uint_gt(rd.n, 0);
+		expect_entries(&rd, from, rd.n);
+		from += rd.n;
+		res_clear(&rd);
+	}
+	ck_assert_uint_eq(from, N + 1);
+}
+END_TEST
+
+/* Counts answers by status, for ops too many for a struct res each. */
+static int	cap_counts[EVENTLOG_STATUS_MAX];
+static int	cap_last_status = -1;
+
+static void
+cap_cb(enum eventlog_status status, const char *meta, size_t len, void *arg)
+{
+	cap_counts[status]++;
+	if (arg != NULL)
+		cap_last_status = status;
+}
+
+/*
+ * Past REDIS_MAX_INFLIGHT (100000) ops in flight, more are refused at once
+ * (issued in one loop turn, none can be answered before the cap is hit).
+ */
+START_TEST(test_inflight_cap)
+{
+	enum { CAP = 100000 };
+	int	i, total;
+
+	memset(cap_counts, 0, sizeof cap_counts);
+	cap_last_status = -1;
+	for (i = 0; i < CAP; i++)
+		eventlog_session_load(el, SID, cap_cb, NULL);
+	eventlog_session_load(el, SID, cap_cb, &cap_last_status);
+	ck_assert_int_eq(cap_last_status, -1);
+	for (total = 0; total < CAP + 1;) {
+		turn();
+		for (i = total = 0; i < EVENTLOG_STATUS_MAX; i++)
+			total += cap_counts[i];
+	}
+	ck_assert_int_eq(cap_last_status, EVENTLOG_UNAVAILABLE);
+	ck_assert_int_eq(cap_counts[EVENTLOG_NOT_FOUND], CAP);
+	ck_assert_int_eq(cap_counts[EVENTLOG_UNAVAILABLE], 1);
+	/* Below the cap again: accepted. */
+	expect_status(store(SID, "m", 1), EVENTLOG_OK);
+}
+END_TEST
+
+/* The server forgot the script: it is sent again and the op succeeds. */
+START_TEST(test_noscript)
+{
+	struct eventlog_info	info;
+	struct res		r[3];
+	int			i;
+
+	expect_status(store(SID, "m", 1), EVENTLOG_OK);
+	fill(K, 1);
+	freeReplyObject(sync_command("SCRIPT FLUSH"));
+	expect_status(append(SID, K, 2, "{\"n\":2}", 0, &info, NULL),
+	    EVENTLOG_OK);
+	ck_assert_uint_eq(info.head, 2);
+
+	/* Several in flight when the cache goes: each retried once. */
+	freeReplyObject(sync_command("SCRIPT FLUSH"));
+	memset(r, 0, sizeof r);
+	eventlog_append(el, SID, K, 3, "{\"n\":3}", 7, 0, append_cb, &r[0]);
+	eventlog_read(el, SID, K, 0, 10, read_cb, &r[1]);
+	eventlog_stream_end(el, SID, K, append_cb, &r[2]);
+	for (i = 0; i < 3; i++)
+		wait_for(&r[i]);
+	spin();
+	for (i = 0; i < 3; i++) {
+		ck_assert_int_eq(r[i].calls, 1);
+		expect_status(r[i].status, EVENTLOG_OK);
+	}
+	ck_assert_int_eq(r[2].info.ended, 1);
+	for (i = 0; i < 3; i++)
+		res_clear(&r[i]);
+}
+END_TEST
+
+/*
+ * commit replicas:1 on a server without replicas: WAIT times out, and each
+ * commit fails loudly, though the entry is in the primary.
+ */
+START_TEST(test_wait_replicas)
+{
+	struct eventlog		*plain = el;
+	struct eventlog_info	 info;
+	struct res		 r;
+	char			*out;
+	uint64_t		 start, elapsed;
+
+	expect_status(store(SID, "m", 1), EVENTLOG_OK);
+	fill(K, 1);
+
+	el = open_on(server_port, 1);
+	ck_assert(wait_ready(el, 5000));
+	capture_start();
+	start = clock_now_ms();
+	expect_status(append(SID, K, 2, "{\"n\":2}", 0, &info, NULL),
+	    EVENTLOG_UNAVAILABLE);
+	elapsed = clock_now_ms() - start;
+	out = capture_stop();
+	ck_assert_msg(elapsed >= 400, "failed after only %llu ms",
+	    (unsigned long long)elapsed);
+	ck_assert_msg(strstr(out, "commit reached 0 of 1 replicas") != NULL,
+	    "no log line: %s", out);
+	free(out);
+
+	/* Reads do not wait; they see what the primary has. */
+	expect_status(readr(SID, K, 2, 10, &r), EVENTLOG_OK);
+	expect_entries(&r, 2, 1);
+	res_clear(&r);
+	/* A refused append needs no replica: it fails as before. */
+	expect_status(append(SID, K, 2, "again", 0, &info, NULL),
+	    EVENTLOG_CONFLICT);
+	ck_assert_uint_eq(info.head, 2);
+
+	eventlog_free(el);
+	el = plain;
+}
+END_TEST
+
+/*
+ * A server that stops answering: the oldest op times out, everything in
+ * flight fails once, new ops fail at once, and the log recovers.
+ */
+START_TEST(test_timeout)
+{
+	struct res		r[3], late;
+	struct res		rd;
+	uint64_t		start, elapsed, head;
+	int			i;
+
+	if (!own_server)
+		return;
+	expect_status(store(SID, "m", 1), EVENTLOG_OK);
+	fill(K, 1);
+
+	freeReplyObject(sync_command("CLIENT PAUSE 3000 ALL"));
+	memset(r, 0, sizeof r);
+	start = clock_now_ms();
+	eventlog_append(el, SID, K, 2, "{\"n\":2}", 7, 0, append_cb, &r[0]);
+	eventlog_read(el, SID, K, 0, 10, read_cb, &r[1]);
+	eventlog_session_load(el, SID, load_cb, &r[2]);
+	for (i = 0; i < 3; i++)
+		wait_for(&r[i]);
+	elapsed = clock_now_ms() - start;
+	ck_assert_msg(elapsed >= 1900 && elapsed < 2900,
+	    "timed out after %llu ms", (unsigned long long)elapsed);
+	for (i = 0; i < 3; i++) {
+		expect_status(r[i].status, EVENTLOG_UNAVAILABLE);
+		ck_assert(!r[i].has_info);
+	}
+
+	/* While reconnecting, new ops fail at once. */
+	memset(&late, 0, sizeof late);
+	start = clock_now_ms();
+	eventlog_session_load(el, SID, load_cb, &late);
+	ck_assert_int_eq(late.calls, 0);
+	wait_for(&late);
+	expect_status(late.status, EVENTLOG_UNAVAILABLE);
+	ck_assert_uint_lt(clock_now_ms() - start, 200);
+	res_clear(&late);
+
+	/* The pause ends; the log comes back; no callback ran twice. */
+	ck_assert(wait_ready(el, 6000));
+	for (i = 0; i < 3; i++)
+		ck_assert_int_eq(r[i].calls, 1);
+	for (i = 0; i < 3; i++)
+		res_clear(&r[i]);
+
+	/* Whether the unanswered append landed, the log says which. */
+	expect_status(readr(SID, K, 0, 10, &rd), EVENTLOG_OK);
+	head = rd.info.head;
+	ck_assert(head == 1 || head == 2);
+	res_clear(&rd);
+	expect_status(append(SID, K, head + 1, "next", 0, NULL, NULL),
+	    EVENTLOG_OK);
+}
+END_TEST
+
+/* Redis down when the log is created: it still is, and keeps trying. */
+START_TEST(test_down_at_start)
+{
+	struct eventlog	*plain = el;
+	struct res	 r;
+	int		 port = free_port(), failed;
+	char		*out;
+	pid_t		 pid;
+
+	if (!own_server)
+		return;
+	ck_assert_int_gt(port, 0);
+	capture_start();
+	el = open_on(port, 0);
+	load(SID, &r);
+	expect_status(r.status, EVENTLOG_UNAVAILABLE);
+	res_clear(&r);
+	run_for(1000);		/* several attempts: 100, 200, 400 ms... */
+	load(SID, &r);
+	expect_status(r.status, EVENTLOG_UNAVAILABLE);
+	res_clear(&r);
+	out = capture_stop();
+	failed = count_lines(out, "command connection failed");
+	free(out);
+	ck_assert_msg(failed == 1, "%d failure lines", failed);
+
+	pid = server_start(port);
+	ck_assert_int_gt(pid, 0);
+	ck_assert_msg(wait_ready(el, 6000), "never connected");
+	expect_status(store(SID, "m", 1), EVENTLOG_OK);
+	fill(K, 2);
+	eventlog_free(el);
+	server_stop(pid);
+	el = plain;
+}
+END_TEST
+
+START_TEST(test_policy_warning)
+{
+	struct eventlog	*plain = el;
+	char		*out;
+
+	if (!own_server)
+		return;
+	freeReplyObject(sync_command("CONFIG SET maxmemory-policy "
+	    "allkeys-lru"));
+	capture_start();
+	el = open_on(server_port, 0);
+	ck_assert(wait_ready(el, 5000));
+	run_for(100);
+	out = capture_stop();
+	freeReplyObject(sync_command("CONFIG SET maxmemory-policy "
+	    "noeviction"));
+	ck_assert_msg(strstr(out, "maxmemory-policy is allkeys-lru") != NULL,
+	    "no warning: %s", out);
+	free(out);
+	eventlog_free(el);
+
+	/* noeviction: no warning. */
+	capture_start();
+	el = open_on(server_port, 0);
+	ck_assert(wait_ready(el, 5000));
+	run_for(100);
+	out = capture_stop();
+	ck_assert_ptr_null(strstr(out, "maxmemory-policy"));
+	free(out);
+	eventlog_free(el);
+	el = plain;
+}
+END_TEST
+
+/* redis://HOST:PORT/DB keeps the session in that database. */
+START_TEST(test_database)
+{
+	struct eventlog	*plain = el;
+	int		 db = server_db == 3 ? 4 : 3;
+	redisContext	*c;
+	redisReply	*reply;
+
+	conf->redis_db = db;
+	el = open_on(server_port, 0);
+	ck_assert(wait_ready(el, 5000));
+	expect_status(store(SID, "m", 1), EVENTLOG_OK);
+	c = sync_connect(server_port);
+	ck_assert_ptr_nonnull(c);
+	reply = redisCommand(c, "SELECT %d", db);
+	freeReplyObject(reply);
+	reply = redisCommand(c, "EXISTS mcpd:{%s}:meta", SID);
+	ck_assert_int_eq(reply->integer, 1);
+	freeReplyObject(reply);
+	reply = redisCommand(c, "SELECT %d", server_db);
+	freeReplyObject(reply);
+	reply = redisCommand(c, "EXISTS mcpd:{%s}:meta", SID);
+	ck_assert_int_eq(reply->integer, 0);
+	freeReplyObject(reply);
+	redisFree(c);
+	eventlog_free(el);
+	conf->redis_db = server_db;
+	el = plain;
+}
+END_TEST
+
+/*
+ * A server that refuses the set-up (here: it wants a password): every
+ * attempt fails, the log says so once, and ops answer UNAVAILABLE.
+ */
+START_TEST(test_setup_refused)
+{
+	struct eventlog	*plain = el;
+	struct res	 r;
+	redisContext	*c;
+	char		*out;
+
+	if (!own_server)
+		return;
+	freeReplyObject(sync_command("CONFIG SET requirepass secret"));
+	capture_start();
+	el = open_on(server_port, 0);
+	run_for(1000);
+	load(SID, &r);
+	expect_status(r.status, EVENTLOG_UNAVAILABLE);
+	res_clear(&r);
+	out = capture_stop();
+
+	c = sync_connect(server_port);
+	ck_assert_ptr_nonnull(c);
+	freeReplyObject(redisCommand(c, "AUTH secret"));
+	freeReplyObject(redisCommand(c, "CONFIG SET requirepass %s", ""));
+	redisFree(c);
+
+	ck_assert_msg(count_lines(out, "command connection failed "
+	    "(SCRIPT LOAD: NOAUTH") == 1, "log: %s", out);
+	ck_assert_msg(count_lines(out, "eventlog=") == 2, "log: %s", out);
+	free(out);
+	/* It keeps trying, and gets there once the server lets it. */
+	ck_assert_msg(wait_ready(el, 8000), "never connected");
+	eventlog_free(el);
+	el = plain;
+}
+END_TEST
+
+/* A database the server refuses: nothing may land in database 0. */
+START_TEST(test_select_refused)
+{
+	struct eventlog	*plain = el;
+	struct res	 r;
+	char		*out;
+
+	capture_start();
+	conf->redis_db = 999;
+	el = open_on(server_port, 0);
+	conf->redis_db = server_db;
+	run_for(300);
+	eventlog_session_store(el, SID, "m", 1, done_cb, memset(&r, 0,
+	    sizeof r));
+	wait_for(&r);
+	expect_status(r.status, EVENTLOG_UNAVAILABLE);
+	res_clear(&r);
+	out = capture_stop();
+	ck_assert_msg(strstr(out, "connection failed (SELECT 999: ") != NULL,
+	    "log: %s", out);
+	free(out);
+	eventlog_free(el);
+	el = plain;
+	load(SID, &r);
+	expect_status(r.status, EVENTLOG_NOT_FOUND);
+	res_clear(&r);
+}
+END_TEST
+
+/* Watches. */
+
+#define MAX_NOTES	64
+
+struct watcher {
+	int		 calls;
+	int		 resyncs;	/* k == 0 calls */
+	size_t		 n;
+	uint64_t	 k[MAX_NOTES];
+	uint64_t	 seq[MAX_NOTES];
+	char		 sid[33];
+	int		 unwatch_in_cb;
+};
+
+static void
+watch_cb(const char *sid, uint64_t k, uint64_t seq, void *arg)
+{
+	struct watcher	*w = arg;
+
+	w->calls++;
+	snprintf(w->sid, sizeof w->sid, "%s", sid);
+	if (k == 0) {
+		w->resyncs++;
+		return;
+	}
+	if (w->n < MAX_NOTES) {
+		w->k[w->n] = k;
+		w->seq[w->n] = seq;
+		w->n++;
+	}
+	if (w->unwatch_in_cb)
+		eventlog_unwatch(el, sid, watch_cb, w);
+}
+
+/* Waits until w has n notes. */
+static void
+notes_wait(struct watcher *w, size_t n)
+{
+	uint64_t	start = clock_now_ms();
+
+	while (w->n < n && clock_now_ms() - start < WAIT_MS)
+		turn();
+	ck_assert_msg(w->n == n, "%zu notes, want %zu", w->n, n);
+}
+
+static void
+resync_wait(struct watcher *w, int n)
+{
+	uint64_t	start = clock_now_ms();
+
+	while (w->resyncs < n && clock_now_ms() - start < WAIT_MS)
+		turn();
+	ck_assert_msg(w->resyncs == n, "%d resyncs, want %d", w->resyncs, n);
+}
+
+/* Instance A watches; instance B commits; A hears of each commit. */
+START_TEST(test_watch)
+{
+	struct eventlog	*a, *b = el;
+	struct watcher	 w1, w2;
+	size_t		 i;
+
+	a = open_on(server_port, 0);
+	ck_assert(wait_ready(a, 5000));
+	memset(&w1, 0, sizeof w1);
+	memset(&w2, 0, sizeof w2);
+
+	eventlog_watch(a, SID, watch_cb, &w1);
+	ck_assert_int_eq(w1.calls, 0);
+	resync_wait(&w1, 1);		/* live now */
+	ck_assert_str_eq(w1.sid, SID);
+
+	expect_status(store(SID, "m", 1), EVENTLOG_OK);
+	fill(K, 2);
+	expect_status(append(SID, K, 3, "r", EVENTLOG_FINAL, NULL, NULL),
+	    EVENTLOG_OK);
+	fill(K + 1, 0);
+	expect_status(end(SID, K + 1, NULL), EVENTLOG_OK);
+	expect_status(end(SID, K + 1, NULL), EVENTLOG_OK);	/* silent */
+	notes_wait(&w1, 6);
+	for (i = 0; i < 4; i++) {
+		ck_assert_uint_eq(w1.k[i], K);
+		ck_assert_uint_eq(w1.seq[i], i);
+	}
+	ck_assert_uint_eq(w1.k[4], K + 1);	/* created */
+	ck_assert_uint_eq(w1.seq[4], 0);
+	ck_assert_uint_eq(w1.k[5], K + 1);	/* ended at its head */
+	ck_assert_uint_eq(w1.seq[5], 0);
+
+	/* Other sessions are not heard; refused commits are not heard. */
+	expect_status(store(OTHER_SID, "m", 1), EVENTLOG_OK);
+	expect_status(create(OTHER_SID, K, NULL), EVENTLOG_OK);
+	expect_status(append(SID, K, 9, "x", 0, NULL, NULL),
+	    EVENTLOG_ENDED);
+	run_for(200);
+	ck_assert_uint_eq(w1.n, 6);
+
+	/* A second watcher of the same session: told it is live, alone. */
+	eventlog_watch(a, SID, watch_cb, &w2);
+	resync_wait(&w2, 1);
+	ck_assert_int_eq(w1.resyncs, 1);
+	expect_status(create(SID, K + 2, NULL), EVENTLOG_OK);
+	notes_wait(&w1, 7);
+	notes_wait(&w2, 1);
+
+	/* Counted: one unwatch leaves the other watching. */
+	eventlog_unwatch(a, SID, watch_cb, &w1);
+	expect_status(append(SID, K + 2, 1, "x", 0, NULL, NULL), EVENTLOG_OK);
+	notes_wait(&w2, 2);
+	run_for(100);
+	ck_assert_uint_eq(w1.n, 7);
+
+	/* The last unwatch: nothing more; unknown unwatches are harmless. */
+	eventlog_unwatch(a, SID, watch_cb, &w2);
+	eventlog_unwatch(a, SID, watch_cb, &w2);
+	eventlog_unwatch(a, OTHER_SID, watch_cb, &w2);
+	expect_status(append(SID, K + 2, 2, "y", 0, NULL, NULL), EVENTLOG_OK);
+	run_for(200);
+	ck_assert_uint_eq(w2.n, 2);
+
+	/* Watching again after that works (unsubscribe, then subscribe). */
+	eventlog_watch(a, SID, watch_cb, &w1);
+	eventlog_unwatch(a, SID, watch_cb, &w1);
+	eventlog_watch(a, SID, watch_cb, &w1);
+	resync_wait(&w1, 2);
+	expect_status(append(SID, K + 2, 3, "z", 0, NULL, NULL), EVENTLOG_OK);
+	notes_wait(&w1, 8);
+	ck_assert_uint_eq(w1.seq[7], 3);
+
+	/* The instance that commits hears itself too. */
+	memset(&w2, 0, sizeof w2);
+	eventlog_watch(b, SID, watch_cb, &w2);
+	resync_wait(&w2, 1);
+	expect_status(append(SID, K + 2, 4, "w", 0, NULL, NULL), EVENTLOG_OK);
+	notes_wait(&w2, 1);
+	notes_wait(&w1, 9);
+
+	/* Freeing a log with watches is clean. */
+	eventlog_free(a);
+}
+END_TEST
+
+/* A watcher may unwatch itself from its callback. */
+START_TEST(test_watch_unwatch_in_cb)
+{
+	struct watcher	w1, w2;
+
+	memset(&w1, 0, sizeof w1);
+	memset(&w2, 0, sizeof w2);
+	w1.unwatch_in_cb = 1;
+	eventlog_watch(el, SID, watch_cb, &w1);
+	eventlog_watch(el, SID, watch_cb, &w2);
+	resync_wait(&w1, 1);
+	resync_wait(&w2, 1);
+	expect_status(store(SID, "m", 1), EVENTLOG_OK);
+	fill(K, 1);
+	notes_wait(&w2, 2);
+	ck_assert_uint_eq(w1.n, 1);
+	eventlog_unwatch(el, SID, watch_cb, &w2);
+	expect_status(append(SID, K, 2, "x", 0, NULL, NULL), EVENTLOG_OK);
+	run_for(100);
+	ck_assert_uint_eq(w1.n, 1);
+	ck_assert_uint_eq(w2.n, 2);
+}
+END_TEST
+
+/* The memory backend has nothing to watch: a no-op. */
+START_TEST(test_watch_memory)
+{
+	struct eventlog	*mem;
+	struct watcher	 w;
+	char		*cause = NULL;
+
+	conf->eventlog = CONF_EVENTLOG_MEMORY;
+	mem = eventlog_create(base, conf, &cause);
+	conf->eventlog = CONF_EVENTLOG_REDIS;
+	ck_assert_ptr_nonnull(mem);
+	memset(&w, 0, sizeof w);
+	eventlog_watch(mem, SID, watch_cb, &w);
+	run_for(100);
+	eventlog_unwatch(mem, SID, watch_cb, &w);
+	ck_assert_int_eq(w.calls, 0);
+	eventlog_free(mem);
+}
+END_TEST
+
+/*
+ * The server is killed with ops in flight and a watch live: every op fails
+ * once, new ops fail at once, the loss is logged once, and after a restart
+ * on the same port the log and the watch come back.
+ */
+START_TEST(test_kill_restart)
+{
+	struct res	r[4], late;
+	struct watcher	w;
+	char		*out;
+	int		i;
+
+	if (!own_server)
+		return;
+	memset(&w, 0, sizeof w);
+	eventlog_watch(el, SID, watch_cb, &w);
+	resync_wait(&w, 1);
+	expect_status(store(SID, "m", 1), EVENTLOG_OK);
+	fill(K, 1);
+	notes_wait(&w, 2);
+
+	/* Hold the replies back so the ops are surely in flight. */
+	freeReplyObject(sync_command("CLIENT PAUSE 5000 ALL"));
+	memset(r, 0, sizeof r);
+	eventlog_append(el, SID, K, 2, "{\"n\":2}", 7, 0, append_cb, &r[0]);
+	eventlog_append(el, SID, K, 3, "{\"n\":3}", 7, 0, append_cb, &r[1]);
+	eventlog_read(el, SID, K, 0, 10, read_cb, &r[2]);
+	eventlog_session_store(el, SID, "n", 1, done_cb, &r[3]);
+	run_for(100);
+	for (i = 0; i < 4; i++)
+		ck_assert_int_eq(r[i].calls, 0);
+
+	capture_start();
+	server_stop(server_pid);
+	server_pid = -1;
+	for (i = 0; i < 4; i++)
+		wait_for(&r[i]);
+	for (i = 0; i < 4; i++)
+		expect_status(r[i].status, EVENTLOG_UNAVAILABLE);
+
+	memset(&late, 0, sizeof late);
+	eventlog_append(el, SID, K, 2, "x", 1, 0, append_cb, &late);
+	ck_assert_int_eq(late.calls, 0);
+	wait_for(&late);
+	expect_status(late.status, EVENTLOG_UNAVAILABLE);
+	res_clear(&late);
+
+	run_for(1200);		/* a few reconnection attempts */
+	out = capture_stop();
+	ck_assert_msg(count_lines(out, "command connection lost") == 1,
+	    "log: %s", out);
+	ck_assert_msg(count_lines(out, "command connection failed") <= 1,
+	    "log: %s", out);
+	ck_assert_msg(count_lines(out, "subscription connection lost") == 1,
+	    "log: %s", out);
+	free(out);
+
+	server_pid = server_start(server_port);
+	ck_assert_int_gt(server_pid, 0);
+	ck_assert_msg(wait_ready(el, 8000), "never reconnected");
+	for (i = 0; i < 4; i++) {
+		ck_assert_int_eq(r[i].calls, 1);
+		res_clear(&r[i]);
+	}
+
+	/* The server lost everything (no persistence): loud, not silent. */
+	expect_status(append(SID, K, 2, "x", 0, NULL, NULL),
+	    EVENTLOG_NOT_FOUND);
+	resync_wait(&w, 2);	/* the watch is live again: re-read */
+	expect_status(store(SID, "m", 1), EVENTLOG_OK);
+	fill(K + 1, 1);
+	notes_wait(&w, 4);
+	ck_assert_uint_eq(w.k[3], K + 1);
+	ck_assert_uint_eq(w.seq[3], 1);
+	eventlog_unwatch(el, SID, watch_cb, &w);
+}
+END_TEST
+
+static Suite *
+eventlog_redis_suite(void)
+{
+	Suite	*s = suite_create("eventlog_redis");
+	TCase	*tc;
+
+	tc = tcase_create("async");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_never_inline);
+	tcase_add_test(tc, test_order);
+	tcase_add_test(tc, test_nested);
+	tcase_add_test(tc, test_free_cancels);
+	tcase_add_test(tc, test_free_cancels_nested);
+	tcase_add_test(tc, test_free_idle);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("semantics");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_session);
+	tcase_add_test(tc, test_session_delete_streams);
+	tcase_add_test(tc, test_stream_create);
+	tcase_add_test(tc, test_compare_and_append);
+	tcase_add_test(tc, test_final);
+	tcase_add_test(tc, test_read_positions);
+	tcase_add_test(tc, test_read_ahead);
+	tcase_add_test(tc, test_trim);
+	tcase_add_test(tc, test_trim_one);
+	tcase_add_test(tc, test_trim_ring);
+	tcase_add_test(tc, test_stream_end);
+	tcase_add_test(tc, test_expiry);
+	tcase_add_test(tc, test_not_found);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("redis");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_layout);
+	tcase_add_test(tc, test_pipeline);
+	tcase_add_test(tc, test_inflight_cap);
+	tcase_add_test(tc, test_noscript);
+	tcase_add_test(tc, test_wait_replicas);
+	tcase_add_test(tc, test_timeout);
+	tcase_add_test(tc, test_down_at_start);
+	tcase_add_test(tc, test_policy_warning);
+	tcase_add_test(tc, test_database);
+	tcase_add_test(tc, test_setup_refused);
+	tcase_add_test(tc, test_select_refused);
+	tcase_add_test(tc, test_watch);
+	tcase_add_test(tc, test_watch_unwatch_in_cb);
+	tcase_add_test(tc, test_watch_memory);
+	suite_add_tcase(s, tc);
+
+	/* Last: it replaces the server (in a forked test, for good). */
+	tc = tcase_create("restart");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_kill_restart);
+	suite_add_tcase(s, tc);
+	return (s);
+}
+
+/* redis://HOST[:PORT][/DB] */
+static int
+parse_url(const char *url)
+{
+	const char	*p, *colon, *slash;
+	size_t		 len;
+
+	if (strncmp(url, "redis://", 8) != 0)
+		return (-1);
+	p = url + 8;
+	slash = strchr(p, '/');
+	colon = strchr(p, ':');
+	if (colon != NULL && slash != NULL && colon > slash)
+		colon = NULL;
+	len = colon != NULL ? (size_t)(colon - p) : slash != NULL ?
+	    (size_t)(slash - p) : strlen(p);
+	if (len == 0 || len >= sizeof server_host)
+		return (-1);
+	memcpy(server_host, p, len);
+	server_host[len] = '\0';
+	server_port = colon != NULL ? atoi(colon + 1) : 6379;
+	server_db = slash != NULL ? atoi(slash + 1) : 0;
+	return (server_port > 0 ? 0 : -1);
+}
+
+/* Removes the server's directory (its log files). */
+static void
+server_dir_remove(void)
+{
+	char	cmd[128];
+
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", server_dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "cannot remove %s\n", server_dir);
+}
+
+int
+main(void)
+{
+	SRunner		*sr;
+	redisContext	*c;
+	const char	*url = getenv("MCPD_TEST_REDIS_URL");
+	int		 failed;
+
+	signal(SIGPIPE, SIG_IGN);
+	if (url != NULL && *url != '\0') {
+		if (parse_url(url) != 0) {
+			fprintf(stderr, "bad MCPD_TEST_REDIS_URL: %s\n", url);
+			return (EXIT_FAILURE);
+		}
+	} else {
+		if (mkdtemp(server_dir) == NULL) {
+			perror("mkdtemp");
+			return (EXIT_FAILURE);
+		}
+		own_server = 1;
+		server_port = free_port();
+		if (server_port <= 0 ||
+		    (server_pid = server_start(server_port)) < 0) {
+			fprintf(stderr, "cannot start %s\n", REDIS_SERVER);
+			server_dir_remove();
+			return (EXIT_FAILURE);
+		}
+	}
+
+	sr = srunner_create(eventlog_redis_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+
+	if (own_server) {
+		/* Whichever server now listens (a restarted one, perhaps). */
+		if ((c = sync_connect(server_port)) != NULL) {
+			freeReplyObject(redisCommand(c, "SHUTDOWN NOSAVE"));
+			redisFree(c);
+		}
+		server_stop(server_pid);
+		server_dir_remove();
+	}
+	return (failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE);
+}

@@ -1,0 +1,446 @@
+/*
+ * Unit tests for the redis event log's pure half (redis_script.c): key
+ * names, id parsing, and the parsing of the script's answers, of pub/sub
+ * messages and of CONFIG GET, on replies built by hand (no server).
+ */
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hiredis/hiredis.h>
+
+#include "unit.h"
+
+#include "eventlog.h"
+#include "redis_script.h"
+
+/* Hand-built replies: a pool freed after each test. */
+#define POOL	256
+
+static redisReply	 pool[POOL];
+static redisReply	*arrays[POOL][16];
+static size_t		 used;
+
+static redisReply *
+rep_new(int type)
+{
+	redisReply	*r;
+
+	ck_assert_uint_lt(used, POOL);
+	r = &pool[used++];
+	memset(r, 0, sizeof *r);
+	r->type = type;
+	return (r);
+}
+
+static redisReply *
+rep_str(const char *s)
+{
+	redisReply	*r = rep_new(REDIS_REPLY_STRING);
+
+	r->str = (char *)s;
+	r->len = strlen(s);
+	return (r);
+}
+
+static redisReply *
+rep_bin(const char *s, size_t len)
+{
+	redisReply	*r = rep_new(REDIS_REPLY_STRING);
+
+	r->str = (char *)s;
+	r->len = len;
+	return (r);
+}
+
+static redisReply *
+rep_int(long long v)
+{
+	redisReply	*r = rep_new(REDIS_REPLY_INTEGER);
+
+	r->integer = v;
+	return (r);
+}
+
+static redisReply *
+rep_err(const char *s)
+{
+	redisReply	*r = rep_new(REDIS_REPLY_ERROR);
+
+	r->str = (char *)s;
+	r->len = strlen(s);
+	return (r);
+}
+
+/* An array of n elements, given as a NULL-terminated list. */
+static redisReply *
+rep_array(redisReply *first, ...)
+{
+	redisReply	*r = rep_new(REDIS_REPLY_ARRAY);
+	redisReply	**el = arrays[used - 1];
+	redisReply	*e;
+	va_list		 ap;
+	size_t		 n = 0;
+
+	va_start(ap, first);
+	for (e = first; e != NULL; e = va_arg(ap, redisReply *)) {
+		ck_assert_uint_lt(n, 16);
+		el[n++] = e;
+	}
+	va_end(ap);
+	r->element = el;
+	r->elements = n;
+	return (r);
+}
+
+static void
+setup(void)
+{
+	used = 0;
+}
+
+static void
+teardown(void)
+{
+}
+
+/* Parses reply; expects success. */
+static void
+parse_ok(redisReply *reply, struct redis_script_result *res)
+{
+	char	*cause = NULL;
+	int	 rc;
+
+	rc = redis_script_result(reply, res, &cause);
+	ck_assert_msg(rc == 0, "parse failed: %s", cause);
+}
+
+static void
+parse_bad(redisReply *reply)
+{
+	struct redis_script_result	 res;
+	char				*cause = NULL;
+
+	ck_assert_int_eq(redis_script_result(reply, &res, &cause), -1);
+	ck_assert_ptr_nonnull(cause);
+	ck_assert_ptr_null(res.entries);
+	free(cause);
+}
+
+START_TEST(test_keys)
+{
+	char	*s;
+
+	s = redis_script_meta_key("abc");
+	ck_assert_str_eq(s, "mcpd:{abc}:meta");
+	free(s);
+	s = redis_script_stream_key("abc", 281474976710655ULL);
+	ck_assert_str_eq(s, "mcpd:{abc}:s:281474976710655");
+	free(s);
+	s = redis_script_stream_prefix("abc");
+	ck_assert_str_eq(s, "mcpd:{abc}:s:");
+	free(s);
+	s = redis_script_channel("abc");
+	ck_assert_str_eq(s, "mcpd:{abc}:events");
+	free(s);
+}
+END_TEST
+
+START_TEST(test_parse_seq)
+{
+	uint64_t	v, k;
+
+	ck_assert_int_eq(redis_script_parse_seq("0", 1, &v), 0);
+	ck_assert_uint_eq(v, 0);
+	ck_assert_int_eq(redis_script_parse_seq("42", 2, &v), 0);
+	ck_assert_uint_eq(v, 42);
+	ck_assert_int_eq(redis_script_parse_seq("18446744073709551615", 20,
+	    &v), 0);
+	ck_assert_uint_eq(v, UINT64_MAX);
+	/* Only len bytes count. */
+	ck_assert_int_eq(redis_script_parse_seq("123", 2, &v), 0);
+	ck_assert_uint_eq(v, 12);
+
+	ck_assert_int_eq(redis_script_parse_seq("", 0, &v), -1);
+	ck_assert_int_eq(redis_script_parse_seq("01", 2, &v), -1);
+	ck_assert_int_eq(redis_script_parse_seq("-1", 2, &v), -1);
+	ck_assert_int_eq(redis_script_parse_seq("+1", 2, &v), -1);
+	ck_assert_int_eq(redis_script_parse_seq("1a", 2, &v), -1);
+	ck_assert_int_eq(redis_script_parse_seq(" 1", 2, &v), -1);
+	ck_assert_int_eq(redis_script_parse_seq("18446744073709551616", 20,
+	    &v), -1);
+	ck_assert_int_eq(redis_script_parse_seq("99999999999999999999", 20,
+	    &v), -1);
+	ck_assert_int_eq(redis_script_parse_seq("100000000000000000000", 21,
+	    &v), -1);
+
+	ck_assert_int_eq(redis_script_parse_id("42-7", 4, &k, &v), 0);
+	ck_assert_uint_eq(k, 42);
+	ck_assert_uint_eq(v, 7);
+	ck_assert_int_eq(redis_script_parse_id("281474976710655-0", 17, &k,
+	    &v), 0);
+	ck_assert_uint_eq(k, 281474976710655ULL);
+	ck_assert_uint_eq(v, 0);
+	ck_assert_int_eq(redis_script_parse_id("42", 2, &k, &v), -1);
+	ck_assert_int_eq(redis_script_parse_id("42-", 3, &k, &v), -1);
+	ck_assert_int_eq(redis_script_parse_id("-7", 2, &k, &v), -1);
+	ck_assert_int_eq(redis_script_parse_id("42-7-1", 6, &k, &v), -1);
+	ck_assert_int_eq(redis_script_parse_id("042-7", 5, &k, &v), -1);
+	ck_assert_int_eq(redis_script_parse_id("42-07", 5, &k, &v), -1);
+}
+END_TEST
+
+/* {status} alone: no info, no entries. */
+START_TEST(test_result_status_only)
+{
+	struct redis_script_result	res;
+	static const struct {
+		const char		*name;
+		enum eventlog_status	 status;
+	} cases[] = {
+		{ "ok", EVENTLOG_OK },
+		{ "conflict", EVENTLOG_CONFLICT },
+		{ "not-found", EVENTLOG_NOT_FOUND },
+		{ "expired", EVENTLOG_EXPIRED },
+	};
+	size_t	i;
+
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		parse_ok(rep_array(rep_str(cases[i].name), NULL), &res);
+		ck_assert_int_eq(res.status, cases[i].status);
+		ck_assert_int_eq(res.has_info, 0);
+		ck_assert_uint_eq(res.nentries, 0);
+		ck_assert_ptr_null(res.entries);
+		redis_script_result_clear(&res);
+	}
+}
+END_TEST
+
+START_TEST(test_result_info)
+{
+	struct redis_script_result	res;
+
+	parse_ok(rep_array(rep_str("ok"), rep_str("10"), rep_str("6"),
+	    rep_int(0), NULL), &res);
+	ck_assert_int_eq(res.status, EVENTLOG_OK);
+	ck_assert_int_eq(res.has_info, 1);
+	ck_assert_uint_eq(res.info.head, 10);
+	ck_assert_uint_eq(res.info.oldest, 6);
+	ck_assert_int_eq(res.info.ended, 0);
+	ck_assert_uint_eq(res.nentries, 0);
+	redis_script_result_clear(&res);
+
+	parse_ok(rep_array(rep_str("ended"), rep_str("2"), rep_str("0"),
+	    rep_int(1), NULL), &res);
+	ck_assert_int_eq(res.status, EVENTLOG_ENDED);
+	ck_assert_int_eq(res.info.ended, 1);
+	redis_script_result_clear(&res);
+
+	parse_ok(rep_array(rep_str("trimmed"), rep_str("10"), rep_str("6"),
+	    rep_int(0), NULL), &res);
+	ck_assert_int_eq(res.status, EVENTLOG_TRIMMED);
+	redis_script_result_clear(&res);
+
+	parse_ok(rep_array(rep_str("ahead"), rep_str("5"), rep_str("0"),
+	    rep_int(0), NULL), &res);
+	ck_assert_int_eq(res.status, EVENTLOG_AHEAD);
+	ck_assert_uint_eq(res.info.head, 5);
+	redis_script_result_clear(&res);
+
+	parse_ok(rep_array(rep_str("conflict"), rep_str("18446744073709551615"),
+	    rep_str("18446744073709551615"), rep_int(0), NULL), &res);
+	ck_assert_int_eq(res.status, EVENTLOG_CONFLICT);
+	ck_assert_uint_eq(res.info.head, UINT64_MAX);
+	redis_script_result_clear(&res);
+}
+END_TEST
+
+START_TEST(test_result_entries)
+{
+	struct redis_script_result	res;
+
+	parse_ok(rep_array(rep_str("ok"), rep_str("3"), rep_str("0"),
+	    rep_int(1), rep_str("0"), rep_str(""), rep_str("1"),
+	    rep_bin("a\0b", 3), rep_str("2"), rep_str("{\"n\":2}"), NULL),
+	    &res);
+	ck_assert_int_eq(res.status, EVENTLOG_OK);
+	ck_assert_uint_eq(res.info.head, 3);
+	ck_assert_int_eq(res.info.ended, 1);
+	ck_assert_uint_eq(res.nentries, 3);
+	ck_assert_uint_eq(res.entries[0].seq, 0);
+	ck_assert_uint_eq(res.entries[0].len, 0);
+	ck_assert_uint_eq(res.entries[1].seq, 1);
+	ck_assert_uint_eq(res.entries[1].len, 3);
+	ck_assert_int_eq(memcmp(res.entries[1].data, "a\0b", 3), 0);
+	ck_assert_uint_eq(res.entries[2].seq, 2);
+	ck_assert_str_eq(res.entries[2].data, "{\"n\":2}");
+	redis_script_result_clear(&res);
+	ck_assert_ptr_null(res.entries);
+	ck_assert_uint_eq(res.nentries, 0);
+}
+END_TEST
+
+START_TEST(test_result_bad)
+{
+	/* Not an array, empty, unknown or badly typed status. */
+	parse_bad(rep_str("ok"));
+	parse_bad(rep_int(0));
+	parse_bad(rep_array(NULL));
+	parse_bad(rep_array(rep_str("fine"), NULL));
+	parse_bad(rep_array(rep_int(0), NULL));
+	parse_bad(rep_array(rep_str("cancelled"), NULL));
+	parse_bad(rep_array(rep_str("unavailable"), NULL));
+	/* Info of the wrong size or type. */
+	parse_bad(rep_array(rep_str("ok"), rep_str("1"), NULL));
+	parse_bad(rep_array(rep_str("ok"), rep_str("1"), rep_str("0"), NULL));
+	parse_bad(rep_array(rep_str("ok"), rep_int(1), rep_str("0"),
+	    rep_int(0), NULL));
+	parse_bad(rep_array(rep_str("ok"), rep_str("1"), rep_str("x"),
+	    rep_int(0), NULL));
+	parse_bad(rep_array(rep_str("ok"), rep_str("1"), rep_str("0"),
+	    rep_int(2), NULL));
+	parse_bad(rep_array(rep_str("ok"), rep_str("1"), rep_str("0"),
+	    rep_str("0"), NULL));
+	/* Statuses with and without info where the script never sends it. */
+	parse_bad(rep_array(rep_str("ahead"), NULL));
+	parse_bad(rep_array(rep_str("trimmed"), NULL));
+	parse_bad(rep_array(rep_str("ended"), NULL));
+	parse_bad(rep_array(rep_str("expired"), rep_str("1"), rep_str("0"),
+	    rep_int(0), NULL));
+	parse_bad(rep_array(rep_str("not-found"), rep_str("1"), rep_str("0"),
+	    rep_int(0), NULL));
+	/* Entries: odd count, bad seq, bad data, on a non-ok status. */
+	parse_bad(rep_array(rep_str("ok"), rep_str("1"), rep_str("0"),
+	    rep_int(0), rep_str("1"), NULL));
+	parse_bad(rep_array(rep_str("ok"), rep_str("1"), rep_str("0"),
+	    rep_int(0), rep_str("1a"), rep_str("x"), NULL));
+	parse_bad(rep_array(rep_str("ok"), rep_str("1"), rep_str("0"),
+	    rep_int(0), rep_str("1"), rep_int(5), NULL));
+	parse_bad(rep_array(rep_str("ok"), rep_str("1"), rep_str("0"),
+	    rep_int(0), rep_str("0"), rep_str(""), rep_str("1"), rep_int(5),
+	    NULL));
+	parse_bad(rep_array(rep_str("ahead"), rep_str("1"), rep_str("0"),
+	    rep_int(0), rep_str("1"), rep_str("x"), NULL));
+	/* An error reply: the cause is its text. */
+	{
+		struct redis_script_result	 res;
+		char				*cause = NULL;
+
+		ck_assert_int_eq(redis_script_result(rep_err("ERR boom"), &res,
+		    &cause), -1);
+		ck_assert_str_eq(cause, "ERR boom");
+		free(cause);
+	}
+}
+END_TEST
+
+START_TEST(test_noscript)
+{
+	ck_assert(redis_script_noscript(rep_err(
+	    "NOSCRIPT No matching script. Please use EVAL.")));
+	ck_assert(!redis_script_noscript(rep_err("ERR something")));
+	ck_assert(!redis_script_noscript(rep_err("NOSCR")));
+	ck_assert(!redis_script_noscript(rep_str("NOSCRIPT")));
+}
+END_TEST
+
+START_TEST(test_config_value)
+{
+	ck_assert_str_eq(redis_script_config_value(rep_array(
+	    rep_str("maxmemory-policy"), rep_str("allkeys-lru"), NULL),
+	    "maxmemory-policy"), "allkeys-lru");
+	ck_assert_str_eq(redis_script_config_value(rep_array(
+	    rep_str("other"), rep_str("x"), rep_str("maxmemory-policy"),
+	    rep_str("noeviction"), NULL), "maxmemory-policy"), "noeviction");
+	ck_assert_ptr_null(redis_script_config_value(rep_array(NULL),
+	    "maxmemory-policy"));
+	ck_assert_ptr_null(redis_script_config_value(rep_array(
+	    rep_str("maxmemory-policy"), NULL), "maxmemory-policy"));
+	ck_assert_ptr_null(redis_script_config_value(rep_err(
+	    "ERR unknown command 'CONFIG'"), "maxmemory-policy"));
+}
+END_TEST
+
+START_TEST(test_pubsub)
+{
+	struct redis_pubsub	ps;
+
+	ck_assert_int_eq(redis_script_pubsub(rep_array(rep_str("subscribe"),
+	    rep_str("mcpd:{a}:events"), rep_int(1), NULL), &ps), 0);
+	ck_assert_int_eq(ps.kind, REDIS_PUBSUB_SUBSCRIBE);
+	ck_assert_str_eq(ps.channel, "mcpd:{a}:events");
+	ck_assert_uint_eq(ps.channellen, 15);
+
+	ck_assert_int_eq(redis_script_pubsub(rep_array(rep_str("unsubscribe"),
+	    rep_str("mcpd:{a}:events"), rep_int(0), NULL), &ps), 0);
+	ck_assert_int_eq(ps.kind, REDIS_PUBSUB_UNSUBSCRIBE);
+
+	ck_assert_int_eq(redis_script_pubsub(rep_array(rep_str("message"),
+	    rep_str("mcpd:{a}:events"), rep_str("42-7"), NULL), &ps), 0);
+	ck_assert_int_eq(ps.kind, REDIS_PUBSUB_MESSAGE);
+	ck_assert_uint_eq(ps.k, 42);
+	ck_assert_uint_eq(ps.seq, 7);
+
+	ck_assert_int_eq(redis_script_pubsub(rep_array(rep_str("psubscribe"),
+	    rep_str("x*"), rep_int(1), NULL), &ps), 0);
+	ck_assert_int_eq(ps.kind, REDIS_PUBSUB_OTHER);
+
+	/* A message must carry a real id (stream 0 is never one). */
+	ck_assert_int_eq(redis_script_pubsub(rep_array(rep_str("message"),
+	    rep_str("c"), rep_str("0-1"), NULL), &ps), -1);
+	ck_assert_int_eq(redis_script_pubsub(rep_array(rep_str("message"),
+	    rep_str("c"), rep_str("hello"), NULL), &ps), -1);
+	ck_assert_int_eq(redis_script_pubsub(rep_array(rep_str("message"),
+	    rep_str("c"), rep_int(3), NULL), &ps), -1);
+	ck_assert_int_eq(redis_script_pubsub(rep_array(rep_str("message"),
+	    rep_int(1), rep_str("1-1"), NULL), &ps), -1);
+	ck_assert_int_eq(redis_script_pubsub(rep_array(rep_str("message"),
+	    rep_str("c"), NULL), &ps), -1);
+	ck_assert_int_eq(redis_script_pubsub(rep_str("message"), &ps), -1);
+}
+END_TEST
+
+/* The script names every operation and status the C side relies on. */
+START_TEST(test_source)
+{
+	const char	*s = redis_script_source();
+	static const char *words[] = {
+		"'store'", "'delete'", "'create'", "'append'", "'end'",
+		"'read'", "'ok'", "'conflict'", "'not-found'", "'expired'",
+		"'ahead'", "'trimmed'", "'ended'", "'XADD'", "'MAXLEN'",
+		"'PUBLISH'", "'PEXPIRE'", "'UNLINK'", NULL
+	};
+	int		 i;
+
+	for (i = 0; words[i] != NULL; i++)
+		ck_assert_msg(strstr(s, words[i]) != NULL, "missing %s",
+		    words[i]);
+	/* Exact trimming: the approximate form would make oldest vary. */
+	ck_assert_ptr_null(strstr(s, "'~'"));
+}
+END_TEST
+
+static Suite *
+redis_script_suite(void)
+{
+	Suite	*s = suite_create("eventlog_redis_script");
+	TCase	*tc;
+
+	tc = tcase_create("pure");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_keys);
+	tcase_add_test(tc, test_parse_seq);
+	tcase_add_test(tc, test_result_status_only);
+	tcase_add_test(tc, test_result_info);
+	tcase_add_test(tc, test_result_entries);
+	tcase_add_test(tc, test_result_bad);
+	tcase_add_test(tc, test_noscript);
+	tcase_add_test(tc, test_config_value);
+	tcase_add_test(tc, test_pubsub);
+	tcase_add_test(tc, test_source);
+	suite_add_tcase(s, tc);
+	return (s);
+}
+
+UNIT_MAIN(redis_script_suite)
