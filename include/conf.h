@@ -19,6 +19,45 @@ enum conf_eventlog {
 	CONF_EVENTLOG_REDIS
 };
 
+/* The JSON type of one argument of an exec tool. */
+enum conf_param_type {
+	CONF_PARAM_STRING,
+	CONF_PARAM_INTEGER,
+	CONF_PARAM_NUMBER,
+	CONF_PARAM_BOOLEAN
+};
+
+/* param NAME TYPE [required] [STRING] */
+struct conf_param {
+	char			*name;
+	enum conf_param_type	 type;
+	int			 required;
+	char			*description;	/* NULL if none */
+};
+
+/*
+ * tool NAME { ... }: a program run for each call. argv is the exec line as
+ * written (argv[0] is PROGRAM); a word that is exactly "{NAME}" is replaced
+ * by the value of param argv_param[i] (-1 for a literal word).
+ */
+struct conf_tool {
+	char			*name;
+	int			 line;		/* of "tool NAME {" */
+	char			*description;	/* NULL if none */
+	struct conf_param	*params;
+	size_t			 nparams;
+	char			*program;	/* resolved path of PROGRAM */
+	char			**argv;		/* NULL-terminated */
+	int			*argv_param;
+	size_t			 argc;
+	char			**env;		/* NAME=VALUE, NULL at the end */
+	size_t			 nenv;
+	char			*cwd;		/* NULL: mcpd's own */
+	long long		 timeout;	/* seconds */
+	long long		 max_output;	/* bytes of stdout kept */
+	long long		 max_concurrency; /* 0: only max_children */
+};
+
 struct conf {
 	char			*path;		/* file it was loaded from */
 
@@ -55,6 +94,9 @@ struct conf {
 
 	int			 builtin_tools;
 	int			 fixtures_conformance;
+	long long		 max_children;	/* exec tool programs running */
+	struct conf_tool	*tools;		/* tool blocks, in file order */
+	size_t			 ntools;
 	char			**allowed_origins;	/* NULL-terminated */
 	size_t			 nallowed_origins;
 
@@ -79,5 +121,8 @@ void		 conf_print_help(FILE *);
  * configured, a loopback origin. NULL (no header) is allowed; "null" never.
  */
 int		 conf_origin_allowed(const struct conf *, const char *);
+/* The tool block named NAME, or NULL. */
+const struct conf_tool *conf_tool_find(const struct conf *, const char *);
+const char	*conf_param_type_name(enum conf_param_type);
 
 #endif

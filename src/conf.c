@@ -14,6 +14,7 @@
  */
 #include <sys/types.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -27,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "conf.h"
 #include "log.h"
@@ -40,6 +42,9 @@
 #define CONF_REDIS_PORT		6379
 #define CONF_REDIS_DB_MAX	15
 #define CONF_REPLICAS_MAX	16
+#define CONF_TOOL_NAME_MAX	128		/* as MCP allows */
+#define CONF_PARAM_NAME_MAX	64
+#define CONF_DEFAULT_PATH	"/usr/local/bin:/usr/bin:/bin"
 
 #define CONF_KIB		1024LL
 #define CONF_MIB		(1024LL * 1024)
@@ -48,6 +53,11 @@
 /* Enums are written through an int pointer. */
 _Static_assert(sizeof (enum conf_backpressure) == sizeof (int),
     "enum conf_backpressure is not int-sized");
+
+/* Tool names the built-in provider serves (DESIGN.md). */
+static const char *const conf_builtin_tools[] = {
+	"echo", "stream", "notify"
+};
 
 /*
  * One line of the file, split into words, and the lines of its block if it
@@ -74,6 +84,7 @@ enum conf_type {
 	CONF_WORDS,		/* one or more words; char ** (NULL-terminated)
 				   at offset, size_t count at offset2 */
 	CONF_CUSTOM,		/* one word given to the row's parse */
+	CONF_LINE,		/* all the words given to the row's line */
 	CONF_BLOCK		/* NAME ... { }, given to the row's block */
 };
 
@@ -92,11 +103,15 @@ typedef int	conf_check_cb(const char *, char **, char **);
 /* A custom parser sets the fields of base from one word. */
 typedef int	conf_parse_cb(void *, const struct conf_entry *, const char *,
 		    char **);
+/* A line parser sets the fields of base from all the words. */
+typedef int	conf_line_cb(void *, const struct conf_entry *, int, char **,
+		    char **);
 /* A block handler; its errors carry file and line (of the block's lines). */
 typedef int	conf_block_cb(void *, const struct conf_entry *,
 		    const struct conf_directive *, const char *, char **);
 
 #define CONF_EXAMPLE_ACTIVE	0x1	/* set, not commented, in the example */
+#define CONF_REPEAT		0x2	/* may appear more than once */
 
 struct conf_entry {
 	const char		*name;
@@ -108,11 +123,17 @@ struct conf_entry {
 	const struct conf_enum	*values;	/* CONF_ENUM */
 	conf_check_cb		*check;		/* CONF_STRING, CONF_WORDS */
 	conf_parse_cb		*parse;		/* CONF_CUSTOM */
+	conf_line_cb		*line;		/* CONF_LINE */
 	conf_block_cb		*block;		/* CONF_BLOCK */
+	const struct conf_entry	*sub;		/* CONF_BLOCK: its directives */
+	size_t			 nsub;
 	const char		*args;		/* synopsis; NULL: from type */
 	const char		*def;		/* one word, as in the file */
 	const char		*def_text;	/* documents a NULL def */
-	const char		*example;	/* example file value; NULL: def */
+	/* The example file's value (NULL: def); a block's commented-out
+	   examples, and its active ones. */
+	const char		*example;
+	const char		*example_active;
 	int			 flags;
 	const char		*section;	/* heading printed before it */
 	const char		*help;
@@ -128,10 +149,15 @@ struct conf_scope {
 
 static conf_check_cb	conf_check_path;
 static conf_check_cb	conf_check_origin;
+static conf_check_cb	conf_check_dir;
 static conf_parse_cb	conf_parse_eventlog;
 static conf_parse_cb	conf_parse_commit;
 static conf_parse_cb	conf_parse_log_level;
+static conf_parse_cb	conf_parse_env;
+static conf_line_cb	conf_line_param;
+static conf_line_cb	conf_line_exec;
 static conf_block_cb	conf_block_tool;
+static int		conf_scope_line(struct conf_scope *, const char *);
 
 static const struct conf_enum conf_bool_values[] = {
 	{ "on", 1 },
@@ -150,6 +176,122 @@ static const struct conf_enum conf_fixtures_values[] = {
 	{ "off", 0 },
 	{ NULL, 0 }
 };
+
+static const struct conf_enum conf_param_types[] = {
+	{ "string", CONF_PARAM_STRING },
+	{ "integer", CONF_PARAM_INTEGER },
+	{ "number", CONF_PARAM_NUMBER },
+	{ "boolean", CONF_PARAM_BOOLEAN },
+	{ NULL, 0 }
+};
+
+/* The directives inside "tool NAME { }"; offsets into struct conf_tool. */
+#define CONF_TOOL_OFF(f)	offsetof(struct conf_tool, f)
+static const struct conf_entry conf_tool_entries[] = {
+	{ .name = "description", .type = CONF_STRING,
+	  .offset = CONF_TOOL_OFF(description), .args = "STRING",
+	  .help = "What the tool does, in words for the model: the tool's "
+	  "description in tools/list." },
+	{ .name = "param", .type = CONF_LINE, .line = conf_line_param,
+	  .flags = CONF_REPEAT,
+	  .args = "NAME string|integer|number|boolean [required] [STRING]",
+	  .help = "One argument of the tool: its name (letters, digits, "
+	  "\"_\" and \"-\"), its JSON type, whether calls must give it, "
+	  "and its description. The params make the tool's inputSchema. A "
+	  "call whose arguments have another type, lack a required one or "
+	  "name one not declared gets an isError result and runs nothing." },
+	{ .name = "exec", .type = CONF_LINE, .line = conf_line_exec,
+	  .args = "PROGRAM [ARG...]",
+	  .help = "The program and its arguments, run directly: no shell "
+	  "is involved unless PROGRAM is one. PROGRAM is an absolute path, "
+	  "or a name looked up in mcpd's PATH when the file is read; it "
+	  "must exist and be executable. An ARG that is exactly {NAME} is "
+	  "replaced by the value of argument NAME as one word, never split "
+	  "or expanded: strings as given, integers in digits, numbers in "
+	  "JSON notation, booleans as true or false, and an optional "
+	  "argument the call leaves out as an empty word. With a shell, "
+	  "pass values as its positional parameters (sh -c \"... "
+	  "\\\"$1\\\" ...\" sh {NAME}), never inside the script. "
+	  "Required." },
+	{ .name = "timeout", .type = CONF_SECONDS,
+	  .offset = CONF_TOOL_OFF(timeout), .min = 1, .max = 86400,
+	  .def = "60",
+	  .help = "How long one call may run. Then, as when the call is "
+	  "cancelled, its session deleted or mcpd shut down, the program's "
+	  "process group gets SIGTERM and SIGKILL 2 seconds later; a timed "
+	  "out call ends with an isError result. Shutdown waits until every "
+	  "program has been reaped (3 seconds at most)." },
+	{ .name = "max_output", .type = CONF_SIZE,
+	  .offset = CONF_TOOL_OFF(max_output), .min = CONF_KIB,
+	  .max = 16 * CONF_MIB, .def = "1m",
+	  .help = "Bytes of standard output kept for the result; beyond "
+	  "them the result is cut and says so. Progress notifications "
+	  "carry every line regardless." },
+	{ .name = "env", .type = CONF_CUSTOM, .parse = conf_parse_env,
+	  .flags = CONF_REPEAT, .args = "NAME=VALUE",
+	  .help = "One variable of the program's environment, which holds "
+	  "nothing else: mcpd's own environment is not passed on (set PATH "
+	  "here if the program needs one). Quote the whole word when VALUE "
+	  "has blanks: env \"GREETING=hello world\"." },
+	{ .name = "cwd", .type = CONF_STRING, .offset = CONF_TOOL_OFF(cwd),
+	  .check = conf_check_dir, .args = "DIR",
+	  .def_text = "mcpd's working directory",
+	  .help = "Working directory of the program, an absolute path to a "
+	  "directory that exists when the file is read." },
+	{ .name = "max_concurrency", .type = CONF_INTEGER,
+	  .offset = CONF_TOOL_OFF(max_concurrency), .min = 1, .max = 65536,
+	  .def_text = "no limit of its own, only max_children",
+	  .help = "Calls of this tool running at once; a call beyond this "
+	  "gets the isError result \"tool busy\"." },
+};
+
+/* Commented out in the example file: "# " goes before each line. */
+static const char conf_tool_examples[] =
+"Examples: remove the \"# \" before the lines of a block to use it.\n"
+"\n"
+"tool disk_usage {\n"
+"    description \"Size, use and free space of the mounted file systems\"\n"
+"    exec /bin/df --human-readable --print-type --exclude-type=tmpfs\n"
+"    timeout 10\n"
+"}\n"
+"\n"
+"tool journal {\n"
+"    description \"The latest lines of a systemd unit's journal\"\n"
+"    param unit string required \"Unit name, such as nginx.service\"\n"
+"    param lines integer required \"How many lines\"\n"
+"    exec /bin/journalctl --no-pager --unit {unit} --lines {lines}\n"
+"    timeout 20\n"
+"    max_output 256k\n"
+"    max_concurrency 4\n"
+"}\n"
+"\n"
+"# Each reply line reaches the client as it comes, as a progress\n"
+"# notification, when the call has a progressToken.\n"
+"tool ping {\n"
+"    description \"Send 4 ICMP echo requests to a host and show the replies\"\n"
+"    param host string required \"Host name or IP address\"\n"
+"    exec /bin/ping -c 4 -W 2 -- {host}\n"
+"    timeout 15\n"
+"}\n"
+"\n"
+"# A shell gets values as positional parameters, never inside its script.\n"
+"tool find_files {\n"
+"    description \"Files under /srv whose name matches a pattern, "
+    "at most 100\"\n"
+"    param pattern string required \"Shell-style pattern, such as *.log\"\n"
+"    exec /bin/sh -c \"find /srv -type f -name \\\"$1\\\" | "
+    "head -n 100\" sh {pattern}\n"
+"    env PATH=/usr/bin:/bin\n"
+"    timeout 30\n"
+"}\n";
+
+/* Active in the example file: harmless, and every Debian system has it. */
+static const char conf_tool_example_active[] =
+"tool date {\n"
+"    description \"The server's current date and time in UTC (ISO 8601)\"\n"
+"    exec /bin/date -u +%Y-%m-%dT%H:%M:%SZ\n"
+"    timeout 5\n"
+"}\n";
 
 #define CONF_OFF(f)	offsetof(struct conf, f)
 #define CONF_NUMBER(n, t, f, lo, hi, d, h)				\
@@ -268,10 +410,30 @@ static const struct conf_entry conf_entries[] = {
 	  .values = conf_fixtures_values, .def = "off",
 	  .help = "conformance serves the tools, resources and prompts the "
 	  "official MCP conformance suite expects." },
+	CONF_NUMBER("max_children", CONF_INTEGER, max_children, 1, 4096,
+	    "64", "Programs of exec tools running at once, over all tools "
+	    "(a program counts until it has been reaped); a call beyond "
+	    "this gets the isError result \"tool busy\"."),
 	{ .name = "tool", .type = CONF_BLOCK, .block = conf_block_tool,
+	  .sub = conf_tool_entries, .nsub = CONF_NITEMS(conf_tool_entries),
+	  .example = conf_tool_examples,
+	  .example_active = conf_tool_example_active,
 	  .args = "NAME { ... }",
-	  .help = "A tool run as a command for each call. Reserved: the "
-	  "block is read but tool blocks are not supported yet." },
+	  .help = "A command-line program served as an MCP tool: each call "
+	  "runs it with the call's arguments, stdin from /dev/null, in a "
+	  "process group of its own. With a progressToken, every line it "
+	  "writes to standard output is sent at once as "
+	  "notifications/progress (progress counts the lines, message is "
+	  "the line; a line longer than 64 KiB is split). The result is a "
+	  "text item with the standard output; it is an isError result, "
+	  "with the exit status or signal and the start of standard error, "
+	  "when the program exits non-zero or is killed. While the client "
+	  "reads slowly, mcpd stops reading the program's output, so the "
+	  "program waits. When the program exits, anything it left running "
+	  "in its process group is killed. NAME is 1 to 128 letters, "
+	  "digits, \"_\", \"-\" or \".\"; it is unique, and not echo, "
+	  "stream or notify while builtin_tools is on. Inside the block, "
+	  "one directive per line; param and env may repeat:" },
 
 	{ .name = "log_level", .type = CONF_CUSTOM,
 	  .parse = conf_parse_log_level, .args = "debug|info|warn|error",
@@ -813,7 +975,7 @@ conf_set(void *base, const struct conf_entry *ce, int argc, char **argv,
 	long long	 n;
 	int		 i, port;
 
-	if (ce->type != CONF_WORDS && argc > 1) {
+	if (ce->type != CONF_WORDS && ce->type != CONF_LINE && argc > 1) {
 		xasprintf(why, "unexpected extra value \"%s\"", argv[1]);
 		return (-1);
 	}
@@ -876,11 +1038,36 @@ conf_set(void *base, const struct conf_entry *ce, int argc, char **argv,
 		return (0);
 	case CONF_CUSTOM:
 		return (ce->parse(base, ce, argv[0], why));
+	case CONF_LINE:
+		return (ce->line(base, ce, argc, argv, why));
 	case CONF_BLOCK:
 		break;
 	}
 	xasprintf(why, "cannot be set");
 	return (-1);
+}
+
+/* Set every directive of a table that has a default. */
+static void
+conf_set_defaults(void *base, const struct conf_entry *entries, size_t n)
+{
+	const struct conf_entry	*ce;
+	char			*why, *def;
+	size_t			 i;
+
+	for (i = 0; i < n; i++) {
+		ce = &entries[i];
+		if (ce->type == CONF_WORDS && ce->def == NULL) {
+			*(char ***)((char *)base + ce->offset) =
+			    xcalloc(1, sizeof (char *));
+			continue;
+		}
+		if (ce->def == NULL)
+			continue;
+		def = (char *)ce->def;
+		if (conf_set(base, ce, 1, &def, &why) != 0)
+			fatalx("conf: default of %s: %s", ce->name, why);
+	}
 }
 
 /* Look a directive up in cs and apply it. */
@@ -918,12 +1105,13 @@ conf_apply(struct conf_scope *cs, const struct conf_directive *cd,
 		    cd->line, name);
 		return (-1);
 	}
-	if (cs->seen[i] != 0) {
+	if (cs->seen[i] != 0 && (ce->flags & CONF_REPEAT) == 0) {
 		xasprintf(cause, "%s:%d: duplicate %s (first set on line %d)",
 		    file, cd->line, name, cs->seen[i]);
 		return (-1);
 	}
-	cs->seen[i] = cd->line;
+	if (cs->seen[i] == 0)
+		cs->seen[i] = cd->line;
 	if (cd->argc < 2) {
 		xasprintf(cause, "%s:%d: %s: missing value", file, cd->line,
 		    name);
@@ -1155,21 +1343,358 @@ conf_parse_log_level(void *base, const struct conf_entry *ce, const char *s,
 	return (0);
 }
 
+/* ---------------------------------------------------------------------
+ * Tool blocks: tool NAME { ... }.
+ */
+
+/* Letters, digits and the characters of extra; at least one, at most max. */
+static int
+conf_name_ok(const char *s, const char *extra, size_t max)
+{
+	size_t	len = strlen(s), i;
+
+	if (len == 0 || len > max)
+		return (0);
+	for (i = 0; i < len; i++) {
+		if (!isalnum((u_char)s[i]) && strchr(extra, s[i]) == NULL)
+			return (0);
+	}
+	return (1);
+}
+
+static int
+conf_param_name_ok(const char *s)
+{
+	return (conf_name_ok(s, "_-", CONF_PARAM_NAME_MAX) &&
+	    !isdigit((u_char)*s) && *s != '-');
+}
+
 /*
- * tool NAME { ... }. The exec tools feature fills this in: it will read the
- * block's lines through conf_apply with a table of its own.
+ * The index of the param a word "{NAME}" refers to; -1 if NAME is not a
+ * param of the tool, -2 if the word is not of that form.
+ */
+static int
+conf_tool_param_ref(const struct conf_tool *tool, const char *word)
+{
+	size_t	len = strlen(word), i;
+	char	name[CONF_PARAM_NAME_MAX + 1];
+
+	if (len < 3 || len - 2 > CONF_PARAM_NAME_MAX || word[0] != '{' ||
+	    word[len - 1] != '}')
+		return (-2);
+	memcpy(name, word + 1, len - 2);
+	name[len - 2] = '\0';
+	if (!conf_param_name_ok(name))
+		return (-2);
+	for (i = 0; i < tool->nparams; i++) {
+		if (strcmp(tool->params[i].name, name) == 0)
+			return ((int)i);
+	}
+	return (-1);
+}
+
+static void
+conf_tool_clear(struct conf_tool *tool)
+{
+	size_t	i;
+
+	free(tool->name);
+	free(tool->description);
+	for (i = 0; i < tool->nparams; i++) {
+		free(tool->params[i].name);
+		free(tool->params[i].description);
+	}
+	free(tool->params);
+	free(tool->program);
+	conf_free_words(tool->argv);
+	free(tool->argv_param);
+	conf_free_words(tool->env);
+	free(tool->cwd);
+	memset(tool, 0, sizeof *tool);
+}
+
+/* An absolute path to an existing directory. */
+static int
+conf_check_dir(const char *s, char **value, char **why)
+{
+	struct stat	sb;
+
+	if (*s != '/') {
+		xasprintf(why, "\"%s\" is not an absolute path", s);
+		return (-1);
+	}
+	if (stat(s, &sb) != 0) {
+		xasprintf(why, "\"%s\": %s", s, strerror(errno));
+		return (-1);
+	}
+	if (!S_ISDIR(sb.st_mode)) {
+		xasprintf(why, "\"%s\" is not a directory", s);
+		return (-1);
+	}
+	*value = xstrdup(s);
+	return (0);
+}
+
+/* env NAME=VALUE; each NAME once per tool. */
+static int
+conf_parse_env(void *base, const struct conf_entry *ce, const char *s,
+    char **why)
+{
+	struct conf_tool	*tool = base;
+	const char		*eq = strchr(s, '=');
+	size_t			 n, i;
+
+	if (eq == NULL) {
+		xasprintf(why, "expected NAME=VALUE, not \"%s\"", s);
+		return (-1);
+	}
+	n = eq - s;
+	if (n == 0 || isdigit((u_char)*s) || strspn(s,
+	    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+	    != n) {
+		xasprintf(why, "invalid variable name \"%.*s\" (letters, "
+		    "digits and \"_\", not starting with a digit)", (int)n, s);
+		return (-1);
+	}
+	for (i = 0; i < tool->nenv; i++) {
+		if (strncmp(tool->env[i], s, n + 1) == 0) {
+			xasprintf(why, "%.*s is set twice", (int)n, s);
+			return (-1);
+		}
+	}
+	tool->env = xrealloc(tool->env, (tool->nenv + 2) * sizeof *tool->env);
+	tool->env[tool->nenv++] = xstrdup(s);
+	tool->env[tool->nenv] = NULL;
+	return (0);
+}
+
+/* param NAME TYPE [required] [STRING] */
+static int
+conf_line_param(void *base, const struct conf_entry *ce, int argc,
+    char **argv, char **why)
+{
+	struct conf_tool	*tool = base;
+	struct conf_param	 param;
+	char			*names;
+	int			 type, i = 2;
+	size_t			 j;
+
+	if (argc < 2) {
+		xasprintf(why, "expected \"param %s\"", ce->args);
+		return (-1);
+	}
+	if (!conf_param_name_ok(argv[0])) {
+		xasprintf(why, "invalid name \"%s\" (letters, digits, \"_\" "
+		    "and \"-\", starting with a letter or \"_\", at most %d)",
+		    argv[0], CONF_PARAM_NAME_MAX);
+		return (-1);
+	}
+	for (j = 0; j < tool->nparams; j++) {
+		if (strcmp(tool->params[j].name, argv[0]) == 0) {
+			xasprintf(why, "%s is declared twice", argv[0]);
+			return (-1);
+		}
+	}
+	if (conf_parse_enum(conf_param_types, argv[1], &type, why) != 0) {
+		free(*why);
+		names = conf_enum_names(conf_param_types);
+		xasprintf(why, "type of %s: expected %s, not \"%s\"", argv[0],
+		    names, argv[1]);
+		free(names);
+		return (-1);
+	}
+	memset(&param, 0, sizeof param);
+	param.type = type;
+	if (i < argc && strcmp(argv[i], "required") == 0) {
+		param.required = 1;
+		i++;
+	}
+	if (i < argc)
+		param.description = xstrdup(argv[i++]);
+	if (i < argc) {
+		xasprintf(why, "unexpected extra value \"%s\"", argv[i]);
+		free(param.description);
+		return (-1);
+	}
+	param.name = xstrdup(argv[0]);
+	tool->params = xrealloc(tool->params,
+	    (tool->nparams + 1) * sizeof *tool->params);
+	tool->params[tool->nparams++] = param;
+	return (0);
+}
+
+/* Whether path is a regular file we may execute; else *why says why not. */
+static int
+conf_check_program(const char *path, char **why)
+{
+	struct stat	sb;
+
+	if (stat(path, &sb) != 0) {
+		xasprintf(why, "program \"%s\": %s", path, strerror(errno));
+		return (-1);
+	}
+	if (!S_ISREG(sb.st_mode)) {
+		xasprintf(why, "program \"%s\" is not a regular file", path);
+		return (-1);
+	}
+	if (access(path, X_OK) != 0) {
+		xasprintf(why, "program \"%s\" is not executable", path);
+		return (-1);
+	}
+	return (0);
+}
+
+/*
+ * An absolute path as it is, or a name looked up in PATH as a shell would
+ * (relative directories in PATH are skipped).
+ */
+static int
+conf_find_program(const char *name, char **path, char **why)
+{
+	const char	*search, *p, *end;
+	char		*candidate, *sub;
+	size_t		 n;
+
+	if (strchr(name, '/') != NULL) {
+		if (*name != '/') {
+			xasprintf(why, "program must be an absolute path or a "
+			    "name found in PATH, not \"%s\"", name);
+			return (-1);
+		}
+		if (conf_check_program(name, why) != 0)
+			return (-1);
+		*path = xstrdup(name);
+		return (0);
+	}
+	if ((search = getenv("PATH")) == NULL || *search == '\0')
+		search = CONF_DEFAULT_PATH;
+	for (p = search; *p != '\0'; p = end) {
+		if ((end = strchr(p, ':')) == NULL)
+			end = p + strlen(p);
+		n = end - p;
+		if (*end == ':')
+			end++;
+		if (n == 0 || *p != '/')
+			continue;
+		xasprintf(&candidate, "%.*s/%s", (int)n, p, name);
+		if (conf_check_program(candidate, &sub) == 0) {
+			*path = candidate;
+			return (0);
+		}
+		free(sub);
+		free(candidate);
+	}
+	xasprintf(why, "program \"%s\" not found in PATH (%s)", name, search);
+	return (-1);
+}
+
+/* exec PROGRAM [ARG...]; "{NAME}" words are resolved after the block. */
+static int
+conf_line_exec(void *base, const struct conf_entry *ce, int argc,
+    char **argv, char **why)
+{
+	struct conf_tool	*tool = base;
+	char			*path;
+	int			 i;
+
+	if (conf_tool_param_ref(tool, argv[0]) != -2) {
+		xasprintf(why, "PROGRAM cannot be an argument (%s)", argv[0]);
+		return (-1);
+	}
+	if (conf_find_program(argv[0], &path, why) != 0)
+		return (-1);
+	tool->program = path;
+	tool->argc = argc;
+	tool->argv = xcalloc(argc + 1, sizeof *tool->argv);
+	tool->argv_param = xcalloc(argc, sizeof *tool->argv_param);
+	for (i = 0; i < argc; i++) {
+		tool->argv[i] = xstrdup(argv[i]);
+		tool->argv_param[i] = -1;
+	}
+	return (0);
+}
+
+/* The line tool NAME was declared on, 0 if it was not (yet). */
+static int
+conf_tool_line(const struct conf *conf, const char *name)
+{
+	size_t	i;
+
+	for (i = 0; i < conf->ntools; i++) {
+		if (strcmp(conf->tools[i].name, name) == 0)
+			return (conf->tools[i].line);
+	}
+	return (0);
+}
+
+/*
+ * tool NAME { ... }: the block's lines go through conf_apply with the tool
+ * table, then come the checks that need the whole block.
  */
 static int
 conf_block_tool(void *base, const struct conf_entry *ce,
     const struct conf_directive *cd, const char *file, char **cause)
 {
+	struct conf		*conf = base;
+	struct conf_tool	 tool;
+	struct conf_scope	 cs;
+	int			 seen[CONF_NITEMS(conf_tool_entries)];
+	int			 line, ref;
+	size_t			 i;
+
 	if (cd->argc != 2) {
 		xasprintf(cause, "%s:%d: tool: expected \"tool %s\"", file,
 		    cd->line, ce->args);
 		return (-1);
 	}
-	xasprintf(cause, "%s:%d: tool blocks are not supported yet", file,
-	    cd->line);
+	if (!conf_name_ok(cd->argv[1], "_-.", CONF_TOOL_NAME_MAX)) {
+		xasprintf(cause, "%s:%d: tool: invalid name \"%s\" (1 to %d "
+		    "letters, digits, \"_\", \"-\" or \".\")", file, cd->line,
+		    cd->argv[1], CONF_TOOL_NAME_MAX);
+		return (-1);
+	}
+	if ((line = conf_tool_line(conf, cd->argv[1])) != 0) {
+		xasprintf(cause, "%s:%d: duplicate tool %s (first declared on "
+		    "line %d)", file, cd->line, cd->argv[1], line);
+		return (-1);
+	}
+
+	memset(&tool, 0, sizeof tool);
+	tool.name = xstrdup(cd->argv[1]);
+	tool.line = cd->line;
+	conf_set_defaults(&tool, conf_tool_entries,
+	    CONF_NITEMS(conf_tool_entries));
+	memset(seen, 0, sizeof seen);
+	cs.entries = conf_tool_entries;
+	cs.nentries = CONF_NITEMS(conf_tool_entries);
+	cs.base = &tool;
+	cs.seen = seen;
+	for (i = 0; i < cd->nchildren; i++) {
+		if (conf_apply(&cs, &cd->children[i], file, cause) != 0)
+			goto fail;
+	}
+
+	if ((line = conf_scope_line(&cs, "exec")) == 0) {
+		xasprintf(cause, "%s:%d: tool %s: missing \"exec PROGRAM "
+		    "[ARG...]\"", file, cd->line, tool.name);
+		goto fail;
+	}
+	for (i = 1; i < tool.argc; i++) {
+		if ((ref = conf_tool_param_ref(&tool, tool.argv[i])) == -1) {
+			xasprintf(cause, "%s:%d: exec: %s is not a param of "
+			    "tool %s", file, line, tool.argv[i], tool.name);
+			goto fail;
+		}
+		tool.argv_param[i] = ref < 0 ? -1 : ref;
+	}
+
+	conf->tools = xrealloc(conf->tools,
+	    (conf->ntools + 1) * sizeof *conf->tools);
+	conf->tools[conf->ntools++] = tool;
+	return (0);
+
+fail:
+	conf_tool_clear(&tool);
 	return (-1);
 }
 
@@ -1182,6 +1707,26 @@ conf_scope_line(struct conf_scope *cs, const char *name)
 	for (i = 0; i < cs->nentries; i++) {
 		if (strcmp(cs->entries[i].name, name) == 0)
 			return (cs->seen[i]);
+	}
+	return (0);
+}
+
+/* Tool names against the built-in ones, once builtin_tools is known. */
+static int
+conf_check_tools(struct conf *conf, const char *file, char **cause)
+{
+	size_t	i, j;
+
+	for (i = 0; conf->builtin_tools && i < conf->ntools; i++) {
+		for (j = 0; j < CONF_NITEMS(conf_builtin_tools); j++) {
+			if (strcmp(conf->tools[i].name,
+			    conf_builtin_tools[j]) != 0)
+				continue;
+			xasprintf(cause, "%s:%d: tool %s: the name is taken by "
+			    "a built-in tool (builtin_tools is on)", file,
+			    conf->tools[i].line, conf->tools[i].name);
+			return (-1);
+		}
 	}
 	return (0);
 }
@@ -1207,7 +1752,7 @@ conf_check(struct conf *conf, struct conf_scope *cs, const char *file,
 		    conf->stream_window, conf->stream_maxlen);
 		return (-1);
 	}
-	return (0);
+	return (conf_check_tools(conf, file, cause));
 }
 
 /* ---------------------------------------------------------------------
@@ -1217,25 +1762,10 @@ conf_check(struct conf *conf, struct conf_scope *cs, const char *file,
 struct conf *
 conf_default(void)
 {
-	const struct conf_entry	*ce;
-	struct conf		*conf;
-	char			*why, *def;
-	size_t			 i;
+	struct conf	*conf;
 
 	conf = xcalloc(1, sizeof *conf);
-	for (i = 0; i < CONF_NITEMS(conf_entries); i++) {
-		ce = &conf_entries[i];
-		if (ce->type == CONF_WORDS && ce->def == NULL) {
-			*(char ***)((char *)conf + ce->offset) =
-			    xcalloc(1, sizeof (char *));
-			continue;
-		}
-		if (ce->def == NULL)
-			continue;
-		def = (char *)ce->def;
-		if (conf_set(conf, ce, 1, &def, &why) != 0)
-			fatalx("conf: default of %s: %s", ce->name, why);
-	}
+	conf_set_defaults(conf, conf_entries, CONF_NITEMS(conf_entries));
 	return (conf);
 }
 
@@ -1353,10 +1883,37 @@ conf_free(struct conf *conf)
 		else if (ce->type == CONF_WORDS)
 			conf_free_words(*(char ***)field);
 	}
-	/* Fields set by custom parsers. */
+	/* Fields set by custom parsers and blocks. */
+	for (i = 0; i < conf->ntools; i++)
+		conf_tool_clear(&conf->tools[i]);
+	free(conf->tools);
 	free(conf->redis_host);
 	free(conf->path);
 	free(conf);
+}
+
+const struct conf_tool *
+conf_tool_find(const struct conf *conf, const char *name)
+{
+	size_t	i;
+
+	for (i = 0; i < conf->ntools; i++) {
+		if (strcmp(conf->tools[i].name, name) == 0)
+			return (&conf->tools[i]);
+	}
+	return (NULL);
+}
+
+const char *
+conf_param_type_name(enum conf_param_type type)
+{
+	const struct conf_enum	*e;
+
+	for (e = conf_param_types; e->name != NULL; e++) {
+		if (e->value == (int)type)
+			return (e->name);
+	}
+	return ("?");
 }
 
 int
@@ -1471,11 +2028,17 @@ conf_default_text(const struct conf_entry *ce)
 	return (s);
 }
 
+/*
+ * One directive: synopsis after head, help and default after prefix. A
+ * block's own directives follow, each after an empty line (blank), one
+ * level further in.
+ */
 static void
 conf_print_entry(FILE *f, const struct conf_entry *ce, const char *head,
-    const char *prefix, size_t width)
+    const char *prefix, const char *blank, size_t width)
 {
-	char	*synopsis, *def;
+	char	*synopsis, *def, *subprefix;
+	size_t	 i;
 
 	synopsis = conf_synopsis(ce);
 	fprintf(f, "%s%s %s\n", head, ce->name, synopsis);
@@ -1485,6 +2048,35 @@ conf_print_entry(FILE *f, const struct conf_entry *ce, const char *head,
 		conf_print_wrapped(f, prefix, def, width);
 		free(def);
 	}
+	if (ce->sub == NULL)
+		return;
+	xasprintf(&subprefix, "%s  ", prefix);
+	for (i = 0; i < ce->nsub; i++) {
+		fputs(blank, f);
+		conf_print_entry(f, &ce->sub[i], prefix, subprefix, blank,
+		    width);
+	}
+	free(subprefix);
+}
+
+/* A block's examples: the commented ones after "# ", then the active. */
+static void
+conf_print_block_examples(FILE *f, const struct conf_entry *ce)
+{
+	const char	*p, *end;
+
+	for (p = ce->example; p != NULL && *p != '\0'; p = end + 1) {
+		if ((end = strchr(p, '\n')) == NULL)
+			end = p + strlen(p);
+		if (end == p)
+			fputs("#\n", f);
+		else
+			fprintf(f, "# %.*s\n", (int)(end - p), p);
+		if (*end == '\0')
+			break;
+	}
+	if (ce->example_active != NULL)
+		fprintf(f, "\n%s", ce->example_active);
 }
 
 void
@@ -1512,7 +2104,12 @@ conf_print_example(FILE *f)
 		if (ce->section != NULL)
 			fprintf(f, "\n# --- %s ---\n", ce->section);
 		fputc('\n', f);
-		conf_print_entry(f, ce, "# ", "#   ", 76);
+		conf_print_entry(f, ce, "# ", "#   ", "#\n", 76);
+		if (ce->type == CONF_BLOCK) {
+			fputs("#\n", f);
+			conf_print_block_examples(f, ce);
+			continue;
+		}
 		if ((value = ce->example) == NULL)
 			value = ce->def;
 		if (value == NULL)
@@ -1536,6 +2133,6 @@ conf_print_help(FILE *f)
 		ce = &conf_entries[i];
 		if (ce->section != NULL)
 			fprintf(f, "\n%s:\n", ce->section);
-		conf_print_entry(f, ce, "  ", "        ", 79);
+		conf_print_entry(f, ce, "  ", "        ", "\n", 79);
 	}
 }

@@ -19,6 +19,7 @@
 
 #include "conf.h"
 #include "eventlog.h"
+#include "exec.h"
 #include "log.h"
 #include "provider.h"
 #include "server.h"
@@ -118,6 +119,7 @@ server_run(const struct conf *conf)
 		return (1);
 	}
 	session_init(base, conf, el);
+	exec_init(base);
 	provider_init(conf);
 
 	http = evhttp_new(base);
@@ -145,6 +147,7 @@ server_run(const struct conf *conf)
 		rc = 1;
 
 	session_shutdown();
+	exec_shutdown();	/* cancelled calls: their programs reaped */
 	view_shutdown();
 	/* Let queued log ops and final writes run before freeing. */
 	for (i = 0; i < 8; i++)

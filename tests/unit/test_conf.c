@@ -23,8 +23,8 @@ static const char *all_keys[] = {
 	"session_max_streams", "request_timeout", "max_views",
 	"sse_high_watermark", "sse_keepalive", "sse_retry_ms",
 	"slow_consumer_grace_ms", "backpressure_request",
-	"backpressure_standalone", "builtin_tools", "fixtures", "tool",
-	"log_level"
+	"backpressure_standalone", "builtin_tools", "fixtures",
+	"max_children", "tool", "log_level"
 };
 
 static struct conf *
@@ -147,6 +147,7 @@ check_defaults(const struct conf *conf)
 	ck_assert_int_eq(conf->request_timeout, 60);
 	ck_assert_int_eq(conf->builtin_tools, 0);
 	ck_assert_int_eq(conf->fixtures_conformance, 0);
+	ck_assert_int_eq(conf->max_children, 64);
 	ck_assert_ptr_nonnull(conf->allowed_origins);
 	ck_assert_ptr_null(conf->allowed_origins[0]);
 	ck_assert_uint_eq(conf->nallowed_origins, 0);
@@ -863,18 +864,21 @@ END_TEST
 
 START_TEST(test_tool_block)
 {
+	struct conf	*conf;
+
+	/* The block's own lines are checked with the tool table. */
 	expect_error("listen 127.0.0.1:1\n"
 	    "\n"
-	    "tool echo {\n"
+	    "tool echo2 {\n"
 	    "\tcommand \"/bin/echo\" \"{}\" # a comment }\n"
 	    "\targs {\n"
 	    "\t\tx 1\n"
 	    "\t}\n"
 	    "\n"
 	    "}\n",
-	    "t.conf:3: tool blocks are not supported yet");
+	    "t.conf:4: unknown directive \"command\"");
 	expect_error("tool empty {\n}\n",
-	    "t.conf:1: tool blocks are not supported yet");
+	    "t.conf:1: tool empty: missing \"exec PROGRAM [ARG...]\"");
 	expect_error("tool x\n",
 	    "t.conf:1: tool: expected \"tool NAME { ... }\"");
 	expect_error("tool {\n}\n",
@@ -884,6 +888,12 @@ START_TEST(test_tool_block)
 	/* Errors earlier in the file come first. */
 	expect_error("foo\ntool x {\n}\n",
 	    "t.conf:1: unknown directive \"foo\"");
+
+	/* The details are in test_exec_conf.c. */
+	conf = parse_ok("tool x {\nexec /bin/true\n}\n");
+	ck_assert_uint_eq(conf->ntools, 1);
+	ck_assert_str_eq(conf->tools[0].name, "x");
+	conf_free(conf);
 }
 END_TEST
 
@@ -1003,6 +1013,9 @@ START_TEST(test_example_file)
 	ck_assert_str_eq(conf->endpoint, "/mcp");
 	ck_assert_int_eq(conf->eventlog, CONF_EVENTLOG_MEMORY);
 	ck_assert_int_eq(conf->builtin_tools, 1);
+	/* One harmless active tool, the rest commented out. */
+	ck_assert_uint_eq(conf->ntools, 1);
+	ck_assert_str_eq(conf->tools[0].name, "date");
 	conf->builtin_tools = 0;
 	check_defaults(conf);
 	conf_free(conf);
