@@ -28,6 +28,7 @@ int		 call_finished(const struct call *);
 
 void		 call_set_cancel(struct call *, call_cancel_cb, void *);
 void		 call_cancel(struct call *, const char *);
+void		 call_interrupt(struct call *, const char *);
 
 void		 call_send(struct call *, cJSON *, call_sent_cb, void *);
 void		 call_send_standalone(struct call *, cJSON *, call_sent_cb,
@@ -35,6 +36,7 @@ void		 call_send_standalone(struct call *, cJSON *, call_sent_cb,
 void		 call_request(struct call *, const char *, cJSON *,
 		     call_response_cb, void *);
 int		 call_log_enabled(const struct call *, int);
+int		 call_close_view(struct call *);
 void		 call_respond(struct call *, cJSON *);
 void		 call_respond_error(struct call *, int, const char *);
 void		 call_release(struct call *);

@@ -123,6 +123,7 @@ void	eventlog_read(struct eventlog *, const char *, uint64_t, uint64_t,
  * and arg. Backends without cross-process commits (memory) do nothing, as
  * their in-process commits are already seen by the session layer.
  */
+int	eventlog_shared(const struct eventlog *);
 void	eventlog_watch(struct eventlog *, const char *, eventlog_watch_cb,
 	    void *);
 void	eventlog_unwatch(struct eventlog *, const char *, eventlog_watch_cb,

@@ -30,6 +30,10 @@ void		 session_cron(void);
 
 struct session	*session_create(const char *, const cJSON *, char **);
 struct session	*session_find(const char *);
+typedef void (*session_load_cb)(struct session *, int, void *);
+void		 session_load(const char *, session_load_cb, void *);
+int		 session_shared(void);
+size_t		 session_allocated(void);
 void		 session_close(struct session *, const char *);
 void		 session_ref(struct session *);
 void		 session_unref(struct session *);
@@ -51,6 +55,8 @@ struct event_base *session_base(void);
 void		 session_view_attach(struct session *, uint64_t,
 		     struct view *);
 void		 session_view_detach(struct session *, struct view *);
+int		 session_view_close_after(struct session *, uint64_t,
+		     uint64_t);
 void		 session_committed(struct session *, uint64_t, uint64_t);
 void		 session_delivered(struct session *, uint64_t, uint64_t);
 int		 session_stream_blocks(struct session *, uint64_t);

@@ -23,7 +23,11 @@ enum stream_kind {
 typedef void (*stream_commit_cb)(int, void *);
 
 struct stream	*stream_open(struct session *, enum stream_kind);
+struct stream	*stream_open_as(struct session *, enum stream_kind, uint64_t);
+struct stream	*stream_restore(struct session *, enum stream_kind, uint64_t,
+		     uint64_t);
 void		 stream_close(struct stream *);
+void		 stream_release(struct stream *);
 uint64_t	 stream_id(const struct stream *);
 uint64_t	 stream_head(const struct stream *);
 enum stream_kind stream_kind(const struct stream *);

@@ -21,6 +21,8 @@ void		 view_resume(struct evhttp_request *, struct session *,
 		     uint64_t, uint64_t, const char *);
 void		 view_wakeup(struct view *, uint64_t);
 void		 view_close(struct view *, const char *);
+/* Polling: end the response once entry N is written; -1 if not possible. */
+int		 view_close_after(struct view *, uint64_t);
 void		 view_cron(void);
 void		 view_shutdown(void);
 size_t		 view_count(void);

@@ -202,6 +202,25 @@ call_log_enabled(const struct call *c, int level)
 	return (level >= session_log_level(c->session));
 }
 
+/*
+ * SEP-1699 polling: the client's connection for this request ends once it
+ * has received what the stream has committed so far (at least the priming
+ * event, so the client holds a cursor). The call goes on, what it sends is
+ * committed as usual, and the client picks it up with GET and
+ * Last-Event-ID. Returns -1 (and nothing changes) if the call has
+ * finished, no connection shows its stream, or the client's revision has
+ * no priming events (before 2025-11-25). A batch's requests share one
+ * stream, and so one connection.
+ */
+int
+call_close_view(struct call *c)
+{
+	if (c->finished)
+		return (-1);
+	return (session_view_close_after(c->session, stream_id(c->stream),
+	    stream_head(c->stream)));
+}
+
 void
 call_respond(struct call *c, cJSON *result)
 {
@@ -230,6 +249,25 @@ call_respond_error(struct call *c, int code, const char *message)
 	    last, NULL, NULL);
 	if (last)
 		stream_close(c->stream);
+}
+
+/*
+ * The process is letting the session go (shutdown) while the call runs:
+ * its response is an error saying so, committed like any response, and
+ * the provider is cancelled.
+ */
+void
+call_interrupt(struct call *c, const char *reason)
+{
+	char	*message;
+
+	if (c->finished)
+		return;
+	xasprintf(&message, "The call was interrupted: %s", reason);
+	call_respond_error(c, JSONRPC_INTERNAL_ERROR, message);
+	free(message);
+	if (c->cancel_cb != NULL)
+		c->cancel_cb(c->cancel_arg);
 }
 
 /* The provider will not touch the call again. */

@@ -119,6 +119,13 @@ eventlog_read(struct eventlog *el, const char *sid, uint64_t k,
 	el->ops->read(el->backend, sid, k, from, max, cb, arg);
 }
 
+/* Whether other processes commit to this log (so sessions are shared). */
+int
+eventlog_shared(const struct eventlog *el)
+{
+	return (el->ops->watch != NULL);
+}
+
 void
 eventlog_watch(struct eventlog *el, const char *sid, eventlog_watch_cb cb,
     void *arg)

@@ -29,6 +29,8 @@
 
 /* Seconds a client may take to send one request, or to read a reply. */
 #define SERVER_REQUEST_TIMEOUT	30
+/* Seconds shutdown waits for the log to commit its last entries. */
+#define SERVER_DRAIN_TIMEOUT	3
 
 static void
 server_signal_cb(evutil_socket_t sig, short events, void *arg)
@@ -63,7 +65,7 @@ server_raise_nofile(void)
 	log_info("open file limit %llu", (unsigned long long)rl.rlim_cur);
 }
 
-static int
+static struct evhttp_bound_socket *
 server_listen(struct evhttp *http, const struct conf *conf)
 {
 	struct evhttp_bound_socket	*bound;
@@ -77,7 +79,7 @@ server_listen(struct evhttp *http, const struct conf *conf)
 	if (bound == NULL) {
 		log_error("cannot listen on %s:%d", conf->listen_host,
 		    conf->listen_port);
-		return (-1);
+		return (NULL);
 	}
 	getsockname(evhttp_bound_socket_get_fd(bound), (struct sockaddr *)&ss,
 	    &sslen);
@@ -94,7 +96,38 @@ server_listen(struct evhttp *http, const struct conf *conf)
 		log_info("listening on %s:%d endpoint %s", addr, port,
 		    conf->endpoint);
 	}
-	return (0);
+	return (bound);
+}
+
+static void
+server_drain_timeout_cb(evutil_socket_t fd, short events, void *arg)
+{
+	*(int *)arg = 1;
+}
+
+/*
+ * Lets the log commit what shutdown produced (the error responses of
+ * interrupted calls) and the last bytes reach the clients: the loop runs
+ * until every session is freed, or SERVER_DRAIN_TIMEOUT at most (a log
+ * that is down gets no say in how long a stop takes).
+ */
+static void
+server_drain(struct event_base *base)
+{
+	struct timeval	 tv = { SERVER_DRAIN_TIMEOUT, 0 };
+	struct event	*timer;
+	int		 expired = 0;
+
+	timer = evtimer_new(base, server_drain_timeout_cb, &expired);
+	evtimer_add(timer, &tv);
+	event_base_loop(base, EVLOOP_NONBLOCK);
+	while (session_allocated() > 0 && !expired)
+		event_base_loop(base, EVLOOP_ONCE);
+	event_base_loop(base, EVLOOP_NONBLOCK);
+	if (session_allocated() > 0)
+		log_warn("stopping with %zu sessions' log operations "
+		    "unfinished", session_allocated());
+	event_free(timer);
 }
 
 int
@@ -103,6 +136,7 @@ server_run(const struct conf *conf)
 	struct event_base	*base;
 	struct event		*sigterm, *sigint, *cron;
 	struct evhttp		*http;
+	struct evhttp_bound_socket *bound;
 	struct eventlog		*el;
 	struct timeval		 second = { 1, 0 };
 	char			*cause = NULL;
@@ -138,7 +172,7 @@ server_run(const struct conf *conf)
 	evsignal_add(sigint, NULL);
 	event_add(cron, &second);
 
-	if (server_listen(http, conf) == 0) {
+	if ((bound = server_listen(http, conf)) != NULL) {
 		log_info("mcpd %s ready: eventlog %s, builtin tools %s",
 		    "0.1.0", conf->eventlog == CONF_EVENTLOG_MEMORY ? "memory" :
 		    "redis", conf->builtin_tools ? "on" : "off");
@@ -146,12 +180,13 @@ server_run(const struct conf *conf)
 	} else
 		rc = 1;
 
+	/* No new work while the old finishes. */
+	if (bound != NULL)
+		evhttp_del_accept_socket(http, bound);
 	session_shutdown();
 	exec_shutdown();	/* cancelled calls: their programs reaped */
 	view_shutdown();
-	/* Let queued log ops and final writes run before freeing. */
-	for (i = 0; i < 8; i++)
-		event_base_loop(base, EVLOOP_NONBLOCK);
+	server_drain(base);
 	evhttp_free(http);
 	eventlog_free(el);
 	for (i = 0; i < 4; i++)

@@ -33,7 +33,10 @@ struct session {
 	int			 closed;
 	unsigned int		 refs;
 	uint64_t		 last_active_ms;
+	uint64_t		 stored_ms;	/* last meta write */
+	uint64_t		 standalone_k;
 	struct stream		*standalone;
+	int			 watching;	/* shared log: commits watched */
 
 	struct session_view	*views;
 	size_t			 nviews;
@@ -53,7 +56,9 @@ static struct {
 	const struct conf	*conf;
 	struct eventlog		*eventlog;
 	struct session_tree	 tree;
-	size_t			 count;
+	size_t			 count;		/* in the table */
+	size_t			 allocated;	/* not yet freed */
+	int			 shared;	/* other processes use the log */
 } sessions;
 
 const char *session_versions[] = {
@@ -64,6 +69,10 @@ static const char *session_log_levels[] = {
 	"debug", "info", "notice", "warning", "error", "critical", "alert",
 	"emergency", NULL
 };
+
+static struct session	*session_new(const char *, const char *);
+static void		 session_watch_cb(const char *, uint64_t, uint64_t,
+			     void *);
 
 static int
 session_cmp(struct session *a, struct session *b)
@@ -79,6 +88,7 @@ session_init(struct event_base *base, const struct conf *conf,
 	sessions.base = base;
 	sessions.conf = conf;
 	sessions.eventlog = el;
+	sessions.shared = eventlog_shared(el);
 	RB_INIT(&sessions.tree);
 }
 
@@ -160,7 +170,9 @@ session_store(struct session *s)
 	cJSON_AddStringToObject(meta, "version", s->version);
 	cJSON_AddStringToObject(meta, "log_level",
 	    session_log_level_name(s->log_level));
+	cJSON_AddNumberToObject(meta, "standalone", (double)s->standalone_k);
 	text = cJSON_PrintUnformatted(meta);
+	s->stored_ms = clock_now_ms();
 	cJSON_Delete(meta);
 	session_ref(s);
 	eventlog_session_store(sessions.eventlog, s->id, text, strlen(text),
@@ -179,21 +191,172 @@ session_create(const char *version, const cJSON *params, char **cause)
 		    sessions.conf->max_sessions);
 		return (NULL);
 	}
+	s = session_new(NULL, version);
+	s->standalone_k = eventlog_new_stream_id();
+	/* The meta names the standalone stream, so it is written first. */
+	session_store(s);
+	s->standalone = stream_open_as(s, STREAM_STANDALONE, s->standalone_k);
+	log_info("session=%s created version=%s", s->id, version);
+	return (s);
+}
+
+static void
+session_watch_cb(const char *sid, uint64_t k, uint64_t seq, void *arg)
+{
+	struct session	*s = arg;
+	size_t		 i;
+
+	if (k != 0) {
+		session_committed(s, k, seq);
+		return;
+	}
+	/* The watch was (re-)established: commits may have been missed. */
+	for (i = 0; i < s->nviews; i++)
+		view_wakeup(s->views[i].view, 0);
+}
+
+/* A session object in the table; id NULL draws a fresh one. */
+static struct session *
+session_new(const char *id, const char *version)
+{
+	struct session	*s;
+
 	s = xcalloc(1, sizeof *s);
-	do
-		random_hex(s->id, sizeof s->id);
-	while (RB_FIND(session_tree, &sessions.tree, s) != NULL);
+	if (id != NULL)
+		strlcpy(s->id, id, sizeof s->id);
+	else {
+		do
+			random_hex(s->id, sizeof s->id);
+		while (RB_FIND(session_tree, &sessions.tree, s) != NULL);
+	}
 	s->version = xstrdup(version);
 	s->log_level = 0;
 	s->refs = 1;		/* the table's */
 	s->last_active_ms = clock_now_ms();
 	RB_INSERT(session_tree, &sessions.tree, s);
 	sessions.count++;
-
-	session_store(s);
-	s->standalone = stream_open(s, STREAM_STANDALONE);
-	log_info("session=%s created version=%s", s->id, version);
+	sessions.allocated++;
+	if (sessions.shared) {
+		s->watching = 1;
+		eventlog_watch(sessions.eventlog, s->id, session_watch_cb, s);
+	}
 	return (s);
+}
+
+/*
+ * Loading a session another process (or this one, before a restart)
+ * created: its meta, then the head of its standalone stream.
+ */
+struct session_load {
+	char			 id[SESSION_ID_LEN + 1];
+	char			*version;
+	int			 log_level;
+	uint64_t		 standalone_k;
+	session_load_cb		 cb;
+	void			*arg;
+};
+
+static void
+session_load_finish(struct session_load *l, struct session *s,
+    enum eventlog_status status)
+{
+	l->cb(s, status, l->arg);
+	free(l->version);
+	free(l);
+}
+
+static void
+session_loaded_head_cb(enum eventlog_status status,
+    const struct eventlog_entry *entries, size_t n,
+    const struct eventlog_info *info, void *arg)
+{
+	struct session_load	*l = arg;
+	struct session		*s;
+
+	if ((s = session_find(l->id)) != NULL) {
+		/* Another request loaded it meanwhile. */
+		session_load_finish(l, s, EVENTLOG_OK);
+		return;
+	}
+	if (info == NULL) {
+		if (status == EVENTLOG_OK)
+			status = EVENTLOG_NOT_FOUND;
+		session_load_finish(l, NULL, status);
+		return;
+	}
+	if ((long long)sessions.count >= sessions.conf->max_sessions) {
+		session_load_finish(l, NULL, EVENTLOG_UNAVAILABLE);
+		return;
+	}
+	s = session_new(l->id, l->version);
+	s->log_level = l->log_level;
+	s->standalone_k = l->standalone_k;
+	s->stored_ms = clock_now_ms();
+	s->standalone = stream_restore(s, STREAM_STANDALONE, l->standalone_k,
+	    info->head);
+	log_info("session=%s loaded from the event log version=%s",
+	    s->id, s->version);
+	session_load_finish(l, s, EVENTLOG_OK);
+}
+
+static void
+session_loaded_meta_cb(enum eventlog_status status, const char *meta,
+    size_t len, void *arg)
+{
+	struct session_load	*l = arg;
+	cJSON			*json;
+	const cJSON		*version, *level, *k;
+
+	if (status != EVENTLOG_OK) {
+		session_load_finish(l, NULL, status);
+		return;
+	}
+	json = cJSON_ParseWithLength(meta, len);
+	version = cJSON_GetObjectItemCaseSensitive(json, "version");
+	level = cJSON_GetObjectItemCaseSensitive(json, "log_level");
+	k = cJSON_GetObjectItemCaseSensitive(json, "standalone");
+	if (!cJSON_IsString(version) ||
+	    !session_version_supported(version->valuestring) ||
+	    !cJSON_IsNumber(k) || k->valuedouble < 1) {
+		log_error("session=%s meta in the event log is unreadable",
+		    l->id);
+		cJSON_Delete(json);
+		session_load_finish(l, NULL, EVENTLOG_NOT_FOUND);
+		return;
+	}
+	l->version = xstrdup(version->valuestring);
+	if (cJSON_IsString(level))
+		l->log_level = session_log_level_parse(level->valuestring);
+	if (l->log_level < 0)
+		l->log_level = 0;
+	l->standalone_k = (uint64_t)k->valuedouble;
+	cJSON_Delete(json);
+	/* Reading from entry 0 answers with the head, trimmed or not. */
+	eventlog_read(sessions.eventlog, l->id, l->standalone_k, 0, 0,
+	    session_loaded_head_cb, l);
+}
+
+/*
+ * Finds a session this process does not hold: only a shared log can have
+ * one. cb runs once, never inside this call, with the session or NULL and
+ * the log's status (NOT_FOUND: no such session; other: log trouble).
+ */
+void
+session_load(const char *id, session_load_cb cb, void *arg)
+{
+	struct session_load	*l;
+
+	l = xcalloc(1, sizeof *l);
+	strlcpy(l->id, id, sizeof l->id);
+	l->cb = cb;
+	l->arg = arg;
+	eventlog_session_load(sessions.eventlog, id, session_loaded_meta_cb, l);
+}
+
+int
+session_shared(void)
+{
+	return (sessions.shared);
 }
 
 struct session *
@@ -224,28 +387,58 @@ session_deleted_cb(enum eventlog_status status, void *arg)
 	session_unref(s);
 }
 
-void
-session_close(struct session *s, const char *reason)
+/*
+ * Takes a session out of this process. `end` also ends it for everyone
+ * (DELETE, expiry): its calls are cancelled and the log forgets it. Else
+ * (shutdown, a shared log's idle eviction) the log keeps it for the next
+ * process, and calls still running get an error response: the client
+ * hears that the call was interrupted instead of waiting forever.
+ */
+static void
+session_teardown(struct session *s, const char *reason, int end)
 {
 	if (s->closed)
 		return;
 	s->closed = 1;
 	RB_REMOVE(session_tree, &sessions.tree, s);
 	sessions.count--;
-	log_info("session=%s closed: %s", s->id, reason);
+	log_info("session=%s %s: %s", s->id, end ? "closed" : "released",
+	    reason);
+	if (s->watching) {
+		s->watching = 0;
+		eventlog_unwatch(sessions.eventlog, s->id, session_watch_cb, s);
+	}
 
-	while (s->ncalls > 0)
-		call_cancel(s->calls[s->ncalls - 1], reason);
+	while (s->ncalls > 0) {
+		if (end)
+			call_cancel(s->calls[s->ncalls - 1], reason);
+		else
+			call_interrupt(s->calls[s->ncalls - 1], reason);
+	}
 	while (s->nviews > 0)
 		view_close(s->views[s->nviews - 1].view, reason);
-	while (s->nstreams > 0)
-		stream_close(s->streams[s->nstreams - 1]);
+	while (s->nstreams > 0) {
+		if (end)
+			stream_close(s->streams[s->nstreams - 1]);
+		else
+			stream_release(s->streams[s->nstreams - 1]);
+	}
 	s->standalone = NULL;
 
+	if (!end) {
+		session_unref(s);
+		return;
+	}
 	session_ref(s);
 	eventlog_session_delete(sessions.eventlog, s->id, session_deleted_cb,
 	    s);
 	session_unref(s);
+}
+
+void
+session_close(struct session *s, const char *reason)
+{
+	session_teardown(s, reason, 1);
 }
 
 void
@@ -267,6 +460,14 @@ session_unref(struct session *s)
 	free(s->calls);
 	free(s->version);
 	free(s);
+	sessions.allocated--;
+}
+
+/* Sessions not yet freed: shutdown waits for their log ops to finish. */
+size_t
+session_allocated(void)
+{
+	return (sessions.allocated);
 }
 
 int
@@ -341,6 +542,19 @@ session_view_detach(struct session *s, struct view *v)
 			return;
 		}
 	}
+}
+
+/* Polling: stream K's view ends once it has shown entry upto; view.h. */
+int
+session_view_close_after(struct session *s, uint64_t k, uint64_t upto)
+{
+	size_t	i;
+
+	for (i = 0; i < s->nviews; i++) {
+		if (s->views[i].k == k)
+			return (view_close_after(s->views[i].view, upto));
+	}
+	return (-1);
 }
 
 void
@@ -511,6 +725,20 @@ session_resource_updated(const char *uri)
 }
 
 /*
+ * With a shared log the log's own TTL is the session's lifetime: a session
+ * in use is re-stored often enough to stay alive, and an idle one is only
+ * released here (another process may be serving it).
+ */
+static void
+session_cron_shared(struct session *s, uint64_t now, uint64_t ttl)
+{
+	if (s->last_active_ms > s->stored_ms && now - s->stored_ms >= ttl / 4)
+		session_store(s);
+	else if (now - s->last_active_ms >= ttl && s->ncalls == 0)
+		session_teardown(s, "idle here for session_ttl", 0);
+}
+
+/*
  * Idle expiry. A session with an open view is in use even when the client
  * sends nothing. Running calls alone do not count: under the block policy
  * a call whose client never comes back waits forever, and this is what
@@ -524,8 +752,10 @@ session_cron(void)
 	uint64_t	 ttl = (uint64_t)sessions.conf->session_ttl * 1000;
 
 	RB_FOREACH_SAFE(s, session_tree, &sessions.tree, s1) {
-		if (s->nviews > 0) {
+		if (s->nviews > 0)
 			s->last_active_ms = now;
+		if (sessions.shared) {
+			session_cron_shared(s, now, ttl);
 			continue;
 		}
 		if (now - s->last_active_ms >= ttl)
@@ -539,5 +769,5 @@ session_shutdown(void)
 	struct session	*s, *s1;
 
 	RB_FOREACH_SAFE(s, session_tree, &sessions.tree, s1)
-		session_close(s, "shutdown");
+		session_teardown(s, "shutdown", 0);
 }

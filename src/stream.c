@@ -74,21 +74,35 @@ stream_created_cb(enum eventlog_status status,
 	stream_maybe_free(st);
 }
 
+static void
+stream_init_policy(struct stream *st)
+{
+	const struct conf	*conf = session_conf();
+
+	st->window = (uint64_t)conf->stream_window;
+	st->blocks = (st->kind == STREAM_REQUEST ? conf->backpressure_request :
+	    conf->backpressure_standalone) == CONF_BACKPRESSURE_BLOCK;
+	TAILQ_INIT(&st->paused);
+}
+
 struct stream *
 stream_open(struct session *s, enum stream_kind kind)
+{
+	return (stream_open_as(s, kind, eventlog_new_stream_id()));
+}
+
+/* Opens a stream whose number K the caller drew (and may have stored). */
+struct stream *
+stream_open_as(struct session *s, enum stream_kind kind, uint64_t k)
 {
 	struct stream	*st;
 
 	st = xcalloc(1, sizeof *st);
 	st->session = s;
 	st->kind = kind;
-	st->k = eventlog_new_stream_id();
+	st->k = k;
 	st->next_seq = 1;
-	st->window = (uint64_t)session_conf()->stream_window;
-	st->blocks = (kind == STREAM_REQUEST ?
-	    session_conf()->backpressure_request :
-	    session_conf()->backpressure_standalone) == CONF_BACKPRESSURE_BLOCK;
-	TAILQ_INIT(&st->paused);
+	stream_init_policy(st);
 	session_ref(s);
 	session_stream_add(s, st);
 	st->pending++;
@@ -97,6 +111,29 @@ stream_open(struct session *s, enum stream_kind kind)
 	log_debug("session=%s stream=%llu opened (%s)", session_id(s),
 	    (unsigned long long)st->k,
 	    kind == STREAM_STANDALONE ? "standalone" : "request");
+	return (st);
+}
+
+/*
+ * Re-creates the in-process side of a stream the log already has (a
+ * session loaded from a shared log): numbering goes on after `head`.
+ */
+struct stream *
+stream_restore(struct session *s, enum stream_kind kind, uint64_t k,
+    uint64_t head)
+{
+	struct stream	*st;
+
+	st = xcalloc(1, sizeof *st);
+	st->session = s;
+	st->kind = kind;
+	st->k = k;
+	st->head = head;
+	st->delivered = head;
+	st->next_seq = head + 1;
+	stream_init_policy(st);
+	session_ref(s);
+	session_stream_add(s, st);
 	return (st);
 }
 
@@ -110,6 +147,18 @@ stream_close(struct stream *st)
 	if (st->closed)
 		return;
 	stream_end(st);
+	stream_release(st);
+}
+
+/*
+ * The process lets go of a stream that stays open in a shared log (the
+ * standalone stream at shutdown): another process carries it on.
+ */
+void
+stream_release(struct stream *st)
+{
+	if (st->closed)
+		return;
 	st->closed = 1;
 	session_stream_remove(st->session, st);
 	stream_release_paused(st);

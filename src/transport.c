@@ -16,6 +16,7 @@
 #include "conf.h"
 #include "cursor.h"
 #include "dispatch.h"
+#include "eventlog.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "metrics.h"
@@ -143,27 +144,6 @@ transport_check_common(struct evhttp_request *req)
 		return (-1);
 	}
 	return (0);
-}
-
-/* Finds the request's session, or answers 400/404 and returns NULL. */
-static struct session *
-transport_session(struct evhttp_request *req)
-{
-	const char	*sid = transport_header(req, "Mcp-Session-Id");
-	struct session	*s;
-
-	if (sid == NULL) {
-		transport_reply_error(req, 400, JSONRPC_INVALID_REQUEST,
-		    "Bad Request: Mcp-Session-Id header is required", NULL);
-		return (NULL);
-	}
-	if ((s = session_find(sid)) == NULL) {
-		transport_reply_error(req, 404, JSONRPC_SESSION_NOT_FOUND,
-		    "Session not found", NULL);
-		return (NULL);
-	}
-	session_touch(s);
-	return (s);
 }
 
 static int
@@ -343,12 +323,13 @@ transport_is_initialize(const cJSON *msg)
 	    cJSON_HasObjectItem(msg, "id"));
 }
 
+static void	transport_with_session(struct evhttp_request *, cJSON *);
+
 static void
 transport_post(struct evhttp_request *req)
 {
 	struct evbuffer	*body = evhttp_request_get_input_buffer(req);
 	const char	*ctype = transport_header(req, "Content-Type");
-	struct session	*s;
 	cJSON		*msg;
 	size_t		 len;
 	char		*cause;
@@ -380,21 +361,13 @@ transport_post(struct evhttp_request *req)
 		cJSON_Delete(msg);
 		return;
 	}
-	if ((s = transport_session(req)) != NULL) {
-		if (cJSON_IsArray(msg))
-			transport_batch(req, s, msg);
-		else
-			transport_single(req, s, msg);
-	}
-	cJSON_Delete(msg);
+	transport_with_session(req, msg);
 }
 
 static void
 transport_get(struct evhttp_request *req)
 {
 	const char	*last = transport_header(req, "Last-Event-ID");
-	struct session	*s;
-	struct stream	*st;
 	struct cursor	 c;
 
 	if (!transport_accepts(req, "text/event-stream")) {
@@ -408,9 +381,20 @@ transport_get(struct evhttp_request *req)
 		    "form K-N", NULL);
 		return;
 	}
-	if ((s = transport_session(req)) == NULL || !transport_view_room(req))
+	transport_with_session(req, NULL);
+}
+
+/* GET once the session is known: a resume, or the standalone stream. */
+static void
+transport_get_session(struct evhttp_request *req, struct session *s)
+{
+	const char	*last = transport_header(req, "Last-Event-ID");
+	struct stream	*st;
+	struct cursor	 c;
+
+	if (!transport_view_room(req))
 		return;
-	if (last != NULL) {
+	if (last != NULL && cursor_parse(last, &c) == 0) {
 		view_resume(req, s, c.stream, c.seq, last);
 		return;
 	}
@@ -419,15 +403,87 @@ transport_get(struct evhttp_request *req)
 	    (int64_t)stream_head(st));
 }
 
+/* The request's session is known: carry the request out. */
+static void
+transport_serve(struct evhttp_request *req, struct session *s, cJSON *msg)
+{
+	session_touch(s);
+	switch (evhttp_request_get_command(req)) {
+	case EVHTTP_REQ_POST:
+		if (cJSON_IsArray(msg))
+			transport_batch(req, s, msg);
+		else
+			transport_single(req, s, msg);
+		break;
+	case EVHTTP_REQ_GET:
+		transport_get_session(req, s);
+		break;
+	default:
+		session_close(s, "deleted by the client");
+		transport_reply_empty(req, 204);
+		break;
+	}
+}
+
+struct transport_wait {
+	struct evhttp_request	*req;
+	cJSON			*msg;
+};
+
+static void
+transport_loaded_cb(struct session *s, int status, void *arg)
+{
+	struct transport_wait	*w = arg;
+
+	if (s != NULL)
+		transport_serve(w->req, s, w->msg);
+	else if (status == EVENTLOG_NOT_FOUND)
+		transport_reply_error(w->req, 404, JSONRPC_SESSION_NOT_FOUND,
+		    "Session not found", NULL);
+	else {
+		evhttp_add_header(evhttp_request_get_output_headers(w->req),
+		    "Retry-After", "1");
+		transport_reply_error(w->req, 503, JSONRPC_UNAVAILABLE,
+		    "Event log unavailable, retry later", NULL);
+	}
+	cJSON_Delete(w->msg);
+	free(w);
+}
+
+/*
+ * Finds the request's session and serves the request (taking msg): 400
+ * without Mcp-Session-Id, 404 for an unknown or ended session. With a
+ * shared log a session this process does not hold is loaded first.
+ */
+static void
+transport_with_session(struct evhttp_request *req, cJSON *msg)
+{
+	const char		*sid = transport_header(req, "Mcp-Session-Id");
+	struct transport_wait	*w;
+	struct session		*s;
+
+	if (sid == NULL) {
+		transport_reply_error(req, 400, JSONRPC_INVALID_REQUEST,
+		    "Bad Request: Mcp-Session-Id header is required", NULL);
+	} else if ((s = session_find(sid)) != NULL) {
+		transport_serve(req, s, msg);
+	} else if (!session_shared() || strlen(sid) != SESSION_ID_LEN) {
+		transport_reply_error(req, 404, JSONRPC_SESSION_NOT_FOUND,
+		    "Session not found", NULL);
+	} else {
+		w = xmalloc(sizeof *w);
+		w->req = req;
+		w->msg = msg;
+		session_load(sid, transport_loaded_cb, w);
+		return;
+	}
+	cJSON_Delete(msg);
+}
+
 static void
 transport_delete(struct evhttp_request *req)
 {
-	struct session	*s;
-
-	if ((s = transport_session(req)) == NULL)
-		return;
-	session_close(s, "deleted by the client");
-	transport_reply_empty(req, 204);
+	transport_with_session(req, NULL);
 }
 
 static void

@@ -63,6 +63,7 @@ struct view {
 	int			 dirty;		/* the log may have more */
 	int			 reading;	/* a log read is in flight */
 	int			 blocks;	/* policy block, else close */
+	int64_t			 close_after;	/* polling: end after it; -1 */
 	struct event		*grace_ev;	/* close: over-watermark timer */
 	uint64_t		 last_write_ms;
 	TAILQ_ENTRY(view)	 entry;
@@ -95,6 +96,7 @@ view_new(struct evhttp_request *req, struct session *s, uint64_t k)
 	v->session = s;
 	v->k = k;
 	v->last_written = -1;
+	v->close_after = -1;
 	v->primes = session_version_at_least(session_version(s),
 	    "2025-11-25");
 	v->blocks = session_stream_blocks(s, k);
@@ -244,6 +246,9 @@ view_write_entries(struct view *v, const struct eventlog_entry *entries,
 	size_t		 i;
 
 	for (i = 0; i < n; i++) {
+		if (v->close_after >= 0 &&
+		    entries[i].seq > (uint64_t)v->close_after)
+			break;		/* left for the client's resume */
 		if (entries[i].seq != v->next) {
 			/* Invariant 2: the log gave us a hole. */
 			log_error("session=%s stream=%llu expected entry %llu, "
@@ -350,6 +355,19 @@ view_resume_failed(struct view *v, enum eventlog_status status,
 	    "Cannot resume from Last-Event-ID", data);
 }
 
+/* Polling: ends the response once it has shown entry close_after. */
+static int
+view_poll_done(struct view *v)
+{
+	if (v->close_after < 0 || v->next <= (uint64_t)v->close_after)
+		return (0);
+	log_debug("session=%s stream=%llu view ended for polling after %llu",
+	    session_id(v->session), (unsigned long long)v->k,
+	    (unsigned long long)v->close_after);
+	view_finish(v, 0);
+	return (1);
+}
+
 static void
 view_read_cb(enum eventlog_status status, const struct eventlog_entry *entries,
     size_t n, const struct eventlog_info *info, void *arg)
@@ -398,6 +416,8 @@ view_read_cb(enum eventlog_status status, const struct eventlog_entry *entries,
 		return;
 	}
 	view_write_entries(v, entries, n);
+	if (view_poll_done(v))
+		return;
 	if (info->ended && v->next > info->head) {
 		view_finish(v, 0);
 		return;
@@ -477,6 +497,24 @@ view_close(struct view *v, const char *reason)
 	log_debug("session=%s stream=%llu view closed: %s",
 	    session_id(v->session), (unsigned long long)v->k, reason);
 	view_finish(v, 1);
+}
+
+/*
+ * Polling (SEP-1699): the response ends, as a normal end of stream, once
+ * entry `upto` is written, so the client holds a cursor at or after it and
+ * comes back with GET and Last-Event-ID; the stream itself goes on. Only
+ * for clients that take priming events: others might hold no cursor yet.
+ */
+int
+view_close_after(struct view *v, uint64_t upto)
+{
+	if (v->state != VIEW_STREAMING || !v->primes)
+		return (-1);
+	if (v->close_after < 0 || upto < (uint64_t)v->close_after)
+		v->close_after = (int64_t)upto;
+	if (!v->reading)
+		view_poll_done(v);	/* else the read's callback checks */
+	return (0);
 }
 
 /*
