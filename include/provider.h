@@ -41,6 +41,7 @@ struct provider {
 };
 
 extern const struct provider provider_builtin;
+extern const struct provider provider_fixtures;
 extern const struct provider provider_exec;
 
 void	 provider_init(const struct conf *);

@@ -6,6 +6,7 @@
 
 static const struct provider *provider_table[] = {
 	&provider_builtin,
+	&provider_fixtures,
 	&provider_exec,
 };
 #define PROVIDER_COUNT (sizeof provider_table / sizeof provider_table[0])

@@ -37,6 +37,8 @@ struct session {
 	uint64_t		 standalone_k;
 	struct stream		*standalone;
 	int			 watching;	/* shared log: commits watched */
+	session_stored_fn	 stored_cb;	/* once: the next store is done */
+	void			*stored_arg;
 
 	struct session_view	*views;
 	size_t			 nviews;
@@ -152,13 +154,29 @@ session_log_level_name(int level)
 static void
 session_stored_cb(enum eventlog_status status, void *arg)
 {
-	struct session	*s = arg;
+	struct session		*s = arg;
+	session_stored_fn	 cb = s->stored_cb;
 
 	if (status != EVENTLOG_OK && !s->closed) {
 		log_warn("session=%s store failed: %s", s->id,
 		    eventlog_status_name(status));
 	}
+	if (cb != NULL) {
+		s->stored_cb = NULL;
+		cb(s, status, s->stored_arg);
+	}
 	session_unref(s);
+}
+
+/*
+ * Runs cb once, when the store in flight (the one session_create started)
+ * is done: a session id is handed to a client only once the log has it.
+ */
+void
+session_when_stored(struct session *s, session_stored_fn cb, void *arg)
+{
+	s->stored_cb = cb;
+	s->stored_arg = arg;
 }
 
 static void

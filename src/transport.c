@@ -172,12 +172,38 @@ transport_stream_room(struct evhttp_request *req, struct session *s)
 	return (0);
 }
 
+struct transport_init {
+	struct evhttp_request	*req;
+	cJSON			*response;
+};
+
+static void
+transport_initialized_cb(struct session *s, int status, void *arg)
+{
+	struct transport_init	*ti = arg;
+
+	if (status == EVENTLOG_OK && !session_closed(s)) {
+		evhttp_add_header(evhttp_request_get_output_headers(ti->req),
+		    "Mcp-Session-Id", session_id(s));
+		transport_reply_json(ti->req, 200, ti->response);
+	} else {
+		cJSON_Delete(ti->response);
+		session_close(s, "its meta could not be stored");
+		evhttp_add_header(evhttp_request_get_output_headers(ti->req),
+		    "Retry-After", "1");
+		transport_reply_error(ti->req, 503, JSONRPC_UNAVAILABLE,
+		    "Event log unavailable, retry later", NULL);
+	}
+	free(ti);
+}
+
 static void
 transport_initialize(struct evhttp_request *req, const cJSON *msg)
 {
-	struct session	*s;
-	cJSON		*response;
-	char		*cause = NULL;
+	struct transport_init	*ti;
+	struct session		*s;
+	cJSON			*response;
+	char			*cause = NULL;
 
 	if (transport_header(req, "Mcp-Session-Id") != NULL) {
 		transport_reply_error(req, 400, JSONRPC_INVALID_REQUEST,
@@ -196,9 +222,10 @@ transport_initialize(struct evhttp_request *req, const cJSON *msg)
 			    cause, NULL);
 		return;
 	}
-	evhttp_add_header(evhttp_request_get_output_headers(req),
-	    "Mcp-Session-Id", session_id(s));
-	transport_reply_json(req, 200, response);
+	ti = xmalloc(sizeof *ti);
+	ti->req = req;
+	ti->response = response;
+	session_when_stored(s, transport_initialized_cb, ti);
 }
 
 /* A notification, or a client's answer to a server request. */
