@@ -22,7 +22,11 @@ enum stream_kind {
 /* Runs once per append: ok 1 if committed, 0 if not (stream broken). */
 typedef void (*stream_commit_cb)(int, void *);
 
+typedef void (*stream_created_fn)(struct stream *, int, void *);
+
 struct stream	*stream_open(struct session *, enum stream_kind);
+void		 stream_when_created(struct stream *, stream_created_fn,
+		     void *);
 struct stream	*stream_open_as(struct session *, enum stream_kind, uint64_t);
 struct stream	*stream_restore(struct session *, enum stream_kind, uint64_t,
 		     uint64_t);

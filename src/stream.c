@@ -39,6 +39,8 @@ struct stream {
 	int			 closed;	/* the owner let go */
 	unsigned int		 pending;	/* log ops in flight */
 	int			 owed;		/* responses still to come */
+	stream_created_fn	 created_cb;	/* once: entry 0 committed */
+	void			*created_arg;
 	int			 blocks;	/* policy block: pause producers */
 	uint64_t		 window;
 	uint64_t		 delivered;	/* last entry written to a view */
@@ -60,9 +62,16 @@ static void
 stream_created_cb(enum eventlog_status status,
     const struct eventlog_info *info, void *arg)
 {
-	struct stream	*st = arg;
+	struct stream		*st = arg;
+	stream_created_fn	 cb = st->created_cb;
 
 	st->pending--;
+	if (cb != NULL) {
+		st->created_cb = NULL;
+		st->pending++;		/* cb may close the stream */
+		cb(st, status == EVENTLOG_OK, st->created_arg);
+		st->pending--;
+	}
 	if (status != EVENTLOG_OK) {
 		st->broken = 1;
 		if (status != EVENTLOG_CANCELLED)
@@ -112,6 +121,14 @@ stream_open_as(struct session *s, enum stream_kind kind, uint64_t k)
 	    (unsigned long long)st->k,
 	    kind == STREAM_STANDALONE ? "standalone" : "request");
 	return (st);
+}
+
+/* Runs cb once when the stream's creation is committed (or failed). */
+void
+stream_when_created(struct stream *st, stream_created_fn cb, void *arg)
+{
+	st->created_cb = cb;
+	st->created_arg = arg;
 }
 
 /*

@@ -239,10 +239,70 @@ transport_accept_message(struct session *s, const cJSON *msg,
 		dispatch_response(s, msg);
 }
 
+struct transport_start {
+	struct evhttp_request	*req;
+	struct session		*session;
+	cJSON			*msg;	/* a request, or a batch */
+};
+
+/*
+ * The request stream exists in the log: show it as the POST's response and
+ * start its requests. Nothing is started (and 503 answered) if the log
+ * could not create it.
+ */
+static void
+transport_stream_created_cb(struct stream *st, int ok, void *arg)
+{
+	struct transport_start	*ts = arg;
+	struct session		*s = ts->session;
+	const char		*cause;
+	cJSON			*msg;
+
+	if (session_closed(s)) {
+		stream_close(st);
+		transport_reply_error(ts->req, 404, JSONRPC_SESSION_NOT_FOUND,
+		    "Session not found", NULL);
+	} else if (!ok) {
+		stream_close(st);
+		evhttp_add_header(evhttp_request_get_output_headers(ts->req),
+		    "Retry-After", "1");
+		transport_reply_error(ts->req, 503, JSONRPC_UNAVAILABLE,
+		    "Event log unavailable, retry later", NULL);
+	} else {
+		view_open(ts->req, s, stream_id(st), 0, -1);
+		if (!cJSON_IsArray(ts->msg))
+			dispatch_start(s, st, ts->msg);
+		else {
+			cJSON_ArrayForEach(msg, ts->msg) {
+				if (jsonrpc_classify(msg, &cause) ==
+				    JSONRPC_REQUEST)
+					dispatch_start(s, st, msg);
+			}
+		}
+	}
+	session_unref(s);
+	cJSON_Delete(ts->msg);
+	free(ts);
+}
+
+static void
+transport_open_stream(struct evhttp_request *req, struct session *s,
+    const cJSON *msg)
+{
+	struct transport_start	*ts;
+
+	ts = xmalloc(sizeof *ts);
+	ts->req = req;
+	ts->session = s;
+	ts->msg = cJSON_Duplicate(msg, 1);
+	session_ref(s);
+	stream_when_created(stream_open(s, STREAM_REQUEST),
+	    transport_stream_created_cb, ts);
+}
+
 static void
 transport_single(struct evhttp_request *req, struct session *s, cJSON *msg)
 {
-	struct stream		*st;
 	enum jsonrpc_kind	 kind;
 	const char		*cause;
 
@@ -271,9 +331,7 @@ transport_single(struct evhttp_request *req, struct session *s, cJSON *msg)
 	}
 	if (!transport_stream_room(req, s))
 		return;
-	st = stream_open(s, STREAM_REQUEST);
-	view_open(req, s, stream_id(st), 0, -1);
-	dispatch_start(s, st, msg);
+	transport_open_stream(req, s, msg);
 }
 
 /*
@@ -284,7 +342,6 @@ static void
 transport_batch(struct evhttp_request *req, struct session *s, cJSON *batch)
 {
 	cJSON			*msg, *responses;
-	struct stream		*st;
 	enum jsonrpc_kind	 kind;
 	const char		*cause;
 	int			 requests = 0, streams = 0;
@@ -332,12 +389,7 @@ transport_batch(struct evhttp_request *req, struct session *s, cJSON *batch)
 		return;
 	}
 	cJSON_Delete(responses);
-	st = stream_open(s, STREAM_REQUEST);
-	view_open(req, s, stream_id(st), 0, -1);
-	cJSON_ArrayForEach(msg, batch) {
-		if (jsonrpc_classify(msg, &cause) == JSONRPC_REQUEST)
-			dispatch_start(s, st, msg);
-	}
+	transport_open_stream(req, s, batch);
 }
 
 static int
