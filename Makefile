@@ -21,7 +21,7 @@ UNIT_BINS = $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/unit/%)
 
 PYTHON	?= python3
 
-.PHONY: all clean check unit e2e sdk-test asan asan-check deps conformance bench
+.PHONY: all clean check unit e2e e2e-redis sdk-test asan asan-check deps conformance bench
 
 all: mcpd
 
@@ -51,6 +51,10 @@ unit: $(UNIT_BINS)
 e2e: mcpd
 	$(PYTHON) tests/e2e/run.py --mcpd ./mcpd
 
+# The same end-to-end suite on the redis event log (a private redis-server).
+e2e-redis: mcpd
+	sh scripts/with-redis $(PYTHON) tests/e2e/run.py --mcpd ./mcpd
+
 sdk-test: mcpd
 	sh tests/sdk/run.sh ./mcpd
 
@@ -58,6 +62,7 @@ check: deps
 	$(MAKE) all
 	$(MAKE) unit
 	$(MAKE) e2e
+	$(MAKE) e2e-redis
 	$(MAKE) sdk-test
 
 # The sanitizer build lives in its own directory so it never mixes objects

@@ -84,6 +84,11 @@ struct eventlog_ops {
 	/* Optional (NULL: commits are only made by this process). */
 	void	(*watch)(void *, const char *, eventlog_watch_cb, void *);
 	void	(*unwatch)(void *, const char *, eventlog_watch_cb, void *);
+	/* Optional, shared logs only: small session-scoped values with TTL. */
+	void	(*note_set)(void *, const char *, const char *, const char *,
+		    size_t, uint64_t, eventlog_done_cb, void *);
+	void	(*note_get)(void *, const char *, const char *,
+		    eventlog_load_cb, void *);
 };
 
 struct eventlog	*eventlog_create(struct event_base *, const struct conf *,
@@ -128,6 +133,16 @@ void	eventlog_watch(struct eventlog *, const char *, eventlog_watch_cb,
 	    void *);
 void	eventlog_unwatch(struct eventlog *, const char *, eventlog_watch_cb,
 	    void *);
+
+/*
+ * Notes: small values of a session, named, each with its own lifetime in
+ * milliseconds (shared logs only). Leases of running calls are notes, so
+ * another process can tell a call whose process died from a slow one.
+ */
+void	eventlog_note_set(struct eventlog *, const char *, const char *,
+	    const char *, size_t, uint64_t, eventlog_done_cb, void *);
+void	eventlog_note_get(struct eventlog *, const char *, const char *,
+	    eventlog_load_cb, void *);
 
 /* Backend constructors. */
 void	*eventlog_memory_create(struct event_base *, const struct conf *,

@@ -42,6 +42,7 @@ const char	*redis_script_source(void);
 
 /* Key and channel names of a session (allocated). */
 char		*redis_script_meta_key(const char *);
+char		*redis_script_note_key(const char *, const char *);
 char		*redis_script_stream_key(const char *, uint64_t);
 char		*redis_script_stream_prefix(const char *);
 char		*redis_script_channel(const char *);

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <cjson/cJSON.h>
+
 struct session;
 struct stream;
 
@@ -43,7 +45,13 @@ void		 stream_end(struct stream *);
 void		 stream_delivered(struct stream *, uint64_t);
 
 /* Responses still owed on a request stream; the last one ends it. */
-void		 stream_expect_response(struct stream *);
+void		 stream_expect_response(struct stream *, const cJSON *);
 int		 stream_response_done(struct stream *);
+
+/* Shared logs: who runs this stream's calls, so a dead owner is noticed. */
+#define STREAM_LEASE_MS		5000
+void		 stream_publish_owner(struct stream *);
+void		 stream_renew_lease(struct stream *);
+int		 stream_is_request_open(const struct stream *);
 
 #endif

@@ -41,7 +41,7 @@ call_start(struct session *s, struct stream *st, const cJSON *id,
 		c->progress_token = cJSON_Duplicate(progress_token, 1);
 	session_ref(s);
 	session_call_add(s, c);
-	stream_expect_response(st);
+	stream_expect_response(st, id);
 	return (c);
 }
 

@@ -141,3 +141,18 @@ eventlog_unwatch(struct eventlog *el, const char *sid, eventlog_watch_cb cb,
 	if (el->ops->unwatch != NULL)
 		el->ops->unwatch(el->backend, sid, cb, arg);
 }
+
+void
+eventlog_note_set(struct eventlog *el, const char *sid, const char *name,
+    const char *value, size_t len, uint64_t ttl_ms, eventlog_done_cb cb,
+    void *arg)
+{
+	el->ops->note_set(el->backend, sid, name, value, len, ttl_ms, cb, arg);
+}
+
+void
+eventlog_note_get(struct eventlog *el, const char *sid, const char *name,
+    eventlog_load_cb cb, void *arg)
+{
+	el->ops->note_get(el->backend, sid, name, cb, arg);
+}

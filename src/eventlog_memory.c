@@ -25,11 +25,13 @@
 /* Tombstones kept per session; the oldest is forgotten past this. */
 #define MEM_TOMBSTONES	1024
 /*
- * Ops carried out per loop turn. Ops queued by callbacks during a turn run
- * in the same turn (they still run after the queueing call returned), up to
- * this cap, so a producer and its view do not each wait for a loop turn.
+ * Ops carried out per loop turn, at most. Ops queued by callbacks during a
+ * turn wait for the next one, and turns are separated by a poll of the
+ * sockets: a producer that chains append after append must not run ahead
+ * of every connection's writes (it would outrun retention with nobody
+ * having had a chance to read).
  */
-#define MEM_OPS_PER_TURN	1024
+#define MEM_OPS_PER_TURN	4096
 
 struct mem_entry {
 	uint64_t	 seq;
@@ -57,7 +59,7 @@ struct mem_session {
 	size_t			 metalen;
 	struct mem_streams	 streams;
 	size_t			 nstreams;
-	uint64_t		 tombstones[MEM_TOMBSTONES];
+	uint64_t		*tombstones;	/* up to MEM_TOMBSTONES */
 	size_t			 ntombstones;	/* total ever written */
 	RB_ENTRY(mem_session)	 entry;
 };
@@ -102,9 +104,10 @@ struct mem {
 	struct mem_ops		 ops;
 	struct event		*run_ev;
 	struct event		*cron_ev;
-	int			 running;	/* inside mem_run_cb */
 	uint64_t		 ends;		/* streams ended so far */
 };
+
+static void	mem_schedule(struct mem *);
 
 static int
 mem_stream_cmp(struct mem_stream *a, struct mem_stream *b)
@@ -168,6 +171,10 @@ mem_stream_expire(struct mem_session *ms, struct mem_stream *st)
 {
 	RB_REMOVE(mem_streams, &ms->streams, st);
 	ms->nstreams--;
+	/* Grown as needed: most sessions never expire a stream. */
+	if (ms->ntombstones < MEM_TOMBSTONES)
+		ms->tombstones = xrealloc(ms->tombstones,
+		    (ms->ntombstones + 1) * sizeof *ms->tombstones);
 	ms->tombstones[ms->ntombstones % MEM_TOMBSTONES] = st->k;
 	ms->ntombstones++;
 	mem_stream_free(st);
@@ -183,6 +190,7 @@ mem_session_free(struct mem *m, struct mem_session *ms)
 		RB_REMOVE(mem_streams, &ms->streams, st);
 		mem_stream_free(st);
 	}
+	free(ms->tombstones);
 	free(ms->meta);
 	free(ms->sid);
 	free(ms);
@@ -501,18 +509,25 @@ static void
 mem_run_cb(evutil_socket_t fd, short events, void *arg)
 {
 	struct mem	*m = arg;
+	struct mem_ops	 batch;
 	struct mem_op	*op;
 	int		 n = 0;
 
-	m->running = 1;
-	while ((op = TAILQ_FIRST(&m->ops)) != NULL && n++ < MEM_OPS_PER_TURN) {
-		TAILQ_REMOVE(&m->ops, op, entry);
+	TAILQ_INIT(&batch);
+	TAILQ_CONCAT(&batch, &m->ops, entry);
+	while ((op = TAILQ_FIRST(&batch)) != NULL) {
+		TAILQ_REMOVE(&batch, op, entry);
+		if (n++ == MEM_OPS_PER_TURN) {
+			/* The rest goes first next turn, in order. */
+			TAILQ_INSERT_HEAD(&batch, op, entry);
+			TAILQ_CONCAT(&batch, &m->ops, entry);
+			TAILQ_CONCAT(&m->ops, &batch, entry);
+			break;
+		}
 		mem_op_execute(m, op);
 		mem_op_free(op);
 	}
-	m->running = 0;
-	if (!TAILQ_EMPTY(&m->ops))
-		event_active(m->run_ev, EV_TIMEOUT, 0);
+	mem_schedule(m);
 }
 
 static void
@@ -531,6 +546,19 @@ mem_cron_cb(evutil_socket_t fd, short events, void *arg)
 	}
 }
 
+/*
+ * A zero timeout rather than event_active: timers fire after the loop has
+ * polled the sockets, so every turn of ops lets connections write.
+ */
+static void
+mem_schedule(struct mem *m)
+{
+	struct timeval	now = { 0, 0 };
+
+	if (!TAILQ_EMPTY(&m->ops) && !evtimer_pending(m->run_ev, NULL))
+		evtimer_add(m->run_ev, &now);
+}
+
 static struct mem_op *
 mem_op_new(struct mem *m, enum mem_op_type type, const char *sid,
     uint64_t k)
@@ -541,9 +569,8 @@ mem_op_new(struct mem *m, enum mem_op_type type, const char *sid,
 	op->type = type;
 	op->sid = xstrdup(sid);
 	op->k = k;
-	if (TAILQ_EMPTY(&m->ops) && !m->running)
-		event_active(m->run_ev, EV_TIMEOUT, 0);
 	TAILQ_INSERT_TAIL(&m->ops, op, entry);
+	mem_schedule(m);
 	return (op);
 }
 
@@ -675,7 +702,7 @@ eventlog_memory_create(struct event_base *base, const struct conf *conf,
 	m->ttl_ms = (uint64_t)conf->stream_ttl * 1000;
 	RB_INIT(&m->sessions);
 	TAILQ_INIT(&m->ops);
-	m->run_ev = event_new(base, -1, 0, mem_run_cb, m);
+	m->run_ev = evtimer_new(base, mem_run_cb, m);
 	m->cron_ev = event_new(base, -1, EV_PERSIST, mem_cron_cb, m);
 	event_add(m->cron_ev, &tv);
 	*ops = &mem_ops;

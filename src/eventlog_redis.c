@@ -89,7 +89,8 @@ enum redis_op_type {
 	REDIS_OP_CREATE,
 	REDIS_OP_APPEND,
 	REDIS_OP_END,
-	REDIS_OP_READ
+	REDIS_OP_READ,
+	REDIS_OP_NOTE_SET	/* plain SET, answered "OK" */
 };
 
 TAILQ_HEAD(redis_ops, redis_op);
@@ -463,6 +464,7 @@ redis_op_answer(struct redis_op *op, enum eventlog_status status,
 		break;
 	case REDIS_OP_STORE:
 	case REDIS_OP_DELETE:
+	case REDIS_OP_NOTE_SET:
 		op->cb.done(status, op->arg);
 		break;
 	case REDIS_OP_LOAD:
@@ -830,6 +832,10 @@ redis_reply_cb(redisAsyncContext *ac, void *p, void *privdata)
 			redis_setup_reply(op, reply);
 		else if (op->type == REDIS_OP_LOAD)
 			redis_load_reply(op, reply);
+		else if (op->type == REDIS_OP_NOTE_SET)
+			redis_op_answer(op, reply->type == REDIS_REPLY_STATUS ?
+			    EVENTLOG_OK : EVENTLOG_UNAVAILABLE, NULL, NULL, 0,
+			    NULL, 0);
 		else
 			redis_script_reply(op, reply);
 	}
@@ -930,6 +936,36 @@ redis_session_load(void *p, const char *sid, eventlog_load_cb cb, void *arg)
 	redis_op_argf(op, "HGET");
 	redis_op_take(op, redis_script_meta_key(sid));
 	redis_op_argf(op, "m");
+	op->cb.load = cb;
+	op->arg = arg;
+	redis_op_submit(op);
+}
+
+static void
+redis_note_set(void *p, const char *sid, const char *name, const char *value,
+    size_t len, uint64_t ttl_ms, eventlog_done_cb cb, void *arg)
+{
+	struct redis_op	*op = redis_op_new(p, REDIS_OP_NOTE_SET, sid, 0);
+
+	redis_op_argf(op, "SET");
+	redis_op_take(op, redis_script_note_key(sid, name));
+	redis_op_arg(op, value, len);
+	redis_op_argf(op, "PX");
+	redis_op_argf(op, "%llu", (unsigned long long)ttl_ms);
+	op->cb.done = cb;
+	op->arg = arg;
+	redis_op_submit(op);
+}
+
+/* A note that is not there (never set, or its time ran out): NOT_FOUND. */
+static void
+redis_note_get(void *p, const char *sid, const char *name,
+    eventlog_load_cb cb, void *arg)
+{
+	struct redis_op	*op = redis_op_new(p, REDIS_OP_LOAD, sid, 0);
+
+	redis_op_argf(op, "GET");
+	redis_op_take(op, redis_script_note_key(sid, name));
 	op->cb.load = cb;
 	op->arg = arg;
 	redis_op_submit(op);
@@ -1373,6 +1409,8 @@ static const struct eventlog_ops redis_ops = {
 	.read = redis_read,
 	.watch = redis_watch,
 	.unwatch = redis_unwatch,
+	.note_set = redis_note_set,
+	.note_get = redis_note_get,
 };
 
 static void

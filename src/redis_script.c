@@ -237,6 +237,15 @@ redis_script_meta_key(const char *sid)
 }
 
 char *
+redis_script_note_key(const char *sid, const char *name)
+{
+	char	*s;
+
+	xasprintf(&s, "mcpd:{%s}:x:%s", sid, name);
+	return (s);
+}
+
+char *
 redis_script_stream_key(const char *sid, uint64_t k)
 {
 	char	*s;

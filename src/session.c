@@ -9,11 +9,13 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "call.h"
 #include "clock.h"
 #include "conf.h"
 #include "eventlog.h"
+#include "jsonrpc.h"
 #include "log.h"
 #include "random.h"
 #include "session.h"
@@ -151,6 +153,15 @@ session_log_level_name(int level)
 	return (session_log_levels[level]);
 }
 
+static uint64_t
+session_wall_ms(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ((uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000);
+}
+
 static void
 session_stored_cb(enum eventlog_status status, void *arg)
 {
@@ -189,6 +200,9 @@ session_store(struct session *s)
 	cJSON_AddStringToObject(meta, "log_level",
 	    session_log_level_name(s->log_level));
 	cJSON_AddNumberToObject(meta, "standalone", (double)s->standalone_k);
+	/* Wall clock: the next process to load it judges its idle time. */
+	cJSON_AddNumberToObject(meta, "active", (double)(session_wall_ms() -
+	    (clock_now_ms() - s->last_active_ms)));
 	text = cJSON_PrintUnformatted(meta);
 	s->stored_ms = clock_now_ms();
 	cJSON_Delete(meta);
@@ -318,12 +332,17 @@ session_loaded_head_cb(enum eventlog_status status,
 }
 
 static void
+session_expired_deleted_cb(enum eventlog_status status, void *arg)
+{
+}
+
+static void
 session_loaded_meta_cb(enum eventlog_status status, const char *meta,
     size_t len, void *arg)
 {
 	struct session_load	*l = arg;
 	cJSON			*json;
-	const cJSON		*version, *level, *k;
+	const cJSON		*version, *level, *k, *active;
 
 	if (status != EVENTLOG_OK) {
 		session_load_finish(l, NULL, status);
@@ -333,6 +352,19 @@ session_loaded_meta_cb(enum eventlog_status status, const char *meta,
 	version = cJSON_GetObjectItemCaseSensitive(json, "version");
 	level = cJSON_GetObjectItemCaseSensitive(json, "log_level");
 	k = cJSON_GetObjectItemCaseSensitive(json, "standalone");
+	active = cJSON_GetObjectItemCaseSensitive(json, "active");
+	if (cJSON_IsNumber(active) && session_wall_ms() >
+	    (uint64_t)active->valuedouble +
+	    (uint64_t)sessions.conf->session_ttl * 1000) {
+		/* Idle longer than session_ttl: it ended, even if the log's
+		 * own expiry has not caught up yet. */
+		log_info("session=%s expired (idle for session_ttl)", l->id);
+		cJSON_Delete(json);
+		eventlog_session_delete(sessions.eventlog, l->id,
+		    session_expired_deleted_cb, NULL);
+		session_load_finish(l, NULL, EVENTLOG_NOT_FOUND);
+		return;
+	}
 	if (!cJSON_IsString(version) ||
 	    !session_version_supported(version->valuestring) ||
 	    !cJSON_IsNumber(k) || k->valuedouble < 1) {
@@ -750,10 +782,149 @@ session_resource_updated(const char *uri)
 static void
 session_cron_shared(struct session *s, uint64_t now, uint64_t ttl)
 {
+	size_t	i;
+
+	for (i = 0; i < s->nstreams; i++)
+		stream_renew_lease(s->streams[i]);
 	if (s->last_active_ms > s->stored_ms && now - s->stored_ms >= ttl / 4)
 		session_store(s);
 	else if (now - s->last_active_ms >= ttl && s->ncalls == 0)
 		session_teardown(s, "idle here for session_ttl", 0);
+}
+
+/*
+ * Orphaned calls. A request stream that is still open in a shared log but
+ * whose lease ran out belongs to a process that died (kill -9, a crash):
+ * nobody will ever write its response. The process that shows the stream
+ * commits, for each request id the stream owed, a JSON-RPC error in its
+ * place, with compare-and-append, so two processes cannot both do it and a
+ * late owner cannot write after it.
+ */
+struct session_orphan {
+	struct session	*session;
+	uint64_t	 k;
+	cJSON		*ids;
+};
+
+static void
+session_orphan_done(struct session_orphan *o)
+{
+	session_unref(o->session);
+	cJSON_Delete(o->ids);
+	free(o);
+}
+
+static void
+session_orphan_appended_cb(enum eventlog_status status,
+    const struct eventlog_info *info, void *arg)
+{
+	struct session_orphan	*o = arg;
+
+	if (status == EVENTLOG_OK) {
+		if (!o->session->closed)
+			session_committed(o->session, o->k, info->head);
+	} else
+		log_info("session=%s stream=%llu orphan answer not committed: "
+		    "%s", o->session->id, (unsigned long long)o->k,
+		    eventlog_status_name(status));
+	session_orphan_done(o);
+}
+
+static void
+session_orphan_head_cb(enum eventlog_status status,
+    const struct eventlog_entry *entries, size_t n,
+    const struct eventlog_info *info, void *arg)
+{
+	struct session_orphan	*o = arg, *each;
+	const cJSON		*id;
+	cJSON			*msg;
+	char			*text;
+	uint64_t		 seq;
+	int			 i, count;
+
+	if (info == NULL || info->ended) {
+		session_orphan_done(o);
+		return;
+	}
+	count = cJSON_GetArraySize(o->ids);
+	log_error("session=%s stream=%llu: the process running its call(s) "
+	    "is gone (lease expired at head %llu); answering %d request(s) "
+	    "with an error", o->session->id, (unsigned long long)o->k,
+	    (unsigned long long)info->head, count);
+	seq = info->head;
+	for (i = 0; i < count; i++) {
+		id = cJSON_GetArrayItem(o->ids, i);
+		msg = jsonrpc_error(id, JSONRPC_INTERNAL_ERROR, "The call was "
+		    "interrupted: the server running it stopped", NULL);
+		text = cJSON_PrintUnformatted(msg);
+		cJSON_Delete(msg);
+		each = xcalloc(1, sizeof *each);
+		each->session = o->session;
+		each->k = o->k;
+		session_ref(o->session);
+		eventlog_append(sessions.eventlog, o->session->id, o->k, ++seq,
+		    text, strlen(text), i == count - 1 ? EVENTLOG_FINAL : 0,
+		    session_orphan_appended_cb, each);
+		free(text);
+	}
+	if (count == 0) {
+		/* No ids on record: end the stream so views do not hang. */
+		eventlog_stream_end(sessions.eventlog, o->session->id, o->k,
+		    session_orphan_appended_cb, o);
+		return;
+	}
+	session_orphan_done(o);
+}
+
+static void
+session_orphan_ids_cb(enum eventlog_status status, const char *value,
+    size_t len, void *arg)
+{
+	struct session_orphan	*o = arg;
+
+	if (status == EVENTLOG_OK)
+		o->ids = cJSON_ParseWithLength(value, len);
+	if (!cJSON_IsArray(o->ids)) {
+		cJSON_Delete(o->ids);
+		o->ids = cJSON_CreateArray();
+	}
+	eventlog_read(sessions.eventlog, o->session->id, o->k, 0, 0,
+	    session_orphan_head_cb, o);
+}
+
+static void
+session_orphan_lease_cb(enum eventlog_status status, const char *value,
+    size_t len, void *arg)
+{
+	struct session_orphan	*o = arg;
+	char			 name[40];
+
+	if (status != EVENTLOG_NOT_FOUND || o->session->closed) {
+		session_orphan_done(o);	/* alive, or cannot tell now */
+		return;
+	}
+	snprintf(name, sizeof name, "r:%llu", (unsigned long long)o->k);
+	eventlog_note_get(sessions.eventlog, o->session->id, name,
+	    session_orphan_ids_cb, o);
+}
+
+/* A view shows open stream K that no call of this process writes. */
+void
+session_check_orphan(struct session *s, uint64_t k)
+{
+	struct session_orphan	*o;
+	char			 name[40];
+
+	if (!sessions.shared || session_stream_find(s, k) != NULL ||
+	    k == s->standalone_k)
+		return;
+	o = xcalloc(1, sizeof *o);
+	o->session = s;
+	o->k = k;
+	session_ref(s);
+	snprintf(name, sizeof name, "l:%llu", (unsigned long long)k);
+	eventlog_note_get(sessions.eventlog, s->id, name,
+	    session_orphan_lease_cb, o);
 }
 
 /*

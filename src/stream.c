@@ -6,6 +6,7 @@
  */
 #include <sys/queue.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,6 +41,7 @@ struct stream {
 	unsigned int		 pending;	/* log ops in flight */
 	int			 owed;		/* responses still to come */
 	stream_created_fn	 created_cb;	/* once: entry 0 committed */
+	cJSON			*ids;		/* request ids owed a response */
 	void			*created_arg;
 	int			 blocks;	/* policy block: pause producers */
 	uint64_t		 window;
@@ -55,6 +57,7 @@ stream_maybe_free(struct stream *st)
 	if (st->pending > 0 || !st->closed)
 		return;
 	session_unref(st->session);
+	cJSON_Delete(st->ids);
 	free(st);
 }
 
@@ -354,9 +357,71 @@ stream_end(struct stream *st)
 }
 
 void
-stream_expect_response(struct stream *st)
+stream_expect_response(struct stream *st, const cJSON *id)
 {
+	if (st->ids == NULL)
+		st->ids = cJSON_CreateArray();
+	cJSON_AddItemToArray(st->ids, cJSON_Duplicate(id, 1));
 	st->owed++;
+}
+
+static void
+stream_noted_cb(enum eventlog_status status, void *arg)
+{
+	struct stream	*st = arg;
+
+	if (status != EVENTLOG_OK && status != EVENTLOG_CANCELLED)
+		log_warn("session=%s stream=%llu lease not written: %s",
+		    session_id(st->session), (unsigned long long)st->k,
+		    eventlog_status_name(status));
+	st->pending--;
+	stream_maybe_free(st);
+}
+
+static void
+stream_note(struct stream *st, const char *what, const char *value,
+    uint64_t ttl_ms)
+{
+	char	name[40];
+
+	snprintf(name, sizeof name, "%s:%llu", what, (unsigned long long)st->k);
+	st->pending++;
+	eventlog_note_set(session_eventlog(), session_id(st->session), name,
+	    value, strlen(value), ttl_ms, stream_noted_cb, st);
+}
+
+int
+stream_is_request_open(const struct stream *st)
+{
+	return (st->kind == STREAM_REQUEST && !st->ended && !st->closed);
+}
+
+/*
+ * With a shared log, records the ids this stream owes responses to ("r:K",
+ * as long as the stream may be resumed) and takes its lease ("l:K"). If
+ * this process dies, the lease runs out and whichever process shows the
+ * stream next answers those ids with an error (session.c).
+ */
+void
+stream_publish_owner(struct stream *st)
+{
+	const struct conf	*conf = session_conf();
+	char			*ids;
+
+	if (!session_shared() || st->ids == NULL)
+		return;
+	ids = cJSON_PrintUnformatted(st->ids);
+	stream_note(st, "r", ids,
+	    (uint64_t)(conf->stream_ttl + conf->session_ttl) * 1000);
+	free(ids);
+	stream_renew_lease(st);
+}
+
+void
+stream_renew_lease(struct stream *st)
+{
+	if (session_shared() && stream_is_request_open(st))
+		stream_note(st, "l", "1", STREAM_LEASE_MS);
 }
 
 /* Returns 1 when the response just accounted for was the last one owed. */

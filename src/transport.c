@@ -279,6 +279,8 @@ transport_stream_created_cb(struct stream *st, int ok, void *arg)
 					dispatch_start(s, st, msg);
 			}
 		}
+		if (stream_is_request_open(st))
+			stream_publish_owner(st);
 	}
 	session_unref(s);
 	cJSON_Delete(ts->msg);

@@ -33,6 +33,8 @@
 
 /* Entries pulled per log read. */
 #define VIEW_BATCH		64
+/* How often a view of a stream written elsewhere checks its writer. */
+#define VIEW_ORPHAN_CHECK_MS	2000
 /* Seconds a closing connection gets to flush before it is dropped. */
 #define VIEW_FLUSH_TIMEOUT	10
 /* Bytes a client may send on a streaming connection before it is cut. */
@@ -64,6 +66,8 @@ struct view {
 	int			 reading;	/* a log read is in flight */
 	int			 blocks;	/* policy block, else close */
 	int64_t			 close_after;	/* polling: end after it; -1 */
+	int			 open;		/* the log says more will come */
+	uint64_t		 orphan_check_ms;
 	struct event		*grace_ev;	/* close: over-watermark timer */
 	uint64_t		 last_write_ms;
 	TAILQ_ENTRY(view)	 entry;
@@ -75,6 +79,7 @@ static size_t		view_n;
 
 static void	view_pump(struct view *);
 static void	view_grace_cb(evutil_socket_t, short, void *);
+static void	view_slow_disconnect(struct view *);
 
 static void
 view_set_state(struct view *v, enum view_state state)
@@ -285,16 +290,28 @@ static void
 view_grace_cb(evutil_socket_t fd, short events, void *arg)
 {
 	struct view	*v = arg;
-	struct evbuffer	*buf;
-	char		 id[CURSOR_BUFSIZE];
 
 	if (v->state != VIEW_STREAMING || !view_congested(v))
 		return;
-	cursor_format(id, sizeof id, v->k, v->next > 0 ? v->next - 1 : 0);
 	log_warn("session=%s stream=%llu slow consumer: %zu bytes unsent for "
-	    "%lld ms; disconnecting after %s", session_id(v->session),
-	    (unsigned long long)v->k, view_output_len(v),
-	    session_conf()->slow_consumer_grace_ms, id);
+	    "%lld ms", session_id(v->session), (unsigned long long)v->k,
+	    view_output_len(v), session_conf()->slow_consumer_grace_ms);
+	view_slow_disconnect(v);
+}
+
+/*
+ * The terminal event of a slow consumer: no id (it must not move the
+ * client's cursor), the last id queued to this connection, and retry:.
+ */
+static void
+view_slow_disconnect(struct view *v)
+{
+	struct evbuffer	*buf;
+	char		 id[CURSOR_BUFSIZE];
+
+	cursor_format(id, sizeof id, v->k, v->next > 0 ? v->next - 1 : 0);
+	log_warn("session=%s stream=%llu disconnecting a slow consumer after "
+	    "%s", session_id(v->session), (unsigned long long)v->k, id);
 	metrics.slow_consumers_closed++;
 	buf = evbuffer_new();
 	evbuffer_add_printf(buf, "event: backpressure-disconnect\n"
@@ -404,18 +421,27 @@ view_read_cb(enum eventlog_status status, const struct eventlog_entry *entries,
 			evbuffer_free(buf);
 		}
 	}
-	if (status != EVENTLOG_OK) {
+	if (status == EVENTLOG_TRIMMED) {
 		/*
-		 * Retention moved past this view's position: the client
+		 * Retention moved past this view's position: it did not keep
+		 * up. It is told so like any slow consumer; the client
 		 * resumes from its own last id and hears "trimmed" then.
 		 */
-		log_warn("session=%s stream=%llu view fell behind at %llu: %s",
+		log_warn("session=%s stream=%llu view fell behind retention at "
+		    "%llu", session_id(v->session), (unsigned long long)v->k,
+		    (unsigned long long)v->next);
+		view_slow_disconnect(v);
+		return;
+	}
+	if (status != EVENTLOG_OK) {
+		log_warn("session=%s stream=%llu view ends: log read %s",
 		    session_id(v->session), (unsigned long long)v->k,
-		    (unsigned long long)v->next, eventlog_status_name(status));
+		    eventlog_status_name(status));
 		view_finish(v, 1);
 		return;
 	}
 	view_write_entries(v, entries, n);
+	v->open = !info->ended;
 	if (view_poll_done(v))
 		return;
 	if (info->ended && v->next > info->head) {
@@ -545,6 +571,12 @@ view_cron(void)
 			    (unsigned long long)v->k);
 			view_finish(v, 1);
 			continue;
+		}
+		/* A stream nobody here writes may have lost its writer. */
+		if (v->open && session_shared() &&
+		    now - v->orphan_check_ms >= VIEW_ORPHAN_CHECK_MS) {
+			v->orphan_check_ms = now;
+			session_check_orphan(v->session, v->k);
 		}
 		if (now - v->last_write_ms < idle ||
 		    view_output_len(v) > 0)

@@ -229,6 +229,51 @@ class Conn:
                 pass
 
 
+class SlowConn(Conn):
+    """A slow reader: a tiny receive buffer (SO_RCVBUF set before connect,
+    so the TCP window stays small) and reads of at most `chunk` bytes, each
+    after a pause of `pause` seconds. pace() changes both at any time; a
+    reader that does not read at all is a stalled client. (On loopback the
+    daemon's kernel send buffer still grows to megabytes.)"""
+
+    def __init__(self, host, port, timeout, rcvbuf=4096, chunk=512,
+                 pause=0.005):
+        super().__init__(host, port, timeout, rcvbuf)
+        self.chunk = chunk
+        self.pause = pause
+        self.received = 0           # bytes read from the socket so far
+
+    def pace(self, chunk=None, pause=None):
+        if chunk is not None:
+            self.chunk = chunk
+        if pause is not None:
+            self.pause = pause
+
+    def fill(self, deadline):
+        if self.eof:
+            return False
+        if self.pause > 0:
+            time.sleep(max(0.0, min(self.pause,
+                                    deadline - time.monotonic())))
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise Timeout("timed out waiting for data from mcpd")
+        self.sock.settimeout(remaining)
+        try:
+            data = self.sock.recv(self.chunk)
+        except socket.timeout:
+            raise Timeout("timed out waiting for data from mcpd") from None
+        except ConnectionResetError:
+            self.eof = self.reset = True
+            return False
+        if not data:
+            self.eof = True
+            return False
+        self.received += len(data)
+        self.buf += data
+        return True
+
+
 class Body:
     """Incremental reader of one response body (chunked, length or EOF)."""
 
@@ -566,10 +611,14 @@ class Reply:
 # The daemon
 
 
+# MCPD_TEST_REDIS_URL=redis://HOST:PORT[/DB] runs every daemon the harness
+# starts on the redis event log instead of the memory one.
+REDIS_URL = os.environ.get("MCPD_TEST_REDIS_URL") or None
+
 DEFAULT_CONF = (
     ("listen", "127.0.0.1:0"),
     ("endpoint", "/mcp"),
-    ("eventlog", "memory"),
+    ("eventlog", REDIS_URL or "memory"),
     ("builtin_tools", "on"),
 )
 
@@ -686,7 +735,19 @@ class Daemon:
         expect(self.host in ("127.0.0.1", "localhost", "0.0.0.0"),
                f"mcpd listens on {self.host!r}, conf asked for 127.0.0.1")
         self.host = "127.0.0.1"
+        if re.search(r"^eventlog redis://", self.conf, re.M):
+            self._wait_redis_ready(timeout)
         return self
+
+    def _wait_redis_ready(self, timeout):
+        """With the redis event log the daemon listens before its command
+        connection is up (and answers 503 meanwhile): wait for that, but
+        never fail here (a test may mean a Redis that is not there)."""
+        try:
+            self.wait_log(lambda line: "command connection ready" in line,
+                          timeout, "redis command connection ready")
+        except AssertionError:
+            pass
 
     def alive(self):
         return self.proc is not None and self.proc.poll() is None
@@ -864,6 +925,82 @@ class Daemon:
 
     def delete(self, session, headers=None):
         return self.request("DELETE", session, None, headers)
+
+    def connect_slow(self, timeout=10, rcvbuf=4096, chunk=512, pause=0.005):
+        """A new slow-reading TCP connection (SlowConn; closed at
+        teardown)."""
+        try:
+            conn = SlowConn(self.host, self.port, tmo(timeout), rcvbuf,
+                            chunk, pause)
+        except OSError as e:
+            raise AssertionError(
+                f"cannot connect to mcpd ({e}); daemon "
+                f"{'alive' if self.alive() else 'DEAD'}; stderr:\n"
+                f"{self.stderr_tail(15)}") from None
+        self.conns.append(conn)
+        return conn
+
+    def open_slow(self, method, session=None, body=None, headers=None,
+                  timeout=10, rcvbuf=4096, chunk=512, pause=0.005):
+        """open() on a SlowConn: the reply's body is read slowly (see
+        SlowConn; reply.conn.pace() changes the pace)."""
+        conn = self.connect_slow(timeout, rcvbuf, chunk, pause)
+        return self.open(method, session, body, headers, timeout=timeout,
+                         conn=conn)
+
+    def get_sse_slow(self, session, last_event_id=None, headers=None,
+                     timeout=10, rcvbuf=4096, chunk=512, pause=0.005):
+        """get_sse() on a SlowConn."""
+        hdrs = {"Accept": "text/event-stream"}
+        if last_event_id is not None:
+            hdrs["Last-Event-ID"] = last_event_id
+        hdrs.update(headers or {})
+        r = self.open_slow("GET", session, None, hdrs, timeout, rcvbuf,
+                           chunk, pause)
+        if not (r.status == 200 and r.is_sse):
+            r.conn.pace(chunk=65536, pause=0)
+            r.read_body(timeout)
+            r.close()
+        return r
+
+    # the process, seen from outside
+
+    def proc_status_kib(self, field="VmRSS"):
+        """A kB field of /proc/PID/status of the daemon (VmRSS, VmHWM,
+        ...), in KiB."""
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+        raise AssertionError(f"no {field} in /proc/{self.proc.pid}/status")
+
+    def rss_kib(self):
+        return self.proc_status_kib("VmRSS")
+
+    def healthz(self, timeout=5):
+        """GET /healthz, decoded."""
+        r = self.request("GET", path="/healthz", timeout=timeout)
+        expect(r.status == 200, f"/healthz -> HTTP {r.status}")
+        return r.json
+
+    def metric(self, name):
+        """One counter of /healthz "metrics"."""
+        return self.healthz()["metrics"][name]
+
+    def wait_metric(self, name, predicate, timeout=10, what=None):
+        """Poll /healthz until predicate(metrics[name]); returns the
+        value."""
+        deadline = time.monotonic() + tmo(timeout)
+        while True:
+            value = self.metric(name)
+            if predicate(value):
+                return value
+            if time.monotonic() >= deadline:
+                raise Timeout(f"/healthz metrics.{name} = {value!r}: "
+                              f"{what or 'condition'} not reached within "
+                              f"{tmo(timeout):.1f}s")
+            time.sleep(0.02)
+
 
     def initialize_reply(self, version=LATEST, headers=None, id=None):
         params = {"protocolVersion": version, "capabilities": {},
