@@ -36,6 +36,7 @@ struct session	*session_find(const char *);
 typedef void (*session_load_cb)(struct session *, int, void *);
 void		 session_load(const char *, session_load_cb, void *);
 int		 session_shared(void);
+void		 session_refresh(struct session *, session_load_cb, void *);
 size_t		 session_allocated(void);
 void		 session_close(struct session *, const char *);
 void		 session_ref(struct session *);

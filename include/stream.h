@@ -43,6 +43,7 @@ void		 stream_append(struct stream *, const char *, size_t, int,
 		     stream_commit_cb, void *);
 void		 stream_end(struct stream *);
 void		 stream_delivered(struct stream *, uint64_t);
+int		 stream_has_room(const struct stream *);
 
 /* Responses still owed on a request stream; the last one ends it. */
 void		 stream_expect_response(struct stream *, const cJSON *);

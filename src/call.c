@@ -196,6 +196,22 @@ call_request(struct call *c, const char *method, cJSON *params,
 	outbound_send(c, method, params, cb, arg);
 }
 
+/*
+ * Whether a producer that pipelines may send one more message now (on the
+ * call's stream, or the standalone one); if not, it waits for a commit
+ * callback, which the block policy holds until the client catches up.
+ */
+int
+call_has_room(const struct call *c, int standalone)
+{
+	struct stream	*st;
+
+	if (c->finished)
+		return (0);
+	st = standalone ? session_standalone(c->session) : c->stream;
+	return (st != NULL && stream_has_room(st));
+}
+
 int
 call_log_enabled(const struct call *c, int level)
 {

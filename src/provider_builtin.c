@@ -23,6 +23,8 @@
 #define BUILTIN_MAX_INTERVAL	60000
 #define BUILTIN_MAX_SIZE	(1024 * 1024)
 #define BUILTIN_LEVEL_INFO	1
+/* Messages of one call on their way to the log at once. */
+#define BUILTIN_WINDOW		32
 
 enum builtin_kind {
 	BUILTIN_STREAM,
@@ -36,12 +38,12 @@ struct builtin_job {
 	long			 i;
 	long			 interval_ms;
 	long			 size;
-	int			 sending;
+	int			 inflight;	/* sent, not yet committed */
 	int			 cancelled;
 	struct event		*timer;
 };
 
-static void	builtin_next(struct builtin_job *);
+static void	builtin_sent_cb(int, void *);
 
 static int
 builtin_enabled(const struct conf *conf)
@@ -191,56 +193,14 @@ builtin_finish(struct builtin_job *job)
 	builtin_job_free(job);
 }
 
-static void
-builtin_schedule(struct builtin_job *job)
-{
-	struct timeval	tv;
-
-	if (job->i == job->n) {
-		builtin_finish(job);
-		return;
-	}
-	tv.tv_sec = job->interval_ms / 1000;
-	tv.tv_usec = (job->interval_ms % 1000) * 1000;
-	evtimer_add(job->timer, &tv);
-}
-
-static void
-builtin_sent_cb(int ok, void *arg)
-{
-	struct builtin_job	*job = arg;
-
-	job->sending = 0;
-	if (job->cancelled) {
-		builtin_job_free(job);
-		return;
-	}
-	if (!ok) {
-		call_respond_error(job->call, JSONRPC_INTERNAL_ERROR,
-		    "The event log refused a message of this call");
-		builtin_job_free(job);
-		return;
-	}
-	if (job->interval_ms > 0 || job->i == job->n)
-		builtin_schedule(job);
-	else
-		builtin_next(job);
-}
-
-static void
-builtin_timer_cb(evutil_socket_t fd, short events, void *arg)
-{
-	builtin_next(arg);
-}
-
-static void
-builtin_next(struct builtin_job *job)
+/* Sends the next message; returns 0 if it was below the log level. */
+static int
+builtin_send_next(struct builtin_job *job)
 {
 	const cJSON	*token = call_progress_token(job->call);
 	cJSON		*msg;
 
 	job->i++;
-	job->sending = 1;
 	if (job->kind == BUILTIN_NOTIFY) {
 		msg = builtin_log_message(job->i, job->n, job->size);
 		call_send_standalone(job->call, msg, builtin_sent_cb, job);
@@ -250,15 +210,65 @@ builtin_next(struct builtin_job *job)
 	} else if (call_log_enabled(job->call, BUILTIN_LEVEL_INFO)) {
 		msg = builtin_log_message(job->i, job->n, job->size);
 		call_send(job->call, msg, builtin_sent_cb, job);
+	} else
+		return (0);	/* counted, not sent */
+	job->inflight++;
+	return (1);
+}
+
+/*
+ * Without an interval, up to BUILTIN_WINDOW messages are on their way to
+ * the log at once (the log pipelines them); with one, a message per tick.
+ * Either way the result goes only after every message is committed.
+ */
+static void
+builtin_pump(struct builtin_job *job)
+{
+	struct timeval	tv;
+
+	if (job->interval_ms > 0) {
+		if (job->i < job->n && job->inflight == 0) {
+			tv.tv_sec = job->interval_ms / 1000;
+			tv.tv_usec = (job->interval_ms % 1000) * 1000;
+			evtimer_add(job->timer, &tv);
+		}
 	} else {
-		/*
-		 * Below the client's log level: counted, not sent. The next
-		 * step waits for the timer (zero delay at least) so a long
-		 * silent run cannot recurse.
-		 */
-		job->sending = 0;
-		builtin_schedule(job);
+		while (job->i < job->n && (job->inflight == 0 ||
+		    (job->inflight < BUILTIN_WINDOW && call_has_room(job->call,
+		    job->kind == BUILTIN_NOTIFY))))
+			builtin_send_next(job);
 	}
+	if (job->i == job->n && job->inflight == 0)
+		builtin_finish(job);
+}
+
+static void
+builtin_sent_cb(int ok, void *arg)
+{
+	struct builtin_job	*job = arg;
+
+	job->inflight--;
+	if (!ok && !job->cancelled) {
+		call_respond_error(job->call, JSONRPC_INTERNAL_ERROR,
+		    "The event log refused a message of this call");
+		job->cancelled = 1;
+	}
+	if (job->cancelled) {
+		if (job->inflight == 0)
+			builtin_job_free(job);
+		return;
+	}
+	builtin_pump(job);
+}
+
+static void
+builtin_timer_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct builtin_job	*job = arg;
+
+	/* A message below the log level still takes its tick. */
+	if (!builtin_send_next(job))
+		builtin_pump(job);
 }
 
 static void
@@ -268,7 +278,7 @@ builtin_cancel_cb(void *arg)
 
 	job->cancelled = 1;
 	evtimer_del(job->timer);
-	if (!job->sending)
+	if (job->inflight == 0)
 		builtin_job_free(job);
 }
 
@@ -295,10 +305,10 @@ builtin_start(struct call *c, enum builtin_kind kind, const cJSON *args)
 	job->size = size;
 	job->timer = evtimer_new(session_base(), builtin_timer_cb, job);
 	call_set_cancel(c, builtin_cancel_cb, job);
-	if (n == 0)
-		builtin_finish(job);
-	else
-		builtin_next(job);
+	/* With an interval the first message goes at once, ticks follow. */
+	if (interval_ms > 0 && n > 0)
+		builtin_send_next(job);
+	builtin_pump(job);
 }
 
 static void

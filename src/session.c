@@ -403,6 +403,53 @@ session_load(const char *id, session_load_cb cb, void *arg)
 	eventlog_session_load(sessions.eventlog, id, session_loaded_meta_cb, l);
 }
 
+/*
+ * Re-reads what another process may have changed in the session's meta
+ * (the log level, set by logging/setLevel wherever it landed), then runs
+ * cb once with the log's status.
+ */
+struct session_refresh {
+	struct session		*session;
+	session_load_cb		 cb;
+	void			*arg;
+};
+
+static void
+session_refreshed_cb(enum eventlog_status status, const char *meta,
+    size_t len, void *arg)
+{
+	struct session_refresh	*r = arg;
+	cJSON			*json;
+	const cJSON		*level;
+	int			 n;
+
+	if (status == EVENTLOG_OK && !r->session->closed) {
+		json = cJSON_ParseWithLength(meta, len);
+		level = cJSON_GetObjectItemCaseSensitive(json, "log_level");
+		if (cJSON_IsString(level) &&
+		    (n = session_log_level_parse(level->valuestring)) >= 0)
+			r->session->log_level = n;
+		cJSON_Delete(json);
+	}
+	r->cb(r->session, status, r->arg);
+	session_unref(r->session);
+	free(r);
+}
+
+void
+session_refresh(struct session *s, session_load_cb cb, void *arg)
+{
+	struct session_refresh	*r;
+
+	r = xmalloc(sizeof *r);
+	r->session = s;
+	r->cb = cb;
+	r->arg = arg;
+	session_ref(s);
+	eventlog_session_load(sessions.eventlog, s->id, session_refreshed_cb,
+	    r);
+}
+
 int
 session_shared(void)
 {

@@ -25,6 +25,9 @@ struct stream_op {
 	uint64_t		 seq;
 	stream_commit_cb	 cb;
 	void			*arg;
+	char			*data;	/* shared standalone: kept for a retry */
+	size_t			 len;
+	int			 retries;
 	TAILQ_ENTRY(stream_op)	 entry;
 };
 TAILQ_HEAD(stream_ops, stream_op);
@@ -47,6 +50,15 @@ struct stream {
 	uint64_t		 window;
 	uint64_t		 delivered;	/* last entry written to a view */
 	struct stream_ops	 paused;	/* producers waiting for room */
+	/*
+	 * Several processes append to a session's standalone stream: an
+	 * append that met another process's entry waits here until every
+	 * append in flight has answered, then all go again after the head
+	 * the log reported.
+	 */
+	struct stream_ops	 retry;
+	unsigned int		 appending;	/* appends in flight */
+	uint64_t		 log_head;	/* highest head the log reported */
 };
 
 static void	stream_release_paused(struct stream *);
@@ -95,6 +107,7 @@ stream_init_policy(struct stream *st)
 	st->blocks = (st->kind == STREAM_REQUEST ? conf->backpressure_request :
 	    conf->backpressure_standalone) == CONF_BACKPRESSURE_BLOCK;
 	TAILQ_INIT(&st->paused);
+	TAILQ_INIT(&st->retry);
 }
 
 struct stream *
@@ -209,6 +222,38 @@ stream_ended(const struct stream *st)
 	return (st->ended);
 }
 
+#define STREAM_MAX_RETRIES	16
+
+static void	stream_submit(struct stream *, struct stream_op *);
+
+/* Resubmits the appends that met another process's entries, in order. */
+static void
+stream_retry_flush(struct stream *st)
+{
+	struct stream_op	*op;
+
+	if (st->appending > 0 || TAILQ_EMPTY(&st->retry))
+		return;
+	st->head = st->log_head;
+	st->next_seq = st->log_head + 1;
+	while ((op = TAILQ_FIRST(&st->retry)) != NULL) {
+		TAILQ_REMOVE(&st->retry, op, entry);
+		st->pending--;
+		op->seq = st->next_seq++;
+		op->retries++;
+		stream_submit(st, op);
+	}
+}
+
+static int
+stream_should_retry(struct stream *st, struct stream_op *op,
+    enum eventlog_status status, const struct eventlog_info *info)
+{
+	return (status == EVENTLOG_CONFLICT && info != NULL &&
+	    op->data != NULL && !st->closed && !info->ended &&
+	    op->retries < STREAM_MAX_RETRIES);
+}
+
 static void
 stream_appended_cb(enum eventlog_status status,
     const struct eventlog_info *info, void *arg)
@@ -218,6 +263,17 @@ stream_appended_cb(enum eventlog_status status,
 	int			 ok = (status == EVENTLOG_OK);
 
 	st->pending--;
+	st->appending--;
+	if (info != NULL && info->head > st->log_head)
+		st->log_head = info->head;
+	if (!ok && stream_should_retry(st, op, status, info)) {
+		st->pending++;
+		TAILQ_INSERT_TAIL(&st->retry, op, entry);
+		stream_retry_flush(st);
+		return;
+	}
+	free(op->data);
+	op->data = NULL;
 	if (ok) {
 		st->head = op->seq;
 		metrics.events_committed++;
@@ -258,10 +314,28 @@ stream_appended_cb(enum eventlog_status status,
 	if (op->cb != NULL)
 		op->cb(ok, op->arg);
 	free(op);
+	stream_retry_flush(st);
 	stream_maybe_free(st);
 }
 
-/* Hands paused producers their commit callbacks; they may go on. */
+static void
+stream_unpaused_later_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct stream_op	*op = arg;
+	struct stream		*st = op->stream;
+
+	op->cb(1, op->arg);
+	free(op);
+	st->pending--;
+	stream_maybe_free(st);
+}
+
+/*
+ * Hands paused producers their commit callbacks; they may go on. When the
+ * stream is being closed the callbacks run on a later loop turn: closing
+ * happens inside a call's own teardown, and a producer that finishes from
+ * its callback must not free that call under it.
+ */
 static void
 stream_release_paused(struct stream *st)
 {
@@ -271,6 +345,12 @@ stream_release_paused(struct stream *st)
 		if (!st->closed && st->head - st->delivered >= st->window)
 			return;
 		TAILQ_REMOVE(&st->paused, op, entry);
+		if (st->closed) {
+			/* pending stays counted until the callback ran */
+			event_base_once(session_base(), -1, EV_TIMEOUT,
+			    stream_unpaused_later_cb, op, NULL);
+			continue;
+		}
 		st->pending--;
 		op->cb(1, op->arg);
 		free(op);
@@ -327,10 +407,32 @@ stream_append(struct stream *st, const char *data, size_t len, int final,
 	op->seq = st->next_seq++;
 	if (final)
 		st->ended = 1;
-	st->pending++;
+	if (st->kind == STREAM_STANDALONE && session_shared()) {
+		op->data = xmalloc(len + 1);
+		memcpy(op->data, data, len);
+		op->data[len] = '\0';
+		op->len = len;
+	}
+	if (!TAILQ_EMPTY(&st->retry)) {
+		/* Behind the retries, in order. */
+		st->pending++;
+		TAILQ_INSERT_TAIL(&st->retry, op, entry);
+		return;
+	}
 	eventlog_append(session_eventlog(), session_id(st->session), st->k,
 	    op->seq, data, len, final ? EVENTLOG_FINAL : 0,
 	    stream_appended_cb, op);
+	st->pending++;
+	st->appending++;
+}
+
+static void
+stream_submit(struct stream *st, struct stream_op *op)
+{
+	st->pending++;
+	st->appending++;
+	eventlog_append(session_eventlog(), session_id(st->session), st->k,
+	    op->seq, op->data, op->len, 0, stream_appended_cb, op);
 }
 
 static void
@@ -388,6 +490,20 @@ stream_note(struct stream *st, const char *what, const char *value,
 	st->pending++;
 	eventlog_note_set(session_eventlog(), session_id(st->session), name,
 	    value, strlen(value), ttl_ms, stream_noted_cb, st);
+}
+
+/*
+ * Block policy: whether one more append keeps the undelivered backlog,
+ * counting appends not yet committed, under stream_window. Producers that
+ * pipeline ask before each send; the held commit callback alone would let
+ * a pipeline overshoot the window (and retention trim undelivered entries).
+ */
+int
+stream_has_room(const struct stream *st)
+{
+	if (!st->blocks)
+		return (1);
+	return ((st->next_seq - 1) - st->delivered < st->window);
 }
 
 int

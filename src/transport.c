@@ -288,6 +288,28 @@ transport_stream_created_cb(struct stream *st, int ok, void *arg)
 }
 
 static void
+transport_refreshed_cb(struct session *s, int status, void *arg)
+{
+	struct transport_start	*ts = arg;
+
+	if (session_closed(s)) {
+		transport_reply_error(ts->req, 404, JSONRPC_SESSION_NOT_FOUND,
+		    "Session not found", NULL);
+		session_unref(s);
+		cJSON_Delete(ts->msg);
+		free(ts);
+		return;
+	}
+	stream_when_created(stream_open(s, STREAM_REQUEST),
+	    transport_stream_created_cb, ts);
+}
+
+/*
+ * Opens the POST's request stream. With a shared log the session's meta is
+ * read first, so a call started here honours a log level set through
+ * another process.
+ */
+static void
 transport_open_stream(struct evhttp_request *req, struct session *s,
     const cJSON *msg)
 {
@@ -298,8 +320,10 @@ transport_open_stream(struct evhttp_request *req, struct session *s,
 	ts->session = s;
 	ts->msg = cJSON_Duplicate(msg, 1);
 	session_ref(s);
-	stream_when_created(stream_open(s, STREAM_REQUEST),
-	    transport_stream_created_cb, ts);
+	if (session_shared())
+		session_refresh(s, transport_refreshed_cb, ts);
+	else
+		transport_refreshed_cb(s, 0, ts);
 }
 
 static void

@@ -70,6 +70,7 @@ struct view {
 	uint64_t		 orphan_check_ms;
 	struct event		*grace_ev;	/* close: over-watermark timer */
 	uint64_t		 last_write_ms;
+	uint64_t		 last_drain_ms;	/* output last seen empty */
 	TAILQ_ENTRY(view)	 entry;
 };
 TAILQ_HEAD(view_list, view);
@@ -171,8 +172,18 @@ view_drained_cb(struct evhttp_connection *evcon, void *arg)
 {
 	struct view	*v = arg;
 
+	v->last_drain_ms = clock_now_ms();
 	evtimer_del(v->grace_ev);
 	view_pump(v);
+}
+
+static void
+view_grace_arm(struct view *v, uint64_t ms)
+{
+	struct timeval	tv = { (time_t)(ms / 1000), (suseconds_t)(ms % 1000) *
+			    1000 };
+
+	evtimer_add(v->grace_ev, &tv);
 }
 
 /*
@@ -183,17 +194,11 @@ view_drained_cb(struct evhttp_connection *evcon, void *arg)
 static void
 view_write(struct view *v, struct evbuffer *buf)
 {
-	struct timeval	tv;
-	long long	grace = session_conf()->slow_consumer_grace_ms;
-
 	evhttp_send_reply_chunk_with_cb(v->req, buf, view_drained_cb, v);
 	v->last_write_ms = clock_now_ms();
-	if (!v->blocks && view_congested(v) &&
-	    !evtimer_pending(v->grace_ev, NULL)) {
-		tv.tv_sec = grace / 1000;
-		tv.tv_usec = (grace % 1000) * 1000;
-		evtimer_add(v->grace_ev, &tv);
-	}
+	if (!v->blocks && view_output_len(v) > 0 &&
+	    !evtimer_pending(v->grace_ev, NULL))
+		view_grace_arm(v, (uint64_t)session_conf()->slow_consumer_grace_ms);
 }
 
 /*
@@ -238,7 +243,7 @@ view_start(struct view *v)
 
 	view_set_state(v, VIEW_STREAMING);
 	session_view_attach(v->session, v->k, v);
-	v->last_write_ms = clock_now_ms();
+	v->last_write_ms = v->last_drain_ms = clock_now_ms();
 }
 
 static void
@@ -286,16 +291,32 @@ view_write_entries(struct view *v, const struct eventlog_entry *entries,
  * Close policy: the client did not keep up. It hears why, and from which id
  * to resume (the last one queued to it), and the producer never waited.
  */
+/*
+ * Close policy. A consumer is slow when its connection has not once been
+ * drained for slow_consumer_grace_ms while there is more for it: output
+ * over the watermark, or entries waiting in the log until it drains.
+ */
 static void
 view_grace_cb(evutil_socket_t fd, short events, void *arg)
 {
 	struct view	*v = arg;
+	uint64_t	 grace = (uint64_t)session_conf()->slow_consumer_grace_ms;
+	uint64_t	 stuck = clock_now_ms() - v->last_drain_ms;
 
-	if (v->state != VIEW_STREAMING || !view_congested(v))
+	if (v->state != VIEW_STREAMING || view_output_len(v) == 0)
 		return;
-	log_warn("session=%s stream=%llu slow consumer: %zu bytes unsent for "
-	    "%lld ms", session_id(v->session), (unsigned long long)v->k,
-	    view_output_len(v), session_conf()->slow_consumer_grace_ms);
+	if (stuck < grace) {
+		view_grace_arm(v, grace - stuck);
+		return;
+	}
+	if (!view_congested(v) && !v->dirty) {
+		view_grace_arm(v, grace);	/* nothing more owed yet */
+		return;
+	}
+	log_warn("session=%s stream=%llu slow consumer: %zu bytes unsent, "
+	    "not drained for %llu ms", session_id(v->session),
+	    (unsigned long long)v->k, view_output_len(v),
+	    (unsigned long long)stuck);
 	view_slow_disconnect(v);
 }
 
@@ -351,6 +372,8 @@ view_resume_failed(struct view *v, enum eventlog_status status,
 		info = NULL;
 		break;
 	default:
+		evhttp_add_header(evhttp_request_get_output_headers(v->req),
+		    "Retry-After", "1");
 		transport_reply_error(v->req, 503, JSONRPC_UNAVAILABLE,
 		    "Event log unavailable, retry later", NULL);
 		return;

@@ -1153,3 +1153,204 @@ def check_ids(events, first_n, stream=None, what="stream"):
 
 def stream_messages(events):
     return [e.json for e in message_events(events)]
+
+
+# --------------------------------------------------------------------------
+# Redis, seen from the tests: a minimal RESP client and private servers
+
+
+class RedisError(Exception):
+    """An error reply (-ERR ...) from Redis."""
+
+
+def parse_redis_url(url):
+    """redis://HOST:PORT[/DB] -> (host, port, db)."""
+    m = re.match(r"\Aredis://([^:/]+):(\d+)(?:/(\d+))?/?\Z", url or "")
+    expect(m is not None, f"not a redis://HOST:PORT[/DB] url: {url!r}")
+    return m.group(1), int(m.group(2)), int(m.group(3) or 0)
+
+
+def _resp_encode(args):
+    out = [b"*%d\r\n" % len(args)]
+    for a in args:
+        if not isinstance(a, bytes):
+            a = str(a).encode()
+        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
+    return b"".join(out)
+
+
+def _resp_read(conn, deadline):
+    line = conn.readline(deadline)
+    expect(line is not None, "redis closed the connection")
+    kind, rest = line[:1], line[1:]
+    if kind == b"+":
+        return rest.decode()
+    if kind == b"-":
+        return RedisError(rest.decode())
+    if kind == b":":
+        return int(rest)
+    if kind == b"$":
+        n = int(rest)
+        if n < 0:
+            return None
+        while len(conn.buf) < n + 2:
+            expect(conn.fill(deadline), "redis closed inside a bulk reply")
+        data = conn.take(n + 2)[:n]
+        return data.decode("utf-8", errors="replace")
+    if kind == b"*":
+        n = int(rest)
+        if n < 0:
+            return None
+        return [_resp_read(conn, deadline) for _ in range(n)]
+    raise AssertionError(f"bad RESP line from redis: {line!r}")
+
+
+def redis_command(url, *args, timeout=5):
+    """One command on a fresh connection; the decoded reply (an error
+    reply is raised as RedisError)."""
+    host, port, db = parse_redis_url(url)
+    conn = Conn(host, port, tmo(timeout))
+    try:
+        deadline = time.monotonic() + tmo(timeout)
+        cmds = ([["SELECT", db]] if db else []) + [list(args)]
+        conn.send(b"".join(_resp_encode(c) for c in cmds))
+        replies = [_resp_read(conn, deadline) for _ in cmds]
+    finally:
+        conn.close()
+    for r in replies:
+        if isinstance(r, RedisError):
+            raise r
+    return replies[-1]
+
+
+def free_port():
+    """A loopback TCP port nobody listens on (at the time of asking)."""
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+    finally:
+        s.close()
+
+
+def redis_server_path():
+    """The redis-server binary, or None."""
+    import shutil
+    return shutil.which("redis-server")
+
+
+class RedisServer:
+    """A private redis-server on a loopback port, in its own directory
+    (under workdir), for tests that stop, restart, pause or configure
+    Redis. start() may be called again after shutdown() or stop(): same
+    port, same directory (with aof=True, the data survives). stop() is
+    always safe to call (a test calls it in `finally`)."""
+
+    def __init__(self, workdir, *args, port=None, aof=False):
+        self.dir = tempfile.mkdtemp(prefix="redis-", dir=workdir)
+        self.port = port or free_port()
+        self.args = [str(a) for a in args]
+        self.aof = aof
+        self.proc = None
+        self.paused = False
+        self.logfile = os.path.join(self.dir, "redis.log")
+
+    @property
+    def url(self):
+        return f"redis://127.0.0.1:{self.port}"
+
+    def running(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def start(self, timeout=10):
+        expect(not self.running(), "redis-server already running")
+        argv = [redis_server_path() or "redis-server",
+                "--bind", "127.0.0.1", "--port", str(self.port),
+                "--dir", self.dir, "--save", "",
+                "--daemonize", "no", "--logfile", self.logfile]
+        if self.aof:
+            argv += ["--appendonly", "yes", "--appendfsync", "always"]
+        else:
+            argv += ["--appendonly", "no"]
+        if "--maxmemory-policy" not in self.args:
+            argv += ["--maxmemory-policy", "noeviction"]
+        argv += self.args
+        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL,
+                                     start_new_session=True)
+        deadline = time.monotonic() + tmo(timeout)
+        while True:
+            try:
+                if redis_command(self.url, "PING", timeout=1) == "PONG":
+                    return self
+            except (OSError, AssertionError, RedisError):
+                pass
+            if self.proc.poll() is not None:
+                raise AssertionError(
+                    f"redis-server exited with status {self.proc.returncode}"
+                    f" at start; log:\n{self.log_tail()}")
+            if time.monotonic() >= deadline:
+                self.stop()
+                raise AssertionError(f"redis-server on port {self.port} "
+                                     f"not answering PING; log:\n"
+                                     f"{self.log_tail()}")
+            time.sleep(0.02)
+
+    def cmd(self, *args, timeout=5):
+        return redis_command(self.url, *args, timeout=timeout)
+
+    def shutdown(self, timeout=10):
+        """SHUTDOWN (with aof: everything written is on disk), and wait
+        for the process to be gone."""
+        if not self.running():
+            return
+        self.resume()
+        try:
+            conn = Conn("127.0.0.1", self.port, tmo(timeout))
+            conn.send(_resp_encode(["SHUTDOWN"]))
+            try:    # normally no reply: the connection just closes
+                conn.readline(time.monotonic() + tmo(timeout))
+            except (Timeout, OSError):
+                pass
+            conn.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(tmo(timeout))
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError("redis-server did not exit on SHUTDOWN")
+
+    def pause(self):
+        """SIGSTOP: Redis still accepts TCP connections but answers
+        nothing (a hung server)."""
+        if self.running():
+            self.proc.send_signal(signal.SIGSTOP)
+            self.paused = True
+
+    def resume(self):
+        if self.paused and self.running():
+            self.proc.send_signal(signal.SIGCONT)
+        self.paused = False
+
+    def stop(self):
+        """Stop the server whatever its state (SIGCONT, SIGTERM, SIGKILL
+        after 5 s)."""
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.resume()
+        self.proc.terminate()
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+    def log_tail(self, lines=20):
+        try:
+            with open(self.logfile, errors="replace") as f:
+                return "\n".join(f.read().splitlines()[-lines:])
+        except OSError:
+            return "(no log)"

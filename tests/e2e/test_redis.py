@@ -1,0 +1,921 @@
+"""End-to-end tests of the redis event log (DESIGN.md: invariants, resume
+outcomes, "Redis layout"): crashes and restarts of mcpd, several mcpd on one
+Redis, every resume outcome, and Redis itself restarting, hanging, missing,
+misconfigured or unable to honour `commit replicas:N`.
+
+Tests that use the shared server (MCPD_TEST_REDIS_URL, as set by
+scripts/with-redis) return early with a "SKIP" note when it is not set; the
+runner has no skip status, so they count as passed. Tests that must stop,
+restart, pause or configure Redis start their own redis-server
+(mcpd_harness.RedisServer) and run in every mode (they skip only when no
+redis-server binary is installed); they always stop it in `finally`.
+"""
+
+import os
+import signal
+import subprocess
+import time
+import uuid
+
+from mcpd_harness import (LATEST, REDIS_URL, VERSIONS, Daemon, RedisServer,
+                          assert_rpc_error, check_ids, expect, is_log,
+                          is_progress, is_response, message_events,
+                          parse_event_id, redis_command, redis_server_path,
+                          result_text, rpc, tmo, tool_call)
+
+
+# --------------------------------------------------------------------------
+# helpers
+
+
+def _shared_redis(what):
+    """The shared Redis url, or None (and a SKIP note) without one."""
+    if REDIS_URL is None:
+        print(f"SKIP {what}: needs MCPD_TEST_REDIS_URL (run it under "
+              "scripts/with-redis)")
+    return REDIS_URL
+
+
+def _private_redis_ok(what):
+    if redis_server_path() is None:
+        print(f"SKIP {what}: no redis-server binary installed")
+        return False
+    return True
+
+
+def _stop_all(h):
+    """Stops every daemon (problems are kept and reported by the runner's
+    teardown): called before a private Redis is stopped, so no daemon's
+    shutdown waits on a Redis that is gone."""
+    for d in h.daemons:
+        try:
+            d.stop()
+        except Exception:           # teardown reports it
+            d.kill()
+
+
+def _kill9(d):
+    """SIGKILL the daemon (a crash): no shutdown, nothing flushed."""
+    pid = d.proc.pid
+    os.kill(pid, signal.SIGKILL)
+    try:
+        d.proc.wait(tmo(5))
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"mcpd pid {pid} still there after SIGKILL")
+    expect(d.proc.returncode == -signal.SIGKILL,
+           f"mcpd pid {pid} exit status {d.proc.returncode} after SIGKILL")
+    for c in d.conns:
+        c.close()
+    d.stopped = True                # teardown: not "died unexpectedly"
+    d.exit_status = d.proc.returncode
+    d.err.join(tmo(5))
+    d.out.join(tmo(5))
+
+
+class _NoRedisWaitDaemon(Daemon):
+    """A daemon whose start does not wait for its Redis connection (for a
+    Redis that is not there yet)."""
+
+    def _wait_redis_ready(self, timeout):
+        pass
+
+
+def _start_no_wait(h, **conf):
+    d = _NoRedisWaitDaemon(h.mcpd, h.workdir, conf, (), h.sanitized,
+                           f"mcpd{len(h.daemons)}")
+    h.daemons.append(d)
+    d.start()
+    return d
+
+
+def _adopt(d, other, sid):
+    """d serves sid too: send the version `other` negotiated."""
+    d.versions[sid] = other.versions.get(sid, LATEST)
+
+
+def _read_messages(r, count, timeout=5):
+    """The next `count` message events of an open SSE reply."""
+    got = []
+    while len(got) < count:
+        m = r.next_message(timeout)
+        expect(m is not None, f"SSE stream ended after {len(got)} of "
+               f"{count} messages: {r.events[-3:]!r}")
+        got.append(m[0])
+    return got
+
+
+def _check_progress(events, token, what):
+    """Each message event but the responses is a progress notification
+    for token whose progress equals the event's N (the stream tool's
+    message i is entry i)."""
+    for e in message_events(events):
+        msg = e.json
+        if is_response(msg):
+            continue
+        expect(is_progress(msg), f"{what}: {e.id} is not a progress "
+               f"notification: {e.data[:200]!r}")
+        p = msg["params"]
+        n = parse_event_id(e.id)[1]
+        expect(p.get("progressToken") == token and p.get("progress") == n,
+               f"{what}: {e.id} carries {p!r}, expected progressToken "
+               f"{token!r} progress {n}")
+
+
+def _finished_stream(d, sid, n, token="p", interval_ms=0):
+    """Runs the stream tool to its end on d; returns (K, head N,
+    {N: raw data}) of its message events."""
+    args = {"n": n}
+    if interval_ms:
+        args["interval_ms"] = interval_ms
+    id, r = d.call_open(sid, "stream", args, token)
+    expect(r.status == 200 and r.is_sse, f"stream -> HTTP {r.status} "
+           f"{'' if r.is_sse else r.body[:300]!r}")
+    events = r.events_until_close(10 + n * interval_ms / 1000)
+    k, head = check_ids(events, 1)
+    expect(head == n + 1, f"stream n={n}: head {k}-{head}, expected "
+           f"{k}-{n + 1}")
+    raw = {parse_event_id(e.id)[1]: e.data for e in message_events(events)}
+    last = message_events(events)[-1].json
+    expect(is_response(last, id) and result_text(last) == f"done {n}",
+           f"stream n={n} ended with {last!r}")
+    return k, head, raw
+
+
+def _resume_all(d, sid, cursor, timeout=10):
+    """GET + Last-Event-ID: expects 200 SSE and reads until mcpd closes."""
+    g = d.get_sse(sid, cursor)
+    expect(g.status == 200 and g.is_sse, f"resume {cursor} -> HTTP "
+           f"{g.status} {'' if g.is_sse else g.body[:300]!r}")
+    return g.events_until_close(timeout)
+
+
+def _expect_resume_identical(d, sid, k, cursor_n, head, raw, what):
+    events = _resume_all(d, sid, f"{k}-{cursor_n}", 5)
+    got = message_events(events)
+    ns = [parse_event_id(e.id) for e in got]
+    expect(ns == [(k, n) for n in range(cursor_n + 1, head + 1)],
+           f"{what}: resume {k}-{cursor_n} delivered "
+           f"{[e.id for e in got]}, expected {k}-{cursor_n + 1}..{k}-{head}")
+    for e in got:
+        n = parse_event_id(e.id)[1]
+        expect(e.data == raw[n], f"{what}: {e.id} now reads {e.data!r}, "
+               f"was first delivered as {raw[n]!r}")
+
+
+def _gone(r, reason, cursor, what):
+    """A 410 with the contract's body; returns error.data."""
+    expect(r.status == 410, f"{what}: GET Last-Event-ID {cursor} -> HTTP "
+           f"{r.status} {r.body[:300]!r}, expected 410 {reason}")
+    expect(r.is_json, f"{what}: 410 Content-Type "
+           f"{r.header('Content-Type')!r}")
+    err = assert_rpc_error(r.json)
+    data = err.get("data")
+    expect(isinstance(data, dict), f"{what}: no error.data: {r.json!r}")
+    expect(data.get("reason") == reason, f"{what}: error.data.reason "
+           f"{data.get('reason')!r}, expected {reason!r}: {r.json!r}")
+    expect(data.get("last_event_id") == cursor, f"{what}: error.data."
+           f"last_event_id {data.get('last_event_id')!r}, expected "
+           f"{cursor!r}")
+    return data
+
+
+def _expect_503(r, what, elapsed, bound=5):
+    """503 + Retry-After + a JSON-RPC error body, answered in time."""
+    expect(elapsed <= tmo(bound), f"{what}: answered after {elapsed:.1f}s "
+           f"(bound {tmo(bound):.0f}s): the request hung on the log")
+    expect(r.status == 503, f"{what}: HTTP {r.status} "
+           f"{r.body[:300]!r}, expected 503")
+    ra = r.header("Retry-After")
+    expect(ra is not None and ra.strip().isdigit(),
+           f"{what}: 503 without a Retry-After header (headers "
+           f"{r.headers!r}, body {r.body[:200]!r})")
+    expect(r.is_json, f"{what}: 503 Content-Type "
+           f"{r.header('Content-Type')!r}, expected application/json")
+    assert_rpc_error(r.json, id_null=False)
+
+
+def _timed(fn, *args, **kwargs):
+    t0 = time.monotonic()
+    r = fn(*args, **kwargs)
+    return r, time.monotonic() - t0
+
+
+def _poll_initialize(d, timeout, what):
+    """initialize until 200 (503 meanwhile); returns (sid, seconds)."""
+    t0 = time.monotonic()
+    deadline = t0 + tmo(timeout)
+    statuses = []
+    while True:
+        r = d.initialize_reply(LATEST)
+        statuses.append(r.status)
+        if r.status == 200:
+            sid = r.session_id
+            expect(sid, "initialize 200 without Mcp-Session-Id")
+            d.versions[sid] = LATEST
+            n = d.post(sid, rpc("notifications/initialized"))
+            expect(n.status == 202, f"initialized -> HTTP {n.status}")
+            return sid, time.monotonic() - t0
+        expect(r.status == 503, f"{what}: initialize -> HTTP {r.status} "
+               f"{r.body[:200]!r} (only 503 or 200 are acceptable)")
+        expect(time.monotonic() < deadline, f"{what}: initialize still "
+               f"503 after {tmo(timeout):.0f}s ({len(statuses)} tries); "
+               f"stderr:\n{d.stderr_tail(10)}")
+        time.sleep(0.1)
+
+
+def _poll_status(fn, want, timeout, what):
+    """Calls fn() (a request) until its status is `want`; returns it."""
+    deadline = time.monotonic() + tmo(timeout)
+    while True:
+        r = fn()
+        if r.status == want:
+            return r
+        expect(r.status == 503, f"{what}: HTTP {r.status} "
+               f"{r.body[:200] if not r.is_sse else ''!r} while waiting for "
+               f"{want} (only 503 is acceptable meanwhile)")
+        r.close()
+        expect(time.monotonic() < deadline, f"{what}: still HTTP "
+               f"{r.status} after {tmo(timeout):.0f}s")
+        time.sleep(0.1)
+
+
+def _echo(d, sid, text):
+    msg, r = d.call(sid, "echo", {"text": text})
+    expect(result_text(msg) == text, f"echo {text!r} -> {msg!r}")
+    return parse_event_id(message_events(r.events)[0].id)[0]
+
+
+def _stream_entries(url, sid, k):
+    """XRANGE of stream K of sid: [(N, data)] (entry 0 included)."""
+    out = []
+    for eid, fields in redis_command(url, "XRANGE", f"mcpd:{{{sid}}}:s:{k}",
+                                     "-", "+"):
+        ek, en = parse_event_id(eid)
+        expect(ek == k, f"stream key of {k} holds id {eid}")
+        f = dict(zip(fields[::2], fields[1::2]))
+        out.append((en, f.get("d")))
+    return out
+
+
+# --------------------------------------------------------------------------
+# 1. kill -9 of mcpd while a call streams
+
+
+def test_redis_kill9_during_stream_call_is_answered_by_the_next_process(h):
+    url = _shared_redis("kill -9 during a stream call")
+    if not url:
+        return
+    a = h.start()
+    sid = a.initialize(LATEST)
+    id, r = a.call_open(sid, "stream", {"n": 100, "interval_ms": 50},
+                        "kill9")
+    expect(r.status == 200 and r.is_sse, f"stream -> HTTP {r.status}")
+    got = _read_messages(r, 10)
+    k, last = check_ids(got, 1, what="before kill -9")
+    _check_progress(got, "kill9", "before kill -9")
+    cursor = f"{k}-{last}"
+    # Let the call commit some entries this client has not read (polling
+    # the log, bounded), so the resume has committed events to deliver.
+    key = f"mcpd:{{{sid}}}:s:{k}"
+    deadline = time.monotonic() + tmo(5)
+    while redis_command(url, "XLEN", key) - 1 < last + 5:
+        expect(time.monotonic() < deadline, f"stream {k} did not grow past "
+               f"{k}-{last + 5} in Redis within {tmo(5):.0f}s")
+        time.sleep(0.02)
+    _kill9(a)
+    killed = time.monotonic()
+    at_kill = redis_command(url, "XLEN", key) - 1
+
+    b = h.start()
+    _adopt(b, a, sid)
+    g = b.get_sse(sid, cursor)
+    expect(g.status == 200 and g.is_sse, f"resume {cursor} on a new mcpd "
+           f"after kill -9 -> HTTP {g.status} "
+           f"{'' if g.is_sse else g.body[:300]!r}")
+    events = g.events_until_close(20)
+    answered = time.monotonic() - killed
+    got = message_events(events)
+    expect(got, f"resume {cursor} after kill -9: stream closed silently")
+    _, head = check_ids(events, last + 1, k, "resume after kill -9")
+    expect(head > at_kill, f"resume after kill -9 ended at {k}-{head}; "
+           f"the log held {k}-{at_kill} at the kill")
+    final = got[-1].json
+    expect(is_response(final, id) and "error" in final,
+           f"resume after kill -9: the stream's last message is "
+           f"{got[-1].data[:300]!r}, expected a JSON-RPC error response "
+           f"for request id {id}")
+    assert_rpc_error(final, id_null=False)
+    expect(not any(is_response(e.json) for e in got[:-1]),
+           "resume after kill -9: a response before the last message")
+    _check_progress(got[:-1], "kill9", "resume after kill -9")
+    expect(answered <= tmo(12), f"the interrupted call was answered "
+           f"{answered:.1f}s after kill -9 (lease 5 s + checks): too late")
+    print(f"  kill -9: {head - last - 1} committed events after {cursor}, "
+          f"then the error response, {answered:.1f}s after the kill")
+
+    # Exactly what the log committed after the cursor, nothing else.
+    entries = _stream_entries(url, sid, k)
+    expect([n for n, _ in entries] == list(range(0, head + 1)),
+           f"Redis stream {k} holds N={[n for n, _ in entries]}, expected "
+           f"0..{head}")
+    delivered = [(parse_event_id(e.id)[1], e.data) for e in got]
+    expect(delivered == [e for e in entries if e[0] > last],
+           f"resume after kill -9 delivered {delivered[:3]}... which is not "
+           f"the log's {entries[-3:]}")
+    # Answered once: resuming again from the same cursor gives the same.
+    again = message_events(_resume_all(b, sid, cursor, 5))
+    expect([(e.id, e.data) for e in again] ==
+           [(e.id, e.data) for e in got],
+           "a second resume after kill -9 differs from the first")
+    b.assert_alive(sid, "after the orphaned call was answered")
+
+
+# --------------------------------------------------------------------------
+# 2. SIGTERM of mcpd while a call streams
+
+
+def test_redis_sigterm_during_stream_call_resumes_to_interrupted_error(h):
+    if not _shared_redis("SIGTERM during a stream call"):
+        return
+    a = h.start()
+    sid = a.initialize(LATEST)
+    id, r = a.call_open(sid, "stream", {"n": 100, "interval_ms": 50},
+                        "term")
+    expect(r.status == 200 and r.is_sse, f"stream -> HTTP {r.status}")
+    got = _read_messages(r, 8)
+    k, last = check_ids(got, 1, what="before SIGTERM")
+    cursor = f"{k}-{last}"
+    problems = a.stop()
+    expect(not problems, f"SIGTERM during a call: {problems}")
+
+    b = h.start()
+    _adopt(b, a, sid)
+    t0 = time.monotonic()
+    events = _resume_all(b, sid, cursor, 5)
+    took = time.monotonic() - t0
+    got = message_events(events)
+    expect(got, f"resume {cursor} after SIGTERM: nothing, stream closed")
+    check_ids(events, last + 1, k, "resume after SIGTERM")
+    _check_progress(got[:-1], "term", "resume after SIGTERM")
+    final = got[-1].json
+    expect(is_response(final, id) and "error" in final,
+           f"resume after SIGTERM ended with {got[-1].data[:300]!r}, "
+           f"expected a JSON-RPC error for id {id}")
+    err = assert_rpc_error(final, id_null=False)
+    expect("interrupted" in err["message"].lower(),
+           f"the error response does not say the call was interrupted: "
+           f"{err!r}")
+    expect(took <= tmo(3), f"resume of a stream ended at shutdown took "
+           f"{took:.1f}s (it is complete: it should close at once)")
+    b.assert_alive(sid, "after resuming the interrupted call")
+
+
+def test_redis_sigterm_while_producer_paused_resumes_to_interrupted_error(h):
+    # The usual reason to resume: the client's connection dropped, and the
+    # call, under the block policy, paused once stream_window entries were
+    # undelivered. Then mcpd is restarted (a deploy).
+    if not _shared_redis("SIGTERM with a paused producer"):
+        return
+    # Message 1 is read, then the client goes (long before message 2, due
+    # 500 ms later); messages 2..4 are committed undelivered, so the last
+    # one pauses the producer (4 - 1 >= stream_window 3).
+    a = h.start(stream_window=3)
+    sid = a.initialize(LATEST)
+    id, r = a.call_open(sid, "stream", {"n": 4, "interval_ms": 500},
+                        "paused")
+    expect(r.status == 200 and r.is_sse, f"stream -> HTTP {r.status}")
+    got = _read_messages(r, 1)
+    r.cut()
+    k, last = check_ids(got, 1, what="before the disconnect")
+    cursor = f"{k}-{last}"
+    a.wait_metric("producers_paused", lambda v: v >= 1, 5,
+                  "the call's producer paused (no client, block policy)")
+    problems = a.stop()
+    expect(not problems, f"SIGTERM with a paused producer: {problems}")
+
+    b = h.start()
+    _adopt(b, a, sid)
+    events = _resume_all(b, sid, cursor, 5)
+    got = message_events(events)
+    expect(got, f"resume {cursor} after SIGTERM: nothing, stream closed")
+    check_ids(events, last + 1, k, "resume after SIGTERM")
+    _check_progress(got[:-1], "paused", "resume after SIGTERM")
+    final = got[-1].json
+    expect(is_response(final, id) and "error" in final,
+           f"resume after SIGTERM ended with {got[-1].data[:300]!r}, "
+           f"expected a JSON-RPC error for id {id}")
+    err = assert_rpc_error(final, id_null=False)
+    expect("interrupted" in err["message"].lower(),
+           f"the error response does not say the call was interrupted: "
+           f"{err!r}")
+    b.assert_alive(sid, "after resuming the interrupted call")
+
+
+# --------------------------------------------------------------------------
+# 3. restart between calls
+
+
+def test_redis_restart_between_calls_keeps_session_and_fresh_k(h):
+    url = _shared_redis("restart between calls")
+    if not url:
+        return
+    a = h.start()
+    sid = a.initialize(LATEST)
+    ks = {_echo(a, sid, "before-1"), _echo(a, sid, "before-2")}
+    k, _, _ = _finished_stream(a, sid, 3)
+    ks.add(k)
+    s = a.get_sse(sid)
+    prime = s.next_event(3)
+    expect(prime.id is not None, f"standalone GET primed with {prime!r}")
+    standalone_k = parse_event_id(prime.id)[0]
+    s.close()
+    expect(standalone_k not in ks, "the standalone K equals a request K")
+    problems = a.stop()
+    expect(not problems, f"SIGTERM between calls: {problems}")
+
+    b = h.start()
+    _adopt(b, a, sid)
+    b.assert_alive(sid, "on the new process (ping)")
+    new = set()
+    for i in range(5):
+        k = _echo(b, sid, f"after-{i}")
+        expect(k not in ks and k not in new and k != standalone_k,
+               f"K={k} reused after the restart (before: {sorted(ks)}, "
+               f"standalone {standalone_k})")
+        new.add(k)
+    k, head, _ = _finished_stream(b, sid, 3, "after")
+    expect(k not in ks | new, f"K={k} reused after the restart")
+    # The standalone stream carries on under its own number.
+    s = b.get_sse(sid)
+    prime = s.next_event(3)
+    expect(prime.id is not None and
+           parse_event_id(prime.id)[0] == standalone_k,
+           f"standalone GET on the new process primed with {prime!r}, "
+           f"expected stream {standalone_k}")
+    s.close()
+    meta = redis_command(url, "HKEYS", f"mcpd:{{{sid}}}:meta")
+    for k in ks | new | {standalone_k}:
+        expect(f"k:{k}" in meta, f"meta hash of {sid} lacks k:{k}: {meta}")
+
+
+# --------------------------------------------------------------------------
+# 4. two mcpd on one Redis
+
+
+def test_redis_two_processes_resume_and_live_follow(h):
+    if not _shared_redis("two processes on one Redis"):
+        return
+    a = h.start()
+    b = h.start()
+    sid = a.initialize(LATEST)
+    _adopt(b, a, sid)
+    id, r = a.call_open(sid, "stream", {"n": 20, "interval_ms": 50}, "ab")
+    expect(r.status == 200 and r.is_sse, f"stream on A -> HTTP {r.status}")
+    got = _read_messages(r, 5)
+    k, last = check_ids(got, 1, what="stream on A")
+    cursor = f"{k}-{last}"
+    r.cut()
+    events = _resume_all(b, sid, cursor, 10)
+    got = message_events(events)
+    _, head = check_ids(events, last + 1, k, "resume on B of A's call")
+    expect(head == 21, f"resume on B ended at {k}-{head}, expected {k}-21 "
+           f"(20 progress + the result)")
+    _check_progress(got[:-1], "ab", "resume on B")
+    expect(is_response(got[-1].json, id) and
+           result_text(got[-1].json) == "done 20",
+           f"resume on B ended with {got[-1].data[:200]!r}")
+
+    # B's standalone view follows what A commits.
+    s = b.get_sse(sid)
+    expect(s.status == 200 and s.is_sse, f"GET on B -> HTTP {s.status}")
+    prime = s.next_event(3)
+    expect(prime.id is not None and not prime.is_message,
+           f"standalone GET on B primed with {prime!r}")
+    sk, sn = parse_event_id(prime.id)
+    msg, _ = a.call(sid, "notify", {"n": 3})
+    expect(result_text(msg) == "queued 3", f"notify on A -> {msg!r}")
+    for i in range(1, 4):
+        m = s.next_message(5)
+        expect(m is not None, "B's standalone stream ended")
+        ev, note = m
+        expect(ev.id == f"{sk}-{sn + i}" and is_log(note) and
+               note["params"]["data"]["i"] == i,
+               f"B's standalone stream: expected notify {i} of A as "
+               f"{sk}-{sn + i}, got {ev!r}")
+
+    s.close()
+    a.assert_alive(sid, "on A")
+    b.assert_alive(sid, "on B")
+
+
+def test_redis_two_processes_both_produce_on_the_standalone_stream(h):
+    # No sticky routing (DESIGN.md): a client's requests land on either
+    # process. notify through A, then through B: both append to the one
+    # standalone stream, in order, and a view on either sees all of it.
+    if not _shared_redis("two processes producing on one standalone "
+                         "stream"):
+        return
+    a = h.start()
+    b = h.start()
+    sid = a.initialize(LATEST)
+    _adopt(b, a, sid)
+    b.assert_alive(sid, "on B (B loads the session)")
+    s = b.get_sse(sid)
+    prime = s.next_event(3)
+    expect(prime.id is not None, f"standalone GET on B primed with "
+           f"{prime!r}")
+    sk, sn = parse_event_id(prime.id)
+    s.close()
+    msg, _ = a.call(sid, "notify", {"n": 3})
+    expect(result_text(msg) == "queued 3", f"notify on A -> {msg!r}")
+    t = a.get_sse(sid)
+    prime = t.next_event(3)
+    expect(prime.id == f"{sk}-{sn + 3}", f"standalone GET on A primed with "
+           f"{prime!r}, expected {sk}-{sn + 3}")
+    msg, _ = b.call(sid, "notify", {"n": 2})
+    expect(is_response(msg) and "result" in msg and
+           result_text(msg) == "queued 2",
+           f"notify through B after notify through A -> {msg!r} (B's "
+           f"standalone stream must append after A's entries; log of B:\n"
+           f"{b.stderr_tail(6)})")
+    for i in range(1, 3):
+        m = t.next_message(5)
+        expect(m is not None, "A's standalone stream ended")
+        ev, note = m
+        expect(ev.id == f"{sk}-{sn + 3 + i}" and is_log(note) and
+               note["params"]["data"]["i"] == i,
+               f"A's standalone stream: expected notify {i} of B as "
+               f"{sk}-{sn + 3 + i}, got {ev!r}")
+    a.assert_alive(sid, "on A")
+    b.assert_alive(sid, "on B")
+
+
+def test_redis_two_processes_share_the_log_level(h):
+    # The log level is session state (DESIGN.md: the session lives in the
+    # event log, any instance can serve it): set through A, it holds for
+    # calls that run on B.
+    if not _shared_redis("log level across processes"):
+        return
+    a = h.start()
+    b = h.start()
+    sid = a.initialize(LATEST)
+    _adopt(b, a, sid)
+    b.assert_alive(sid, "on B (B loads the session)")
+    id = a.new_id()
+    r = a.post(sid, rpc("logging/setLevel", {"level": "error"}, id))
+    expect(r.status == 200 and r.rpc(id).get("result") == {},
+           f"logging/setLevel error on A -> HTTP {r.status} {r.body!r}")
+    for d, name in ((a, "A"), (b, "B")):
+        msg, rr = d.call(sid, "stream", {"n": 3})
+        expect(result_text(msg) == "done 3", f"stream on {name} -> {msg!r}")
+        logs = [e.data for e in message_events(rr.events)
+                if is_log(e.json)]
+        expect(not logs, f"stream on {name} sent info-level "
+               f"notifications/message after logging/setLevel error "
+               f"(through A): {logs[:2]!r}")
+
+
+# --------------------------------------------------------------------------
+# 5. every resume outcome on Redis
+
+
+def test_redis_every_resume_outcome(h):
+    url = _shared_redis("resume outcomes")
+    if not url:
+        return
+    # 200
+    d = h.start()
+    sid = d.initialize(LATEST)
+    k, head, raw = _finished_stream(d, sid, 5)
+    _expect_resume_identical(d, sid, k, 2, head, raw, "200 resume")
+    _expect_resume_identical(d, sid, k, head, head, raw, "resume at head")
+
+    # 410 trimmed (an interval keeps the POST's own view in step)
+    t = h.start(stream_maxlen=5)
+    tsid = t.initialize(LATEST)
+    tk, thead, traw = _finished_stream(t, tsid, 20, interval_ms=5)
+    data = _gone(t.get_sse(tsid, f"{tk}-1"), "trimmed", f"{tk}-1", "trimmed")
+    expect(data.get("head") == f"{tk}-{thead}", f"trimmed: head "
+           f"{data.get('head')!r}, expected {tk}-{thead}")
+    ok, on = parse_event_id(data.get("oldest"))
+    expect(ok == tk and thead - on + 1 <= 5 and on > 1,
+           f"trimmed: oldest {data.get('oldest')!r} with stream_maxlen 5")
+    _expect_resume_identical(t, tsid, tk, on, thead, traw,
+                             "resume at the oldest retained id")
+    t.assert_alive(tsid, "after 410 trimmed")
+
+    # 410 expired
+    e = h.start(stream_ttl=1)
+    esid = e.initialize(LATEST)
+    ek, ehead, _ = _finished_stream(e, esid, 1)
+    ended = time.monotonic()
+    cursor = f"{ek}-1"
+    deadline = ended + tmo(8)
+    while True:
+        r = e.get_sse(esid, cursor)
+        if r.status != 200:
+            break
+        r.close()
+        expect(time.monotonic() < deadline, "stream still resumable 8s "
+               "after it ended with stream_ttl 1")
+        time.sleep(0.1)
+    data = _gone(r, "expired", cursor, "stream_ttl 1")
+    expect(redis_command(url, "EXISTS", f"mcpd:{{{esid}}}:s:{ek}") == 0,
+           "expired answered while the stream key still exists")
+    e.assert_alive(esid, "after 410 expired")
+
+    # 410 ahead: a cursor beyond the head ...
+    cursor = f"{k}-{head + 5}"
+    data = _gone(d.get_sse(sid, cursor), "ahead", cursor, "ahead")
+    expect(data.get("head") == f"{k}-{head}", f"ahead: error.data.head "
+           f"{data.get('head')!r}, expected {k}-{head}")
+    line = d.wait_log(lambda l: "resumability violation" in l and
+                      cursor in l, 3, "resumability violation line")
+    expect(sid in line and f"{k}-{head}" in line, f"the resumability "
+           f"violation line must name session {sid}, cursor {cursor} and "
+           f"head {k}-{head}: {line!r}")
+    # ... and the real thing: Redis lost the last committed entry.
+    redis_command(url, "XDEL", f"mcpd:{{{sid}}}:s:{k}", f"{k}-{head}")
+    cursor = f"{k}-{head}"
+    data = _gone(d.get_sse(sid, cursor), "ahead", cursor,
+                 "the log lost the last entry")
+    expect(data.get("head") == f"{k}-{head - 1}", f"lost entry: head "
+           f"{data.get('head')!r}, expected {k}-{head - 1}")
+    line = d.wait_log(lambda l: "resumability violation" in l and
+                      f"cursor={cursor} " in l, 3,
+                      "resumability violation line for the lost entry")
+    expect(sid in line and f"{k}-{head - 1}" in line, f"{line!r} must name "
+           f"session, cursor and head {k}-{head - 1}")
+
+    # 410 unknown-stream: another session's stream, a random one
+    rk = 123456789012345
+    while rk in (k, tk, ek):
+        rk += 1
+    bodies = []
+    for cursor, what in ((f"{tk}-1", "another session's stream"),
+                         (f"{rk}-1", "a random stream")):
+        r = d.get_sse(sid, cursor)
+        data = _gone(r, "unknown-stream", cursor, what)
+        expect("oldest" not in data and "head" not in data,
+               f"{what}: unknown-stream reveals {data!r}")
+        data.pop("last_event_id")
+        bodies.append(repr(sorted(data.items())))
+    expect(bodies[0] == bodies[1], f"another session's stream and a random "
+           f"one are told apart: {bodies}")
+
+    # 400 malformed
+    for cursor in ("abc", f"{k}-01", f"0{k}-1", "1-", "1-2-3"):
+        r = d.get_sse(sid, cursor)
+        expect(r.status == 400, f"Last-Event-ID {cursor!r} -> HTTP "
+               f"{r.status}, expected 400")
+        assert_rpc_error(r.json, id_null=False)
+    d.assert_alive(sid, "after every resume outcome")
+
+
+def test_redis_small_maxlen_burst_reaches_a_reading_client_whole(h):
+    # Invariant 5 on Redis: with stream_maxlen 5 (stream_window follows it
+    # down) and the block policy, a producer that bursts (the stream tool
+    # without interval pipelines its appends) is paused before retention
+    # trims anything its reading client has not received. The client
+    # reads as fast as it can: it must get every event, not a
+    # backpressure-disconnect. (The memory log passes this.)
+    if not _shared_redis("small stream_maxlen burst"):
+        return
+    d = h.start(stream_maxlen=5)
+    for v in VERSIONS:
+        _burst(d, v)
+
+
+def _burst(d, v):
+    sid = d.initialize(v)
+    id, r = d.call_open(sid, "stream", {"n": 20}, "burst")
+    expect(r.status == 200 and r.is_sse, f"{v}: stream -> HTTP {r.status}")
+    events = r.events_until_close(10)
+    for e in events:
+        if e.event == "backpressure-disconnect":
+            log = "\n".join(line for line in d.stderr_text().splitlines()
+                            if "retention" in line or "slow" in line)
+            raise AssertionError(
+                f"{v}: a client reading as fast as it can was disconnected as a "
+                f"slow consumer on its request stream (block policy): "
+                f"{e.data!r}; log:\n{log}")
+    k, head = check_ids(events, 1)
+    expect(head == 21, f"{v}: burst ended at {k}-{head}, expected {k}-21")
+    last = message_events(events)[-1].json
+    expect(is_response(last, id) and result_text(last) == "done 20",
+           f"{v}: burst ended with {last!r}")
+
+
+# --------------------------------------------------------------------------
+# 6. Redis restarts (AOF): committed events survive identical
+
+
+def test_redis_restart_with_aof_keeps_events_identical(h):
+    if not _private_redis_ok("redis restart with AOF"):
+        return
+    rs = RedisServer(h.workdir, aof=True)
+    rs.start()
+    try:
+        d = h.start(eventlog=rs.url)
+        sid = d.initialize(LATEST)
+        k, head, raw = _finished_stream(d, sid, 10)
+        rs.shutdown()
+        rs.start()
+        # mcpd kept running: it reconnects (503 meanwhile), then serves
+        # exactly what it served before.
+        g = _poll_status(lambda: d.get_sse(sid, f"{k}-1"), 200, 15,
+                         "resume after the Redis restart")
+        g.close()
+        expect(d.alive(), "mcpd died when Redis restarted")
+        for c in (0, 1, 5):
+            _expect_resume_identical(d, sid, k, c, head, raw,
+                                     "after the Redis restart")
+        d.assert_alive(sid, "after the Redis restart")
+        expect(_echo(d, sid, "after") != k, "K reused")
+        # and a new process on the restarted Redis agrees
+        e = h.start(eventlog=rs.url)
+        _adopt(e, d, sid)
+        _expect_resume_identical(e, sid, k, 1, head, raw,
+                                 "new mcpd after the Redis restart")
+    finally:
+        _stop_all(h)
+        rs.stop()
+
+
+# --------------------------------------------------------------------------
+# 7. Redis unavailable while serving: 503 at once, then recovery
+
+
+def _requests_while_down(d, sid, k, what):
+    """Every kind of request that needs the log: 503 + Retry-After +
+    JSON-RPC error, in bounded time. Returns the failures (the test goes
+    on to check the recovery, then reports them)."""
+    failures = []
+
+    def check(r, t, name):
+        try:
+            _expect_503(r, f"{what}: {name}", t)
+        except AssertionError as e:
+            failures.append(str(e))
+
+    r, t = _timed(d.initialize_reply, LATEST)
+    check(r, t, "initialize")
+    id = d.new_id()
+    r, t = _timed(d.post, sid, tool_call("echo", {"text": "x"}, id))
+    check(r, t, "tools/call on an existing session")
+    other = uuid.uuid4().hex        # well-formed (32 hex), not held here
+    r, t = _timed(d.post, other, rpc("ping", None, d.new_id()),
+                  {"MCP-Protocol-Version": LATEST})
+    check(r, t, "a session this process does not hold")
+    r, t = _timed(d.get_sse, sid, f"{k}-1")
+    if r.status == 200:
+        r.close()
+    check(r, t, f"GET resume {k}-1")
+    return failures
+
+
+def test_redis_down_while_serving_503_then_recovers(h):
+    if not _private_redis_ok("redis down while serving"):
+        return
+    rs = RedisServer(h.workdir, aof=True)
+    rs.start()
+    try:
+        d = h.start(eventlog=rs.url)
+        sid = d.initialize(LATEST)
+        k, head, raw = _finished_stream(d, sid, 3)
+        rs.shutdown()
+        # Keep asking for 3 s: each answer quick, while mcpd's reconnect
+        # backoff grows (it must still notice Redis promptly later).
+        down = time.monotonic()
+        failures = []
+        while time.monotonic() - down < tmo(3):
+            for f in _requests_while_down(d, sid, k, "Redis stopped"):
+                if f.split(":")[1] not in "".join(failures):
+                    failures.append(f)
+            time.sleep(0.2)
+        expect(d.alive(), "mcpd died with Redis stopped")
+        rs.start()
+        _, took = _poll_initialize(d, 15, "Redis back")
+        print(f"  recovered {took:.1f}s after Redis came back")
+        d.assert_alive(sid, "after Redis came back")
+        _expect_resume_identical(d, sid, k, 1, head, raw,
+                                 "after Redis came back")
+        expect(_echo(d, sid, "back") != k, "K reused")
+        expect(not failures, "\n".join(failures))
+    finally:
+        _stop_all(h)
+        rs.stop()
+
+
+def test_redis_hung_while_serving_503_then_recovers(h):
+    # SIGSTOP: connections are accepted, nothing is answered.
+    if not _private_redis_ok("redis hung while serving"):
+        return
+    rs = RedisServer(h.workdir, aof=True)
+    rs.start()
+    try:
+        d = h.start(eventlog=rs.url)
+        sid = d.initialize(LATEST)
+        k, head, raw = _finished_stream(d, sid, 3)
+        rs.pause()
+        try:
+            failures = _requests_while_down(d, sid, k, "Redis hung")
+        finally:
+            rs.resume()
+        expect(d.alive(), "mcpd died with Redis hung")
+        _, took = _poll_initialize(d, 15, "Redis answering again")
+        print(f"  recovered {took:.1f}s after Redis answered again")
+        d.assert_alive(sid, "after Redis answered again")
+        _expect_resume_identical(d, sid, k, 1, head, raw,
+                                 "after Redis answered again")
+        expect(not failures, "\n".join(failures))
+    finally:
+        _stop_all(h)
+        rs.stop()
+
+
+# --------------------------------------------------------------------------
+# 8. Redis down when mcpd starts
+
+
+def test_redis_down_at_start_then_comes_up(h):
+    if not _private_redis_ok("redis down at start"):
+        return
+    rs = RedisServer(h.workdir)         # not started yet
+    try:
+        d = _start_no_wait(h, eventlog=rs.url)
+        d.wait_log(lambda l: rs.url in l and "connection failed" in l, 5,
+                   "a log line saying the Redis connection failed")
+        r, t = _timed(d.initialize_reply, LATEST)
+        _expect_503(r, "initialize with Redis down at start", t)
+        expect(d.alive(), "mcpd died without Redis")
+        rs.start()
+        sid, took = _poll_initialize(d, 15, "Redis came up")
+        print(f"  serving {took:.1f}s after Redis came up")
+        _echo(d, sid, "up")
+        _finished_stream(d, sid, 3)
+        d.assert_alive(sid, "after Redis came up")
+    finally:
+        _stop_all(h)
+        rs.stop()
+
+
+# --------------------------------------------------------------------------
+# 9. maxmemory-policy other than noeviction: a warning at start
+
+
+def test_redis_eviction_policy_warns_at_start(h):
+    if not _private_redis_ok("maxmemory-policy warning"):
+        return
+    rs = RedisServer(h.workdir, "--maxmemory-policy", "allkeys-lru")
+    rs.start()
+    try:
+        d = h.start(eventlog=rs.url)
+        line = d.wait_log(lambda l: "maxmemory-policy" in l, 5,
+                          "a warning naming maxmemory-policy")
+        expect("allkeys-lru" in line and "noeviction" in line,
+               f"the warning should name the policy found (allkeys-lru) "
+               f"and the one wanted (noeviction): {line!r}")
+        expect(" warn" in line.lower(), f"not a warning: {line!r}")
+        sid = d.initialize(LATEST)      # warns, still serves
+        _echo(d, sid, "lru")
+        # control: noeviction, no warning
+        rs.cmd("CONFIG", "SET", "maxmemory-policy", "noeviction")
+        e = h.start(eventlog=rs.url)
+        e.initialize(LATEST)            # after the CONFIG GET reply
+        expect("maxmemory-policy" not in e.stderr_text(),
+               f"warning with noeviction:\n{e.stderr_tail(10)}")
+    finally:
+        _stop_all(h)
+        rs.stop()
+
+
+# --------------------------------------------------------------------------
+# 10. commit replicas:1 without replicas: loud failure
+
+
+def test_redis_commit_replicas_without_replicas_fails_loudly(h):
+    if not _shared_redis("commit replicas:1"):
+        return
+    expect(h.conf_accepts("commit replicas:1"),
+           "mcpd -t refuses `commit replicas:1`")
+    a = h.start()                       # commit primary
+    sid = a.initialize(LATEST)
+    b = h.start(extra_lines=["commit replicas:1"])
+    _adopt(b, a, sid)
+    id = b.new_id()
+    r, t = _timed(b.post, sid, tool_call("echo", {"text": "x"}, id))
+    expect(not (r.status == 200 and any(
+        is_response(m, id) and "result" in m for m in r.messages())),
+        f"tools/call with commit replicas:1 and no replica returned a "
+        f"result: {r.messages()!r} (a commit that was never replicated)")
+    _expect_503(r, "tools/call with commit replicas:1 and no replica", t)
+    line = b.wait_log(lambda l: " warn " in l and "replica" in l and
+                      "commit" in l, 3,
+                      "a warning saying the commit missed its replicas")
+    expect("0 of 1" in line, f"the warning should say how many replicas "
+           f"acknowledged (0 of 1): {line!r}")
+    r, t = _timed(b.initialize_reply, LATEST)
+    _expect_503(r, "initialize with commit replicas:1 and no replica", t)
+    # The primary-commit process is unaffected.
+    _echo(a, sid, "primary")
