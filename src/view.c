@@ -9,6 +9,10 @@
  * each of those is handled here (see STYLE.md, "Known traps").
  */
 #include <sys/queue.h>
+#include <sys/socket.h>
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -228,6 +232,7 @@ view_start(struct view *v)
 {
 	struct evkeyvalq	*headers;
 	struct bufferevent	*bev;
+	int			 one = 1;
 
 	headers = evhttp_request_get_output_headers(v->req);
 	evhttp_add_header(headers, "Content-Type", "text/event-stream");
@@ -239,6 +244,13 @@ view_start(struct view *v)
 	/* An idle stream is healthy; stalls are the cron's business. */
 	bev = evhttp_connection_get_bufferevent(v->evcon);
 	bufferevent_set_timeouts(bev, NULL, NULL);
+	/*
+	 * Events go out as small chunks, each as soon as it is committed:
+	 * Nagle's algorithm would hold one back until the client's delayed
+	 * ACK (40 ms) for every short response.
+	 */
+	setsockopt(bufferevent_getfd(bev), IPPROTO_TCP, TCP_NODELAY, &one,
+	    sizeof one);
 	evhttp_connection_set_closecb(v->evcon, view_peer_closed_cb, v);
 
 	view_set_state(v, VIEW_STREAMING);
