@@ -158,7 +158,14 @@ server_run(const struct conf *conf)
 
 	http = evhttp_new(base);
 	evhttp_set_max_headers_size(http, conf->max_header_size);
-	evhttp_set_max_body_size(http, conf->max_body);
+	/*
+	 * evhttp answers bodies over its limit itself, with an HTML page and
+	 * before any callback. Its limit is set at twice max_body so that
+	 * most oversized bodies reach transport.c, which answers them 413
+	 * with a JSON-RPC body; memory per request stays bounded all the
+	 * same.
+	 */
+	evhttp_set_max_body_size(http, conf->max_body * 2);
 	evhttp_set_timeout(http, SERVER_REQUEST_TIMEOUT);
 	evhttp_set_allowed_methods(http, EVHTTP_REQ_GET | EVHTTP_REQ_POST |
 	    EVHTTP_REQ_DELETE | EVHTTP_REQ_PUT | EVHTTP_REQ_PATCH |

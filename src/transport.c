@@ -455,6 +455,11 @@ transport_post(struct evhttp_request *req)
 		return;
 	}
 	len = evbuffer_get_length(body);
+	if ((long long)len > transport.conf->max_body) {
+		transport_reply_error(req, 413, JSONRPC_INVALID_REQUEST,
+		    "Payload Too Large: the body exceeds max_body", NULL);
+		return;
+	}
 	msg = jsonrpc_parse((const char *)evbuffer_pullup(body, -1), len,
 	    &code, &cause);
 	if (msg == NULL) {

@@ -237,6 +237,7 @@ def test_body_too_large_is_413(h):
     r = d.post(sid, big)
     expect(r.status == 413, f"100 kB body with max_body 64k -> HTTP "
            f"{r.status}, expected 413")
+    assert_rpc_error(r.json, code=-32600)
     d.assert_alive(sid, "after a 413")
     init = json.dumps(rpc("initialize", {
         "protocolVersion": LATEST, "capabilities": {"x": "y" * 70000},
