@@ -19,6 +19,7 @@ typedef void (*outbound_cb)(const cJSON *, const cJSON *, void *);
 
 enum outbound_route {
 	OUTBOUND_ROUTED,
+	OUTBOUND_FORWARDED,	/* left for another process (shared log) */
 	OUTBOUND_UNKNOWN	/* no such id pending in this session */
 };
 

@@ -410,14 +410,21 @@ dispatch_notification(struct session *s, const cJSON *msg)
 int
 dispatch_response(struct session *s, const cJSON *msg)
 {
-	char	*id;
+	enum outbound_route	 route;
+	char			*id;
 
-	if (outbound_response(s, msg) == OUTBOUND_ROUTED)
+	if ((route = outbound_response(s, msg)) == OUTBOUND_ROUTED)
 		return (0);
 	id = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(msg,
 	    "id"));
-	log_warn("session=%s response id=%s matches no pending request "
-	    "(unknown, already answered or timed out)", session_id(s), id);
+	if (route == OUTBOUND_FORWARDED)
+		log_info("session=%s response id=%s matches no pending request "
+		    "here; left for another process (ignored unless one waits "
+		    "for it)", session_id(s), id);
+	else
+		log_warn("session=%s response id=%s matches no pending request "
+		    "(unknown, already answered or timed out)", session_id(s),
+		    id);
 	free(id);
-	return (-1);
+	return (route == OUTBOUND_FORWARDED ? 0 : -1);
 }

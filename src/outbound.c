@@ -5,6 +5,7 @@
  */
 #include <sys/tree.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,6 +13,7 @@
 
 #include "call.h"
 #include "conf.h"
+#include "eventlog.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "outbound.h"
@@ -26,8 +28,14 @@ struct outbound {
 	outbound_cb		 cb;
 	void			*arg;
 	struct event		*deadline;
+	struct event		*poll;		/* shared log: answers elsewhere */
+	int			 polling;	/* a note read is in flight */
+	int			 done;
 	RB_ENTRY(outbound)	 entry;
 };
+
+/* How often a shared log is asked for an answer posted elsewhere. */
+#define OUTBOUND_POLL_MS	100
 RB_HEAD(outbound_tree, outbound);
 
 static struct outbound_tree outbound_pending =
@@ -47,8 +55,61 @@ outbound_complete(struct outbound *o, const cJSON *result,
 {
 	RB_REMOVE(outbound_tree, &outbound_pending, o);
 	event_free(o->deadline);
+	if (o->poll != NULL)
+		event_free(o->poll);
+	o->done = 1;
 	o->cb(result, error, o->arg);
-	free(o);
+	if (!o->polling)
+		free(o);
+}
+
+static void
+outbound_poll_arm(struct outbound *o)
+{
+	struct timeval	tv = { 0, OUTBOUND_POLL_MS * 1000 };
+
+	evtimer_add(o->poll, &tv);
+}
+
+static void
+outbound_polled_cb(enum eventlog_status status, const char *value,
+    size_t len, void *arg)
+{
+	struct outbound	*o = arg;
+	cJSON		*msg;
+
+	o->polling = 0;
+	if (o->done) {
+		free(o);
+		return;
+	}
+	if (status != EVENTLOG_OK) {
+		outbound_poll_arm(o);
+		return;
+	}
+	msg = cJSON_ParseWithLength(value, len);
+	log_debug("session=%s request %s answered through another process",
+	    session_id(o->session), o->id);
+	outbound_complete(o, cJSON_GetObjectItemCaseSensitive(msg, "result"),
+	    cJSON_GetObjectItemCaseSensitive(msg, "error"));
+	cJSON_Delete(msg);
+}
+
+/*
+ * With a shared log the client's answer may reach another process behind
+ * the load balancer; that process leaves it as a note of the session
+ * ("a:ID"), and the asking process looks for it here.
+ */
+static void
+outbound_poll_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct outbound	*o = arg;
+	char		 name[40];
+
+	snprintf(name, sizeof name, "a:%s", o->id);
+	o->polling = 1;
+	eventlog_note_get(session_eventlog(), session_id(o->session), name,
+	    outbound_polled_cb, o);
 }
 
 static void
@@ -90,6 +151,10 @@ outbound_send(struct call *c, const char *method, cJSON *params,
 	o->arg = arg;
 	o->deadline = evtimer_new(session_base(), outbound_deadline_cb, o);
 	evtimer_add(o->deadline, &tv);
+	if (session_shared()) {
+		o->poll = evtimer_new(session_base(), outbound_poll_cb, o);
+		outbound_poll_arm(o);
+	}
 	RB_INSERT(outbound_tree, &outbound_pending, o);
 
 	msg = jsonrpc_notification(method, params);
@@ -97,6 +162,28 @@ outbound_send(struct call *c, const char *method, cJSON *params,
 	log_debug("session=%s request %s %s sent", session_id(o->session),
 	    o->id, method);
 	call_send(c, msg, NULL, NULL);
+}
+
+static void
+outbound_forwarded_cb(enum eventlog_status status, void *arg)
+{
+	if (status != EVENTLOG_OK && status != EVENTLOG_CANCELLED)
+		log_warn("a client's answer could not be left for another "
+		    "process: %s", eventlog_status_name(status));
+}
+
+/* An answer to a request another process may have sent: leave it there. */
+static void
+outbound_forward(struct session *s, const char *id, const cJSON *msg)
+{
+	char	 name[40], *text;
+
+	snprintf(name, sizeof name, "a:%s", id);
+	text = cJSON_PrintUnformatted(msg);
+	eventlog_note_set(session_eventlog(), session_id(s), name, text,
+	    strlen(text), (uint64_t)session_conf()->request_timeout * 1000,
+	    outbound_forwarded_cb, NULL);
+	free(text);
 }
 
 enum outbound_route
@@ -109,8 +196,12 @@ outbound_response(struct session *s, const cJSON *msg)
 		return (OUTBOUND_UNKNOWN);
 	strlcpy(find.id, id->valuestring, sizeof find.id);
 	if ((o = RB_FIND(outbound_tree, &outbound_pending, &find)) == NULL ||
-	    o->session != s)
-		return (OUTBOUND_UNKNOWN);
+	    o->session != s) {
+		if (!session_shared() || strncmp(find.id, "mcpd-", 5) != 0)
+			return (OUTBOUND_UNKNOWN);
+		outbound_forward(s, find.id, msg);
+		return (OUTBOUND_FORWARDED);
+	}
 	outbound_complete(o, cJSON_GetObjectItemCaseSensitive(msg, "result"),
 	    cJSON_GetObjectItemCaseSensitive(msg, "error"));
 	return (OUTBOUND_ROUTED);

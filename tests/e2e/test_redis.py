@@ -919,3 +919,33 @@ def test_redis_commit_replicas_without_replicas_fails_loudly(h):
     _expect_503(r, "initialize with commit replicas:1 and no replica", t)
     # The primary-commit process is unaffected.
     _echo(a, sid, "primary")
+
+
+def test_redis_client_answer_reaches_the_asking_process(h):
+    """A server->client request sent through A is answered by a POST that
+    the load balancer sends to B: the answer reaches the waiting call on
+    A (issue 3: routing of client responses across instances)."""
+    if not _shared_redis("client answers across processes"):
+        return
+    a = h.start(["fixtures conformance"])
+    b = h.start(["fixtures conformance"])
+    sid = a.initialize(LATEST)
+    _adopt(b, a, sid)
+    id, r = a.call_open(sid, "test_sampling", {"prompt": "across"})
+    expect(r.status == 200 and r.is_sse, f"tools/call on A -> {r.status}")
+    got = r.next_message(5)
+    expect(got is not None, "no sampling request on A's stream")
+    req = got[1]
+    expect(req.get("method") == "sampling/createMessage",
+           f"first message on A: {req!r}")
+    answer = b.post(sid, {"jsonrpc": "2.0", "id": req["id"], "result": {
+        "role": "assistant", "model": "m", "content": {
+            "type": "text", "text": "from B"}}})
+    expect(answer.status == 202, f"answer POSTed to B -> {answer.status}")
+    got = r.next_message(10)
+    expect(got is not None, "A's call never finished")
+    res = got[1]
+    expect(res.get("id") == id, f"A's stream ended with {res!r}")
+    text = res["result"]["content"][0]["text"]
+    expect(text == "LLM response: from B" and
+           not res["result"].get("isError"), f"A's result: {res!r}")
