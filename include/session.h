@@ -65,6 +65,8 @@ void		 session_committed(struct session *, uint64_t, uint64_t);
 void		 session_delivered(struct session *, uint64_t, uint64_t);
 int		 session_stream_blocks(struct session *, uint64_t);
 void		 session_check_orphan(struct session *, uint64_t);
+void		 session_answer_with_errors(struct session *, uint64_t,
+		     const cJSON *, uint64_t, const char *);
 
 /* Streams and calls register here so closing a session reaches them. */
 void		 session_stream_add(struct session *, struct stream *);

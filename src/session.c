@@ -877,17 +877,44 @@ session_orphan_appended_cb(enum eventlog_status status,
 	session_orphan_done(o);
 }
 
+/*
+ * Ends stream K, whose log head is `head`, with a JSON-RPC error for each
+ * request id it owed, the last one final. Compare-and-append: if anything
+ * else reached the log first, these appends are refused, not misplaced.
+ */
+void
+session_answer_with_errors(struct session *s, uint64_t k, const cJSON *ids,
+    uint64_t head, const char *message)
+{
+	struct session_orphan	*each;
+	const cJSON		*id;
+	cJSON			*msg;
+	char			*text;
+	int			 i, count = cJSON_GetArraySize(ids);
+
+	for (i = 0; i < count; i++) {
+		id = cJSON_GetArrayItem(ids, i);
+		msg = jsonrpc_error(id, JSONRPC_INTERNAL_ERROR, message, NULL);
+		text = cJSON_PrintUnformatted(msg);
+		cJSON_Delete(msg);
+		each = xcalloc(1, sizeof *each);
+		each->session = s;
+		each->k = k;
+		session_ref(s);
+		eventlog_append(sessions.eventlog, s->id, k, ++head, text,
+		    strlen(text), i == count - 1 ? EVENTLOG_FINAL : 0,
+		    session_orphan_appended_cb, each);
+		free(text);
+	}
+}
+
 static void
 session_orphan_head_cb(enum eventlog_status status,
     const struct eventlog_entry *entries, size_t n,
     const struct eventlog_info *info, void *arg)
 {
-	struct session_orphan	*o = arg, *each;
-	const cJSON		*id;
-	cJSON			*msg;
-	char			*text;
-	uint64_t		 seq;
-	int			 i, count;
+	struct session_orphan	*o = arg;
+	int			 count;
 
 	if (info == NULL || info->ended) {
 		session_orphan_done(o);
@@ -898,22 +925,8 @@ session_orphan_head_cb(enum eventlog_status status,
 	    "is gone (lease expired at head %llu); answering %d request(s) "
 	    "with an error", o->session->id, (unsigned long long)o->k,
 	    (unsigned long long)info->head, count);
-	seq = info->head;
-	for (i = 0; i < count; i++) {
-		id = cJSON_GetArrayItem(o->ids, i);
-		msg = jsonrpc_error(id, JSONRPC_INTERNAL_ERROR, "The call was "
-		    "interrupted: the server running it stopped", NULL);
-		text = cJSON_PrintUnformatted(msg);
-		cJSON_Delete(msg);
-		each = xcalloc(1, sizeof *each);
-		each->session = o->session;
-		each->k = o->k;
-		session_ref(o->session);
-		eventlog_append(sessions.eventlog, o->session->id, o->k, ++seq,
-		    text, strlen(text), i == count - 1 ? EVENTLOG_FINAL : 0,
-		    session_orphan_appended_cb, each);
-		free(text);
-	}
+	session_answer_with_errors(o->session, o->k, o->ids, info->head,
+	    "The call was interrupted: the server running it stopped");
 	if (count == 0) {
 		/* No ids on record: end the stream so views do not hang. */
 		eventlog_stream_end(sessions.eventlog, o->session->id, o->k,

@@ -280,12 +280,24 @@ stream_appended_cb(enum eventlog_status status,
 		session_committed(st->session, st->k, op->seq);
 	} else if (!st->broken) {
 		st->broken = 1;
-		if (status == EVENTLOG_CONFLICT && info != NULL)
+		if (status == EVENTLOG_CONFLICT && info != NULL) {
 			log_error("session=%s stream=%llu resumability "
 			    "violation: expected head %llu, log has %llu",
 			    session_id(st->session), (unsigned long long)st->k,
 			    (unsigned long long)(op->seq - 1),
 			    (unsigned long long)info->head);
+			/*
+			 * The log lost or diverged from what this process
+			 * committed: the calls end with an error after what
+			 * the log has, never with a re-issued id.
+			 */
+			if (!info->ended && st->ids != NULL &&
+			    st->kind == STREAM_REQUEST)
+				session_answer_with_errors(st->session, st->k,
+				    st->ids, info->head, "The event log lost or "
+				    "diverged from this call's stream; the call "
+				    "cannot continue");
+		}
 		else if (status != EVENTLOG_CANCELLED &&
 		    status != EVENTLOG_NOT_FOUND)
 			log_error("session=%s stream=%llu append %llu failed: %s",

@@ -11,13 +11,15 @@ restart, pause or configure Redis start their own redis-server
 redis-server binary is installed); they always stop it in `finally`.
 """
 
+import json
 import os
 import signal
 import subprocess
 import time
 import uuid
 
-from mcpd_harness import (LATEST, REDIS_URL, VERSIONS, Daemon, RedisServer,
+from mcpd_harness import (LATEST, REDIS_URL, VERSIONS, Daemon, RedisError,
+                          RedisServer,
                           assert_rpc_error, check_ids, expect, is_log,
                           is_progress, is_response, message_events,
                           parse_event_id, redis_command, redis_server_path,
@@ -949,3 +951,39 @@ def test_redis_client_answer_reaches_the_asking_process(h):
     text = res["result"]["content"][0]["text"]
     expect(text == "LLM response: from B" and
            not res["result"].get("isError"), f"A's result: {res!r}")
+
+
+def test_redis_diverged_log_ends_the_call_with_an_error(h):
+    """Another writer reaches the call's stream first (the log diverged from
+    what mcpd committed): mcpd's next append is refused by the
+    compare-and-append, no id is re-issued, and the call ends with a
+    JSON-RPC error after what the log has."""
+    if not _shared_redis("a diverged stream"):
+        return
+    url = REDIS_URL
+    d = h.start()
+    sid = d.initialize(LATEST)
+    id, r = d.call_open(sid, "stream", {"n": 40, "interval_ms": 100}, "dv")
+    got = _read_messages(r, 3)
+    k, last = check_ids(got, 1, what="stream before the divergence")
+    key = f"mcpd:{{{sid}}}:s:{k}"
+    foreign = json.dumps({"jsonrpc": "2.0", "method": "notifications/message",
+                          "params": {"level": "info", "data": "foreign"}})
+    for attempt in range(20):
+        # mcpd may append between XLEN and XADD: then the id is taken
+        head = redis_command(url, "XLEN", key) - 1
+        try:
+            redis_command(url, "XADD", key, f"{k}-{head + 1}", "d", foreign)
+            break
+        except RedisError:
+            expect(attempt < 19, "could not slip an entry into the stream")
+    events = r.events_until_close(10)
+    msgs = message_events(got + events)
+    check_ids(msgs, 1, k, "the whole diverged stream")
+    end = msgs[-1].json
+    expect(end.get("id") == id and "error" in end,
+           f"the call ended with {msgs[-1].data[:300]!r}")
+    expect("diverged" in end["error"]["message"],
+           f"error message: {end['error']!r}")
+    d.wait_log(lambda line: "resumability violation" in line and
+               f"stream={k}" in line, what="the violation logged")
