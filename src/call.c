@@ -237,34 +237,33 @@ call_close_view(struct call *c)
 	    stream_head(c->stream)));
 }
 
-void
-call_respond(struct call *c, cJSON *result)
+/* The call's response (taken): the stream's last entry if none is owed. */
+static void
+call_send_response(struct call *c, cJSON *msg)
 {
-	int	last;
+	int	last = call_finish(c);
 
-	if (c->finished) {
-		cJSON_Delete(result);
-		return;
-	}
-	last = call_finish(c);
-	call_append(c, c->stream, jsonrpc_result(c->id, result), last, NULL,
-	    NULL);
+	call_append(c, c->stream, msg, last, NULL, NULL);
 	if (last)
 		stream_close(c->stream);
 }
 
 void
+call_respond(struct call *c, cJSON *result)
+{
+	if (c->finished) {
+		cJSON_Delete(result);
+		return;
+	}
+	call_send_response(c, jsonrpc_result(c->id, result));
+}
+
+void
 call_respond_error(struct call *c, int code, const char *message)
 {
-	int	last;
-
 	if (c->finished)
 		return;
-	last = call_finish(c);
-	call_append(c, c->stream, jsonrpc_error(c->id, code, message, NULL),
-	    last, NULL, NULL);
-	if (last)
-		stream_close(c->stream);
+	call_send_response(c, jsonrpc_error(c->id, code, message, NULL));
 }
 
 /*

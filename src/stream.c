@@ -224,7 +224,8 @@ stream_ended(const struct stream *st)
 
 #define STREAM_MAX_RETRIES	16
 
-static void	stream_submit(struct stream *, struct stream_op *);
+static void	stream_submit(struct stream *, struct stream_op *,
+		    const char *, size_t, int);
 
 /* Resubmits the appends that met another process's entries, in order. */
 static void
@@ -241,7 +242,7 @@ stream_retry_flush(struct stream *st)
 		st->pending--;
 		op->seq = st->next_seq++;
 		op->retries++;
-		stream_submit(st, op);
+		stream_submit(st, op, op->data, op->len, 0);
 	}
 }
 
@@ -431,20 +432,17 @@ stream_append(struct stream *st, const char *data, size_t len, int final,
 		TAILQ_INSERT_TAIL(&st->retry, op, entry);
 		return;
 	}
-	eventlog_append(session_eventlog(), session_id(st->session), st->k,
-	    op->seq, data, len, final ? EVENTLOG_FINAL : 0,
-	    stream_appended_cb, op);
-	st->pending++;
-	st->appending++;
+	stream_submit(st, op, data, len, final ? EVENTLOG_FINAL : 0);
 }
 
 static void
-stream_submit(struct stream *st, struct stream_op *op)
+stream_submit(struct stream *st, struct stream_op *op, const char *data,
+    size_t len, int flags)
 {
 	st->pending++;
 	st->appending++;
 	eventlog_append(session_eventlog(), session_id(st->session), st->k,
-	    op->seq, op->data, op->len, 0, stream_appended_cb, op);
+	    op->seq, data, len, flags, stream_appended_cb, op);
 }
 
 static void
