@@ -50,7 +50,8 @@
 #define REDIS_BACKOFF_MAX_MS	5000
 #define REDIS_MAX_INFLIGHT	100000	/* caller ops sent and unanswered */
 #define REDIS_TOMBSTONES	1024	/* as the memory backend keeps */
-#define REDIS_OP_MAX_ARGS	16
+#define REDIS_BATCH_MAX		64	/* entries in one append */
+#define REDIS_BATCH_BYTES	(1024 * 1024)	/* their data, unless one */
 
 struct redis;
 
@@ -95,6 +96,13 @@ enum redis_op_type {
 
 TAILQ_HEAD(redis_ops, redis_op);
 
+/* One entry of an append op, with the callback that awaits it. */
+struct redis_append {
+	uint64_t		 seq;
+	eventlog_append_cb	 cb;
+	void			*arg;
+};
+
 struct redis_op {
 	struct redis		*r;
 	enum redis_op_type	 type;
@@ -114,8 +122,14 @@ struct redis_op {
 	uint64_t		 k;
 	uint64_t		 seq;
 	int			 argc;
-	char			*argv[REDIS_OP_MAX_ARGS];
-	size_t			 argvlen[REDIS_OP_MAX_ARGS];
+	int			 argcap;
+	char			**argv;
+	size_t			*argvlen;
+	struct redis_append	*appends;	/* append: its entries */
+	size_t			 nappends;
+	size_t			 bytes;		/* of their data */
+	int			 final;		/* the last ends the stream */
+	int			 final_arg;	/* index of that flag */
 	union {
 		eventlog_done_cb	done;
 		eventlog_append_cb	append;
@@ -178,6 +192,8 @@ struct redis {
 	size_t			 ninflight;	/* callers' ops among them */
 	struct redis_ops	 failq;		/* answered on the next turn */
 	struct event		*fail_ev;
+	struct redis_op		*open;		/* append taking more entries */
+	struct event		*flush_ev;	/* sends it, end of this turn */
 	struct event		*deadline_ev;
 	uint64_t		 deadline_ms;	/* when deadline_ev is due */
 	uint64_t		 progress_ms;	/* last reply */
@@ -199,6 +215,7 @@ static void	redis_reply_cb(redisAsyncContext *, void *, void *);
 static void	redis_wait_cb(redisAsyncContext *, void *, void *);
 static void	redis_sub_cb(redisAsyncContext *, void *, void *);
 static void	redis_watch_release(struct redis *, struct redis_watch *);
+static void	redis_flush(struct redis *);
 
 static int
 redis_watch_cmp(struct redis_watch *a, struct redis_watch *b)
@@ -384,8 +401,13 @@ redis_op_new(struct redis *r, enum redis_op_type type, const char *sid,
 static void
 redis_op_arg(struct redis_op *op, const char *p, size_t len)
 {
-	if (op->argc == REDIS_OP_MAX_ARGS)
-		fatalx("%s: too many arguments", __func__);
+	if (op->argc == op->argcap) {
+		op->argcap = op->argcap == 0 ? 16 : op->argcap * 2;
+		op->argv = xreallocarray(op->argv, (size_t)op->argcap,
+		    sizeof *op->argv);
+		op->argvlen = xreallocarray(op->argvlen, (size_t)op->argcap,
+		    sizeof *op->argvlen);
+	}
 	op->argv[op->argc] = xmalloc(len + 1);
 	memcpy(op->argv[op->argc], p, len);
 	op->argv[op->argc][len] = '\0';
@@ -407,6 +429,16 @@ redis_op_argf(struct redis_op *op, const char *fmt, ...)
 		fatalx("%s: out of memory", __func__);
 	redis_op_arg(op, s, (size_t)len);
 	free(s);
+}
+
+static void
+redis_op_set_arg(struct redis_op *op, int i, const char *p, size_t len)
+{
+	free(op->argv[i]);
+	op->argv[i] = xmalloc(len + 1);
+	memcpy(op->argv[i], p, len);
+	op->argv[i][len] = '\0';
+	op->argvlen[i] = len;
 }
 
 /* Takes an allocated string as the next argument. */
@@ -444,8 +476,38 @@ redis_op_free(struct redis_op *op)
 	redis_op_unlist(op);
 	for (i = 0; i < op->argc; i++)
 		free(op->argv[i]);
+	free(op->argv);
+	free(op->argvlen);
+	free(op->appends);
 	free(op->sid);
 	free(op);
+}
+
+/*
+ * Every entry of an append hears what it would have heard alone: they
+ * were committed together, so each is the head when it is answered, and
+ * only the last one may end the stream. (No entry was trimmed by its own
+ * append: an append takes at most stream_maxlen entries.)
+ */
+static void
+redis_append_answer(struct redis_op *op, enum eventlog_status status,
+    const struct eventlog_info *info)
+{
+	struct redis_append	*a;
+	struct eventlog_info	 each;
+	size_t			 i;
+
+	for (i = 0; i < op->nappends; i++) {
+		a = &op->appends[i];
+		if (status != EVENTLOG_OK || info == NULL) {
+			a->cb(status, info, a->arg);
+			continue;
+		}
+		each = *info;
+		each.head = a->seq;
+		each.ended = info->ended && i == op->nappends - 1;
+		a->cb(status, &each, a->arg);
+	}
 }
 
 /* Runs the caller's callback, once. */
@@ -470,8 +532,10 @@ redis_op_answer(struct redis_op *op, enum eventlog_status status,
 	case REDIS_OP_LOAD:
 		op->cb.load(status, data, len, op->arg);
 		break;
-	case REDIS_OP_CREATE:
 	case REDIS_OP_APPEND:
+		redis_append_answer(op, status, info);
+		break;
+	case REDIS_OP_CREATE:
 	case REDIS_OP_END:
 		op->cb.append(status, info, op->arg);
 		break;
@@ -590,27 +654,16 @@ static int
 redis_op_send(struct redis_op *op, int eval)
 {
 	struct redis	*r = op->r;
-	const char	*argv[REDIS_OP_MAX_ARGS + 2];
-	size_t		 argvlen[REDIS_OP_MAX_ARGS + 2];
-	int		 i, argc = 0;
+	const char	*body = redis_script_source();
 
 	if (r->cmd.ac == NULL)
 		return (-1);
-	if (op->script) {
-		argv[argc] = eval ? "EVAL" : "EVALSHA";
-		argvlen[argc] = strlen(argv[argc]);
-		argc++;
-		argv[argc] = eval ? redis_script_source() : r->sha;
-		argvlen[argc] = strlen(argv[argc]);
-		argc++;
+	if (op->script && eval) {
+		redis_op_set_arg(op, 0, "EVAL", 4);
+		redis_op_set_arg(op, 1, body, strlen(body));
 	}
-	for (i = 0; i < op->argc; i++) {
-		argv[argc] = op->argv[i];
-		argvlen[argc] = op->argvlen[i];
-		argc++;
-	}
-	if (redisAsyncCommandArgv(r->cmd.ac, redis_reply_cb, op, argc, argv,
-	    argvlen) != REDIS_OK)
+	if (redisAsyncCommandArgv(r->cmd.ac, redis_reply_cb, op, op->argc,
+	    (const char **)op->argv, op->argvlen) != REDIS_OK)
 		return (-1);
 	op->replies++;
 	if (op->wait && r->replicas > 0) {
@@ -632,12 +685,17 @@ redis_op_send(struct redis_op *op, int eval)
 	return (0);
 }
 
-/* A caller's op: sent now if the connection is ready, else refused. */
+/*
+ * A caller's op: sent now if the connection is ready, else refused. An
+ * append still taking entries goes first: ops reach Redis in the order
+ * they were asked for.
+ */
 static void
 redis_op_submit(struct redis_op *op)
 {
 	struct redis	*r = op->r;
 
+	redis_flush(r);
 	if (r->closing) {
 		redis_op_reject(op, EVENTLOG_CANCELLED);
 		return;
@@ -898,6 +956,8 @@ redis_script_op(struct redis *r, enum redis_op_type type, const char *name,
 	struct redis_op	*op = redis_op_new(r, type, sid, k);
 
 	op->script = 1;
+	redis_op_argf(op, "EVALSHA");
+	redis_op_argf(op, "%s", r->sha);
 	redis_op_argf(op, "%d", stream ? 2 : 1);
 	redis_op_take(op, redis_script_meta_key(sid));
 	if (stream)
@@ -911,6 +971,7 @@ redis_script_op(struct redis *r, enum redis_op_type type, const char *name,
 		redis_op_argf(op, "k:%llu", (unsigned long long)k);
 	else
 		redis_op_argf(op, "%s", "");
+	redis_op_argf(op, "%llu", (unsigned long long)clock_wall_ms());
 	return (op);
 }
 
@@ -1004,31 +1065,97 @@ redis_stream_create(void *p, const char *sid, uint64_t k,
 		redis_op_submit(op);
 }
 
-static void
-redis_append(void *p, const char *sid, uint64_t k, uint64_t seq,
-    const char *data, size_t len, int flags, eventlog_append_cb cb, void *arg)
+/*
+ * Appends asked for in one loop turn, to one stream, one after the other,
+ * travel as one op: one EVALSHA commits them all (the script's cost is
+ * mostly per call, not per entry). The op stays open, taking entries,
+ * until something else is asked for or the turn ends.
+ */
+static int
+redis_append_joins(struct redis *r, const char *sid, uint64_t k,
+    uint64_t seq, size_t len)
 {
-	struct redis	*r = p;
+	struct redis_op	*op = r->open;
+	size_t		 max = r->maxlen < REDIS_BATCH_MAX ? r->maxlen :
+			    REDIS_BATCH_MAX;
+
+	return (op != NULL && op->k == k && strcmp(op->sid, sid) == 0 &&
+	    !op->final && op->appends[op->nappends - 1].seq + 1 == seq &&
+	    op->nappends < max && op->bytes + len <= REDIS_BATCH_BYTES);
+}
+
+static struct redis_op *
+redis_append_op(struct redis *r, const char *sid, uint64_t k, uint64_t seq)
+{
 	struct redis_op	*op;
 
 	op = redis_script_op(r, REDIS_OP_APPEND, "append", sid, k, 1);
 	op->seq = seq;
-	redis_op_argf(op, "%llu-%llu", (unsigned long long)k,
-	    (unsigned long long)seq);
 	if (seq == 0)
 		redis_op_argf(op, "%s", "");	/* matches no stream */
 	else
 		redis_op_argf(op, "%llu-%llu", (unsigned long long)k,
 		    (unsigned long long)(seq - 1));
-	redis_op_argf(op, "%llu", (unsigned long long)seq);
-	redis_op_arg(op, data, len);
-	redis_op_argf(op, "%d", (flags & EVENTLOG_FINAL) ? 1 : 0);
+	op->final_arg = op->argc;
+	redis_op_argf(op, "0");
 	redis_op_argf(op, "%zu", r->maxlen);
 	redis_op_argf(op, "%llu", (unsigned long long)r->stream_ttl_ms);
 	op->wait = 1;
-	op->cb.append = cb;
-	op->arg = arg;
+	return (op);
+}
+
+static void
+redis_append(void *p, const char *sid, uint64_t k, uint64_t seq,
+    const char *data, size_t len, int flags, eventlog_append_cb cb, void *arg)
+{
+	struct redis		*r = p;
+	struct redis_op		*op;
+	struct redis_append	*a;
+
+	if (redis_append_joins(r, sid, k, seq, len))
+		op = r->open;
+	else {
+		redis_flush(r);
+		op = redis_append_op(r, sid, k, seq);
+		if (!r->closing && r->cmd.state == REDIS_CONN_READY) {
+			r->open = op;
+			event_active(r->flush_ev, EV_TIMEOUT, 0);
+		}
+	}
+	op->appends = xreallocarray(op->appends, op->nappends + 1,
+	    sizeof *op->appends);
+	a = &op->appends[op->nappends++];
+	a->seq = seq;
+	a->cb = cb;
+	a->arg = arg;
+	op->bytes += len;
+	redis_op_argf(op, "%llu-%llu", (unsigned long long)k,
+	    (unsigned long long)seq);
+	redis_op_arg(op, data, len);
+	if (flags & EVENTLOG_FINAL) {
+		op->final = 1;
+		op->argv[op->final_arg][0] = '1';
+	}
+	if (op != r->open)
+		redis_op_submit(op);
+}
+
+/* Sends the open append, if any. */
+static void
+redis_flush(struct redis *r)
+{
+	struct redis_op	*op = r->open;
+
+	if (op == NULL)
+		return;
+	r->open = NULL;
 	redis_op_submit(op);
+}
+
+static void
+redis_flush_cb(evutil_socket_t fd, short events, void *arg)
+{
+	redis_flush(arg);
 }
 
 static void
@@ -1370,6 +1497,12 @@ redis_free(void *p)
 	redisAsyncContext	*ac;
 
 	r->closing = 1;
+	if ((op = r->open) != NULL) {
+		r->open = NULL;
+		redis_op_answer(op, EVENTLOG_CANCELLED, NULL, NULL, 0, NULL,
+		    0);
+		redis_op_free(op);
+	}
 	if ((ac = r->cmd.ac) != NULL) {
 		r->cmd.ac = NULL;
 		redisAsyncFree(ac);
@@ -1387,6 +1520,7 @@ redis_free(void *p)
 	RB_FOREACH_SAFE(w, redis_watches, &r->watches, w1)
 		redis_watch_free(r, w);
 	event_free(r->fail_ev);
+	event_free(r->flush_ev);
 	event_free(r->deadline_ev);
 	event_free(r->resync_ev);
 	event_free(r->cmd.timer_ev);
@@ -1455,6 +1589,7 @@ eventlog_redis_create(struct event_base *base, const struct conf *conf,
 	TAILQ_INIT(&r->resyncq);
 	TAILQ_INIT(&r->dirtyq);
 	r->fail_ev = event_new(base, -1, 0, redis_fail_cb, r);
+	r->flush_ev = event_new(base, -1, 0, redis_flush_cb, r);
 	r->deadline_ev = evtimer_new(base, redis_deadline_cb, r);
 	r->resync_ev = event_new(base, -1, 0, redis_resync_cb, r);
 

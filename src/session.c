@@ -9,7 +9,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "call.h"
 #include "clock.h"
@@ -153,15 +152,6 @@ session_log_level_name(int level)
 	return (session_log_levels[level]);
 }
 
-static uint64_t
-session_wall_ms(void)
-{
-	struct timespec	ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return ((uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000);
-}
-
 static void
 session_stored_cb(enum eventlog_status status, void *arg)
 {
@@ -201,7 +191,7 @@ session_store(struct session *s)
 	    session_log_level_name(s->log_level));
 	cJSON_AddNumberToObject(meta, "standalone", (double)s->standalone_k);
 	/* Wall clock: the next process to load it judges its idle time. */
-	cJSON_AddNumberToObject(meta, "active", (double)(session_wall_ms() -
+	cJSON_AddNumberToObject(meta, "active", (double)(clock_wall_ms() -
 	    (clock_now_ms() - s->last_active_ms)));
 	text = cJSON_PrintUnformatted(meta);
 	s->stored_ms = clock_now_ms();
@@ -353,7 +343,7 @@ session_loaded_meta_cb(enum eventlog_status status, const char *meta,
 	level = cJSON_GetObjectItemCaseSensitive(json, "log_level");
 	k = cJSON_GetObjectItemCaseSensitive(json, "standalone");
 	active = cJSON_GetObjectItemCaseSensitive(json, "active");
-	if (cJSON_IsNumber(active) && session_wall_ms() >
+	if (cJSON_IsNumber(active) && clock_wall_ms() >
 	    (uint64_t)active->valuedouble +
 	    (uint64_t)sessions.conf->session_ttl * 1000) {
 		/* Idle longer than session_ttl: it ended, even if the log's

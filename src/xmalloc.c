@@ -3,6 +3,7 @@
  * correctly, so it stops loudly instead of limping on with NULLs.
  */
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +53,14 @@ xrealloc(void *old, size_t size)
 	if ((p = realloc(old, size)) == NULL)
 		xmalloc_oom(size);
 	return (p);
+}
+
+void *
+xreallocarray(void *old, size_t n, size_t size)
+{
+	if (size != 0 && n > SIZE_MAX / size)
+		xmalloc_oom(SIZE_MAX);
+	return (xrealloc(old, n * size));
 }
 
 char *

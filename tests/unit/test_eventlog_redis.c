@@ -1336,8 +1336,11 @@ START_TEST(test_layout)
 	redisReply	*reply;
 	char		 meta[128], stream[128], ended[128];
 	long long	 ttl;
+	uint64_t	 before, after, t;
 
+	before = clock_wall_ms();
 	expect_status(store(SID, "{\"v\":1}", 7), EVENTLOG_OK);
+	after = clock_wall_ms();
 	fill(K, 2);
 	fill(K + 1, 0);
 	expect_status(end(SID, K + 1, NULL), EVENTLOG_OK);
@@ -1363,6 +1366,13 @@ START_TEST(test_layout)
 	ck_assert_str_eq(reply->element[2]->str, "e");
 	freeReplyObject(reply);
 
+	/* t: when the open streams' lifetimes were renewed, by our clock. */
+	reply = sync_command("HGET %s t", meta);
+	ck_assert_int_eq(reply->type, REDIS_REPLY_STRING);
+	t = strtoull(reply->str, NULL, 10);
+	freeReplyObject(reply);
+	ck_assert(t >= before && t <= after);
+
 	/* Lifetimes: session_ttl; open streams longer; ended: stream_ttl. */
 	ttl = sync_integer(sync_command("PTTL %s", meta));
 	ck_assert(ttl > 0 && ttl <= conf->session_ttl * 1000);
@@ -1375,6 +1385,132 @@ START_TEST(test_layout)
 	reply = sync_command("KEYS mcpd:{%s}:*", SID);
 	ck_assert_uint_eq(reply->elements, 3);
 	freeReplyObject(reply);
+}
+END_TEST
+
+/* How many EVALSHA the server has run, from INFO commandstats. */
+static long long
+evalsha_calls(void)
+{
+	redisReply	*reply = sync_command("INFO commandstats");
+	const char	*p;
+	long long	 n = 0;
+
+	ck_assert_int_eq(reply->type, REDIS_REPLY_STRING);
+	if ((p = strstr(reply->str, "cmdstat_evalsha:calls=")) != NULL)
+		n = strtoll(p + strlen("cmdstat_evalsha:calls="), NULL, 10);
+	freeReplyObject(reply);
+	return (n);
+}
+
+/* Issues append seq of stream k as fill() would, answered into r. */
+static void
+append_async(uint64_t k, uint64_t seq, int flags, struct res *r)
+{
+	char	buf[64];
+
+	memset(r, 0, sizeof *r);
+	entry_text(buf, sizeof buf, seq);
+	eventlog_append(el, SID, k, seq, buf, strlen(buf), flags, append_cb,
+	    r);
+}
+
+/*
+ * Appends asked for in one loop turn, one after the other on one stream,
+ * are one script call; each still hears its own answer, and nothing asked
+ * for in between is reordered around them.
+ */
+START_TEST(test_append_batches)
+{
+	struct res	r[12], rd;
+	long long	before;
+	int		i;
+
+	expect_status(store(SID, "m", 1), EVENTLOG_OK);
+	fill(K, 0);
+
+	before = evalsha_calls();
+	for (i = 1; i <= 10; i++)
+		append_async(K, (uint64_t)i, 0, &r[i]);
+	wait_for(&r[10]);
+	spin();
+	ck_assert_int_eq(evalsha_calls() - before, 1);
+	for (i = 1; i <= 10; i++) {
+		ck_assert_int_eq(r[i].calls, 1);
+		expect_status(r[i].status, EVENTLOG_OK);
+		ck_assert(r[i].has_info);
+		ck_assert_uint_eq(r[i].info.head, (uint64_t)i);
+		ck_assert_uint_eq(r[i].info.oldest, 0);
+		ck_assert_int_eq(r[i].info.ended, 0);
+	}
+
+	/* A read between two appends sees the first and not the second. */
+	append_async(K, 11, 0, &r[0]);
+	memset(&rd, 0, sizeof rd);
+	eventlog_read(el, SID, K, 0, MAX_ENTRIES, read_cb, &rd);
+	append_async(K, 12, 0, &r[1]);
+	wait_for(&r[1]);
+	wait_for(&rd);
+	expect_status(r[0].status, EVENTLOG_OK);
+	expect_status(r[1].status, EVENTLOG_OK);
+	expect_status(rd.status, EVENTLOG_OK);
+	ck_assert_uint_eq(rd.info.head, 11);
+	expect_entries(&rd, 0, 12);
+	res_clear(&rd);
+
+	/* A failed compare fails every entry, each told the log's head. */
+	for (i = 1; i <= 3; i++)
+		append_async(K, 20 + (uint64_t)i, 0, &r[i]);
+	wait_for(&r[3]);
+	for (i = 1; i <= 3; i++) {
+		expect_status(r[i].status, EVENTLOG_CONFLICT);
+		ck_assert_uint_eq(r[i].info.head, 12);
+	}
+
+	/* Nothing joins a final entry: what follows it is refused. */
+	append_async(K, 13, 0, &r[1]);
+	append_async(K, 14, EVENTLOG_FINAL, &r[2]);
+	append_async(K, 15, 0, &r[3]);
+	wait_for(&r[3]);
+	expect_status(r[1].status, EVENTLOG_OK);
+	ck_assert_int_eq(r[1].info.ended, 0);
+	expect_status(r[2].status, EVENTLOG_OK);
+	ck_assert_int_eq(r[2].info.ended, 1);
+	expect_status(r[3].status, EVENTLOG_ENDED);
+	ck_assert_uint_eq(r[3].info.head, 14);
+	expect_status(readr(SID, K, 13, MAX_ENTRIES, &rd), EVENTLOG_OK);
+	expect_entries(&rd, 13, 2);
+	ck_assert_int_eq(rd.info.ended, 1);
+	res_clear(&rd);
+}
+END_TEST
+
+/*
+ * More entries in one turn than stream_maxlen: split so that no append
+ * trims its own entries, and retention stays exact.
+ */
+START_TEST(test_append_batch_maxlen)
+{
+	struct res	r[13], rd;
+	int		i;
+
+	reopen(5, 300);
+	expect_status(store(SID, "m", 1), EVENTLOG_OK);
+	fill(K, 0);
+	for (i = 1; i <= 12; i++)
+		append_async(K, (uint64_t)i, 0, &r[i]);
+	wait_for(&r[12]);
+	for (i = 1; i <= 12; i++) {
+		expect_status(r[i].status, EVENTLOG_OK);
+		ck_assert_uint_eq(r[i].info.head, (uint64_t)i);
+		ck_assert_uint_le(r[i].info.oldest, (uint64_t)i);
+	}
+	ck_assert_uint_eq(r[12].info.oldest, 8);
+	expect_status(readr(SID, K, 8, MAX_ENTRIES, &rd), EVENTLOG_OK);
+	expect_entries(&rd, 8, 5);
+	res_clear(&rd);
+	expect_status(readr(SID, K, 7, MAX_ENTRIES, &rd), EVENTLOG_TRIMMED);
+	res_clear(&rd);
 }
 END_TEST
 
@@ -2071,6 +2207,8 @@ eventlog_redis_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_layout);
 	tcase_add_test(tc, test_pipeline);
+	tcase_add_test(tc, test_append_batches);
+	tcase_add_test(tc, test_append_batch_maxlen);
 	tcase_add_test(tc, test_inflight_cap);
 	tcase_add_test(tc, test_noscript);
 	tcase_add_test(tc, test_wait_replicas);
