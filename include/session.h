@@ -16,6 +16,7 @@ struct call;
 struct conf;
 struct event_base;
 struct eventlog;
+struct eventlog_entry;
 struct session;
 struct stream;
 struct view;
@@ -62,6 +63,8 @@ void		 session_view_detach(struct session *, struct view *);
 int		 session_view_close_after(struct session *, uint64_t,
 		     uint64_t);
 void		 session_committed(struct session *, uint64_t, uint64_t);
+void		 session_committed_entry(struct session *, uint64_t,
+		     const struct eventlog_entry *, int);
 void		 session_delivered(struct session *, uint64_t, uint64_t);
 int		 session_stream_blocks(struct session *, uint64_t);
 void		 session_check_orphan(struct session *, uint64_t);

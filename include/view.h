@@ -1,7 +1,8 @@
 /*
  * Views: one HTTP response showing one stream. A view pulls committed
- * entries from the event log after its cursor and writes them as SSE frames
- * while its connection's unsent output is under the watermark.
+ * entries from the event log after its cursor (or takes the entry this
+ * process just committed, when that is the one it owes) and writes them as
+ * SSE frames while its connection's unsent output is under the watermark.
  */
 #ifndef MCPD_VIEW_H
 #define MCPD_VIEW_H
@@ -9,17 +10,25 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct eventlog_entry;
 struct evhttp_request;
 struct session;
 struct view;
 
-/* Show stream K from entry `from`; prime with `prime` (or -1) first. */
+/*
+ * Show stream K from entry `from`; prime with `prime` (or -1) first. Sole:
+ * this process is the stream's only writer (a request stream it runs), and
+ * nothing after from - 1 is committed yet.
+ */
 struct view	*view_open(struct evhttp_request *, struct session *,
-		     uint64_t, uint64_t, int64_t);
+		     uint64_t, uint64_t, int64_t, int);
 /* Validate the cursor K-N first; answer 410/400 or show from N + 1. */
 void		 view_resume(struct evhttp_request *, struct session *,
 		     uint64_t, uint64_t, const char *);
 void		 view_wakeup(struct view *, uint64_t);
+void		 view_committed(struct view *, const struct eventlog_entry *,
+		     int);
+void		 view_committed_elsewhere(struct view *, uint64_t);
 void		 view_close(struct view *, const char *);
 /* Polling: end the response once entry N is written; -1 if not possible. */
 int		 view_close_after(struct view *, uint64_t);

@@ -229,7 +229,14 @@ session_watch_cb(const char *sid, uint64_t k, uint64_t seq, void *arg)
 	size_t		 i;
 
 	if (k != 0) {
-		session_committed(s, k, seq);
+		/* Our own commits come back here too: the view knows. */
+		for (i = 0; i < s->nviews; i++) {
+			if (s->views[i].k == k) {
+				view_committed_elsewhere(s->views[i].view,
+				    seq);
+				break;
+			}
+		}
 		return;
 	}
 	/* The watch was (re-)established: commits may have been missed. */
@@ -652,6 +659,21 @@ session_committed(struct session *s, uint64_t k, uint64_t seq)
 	for (i = 0; i < s->nviews; i++) {
 		if (s->views[i].k == k) {
 			view_wakeup(s->views[i].view, seq);
+			return;
+		}
+	}
+}
+
+/* This process committed the entry: its view may take it as it is. */
+void
+session_committed_entry(struct session *s, uint64_t k,
+    const struct eventlog_entry *e, int ended)
+{
+	size_t	i;
+
+	for (i = 0; i < s->nviews; i++) {
+		if (s->views[i].k == k) {
+			view_committed(s->views[i].view, e, ended);
 			return;
 		}
 	}

@@ -2,7 +2,8 @@
  * Logical streams. Sequence numbers are assigned here, in append order, and
  * each append names the number it expects to write, so the log can refuse
  * anything that would leave a hole or re-issue an id. Only after the log
- * says "committed" is the stream's view woken to pull the entry.
+ * says "committed" is the entry handed to the stream's view (which writes
+ * it if it owes exactly that entry, else pulls from the log).
  */
 #include <sys/queue.h>
 
@@ -25,7 +26,8 @@ struct stream_op {
 	uint64_t		 seq;
 	stream_commit_cb	 cb;
 	void			*arg;
-	char			*data;	/* shared standalone: kept for a retry */
+	char			*data;	/* until committed: for the view, or
+					   a retry (shared standalone) */
 	size_t			 len;
 	int			 retries;
 	TAILQ_ENTRY(stream_op)	 entry;
@@ -81,12 +83,6 @@ stream_created_cb(enum eventlog_status status,
 	stream_created_fn	 cb = st->created_cb;
 
 	st->pending--;
-	if (cb != NULL) {
-		st->created_cb = NULL;
-		st->pending++;		/* cb may close the stream */
-		cb(st, status == EVENTLOG_OK, st->created_arg);
-		st->pending--;
-	}
 	if (status != EVENTLOG_OK) {
 		st->broken = 1;
 		if (status != EVENTLOG_CANCELLED)
@@ -95,6 +91,13 @@ stream_created_cb(enum eventlog_status status,
 			    eventlog_status_name(status));
 	} else
 		session_committed(st->session, st->k, 0);
+	/* Views cb opens start after entry 0: no need to wake them. */
+	if (cb != NULL) {
+		st->created_cb = NULL;
+		st->pending++;		/* cb may close the stream */
+		cb(st, status == EVENTLOG_OK, st->created_arg);
+		st->pending--;
+	}
 	stream_maybe_free(st);
 }
 
@@ -251,7 +254,8 @@ stream_should_retry(struct stream *st, struct stream_op *op,
     enum eventlog_status status, const struct eventlog_info *info)
 {
 	return (status == EVENTLOG_CONFLICT && info != NULL &&
-	    op->data != NULL && !st->closed && !info->ended &&
+	    st->kind == STREAM_STANDALONE && session_shared() &&
+	    !st->closed && !info->ended &&
 	    op->retries < STREAM_MAX_RETRIES);
 }
 
@@ -261,6 +265,7 @@ stream_appended_cb(enum eventlog_status status,
 {
 	struct stream_op	*op = arg;
 	struct stream		*st = op->stream;
+	struct eventlog_entry	 entry;
 	int			 ok = (status == EVENTLOG_OK);
 
 	st->pending--;
@@ -273,12 +278,16 @@ stream_appended_cb(enum eventlog_status status,
 		stream_retry_flush(st);
 		return;
 	}
-	free(op->data);
-	op->data = NULL;
 	if (ok) {
 		st->head = op->seq;
 		metrics.events_committed++;
-		session_committed(st->session, st->k, op->seq);
+		entry.seq = op->seq;
+		entry.data = op->data;
+		entry.len = op->len;
+		st->pending++;		/* the view may release producers */
+		session_committed_entry(st->session, st->k, &entry,
+		    info != NULL && info->ended);
+		st->pending--;
 	} else if (!st->broken) {
 		st->broken = 1;
 		if (status == EVENTLOG_CONFLICT && info != NULL) {
@@ -298,6 +307,8 @@ stream_appended_cb(enum eventlog_status status,
 				    st->ids, info->head, "The event log lost or "
 				    "diverged from this call's stream; the call "
 				    "cannot continue");
+			/* What the log has instead is the view's to show. */
+			session_committed(st->session, st->k, info->head);
 		}
 		else if (status != EVENTLOG_CANCELLED &&
 		    status != EVENTLOG_NOT_FOUND)
@@ -306,6 +317,8 @@ stream_appended_cb(enum eventlog_status status,
 			    (unsigned long long)op->seq,
 			    eventlog_status_name(status));
 	}
+	free(op->data);
+	op->data = NULL;
 	/*
 	 * Block policy: a producer whose stream has `window` entries nobody
 	 * has received yet hears back only when a view catches up, so it
@@ -420,12 +433,10 @@ stream_append(struct stream *st, const char *data, size_t len, int final,
 	op->seq = st->next_seq++;
 	if (final)
 		st->ended = 1;
-	if (st->kind == STREAM_STANDALONE && session_shared()) {
-		op->data = xmalloc(len + 1);
-		memcpy(op->data, data, len);
-		op->data[len] = '\0';
-		op->len = len;
-	}
+	op->data = xmalloc(len + 1);
+	memcpy(op->data, data, len);
+	op->data[len] = '\0';
+	op->len = len;
 	if (!TAILQ_EMPTY(&st->retry)) {
 		/* Behind the retries, in order. */
 		st->pending++;

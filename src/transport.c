@@ -269,7 +269,8 @@ transport_stream_created_cb(struct stream *st, int ok, void *arg)
 		transport_reply_error(ts->req, 503, JSONRPC_UNAVAILABLE,
 		    "Event log unavailable, retry later", NULL);
 	} else {
-		view_open(ts->req, s, stream_id(st), 0, -1);
+		view_open(ts->req, s, stream_id(st), stream_head(st) + 1,
+		    (int64_t)stream_head(st), 1);
 		if (!cJSON_IsArray(ts->msg))
 			dispatch_start(s, st, ts->msg);
 		else {
@@ -510,7 +511,7 @@ transport_get_session(struct evhttp_request *req, struct session *s)
 	}
 	st = session_standalone(s);
 	view_open(req, s, stream_id(st), stream_head(st) + 1,
-	    (int64_t)stream_head(st));
+	    (int64_t)stream_head(st), 0);
 }
 
 /* The request's session is known: carry the request out. */

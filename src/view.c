@@ -3,6 +3,8 @@
  * entry it owes its client and pulls from the event log whenever the log
  * may have more and the connection has room (output under
  * sse_high_watermark). When the connection drains, the view pulls again.
+ * An entry this process commits is handed to its view with its bytes; a
+ * caught-up view writes it without reading it back.
  *
  * evhttp gives no disconnect notice before the first write, keeps read and
  * write timeouts that would kill idle streams, and has no output limit;
@@ -68,6 +70,8 @@ struct view {
 	int			 primes;	/* client takes priming events */
 	int			 dirty;		/* the log may have more */
 	int			 reading;	/* a log read is in flight */
+	uint64_t		 committed;	/* last local commit seen */
+	int			 sole;		/* only this process writes */
 	int			 blocks;	/* policy block, else close */
 	int64_t			 close_after;	/* polling: end after it; -1 */
 	int			 open;		/* the log says more will come */
@@ -483,7 +487,8 @@ view_read_cb(enum eventlog_status status, const struct eventlog_entry *entries,
 		view_finish(v, 0);
 		return;
 	}
-	if (n == VIEW_BATCH || v->next <= info->head)
+	if (n == VIEW_BATCH || v->next <= info->head ||
+	    v->next <= v->committed)
 		v->dirty = 1;
 	view_pump(v);
 }
@@ -509,7 +514,7 @@ view_pump(struct view *v)
 
 struct view *
 view_open(struct evhttp_request *req, struct session *s, uint64_t k,
-    uint64_t from, int64_t prime)
+    uint64_t from, int64_t prime, int sole)
 {
 	struct view	*v;
 	struct evbuffer	*buf;
@@ -517,6 +522,7 @@ view_open(struct evhttp_request *req, struct session *s, uint64_t k,
 
 	v = view_new(req, s, k);
 	v->next = from;
+	v->sole = sole;
 	view_start(v);
 	if (prime >= 0 && v->primes) {
 		buf = evbuffer_new();
@@ -525,7 +531,8 @@ view_open(struct evhttp_request *req, struct session *s, uint64_t k,
 		view_write(v, buf);
 		evbuffer_free(buf);
 	}
-	v->dirty = 1;
+	/* A sole writer's stream tells its view of every later commit. */
+	v->dirty = !sole;
 	view_pump(v);
 	return (v);
 }
@@ -548,6 +555,45 @@ view_wakeup(struct view *v, uint64_t seq)
 {
 	v->dirty = 1;
 	view_pump(v);
+}
+
+/*
+ * This process just committed entry e (ended: the stream's last). A view
+ * that owes exactly it, has no read in flight and room on its connection
+ * writes it as it is instead of reading it back; any other pulls as usual.
+ * A read in flight may or may not have seen e: its callback reads again if
+ * not, instead of every commit during a read asking for another.
+ */
+void
+view_committed(struct view *v, const struct eventlog_entry *e, int ended)
+{
+	if (e->seq > v->committed)
+		v->committed = e->seq;
+	if (v->state == VIEW_STREAMING && v->reading && !v->dirty)
+		return;		/* the read's callback sees v->committed */
+	if (v->state != VIEW_STREAMING || v->dirty || e->seq != v->next ||
+	    view_congested(v)) {
+		view_wakeup(v, e->seq);
+		return;
+	}
+	view_write_entries(v, e, 1);
+	v->open = !ended;
+	if (view_poll_done(v))
+		return;
+	if (ended && v->next > e->seq)
+		view_finish(v, 0);
+}
+
+/*
+ * Entry seq was committed by another process, or by this one and echoed
+ * back by a shared log. A view of a stream only this process writes hears
+ * of every commit (and of a refused append) from its own stream already.
+ */
+void
+view_committed_elsewhere(struct view *v, uint64_t seq)
+{
+	if (!v->sole)
+		view_wakeup(v, seq);
 }
 
 void
