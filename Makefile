@@ -40,7 +40,13 @@ $(BUILD):
 
 $(BUILD)/unit/%: tests/unit/%.c tests/unit/unit.h $(LIB) | $(BUILD)
 	$(CC) $(CFLAGS) $(shell pkg-config --cflags check) -Itests/unit \
-	    -o $@ $< $(LIB) $(LDFLAGS) $(shell pkg-config --libs check) $(LDLIBS)
+	    -o $@ $< $(filter %.o,$^) $(LIB) $(LDFLAGS) \
+	    $(shell pkg-config --libs check) $(LDLIBS)
+
+# Test code shared by several tests: tests/unit/NAME.c, not test_*.c.
+$(BUILD)/unit/%.o: tests/unit/%.c | $(BUILD)
+	$(CC) $(CFLAGS) $(shell pkg-config --cflags check) -Itests/unit \
+	    -c -o $@ $<
 
 deps:
 	sh scripts/install-deps
@@ -91,4 +97,4 @@ bench: mcpd
 clean:
 	rm -rf build build-asan mcpd mcpd-asan
 
--include $(wildcard $(BUILD)/*.d)
+-include $(wildcard $(BUILD)/*.d $(BUILD)/unit/*.d)
