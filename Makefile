@@ -48,6 +48,9 @@ $(BUILD)/unit/%.o: tests/unit/%.c | $(BUILD)
 	$(CC) $(CFLAGS) $(shell pkg-config --cflags check) -Itests/unit \
 	    -c -o $@ $<
 
+# The event-log behavioural suite runs on every backend.
+$(BUILD)/unit/test_eventlog: $(BUILD)/unit/eventlog_cases.o
+
 deps:
 	sh scripts/install-deps
 
