@@ -49,7 +49,8 @@ $(BUILD)/unit/%.o: tests/unit/%.c | $(BUILD)
 	    -c -o $@ $<
 
 # The event-log behavioural suite runs on every backend.
-$(BUILD)/unit/test_eventlog: $(BUILD)/unit/eventlog_cases.o
+$(BUILD)/unit/test_eventlog $(BUILD)/unit/test_eventlog_redis: \
+    $(BUILD)/unit/eventlog_cases.o
 
 deps:
 	sh scripts/install-deps

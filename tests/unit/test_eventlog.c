@@ -1,7 +1,8 @@
 /*
  * Unit tests for the event-log API on the memory backend: status names and
  * stream ids; the behavioural suite every backend passes (eventlog_cases.c);
- * and what only the memory backend has: the per-session stream budget.
+ * and what only the memory backend has: the per-session stream budget, and
+ * watches that do nothing.
  */
 #include <stdint.h>
 
@@ -93,6 +94,31 @@ START_TEST(test_stream_budget)
 }
 END_TEST
 
+static void
+watch_cb(const char *sid, uint64_t k, uint64_t seq, void *arg)
+{
+	(*(int *)arg)++;
+}
+
+/*
+ * Nothing commits to a memory log but this process, whose session layer
+ * sees its own commits: the log is not shared, and a watch is a no-op.
+ */
+START_TEST(test_watch_memory)
+{
+	int	calls = 0;
+
+	ck_assert_int_eq(eventlog_shared(el), 0);
+	eventlog_watch(el, SID, watch_cb, &calls);
+	expect_status(store(SID, "m", 1), EVENTLOG_OK);
+	fill(K, 2);
+	expect_status(end(SID, K, NULL), EVENTLOG_OK);
+	run_for(100);
+	eventlog_unwatch(el, SID, watch_cb, &calls);
+	ck_assert_int_eq(calls, 0);
+}
+END_TEST
+
 static Suite *
 eventlog_suite(void)
 {
@@ -110,6 +136,7 @@ eventlog_suite(void)
 	tcase_add_checked_fixture(tc, eventlog_cases_setup,
 	    eventlog_cases_teardown);
 	tcase_add_test(tc, test_stream_budget);
+	tcase_add_test(tc, test_watch_memory);
 	suite_add_tcase(s, tc);
 	return (s);
 }
