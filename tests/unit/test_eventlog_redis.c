@@ -229,17 +229,15 @@ capture_start(void)
 	close(fd);
 }
 
-/* Returns what was captured (allocated). */
+/* What was captured so far (allocated). */
 static char *
-capture_stop(void)
+capture_read(void)
 {
 	FILE	*f;
 	char	*buf;
 	long	 len;
 
 	fflush(stderr);
-	dup2(capture_saved, 2);
-	close(capture_saved);
 	f = fopen(capture_path, "r");
 	ck_assert_ptr_nonnull(f);
 	fseek(f, 0, SEEK_END);
@@ -249,6 +247,38 @@ capture_stop(void)
 	ck_assert_ptr_nonnull(buf);
 	buf[fread(buf, 1, (size_t)len, f)] = '\0';
 	fclose(f);
+	return (buf);
+}
+
+/* Runs the loop until the log has written needle, or ms pass. */
+static int
+capture_wait(const char *needle, int ms)
+{
+	uint64_t	 start = clock_now_ms();
+	char		*text;
+	int		 found;
+
+	for (;;) {
+		text = capture_read();
+		found = strstr(text, needle) != NULL;
+		free(text);
+		if (found)
+			return (1);
+		if (clock_now_ms() - start > (uint64_t)ms)
+			return (0);
+		turn();
+	}
+}
+
+/* Returns what was captured (allocated). */
+static char *
+capture_stop(void)
+{
+	char	*buf;
+
+	buf = capture_read();
+	dup2(capture_saved, 2);
+	close(capture_saved);
 	unlink(capture_path);
 	fputs(buf, stderr);	/* still shown */
 	return (buf);
@@ -651,10 +681,13 @@ START_TEST(test_policy_warning)
 		return;
 	freeReplyObject(sync_command("CONFIG SET maxmemory-policy "
 	    "allkeys-lru"));
+	/*
+	 * The set-up's CONFIG GET is sent before any op, so it has been
+	 * answered once wait_ready() has seen an op answered.
+	 */
 	capture_start();
 	el = open_on(server_port, 0);
 	ck_assert(wait_ready(el, 5000));
-	run_for(100);
 	out = capture_stop();
 	freeReplyObject(sync_command("CONFIG SET maxmemory-policy "
 	    "noeviction"));
@@ -667,7 +700,6 @@ START_TEST(test_policy_warning)
 	capture_start();
 	el = open_on(server_port, 0);
 	ck_assert(wait_ready(el, 5000));
-	run_for(100);
 	out = capture_stop();
 	ck_assert_ptr_null(strstr(out, "maxmemory-policy"));
 	free(out);
@@ -757,7 +789,9 @@ START_TEST(test_select_refused)
 	conf->redis_db = 999;
 	el = open_on(server_port, 0);
 	conf->redis_db = server_db;
-	run_for(300);
+	/* Asked once the server has refused the database. */
+	ck_assert_msg(capture_wait("connection failed (SELECT 999: ", 5000),
+	    "SELECT 999 never refused");
 	eventlog_session_store(el, SID, "m", 1, done_cb, memset(&r, 0,
 	    sizeof r));
 	wait_for(&r);
@@ -864,12 +898,15 @@ START_TEST(test_watch)
 	ck_assert_uint_eq(w1.k[5], K + 1);	/* ended at its head */
 	ck_assert_uint_eq(w1.seq[5], 0);
 
-	/* Other sessions are not heard; refused commits are not heard. */
+	/*
+	 * Other sessions are not heard; refused commits are not heard: the
+	 * next note is that of the next commit (notes come in commit order
+	 * on one connection).
+	 */
 	expect_status(store(OTHER_SID, "m", 1), EVENTLOG_OK);
 	expect_status(create(OTHER_SID, K, NULL), EVENTLOG_OK);
 	expect_status(append(SID, K, 9, "x", 0, NULL, NULL),
 	    EVENTLOG_ENDED);
-	run_for(200);
 	ck_assert_uint_eq(w1.n, 6);
 
 	/* A second watcher of the same session: told it is live, alone. */
@@ -878,13 +915,17 @@ START_TEST(test_watch)
 	ck_assert_int_eq(w1.resyncs, 1);
 	expect_status(create(SID, K + 2, NULL), EVENTLOG_OK);
 	notes_wait(&w1, 7);
+	ck_assert_uint_eq(w1.k[6], K + 2);
+	ck_assert_uint_eq(w1.seq[6], 0);
 	notes_wait(&w2, 1);
 
-	/* Counted: one unwatch leaves the other watching. */
+	/*
+	 * Counted: one unwatch leaves the other watching. (Were w1 told of
+	 * this commit late, its next note below would not be its next one.)
+	 */
 	eventlog_unwatch(a, SID, watch_cb, &w1);
 	expect_status(append(SID, K + 2, 1, "x", 0, NULL, NULL), EVENTLOG_OK);
 	notes_wait(&w2, 2);
-	run_for(100);
 	ck_assert_uint_eq(w1.n, 7);
 
 	/* The last unwatch: nothing more; unknown unwatches are harmless. */
@@ -902,6 +943,7 @@ START_TEST(test_watch)
 	resync_wait(&w1, 2);
 	expect_status(append(SID, K + 2, 3, "z", 0, NULL, NULL), EVENTLOG_OK);
 	notes_wait(&w1, 8);
+	ck_assert_uint_eq(w1.k[7], K + 2);
 	ck_assert_uint_eq(w1.seq[7], 3);
 
 	/* The instance that commits hears itself too. */
