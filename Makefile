@@ -40,7 +40,17 @@ $(BUILD):
 
 $(BUILD)/unit/%: tests/unit/%.c tests/unit/unit.h $(LIB) | $(BUILD)
 	$(CC) $(CFLAGS) $(shell pkg-config --cflags check) -Itests/unit \
-	    -o $@ $< $(LIB) $(LDFLAGS) $(shell pkg-config --libs check) $(LDLIBS)
+	    -o $@ $< $(filter %.o,$^) $(LIB) $(LDFLAGS) \
+	    $(shell pkg-config --libs check) $(LDLIBS)
+
+# Test code shared by several tests: tests/unit/NAME.c, not test_*.c.
+$(BUILD)/unit/%.o: tests/unit/%.c | $(BUILD)
+	$(CC) $(CFLAGS) $(shell pkg-config --cflags check) -Itests/unit \
+	    -c -o $@ $<
+
+# The event-log behavioural suite runs on every backend.
+$(BUILD)/unit/test_eventlog $(BUILD)/unit/test_eventlog_redis: \
+    $(BUILD)/unit/eventlog_cases.o
 
 deps:
 	sh scripts/install-deps
@@ -91,4 +101,4 @@ bench: mcpd
 clean:
 	rm -rf build build-asan mcpd mcpd-asan
 
--include $(wildcard $(BUILD)/*.d)
+-include $(wildcard $(BUILD)/*.d $(BUILD)/unit/*.d)
