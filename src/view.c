@@ -72,6 +72,7 @@ struct view {
 	int			 reading;	/* a log read is in flight */
 	uint64_t		 committed;	/* last local commit seen */
 	int			 sole;		/* only this process writes */
+	struct evbuffer		*taken;		/* commits taken this turn */
 	int			 blocks;	/* policy block, else close */
 	int64_t			 close_after;	/* polling: end after it; -1 */
 	int			 open;		/* the log says more will come */
@@ -80,13 +81,22 @@ struct view {
 	uint64_t		 last_write_ms;
 	uint64_t		 last_drain_ms;	/* output last seen empty */
 	TAILQ_ENTRY(view)	 entry;
+	TAILQ_ENTRY(view)	 tentry;	/* on view_takenq */
 };
 TAILQ_HEAD(view_list, view);
 
 static struct view_list	view_all = TAILQ_HEAD_INITIALIZER(view_all);
 static size_t		view_n;
+/*
+ * Views holding entries taken from commits. They go out at the end of the
+ * loop turn: commits come in bursts (a batch answered by the log), and a
+ * burst leaves as one chunk rather than a chunk per entry.
+ */
+static struct view_list	view_takenq = TAILQ_HEAD_INITIALIZER(view_takenq);
+static struct event	*view_taken_ev;
 
 static void	view_pump(struct view *);
+static void	view_flush(struct view *);
 static void	view_grace_cb(evutil_socket_t, short, void *);
 static void	view_slow_disconnect(struct view *);
 
@@ -127,6 +137,8 @@ view_maybe_free(struct view *v)
 	if (v->state != VIEW_CLOSED || v->reading)
 		return;
 	TAILQ_REMOVE(&view_all, v, entry);
+	if (v->taken != NULL)
+		evbuffer_free(v->taken);
 	view_n--;
 	event_free(v->grace_ev);
 	session_unref(v->session);
@@ -137,6 +149,10 @@ view_maybe_free(struct view *v)
 static void
 view_detach(struct view *v)
 {
+	if (v->taken != NULL && evbuffer_get_length(v->taken) > 0) {
+		TAILQ_REMOVE(&view_takenq, v, tentry);
+		evbuffer_drain(v->taken, evbuffer_get_length(v->taken));
+	}
 	evtimer_del(v->grace_ev);
 	if (v->state == VIEW_STREAMING)
 		session_view_detach(v->session, v);
@@ -159,13 +175,17 @@ view_peer_closed_cb(struct evhttp_connection *evcon, void *arg)
 	view_maybe_free(v);
 }
 
+/* Unsent: on the connection, or taken and not yet written. */
 static size_t
 view_output_len(struct view *v)
 {
 	struct bufferevent	*bev;
+	size_t			 len = 0;
 
+	if (v->taken != NULL)
+		len = evbuffer_get_length(v->taken);
 	bev = evhttp_connection_get_bufferevent(v->evcon);
-	return (evbuffer_get_length(bufferevent_get_output(bev)));
+	return (len + evbuffer_get_length(bufferevent_get_output(bev)));
 }
 
 static int
@@ -200,13 +220,40 @@ view_grace_arm(struct view *v, uint64_t ms)
  * left over the watermark starts its grace period.
  */
 static void
-view_write(struct view *v, struct evbuffer *buf)
+view_send(struct view *v, struct evbuffer *buf)
 {
 	evhttp_send_reply_chunk_with_cb(v->req, buf, view_drained_cb, v);
 	v->last_write_ms = clock_now_ms();
 	if (!v->blocks && view_output_len(v) > 0 &&
 	    !evtimer_pending(v->grace_ev, NULL))
 		view_grace_arm(v, (uint64_t)session_conf()->slow_consumer_grace_ms);
+}
+
+static void
+view_write(struct view *v, struct evbuffer *buf)
+{
+	view_flush(v);
+	view_send(v, buf);
+}
+
+/* Writes the entries taken from commits, ahead of anything else. */
+static void
+view_flush(struct view *v)
+{
+	if (v->taken == NULL || evbuffer_get_length(v->taken) == 0)
+		return;
+	TAILQ_REMOVE(&view_takenq, v, tentry);
+	view_send(v, v->taken);
+	session_delivered(v->session, v->k, v->next - 1);
+}
+
+static void
+view_taken_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct view	*v;
+
+	while ((v = TAILQ_FIRST(&view_takenq)) != NULL)
+		view_flush(v);
 }
 
 /*
@@ -218,6 +265,7 @@ view_finish(struct view *v, int force)
 {
 	struct timeval	tv = { VIEW_FLUSH_TIMEOUT, 0 };
 
+	view_flush(v);
 	evhttp_connection_set_closecb(v->evcon, NULL, NULL);
 	if (force) {
 		evhttp_add_header(evhttp_request_get_output_headers(v->req),
@@ -262,11 +310,11 @@ view_start(struct view *v)
 	v->last_write_ms = v->last_drain_ms = clock_now_ms();
 }
 
-static void
-view_write_entries(struct view *v, const struct eventlog_entry *entries,
-    size_t n)
+/* Formats the entries the view owes, in order; returns how many. */
+static size_t
+view_format_entries(struct view *v, struct evbuffer *buf,
+    const struct eventlog_entry *entries, size_t n)
 {
-	struct evbuffer	*buf = evbuffer_new();
 	char		 id[CURSOR_BUFSIZE];
 	long		 retry = session_conf()->sse_retry_ms;
 	size_t		 i;
@@ -294,8 +342,19 @@ view_write_entries(struct view *v, const struct eventlog_entry *entries,
 		sse_event(buf, id, NULL, entries[i].data, entries[i].len, -1);
 		v->last_written = (int64_t)entries[i].seq;
 	}
+	return (i);
+}
+
+static void
+view_write_entries(struct view *v, const struct eventlog_entry *entries,
+    size_t n)
+{
+	struct evbuffer	*buf = evbuffer_new();
+	size_t		 done;
+
+	done = view_format_entries(v, buf, entries, n);
 	if (evbuffer_get_length(buf) > 0) {
-		metrics.events_written += n;
+		metrics.events_written += done;
 		view_write(v, buf);
 	}
 	evbuffer_free(buf);
@@ -350,6 +409,7 @@ view_slow_disconnect(struct view *v)
 	log_warn("session=%s stream=%llu disconnecting a slow consumer after "
 	    "%s", session_id(v->session), (unsigned long long)v->k, id);
 	metrics.slow_consumers_closed++;
+	view_flush(v);
 	buf = evbuffer_new();
 	evbuffer_add_printf(buf, "event: backpressure-disconnect\n"
 	    "data: {\"last_event_id\":\"%s\",\"reason\":\"slow-consumer\"}\n"
@@ -557,6 +617,25 @@ view_wakeup(struct view *v, uint64_t seq)
 	view_pump(v);
 }
 
+/* Formats e to go out at the end of this loop turn. */
+static void
+view_take(struct view *v, const struct eventlog_entry *e)
+{
+	size_t	was;
+
+	if (v->taken == NULL)
+		v->taken = evbuffer_new();
+	if (view_taken_ev == NULL)
+		view_taken_ev = event_new(session_base(), -1, 0,
+		    view_taken_cb, NULL);
+	was = evbuffer_get_length(v->taken);
+	metrics.events_written += view_format_entries(v, v->taken, e, 1);
+	if (was == 0 && evbuffer_get_length(v->taken) > 0) {
+		TAILQ_INSERT_TAIL(&view_takenq, v, tentry);
+		event_active(view_taken_ev, EV_TIMEOUT, 0);
+	}
+}
+
 /*
  * This process just committed entry e (ended: the stream's last). A view
  * that owes exactly it, has no read in flight and room on its connection
@@ -576,7 +655,7 @@ view_committed(struct view *v, const struct eventlog_entry *e, int ended)
 		view_wakeup(v, e->seq);
 		return;
 	}
-	view_write_entries(v, e, 1);
+	view_take(v, e);
 	v->open = !ended;
 	if (view_poll_done(v))
 		return;
