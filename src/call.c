@@ -122,7 +122,7 @@ call_append(struct call *c, struct stream *st, cJSON *msg, int final,
 {
 	char	*text;
 
-	text = cJSON_PrintUnformatted(msg);
+	text = jsonrpc_print(msg);
 	cJSON_Delete(msg);
 	stream_append(st, text, strlen(text), final, cb, arg);
 	free(text);
