@@ -23,8 +23,12 @@
 #define BUILTIN_MAX_INTERVAL	60000
 #define BUILTIN_MAX_SIZE	(1024 * 1024)
 #define BUILTIN_LEVEL_INFO	1
-/* Messages of one call on their way to the log at once. */
-#define BUILTIN_WINDOW		32
+/*
+ * Messages of one call on their way to the log at once: enough to fill a
+ * batch of the redis log, and no more than about a MiB of them.
+ */
+#define BUILTIN_WINDOW		64
+#define BUILTIN_WINDOW_BYTES	(1024 * 1024)
 
 enum builtin_kind {
 	BUILTIN_STREAM,
@@ -39,6 +43,7 @@ struct builtin_job {
 	long			 interval_ms;
 	long			 size;
 	int			 inflight;	/* sent, not yet committed */
+	int			 window;	/* at most this many */
 	int			 cancelled;
 	struct event		*timer;
 };
@@ -217,7 +222,7 @@ builtin_send_next(struct builtin_job *job)
 }
 
 /*
- * Without an interval, up to BUILTIN_WINDOW messages are on their way to
+ * Without an interval, up to job->window messages are on their way to
  * the log at once (the log pipelines them); with one, a message per tick.
  * Either way the result goes only after every message is committed.
  */
@@ -234,7 +239,7 @@ builtin_pump(struct builtin_job *job)
 		}
 	} else {
 		while (job->i < job->n && (job->inflight == 0 ||
-		    (job->inflight < BUILTIN_WINDOW && call_has_room(job->call,
+		    (job->inflight < job->window && call_has_room(job->call,
 		    job->kind == BUILTIN_NOTIFY))))
 			builtin_send_next(job);
 	}
@@ -303,6 +308,10 @@ builtin_start(struct call *c, enum builtin_kind kind, const cJSON *args)
 	job->n = n;
 	job->interval_ms = interval_ms;
 	job->size = size;
+	job->window = BUILTIN_WINDOW;
+	if (size > 0 && BUILTIN_WINDOW_BYTES / size < BUILTIN_WINDOW)
+		job->window = BUILTIN_WINDOW_BYTES / size > 0 ?
+		    (int)(BUILTIN_WINDOW_BYTES / size) : 1;
 	job->timer = evtimer_new(session_base(), builtin_timer_cb, job);
 	call_set_cancel(c, builtin_cancel_cb, job);
 	/* With an interval the first message goes at once, ticks follow. */
