@@ -1,5 +1,6 @@
 # mcpd: `make` builds ./mcpd; `make check` installs what tests need and runs
-# every test; `make asan-check` runs the end-to-end suite under ASan/LSan.
+# every test; `make asan-check` runs the unit tests and the end-to-end suite
+# (memory and redis event logs) under ASan/UBSan/LSan.
 
 CC	?= cc
 PKGS	 = libevent libcjson hiredis libbsd-overlay
@@ -77,20 +78,26 @@ check: deps
 
 # The sanitizer build lives in its own directory so it never mixes objects
 # with the normal one.
-asan:
-	$(MAKE) BUILD=build-asan OPT="-O1 -fno-omit-frame-pointer \
+ASAN_BUILD = $(MAKE) BUILD=build-asan OPT="-O1 -fno-omit-frame-pointer \
 	    -fsanitize=address,undefined -fno-sanitize-recover=undefined" \
-	    LDFLAGS="-fsanitize=address,undefined" \
-	    build-asan/mcpd-asan-link
+	    LDFLAGS="-fsanitize=address,undefined"
+ASAN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=99 \
+	    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+
+asan:
+	$(ASAN_BUILD) build-asan/mcpd-asan-link
 
 build-asan/mcpd-asan-link: $(BUILD)/main.o $(LIB)
 	$(CC) $(CFLAGS) -o mcpd-asan $^ $(LDFLAGS) $(LDLIBS)
 	touch $@
 
+# The unit tests and the end-to-end suite (on both event logs) under the
+# sanitizers.
 asan-check: asan
-	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=99 \
-	    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	    $(PYTHON) tests/e2e/run.py --mcpd ./mcpd-asan --sanitized
+	$(ASAN_ENV) $(ASAN_BUILD) unit
+	$(ASAN_ENV) $(PYTHON) tests/e2e/run.py --mcpd ./mcpd-asan --sanitized
+	$(ASAN_ENV) sh scripts/with-redis $(PYTHON) tests/e2e/run.py \
+	    --mcpd ./mcpd-asan --sanitized
 
 conformance: mcpd
 	sh scripts/conformance
