@@ -43,9 +43,11 @@ struct eventlog_entry {
 
 /* What the log knows of a stream when it answers a read or an append. */
 struct eventlog_info {
-	uint64_t	oldest;		/* oldest retained entry */
-	uint64_t	head;		/* last committed entry */
-	int		ended;		/* no entry will follow head */
+	uint64_t	 oldest;	/* oldest retained entry */
+	uint64_t	 head;		/* last committed entry */
+	int		 ended;		/* no entry will follow head */
+	const char	*data;		/* a committed append: its entry */
+	size_t		 len;
 };
 
 typedef void (*eventlog_done_cb)(enum eventlog_status, void *);

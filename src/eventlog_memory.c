@@ -202,6 +202,8 @@ mem_info(const struct mem_stream *st, struct eventlog_info *info)
 	info->head = st->head;
 	info->oldest = st->count > 0 ? st->ring[st->first].seq : st->head + 1;
 	info->ended = st->ended;
+	info->data = NULL;
+	info->len = 0;
 }
 
 /*
@@ -378,10 +380,12 @@ mem_do_append(struct mem *m, struct mem_op *op)
 		return;
 	}
 	mem_stream_push(m, st, op->seq, op->data, op->len);
-	op->data = NULL;
 	if (op->flags & EVENTLOG_FINAL)
 		mem_stream_finish(m, st);
 	mem_info(st, &info);
+	info.data = op->data;	/* now the stream's: head is retained */
+	info.len = op->len;
+	op->data = NULL;
 	op->cb.append(EVENTLOG_OK, &info, op->arg);
 }
 

@@ -130,6 +130,7 @@ struct redis_op {
 	size_t			 bytes;		/* of their data */
 	int			 final;		/* the last ends the stream */
 	int			 final_arg;	/* index of that flag */
+	int			 pairs_arg;	/* index of the first id, data */
 	union {
 		eventlog_done_cb	done;
 		eventlog_append_cb	append;
@@ -506,6 +507,8 @@ redis_append_answer(struct redis_op *op, enum eventlog_status status,
 		each = *info;
 		each.head = a->seq;
 		each.ended = info->ended && i == op->nappends - 1;
+		each.data = op->argv[op->pairs_arg + 2 * (int)i + 1];
+		each.len = op->argvlen[op->pairs_arg + 2 * (int)i + 1];
 		a->cb(status, &each, a->arg);
 	}
 }
@@ -1100,6 +1103,7 @@ redis_append_op(struct redis *r, const char *sid, uint64_t k, uint64_t seq)
 	redis_op_argf(op, "0");
 	redis_op_argf(op, "%zu", r->maxlen);
 	redis_op_argf(op, "%llu", (unsigned long long)r->stream_ttl_ms);
+	op->pairs_arg = op->argc;
 	op->wait = 1;
 	return (op);
 }

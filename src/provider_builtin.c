@@ -24,11 +24,12 @@
 #define BUILTIN_MAX_SIZE	(1024 * 1024)
 #define BUILTIN_LEVEL_INFO	1
 /*
- * Messages of one call on their way to the log at once: enough to fill a
- * batch of the redis log, and no more than about a MiB of them.
+ * Messages of one call on their way to the log at once: enough small ones
+ * to fill a batch of the redis log, and about 64 KiB of large ones (a
+ * thousand calls in flight must not hold more than the views may).
  */
 #define BUILTIN_WINDOW		64
-#define BUILTIN_WINDOW_BYTES	(1024 * 1024)
+#define BUILTIN_WINDOW_BYTES	(64 * 1024)
 
 enum builtin_kind {
 	BUILTIN_STREAM,

@@ -26,8 +26,7 @@ struct stream_op {
 	uint64_t		 seq;
 	stream_commit_cb	 cb;
 	void			*arg;
-	char			*data;	/* until committed: for the view, or
-					   a retry (shared standalone) */
+	char			*data;	/* shared standalone: kept for a retry */
 	size_t			 len;
 	int			 retries;
 	TAILQ_ENTRY(stream_op)	 entry;
@@ -282,8 +281,8 @@ stream_appended_cb(enum eventlog_status status,
 		st->head = op->seq;
 		metrics.events_committed++;
 		entry.seq = op->seq;
-		entry.data = op->data;
-		entry.len = op->len;
+		entry.data = info != NULL ? info->data : NULL;
+		entry.len = info != NULL ? info->len : 0;
 		st->pending++;		/* the view may release producers */
 		session_committed_entry(st->session, st->k, &entry,
 		    info != NULL && info->ended);
@@ -433,10 +432,12 @@ stream_append(struct stream *st, const char *data, size_t len, int final,
 	op->seq = st->next_seq++;
 	if (final)
 		st->ended = 1;
-	op->data = xmalloc(len + 1);
-	memcpy(op->data, data, len);
-	op->data[len] = '\0';
-	op->len = len;
+	if (st->kind == STREAM_STANDALONE && session_shared()) {
+		op->data = xmalloc(len + 1);
+		memcpy(op->data, data, len);
+		op->data[len] = '\0';
+		op->len = len;
+	}
 	if (!TAILQ_EMPTY(&st->retry)) {
 		/* Behind the retries, in order. */
 		st->pending++;

@@ -651,7 +651,7 @@ view_committed(struct view *v, const struct eventlog_entry *e, int ended)
 	if (v->state == VIEW_STREAMING && v->reading && !v->dirty)
 		return;		/* the read's callback sees v->committed */
 	if (v->state != VIEW_STREAMING || v->dirty || e->seq != v->next ||
-	    view_congested(v)) {
+	    e->data == NULL || view_congested(v)) {
 		view_wakeup(v, e->seq);
 		return;
 	}

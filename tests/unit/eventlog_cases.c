@@ -55,6 +55,14 @@ res_called(struct res *r, enum eventlog_status status,
 	if (info != NULL) {
 		r->has_info = 1;
 		r->info = *info;
+		r->info.data = NULL;	/* valid only during the callback */
+		if (info->data != NULL) {
+			r->has_committed = 1;
+			r->committedlen = info->len;
+			memcpy(r->committed, info->data,
+			    info->len < sizeof r->committed - 1 ? info->len :
+			    sizeof r->committed - 1);
+		}
 	}
 	if (r->order != NULL)
 		r->rank = ++*r->order;
@@ -622,6 +630,43 @@ START_TEST(test_stream_create)
 }
 END_TEST
 
+/* A committed append's answer carries its entry; a refused one none. */
+START_TEST(test_append_answer)
+{
+	static const char	 bytes[] = "one\0two\n";
+	struct res		 r;
+
+	expect_status(store(SID, "m", 1), EVENTLOG_OK);
+	expect_status(create(SID, K, NULL), EVENTLOG_OK);
+
+	memset(&r, 0, sizeof r);
+	eventlog_append(el, SID, K, 1, bytes, sizeof bytes - 1, 0, append_cb,
+	    &r);
+	wait_for(&r);
+	expect_status(r.status, EVENTLOG_OK);
+	ck_assert(r.has_committed);
+	ck_assert_uint_eq(r.committedlen, sizeof bytes - 1);
+	ck_assert(memcmp(r.committed, bytes, sizeof bytes - 1) == 0);
+	res_clear(&r);
+
+	memset(&r, 0, sizeof r);
+	eventlog_append(el, SID, K, 3, "x", 1, 0, append_cb, &r);
+	wait_for(&r);
+	expect_status(r.status, EVENTLOG_CONFLICT);
+	ck_assert(!r.has_committed);
+	res_clear(&r);
+
+	memset(&r, 0, sizeof r);
+	eventlog_append(el, SID, K, 2, "", 0, EVENTLOG_FINAL, append_cb, &r);
+	wait_for(&r);
+	expect_status(r.status, EVENTLOG_OK);
+	ck_assert_int_eq(r.info.ended, 1);
+	ck_assert(r.has_committed);
+	ck_assert_uint_eq(r.committedlen, 0);
+	res_clear(&r);
+}
+END_TEST
+
 START_TEST(test_compare_and_append)
 {
 	struct eventlog_info	info;
@@ -1168,6 +1213,7 @@ eventlog_cases_add(Suite *s, const struct eventlog_cases_backend *b)
 	tcase_add_test(tc, test_session);
 	tcase_add_test(tc, test_session_delete_streams);
 	tcase_add_test(tc, test_stream_create);
+	tcase_add_test(tc, test_append_answer);
 	tcase_add_test(tc, test_compare_and_append);
 	tcase_add_test(tc, test_final);
 	tcase_add_test(tc, test_read_positions);

@@ -73,6 +73,9 @@ struct res {
 	size_t			 len[MAX_ENTRIES];
 	char			*meta;
 	size_t			 metalen;
+	int			 has_committed;	/* an append's entry: */
+	char			 committed[128];	/* its start */
+	size_t			 committedlen;
 	int			*order;	/* shared call counter */
 	int			 rank;	/* *order when called */
 };

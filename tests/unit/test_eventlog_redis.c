@@ -462,6 +462,7 @@ START_TEST(test_append_batches)
 {
 	struct res	r[12], rd;
 	long long	before;
+	char		buf[64];
 	int		i;
 
 	expect_status(store(SID, "m", 1), EVENTLOG_OK);
@@ -477,6 +478,8 @@ START_TEST(test_append_batches)
 		ck_assert_int_eq(r[i].calls, 1);
 		expect_status(r[i].status, EVENTLOG_OK);
 		ck_assert(r[i].has_info);
+		entry_text(buf, sizeof buf, (uint64_t)i);
+		ck_assert_str_eq(r[i].committed, buf);
 		ck_assert_uint_eq(r[i].info.head, (uint64_t)i);
 		ck_assert_uint_eq(r[i].info.oldest, 0);
 		ck_assert_int_eq(r[i].info.ended, 0);
