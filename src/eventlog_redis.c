@@ -1074,17 +1074,22 @@ redis_stream_create(void *p, const char *sid, uint64_t k,
  * mostly per call, not per entry). The op stays open, taking entries,
  * until something else is asked for or the turn ends.
  */
+static size_t
+redis_batch_max(const struct redis *r)
+{
+	return (r->maxlen < REDIS_BATCH_MAX ? r->maxlen : REDIS_BATCH_MAX);
+}
+
 static int
 redis_append_joins(struct redis *r, const char *sid, uint64_t k,
     uint64_t seq, size_t len)
 {
 	struct redis_op	*op = r->open;
-	size_t		 max = r->maxlen < REDIS_BATCH_MAX ? r->maxlen :
-			    REDIS_BATCH_MAX;
 
 	return (op != NULL && op->k == k && strcmp(op->sid, sid) == 0 &&
 	    !op->final && op->appends[op->nappends - 1].seq + 1 == seq &&
-	    op->nappends < max && op->bytes + len <= REDIS_BATCH_BYTES);
+	    op->nappends < redis_batch_max(r) &&
+	    op->bytes + len <= REDIS_BATCH_BYTES);
 }
 
 static struct redis_op *
@@ -1104,6 +1109,7 @@ redis_append_op(struct redis *r, const char *sid, uint64_t k, uint64_t seq)
 	redis_op_argf(op, "%zu", r->maxlen);
 	redis_op_argf(op, "%llu", (unsigned long long)r->stream_ttl_ms);
 	op->pairs_arg = op->argc;
+	op->appends = xcalloc(redis_batch_max(r), sizeof *op->appends);
 	op->wait = 1;
 	return (op);
 }
@@ -1126,8 +1132,6 @@ redis_append(void *p, const char *sid, uint64_t k, uint64_t seq,
 			event_active(r->flush_ev, EV_TIMEOUT, 0);
 		}
 	}
-	op->appends = xreallocarray(op->appends, op->nappends + 1,
-	    sizeof *op->appends);
 	a = &op->appends[op->nappends++];
 	a->seq = seq;
 	a->cb = cb;
