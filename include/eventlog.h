@@ -106,7 +106,10 @@ void	eventlog_session_load(struct eventlog *, const char *,
 void	eventlog_session_delete(struct eventlog *, const char *,
 	    eventlog_done_cb, void *);
 
-/* Creates stream K of a session and commits its priming entry 0. */
+/*
+ * Creates stream K of a session and commits its priming entry 0. K is never
+ * 0 (eventlog_new_stream_id() does not draw it; creating it is CONFLICT).
+ */
 void	eventlog_stream_create(struct eventlog *, const char *, uint64_t,
 	    eventlog_append_cb, void *);
 /* Commits entry `seq` of stream K; refused unless the head is seq - 1. */

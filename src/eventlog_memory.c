@@ -338,6 +338,11 @@ mem_do_stream_create(struct mem *m, struct mem_op *op)
 	struct mem_stream	*st;
 	struct eventlog_info	 info;
 
+	/* Stream 0 is never drawn: refused, as the redis log must. */
+	if (op->k == 0) {
+		op->cb.append(EVENTLOG_CONFLICT, NULL, op->arg);
+		return;
+	}
 	if ((ms = mem_session_find(m, op->sid)) == NULL) {
 		op->cb.append(EVENTLOG_NOT_FOUND, NULL, op->arg);
 		return;

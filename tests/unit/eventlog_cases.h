@@ -42,11 +42,6 @@ struct eventlog_cases_backend {
 	 */
 	uint64_t	  expiry_early_ms;
 	/*
-	 * Stream 0 is refused (CONFLICT) rather than created: no id is ever
-	 * drawn as 0, and the backend cannot store it.
-	 */
-	int		  refuses_stream_zero;
-	/*
 	 * Checks, behind the API's back, that nothing of a deleted session
 	 * is left in the backend's storage (NULL: nothing to look at).
 	 */

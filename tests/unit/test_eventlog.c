@@ -26,7 +26,6 @@ static const struct eventlog_cases_backend memory_backend = {
 	.configure = memory_configure,
 	.no_io = 1,
 	.expiry_early_ms = 0,
-	.refuses_stream_zero = 0,
 };
 
 START_TEST(test_status_names)

@@ -339,7 +339,6 @@ static const struct eventlog_cases_backend redis_backend = {
 	.ready = redis_ready,
 	.no_io = 0,
 	.expiry_early_ms = 50,
-	.refuses_stream_zero = 1,
 	.check_gone = redis_check_gone,
 };
 
