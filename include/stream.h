@@ -3,7 +3,7 @@
  * request stream carries the notifications and the response(s) of one POST;
  * the standalone stream carries what the server sends outside any request.
  * Producers append here; the stream assigns N, commits through the event log
- * and, once committed, wakes the stream's view.
+ * and, once committed, hands the entry to the stream's view.
  */
 #ifndef MCPD_STREAM_H
 #define MCPD_STREAM_H
