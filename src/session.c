@@ -420,7 +420,10 @@ session_refreshed_cb(enum eventlog_status status, const char *meta,
 	const cJSON		*level;
 	int			 n;
 
-	if (status == EVENTLOG_OK && !r->session->closed) {
+	if (status == EVENTLOG_NOT_FOUND && !r->session->closed) {
+		/* Deleted through another process, or expired there. */
+		session_close(r->session, "gone from the shared log");
+	} else if (status == EVENTLOG_OK && !r->session->closed) {
 		json = cJSON_ParseWithLength(meta, len);
 		level = cJSON_GetObjectItemCaseSensitive(json, "log_level");
 		if (cJSON_IsString(level) &&
@@ -475,7 +478,8 @@ session_deleted_cb(enum eventlog_status status, void *arg)
 {
 	struct session	*s = arg;
 
-	if (status != EVENTLOG_OK && status != EVENTLOG_CANCELLED)
+	if (status != EVENTLOG_OK && status != EVENTLOG_CANCELLED &&
+	    status != EVENTLOG_NOT_FOUND)
 		log_warn("session=%s delete from log: %s", s->id,
 		    eventlog_status_name(status));
 	session_unref(s);

@@ -552,6 +552,32 @@ def test_redis_two_processes_both_produce_on_the_standalone_stream(h):
     b.assert_alive(sid, "on B")
 
 
+def test_redis_session_deleted_through_another_process_is_gone(h):
+    # DELETE through B ends the session everywhere: A, which holds it, finds
+    # it gone when its next call opens a stream, answers 404 and forgets it.
+    if not _shared_redis("a session deleted through another process"):
+        return
+    a = h.start()
+    b = h.start()
+    sid = a.initialize(LATEST)
+    _echo(a, sid, "before")
+    _adopt(b, a, sid)
+    b.assert_alive(sid, "on B (B loads the session)")
+    r = b.delete(sid)
+    expect(r.status in (200, 204), f"DELETE through B -> HTTP {r.status}")
+    id = a.new_id()
+    r = a.post(sid, tool_call("echo", {"text": "after"}, id))
+    expect(r.status == 404, f"tools/call on A after DELETE through B -> "
+           f"HTTP {r.status} {r.body[:200]!r}")
+    id = a.new_id()
+    r = a.post(sid, rpc("ping", None, id))
+    expect(r.status == 404, f"ping on A after A found the session gone -> "
+           f"HTTP {r.status} {r.body[:200]!r}")
+    expect("gone from the shared log" in a.stderr_tail(20),
+           f"A did not log why it dropped the session:\n"
+           f"{a.stderr_tail(8)}")
+
+
 def test_redis_two_processes_share_the_log_level(h):
     # The log level is session state (DESIGN.md: the session lives in the
     # event log, any instance can serve it): set through A, it holds for
