@@ -399,6 +399,17 @@ redis_op_new(struct redis *r, enum redis_op_type type, const char *sid,
 	return (op);
 }
 
+/* Argument i becomes a copy of p (the old one, if any, is freed). */
+static void
+redis_op_set_arg(struct redis_op *op, int i, const char *p, size_t len)
+{
+	free(op->argv[i]);
+	op->argv[i] = xmalloc(len + 1);
+	memcpy(op->argv[i], p, len);
+	op->argv[i][len] = '\0';
+	op->argvlen[i] = len;
+}
+
 static void
 redis_op_arg(struct redis_op *op, const char *p, size_t len)
 {
@@ -409,11 +420,8 @@ redis_op_arg(struct redis_op *op, const char *p, size_t len)
 		op->argvlen = xreallocarray(op->argvlen, (size_t)op->argcap,
 		    sizeof *op->argvlen);
 	}
-	op->argv[op->argc] = xmalloc(len + 1);
-	memcpy(op->argv[op->argc], p, len);
-	op->argv[op->argc][len] = '\0';
-	op->argvlen[op->argc] = len;
-	op->argc++;
+	op->argv[op->argc] = NULL;
+	redis_op_set_arg(op, op->argc++, p, len);
 }
 
 static void __attribute__((format(printf, 2, 3)))
@@ -430,16 +438,6 @@ redis_op_argf(struct redis_op *op, const char *fmt, ...)
 		fatalx("%s: out of memory", __func__);
 	redis_op_arg(op, s, (size_t)len);
 	free(s);
-}
-
-static void
-redis_op_set_arg(struct redis_op *op, int i, const char *p, size_t len)
-{
-	free(op->argv[i]);
-	op->argv[i] = xmalloc(len + 1);
-	memcpy(op->argv[i], p, len);
-	op->argv[i][len] = '\0';
-	op->argvlen[i] = len;
 }
 
 /* Takes an allocated string as the next argument. */

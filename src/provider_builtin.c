@@ -311,8 +311,9 @@ builtin_start(struct call *c, enum builtin_kind kind, const cJSON *args)
 	job->size = size;
 	job->window = BUILTIN_WINDOW;
 	if (size > 0 && BUILTIN_WINDOW_BYTES / size < BUILTIN_WINDOW)
-		job->window = BUILTIN_WINDOW_BYTES / size > 0 ?
-		    (int)(BUILTIN_WINDOW_BYTES / size) : 1;
+		job->window = (int)(BUILTIN_WINDOW_BYTES / size);
+	if (job->window == 0)
+		job->window = 1;
 	job->timer = evtimer_new(session_base(), builtin_timer_cb, job);
 	call_set_cancel(c, builtin_cancel_cb, job);
 	/* With an interval the first message goes at once, ticks follow. */

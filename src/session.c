@@ -76,6 +76,7 @@ static const char *session_log_levels[] = {
 static struct session	*session_new(const char *, const char *);
 static void		 session_watch_cb(const char *, uint64_t, uint64_t,
 			     void *);
+static struct view	*session_view_find(struct session *, uint64_t);
 
 static int
 session_cmp(struct session *a, struct session *b)
@@ -226,17 +227,13 @@ static void
 session_watch_cb(const char *sid, uint64_t k, uint64_t seq, void *arg)
 {
 	struct session	*s = arg;
+	struct view	*v;
 	size_t		 i;
 
 	if (k != 0) {
 		/* Our own commits come back here too: the view knows. */
-		for (i = 0; i < s->nviews; i++) {
-			if (s->views[i].k == k) {
-				view_committed_elsewhere(s->views[i].view,
-				    seq);
-				break;
-			}
-		}
+		if ((v = session_view_find(s, k)) != NULL)
+			view_committed_elsewhere(v, seq);
 		return;
 	}
 	/* The watch was (re-)established: commits may have been missed. */
@@ -611,18 +608,27 @@ session_standalone(struct session *s)
 	return (s->standalone);
 }
 
-void
-session_view_attach(struct session *s, uint64_t k, struct view *v)
+/* The view showing stream K, if any (one at most). */
+static struct view *
+session_view_find(struct session *s, uint64_t k)
 {
 	size_t	i;
 
 	for (i = 0; i < s->nviews; i++) {
-		if (s->views[i].k == k) {
-			/* The old connection is most likely half-open. */
-			view_close(s->views[i].view, "taken over");
-			break;
-		}
+		if (s->views[i].k == k)
+			return (s->views[i].view);
 	}
+	return (NULL);
+}
+
+void
+session_view_attach(struct session *s, uint64_t k, struct view *v)
+{
+	struct view	*old;
+
+	/* The old connection is most likely half-open. */
+	if ((old = session_view_find(s, k)) != NULL)
+		view_close(old, "taken over");
 	s->views = xrealloc(s->views, (s->nviews + 1) * sizeof *s->views);
 	s->views[s->nviews].k = k;
 	s->views[s->nviews].view = v;
@@ -646,26 +652,20 @@ session_view_detach(struct session *s, struct view *v)
 int
 session_view_close_after(struct session *s, uint64_t k, uint64_t upto)
 {
-	size_t	i;
+	struct view	*v;
 
-	for (i = 0; i < s->nviews; i++) {
-		if (s->views[i].k == k)
-			return (view_close_after(s->views[i].view, upto));
-	}
-	return (-1);
+	if ((v = session_view_find(s, k)) == NULL)
+		return (-1);
+	return (view_close_after(v, upto));
 }
 
 void
 session_committed(struct session *s, uint64_t k, uint64_t seq)
 {
-	size_t	i;
+	struct view	*v;
 
-	for (i = 0; i < s->nviews; i++) {
-		if (s->views[i].k == k) {
-			view_wakeup(s->views[i].view, seq);
-			return;
-		}
-	}
+	if ((v = session_view_find(s, k)) != NULL)
+		view_wakeup(v, seq);
 }
 
 /* This process committed the entry: its view may take it as it is. */
@@ -673,14 +673,10 @@ void
 session_committed_entry(struct session *s, uint64_t k,
     const struct eventlog_entry *e, int ended)
 {
-	size_t	i;
+	struct view	*v;
 
-	for (i = 0; i < s->nviews; i++) {
-		if (s->views[i].k == k) {
-			view_committed(s->views[i].view, e, ended);
-			return;
-		}
-	}
+	if ((v = session_view_find(s, k)) != NULL)
+		view_committed(v, e, ended);
 }
 
 static struct stream *

@@ -253,8 +253,7 @@ stream_should_retry(struct stream *st, struct stream_op *op,
     enum eventlog_status status, const struct eventlog_info *info)
 {
 	return (status == EVENTLOG_CONFLICT && info != NULL &&
-	    st->kind == STREAM_STANDALONE && session_shared() &&
-	    !st->closed && !info->ended &&
+	    op->data != NULL && !st->closed && !info->ended &&
 	    op->retries < STREAM_MAX_RETRIES);
 }
 
