@@ -336,6 +336,24 @@ def test_redis_kill9_during_stream_call_is_answered_by_the_next_process(h):
 # 2. SIGTERM of mcpd while a call streams
 
 
+def _expect_interrupted(events, cursor, k, last, token, id):
+    """A resume from cursor K-last after mcpd stopped mid-call: the rest of
+    the call's progress, in order, then an error saying it was
+    interrupted."""
+    got = message_events(events)
+    expect(got, f"resume {cursor} after SIGTERM: nothing, stream closed")
+    check_ids(events, last + 1, k, "resume after SIGTERM")
+    _check_progress(got[:-1], token, "resume after SIGTERM")
+    final = got[-1].json
+    expect(is_response(final, id) and "error" in final,
+           f"resume after SIGTERM ended with {got[-1].data[:300]!r}, "
+           f"expected a JSON-RPC error for id {id}")
+    err = assert_rpc_error(final, id_null=False)
+    expect("interrupted" in err["message"].lower(),
+           f"the error response does not say the call was interrupted: "
+           f"{err!r}")
+
+
 def test_redis_sigterm_during_stream_call_resumes_to_interrupted_error(h):
     if not _shared_redis("SIGTERM during a stream call"):
         return
@@ -355,18 +373,7 @@ def test_redis_sigterm_during_stream_call_resumes_to_interrupted_error(h):
     t0 = time.monotonic()
     events = _resume_all(b, sid, cursor, 5)
     took = time.monotonic() - t0
-    got = message_events(events)
-    expect(got, f"resume {cursor} after SIGTERM: nothing, stream closed")
-    check_ids(events, last + 1, k, "resume after SIGTERM")
-    _check_progress(got[:-1], "term", "resume after SIGTERM")
-    final = got[-1].json
-    expect(is_response(final, id) and "error" in final,
-           f"resume after SIGTERM ended with {got[-1].data[:300]!r}, "
-           f"expected a JSON-RPC error for id {id}")
-    err = assert_rpc_error(final, id_null=False)
-    expect("interrupted" in err["message"].lower(),
-           f"the error response does not say the call was interrupted: "
-           f"{err!r}")
+    _expect_interrupted(events, cursor, k, last, "term", id)
     expect(took <= tmo(3), f"resume of a stream ended at shutdown took "
            f"{took:.1f}s (it is complete: it should close at once)")
     b.assert_alive(sid, "after resuming the interrupted call")
@@ -398,18 +405,7 @@ def test_redis_sigterm_while_producer_paused_resumes_to_interrupted_error(h):
     b = h.start()
     _adopt(b, a, sid)
     events = _resume_all(b, sid, cursor, 5)
-    got = message_events(events)
-    expect(got, f"resume {cursor} after SIGTERM: nothing, stream closed")
-    check_ids(events, last + 1, k, "resume after SIGTERM")
-    _check_progress(got[:-1], "paused", "resume after SIGTERM")
-    final = got[-1].json
-    expect(is_response(final, id) and "error" in final,
-           f"resume after SIGTERM ended with {got[-1].data[:300]!r}, "
-           f"expected a JSON-RPC error for id {id}")
-    err = assert_rpc_error(final, id_null=False)
-    expect("interrupted" in err["message"].lower(),
-           f"the error response does not say the call was interrupted: "
-           f"{err!r}")
+    _expect_interrupted(events, cursor, k, last, "paused", id)
     b.assert_alive(sid, "after resuming the interrupted call")
 
 
