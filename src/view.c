@@ -428,7 +428,6 @@ view_resume_failed(struct view *v, enum eventlog_status status,
 	char		 id[CURSOR_BUFSIZE];
 
 	switch (status) {
-	case EVENTLOG_OK:
 	case EVENTLOG_TRIMMED:
 		reason = "trimmed";
 		break;
@@ -505,8 +504,15 @@ view_read_cb(enum eventlog_status status, const struct eventlog_entry *entries,
 			view_maybe_free(v);
 			return;
 		}
-		/* DESIGN.md: 200 only if K-N itself is still retained. */
-		if (status != EVENTLOG_OK || info->oldest > v->resume_from) {
+		/*
+		 * 200 when every entry after K-N is retained (the log answered
+		 * the read from N + 1) and N is no further than the head; a
+		 * cursor past the head is "ahead" even when N + 1 would not
+		 * be, which the read alone cannot tell for N = UINT64_MAX.
+		 */
+		if (status == EVENTLOG_OK && v->resume_from > info->head)
+			status = EVENTLOG_AHEAD;
+		if (status != EVENTLOG_OK) {
 			view_resume_failed(v, status, info);
 			view_detach(v);
 			view_maybe_free(v);
@@ -606,7 +612,11 @@ view_resume(struct evhttp_request *req, struct session *s, uint64_t k,
 	v = view_new(req, s, k);
 	v->resume_from = n;
 	v->resume_text = xstrdup(text);
-	v->next = n + 1;
+	/*
+	 * The last representable N has no next entry; reading from N itself
+	 * is past every head, so the log answers "ahead" as it must.
+	 */
+	v->next = n < UINT64_MAX ? n + 1 : n;
 	view_read(v, v->next);
 }
 

@@ -626,6 +626,10 @@ def test_redis_every_resume_outcome(h):
            f"trimmed: oldest {data.get('oldest')!r} with stream_maxlen 5")
     _expect_resume_identical(t, tsid, tk, on, thead, traw,
                              "resume at the oldest retained id")
+    _expect_resume_identical(t, tsid, tk, on - 1, thead, traw,
+                             "resume just before the oldest retained id")
+    cursor = f"{tk}-{on - 2}"
+    _gone(t.get_sse(tsid, cursor), "trimmed", cursor, "trimmed successor")
     t.assert_alive(tsid, "after 410 trimmed")
 
     # 410 expired
@@ -658,6 +662,13 @@ def test_redis_every_resume_outcome(h):
     expect(sid in line and f"{k}-{head}" in line, f"the resumability "
            f"violation line must name session {sid}, cursor {cursor} and "
            f"head {k}-{head}: {line!r}")
+    # ... also at the top of the id range, where N + 1 would wrap to 0
+    # (and Lua's doubles cannot tell 2^53 + 1 from 2^53)
+    for n in (2**64 - 1, 2**64 - 2, 2**53 + 1):
+        cursor = f"{k}-{n}"
+        data = _gone(d.get_sse(sid, cursor), "ahead", cursor, "top of range")
+        expect(data.get("head") == f"{k}-{head}", f"{cursor}: error.data."
+               f"head {data.get('head')!r}, expected {k}-{head}")
     # ... and the real thing: Redis lost the last committed entry.
     redis_command(url, "XDEL", f"mcpd:{{{sid}}}:s:{k}", f"{k}-{head}")
     cursor = f"{k}-{head}"

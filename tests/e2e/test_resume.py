@@ -1,4 +1,4 @@
-"""Every resume outcome of GET + Last-Event-ID (DESIGN.md, Resume outcomes)."""
+"""Every resume outcome of GET + Last-Event-ID (docs/protocol.md, Resuming)."""
 
 import json
 import time
@@ -124,6 +124,19 @@ def test_resume_trimmed_is_410(h):
               for e in message_events(g.events_until_close(3))]
         expect(ns == list(range(on + 1, 22)), f"{v}: resume at {oldest} "
                f"gave {ns}")
+        # the id just before the oldest: itself trimmed, but everything
+        # after it is retained, so nothing is lost by resuming there
+        before = f"{k}-{on - 1}"
+        g = d.get_sse(sid, before)
+        expect(g.status == 200, f"{v}: resume at {before}, whose successor "
+               f"{oldest} is retained -> HTTP {g.status}")
+        ns = [parse_event_id(e.id)[1]
+              for e in message_events(g.events_until_close(3))]
+        expect(ns == list(range(on, 22)), f"{v}: resume at {before} gave "
+               f"{ns}, expected {list(range(on, 22))}")
+        # two before the oldest: its successor is gone
+        cursor = f"{k}-{on - 2}"
+        _gone(d.get_sse(sid, cursor), "trimmed", cursor, v)
 
 
 def test_resume_expired_is_410(h):
@@ -171,6 +184,28 @@ def test_resume_ahead_is_410_and_logged(h):
                    f"resumability-violation log line naming session {sid}, "
                    f"cursor {cursor} and head {k}-3")
         d.assert_alive(sid, f"after 410 ahead {cursor}")
+
+
+def test_resume_ahead_at_the_top_of_the_id_range(h):
+    # N + 1 must not wrap to 0 and replay the stream from its start
+    d = h.start()
+    sid = d.initialize(LATEST)
+    k, head, _ = _finished_stream(d, sid, 2)
+    for n in (2**64 - 1, 2**64 - 2, 2**63, 2**53 + 1):
+        cursor = f"{k}-{n}"
+        r = d.get_sse(sid, cursor)
+        data = _gone(r, "ahead", cursor, f"cursor {cursor} on a finished "
+                     "stream")
+        expect(data.get("head") == f"{k}-{head}", f"error.data.head "
+               f"{data.get('head')!r}, expected {k}-{head}")
+    # and on a live stream, where a wrapped cursor would follow it
+    id, live = d.call_open(sid, "stream", {"n": 40, "interval_ms": 50}, "p")
+    ev, _ = live.next_message(5)
+    lk = parse_event_id(ev.id)[0]
+    cursor = f"{lk}-{2**64 - 1}"
+    _gone(d.get_sse(sid, cursor), "ahead", cursor, "live stream")
+    live.close()
+    d.assert_alive(sid, "after 410 ahead at the top of the range")
 
 
 def test_resume_ahead_on_standalone_stream(h):
