@@ -1,4 +1,4 @@
-"""Every resume outcome of GET + Last-Event-ID (DESIGN.md, Resume outcomes)."""
+"""Every resume outcome of GET + Last-Event-ID (docs/protocol.md, Resuming)."""
 
 import json
 import time
