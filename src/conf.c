@@ -54,7 +54,7 @@
 _Static_assert(sizeof (enum conf_backpressure) == sizeof (int),
     "enum conf_backpressure is not int-sized");
 
-/* Tool names the built-in provider serves (DESIGN.md). */
+/* Tool names the built-in provider serves (docs/protocol.md). */
 static const char *const conf_builtin_tools[] = {
 	"echo", "stream", "notify"
 };

@@ -1,5 +1,5 @@
 /*
- * Built-in diagnostic tools (DESIGN.md): echo, stream, notify. They exist
+ * The built-in tools (docs/protocol.md): echo, stream, notify. They exist
  * so operators and tests can see the transport's guarantees end to end:
  * `stream` produces on the request's stream, `notify` on the standalone one.
  *

@@ -343,8 +343,8 @@ transport_single(struct evhttp_request *req, struct session *s, cJSON *msg)
 	case JSONRPC_NOTIFICATION:
 	case JSONRPC_RESPONSE:
 		/*
-		 * DESIGN.md: a response is answered 202 whether or not it
-		 * was awaited; a stray one is logged, and changes nothing.
+		 * docs/protocol.md: a response is answered 202 whether or not
+		 * it was awaited; a stray one is logged, and changes nothing.
 		 */
 		transport_accept_message(s, msg, kind);
 		transport_reply_empty(req, 202);

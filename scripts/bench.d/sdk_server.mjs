@@ -3,7 +3,7 @@
  * The reference point for scripts/bench: the official MCP TypeScript SDK
  * server, stateful (one McpServer + StreamableHTTPServerTransport per
  * session) and resumable (the SDK's InMemoryEventStore), with mcpd's
- * built-in diagnostic tools implemented the same way (DESIGN.md):
+ * built-in diagnostic tools implemented the same way (docs/protocol.md):
  *
  *   echo   {text}                      -> text
  *   stream {n, interval_ms?, size?}    -> n progress notifications (with a

@@ -1,5 +1,5 @@
 """Backpressure: block pauses the producer, close disconnects a slow
-consumer with a terminal event (DESIGN.md, Slow-consumer disconnect)."""
+consumer with a terminal event (docs/protocol.md, Backpressure)."""
 
 import json
 import time
@@ -116,7 +116,7 @@ DEADLINE = 15           # seconds for one test's whole exchange
 
 
 def _terminal_ok(ev, last_on_conn, label):
-    """DESIGN.md, Slow-consumer disconnect: no id field at all, retry:,
+    """docs/protocol.md, Backpressure: no id field at all, retry:,
     data names the last id written to this connection."""
     expect(not any(name == "id" for name, _ in ev.fields),
            f"{label}: backpressure-disconnect carries an id field (it must "

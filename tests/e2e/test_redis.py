@@ -1,5 +1,5 @@
-"""End-to-end tests of the redis event log (DESIGN.md: invariants, resume
-outcomes, "Redis layout"): crashes and restarts of mcpd, several mcpd on one
+"""End-to-end tests of the redis event log (docs/protocol.md: event ids,
+resuming, "Redis layout"): crashes and restarts of mcpd, several mcpd on one
 Redis, every resume outcome, and Redis itself restarting, hanging, missing,
 misconfigured or unable to honour `commit replicas:N`.
 
@@ -507,9 +507,9 @@ def test_redis_two_processes_resume_and_live_follow(h):
 
 
 def test_redis_two_processes_both_produce_on_the_standalone_stream(h):
-    # No sticky routing (DESIGN.md): a client's requests land on either
-    # process. notify through A, then through B: both append to the one
-    # standalone stream, in order, and a view on either sees all of it.
+    # No sticky routing (docs/protocol.md, Sessions): a client's requests
+    # land on either process. notify through A, then through B: both append
+    # to the one standalone stream, in order, and a view on either sees it all.
     if not _shared_redis("two processes producing on one standalone "
                          "stream"):
         return
@@ -575,8 +575,8 @@ def test_redis_session_deleted_through_another_process_is_gone(h):
 
 
 def test_redis_two_processes_share_the_log_level(h):
-    # The log level is session state (DESIGN.md: the session lives in the
-    # event log, any instance can serve it): set through A, it holds for
+    # The log level is session state (docs/protocol.md, Sessions: it lives in
+    # the event log, any instance can serve it): set through A, it holds for
     # calls that run on B.
     if not _shared_redis("log level across processes"):
         return

@@ -209,7 +209,7 @@ def test_stream_numbers_not_reused_after_restart(h):
     d = h.start()
     r = d.ping(old, {"MCP-Protocol-Version": LATEST})
     # The memory log dies with its process; Redis keeps sessions across
-    # restarts (DESIGN.md: sessions live in the event-log backend).
+    # restarts (docs/protocol.md, Sessions: they live in the event log).
     want = 200 if os.environ.get("MCPD_TEST_REDIS_URL") else 404
     expect(r.status == want, f"a session of a previous instance -> "
            f"HTTP {r.status}, expected {want}")

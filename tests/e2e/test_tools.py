@@ -1,4 +1,4 @@
-"""The built-in diagnostic tools exactly as DESIGN.md describes them."""
+"""The built-in diagnostic tools exactly as docs/protocol.md describes them."""
 
 import time
 

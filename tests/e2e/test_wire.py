@@ -1,4 +1,4 @@
-"""The wire-contract table of DESIGN.md, row by row, for every revision."""
+"""docs/protocol.md, Requests and statuses: row by row, for every revision."""
 
 import json
 

@@ -12,8 +12,8 @@
  *    event).  The SDK must reconnect on its own with GET + Last-Event-ID, and
  *    the test asserts that progress 1..40 arrives exactly once, in order, that
  *    the result is "done 40", that the proxy really cut, and that the event
- *    ids the client saw form one unbroken K-0..K-N sequence (DESIGN.md,
- *    invariant 2).
+ *    ids the client saw form one unbroken K-0..K-N sequence
+ *    (docs/protocol.md, Event ids).
  *
  * Prints one line per check and "client_test: N passed, N failed"; exits
  * non-zero on any failure or after TEST_TIMEOUT_MS (default 30 s).
@@ -190,7 +190,7 @@ function textOf(result) {
 	return item?.text;
 }
 
-/* Ids as DESIGN.md fixes them: K-N, canonical decimals. */
+/* Ids as docs/protocol.md (Event ids) fixes them: K-N, canonical decimals. */
 function parseId(id) {
 	const m = /^(0|[1-9][0-9]*)-(0|[1-9][0-9]*)$/.exec(id);
 	return m ? { k: m[1], n: Number(m[2]) } : null;

@@ -367,7 +367,7 @@ START_TEST(test_free_connecting)
 }
 END_TEST
 
-/* Keys, ids, fields and lifetimes are as DESIGN.md says. */
+/* Keys, ids, fields and lifetimes: docs/protocol.md, Redis layout. */
 START_TEST(test_layout)
 {
 	redisReply	*reply;
