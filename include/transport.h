@@ -4,6 +4,9 @@
 
 #include <cjson/cJSON.h>
 
+/* Seconds a client may take to send one request, or to read a reply. */
+#define TRANSPORT_REQUEST_TIMEOUT	30
+
 struct evhttp;
 struct evhttp_request;
 

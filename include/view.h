@@ -29,7 +29,10 @@ void		 view_wakeup(struct view *, uint64_t);
 void		 view_committed(struct view *, const struct eventlog_entry *,
 		     int);
 void		 view_committed_elsewhere(struct view *, uint64_t);
+/* End the response; the connection stays open for the next request. */
 void		 view_close(struct view *, const char *);
+/* Cut the connection mid-response (takeover, shutdown). */
+void		 view_abort(struct view *, const char *);
 /* Polling: end the response once entry N is written; -1 if not possible. */
 int		 view_close_after(struct view *, uint64_t);
 void		 view_cron(void);

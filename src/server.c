@@ -27,8 +27,6 @@
 #include "transport.h"
 #include "view.h"
 
-/* Seconds a client may take to send one request, or to read a reply. */
-#define SERVER_REQUEST_TIMEOUT	30
 /* Seconds shutdown waits for the log to commit its last entries. */
 #define SERVER_DRAIN_TIMEOUT	3
 
@@ -166,7 +164,7 @@ server_run(const struct conf *conf)
 	 * same.
 	 */
 	evhttp_set_max_body_size(http, conf->max_body * 2);
-	evhttp_set_timeout(http, SERVER_REQUEST_TIMEOUT);
+	evhttp_set_timeout(http, TRANSPORT_REQUEST_TIMEOUT);
 	evhttp_set_allowed_methods(http, EVHTTP_REQ_GET | EVHTTP_REQ_POST |
 	    EVHTTP_REQ_DELETE | EVHTTP_REQ_PUT | EVHTTP_REQ_PATCH |
 	    EVHTTP_REQ_OPTIONS | EVHTTP_REQ_HEAD);
@@ -187,12 +185,15 @@ server_run(const struct conf *conf)
 	} else
 		rc = 1;
 
-	/* No new work while the old finishes. */
+	/*
+	 * No new work while the old finishes. Streams are cut first: to their
+	 * clients the end of this process is no end of a stream.
+	 */
 	if (bound != NULL)
 		evhttp_del_accept_socket(http, bound);
+	view_shutdown();
 	session_shutdown();
 	exec_shutdown();	/* cancelled calls: their programs reaped */
-	view_shutdown();
 	server_drain(base);
 	evhttp_free(http);
 	eventlog_free(el);

@@ -628,7 +628,7 @@ session_view_attach(struct session *s, uint64_t k, struct view *v)
 
 	/* The old connection is most likely half-open. */
 	if ((old = session_view_find(s, k)) != NULL)
-		view_close(old, "taken over");
+		view_abort(old, "taken over");
 	s->views = xrealloc(s->views, (s->nviews + 1) * sizeof *s->views);
 	s->views[s->nviews].k = k;
 	s->views[s->nviews].view = v;

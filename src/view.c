@@ -41,8 +41,6 @@
 #define VIEW_BATCH		64
 /* How often a view of a stream written elsewhere checks its writer. */
 #define VIEW_ORPHAN_CHECK_MS	2000
-/* Seconds a closing connection gets to flush before it is dropped. */
-#define VIEW_FLUSH_TIMEOUT	10
 /* Bytes a client may send on a streaming connection before it is cut. */
 #define VIEW_MAX_INPUT		(64 * 1024)
 
@@ -257,23 +255,21 @@ view_taken_cb(evutil_socket_t fd, short events, void *arg)
 }
 
 /*
- * Ends the response. `force` also closes the connection once the end is
- * flushed: a taken-over or shut-down view must not linger as keep-alive.
+ * Ends the response with its terminal chunk and hands the connection back
+ * to evhttp for the client's next request. Every end goes this way: a
+ * client that pools connections (Node's fetch) reuses one as soon as a
+ * response has ended, so closing it after the end, unannounced, loses the
+ * request it sends next (a `Connection: close` added now would not reach
+ * the client: the head is gone, and evhttp would close after the end).
+ * The connection gets back the request timeouts view_start took away: an
+ * idle or stalled client does not hold it.
  */
 static void
-view_finish(struct view *v, int force)
+view_finish(struct view *v)
 {
-	struct timeval	tv = { VIEW_FLUSH_TIMEOUT, 0 };
-
 	view_flush(v);
 	evhttp_connection_set_closecb(v->evcon, NULL, NULL);
-	if (force) {
-		evhttp_add_header(evhttp_request_get_output_headers(v->req),
-		    "Connection", "close");
-		/* A client that does not read must not hold the socket. */
-		bufferevent_set_timeouts(
-		    evhttp_connection_get_bufferevent(v->evcon), NULL, &tv);
-	}
+	evhttp_connection_set_timeout(v->evcon, TRANSPORT_REQUEST_TIMEOUT);
 	evhttp_send_reply_end(v->req);
 	view_detach(v);
 	view_maybe_free(v);
@@ -416,7 +412,7 @@ view_slow_disconnect(struct view *v)
 	    "retry: %lld\n\n", id, session_conf()->sse_retry_ms);
 	evhttp_send_reply_chunk(v->req, buf);
 	evbuffer_free(buf);
-	view_finish(v, 1);
+	view_finish(v);
 }
 
 static void
@@ -479,7 +475,7 @@ view_poll_done(struct view *v)
 	log_debug("session=%s stream=%llu view ended for polling after %llu",
 	    session_id(v->session), (unsigned long long)v->k,
 	    (unsigned long long)v->close_after);
-	view_finish(v, 0);
+	view_finish(v);
 	return (1);
 }
 
@@ -542,7 +538,7 @@ view_read_cb(enum eventlog_status status, const struct eventlog_entry *entries,
 		log_warn("session=%s stream=%llu view ends: log read %s",
 		    session_id(v->session), (unsigned long long)v->k,
 		    eventlog_status_name(status));
-		view_finish(v, 1);
+		view_finish(v);
 		return;
 	}
 	view_write_entries(v, entries, n);
@@ -550,7 +546,7 @@ view_read_cb(enum eventlog_status status, const struct eventlog_entry *entries,
 	if (view_poll_done(v))
 		return;
 	if (info->ended && v->next > info->head) {
-		view_finish(v, 0);
+		view_finish(v);
 		return;
 	}
 	if (n == VIEW_BATCH || v->next <= info->head ||
@@ -670,7 +666,7 @@ view_committed(struct view *v, const struct eventlog_entry *e, int ended)
 	if (view_poll_done(v))
 		return;
 	if (ended && v->next > e->seq)
-		view_finish(v, 0);
+		view_finish(v);
 }
 
 /*
@@ -692,7 +688,31 @@ view_close(struct view *v, const char *reason)
 		return;
 	log_debug("session=%s stream=%llu view closed: %s",
 	    session_id(v->session), (unsigned long long)v->k, reason);
-	view_finish(v, 1);
+	view_finish(v);
+}
+
+/*
+ * Cuts the connection mid-response, with whatever is still unsent: for a
+ * view that must not end as if its stream had. Taken over, the client
+ * resumed elsewhere and this connection is most likely half-open; at
+ * shutdown the process goes. The client sees its response fail rather
+ * than end, does not keep the connection for reuse, and resumes from its
+ * last id.
+ */
+void
+view_abort(struct view *v, const char *reason)
+{
+	struct evhttp_connection	*evcon = v->evcon;
+
+	if (v->state != VIEW_STREAMING)
+		return;
+	log_debug("session=%s stream=%llu connection cut: %s",
+	    session_id(v->session), (unsigned long long)v->k, reason);
+	evhttp_connection_set_closecb(evcon, NULL, NULL);
+	view_detach(v);
+	view_maybe_free(v);
+	/* The request goes with it: it was never ended. */
+	evhttp_connection_free(evcon);
 }
 
 /*
@@ -739,7 +759,8 @@ view_cron(void)
 			log_warn("session=%s stream=%llu client sends on a "
 			    "stream; closing", session_id(v->session),
 			    (unsigned long long)v->k);
-			view_finish(v, 1);
+			/* What it sent is no request to answer next. */
+			view_abort(v, "client sends on a stream");
 			continue;
 		}
 		/* A stream nobody here writes may have lost its writer. */
@@ -766,7 +787,7 @@ view_shutdown(void)
 	struct view	*v, *v1;
 
 	TAILQ_FOREACH_SAFE(v, &view_all, entry, v1)
-		view_close(v, "shutdown");
+		view_abort(v, "shutdown");
 }
 
 size_t

@@ -15,12 +15,21 @@
  *    ids the client saw form one unbroken K-0..K-N sequence
  *    (docs/protocol.md, Event ids).
  *
+ * 4. connection reuse (issue 10): Node's fetch (undici) pools connections and
+ *    sends its next request on one as soon as a response on it has ended.
+ *    For each way an SSE response ends (the stream's own end, a DELETE sent
+ *    from elsewhere, a slow-consumer disconnect), fetch reads the response to
+ *    its end and at once POSTs again: the POST must be answered, on the same
+ *    connection (a proxy counts them).  run.sh's conf makes the slow consumer
+ *    quick to find: sse_high_watermark 64k, slow_consumer_grace_ms 300.
+ *
  * Prints one line per check and "client_test: N passed, N failed"; exits
  * non-zero on any failure or after TEST_TIMEOUT_MS (default 30 s).
  *
  * SDK_TEST_ID_FORMAT=any skips the K-N id checks (for running this file
  * against a server that does not use mcpd's ids, e.g. the SDK's own).
  */
+import http from 'node:http';
 import net from 'node:net';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -356,6 +365,207 @@ async function resumeThroughCut(url) {
 	proxy.close();
 }
 
+/* A TCP proxy that counts the connections made through it. */
+function startCountingProxy(host, port) {
+	const state = { connections: 0 };
+	const sockets = new Set();
+
+	state.server = net.createServer(client => {
+		const upstream = net.connect({ host, port });
+
+		state.connections++;
+		for (const s of [client, upstream]) {
+			sockets.add(s);
+			s.on('close', () => sockets.delete(s));
+			s.on('error', () => { client.destroy(); upstream.destroy(); });
+		}
+		/* pipe() keeps backpressure: a stalled reader stalls mcpd. */
+		client.pipe(upstream);
+		upstream.pipe(client);
+	});
+	return new Promise((resolve, reject) => {
+		state.server.on('error', reject);
+		state.server.listen(0, '127.0.0.1', () => {
+			state.url = `http://127.0.0.1:${state.server.address().port}`;
+			state.close = () => {
+				for (const s of sockets)
+					s.destroy();
+				state.server.close();
+			};
+			resolve(state);
+		});
+	});
+}
+
+const MCP_HEADERS = {
+	'content-type': 'application/json',
+	accept: 'application/json, text/event-stream'
+};
+
+/* One request to mcpd on a connection of its own, outside fetch's pool. */
+function sideRequest(url, method, sid, body) {
+	return new Promise((resolve, reject) => {
+		const headers = { ...MCP_HEADERS, 'mcp-protocol-version': '2025-11-25' };
+		if (sid)
+			headers['mcp-session-id'] = sid;
+		const req = http.request(url, { method, headers, agent: false }, res => {
+			let text = '';
+			res.setEncoding('utf8');
+			res.on('data', d => { text += d; });
+			res.on('end', () => resolve({ status: res.statusCode, text,
+			    sid: res.headers['mcp-session-id'] }));
+			res.on('error', reject);
+		});
+		req.on('error', reject);
+		req.end(body === undefined ? undefined : JSON.stringify(body));
+	});
+}
+
+async function fetchPost(base, sid, body) {
+	const headers = { ...MCP_HEADERS, 'mcp-protocol-version': '2025-11-25' };
+	if (sid)
+		headers['mcp-session-id'] = sid;
+	return fetch(`${base}${MCP_PATH}`, { method: 'POST', headers, body: JSON.stringify(body) });
+}
+
+let MCP_PATH = '/mcp';
+
+/*
+ * Reads an SSE response to its end, then at once POSTs a ping on the pool:
+ * it must be answered (wantStatus) on the connection the response came on.
+ */
+async function endThenReuse(name, proxy, sid, reader, wantStatus) {
+	let text = '';
+	try {
+		const decoder = new TextDecoder();
+		for (;;) {
+			const { value, done } = await reader.read();
+			if (done)
+				break;
+			text += decoder.decode(value, { stream: true });
+		}
+	} catch (err) {
+		check(`reuse (${name}): the SSE response ends cleanly`, false,
+		    err?.cause?.code || err?.message);
+		return text;
+	}
+	/*
+	 * undici puts the connection back in its pool once it has handled the
+	 * bytes it read (one turn of node's loop); the next request then goes
+	 * on it, as a client's next request would.
+	 */
+	await new Promise(resolve => setImmediate(resolve));
+	const before = proxy.connections;
+	try {
+		const res = await fetchPost(proxy.url, sid,
+		    { jsonrpc: '2.0', id: 99, method: 'ping' });
+		await res.text();
+		check(`reuse (${name}): the next POST is answered ${wantStatus}`,
+		    res.status === wantStatus, `HTTP ${res.status}`);
+	} catch (err) {
+		check(`reuse (${name}): the next POST is answered ${wantStatus}`, false,
+		    `${err?.message} ${err?.cause?.code || ''}`);
+	}
+	check(`reuse (${name}): on the same connection`, proxy.connections === before,
+	    `${proxy.connections - before} new connection(s)`);
+	return text;
+}
+
+/*
+ * A session made outside fetch's pool: the connection of the response
+ * under test is then the only one in the pool, and the POST after it has
+ * no other to go on.
+ */
+async function reuseSession(direct) {
+	const res = await sideRequest(direct, 'POST', null, {
+		jsonrpc: '2.0', id: 1, method: 'initialize',
+		params: { protocolVersion: '2025-11-25', capabilities: {},
+		    clientInfo: { name: 'mcpd-reuse-test', version: '1.0.0' } }
+	});
+	await sideRequest(direct, 'POST', res.sid,
+	    { jsonrpc: '2.0', method: 'notifications/initialized' });
+	return res.sid;
+}
+
+async function getStream(proxy, sid) {
+	const res = await fetch(`${proxy.url}${MCP_PATH}`, {
+		headers: { accept: 'text/event-stream', 'mcp-session-id': sid,
+		    'mcp-protocol-version': '2025-11-25' }
+	});
+	const reader = res.body.getReader();
+	await reader.read();		/* the priming event: the view is open */
+	return reader;
+}
+
+async function connectionReuse(url) {
+	MCP_PATH = url.pathname;
+	const direct = url.href;
+
+	/* 1. the stream's own end: a tools/call's response */
+	let proxy = await startCountingProxy(url.hostname, Number(url.port || 80));
+	try {
+		const sid = await reuseSession(direct);
+		const res = await fetchPost(proxy.url, sid, { jsonrpc: '2.0', id: 2,
+		    method: 'tools/call', params: { name: 'stream', arguments: { n: 3 } } });
+		const text = await endThenReuse('stream call ended', proxy, sid,
+		    res.body.getReader(), 200);
+		check('reuse (stream call ended): the result arrived', text.includes('done 3'));
+	} catch (err) {
+		check('reuse (stream call ended): ran', false, err?.stack || String(err));
+	}
+	proxy.close();
+
+	/* 2. DELETE from another connection ends the GET stream */
+	proxy = await startCountingProxy(url.hostname, Number(url.port || 80));
+	try {
+		const sid = await reuseSession(direct);
+		const reader = await getStream(proxy, sid);
+		const del = await sideRequest(direct, 'DELETE', sid);
+		check('reuse (DELETE): DELETE answered', [200, 204].includes(del.status),
+		    `HTTP ${del.status}`);
+		await endThenReuse('GET stream ended by DELETE', proxy, sid, reader, 404);
+	} catch (err) {
+		check('reuse (DELETE): ran', false, err?.stack || String(err));
+	}
+	proxy.close();
+
+	/* 3. a slow-consumer disconnect ends the GET stream */
+	proxy = await startCountingProxy(url.hostname, Number(url.port || 80));
+	try {
+		const sid = await reuseSession(direct);
+		const reader = await getStream(proxy, sid);	/* then not read */
+		const health = () => sideRequest(new URL('/healthz', url).href, 'GET')
+		    .then(r => JSON.parse(r.text).metrics.slow_consumers_closed);
+		/* Notifications until the stalled reader's buffers are full. */
+		const closed = await health();
+		let now = closed;
+		for (let i = 0; i < 20 && now === closed; i++) {
+			const notify = await sideRequest(direct, 'POST', sid, { jsonrpc: '2.0',
+			    id: 3 + i, method: 'tools/call',
+			    params: { name: 'notify', arguments: { n: 500, size: 4096 } } });
+			if (!notify.text.includes('queued 500')) {
+				check('reuse (slow consumer): notify queued 500', false,
+				    short(notify.text));
+				break;
+			}
+			const end = Date.now() + 1000;
+			while (now === closed && Date.now() < end) {
+				await sleep(50);
+				now = await health();
+			}
+		}
+		check('reuse (slow consumer): the stalled GET was disconnected',
+		    now > closed, `slow_consumers_closed ${closed} -> ${now}`);
+		const text = await endThenReuse('slow-consumer disconnect', proxy, sid,
+		    reader, 200);
+		check('reuse (slow consumer): the response ends with backpressure-disconnect',
+		    /event: backpressure-disconnect\n[^]*\n\n$/.test(text), short(text.slice(-200)));
+	} catch (err) {
+		check('reuse (slow consumer): ran', false, err?.stack || String(err));
+	}
+	proxy.close();
+}
+
 async function main() {
 	const arg = process.argv[2];
 	if (!arg) {
@@ -370,6 +580,7 @@ async function main() {
 
 	await basics(url);
 	await resumeThroughCut(url);
+	await connectionReuse(url);
 	clearTimeout(timer);
 	finish();
 }

@@ -70,6 +70,10 @@ listen 127.0.0.1:0
 endpoint /mcp
 eventlog memory
 builtin_tools on
+backpressure_standalone close
+sse_high_watermark 65536
+slow_consumer_grace_ms 300
+stream_maxlen 100000
 EOF
 
 "$bin" -c "$tmp/mcpd.conf" 2>"$tmp/mcpd.log" &
