@@ -514,7 +514,7 @@ session_teardown(struct session *s, const char *reason, int end)
 		view_close(s->views[s->nviews - 1].view, reason);
 	while (s->nstreams > 0) {
 		if (end)
-			stream_close(s->streams[s->nstreams - 1]);
+			stream_discard(s->streams[s->nstreams - 1]);
 		else
 			stream_release(s->streams[s->nstreams - 1]);
 	}
@@ -698,6 +698,39 @@ session_delivered(struct session *s, uint64_t k, uint64_t seq)
 
 	if ((st = session_stream_find(s, k)) != NULL)
 		stream_delivered(st, seq);
+}
+
+static void
+session_lost_refreshed_cb(struct session *s, int status, void *arg)
+{
+}
+
+/*
+ * Nothing more will be committed on stream K (its log lost it, could not
+ * be reached, or diverged): the calls writing it end, and its view ends
+ * its response once it has shown entry `upto` (-1: the view follows what
+ * the log has, which ends the stream itself). When the log said it has no
+ * such session (no_session), it is asked again: if the session is gone,
+ * it is closed here too, and the client's next request hears 404.
+ */
+void
+session_stream_lost(struct session *s, uint64_t k, int64_t upto,
+    int no_session)
+{
+	struct view	*v;
+	size_t		 i;
+
+	if (upto >= 0 && (v = session_view_find(s, k)) != NULL)
+		view_lost(v, (uint64_t)upto);
+	for (i = 0; i < s->ncalls; i++) {
+		if (stream_id(call_stream(s->calls[i])) != k)
+			continue;
+		/* Cancelling takes the call out of the array. */
+		call_cancel(s->calls[i], "the event log lost its stream");
+		i = (size_t)-1;
+	}
+	if (no_session && !s->closed)
+		session_refresh(s, session_lost_refreshed_cb, NULL);
 }
 
 /* Whether stream K's policy is block (else close); K may be gone. */
