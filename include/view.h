@@ -31,6 +31,7 @@ void		 view_committed(struct view *, const struct eventlog_entry *,
 void		 view_committed_elsewhere(struct view *, uint64_t);
 void		 view_close(struct view *, const char *);
 void		 view_lost(struct view *, uint64_t);
+uint64_t	 view_owed(const struct view *);
 /* Polling: end the response once entry N is written; -1 if not possible. */
 int		 view_close_after(struct view *, uint64_t);
 void		 view_cron(void);

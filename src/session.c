@@ -953,6 +953,26 @@ session_answer_with_errors(struct session *s, uint64_t k, const cJSON *ids,
 	}
 }
 
+/*
+ * Whether count more entries after head leave every entry the view of
+ * stream K has not written yet in retention. They wait (for its client to
+ * read) while they would not; more than retention holds at all wait until
+ * it has read everything.
+ */
+static int
+session_orphan_fits(struct session_orphan *o, uint64_t head, uint64_t count)
+{
+	uint64_t	 maxlen = (uint64_t)sessions.conf->stream_maxlen;
+	uint64_t	 owed;
+	struct view	*v;
+
+	if ((v = session_view_find(o->session, o->k)) == NULL)
+		return (0);
+	if ((owed = view_owed(v)) > head)
+		return (1);
+	return (head + 1 - owed + count <= maxlen);
+}
+
 static void
 session_orphan_head_cb(enum eventlog_status status,
     const struct eventlog_entry *entries, size_t n,
@@ -966,6 +986,10 @@ session_orphan_head_cb(enum eventlog_status status,
 		return;
 	}
 	count = cJSON_GetArraySize(o->ids);
+	if (!session_orphan_fits(o, info->head, (uint64_t)count)) {
+		session_orphan_done(o);	/* the view's next check tries again */
+		return;
+	}
 	log_error("session=%s stream=%llu: the process running its call(s) "
 	    "is gone (lease expired at head %llu); answering %d request(s) "
 	    "with an error", o->session->id, (unsigned long long)o->k,

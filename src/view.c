@@ -704,6 +704,13 @@ view_lost(struct view *v, uint64_t head)
 		view_wakeup(v, head);
 }
 
+/* The next entry this view owes its client. */
+uint64_t
+view_owed(const struct view *v)
+{
+	return (v->next);
+}
+
 /*
  * Polling (SEP-1699): the response ends, as a normal end of stream, once
  * entry `upto` is written, so the client holds a cursor at or after it and
