@@ -22,6 +22,7 @@ typedef void (*call_response_cb)(const cJSON *, const cJSON *, void *);
 struct call	*call_start(struct session *, struct stream *, const cJSON *,
 		     const cJSON *);
 struct session	*call_session(const struct call *);
+struct stream	*call_stream(const struct call *);
 const cJSON	*call_id(const struct call *);
 const cJSON	*call_progress_token(const struct call *);
 int		 call_finished(const struct call *);
@@ -35,7 +36,6 @@ void		 call_send_standalone(struct call *, cJSON *, call_sent_cb,
 		     void *);
 void		 call_request(struct call *, const char *, cJSON *,
 		     call_response_cb, void *);
-int		 call_has_room(const struct call *, int);
 int		 call_log_enabled(const struct call *, int);
 int		 call_close_view(struct call *);
 void		 call_respond(struct call *, cJSON *);

@@ -66,6 +66,14 @@ int		 redis_script_noscript(const struct redisReply *);
 /* The value of one parameter in a CONFIG GET answer, or NULL. */
 const char	*redis_script_config_value(const struct redisReply *,
 		     const char *);
+/* What INFO says of a server: which run it is, and the keys of one DB. */
+struct redis_info {
+	char		 run_id[41];
+	long long	 keys;
+};
+/* Parses an INFO answer for database db; -1 if it names no run id. */
+int		 redis_script_info(const struct redisReply *, int,
+		     struct redis_info *);
 /* Classifies a subscription reply; -1 if it is malformed. */
 int		 redis_script_pubsub(const struct redisReply *,
 		     struct redis_pubsub *);

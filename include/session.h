@@ -66,6 +66,7 @@ void		 session_committed(struct session *, uint64_t, uint64_t);
 void		 session_committed_entry(struct session *, uint64_t,
 		     const struct eventlog_entry *, int);
 void		 session_delivered(struct session *, uint64_t, uint64_t);
+void		 session_stream_lost(struct session *, uint64_t, int64_t, int);
 int		 session_stream_blocks(struct session *, uint64_t);
 void		 session_check_orphan(struct session *, uint64_t);
 void		 session_answer_with_errors(struct session *, uint64_t,

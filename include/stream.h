@@ -3,7 +3,8 @@
  * request stream carries the notifications and the response(s) of one POST;
  * the standalone stream carries what the server sends outside any request.
  * Producers append here; the stream assigns N, commits through the event log
- * and, once committed, hands the entry to the stream's view.
+ * and, once committed, hands the entry to the stream's view. Under the block
+ * policy appends wait in the stream until its client has received enough.
  */
 #ifndef MCPD_STREAM_H
 #define MCPD_STREAM_H
@@ -21,7 +22,11 @@ enum stream_kind {
 	STREAM_STANDALONE
 };
 
-/* Runs once per append: ok 1 if committed, 0 if not (stream broken). */
+/*
+ * Runs once per append, on a later loop turn: ok 1 once committed, 0 if
+ * not (the stream is broken or ended). Under the block policy that may be
+ * long after the append: a producer that waits for its callbacks is paused.
+ */
 typedef void (*stream_commit_cb)(int, void *);
 
 typedef void (*stream_created_fn)(struct stream *, int, void *);
@@ -33,6 +38,7 @@ struct stream	*stream_open_as(struct session *, enum stream_kind, uint64_t);
 struct stream	*stream_restore(struct session *, enum stream_kind, uint64_t,
 		     uint64_t);
 void		 stream_close(struct stream *);
+void		 stream_discard(struct stream *);
 void		 stream_release(struct stream *);
 uint64_t	 stream_id(const struct stream *);
 uint64_t	 stream_head(const struct stream *);
@@ -43,7 +49,6 @@ void		 stream_append(struct stream *, const char *, size_t, int,
 		     stream_commit_cb, void *);
 void		 stream_end(struct stream *);
 void		 stream_delivered(struct stream *, uint64_t);
-int		 stream_has_room(const struct stream *);
 
 /* Responses still owed on a request stream; the last one ends it. */
 void		 stream_expect_response(struct stream *, const cJSON *);

@@ -33,6 +33,8 @@ void		 view_committed_elsewhere(struct view *, uint64_t);
 void		 view_close(struct view *, const char *);
 /* Cut the connection mid-response (takeover, shutdown). */
 void		 view_abort(struct view *, const char *);
+void		 view_lost(struct view *, uint64_t);
+uint64_t	 view_owed(const struct view *);
 /* Polling: end the response once entry N is written; -1 if not possible. */
 int		 view_close_after(struct view *, uint64_t);
 void		 view_cron(void);

@@ -51,6 +51,12 @@ call_session(const struct call *c)
 	return (c->session);
 }
 
+struct stream *
+call_stream(const struct call *c)
+{
+	return (c->stream);
+}
+
 const cJSON *
 call_id(const struct call *c)
 {
@@ -194,22 +200,6 @@ call_request(struct call *c, const char *method, cJSON *params,
 		return;
 	}
 	outbound_send(c, method, params, cb, arg);
-}
-
-/*
- * Whether a producer that pipelines may send one more message now (on the
- * call's stream, or the standalone one); if not, it waits for a commit
- * callback, which the block policy holds until the client catches up.
- */
-int
-call_has_room(const struct call *c, int standalone)
-{
-	struct stream	*st;
-
-	if (c->finished)
-		return (0);
-	st = standalone ? session_standalone(c->session) : c->stream;
-	return (st != NULL && stream_has_room(st));
 }
 
 int

@@ -348,8 +348,10 @@ static const struct conf_entry conf_entries[] = {
 	    "from an older, trimmed event is answered 410 \"trimmed\"."),
 	CONF_NUMBER("stream_window", CONF_INTEGER, stream_window, 1, 1000000,
 	    "256", "Events a stream may hold that its client has not "
-	    "received yet before its producer is paused (block policy). At "
-	    "most stream_maxlen; when unset it follows a smaller stream_maxlen."),
+	    "received yet, those on their way to the log included, before "
+	    "its producers are paused (block policy). At most stream_maxlen, "
+	    "so retention keeps them all; when unset it follows a smaller "
+	    "stream_maxlen."),
 	CONF_NUMBER("stream_ttl", CONF_SECONDS, stream_ttl, 1, 604800, "300",
 	    "How long a finished stream stays resumable."),
 

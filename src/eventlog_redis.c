@@ -84,6 +84,7 @@ enum redis_op_type {
 	REDIS_OP_SELECT,	/* set-up of each command connection */
 	REDIS_OP_SCRIPT_LOAD,
 	REDIS_OP_CONFIG,
+	REDIS_OP_INFO,
 	REDIS_OP_STORE,		/* what callers ask */
 	REDIS_OP_LOAD,
 	REDIS_OP_DELETE,
@@ -200,6 +201,7 @@ struct redis {
 	uint64_t		 progress_ms;	/* last reply */
 	int			 saturated;
 	int			 policy_warned;
+	char			 run_id[41];	/* the server's run, once known */
 	int			 noscript_logged;
 
 	struct redis_conn	 sub;
@@ -524,6 +526,7 @@ redis_op_answer(struct redis_op *op, enum eventlog_status status,
 	case REDIS_OP_SELECT:
 	case REDIS_OP_SCRIPT_LOAD:
 	case REDIS_OP_CONFIG:
+	case REDIS_OP_INFO:
 		break;
 	case REDIS_OP_STORE:
 	case REDIS_OP_DELETE:
@@ -760,6 +763,37 @@ redis_cmd_setup(struct redis_conn *c)
 	redis_op_argf(op, "maxmemory-policy");
 	if (redis_op_send(op, 0) != 0)
 		redis_op_free(op);
+	op = redis_op_new(r, REDIS_OP_INFO, NULL, 0);
+	redis_op_argf(op, "INFO");
+	if (redis_op_send(op, 0) != 0)
+		redis_op_free(op);
+}
+
+/*
+ * A reconnection may reach a server that restarted: with its data (from
+ * AOF or RDB), or empty, in which case every session and stream it held
+ * is gone. The streams that were being written fail on their next append
+ * and say what they lost; this says why, once.
+ */
+static void
+redis_info_reply(struct redis *r, redisReply *reply)
+{
+	struct redis_info	info;
+
+	if (redis_script_info(reply, r->db, &info) != 0)
+		return;		/* INFO renamed or disabled: nothing to say */
+	if (r->run_id[0] != '\0' && strcmp(r->run_id, info.run_id) != 0) {
+		if (info.keys == 0)
+			log_error("eventlog=%s: Redis restarted empty (run "
+			    "%s, was %s): every session and stream it held "
+			    "is lost; their calls end and their clients are "
+			    "told", r->name, info.run_id, r->run_id);
+		else
+			log_warn("eventlog=%s: Redis restarted (run %s, was "
+			    "%s) with %lld keys in database %d", r->name,
+			    info.run_id, r->run_id, info.keys, r->db);
+	}
+	strlcpy(r->run_id, info.run_id, sizeof r->run_id);
 }
 
 static void
@@ -802,6 +836,9 @@ redis_setup_reply(struct redis_op *op, redisReply *reply)
 			    r->name, v);
 			r->policy_warned = 1;
 		}
+		break;
+	case REDIS_OP_INFO:
+		redis_info_reply(r, reply);
 		break;
 	default:
 		break;

@@ -3,8 +3,9 @@
  * so operators and tests can see the transport's guarantees end to end:
  * `stream` produces on the request's stream, `notify` on the standalone one.
  *
- * A producer sends its next message only when the previous one is
- * committed, so a call holds at most one message in flight, whatever n is.
+ * A call keeps at most a window of messages on their way (sent, not yet
+ * committed), whatever n is; under the block policy they wait in the
+ * stream until the client has received enough, and so does the call.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -239,9 +240,7 @@ builtin_pump(struct builtin_job *job)
 			evtimer_add(job->timer, &tv);
 		}
 	} else {
-		while (job->i < job->n && (job->inflight == 0 ||
-		    (job->inflight < job->window && call_has_room(job->call,
-		    job->kind == BUILTIN_NOTIFY))))
+		while (job->i < job->n && job->inflight < job->window)
 			builtin_send_next(job);
 	}
 	if (job->i == job->n && job->inflight == 0)

@@ -8,8 +8,8 @@
  *
  * Backpressure end to end: at most EXECTOOL_INFLIGHT progress messages are
  * uncommitted at a time; the job is paused at that count. Under the block
- * policy a stream whose client lags holds back call_send's callbacks, so
- * the job stays paused, its pipe fills and the program blocks in write(2)
+ * policy a stream whose client lags keeps them waiting (stream.c), so the
+ * job stays paused, its pipe fills and the program blocks in write(2)
  * until the client catches up.
  *
  * A call ends once: its program is done (exec's done callback). Cancel,

@@ -32,6 +32,7 @@
  * does without redis.replicate_commands(), which in Redis 7 costs more
  * than an append's commands.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -458,6 +459,41 @@ redis_script_config_value(const struct redisReply *reply, const char *name)
 			return (v->str);
 	}
 	return (NULL);
+}
+
+/*
+ * INFO is text: "name:value" lines in "# Section" blocks. run_id changes
+ * with every start of the server; the keyspace line "dbN:keys=K,..." is
+ * there only for a database that has keys.
+ */
+int
+redis_script_info(const struct redisReply *reply, int db,
+    struct redis_info *info)
+{
+	const char	*p, *end, *eol, *v;
+	char		 prefix[32];
+	size_t		 plen, n;
+
+	memset(info, 0, sizeof *info);
+	if (reply->type != REDIS_REPLY_STRING)
+		return (-1);
+	plen = (size_t)snprintf(prefix, sizeof prefix, "db%d:", db);
+	end = reply->str + reply->len;
+	for (p = reply->str; p < end; p = eol + 1) {
+		if ((eol = memchr(p, '\n', (size_t)(end - p))) == NULL)
+			eol = end;
+		n = (size_t)(eol - p);
+		if (n > 0 && p[n - 1] == '\r')
+			n--;
+		if (n > 7 && strncmp(p, "run_id:", 7) == 0 &&
+		    n - 7 < sizeof info->run_id) {
+			memcpy(info->run_id, p + 7, n - 7);
+			info->run_id[n - 7] = '\0';
+		} else if (n > plen && strncmp(p, prefix, plen) == 0 &&
+		    (v = memmem(p + plen, n - plen, "keys=", 5)) != NULL)
+			info->keys = strtoll(v + 5, NULL, 10);
+	}
+	return (info->run_id[0] != '\0' ? 0 : -1);
 }
 
 static int

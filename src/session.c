@@ -514,7 +514,7 @@ session_teardown(struct session *s, const char *reason, int end)
 		view_close(s->views[s->nviews - 1].view, reason);
 	while (s->nstreams > 0) {
 		if (end)
-			stream_close(s->streams[s->nstreams - 1]);
+			stream_discard(s->streams[s->nstreams - 1]);
 		else
 			stream_release(s->streams[s->nstreams - 1]);
 	}
@@ -698,6 +698,39 @@ session_delivered(struct session *s, uint64_t k, uint64_t seq)
 
 	if ((st = session_stream_find(s, k)) != NULL)
 		stream_delivered(st, seq);
+}
+
+static void
+session_lost_refreshed_cb(struct session *s, int status, void *arg)
+{
+}
+
+/*
+ * Nothing more will be committed on stream K (its log lost it, could not
+ * be reached, or diverged): the calls writing it end, and its view ends
+ * its response once it has shown entry `upto` (-1: the view follows what
+ * the log has, which ends the stream itself). When the log said it has no
+ * such session (no_session), it is asked again: if the session is gone,
+ * it is closed here too, and the client's next request hears 404.
+ */
+void
+session_stream_lost(struct session *s, uint64_t k, int64_t upto,
+    int no_session)
+{
+	struct view	*v;
+	size_t		 i;
+
+	if (upto >= 0 && (v = session_view_find(s, k)) != NULL)
+		view_lost(v, (uint64_t)upto);
+	for (i = 0; i < s->ncalls; i++) {
+		if (stream_id(call_stream(s->calls[i])) != k)
+			continue;
+		/* Cancelling takes the call out of the array. */
+		call_cancel(s->calls[i], "the event log lost its stream");
+		i = (size_t)-1;
+	}
+	if (no_session && !s->closed)
+		session_refresh(s, session_lost_refreshed_cb, NULL);
 }
 
 /* Whether stream K's policy is block (else close); K may be gone. */
@@ -920,6 +953,26 @@ session_answer_with_errors(struct session *s, uint64_t k, const cJSON *ids,
 	}
 }
 
+/*
+ * Whether count more entries after head leave every entry the view of
+ * stream K has not written yet in retention. They wait (for its client to
+ * read) while they would not; more than retention holds at all wait until
+ * it has read everything.
+ */
+static int
+session_orphan_fits(struct session_orphan *o, uint64_t head, uint64_t count)
+{
+	uint64_t	 maxlen = (uint64_t)sessions.conf->stream_maxlen;
+	uint64_t	 owed;
+	struct view	*v;
+
+	if ((v = session_view_find(o->session, o->k)) == NULL)
+		return (0);
+	if ((owed = view_owed(v)) > head)
+		return (1);
+	return (head + 1 - owed + count <= maxlen);
+}
+
 static void
 session_orphan_head_cb(enum eventlog_status status,
     const struct eventlog_entry *entries, size_t n,
@@ -933,6 +986,10 @@ session_orphan_head_cb(enum eventlog_status status,
 		return;
 	}
 	count = cJSON_GetArraySize(o->ids);
+	if (!session_orphan_fits(o, info->head, (uint64_t)count)) {
+		session_orphan_done(o);	/* the view's next check tries again */
+		return;
+	}
 	log_error("session=%s stream=%llu: the process running its call(s) "
 	    "is gone (lease expired at head %llu); answering %d request(s) "
 	    "with an error", o->session->id, (unsigned long long)o->k,

@@ -4,6 +4,16 @@
  * anything that would leave a hole or re-issue an id. Only after the log
  * says "committed" is the entry handed to the stream's view (which writes
  * it if it owes exactly that entry, else pulls from the log).
+ *
+ * Backpressure is decided here, once for every producer: under the block
+ * policy an append goes to the log only while the entries sent and not yet
+ * written to a view are fewer than stream_window; the others wait in the
+ * stream's queue, in append order, until a view catches up. Whatever a
+ * producer pipelines and however many producers share the stream, the log
+ * never holds more undelivered entries than the window, and the window is
+ * at most stream_maxlen, so retention never trims what nobody received.
+ * A producer also hears "committed" only while the window has room, so one
+ * that waits for its callbacks pauses instead of filling the queue.
  */
 #include <sys/queue.h>
 
@@ -24,9 +34,10 @@
 struct stream_op {
 	struct stream		*stream;
 	uint64_t		 seq;
+	int			 flags;		/* EVENTLOG_FINAL */
 	stream_commit_cb	 cb;
 	void			*arg;
-	char			*data;	/* shared standalone: kept for a retry */
+	char			*data;	/* queued; shared standalone: a retry */
 	size_t			 len;
 	int			 retries;
 	TAILQ_ENTRY(stream_op)	 entry;
@@ -40,28 +51,37 @@ struct stream {
 	uint64_t		 next_seq;	/* next N to assign */
 	uint64_t		 head;		/* last committed N */
 	int			 ended;		/* nothing more will be appended */
+	int			 finished;	/* the log is told it ends */
+	int			 end_queued;	/* the end waits for the queue */
 	int			 broken;	/* an append failed */
 	int			 closed;	/* the owner let go */
-	unsigned int		 pending;	/* log ops in flight */
+	int			 listed;	/* in the session's list */
+	unsigned int		 pending;	/* ops queued or in flight */
 	int			 owed;		/* responses still to come */
 	stream_created_fn	 created_cb;	/* once: entry 0 committed */
 	cJSON			*ids;		/* request ids owed a response */
 	void			*created_arg;
-	int			 blocks;	/* policy block: pause producers */
+	int			 blocks;	/* policy block: wait for room */
 	uint64_t		 window;
 	uint64_t		 delivered;	/* last entry written to a view */
-	struct stream_ops	 paused;	/* producers waiting for room */
 	/*
-	 * Several processes append to a session's standalone stream: an
-	 * append that met another process's entry waits here until every
-	 * append in flight has answered, then all go again after the head
-	 * the log reported.
+	 * Appends not sent to the log yet, in order: waiting for room (block
+	 * policy), or behind a resync. Several processes append to a
+	 * session's standalone stream: an append that met another process's
+	 * entry goes back to the queue (ahead of later ones), the stream
+	 * waits until every append in flight has answered, then numbering
+	 * goes on after the head the log reported.
 	 */
-	struct stream_ops	 retry;
+	struct stream_ops	 queue;
+	unsigned int		 queued;
+	struct stream_ops	 paused;	/* committed, not yet told */
+	struct stream_op	*requeued;	/* last put back by a resync */
+	int			 resync;
 	unsigned int		 appending;	/* appends in flight */
 	uint64_t		 log_head;	/* highest head the log reported */
 };
 
+static void	stream_pump(struct stream *);
 static void	stream_release_paused(struct stream *);
 
 static void
@@ -108,8 +128,8 @@ stream_init_policy(struct stream *st)
 	st->window = (uint64_t)conf->stream_window;
 	st->blocks = (st->kind == STREAM_REQUEST ? conf->backpressure_request :
 	    conf->backpressure_standalone) == CONF_BACKPRESSURE_BLOCK;
+	TAILQ_INIT(&st->queue);
 	TAILQ_INIT(&st->paused);
-	TAILQ_INIT(&st->retry);
 }
 
 struct stream *
@@ -132,6 +152,7 @@ stream_open_as(struct session *s, enum stream_kind kind, uint64_t k)
 	stream_init_policy(st);
 	session_ref(s);
 	session_stream_add(s, st);
+	st->listed = 1;
 	st->pending++;
 	eventlog_stream_create(session_eventlog(), session_id(s), st->k,
 	    stream_created_cb, st);
@@ -169,35 +190,8 @@ stream_restore(struct session *s, enum stream_kind kind, uint64_t k,
 	stream_init_policy(st);
 	session_ref(s);
 	session_stream_add(s, st);
+	st->listed = 1;
 	return (st);
-}
-
-/*
- * The owner lets go. An open stream is ended first so that views and
- * later resumes see it finish rather than hang.
- */
-void
-stream_close(struct stream *st)
-{
-	if (st->closed)
-		return;
-	stream_end(st);
-	stream_release(st);
-}
-
-/*
- * The process lets go of a stream that stays open in a shared log (the
- * standalone stream at shutdown): another process carries it on.
- */
-void
-stream_release(struct stream *st)
-{
-	if (st->closed)
-		return;
-	st->closed = 1;
-	session_stream_remove(st->session, st);
-	stream_release_paused(st);
-	stream_maybe_free(st);
 }
 
 uint64_t
@@ -224,37 +218,407 @@ stream_ended(const struct stream *st)
 	return (st->ended);
 }
 
-#define STREAM_MAX_RETRIES	16
+/* ---------------------------------------------------------------------
+ * The queue and the window.
+ */
 
-static void	stream_submit(struct stream *, struct stream_op *,
-		    const char *, size_t, int);
+/* Entries sent to the log that no view has written yet. */
+static uint64_t
+stream_backlog(const struct stream *st)
+{
+	uint64_t	sent = st->next_seq - 1;
 
-/* Resubmits the appends that met another process's entries, in order. */
+	/* A view may show entries other processes wrote past our count. */
+	return (sent > st->delivered ? sent - st->delivered : 0);
+}
+
+static int
+stream_has_room(const struct stream *st)
+{
+	return (!st->blocks || stream_backlog(st) < st->window);
+}
+
+/*
+ * Whether a producer may hear that its entry was committed: the entries
+ * committed and not written to a view are fewer than the window.
+ */
+static int
+stream_may_tell(const struct stream *st)
+{
+	return (!st->blocks || st->head <= st->delivered ||
+	    st->head - st->delivered < st->window);
+}
+
+/* Only a shared standalone stream retries an append: it keeps the data. */
+static int
+stream_keeps_data(const struct stream *st)
+{
+	return (st->kind == STREAM_STANDALONE && session_shared());
+}
+
+static char *
+stream_copy(const char *data, size_t len)
+{
+	char	*copy = xmalloc(len + 1);
+
+	memcpy(copy, data, len);
+	copy[len] = '\0';
+	return (copy);
+}
+
+static void	stream_appended_cb(enum eventlog_status,
+		    const struct eventlog_info *, void *);
+
+/* Sends op to the log as the next entry; data is op's or the caller's. */
 static void
-stream_retry_flush(struct stream *st)
+stream_submit(struct stream *st, struct stream_op *op, const char *data,
+    size_t len)
+{
+	op->seq = st->next_seq++;
+	if (op->flags & EVENTLOG_FINAL)
+		st->finished = 1;
+	st->pending++;
+	st->appending++;
+	eventlog_append(session_eventlog(), session_id(st->session), st->k,
+	    op->seq, data, len, op->flags, stream_appended_cb, op);
+	if (!stream_keeps_data(st)) {
+		free(op->data);
+		op->data = NULL;
+	} else if (op->data == NULL)
+		op->data = stream_copy(data, len);
+}
+
+static void
+stream_ended_cb(enum eventlog_status status,
+    const struct eventlog_info *info, void *arg)
+{
+	struct stream	*st = arg;
+
+	st->pending--;
+	if (status == EVENTLOG_OK)
+		session_committed(st->session, st->k, st->head);
+	stream_maybe_free(st);
+}
+
+static void
+stream_submit_end(struct stream *st)
+{
+	st->finished = 1;
+	st->pending++;
+	eventlog_stream_end(session_eventlog(), session_id(st->session), st->k,
+	    stream_ended_cb, st);
+}
+
+static void
+stream_enqueue(struct stream *st, struct stream_op *op)
+{
+	TAILQ_INSERT_TAIL(&st->queue, op, entry);
+	st->queued++;
+	st->pending++;
+}
+
+static void
+stream_unqueue(struct stream *st, struct stream_op *op)
+{
+	TAILQ_REMOVE(&st->queue, op, entry);
+	if (st->requeued == op)
+		st->requeued = NULL;
+	st->queued--;
+	st->pending--;
+}
+
+static void
+stream_refused_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct stream_op	*op = arg;
+
+	op->cb(0, op->arg);
+	free(op);
+}
+
+/*
+ * Refuses op: its commit callback runs (ok 0) on a later loop turn, so a
+ * producer never re-enters itself.
+ */
+static void
+stream_refuse(struct stream_op *op)
+{
+	free(op->data);
+	op->data = NULL;
+	if (op->cb != NULL)
+		event_base_once(session_base(), -1, EV_TIMEOUT,
+		    stream_refused_cb, op, NULL);
+	else
+		free(op);
+}
+
+/* Refuses everything queued; returns how many there were. */
+static unsigned int
+stream_drop_queue(struct stream *st)
+{
+	struct stream_op	*op;
+	unsigned int		 n = 0;
+
+	while ((op = TAILQ_FIRST(&st->queue)) != NULL) {
+		stream_unqueue(st, op);
+		stream_refuse(op);
+		n++;
+	}
+	st->end_queued = 0;
+	return (n);
+}
+
+/* A closed stream leaves the session's list once nothing waits in it. */
+static void
+stream_unlist(struct stream *st)
+{
+	if (!st->listed || !st->closed || !TAILQ_EMPTY(&st->queue) ||
+	    st->end_queued)
+		return;
+	st->listed = 0;
+	session_stream_remove(st->session, st);
+}
+
+/*
+ * Sends what the queue holds, in order, while the window has room; then an
+ * end that waited for it. After a resync, only once every append in
+ * flight has answered, numbering on from the head the log reported.
+ */
+static void
+stream_pump(struct stream *st)
 {
 	struct stream_op	*op;
 
-	if (st->appending > 0 || TAILQ_EMPTY(&st->retry))
+	if (st->broken) {
+		stream_unlist(st);
 		return;
-	st->head = st->log_head;
-	st->next_seq = st->log_head + 1;
-	while ((op = TAILQ_FIRST(&st->retry)) != NULL) {
-		TAILQ_REMOVE(&st->retry, op, entry);
+	}
+	if (st->resync) {
+		if (st->appending > 0)
+			return;
+		st->resync = 0;
+		st->requeued = NULL;
+		st->head = st->log_head;
+		st->next_seq = st->log_head + 1;
+	}
+	while ((op = TAILQ_FIRST(&st->queue)) != NULL) {
+		if (!stream_has_room(st))
+			return;
+		stream_unqueue(st, op);
+		stream_submit(st, op, op->data, op->len);
+	}
+	if (st->end_queued) {
+		st->end_queued = 0;
+		stream_submit_end(st);
+	}
+	stream_unlist(st);
+}
+
+/*
+ * Appends one message. Under the block policy it waits in the stream until
+ * the window has room; the commit callback runs once it is committed (or
+ * refused), always on a later loop turn.
+ */
+void
+stream_append(struct stream *st, const char *data, size_t len, int final,
+    stream_commit_cb cb, void *arg)
+{
+	struct stream_op	*op;
+
+	op = xcalloc(1, sizeof *op);
+	op->stream = st;
+	op->cb = cb;
+	op->arg = arg;
+	op->len = len;
+	op->flags = final ? EVENTLOG_FINAL : 0;
+	if (st->ended || st->broken || st->closed) {
+		stream_refuse(op);
+		return;
+	}
+	if (final)
+		st->ended = 1;
+	if (TAILQ_EMPTY(&st->queue) && !st->resync && stream_has_room(st)) {
+		stream_submit(st, op, data, len);
+		return;
+	}
+	op->data = stream_copy(data, len);
+	if (!st->resync && !stream_has_room(st)) {
+		if (TAILQ_EMPTY(&st->queue))
+			log_debug("session=%s stream=%llu producers paused at "
+			    "%llu (delivered %llu)", session_id(st->session),
+			    (unsigned long long)st->k,
+			    (unsigned long long)(st->next_seq - 1),
+			    (unsigned long long)st->delivered);
+		metrics.producers_paused++;
+	}
+	stream_enqueue(st, op);
+}
+
+static void
+stream_unpaused_later_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct stream_op	*op = arg;
+	struct stream		*st = op->stream;
+
+	op->cb(1, op->arg);
+	free(op);
+	st->pending--;
+	stream_maybe_free(st);
+}
+
+/*
+ * Hands paused producers their commit callbacks, in order, while the window
+ * has room; they may go on. A stream let go of hands them all back on a
+ * later loop turn: letting go happens inside a call's own teardown, and a
+ * producer that finishes from its callback must not free that call under
+ * it.
+ */
+static void
+stream_release_paused(struct stream *st)
+{
+	struct stream_op	*op;
+
+	while ((op = TAILQ_FIRST(&st->paused)) != NULL) {
+		if (!st->closed && !st->broken && !stream_may_tell(st))
+			return;
+		TAILQ_REMOVE(&st->paused, op, entry);
+		if (st->closed || st->broken) {
+			/* pending stays counted until the callback ran */
+			event_base_once(session_base(), -1, EV_TIMEOUT,
+			    stream_unpaused_later_cb, op, NULL);
+			continue;
+		}
 		st->pending--;
-		op->seq = st->next_seq++;
-		op->retries++;
-		stream_submit(st, op, op->data, op->len, 0);
+		op->cb(1, op->arg);
+		free(op);
 	}
 }
+
+/*
+ * A view has written entries up to seq to its connection: paused producers
+ * hear back, then what waits in the queue goes (behind what they append).
+ */
+void
+stream_delivered(struct stream *st, uint64_t seq)
+{
+	if (seq <= st->delivered)
+		return;
+	st->delivered = seq;
+	if (TAILQ_EMPTY(&st->paused) && TAILQ_EMPTY(&st->queue))
+		return;
+	st->pending++;		/* callbacks may close the stream */
+	stream_release_paused(st);
+	stream_pump(st);
+	st->pending--;
+	stream_maybe_free(st);
+}
+
+/* ---------------------------------------------------------------------
+ * Commits and failures.
+ */
+
+#define STREAM_MAX_RETRIES	16
 
 static int
 stream_should_retry(struct stream *st, struct stream_op *op,
     enum eventlog_status status, const struct eventlog_info *info)
 {
 	return (status == EVENTLOG_CONFLICT && info != NULL &&
-	    op->data != NULL && !st->closed && !info->ended &&
+	    op->data != NULL && !st->closed && !st->broken && !info->ended &&
 	    op->retries < STREAM_MAX_RETRIES);
+}
+
+/*
+ * Another process's entry took op's place: op goes back to the queue,
+ * behind the ops put back before it (they were sent, and answered, before
+ * it) and ahead of everything that was never sent.
+ */
+static void
+stream_requeue(struct stream *st, struct stream_op *op)
+{
+	op->retries++;
+	if (st->requeued != NULL)
+		TAILQ_INSERT_AFTER(&st->queue, st->requeued, op, entry);
+	else
+		TAILQ_INSERT_HEAD(&st->queue, op, entry);
+	st->requeued = op;
+	st->queued++;
+	st->pending++;
+	st->resync = 1;
+}
+
+static const char *
+stream_loss_text(enum eventlog_status status)
+{
+	switch (status) {
+	case EVENTLOG_EXPIRED:
+		return ("the event log no longer has this stream (its key "
+		    "expired or was deleted)");
+	case EVENTLOG_NOT_FOUND:
+		return ("the event log no longer has this session (deleted "
+		    "through another instance, or lost by the log)");
+	case EVENTLOG_ENDED:
+		return ("the event log has this stream ended by another "
+		    "writer");
+	case EVENTLOG_UNAVAILABLE:
+		return ("the event log could not be reached");
+	default:
+		return ("the event log refused an append");
+	}
+}
+
+/*
+ * An append failed and will not be retried: nothing more can be committed
+ * on this stream. What was lost is logged, the calls writing it end, and
+ * its view ends its response, so the client resumes and hears why (410 or
+ * 404) instead of waiting on keep-alives. A stream whose log diverged from
+ * what this process committed has each call answered with an error after
+ * what the log has; the view shows it.
+ */
+static void
+stream_fail(struct stream *st, uint64_t seq, enum eventlog_status status,
+    const struct eventlog_info *info)
+{
+	unsigned int	lost;
+
+	lost = (unsigned int)(st->next_seq - seq) + st->queued;
+	st->broken = 1;
+	st->resync = 0;
+	stream_drop_queue(st);
+	stream_release_paused(st);
+	if (status == EVENTLOG_CANCELLED || session_closed(st->session))
+		return;		/* this process is ending it anyway */
+	if (status == EVENTLOG_CONFLICT && info != NULL) {
+		log_error("session=%s stream=%llu resumability violation: "
+		    "expected head %llu, log has %llu",
+		    session_id(st->session), (unsigned long long)st->k,
+		    (unsigned long long)(seq - 1),
+		    (unsigned long long)info->head);
+		/*
+		 * The log lost or diverged from what this process committed:
+		 * the calls end with an error after what the log has, never
+		 * with a re-issued id.
+		 */
+		if (!info->ended && st->ids != NULL &&
+		    st->kind == STREAM_REQUEST)
+			session_answer_with_errors(st->session, st->k,
+			    st->ids, info->head, "The event log lost or "
+			    "diverged from this call's stream; the call "
+			    "cannot continue");
+		/* What the log has instead is the view's to show. */
+		session_committed(st->session, st->k, info->head);
+		session_stream_lost(st->session, st->k, -1, 0);
+		return;
+	}
+	log_error("session=%s stream=%llu: %s (%s): %u message(s) from "
+	    "%llu-%llu on not committed (committed up to %llu-%llu); ending "
+	    "its response and its calls", session_id(st->session),
+	    (unsigned long long)st->k, stream_loss_text(status),
+	    eventlog_status_name(status), lost, (unsigned long long)st->k,
+	    (unsigned long long)seq, (unsigned long long)st->k,
+	    (unsigned long long)st->head);
+	session_stream_lost(st->session, st->k, (int64_t)st->head,
+	    status == EVENTLOG_NOT_FOUND);
 }
 
 static void
@@ -271,213 +635,148 @@ stream_appended_cb(enum eventlog_status status,
 	if (info != NULL && info->head > st->log_head)
 		st->log_head = info->head;
 	if (!ok && stream_should_retry(st, op, status, info)) {
-		st->pending++;
-		TAILQ_INSERT_TAIL(&st->retry, op, entry);
-		stream_retry_flush(st);
+		stream_requeue(st, op);
+		stream_pump(st);
 		return;
 	}
+	st->pending++;		/* what runs from here may close the stream */
 	if (ok) {
 		st->head = op->seq;
 		metrics.events_committed++;
 		entry.seq = op->seq;
 		entry.data = info != NULL ? info->data : NULL;
 		entry.len = info != NULL ? info->len : 0;
-		st->pending++;		/* the view may release producers */
 		session_committed_entry(st->session, st->k, &entry,
 		    info != NULL && info->ended);
-		st->pending--;
-	} else if (!st->broken) {
-		st->broken = 1;
-		if (status == EVENTLOG_CONFLICT && info != NULL) {
-			log_error("session=%s stream=%llu resumability "
-			    "violation: expected head %llu, log has %llu",
-			    session_id(st->session), (unsigned long long)st->k,
-			    (unsigned long long)(op->seq - 1),
-			    (unsigned long long)info->head);
-			/*
-			 * The log lost or diverged from what this process
-			 * committed: the calls end with an error after what
-			 * the log has, never with a re-issued id.
-			 */
-			if (!info->ended && st->ids != NULL &&
-			    st->kind == STREAM_REQUEST)
-				session_answer_with_errors(st->session, st->k,
-				    st->ids, info->head, "The event log lost or "
-				    "diverged from this call's stream; the call "
-				    "cannot continue");
-			/* What the log has instead is the view's to show. */
-			session_committed(st->session, st->k, info->head);
-		}
-		else if (status != EVENTLOG_CANCELLED &&
-		    status != EVENTLOG_NOT_FOUND)
-			log_error("session=%s stream=%llu append %llu failed: %s",
-			    session_id(st->session), (unsigned long long)st->k,
-			    (unsigned long long)op->seq,
-			    eventlog_status_name(status));
-	}
+	} else if (!st->broken)
+		stream_fail(st, op->seq, status, info);
 	free(op->data);
 	op->data = NULL;
-	/*
-	 * Block policy: a producer whose stream has `window` entries nobody
-	 * has received yet hears back only when a view catches up, so it
-	 * stops producing and retention never trims undelivered entries.
-	 */
-	if (ok && op->cb != NULL && st->blocks && !st->closed &&
-	    st->head - st->delivered >= st->window) {
-		if (TAILQ_EMPTY(&st->paused))
-			log_debug("session=%s stream=%llu producer paused at "
-			    "%llu (delivered %llu)", session_id(st->session),
-			    (unsigned long long)st->k,
-			    (unsigned long long)st->head,
-			    (unsigned long long)st->delivered);
+	if (ok && op->cb != NULL && !st->closed && !st->broken &&
+	    !stream_may_tell(st)) {
 		metrics.producers_paused++;
-		st->pending++;
 		TAILQ_INSERT_TAIL(&st->paused, op, entry);
-		return;
-	}
-	if (op->cb != NULL)
-		op->cb(ok, op->arg);
-	free(op);
-	stream_retry_flush(st);
-	stream_maybe_free(st);
-}
-
-static void
-stream_unpaused_later_cb(evutil_socket_t fd, short events, void *arg)
-{
-	struct stream_op	*op = arg;
-	struct stream		*st = op->stream;
-
-	op->cb(1, op->arg);
-	free(op);
-	st->pending--;
-	stream_maybe_free(st);
-}
-
-/*
- * Hands paused producers their commit callbacks; they may go on. When the
- * stream is being closed the callbacks run on a later loop turn: closing
- * happens inside a call's own teardown, and a producer that finishes from
- * its callback must not free that call under it.
- */
-static void
-stream_release_paused(struct stream *st)
-{
-	struct stream_op	*op;
-
-	while ((op = TAILQ_FIRST(&st->paused)) != NULL) {
-		if (!st->closed && st->head - st->delivered >= st->window)
-			return;
-		TAILQ_REMOVE(&st->paused, op, entry);
-		if (st->closed) {
-			/* pending stays counted until the callback ran */
-			event_base_once(session_base(), -1, EV_TIMEOUT,
-			    stream_unpaused_later_cb, op, NULL);
-			continue;
-		}
-		st->pending--;
-		op->cb(1, op->arg);
+		st->pending++;
+	} else {
+		if (op->cb != NULL)
+			op->cb(ok, op->arg);
 		free(op);
 	}
-}
-
-/* A view has written entries up to seq to its connection. */
-void
-stream_delivered(struct stream *st, uint64_t seq)
-{
-	if (seq <= st->delivered)
-		return;
-	st->delivered = seq;
-	if (!TAILQ_EMPTY(&st->paused)) {
-		st->pending++;		/* callbacks may close the stream */
-		stream_release_paused(st);
-		st->pending--;
-		stream_maybe_free(st);
-	}
-}
-
-static void
-stream_refused_cb(evutil_socket_t fd, short events, void *arg)
-{
-	struct stream_op	*op = arg;
-
-	op->cb(0, op->arg);
-	free(op);
-}
-
-/*
- * Appends one message. The commit callback always runs on a later loop
- * turn, also when the stream refuses the append, so producers never
- * re-enter themselves.
- */
-void
-stream_append(struct stream *st, const char *data, size_t len, int final,
-    stream_commit_cb cb, void *arg)
-{
-	struct stream_op	*op;
-
-	op = xcalloc(1, sizeof *op);
-	op->stream = st;
-	op->cb = cb;
-	op->arg = arg;
-	if (st->ended || st->broken) {
-		if (cb != NULL)
-			event_base_once(session_base(), -1, EV_TIMEOUT,
-			    stream_refused_cb, op, NULL);
-		else
-			free(op);
-		return;
-	}
-	op->seq = st->next_seq++;
-	if (final)
-		st->ended = 1;
-	if (st->kind == STREAM_STANDALONE && session_shared()) {
-		op->data = xmalloc(len + 1);
-		memcpy(op->data, data, len);
-		op->data[len] = '\0';
-		op->len = len;
-	}
-	if (!TAILQ_EMPTY(&st->retry)) {
-		/* Behind the retries, in order. */
-		st->pending++;
-		TAILQ_INSERT_TAIL(&st->retry, op, entry);
-		return;
-	}
-	stream_submit(st, op, data, len, final ? EVENTLOG_FINAL : 0);
-}
-
-static void
-stream_submit(struct stream *st, struct stream_op *op, const char *data,
-    size_t len, int flags)
-{
-	st->pending++;
-	st->appending++;
-	eventlog_append(session_eventlog(), session_id(st->session), st->k,
-	    op->seq, data, len, flags, stream_appended_cb, op);
-}
-
-static void
-stream_ended_cb(enum eventlog_status status,
-    const struct eventlog_info *info, void *arg)
-{
-	struct stream	*st = arg;
-
+	stream_pump(st);
 	st->pending--;
-	if (status == EVENTLOG_OK)
-		session_committed(st->session, st->k, st->head);
 	stream_maybe_free(st);
 }
 
+/* ---------------------------------------------------------------------
+ * Ending and letting go.
+ */
+
+/*
+ * Ends the stream without a final entry (a cancelled call), after what is
+ * queued. A broken stream is left as the log has it: a stream the log
+ * lost cannot be ended, and one it could not reach is answered, once this
+ * process's lease on it lapses, by whichever process shows it.
+ */
 void
 stream_end(struct stream *st)
 {
 	if (st->ended)
 		return;
 	st->ended = 1;
-	st->pending++;
-	eventlog_stream_end(session_eventlog(), session_id(st->session), st->k,
-	    stream_ended_cb, st);
+	if (st->broken)
+		return;
+	if (!TAILQ_EMPTY(&st->queue) || st->resync) {
+		st->end_queued = 1;
+		return;
+	}
+	stream_submit_end(st);
 }
+
+/*
+ * The owner lets go. An open stream is ended first so that views and
+ * later resumes see it finish rather than hang. What is queued still goes
+ * to the log as its client catches up: the stream stays in its session
+ * (where views report what they delivered) until then.
+ */
+void
+stream_close(struct stream *st)
+{
+	if (st->closed)
+		return;
+	stream_end(st);
+	st->closed = 1;
+	stream_release_paused(st);
+	stream_unlist(st);
+	stream_maybe_free(st);
+}
+
+static void
+stream_leave(struct stream *st)
+{
+	st->closed = 1;
+	stream_release_paused(st);
+	if (st->listed) {
+		st->listed = 0;
+		session_stream_remove(st->session, st);
+	}
+	stream_maybe_free(st);
+}
+
+/*
+ * The session ends (DELETE, expiry): what is queued is dropped, the stream
+ * is ended and leaves the session now.
+ */
+void
+stream_discard(struct stream *st)
+{
+	if (st->closed && !st->listed)
+		return;
+	stream_drop_queue(st);
+	st->ended = 1;
+	if (!st->broken && !st->finished)
+		stream_submit_end(st);
+	stream_leave(st);
+}
+
+/*
+ * The process lets go of a stream that stays open in a shared log (its
+ * session is released: shutdown, or idle here): another process carries
+ * it on. What is queued (a call's interrupted response, say) goes to the
+ * log past the window, as far as retention still keeps every entry its
+ * client has not received; the rest is logged and dropped, and whichever
+ * process shows the stream next answers its calls once their lease lapses.
+ */
+void
+stream_release(struct stream *st)
+{
+	struct stream_op	*op;
+	uint64_t		 maxlen;
+	unsigned int		 n;
+
+	if (st->closed && !st->listed)
+		return;
+	maxlen = (uint64_t)session_conf()->stream_maxlen;
+	while (!st->broken && !st->resync &&
+	    (op = TAILQ_FIRST(&st->queue)) != NULL &&
+	    stream_backlog(st) < maxlen) {
+		stream_unqueue(st, op);
+		stream_submit(st, op, op->data, op->len);
+	}
+	if (st->end_queued && TAILQ_EMPTY(&st->queue) && !st->broken)
+		stream_submit_end(st);
+	st->end_queued = 0;
+	if ((n = stream_drop_queue(st)) > 0)
+		log_warn("session=%s stream=%llu: %u message(s) not committed "
+		    "as the stream is released: its client has not received "
+		    "enough of it for retention (stream_maxlen %llu) to keep "
+		    "them", session_id(st->session), (unsigned long long)st->k,
+		    n, (unsigned long long)maxlen);
+	stream_leave(st);
+}
+
+/* ---------------------------------------------------------------------
+ * Responses and ownership.
+ */
 
 void
 stream_expect_response(struct stream *st, const cJSON *id)
@@ -513,24 +812,12 @@ stream_note(struct stream *st, const char *what, const char *value,
 	    value, strlen(value), ttl_ms, stream_noted_cb, st);
 }
 
-/*
- * Block policy: whether one more append keeps the undelivered backlog,
- * counting appends not yet committed, under stream_window. Producers that
- * pipeline ask before each send; the held commit callback alone would let
- * a pipeline overshoot the window (and retention trim undelivered entries).
- */
-int
-stream_has_room(const struct stream *st)
-{
-	if (!st->blocks)
-		return (1);
-	return ((st->next_seq - 1) - st->delivered < st->window);
-}
-
+/* A request stream this process still has to write to. */
 int
 stream_is_request_open(const struct stream *st)
 {
-	return (st->kind == STREAM_REQUEST && !st->ended && !st->closed);
+	return (st->kind == STREAM_REQUEST && !st->broken &&
+	    (!st->ended || !TAILQ_EMPTY(&st->queue) || st->end_queued));
 }
 
 /*

@@ -716,6 +716,32 @@ view_abort(struct view *v, const char *reason)
 }
 
 /*
+ * Nothing after entry `head` will be committed: the stream's log lost it.
+ * The response ends, as a stream's end does, once the view has shown what
+ * was committed (at once if it has, or if reading it fails), so the client
+ * resumes from its cursor and hears why instead of waiting on keep-alives.
+ */
+void
+view_lost(struct view *v, uint64_t head)
+{
+	if (v->state != VIEW_STREAMING)
+		return;
+	if (v->close_after < 0 || head < (uint64_t)v->close_after)
+		v->close_after = (int64_t)head;
+	if (v->reading)
+		return;		/* the read's callback checks */
+	if (!view_poll_done(v))
+		view_wakeup(v, head);
+}
+
+/* The next entry this view owes its client. */
+uint64_t
+view_owed(const struct view *v)
+{
+	return (v->next);
+}
+
+/*
  * Polling (SEP-1699): the response ends, as a normal end of stream, once
  * entry `upto` is written, so the client holds a cursor at or after it and
  * comes back with GET and Last-Event-ID; the stream itself goes on. Only

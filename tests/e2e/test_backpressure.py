@@ -601,3 +601,87 @@ def test_prompt_reader_is_not_cut_under_close(h):
            f"/healthz metrics {m!r}")
     k, n0 = parse_event_id(prime.id)
     check_ids(got, n0 + 1, k, "prompt standalone reader")
+
+
+# --------------------------------------------------------------------------
+# Block never lets retention trim what the client has not received (issue
+# 10, invariant 5): whatever the producer, however many of them share the
+# stream, every append waits for room under stream_window <= stream_maxlen.
+
+SMALL_MAXLEN = 256
+
+
+def _no_disconnect(d, events, label):
+    for e in events:
+        if e.event == "backpressure-disconnect":
+            log = "\n".join(line for line in d.stderr_text().splitlines()
+                            if "retention" in line or "slow" in line)
+            raise AssertionError(
+                f"{label}: policy block disconnected its reader: "
+                f"{e.data!r}; log:\n{log}")
+
+
+def test_block_exec_lines_to_a_slow_reader_small_retention(h):
+    # An exec tool prints n lines of 4 KB (far beyond the socket buffers)
+    # to a client reading through a 4 KB receive window; retention is
+    # only stream_maxlen 256. The program's lines are pipelined (several
+    # in flight) and each must still wait for room.
+    n = 1500
+    d = h.start(["tool lines {", "    param n integer required",
+                 '    exec /bin/sh -c "exec seq -f %04095.0f 1 $0" {n}',
+                 "    timeout 60", "}"],
+                backpressure_request="block", stream_maxlen=SMALL_MAXLEN)
+    sid = d.initialize(LATEST)
+    id = d.new_id()
+    r = d.open_slow("POST", sid, tool_call("lines", {"n": n}, id, "ln"),
+                    chunk=SLOW_CHUNK, pause=SLOW_PAUSE)
+    expect(r.status == 200 and r.is_sse, f"lines -> HTTP {r.status}")
+    events = r.events_until_close(30)
+    _no_disconnect(d, events, "exec lines, stream_maxlen 256")
+    check_ids(events, 1, what="exec lines to a slow reader")
+    msgs = [e.json for e in message_events(events)]
+    prog = [m["params"] for m in msgs if is_progress(m)]
+    expect([p["progress"] for p in prog] == list(range(1, n + 1)),
+           f"{len(prog)} of {n} lines arrived, in order, under block")
+    expect(all(p["message"] == f"{i:04095d}"
+               for i, p in enumerate(prog, 1)), "a line changed on its way")
+    expect(is_response(msgs[-1], id) and "result" in msgs[-1],
+           f"the call ended with {json.dumps(msgs[-1])[:300]}")
+    expect(d.metric("producers_paused") > 0, "the program was never paused")
+    d.assert_alive(sid)
+
+
+test_block_exec_lines_to_a_slow_reader_small_retention.timeout = 60
+
+
+def test_block_batch_of_more_calls_than_maxlen(h):
+    # 2025-03-26: one batch of more streaming calls than stream_maxlen on
+    # one request stream. Each call's first message must wait for room
+    # like every other: the client, reading slowly, gets the whole stream.
+    maxlen = 8
+    calls = 40
+    d = h.start(backpressure_request="block", stream_maxlen=maxlen,
+                sse_high_watermark=WATERMARK)
+    sid = d.initialize("2025-03-26")
+    ids = [d.new_id() for _ in range(calls)]
+    batch = [tool_call("stream", {"n": 3, "size": SIZE}, i, f"b{i}")
+             for i in ids]
+    r = d.open_slow("POST", sid, batch, chunk=SLOW_CHUNK, pause=SLOW_PAUSE)
+    expect(r.status == 200 and r.is_sse, f"batch -> HTTP {r.status}")
+    events = r.events_until_close(DEADLINE)
+    _no_disconnect(d, events, f"batch of {calls} calls, stream_maxlen "
+                   f"{maxlen}")
+    check_ids(events, 1, what="batch stream")
+    msgs = [e.json for e in message_events(events)]
+    done = sorted(m["id"] for m in msgs if is_response(m))
+    expect(done == sorted(ids), f"responses for {done}, expected {ids}")
+    for i in ids:
+        prog = [m["params"]["progress"] for m in msgs if is_progress(m) and
+                m["params"]["progressToken"] == f"b{i}"]
+        expect(prog == [1, 2, 3], f"call {i}: progress {prog}")
+    expect(len(msgs) == calls * 4, f"{len(msgs)} messages, expected "
+           f"{calls * 4}")
+    d.assert_alive(sid)
+
+
+test_block_batch_of_more_calls_than_maxlen.timeout = 30

@@ -19,7 +19,7 @@ import time
 import uuid
 
 from mcpd_harness import (LATEST, REDIS_URL, VERSIONS, Daemon, RedisError,
-                          RedisServer,
+                          RedisServer, Timeout,
                           assert_rpc_error, check_ids, expect, is_log,
                           is_progress, is_response, message_events,
                           parse_event_id, redis_command, redis_server_path,
@@ -1020,3 +1020,110 @@ def test_redis_diverged_log_ends_the_call_with_an_error(h):
            f"error message: {end['error']!r}")
     d.wait_log(lambda line: "resumability violation" in line and
                f"stream={k}" in line, what="the violation logged")
+
+
+# --------------------------------------------------------------------------
+# 13. The log loses a stream while a call writes it (issue 10): the open
+# response ends (never keep-alives for as long as the client waits), an
+# error line says what was lost, the call ends, a resume hears 410 or 404,
+# and the daemon goes on serving.
+
+
+def _resume_refused(d, sid, cursor, what, timeout=10):
+    """GET + Last-Event-ID until it is not 503 (Redis coming back):
+    expects 404, or 410 with a reason that says the stream is gone."""
+    deadline = time.monotonic() + tmo(timeout)
+    while True:
+        g = d.get_sse(sid, cursor)
+        if g.status != 503 or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    expect(g.status in (404, 410), f"{what}: resume {cursor} -> HTTP "
+           f"{g.status} {'' if g.is_sse else g.body[:300]!r}, expected "
+           f"410 or 404")
+    if g.status == 410:
+        reason = (assert_rpc_error(g.json).get("data") or {}).get("reason")
+        expect(reason in ("expired", "unknown-stream"), f"{what}: 410 "
+               f"reason {reason!r}")
+
+
+def _call_loses_its_stream(h, rs, lose, what, log_timeout=3):
+    d = h.start(eventlog=rs.url)
+    sid = d.initialize(LATEST)
+    id, r = d.call_open(sid, "stream", {"n": 400, "interval_ms": 25},
+                        "lost")
+    expect(r.status == 200 and r.is_sse, f"{what}: stream -> HTTP "
+           f"{r.status}")
+    got = _read_messages(r, 3)
+    k, _ = check_ids(got, 1, what=f"{what}: before")
+    lose(sid, k)
+    try:
+        rest = r.events_until_close(5)
+    except Timeout:
+        raise AssertionError(f"{what}: the call's SSE response was not "
+                             f"ended (keep-alives only); last events "
+                             f"{r.events[-2:]!r}") from None
+    msgs = message_events(got + rest)
+    check_ids(msgs, 1, k, f"{what}: the whole response")
+    expect(not any(is_response(e.json) for e in msgs), f"{what}: a "
+           "response was delivered although the log lost the stream")
+    d.wait_log(lambda line: " error " in line and f"session={sid}" in line
+               and f"stream={k}" in line and "not committed" in line,
+               log_timeout, f"{what}: an error line naming the session, "
+               "the stream and what was not committed")
+    d.wait_log(lambda line: f"session={sid}" in line and
+               "cancelled: the event log lost its stream" in line,
+               log_timeout, f"{what}: the call ended")
+    _resume_refused(d, sid, msgs[-1].id, what)
+    sid2, _ = _poll_initialize(d, 10, f"{what}: a new session")
+    _finished_stream(d, sid2, 3)
+    d.assert_alive(sid2, f"{what}: a new session")
+    return d
+
+
+def test_redis_stream_key_deleted_during_a_call_ends_it_loudly(h):
+    if not _private_redis_ok("stream key deleted during a call"):
+        return
+    rs = RedisServer(h.workdir)
+    rs.start()
+    try:
+        _call_loses_its_stream(
+            h, rs, lambda sid, k: rs.cmd("DEL", f"mcpd:{{{sid}}}:s:{k}"),
+            "DEL of the stream key")
+    finally:
+        _stop_all(h)
+        rs.stop()
+
+
+def test_redis_flushall_during_a_call_ends_it_loudly(h):
+    if not _private_redis_ok("FLUSHALL during a call"):
+        return
+    rs = RedisServer(h.workdir)
+    rs.start()
+    try:
+        _call_loses_its_stream(h, rs, lambda sid, k: rs.cmd("FLUSHALL"),
+                               "FLUSHALL")
+    finally:
+        _stop_all(h)
+        rs.stop()
+
+
+def test_redis_restarted_empty_during_a_call_is_said(h):
+    if not _private_redis_ok("Redis restarted empty during a call"):
+        return
+    rs = RedisServer(h.workdir)         # no AOF: it restarts empty
+
+    def restart(sid, k):
+        rs.shutdown()
+        rs.start()
+
+    rs.start()
+    try:
+        d = _call_loses_its_stream(h, rs, restart, "Redis restarted empty",
+                                   log_timeout=10)
+        d.wait_log(lambda line: " error " in line and
+                   "Redis restarted empty" in line, 3,
+                   "a log line saying Redis restarted empty")
+    finally:
+        _stop_all(h)
+        rs.stop()

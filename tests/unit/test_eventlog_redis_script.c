@@ -362,6 +362,37 @@ START_TEST(test_config_value)
 }
 END_TEST
 
+START_TEST(test_info)
+{
+	struct redis_info	info;
+	const char		*text =
+	    "# Server\r\nredis_version:7.0.15\r\n"
+	    "run_id:0123456789abcdef0123456789abcdef01234567\r\n"
+	    "uptime_in_seconds:3\r\n\r\n# Keyspace\r\n"
+	    "db0:keys=12,expires=3,avg_ttl=0\r\n"
+	    "db2:keys=5,expires=0,avg_ttl=0\r\n";
+
+	ck_assert_int_eq(redis_script_info(rep_str(text), 0, &info), 0);
+	ck_assert_str_eq(info.run_id,
+	    "0123456789abcdef0123456789abcdef01234567");
+	ck_assert_int_eq(info.keys, 12);
+	ck_assert_int_eq(redis_script_info(rep_str(text), 2, &info), 0);
+	ck_assert_int_eq(info.keys, 5);
+	/* No line for a database without keys; db1 is not db12's prefix. */
+	ck_assert_int_eq(redis_script_info(rep_str(text), 1, &info), 0);
+	ck_assert_int_eq(info.keys, 0);
+	ck_assert_int_eq(redis_script_info(rep_str(
+	    "run_id:abc\ndb12:keys=7,expires=0\n"), 1, &info), 0);
+	ck_assert_str_eq(info.run_id, "abc");
+	ck_assert_int_eq(info.keys, 0);
+	/* Without a run id, or not text: nothing to go by. */
+	ck_assert_int_eq(redis_script_info(rep_str("# Server\r\n"), 0,
+	    &info), -1);
+	ck_assert_int_eq(redis_script_info(rep_err("ERR unknown command"), 0,
+	    &info), -1);
+}
+END_TEST
+
 START_TEST(test_pubsub)
 {
 	struct redis_pubsub	ps;
@@ -437,6 +468,7 @@ redis_script_suite(void)
 	tcase_add_test(tc, test_result_bad);
 	tcase_add_test(tc, test_noscript);
 	tcase_add_test(tc, test_config_value);
+	tcase_add_test(tc, test_info);
 	tcase_add_test(tc, test_pubsub);
 	tcase_add_test(tc, test_source);
 	suite_add_tcase(s, tc);
