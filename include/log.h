@@ -2,6 +2,16 @@
 #ifndef MCPD_LOG_H
 #define MCPD_LOG_H
 
+#include <stdint.h>
+
+/*
+ * Lines that the outside can cause at will (clients, a stalled log, a full
+ * descriptor table) are rate-limited per cause: so many per interval, then
+ * one line saying how many were suppressed.
+ */
+#define LOG_LIMIT_LINES		10
+#define LOG_LIMIT_INTERVAL_MS	10000
+
 enum log_level {
 	LOG_LEVEL_DEBUG,
 	LOG_LEVEL_INFO,
@@ -17,6 +27,12 @@ int	 log_level_parse(const char *, enum log_level *);
 const char *log_level_name(enum log_level);
 void	 log_write(enum log_level, const char *, ...)
 	    __attribute__((format(printf, 2, 3)));
+void	 log_limited(enum log_level, const char *, const char *, ...)
+	    __attribute__((format(printf, 3, 4)));
+int	 log_limit_pass(const char *, enum log_level, uint64_t);
+void	 log_limit_flush(uint64_t);
+void	 log_cron(void);
+void	 log_limit_end(void);
 void	 fatalx(const char *, ...)
 	    __attribute__((format(printf, 1, 2), noreturn));
 
