@@ -113,8 +113,8 @@ call_cancel(struct call *c, const char *reason)
 	if (c->finished)
 		return;
 	id = cJSON_PrintUnformatted(c->id);
-	log_info("session=%s call id=%s cancelled: %s", session_id(c->session),
-	    id, reason);
+	log_limited(LOG_LEVEL_INFO, "call-cancelled", "session=%s call id=%s "
+	    "cancelled: %s", session_id(c->session), id, reason);
 	free(id);
 	if (call_finish(c))
 		stream_close(c->stream);

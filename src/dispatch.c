@@ -418,13 +418,14 @@ dispatch_response(struct session *s, const cJSON *msg)
 	id = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(msg,
 	    "id"));
 	if (route == OUTBOUND_FORWARDED)
-		log_info("session=%s response id=%s matches no pending request "
-		    "here; left for another process (ignored unless one waits "
-		    "for it)", session_id(s), id);
+		log_limited(LOG_LEVEL_INFO, "stray-answer", "session=%s "
+		    "response id=%s matches no pending request here; left for "
+		    "another process (ignored unless one waits for it)",
+		    session_id(s), id);
 	else
-		log_warn("session=%s response id=%s matches no pending request "
-		    "(unknown, already answered or timed out)", session_id(s),
-		    id);
+		log_limited(LOG_LEVEL_WARN, "stray-answer", "session=%s "
+		    "response id=%s matches no pending request (unknown, "
+		    "already answered or timed out)", session_id(s), id);
 	free(id);
 	return (route == OUTBOUND_FORWARDED ? 0 : -1);
 }

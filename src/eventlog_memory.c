@@ -326,8 +326,9 @@ mem_make_room(struct mem_session *ms)
 	}
 	if (oldest == NULL)
 		return;
-	log_info("session=%s stream=%llu expired early: session_max_streams "
-	    "reached", ms->sid, (unsigned long long)oldest->k);
+	log_limited(LOG_LEVEL_INFO, "max-streams", "session=%s stream=%llu "
+	    "expired early: session_max_streams reached", ms->sid,
+	    (unsigned long long)oldest->k);
 	mem_stream_expire(ms, oldest);
 }
 

@@ -855,8 +855,9 @@ redis_load_reply(struct redis_op *op, redisReply *reply)
 		redis_op_answer(op, EVENTLOG_NOT_FOUND, NULL, NULL, 0, NULL,
 		    0);
 	else {
-		log_warn("eventlog=%s: session=%s load: %s", op->r->name,
-		    op->sid, reply->type == REDIS_REPLY_ERROR ? reply->str :
+		log_limited(LOG_LEVEL_WARN, "redis-reply", "eventlog=%s: "
+		    "session=%s load: %s", op->r->name, op->sid,
+		    reply->type == REDIS_REPLY_ERROR ? reply->str :
 		    "unexpected reply");
 		redis_op_answer(op, EVENTLOG_UNAVAILABLE, NULL, NULL, 0, NULL,
 		    0);
@@ -889,8 +890,9 @@ redis_script_reply(struct redis_op *op, redisReply *reply)
 		return;
 	}
 	if (redis_script_result(reply, &res, &cause) != 0) {
-		log_warn("eventlog=%s: session=%s stream=%llu: %s", r->name,
-		    op->sid, (unsigned long long)op->k, cause);
+		log_limited(LOG_LEVEL_WARN, "redis-reply", "eventlog=%s: "
+		    "session=%s stream=%llu: %s", r->name, op->sid,
+		    (unsigned long long)op->k, cause);
 		free(cause);
 		redis_op_answer(op, EVENTLOG_UNAVAILABLE, NULL, NULL, 0, NULL,
 		    0);
@@ -898,9 +900,10 @@ redis_script_reply(struct redis_op *op, redisReply *reply)
 	}
 	if (res.status == EVENTLOG_OK && op->wait && r->replicas > 0) {
 		if (op->nowait) {
-			log_warn("eventlog=%s: session=%s stream=%llu: could "
-			    "not send WAIT; commit reported unavailable",
-			    r->name, op->sid, (unsigned long long)op->k);
+			log_limited(LOG_LEVEL_WARN, "redis-wait",
+			    "eventlog=%s: session=%s stream=%llu: could not "
+			    "send WAIT; commit reported unavailable", r->name,
+			    op->sid, (unsigned long long)op->k);
 			redis_op_fail(op);
 		} else
 			op->info = res.info;	/* the WAIT reply decides */
@@ -966,16 +969,18 @@ redis_wait_cb(redisAsyncContext *ac, void *p, void *privdata)
 		redis_op_answer(op, EVENTLOG_OK, &op->info, NULL, 0, NULL, 0);
 	else {
 		if (reply->type == REDIS_REPLY_INTEGER)
-			log_warn("eventlog=%s: session=%s stream=%llu seq=%llu: "
+			log_limited(LOG_LEVEL_WARN, "redis-wait",
+			    "eventlog=%s: session=%s stream=%llu seq=%llu: "
 			    "commit reached %lld of %d replicas within %d ms; "
 			    "reported unavailable (the primary has it)",
 			    r->name, op->sid, (unsigned long long)op->k,
 			    (unsigned long long)op->seq, reply->integer,
 			    r->replicas, REDIS_WAIT_MS);
 		else
-			log_warn("eventlog=%s: session=%s stream=%llu: WAIT "
-			    "failed: %s; commit reported unavailable",
-			    r->name, op->sid, (unsigned long long)op->k,
+			log_limited(LOG_LEVEL_WARN, "redis-wait",
+			    "eventlog=%s: session=%s stream=%llu: WAIT failed: "
+			    "%s; commit reported unavailable", r->name, op->sid,
+			    (unsigned long long)op->k,
 			    reply->type == REDIS_REPLY_ERROR ? reply->str :
 			    "unexpected reply");
 		redis_op_answer(op, EVENTLOG_UNAVAILABLE, NULL, NULL, 0, NULL,

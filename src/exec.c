@@ -172,8 +172,8 @@ exec_signal(struct exec_job *job, int sig)
 	if (job->reaped)
 		return;		/* the pid may belong to someone else now */
 	if (kill(-job->pid, sig) != 0 && errno != ESRCH)
-		log_warn("exec pid=%ld (%s): kill: %s", (long)job->pid,
-		    job->name, strerror(errno));
+		log_limited(LOG_LEVEL_WARN, "exec-kill", "exec pid=%ld (%s): "
+		    "kill: %s", (long)job->pid, job->name, strerror(errno));
 	kill(job->pid, sig);
 }
 
@@ -330,8 +330,8 @@ exec_out_cb(evutil_socket_t fd, short events, void *arg)
 	else if (n == 0)
 		exec_close_out(job);
 	else if (errno != EAGAIN && errno != EINTR) {
-		log_warn("exec pid=%ld (%s): stdout: %s", (long)job->pid,
-		    job->name, strerror(errno));
+		log_limited(LOG_LEVEL_WARN, "exec-read", "exec pid=%ld (%s): "
+		    "stdout: %s", (long)job->pid, job->name, strerror(errno));
 		exec_close_out(job);
 	}
 	exec_job_update(job);
@@ -368,8 +368,9 @@ exec_kill_cb(evutil_socket_t fd, short events, void *arg)
 
 	if (job->reaped)
 		return;
-	log_warn("exec pid=%ld (%s): still running %d s after SIGTERM, "
-	    "sending SIGKILL", (long)job->pid, job->name, EXEC_KILL_GRACE);
+	log_limited(LOG_LEVEL_WARN, "exec-kill", "exec pid=%ld (%s): still "
+	    "running %d s after SIGTERM, sending SIGKILL", (long)job->pid,
+	    job->name, EXEC_KILL_GRACE);
 	exec_signal(job, SIGKILL);
 }
 
@@ -388,8 +389,9 @@ exec_linger_cb(evutil_socket_t fd, short events, void *arg)
 		evtimer_add(job->linger_ev, &tv);
 		return;
 	}
-	log_warn("exec pid=%ld (%s): output still open %d s after exit, "
-	    "closed", (long)job->pid, job->name, EXEC_LINGER);
+	log_limited(LOG_LEVEL_WARN, "exec-linger", "exec pid=%ld (%s): output "
+	    "still open %d s after exit, closed", (long)job->pid, job->name,
+	    EXEC_LINGER);
 	exec_close_out(job);
 	exec_close_err(job);
 	exec_job_update(job);
@@ -451,8 +453,9 @@ exec_reap(void)
 		    WNOWAIT) != 0 || si.si_pid == 0)
 			continue;
 		if (kill(-job->pid, SIGKILL) != 0 && errno != ESRCH)
-			log_warn("exec pid=%ld (%s): kill group: %s",
-			    (long)job->pid, job->name, strerror(errno));
+			log_limited(LOG_LEVEL_WARN, "exec-kill", "exec pid=%ld "
+			    "(%s): kill group: %s", (long)job->pid, job->name,
+			    strerror(errno));
 		if (waitpid(job->pid, &status, WNOHANG) != job->pid)
 			continue;
 		exec_reaped(job, status);
@@ -467,8 +470,8 @@ exec_reap(void)
 			kill(-pid, SIGKILL);
 			exec_reaped(job, status);
 		} else
-			log_warn("exec: reaped unknown child pid=%ld",
-			    (long)pid);
+			log_limited(LOG_LEVEL_WARN, "exec-reap", "exec: reaped "
+			    "unknown child pid=%ld", (long)pid);
 	}
 }
 

@@ -128,8 +128,9 @@ outbound_deadline_cb(evutil_socket_t fd, short events, void *arg)
 {
 	struct outbound	*o = arg;
 
-	log_warn("session=%s request %s: no answer from the client within "
-	    "request_timeout", session_id(o->session), o->id);
+	log_limited(LOG_LEVEL_WARN, "outbound-timeout", "session=%s request "
+	    "%s: no answer from the client within request_timeout",
+	    session_id(o->session), o->id);
 	outbound_local_error(o, JSONRPC_SERVER_ERROR,
 	    "The client did not answer the request in time");
 }
@@ -168,8 +169,9 @@ static void
 outbound_forwarded_cb(enum eventlog_status status, void *arg)
 {
 	if (status != EVENTLOG_OK && status != EVENTLOG_CANCELLED)
-		log_warn("a client's answer could not be left for another "
-		    "process: %s", eventlog_status_name(status));
+		log_limited(LOG_LEVEL_WARN, "outbound-forward", "a client's "
+		    "answer could not be left for another process: %s",
+		    eventlog_status_name(status));
 }
 
 /* An answer to a request another process may have sent: leave it there. */

@@ -429,8 +429,9 @@ exectool_sent_cb(int ok, void *arg)
 
 	t->inflight--;
 	if (!ok && !t->cancelled && !t->done && !t->failed) {
-		log_warn("session=%s tool=%s pid=%ld: the event log refused a "
-		    "progress message; killing the program", exectool_sid(t),
+		log_limited(LOG_LEVEL_WARN, "exec-refused", "session=%s "
+		    "tool=%s pid=%ld: the event log refused a progress "
+		    "message; killing the program", exectool_sid(t),
 		    t->tool->name, t->pid);
 		t->failed = 1;
 		exec_kill(t->job);
@@ -548,10 +549,11 @@ exectool_done_cb(const struct exec_result *r, void *arg)
 	t->done = 1;
 	TAILQ_REMOVE(&exectool_running, t, entry);
 	evtimer_del(t->timer);
-	log_info("session=%s tool=%s pid=%ld: %s %d, %lld lines, %zu bytes%s",
-	    exectool_sid(t), t->tool->name, t->pid, r->exited ? "exit status" :
-	    "killed by signal", r->status, t->lines, t->outtotal,
-	    t->cancelled ? " (cancelled)" : t->timed_out ? " (timed out)" : "");
+	log_limited(LOG_LEVEL_INFO, "exec-exit", "session=%s tool=%s pid=%ld: "
+	    "%s %d, %lld lines, %zu bytes%s", exectool_sid(t), t->tool->name,
+	    t->pid, r->exited ? "exit status" : "killed by signal", r->status,
+	    t->lines, t->outtotal, t->cancelled ? " (cancelled)" :
+	    t->timed_out ? " (timed out)" : "");
 
 	t->busy = 1;		/* responding may call sends back */
 	if (!t->cancelled) {
@@ -582,8 +584,9 @@ exectool_timeout_cb(evutil_socket_t fd, short events, void *arg)
 {
 	struct exectool_call	*t = arg;
 
-	log_warn("session=%s tool=%s pid=%ld: timed out after %lld s",
-	    exectool_sid(t), t->tool->name, t->pid, t->tool->timeout);
+	log_limited(LOG_LEVEL_WARN, "exec-timeout", "session=%s tool=%s "
+	    "pid=%ld: timed out after %lld s", exectool_sid(t), t->tool->name,
+	    t->pid, t->tool->timeout);
 	t->timed_out = 1;
 	if (t->job != NULL)
 		exec_kill(t->job);
@@ -646,8 +649,9 @@ exectool_call_tool(struct call *c, const char *name, const cJSON *args)
 	spec.name = tool->name;
 	if ((job = exec_start(&spec, exectool_line_cb, exectool_done_cb, t,
 	    &cause)) == NULL) {
-		log_warn("session=%s tool=%s: cannot run: %s",
-		    session_id(call_session(c)), tool->name, cause);
+		log_limited(LOG_LEVEL_WARN, "exec-start", "session=%s tool=%s: "
+		    "cannot run: %s", session_id(call_session(c)), tool->name,
+		    cause);
 		xasprintf(&text, "cannot run %s: %s", tool->name, cause);
 		free(cause);
 		free(t);
@@ -667,12 +671,13 @@ exectool_call_tool(struct call *c, const char *name, const cJSON *args)
 	evtimer_add(t->timer, &tv);
 	TAILQ_INSERT_TAIL(&exectool_running, t, entry);
 	call_set_cancel(c, exectool_cancel_cb, t);
-	log_info("session=%s tool=%s pid=%ld: started",
-	    session_id(call_session(c)), tool->name, t->pid);
+	log_limited(LOG_LEVEL_INFO, "exec-start", "session=%s tool=%s pid=%ld: "
+	    "started", session_id(call_session(c)), tool->name, t->pid);
 	return (0);
 
 busy:
-	log_info("session=%s %s", session_id(call_session(c)), text);
+	log_limited(LOG_LEVEL_INFO, "exec-busy", "session=%s %s",
+	    session_id(call_session(c)), text);
 	provider_exec_argv_free(argv);
 	exectool_refuse(c, text);
 	return (0);

@@ -44,6 +44,7 @@ server_cron_cb(evutil_socket_t fd, short events, void *arg)
 {
 	session_cron();
 	view_cron();
+	log_cron();
 }
 
 /* Raises the descriptor limit as far as allowed, as long-lived streams
@@ -203,6 +204,7 @@ server_run(const struct conf *conf)
 	event_free(sigint);
 	event_free(cron);
 	event_base_free(base);
+	log_limit_end();
 	log_info("stopped");
 	return (rc);
 }

@@ -160,8 +160,8 @@ session_stored_cb(enum eventlog_status status, void *arg)
 	session_stored_fn	 cb = s->stored_cb;
 
 	if (status != EVENTLOG_OK && !s->closed) {
-		log_warn("session=%s store failed: %s", s->id,
-		    eventlog_status_name(status));
+		log_limited(LOG_LEVEL_WARN, "session-store", "session=%s store "
+		    "failed: %s", s->id, eventlog_status_name(status));
 	}
 	if (cb != NULL) {
 		s->stored_cb = NULL;
@@ -210,8 +210,8 @@ session_create(const char *version, const cJSON *params, char **cause)
 
 	if ((long long)sessions.count >= sessions.conf->max_sessions) {
 		*cause = "too many sessions";
-		log_warn("session limit reached (max_sessions %lld)",
-		    sessions.conf->max_sessions);
+		log_limited(LOG_LEVEL_WARN, "max-sessions", "session limit "
+		    "reached (max_sessions %lld)", sessions.conf->max_sessions);
 		return (NULL);
 	}
 	s = session_new(NULL, version);
@@ -219,7 +219,8 @@ session_create(const char *version, const cJSON *params, char **cause)
 	/* The meta names the standalone stream, so it is written first. */
 	session_store(s);
 	s->standalone = stream_open_as(s, STREAM_STANDALONE, s->standalone_k);
-	log_info("session=%s created version=%s", s->id, version);
+	log_limited(LOG_LEVEL_INFO, "session-created", "session=%s created "
+	    "version=%s", s->id, version);
 	return (s);
 }
 
@@ -320,8 +321,8 @@ session_loaded_head_cb(enum eventlog_status status,
 	s->stored_ms = clock_now_ms();
 	s->standalone = stream_restore(s, STREAM_STANDALONE, l->standalone_k,
 	    info->head);
-	log_info("session=%s loaded from the event log version=%s",
-	    s->id, s->version);
+	log_limited(LOG_LEVEL_INFO, "session-loaded", "session=%s loaded from "
+	    "the event log version=%s", s->id, s->version);
 	session_load_finish(l, s, EVENTLOG_OK);
 }
 
@@ -352,7 +353,8 @@ session_loaded_meta_cb(enum eventlog_status status, const char *meta,
 	    (uint64_t)sessions.conf->session_ttl * 1000) {
 		/* Idle longer than session_ttl: it ended, even if the log's
 		 * own expiry has not caught up yet. */
-		log_info("session=%s expired (idle for session_ttl)", l->id);
+		log_limited(LOG_LEVEL_INFO, "session-expired", "session=%s "
+		    "expired (idle for session_ttl)", l->id);
 		cJSON_Delete(json);
 		eventlog_session_delete(sessions.eventlog, l->id,
 		    session_expired_deleted_cb, NULL);
@@ -362,8 +364,8 @@ session_loaded_meta_cb(enum eventlog_status status, const char *meta,
 	if (!cJSON_IsString(version) ||
 	    !session_version_supported(version->valuestring) ||
 	    !cJSON_IsNumber(k) || k->valuedouble < 1) {
-		log_error("session=%s meta in the event log is unreadable",
-		    l->id);
+		log_limited(LOG_LEVEL_ERROR, "session-meta", "session=%s meta "
+		    "in the event log is unreadable", l->id);
 		cJSON_Delete(json);
 		session_load_finish(l, NULL, EVENTLOG_NOT_FOUND);
 		return;
@@ -477,8 +479,8 @@ session_deleted_cb(enum eventlog_status status, void *arg)
 
 	if (status != EVENTLOG_OK && status != EVENTLOG_CANCELLED &&
 	    status != EVENTLOG_NOT_FOUND)
-		log_warn("session=%s delete from log: %s", s->id,
-		    eventlog_status_name(status));
+		log_limited(LOG_LEVEL_WARN, "session-delete", "session=%s "
+		    "delete from log: %s", s->id, eventlog_status_name(status));
 	session_unref(s);
 }
 
@@ -497,8 +499,8 @@ session_teardown(struct session *s, const char *reason, int end)
 	s->closed = 1;
 	RB_REMOVE(session_tree, &sessions.tree, s);
 	sessions.count--;
-	log_info("session=%s %s: %s", s->id, end ? "closed" : "released",
-	    reason);
+	log_limited(LOG_LEVEL_INFO, "session-closed", "session=%s %s: %s",
+	    s->id, end ? "closed" : "released", reason);
 	if (s->watching) {
 		s->watching = 0;
 		eventlog_unwatch(sessions.eventlog, s->id, session_watch_cb, s);
@@ -916,9 +918,9 @@ session_orphan_appended_cb(enum eventlog_status status,
 		if (!o->session->closed)
 			session_committed(o->session, o->k, info->head);
 	} else
-		log_info("session=%s stream=%llu orphan answer not committed: "
-		    "%s", o->session->id, (unsigned long long)o->k,
-		    eventlog_status_name(status));
+		log_limited(LOG_LEVEL_INFO, "orphan", "session=%s stream=%llu "
+		    "orphan answer not committed: %s", o->session->id,
+		    (unsigned long long)o->k, eventlog_status_name(status));
 	session_orphan_done(o);
 }
 
@@ -990,10 +992,10 @@ session_orphan_head_cb(enum eventlog_status status,
 		session_orphan_done(o);	/* the view's next check tries again */
 		return;
 	}
-	log_error("session=%s stream=%llu: the process running its call(s) "
-	    "is gone (lease expired at head %llu); answering %d request(s) "
-	    "with an error", o->session->id, (unsigned long long)o->k,
-	    (unsigned long long)info->head, count);
+	log_limited(LOG_LEVEL_ERROR, "orphan", "session=%s stream=%llu: the "
+	    "process running its call(s) is gone (lease expired at head %llu); "
+	    "answering %d request(s) with an error", o->session->id,
+	    (unsigned long long)o->k, (unsigned long long)info->head, count);
 	session_answer_with_errors(o->session, o->k, o->ids, info->head,
 	    "The call was interrupted: the server running it stopped");
 	if (count == 0) {

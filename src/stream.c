@@ -105,7 +105,8 @@ stream_created_cb(enum eventlog_status status,
 	if (status != EVENTLOG_OK) {
 		st->broken = 1;
 		if (status != EVENTLOG_CANCELLED)
-			log_error("session=%s stream=%llu create failed: %s",
+			log_limited(LOG_LEVEL_ERROR, "stream-create",
+			    "session=%s stream=%llu create failed: %s",
 			    session_id(st->session), (unsigned long long)st->k,
 			    eventlog_status_name(status));
 	} else
@@ -589,7 +590,8 @@ stream_fail(struct stream *st, uint64_t seq, enum eventlog_status status,
 	if (status == EVENTLOG_CANCELLED || session_closed(st->session))
 		return;		/* this process is ending it anyway */
 	if (status == EVENTLOG_CONFLICT && info != NULL) {
-		log_error("session=%s stream=%llu resumability violation: "
+		log_limited(LOG_LEVEL_ERROR, "append-conflict",
+		    "session=%s stream=%llu resumability violation: "
 		    "expected head %llu, log has %llu",
 		    session_id(st->session), (unsigned long long)st->k,
 		    (unsigned long long)(seq - 1),
@@ -610,7 +612,8 @@ stream_fail(struct stream *st, uint64_t seq, enum eventlog_status status,
 		session_stream_lost(st->session, st->k, -1, 0);
 		return;
 	}
-	log_error("session=%s stream=%llu: %s (%s): %u message(s) from "
+	log_limited(LOG_LEVEL_ERROR, "append-failed",
+	    "session=%s stream=%llu: %s (%s): %u message(s) from "
 	    "%llu-%llu on not committed (committed up to %llu-%llu); ending "
 	    "its response and its calls", session_id(st->session),
 	    (unsigned long long)st->k, stream_loss_text(status),
@@ -793,9 +796,9 @@ stream_noted_cb(enum eventlog_status status, void *arg)
 	struct stream	*st = arg;
 
 	if (status != EVENTLOG_OK && status != EVENTLOG_CANCELLED)
-		log_warn("session=%s stream=%llu lease not written: %s",
-		    session_id(st->session), (unsigned long long)st->k,
-		    eventlog_status_name(status));
+		log_limited(LOG_LEVEL_WARN, "lease", "session=%s stream=%llu "
+		    "lease not written: %s", session_id(st->session),
+		    (unsigned long long)st->k, eventlog_status_name(status));
 	st->pending--;
 	stream_maybe_free(st);
 }

@@ -151,8 +151,8 @@ transport_view_room(struct evhttp_request *req)
 {
 	if ((long long)view_count() < transport.conf->max_views)
 		return (1);
-	log_warn("open stream limit reached (max_views %lld)",
-	    transport.conf->max_views);
+	log_limited(LOG_LEVEL_WARN, "max-views", "open stream limit reached "
+	    "(max_views %lld)", transport.conf->max_views);
 	evhttp_add_header(evhttp_request_get_output_headers(req),
 	    "Retry-After", "1");
 	transport_reply_error(req, 503, JSONRPC_UNAVAILABLE,

@@ -384,10 +384,10 @@ view_grace_cb(evutil_socket_t fd, short events, void *arg)
 		view_grace_arm(v, grace);	/* nothing more owed yet */
 		return;
 	}
-	log_warn("session=%s stream=%llu slow consumer: %zu bytes unsent, "
-	    "not drained for %llu ms", session_id(v->session),
-	    (unsigned long long)v->k, view_output_len(v),
-	    (unsigned long long)stuck);
+	log_limited(LOG_LEVEL_WARN, "slow-consumer", "session=%s stream=%llu "
+	    "slow consumer: %zu bytes unsent, not drained for %llu ms",
+	    session_id(v->session), (unsigned long long)v->k,
+	    view_output_len(v), (unsigned long long)stuck);
 	view_slow_disconnect(v);
 }
 
@@ -402,8 +402,9 @@ view_slow_disconnect(struct view *v)
 	char		 id[CURSOR_BUFSIZE];
 
 	cursor_format(id, sizeof id, v->k, v->next > 0 ? v->next - 1 : 0);
-	log_warn("session=%s stream=%llu disconnecting a slow consumer after "
-	    "%s", session_id(v->session), (unsigned long long)v->k, id);
+	log_limited(LOG_LEVEL_WARN, "slow-consumer", "session=%s stream=%llu "
+	    "disconnecting a slow consumer after %s", session_id(v->session),
+	    (unsigned long long)v->k, id);
 	metrics.slow_consumers_closed++;
 	view_flush(v);
 	buf = evbuffer_new();
@@ -432,10 +433,10 @@ view_resume_failed(struct view *v, enum eventlog_status status,
 		break;
 	case EVENTLOG_AHEAD:
 		reason = "ahead";
-		log_error("resumability violation: session=%s cursor=%s "
-		    "head=%llu-%llu: the log lost committed entries",
-		    session_id(v->session), v->resume_text,
-		    (unsigned long long)v->k,
+		log_limited(LOG_LEVEL_ERROR, "resume-ahead", "resumability "
+		    "violation: session=%s cursor=%s head=%llu-%llu: the log "
+		    "lost committed entries", session_id(v->session),
+		    v->resume_text, (unsigned long long)v->k,
 		    (unsigned long long)(info != NULL ? info->head : 0));
 		break;
 	case EVENTLOG_NOT_FOUND:
@@ -460,8 +461,8 @@ view_resume_failed(struct view *v, enum eventlog_status status,
 		cursor_format(id, sizeof id, v->k, info->head);
 		cJSON_AddStringToObject(data, "head", id);
 	}
-	log_info("session=%s resume from %s refused: %s",
-	    session_id(v->session), v->resume_text, reason);
+	log_limited(LOG_LEVEL_INFO, "resume-refused", "session=%s resume from "
+	    "%s refused: %s", session_id(v->session), v->resume_text, reason);
 	transport_reply_error(v->req, 410, JSONRPC_RESUME_FAILED,
 	    "Cannot resume from Last-Event-ID", data);
 }
@@ -528,14 +529,16 @@ view_read_cb(enum eventlog_status status, const struct eventlog_entry *entries,
 		 * up. It is told so like any slow consumer; the client
 		 * resumes from its own last id and hears "trimmed" then.
 		 */
-		log_warn("session=%s stream=%llu view fell behind retention at "
-		    "%llu", session_id(v->session), (unsigned long long)v->k,
+		log_limited(LOG_LEVEL_WARN, "slow-consumer", "session=%s "
+		    "stream=%llu view fell behind retention at %llu",
+		    session_id(v->session), (unsigned long long)v->k,
 		    (unsigned long long)v->next);
 		view_slow_disconnect(v);
 		return;
 	}
 	if (status != EVENTLOG_OK) {
-		log_warn("session=%s stream=%llu view ends: log read %s",
+		log_limited(LOG_LEVEL_WARN, "view-read", "session=%s "
+		    "stream=%llu view ends: log read %s",
 		    session_id(v->session), (unsigned long long)v->k,
 		    eventlog_status_name(status));
 		view_finish(v);
@@ -782,8 +785,9 @@ view_cron(void)
 		bev = evhttp_connection_get_bufferevent(v->evcon);
 		if (evbuffer_get_length(bufferevent_get_input(bev)) >
 		    VIEW_MAX_INPUT) {
-			log_warn("session=%s stream=%llu client sends on a "
-			    "stream; closing", session_id(v->session),
+			log_limited(LOG_LEVEL_WARN, "client-input",
+			    "session=%s stream=%llu client sends on a stream; "
+			    "closing", session_id(v->session),
 			    (unsigned long long)v->k);
 			/* What it sent is no request to answer next. */
 			view_abort(v, "client sends on a stream");
