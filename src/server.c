@@ -16,7 +16,9 @@
 
 #include <event2/event.h>
 #include <event2/http.h>
+#include <event2/listener.h>
 
+#include "clock.h"
 #include "conf.h"
 #include "eventlog.h"
 #include "exec.h"
@@ -29,6 +31,19 @@
 
 /* Seconds shutdown waits for the log to commit its last entries. */
 #define SERVER_DRAIN_TIMEOUT	3
+/* Milliseconds the listener rests after accept() failed (no descriptor). */
+#define SERVER_ACCEPT_PAUSE_MS	100
+/* Milliseconds without a failure that end an episode of them. */
+#define SERVER_ACCEPT_CALM_MS	1000
+
+static struct {
+	struct evconnlistener	*lev;
+	struct event		*resume_ev;
+	unsigned long long	 nofile;	/* the open file limit */
+	uint64_t		 refusing_since;	/* 0: accept works */
+	uint64_t		 last_refusal;
+	unsigned long long	 refusals;
+} server;
 
 static void
 server_signal_cb(evutil_socket_t sig, short events, void *arg)
@@ -39,11 +54,65 @@ server_signal_cb(evutil_socket_t sig, short events, void *arg)
 	event_base_loopexit(base, NULL);
 }
 
+/*
+ * accept() failed for a reason that does not pass by itself at once: most
+ * often the open file limit, with the pending connection left in the
+ * kernel's queue, so the listening socket stays readable and the loop
+ * would call accept() again at once, forever. The listener rests instead
+ * (as nginx and Redis do) and tries again later; connections wait in the
+ * queue meanwhile and are taken as soon as descriptors are free. One line
+ * when refusals start, one when they have stopped.
+ */
+static void
+server_accept_error_cb(struct evconnlistener *lev, void *arg)
+{
+	struct timeval	tv = { 0, SERVER_ACCEPT_PAUSE_MS * 1000 };
+	int		err = EVUTIL_SOCKET_ERROR();
+	uint64_t	now = clock_now_ms();
+
+	if (server.refusing_since == 0) {
+		server.refusing_since = now;
+		server.refusals = 0;
+		log_limited(LOG_LEVEL_WARN, "accept", "accept: %s (open file "
+		    "limit %llu, %zu open streams); new connections wait, "
+		    "retrying every %d ms", evutil_socket_error_to_string(err),
+		    server.nofile, view_count(), SERVER_ACCEPT_PAUSE_MS);
+	}
+	server.refusals++;
+	server.last_refusal = now;
+	evconnlistener_disable(lev);
+	evtimer_add(server.resume_ev, &tv);
+}
+
+static void
+server_accept_resume_cb(evutil_socket_t fd, short events, void *arg)
+{
+	if (server.lev != NULL)
+		evconnlistener_enable(server.lev);
+}
+
+/* From the cron: refusals are over once a while has passed without one. */
+static void
+server_accept_cron(void)
+{
+	uint64_t	now = clock_now_ms();
+
+	if (server.refusing_since == 0 ||
+	    now - server.last_refusal < SERVER_ACCEPT_CALM_MS)
+		return;
+	log_limited(LOG_LEVEL_INFO, "accept", "accept: no failure for %d ms; "
+	    "%llu failed in the %llu ms before", SERVER_ACCEPT_CALM_MS,
+	    server.refusals, (unsigned long long)(server.last_refusal -
+	    server.refusing_since));
+	server.refusing_since = 0;
+}
+
 static void
 server_cron_cb(evutil_socket_t fd, short events, void *arg)
 {
 	session_cron();
 	view_cron();
+	server_accept_cron();
 	log_cron();
 }
 
@@ -61,7 +130,8 @@ server_raise_nofile(void)
 		setrlimit(RLIMIT_NOFILE, &rl);
 		getrlimit(RLIMIT_NOFILE, &rl);
 	}
-	log_info("open file limit %llu", (unsigned long long)rl.rlim_cur);
+	server.nofile = (unsigned long long)rl.rlim_cur;
+	log_info("open file limit %llu", server.nofile);
 }
 
 static struct evhttp_bound_socket *
@@ -80,6 +150,8 @@ server_listen(struct evhttp *http, const struct conf *conf)
 		    conf->listen_port);
 		return (NULL);
 	}
+	server.lev = evhttp_bound_socket_get_listener(bound);
+	evconnlistener_set_error_cb(server.lev, server_accept_error_cb);
 	getsockname(evhttp_bound_socket_get_fd(bound), (struct sockaddr *)&ss,
 	    &sslen);
 	if (ss.ss_family == AF_INET6) {
@@ -177,6 +249,7 @@ server_run(const struct conf *conf)
 	evsignal_add(sigterm, NULL);
 	evsignal_add(sigint, NULL);
 	event_add(cron, &second);
+	server.resume_ev = evtimer_new(base, server_accept_resume_cb, NULL);
 
 	if ((bound = server_listen(http, conf)) != NULL) {
 		log_info("mcpd %s ready: eventlog %s, builtin tools %s",
@@ -190,8 +263,11 @@ server_run(const struct conf *conf)
 	 * No new work while the old finishes. Streams are cut first: to their
 	 * clients the end of this process is no end of a stream.
 	 */
+	event_free(server.resume_ev);
+	server.resume_ev = NULL;
 	if (bound != NULL)
 		evhttp_del_accept_socket(http, bound);
+	server.lev = NULL;
 	view_shutdown();
 	session_shutdown();
 	exec_shutdown();	/* cancelled calls: their programs reaped */

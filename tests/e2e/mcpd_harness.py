@@ -14,6 +14,7 @@ import collections
 import json
 import os
 import re
+import resource
 import signal
 import socket
 import struct
@@ -695,8 +696,12 @@ class Daemon:
         self.stopped = False
         self.problems = []
         self.cond = threading.Condition()
+        self.nofile = None          # RLIMIT_NOFILE (soft and hard) if set
 
     # process
+
+    def _limit(self):
+        resource.setrlimit(resource.RLIMIT_NOFILE, (self.nofile, self.nofile))
 
     def start(self, timeout=10):
         env = os.environ.copy()
@@ -705,7 +710,8 @@ class Daemon:
         self.proc = subprocess.Popen(
             [self.mcpd, "-c", self.conf_path], stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-            start_new_session=True)
+            start_new_session=True,
+            preexec_fn=self._limit if self.nofile is not None else None)
         self.err = _Drain(self.proc.stderr, self.cond)
         self.out = _Drain(self.proc.stdout, self.cond)
         self.err.start()
@@ -1071,11 +1077,14 @@ class Harness:
         self.workdir = workdir or tempfile.mkdtemp(prefix="mcpd-e2e-")
         self.daemons = []
 
-    def start(self, extra_lines=(), **conf):
+    def start(self, extra_lines=(), nofile=None, **conf):
         """Start mcpd with the default conf plus overrides
-        (stream_maxlen=5, allowed_origins="http://good.example", ...)."""
+        (stream_maxlen=5, allowed_origins="http://good.example", ...);
+        nofile: its open file limit (soft and hard, so mcpd cannot raise
+        it)."""
         d = Daemon(self.mcpd, self.workdir, conf, extra_lines,
                    self.sanitized, f"mcpd{len(self.daemons)}")
+        d.nofile = nofile
         self.daemons.append(d)
         d.start()
         return d

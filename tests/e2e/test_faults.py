@@ -34,6 +34,60 @@ def _ping_on(d, sid, conn, what):
            f"{what}: ping -> HTTP {r.status}")
 
 
+def test_open_file_limit_pauses_accept_and_recovers(h):
+    """At the open file limit accept() fails with the connection left in
+    the kernel's queue: mcpd must not call it again at once forever (a
+    spin, one log line per call), but rest, keep serving the connections
+    it has, and take new ones once descriptors are free."""
+    d = h.start(nofile=32)
+    sid = d.initialize(LATEST)
+    kept = d.connect()
+    _ping_on(d, sid, kept, "before the limit")
+
+    socks = []
+    try:
+        for _ in range(48):         # more than the 32 descriptors
+            s = socket.create_connection((d.host, d.port), tmo(5))
+            socks.append(s)
+        d.wait_log(lambda line: "Too many open files" in line, 5,
+                   "accept() failing with EMFILE, logged")
+
+        # A spin detector, not a performance bound: CPU time spent while
+        # the queue holds connections mcpd cannot take.
+        period = 2.0
+        cpu0 = _cpu_seconds(d.proc.pid)
+        time.sleep(period)
+        cpu = _cpu_seconds(d.proc.pid) - cpu0
+        expect(cpu < period / 4, f"mcpd used {cpu:.2f}s of CPU in "
+               f"{period:.0f}s at the open file limit: it spins on accept()")
+        lines = _lines(d, "accept")
+        expect(1 <= len(lines) <= 3, f"{len(lines)} log lines about accept "
+               f"at the open file limit (expected one, at most 3): "
+               f"{lines[:5]!r}")
+        expect(d.alive(), "mcpd died at the open file limit")
+        # Connections it already has are served meanwhile.
+        _ping_on(d, sid, kept, "at the open file limit")
+    finally:
+        for s in socks:
+            s.close()
+
+    # Descriptors free again: a new connection is taken (the listener
+    # rests 100 ms between tries; poll within a bound).
+    deadline = time.monotonic() + tmo(5)
+    while True:
+        try:
+            r = d.ping(sid)
+            if r.status == 200:
+                break
+        except (AssertionError, Timeout, OSError) as e:
+            expect(time.monotonic() < deadline, f"no new connection served "
+                   f"{tmo(5):.0f}s after descriptors were freed: {e}")
+        time.sleep(0.05)
+    d.assert_alive(sid, "after the open file limit")
+    d.wait_log(lambda line: "accept: no failure" in line, 5,
+               "the end of the accept failures logged")
+
+
 def test_client_caused_log_lines_are_rate_limited(h):
     """A client repeating requests that each cause a log line (a cursor
     ahead of the head: an error-level resumability violation; a refused
