@@ -155,7 +155,7 @@ END_TEST
 
 START_TEST(test_many_causes_stay_bounded)
 {
-	static char	names[200][16];
+	static char	names[200][24];
 	int		i, passed = 0;
 
 	capture();
