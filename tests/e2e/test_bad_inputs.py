@@ -4,8 +4,8 @@ each)."""
 import json
 import time
 
-from mcpd_harness import (LATEST, Conn, assert_rpc_error, expect, rpc, tmo,
-                          tool_call)
+from mcpd_harness import (LATEST, Conn, assert_rpc_error, expect,
+                          result_text, rpc, tmo, tool_call)
 
 
 def _check(d, sid, r, statuses, what, code=None):
@@ -210,3 +210,53 @@ def test_garbage_http_and_half_requests(h):
     time.sleep(0.05)
     conn.cut()
     d.assert_alive(sid, "after a half-sent body")
+
+
+# --------------------------------------------------------------------------
+# Pagination cursors, numbers and NULs in arguments: nothing a client puts
+# in params reaches an integer conversion, an overflow or a cut string.
+
+
+def _exec_tool(name, *lines):
+    return [f"tool {name} {{"] + [f"    {ln}" for ln in lines] + ["}"]
+
+
+def test_numeric_arguments_out_of_range(h):
+    # far outside any integer type: refused by the range check on the
+    # double (a sanitized build dies on a conversion made before it)
+    d = h.start(extra_lines=_exec_tool(
+        "nums", "param i integer", "param x number", "exec /bin/true"))
+    sid = d.initialize(LATEST)
+    huge = ("1e300", "-1e300", "1e400", "-1e400", "1e19", "-9.3e18",
+            "9223372036854775808", "18446744073709551616", "4294967296.5",
+            "-1", "1.5", "2000000")
+    for tool, arg in (("stream", "n"), ("stream", "size"),
+                      ("stream", "interval_ms"), ("notify", "n"),
+                      ("notify", "size")):
+        for v in huge:
+            id = d.new_id()
+            args = '{"n":1,"' + arg + '":' + v + '}' if arg != "n" else \
+                '{"n":' + v + '}'
+            body = ('{"jsonrpc":"2.0","id":%d,"method":"tools/call",'
+                    '"params":{"name":"%s","arguments":%s}}' %
+                    (id, tool, args))
+            r = d.post(sid, body)
+            msg = r.rpc(id)
+            res = msg.get("result") or {}
+            expect(res.get("isError") is True and
+                   f"argument '{arg}' must be an integer" in
+                   result_text(msg), f"{tool} {arg}={v} -> {msg!r}")
+            d.assert_alive(sid, f"after {tool} {arg}={v}")
+    for arg, v, why in (("i", "1e300", "an integer"),
+                        ("i", "-1e400", "an integer"),
+                        ("i", "9007199254740993e3", "an integer"),
+                        ("x", "1e400", "a number"),
+                        ("x", "-1e400", "a number")):
+        id = d.new_id()
+        body = ('{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":'
+                '{"name":"nums","arguments":{"%s":%s}}}' % (id, arg, v))
+        msg = d.post(sid, body).rpc(id)
+        expect((msg.get("result") or {}).get("isError") is True and
+               f"must be {why}" in result_text(msg),
+               f"nums {arg}={v} -> {msg!r}")
+        d.assert_alive(sid, f"after nums {arg}={v}")
