@@ -122,28 +122,49 @@ dispatch_streams(const cJSON *req)
 }
 
 /*
- * One page of a list method. The cursor is the decimal offset of the page;
- * clients treat it as opaque, and a malformed one is invalid params.
+ * A list method's cursor is the decimal offset of its page: opaque to
+ * clients, who only hand back a nextCursor. So anything else (not
+ * canonical decimal, not a page start, not inside the list) is refused
+ * before any arithmetic on it, which cannot then overflow.
  */
+static int
+dispatch_cursor(const cJSON *cursor, long count, long *offset)
+{
+	const char	*p;
+	long		 n = 0;
+
+	*offset = 0;
+	if (cursor == NULL || cJSON_IsNull(cursor))
+		return (0);
+	if (!cJSON_IsString(cursor) || cursor->valuestring[0] == '0')
+		return (-1);
+	for (p = cursor->valuestring; *p >= '0' && *p <= '9'; p++) {
+		n = n * 10 + (*p - '0');
+		if (n >= count)
+			return (-1);
+	}
+	if (p == cursor->valuestring || *p != '\0' || n % DISPATCH_PAGE != 0)
+		return (-1);
+	*offset = n;
+	return (0);
+}
+
+/* One page of a list method. */
 static cJSON *
 dispatch_page(cJSON *all, const cJSON *params, const char *key,
     struct dispatch_error *err)
 {
-	const cJSON	*cursor;
 	cJSON		*result, *page, *item;
-	char		*end, next[32];
-	long		 offset = 0, i = 0;
+	char		 next[32];
+	long		 offset, count, i = 0;
 
-	cursor = cJSON_GetObjectItemCaseSensitive(params, "cursor");
-	if (cursor != NULL && !cJSON_IsNull(cursor)) {
-		if (!cJSON_IsString(cursor) || cursor->valuestring[0] == '\0' ||
-		    (offset = strtol(cursor->valuestring, &end, 10)) < 0 ||
-		    *end != '\0') {
-			cJSON_Delete(all);
-			err->code = JSONRPC_INVALID_PARAMS;
-			err->message = "Invalid params: bad pagination cursor";
-			return (NULL);
-		}
+	count = cJSON_GetArraySize(all);
+	if (dispatch_cursor(cJSON_GetObjectItemCaseSensitive(params, "cursor"),
+	    count, &offset) != 0) {
+		cJSON_Delete(all);
+		err->code = JSONRPC_INVALID_PARAMS;
+		err->message = "Invalid params: bad pagination cursor";
+		return (NULL);
 	}
 	result = cJSON_CreateObject();
 	page = cJSON_AddArrayToObject(result, key);
@@ -155,7 +176,7 @@ dispatch_page(cJSON *all, const cJSON *params, const char *key,
 		i++;
 	}
 	cJSON_Delete(all);
-	if (offset + DISPATCH_PAGE < i) {
+	if (offset + DISPATCH_PAGE < count) {
 		snprintf(next, sizeof next, "%ld", offset + DISPATCH_PAGE);
 		cJSON_AddStringToObject(result, "nextCursor", next);
 	}

@@ -221,6 +221,58 @@ def _exec_tool(name, *lines):
     return [f"tool {name} {{"] + [f"    {ln}" for ln in lines] + ["}"]
 
 
+def _rpc_error(d, sid, body, id, code, what):
+    """POSTs body (a request with this id) and expects error `code`, on a
+    JSON or an SSE answer; the daemon keeps serving."""
+    r = d.post(sid, body if isinstance(body, str) else json.dumps(body))
+    expect(r.status == 200, f"{what} -> HTTP {r.status} {r.body[:200]!r}")
+    msg = r.rpc(id)
+    expect("result" not in msg and msg.get("error", {}).get("code") == code,
+           f"{what} -> {msg!r}, expected error {code}")
+    d.assert_alive(sid, f"after {what}")
+    return msg
+
+
+BAD_CURSORS = ("9223372036854775800", "9223372036854775807",
+               "18446744073709551616", "9" * 400, "-100", "+100", " 100",
+               "100 ", "0100", "1e2", "0x64", "", "0", "-0", "50", "100000",
+               "x", 100, 1e300, True, [], {})
+
+
+def test_pagination_cursors(h):
+    # 150 exec tools and the fixtures: the tools come in two pages; the
+    # only cursor mcpd hands out is "100", and any other is -32602
+    tools = []
+    for i in range(150):
+        tools += _exec_tool(f"t{i:03d}", "exec /bin/true")
+    d = h.start(extra_lines=tools + ["fixtures conformance"])
+    sid = d.initialize(LATEST)
+    names, cursors, cursor = [], [], None
+    while len(cursors) < 5:
+        id = d.new_id()
+        r = d.post(sid, rpc("tools/list", {} if cursor is None
+                            else {"cursor": cursor}, id))
+        res = r.rpc(id).get("result")
+        expect(res is not None, f"tools/list cursor {cursor!r} -> "
+               f"{r.body[:300]!r}")
+        names += [t["name"] for t in res["tools"]]
+        cursor = res.get("nextCursor")
+        if cursor is None:
+            break
+        cursors.append(cursor)
+    expect(cursors == ["100"], f"tools/list handed out cursors {cursors!r}")
+    expect(len(names) == len(set(names)) and
+           {f"t{i:03d}" for i in range(150)} <= set(names),
+           f"tools/list pages: {len(names)} names, "
+           f"{len(set(names))} distinct")
+    for method in ("tools/list", "resources/list", "resources/templates/list",
+                   "prompts/list"):
+        for bad in BAD_CURSORS:
+            id = d.new_id()
+            _rpc_error(d, sid, rpc(method, {"cursor": bad}, id), id, -32602,
+                       f"{method} cursor {str(bad)[:30]!r}")
+
+
 def test_numeric_arguments_out_of_range(h):
     # far outside any integer type: refused by the range check on the
     # double (a sanitized build dies on a conversion made before it)
