@@ -39,6 +39,24 @@ dispatch_params(const cJSON *req)
 	return (cJSON_GetObjectItemCaseSensitive(req, "params"));
 }
 
+/*
+ * jsonrpc_classify left a request's params to be checked here, once for
+ * every method: a name or text with a NUL would reach a provider cut at
+ * the NUL (tool "echo\u0000zzz" run as echo), so it is refused whole.
+ */
+#define DISPATCH_NUL_PARAMS \
+	"Invalid params: a name or string contains NUL (\\u0000)"
+
+static int
+dispatch_params_ok(const cJSON *req, struct dispatch_error *err)
+{
+	if (!jsonrpc_has_nul(dispatch_params(req)))
+		return (1);
+	err->code = JSONRPC_INVALID_PARAMS;
+	err->message = DISPATCH_NUL_PARAMS;
+	return (0);
+}
+
 static cJSON *
 dispatch_capabilities(void)
 {
@@ -76,6 +94,10 @@ dispatch_initialize(const cJSON *req, struct session **sp, char **cause)
 	cJSON		*result, *info;
 	int		 i;
 
+	if (jsonrpc_has_nul(params)) {
+		*cause = DISPATCH_NUL_PARAMS;
+		return (NULL);
+	}
 	requested = cJSON_GetObjectItemCaseSensitive(params, "protocolVersion");
 	if (!cJSON_IsString(requested)) {
 		*cause = "initialize needs params.protocolVersion";
@@ -275,7 +297,8 @@ dispatch_quick(struct session *s, const cJSON *req)
 	struct dispatch_error	 err;
 	cJSON			*result;
 
-	if ((result = dispatch_run(s, req, &err)) == NULL)
+	if (!dispatch_params_ok(req, &err) ||
+	    (result = dispatch_run(s, req, &err)) == NULL)
 		return (jsonrpc_error(id, err.code, err.message, NULL));
 	return (jsonrpc_result(id, result));
 }
@@ -378,6 +401,11 @@ dispatch_start(struct session *s, struct stream *st, const cJSON *req)
 	struct call		*c;
 	cJSON			*result;
 
+	if (!dispatch_params_ok(req, &err)) {
+		dispatch_call_error(call_start(s, st, id, NULL), err.code,
+		    err.message);
+		return;
+	}
 	meta = cJSON_GetObjectItemCaseSensitive(params, "_meta");
 	token = cJSON_GetObjectItemCaseSensitive(meta, "progressToken");
 	if (token != NULL && !cJSON_IsString(token) && !cJSON_IsNumber(token))

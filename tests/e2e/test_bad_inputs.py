@@ -312,3 +312,93 @@ def test_numeric_arguments_out_of_range(h):
                f"must be {why}" in result_text(msg),
                f"nums {arg}={v} -> {msg!r}")
         d.assert_alive(sid, f"after nums {arg}={v}")
+
+
+def test_nul_in_names_and_strings(h):
+    # cJSON ends a string at a decoded \u0000: mcpd must neither serve
+    # "ping\u0000x" as ping nor cut "a\u0000b" to "a"; names with a NUL
+    # are invalid, text with one is refused whole
+    d = h.start(extra_lines=_exec_tool("show", "param s string required",
+                                       "exec /bin/echo {s}"))
+    sid = d.initialize(LATEST)
+
+    # the envelope: -32600 (HTTP 400), an id with a NUL is answered null
+    for method in ("ping\x00x", "ping\x00", "\x00", "tools/list\x00",
+                   "initialize\x00"):
+        id = d.new_id()
+        r = d.post(sid, json.dumps(rpc(method, None, id)))
+        _check(d, sid, r, (400,), f"method {method!r}", -32600)
+        expect(r.json.get("id") == id, f"method {method!r} -> {r.json!r}")
+    for body, what in (
+            ({"jsonrpc": "2.0", "id": "a\x00b", "method": "ping"},
+             "id with a NUL"),
+            ({"jsonrpc": "2.0", "id": 1, "method\x00x": "tools/list",
+              "method": "ping"}, "member name with a NUL"),
+            ({"jsonrpc": "2.0\x00", "id": 1, "method": "ping"},
+             "jsonrpc with a NUL"),
+            ({"jsonrpc": "2.0", "id": 1, "method": "ping", "x": ["\x00"]},
+             "extra member with a NUL"),
+            (rpc("notifications/cancelled", {"requestId": "r\x00"}),
+             "notification whose params hold a NUL"),
+            ({"jsonrpc": "2.0", "id": "mcpd-0", "result": {"t": "\x00"}},
+             "response whose result holds a NUL")):
+        r = d.post(sid, json.dumps(body))
+        _check(d, sid, r, (400,), what, -32600)
+        if what == "id with a NUL":
+            expect(r.json.get("id") is None, f"{what} echoed: {r.json!r}")
+
+    # params: -32602 with the request's id; nothing runs, nothing is cut
+    for name, args in (("echo\x00zzz", {"text": "hi"}),
+                       ("echo", {"text": "a\x00b"}),
+                       ("echo", {"text": "\x00"}),
+                       ("echo", {"text": "ab" * 1000 + "\x00"}),
+                       ("echo", {"text\x00x": "hi"}),
+                       ("echo", {"text": "hi", "more": {"k\x00": 1}}),
+                       ("show", {"s": "a\x00b"}),
+                       ("show\x00", {"s": "ab"})):
+        id = d.new_id()
+        _rpc_error(d, sid, tool_call(name, args, id), id, -32602,
+                   f"tools/call {name!r} {str(args)[:40]}")
+    id = d.new_id()
+    _rpc_error(d, sid, tool_call("echo", {"text": "hi"}, id, "tok\x00"), id,
+               -32602, "progressToken with a NUL")
+    for method, params in (("logging/setLevel", {"level": "debug\x00"}),
+                           ("tools/list", {"cursor": "100\x00"}),
+                           ("ping", {"_meta": {"x": "\x00"}})):
+        id = d.new_id()
+        _rpc_error(d, sid, rpc(method, params, id), id, -32602,
+                   f"{method} {params!r}")
+
+    # an escaped backslash before u0000 is text, and comes back whole
+    for text in ("a\\u0000b", "\\u0000", "\\\\u0000", "a\u00e9\\"):
+        msg, _ = d.call(sid, "echo", {"text": text})
+        expect(result_text(msg) == text, f"echo {text!r} -> {msg!r}")
+
+    # initialize: no session for params with a NUL
+    for params in ({"protocolVersion": LATEST + "\x00", "capabilities": {},
+                    "clientInfo": {"name": "e", "version": "0"}},
+                   {"protocolVersion": LATEST, "capabilities": {},
+                    "clientInfo": {"name": "e\x00", "version": "0"}}):
+        r = d.post(None, json.dumps(rpc("initialize", params, 1)))
+        expect(r.status == 400 and r.session_id is None,
+               f"initialize {params!r} -> HTTP {r.status} "
+               f"{r.body[:200]!r}")
+        assert_rpc_error(r.json, code=-32602, id_null=False)
+    r = d.post(None, json.dumps({"jsonrpc": "2.0", "id": "i\x00",
+                                 "method": "initialize", "params": {
+                                     "protocolVersion": LATEST}}))
+    expect(r.status == 400 and r.session_id is None,
+           f"initialize with an id holding a NUL -> HTTP {r.status}")
+    assert_rpc_error(r.json, code=-32600)
+    d.assert_alive(sid, "after initialize with NULs")
+
+    # a 2025-03-26 batch: the member with a NUL is invalid, the others run
+    old = d.initialize("2025-03-26")
+    r = d.post(old, json.dumps([rpc("ping\x00", None, 1), rpc("ping", None, 2),
+                                rpc("tools/list", {"cursor": "\x00"}, 3)]))
+    expect(r.status == 200, f"batch -> HTTP {r.status} {r.body[:200]!r}")
+    expect(r.rpc(1).get("error", {}).get("code") == -32600 and
+           r.rpc(2).get("result") == {} and
+           r.rpc(3).get("error", {}).get("code") == -32602,
+           f"batch -> {r.json!r}")
+    d.assert_alive(old, "after a batch with NULs")

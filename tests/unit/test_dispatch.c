@@ -1,6 +1,7 @@
 /*
  * Unit tests for dispatch.c on the quick methods: the pages of a list and
- * the cursors that lead to them (only the ones mcpd hands out are taken).
+ * the cursors that lead to them (only the ones mcpd hands out are taken),
+ * and the one check of a request's params for NULs.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -165,7 +166,7 @@ static const char *bad_cursors[] = {
 	"\"99999999999999999999999999999999999999\"",
 	"\"-100\"", "\"-0\"", "\"+100\"", "\" 100\"", "\"100 \"", "\"0100\"",
 	"\"1e2\"", "\"0x64\"", "\"100.0\"", "\"\"", "\"0\"", "\"50\"",
-	"\"101\"", "\"300\"", "\"1000\"", "\"x\"",
+	"\"101\"", "\"300\"", "\"1000\"", "\"x\"", "\"100\\u0000\"",
 	"100", "1e300", "-1", "true", "[]", "{}",
 };
 
@@ -176,6 +177,58 @@ START_TEST(test_bad_cursor)
 	ck_assert_msg(error_code(answer) == JSONRPC_INVALID_PARAMS,
 	    "cursor %s accepted", bad_cursors[_i]);
 	cJSON_Delete(answer);
+}
+END_TEST
+
+/* A NUL anywhere in params: -32602 for every method, with the id. */
+static const char *nul_params[] = {
+	"{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"ping\","
+	    "\"params\":{\"_meta\":{\"x\":\"\\u0000\"}}}",
+	"{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"logging/setLevel\","
+	    "\"params\":{\"level\":\"debug\\u0000\"}}",
+	"{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/list\","
+	    "\"params\":{\"cursor\\u0000\":\"100\"}}",
+	"{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"no/such\","
+	    "\"params\":[\"\\u0000\"]}",
+};
+
+START_TEST(test_nul_params)
+{
+	cJSON	*answer = quick(nul_params[_i]);
+
+	ck_assert_int_eq(error_code(answer), JSONRPC_INVALID_PARAMS);
+	ck_assert_int_eq(cJSON_GetObjectItem(answer, "id")->valueint, 9);
+	cJSON_Delete(answer);
+}
+END_TEST
+
+/* initialize creates no session for params with a NUL. */
+START_TEST(test_nul_initialize)
+{
+	static const char	*bodies[] = {
+		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\","
+		    "\"params\":{\"protocolVersion\":\"2025-06-18\\u0000\"}}",
+		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\","
+		    "\"params\":{\"protocolVersion\":\"2025-06-18\","
+		    "\"clientInfo\":{\"name\":\"\\u0000\"}}}",
+	};
+	struct session		*s = NULL;
+	cJSON			*req;
+	char			*cause = NULL;
+	int			 code;
+	size_t			 i;
+
+	for (i = 0; i < sizeof bodies / sizeof bodies[0]; i++) {
+		req = jsonrpc_parse(bodies[i], strlen(bodies[i]), &code,
+		    &cause);
+		ck_assert_ptr_nonnull(req);
+		cause = NULL;
+		ck_assert_ptr_null(dispatch_initialize(req, &s, &cause));
+		ck_assert_ptr_nonnull(cause);
+		ck_assert_msg(strstr(cause, "NUL") != NULL, "cause %s", cause);
+		ck_assert_uint_eq(session_count(), 0);
+		cJSON_Delete(req);
+	}
 }
 END_TEST
 
@@ -192,6 +245,12 @@ dispatch_suite(void)
 	tcase_add_test(tc, test_pages);
 	tcase_add_test(tc, test_null_cursor);
 	tcase_add_loop_test(tc, test_bad_cursor, 0, NITEMS(bad_cursors));
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("nul");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_loop_test(tc, test_nul_params, 0, NITEMS(nul_params));
+	tcase_add_test(tc, test_nul_initialize);
 	suite_add_tcase(s, tc);
 	return (s);
 }
