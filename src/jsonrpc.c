@@ -108,11 +108,14 @@ static char *
 jsonrpc_mark_nuls(const char *body, size_t len, size_t *outlen)
 {
 	const size_t	 esclen = sizeof JSONRPC_NUL_ESCAPE - 1;
-	const char	*p = body, *end = body + len;
+	const char	*p, *end;
 	char		*out, *o;
 
-	if (memmem(body, len, JSONRPC_NUL_ESCAPE, esclen) == NULL)
+	/* An empty body may come as a NULL pointer. */
+	if (len == 0 || memmem(body, len, JSONRPC_NUL_ESCAPE, esclen) == NULL)
 		return (NULL);
+	p = body;
+	end = body + len;
 	o = out = xmalloc(len);
 	while (p < end) {
 		if (*p != '\\')

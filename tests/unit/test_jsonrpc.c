@@ -246,6 +246,13 @@ START_TEST(test_parse_bad)
 }
 END_TEST
 
+/* An empty evbuffer pulls up to NULL: no arithmetic on that pointer. */
+START_TEST(test_parse_null_body)
+{
+	expect_parse_error(NULL, 0, "empty body as a NULL pointer");
+}
+END_TEST
+
 START_TEST(test_parse_good)
 {
 	cJSON		*json;
@@ -857,6 +864,7 @@ jsonrpc_suite(void)
 
 	tc = tcase_create("parse");
 	tcase_add_loop_test(tc, test_parse_bad, 0, NITEMS(parse_bad));
+	tcase_add_test(tc, test_parse_null_body);
 	tcase_add_test(tc, test_parse_good);
 	tcase_add_test(tc, test_parse_depth);
 	suite_add_tcase(s, tc);
