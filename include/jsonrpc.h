@@ -33,6 +33,8 @@ cJSON			*jsonrpc_parse(const char *, size_t, int *, char **);
 enum jsonrpc_kind	 jsonrpc_classify(const cJSON *, const char **);
 int			 jsonrpc_utf8_valid(const char *, size_t);
 int			 jsonrpc_depth_ok(const char *, size_t, int);
+int			 jsonrpc_has_nul(const cJSON *);
+const cJSON		*jsonrpc_reply_id(const cJSON *);
 
 cJSON	*jsonrpc_result(const cJSON *, cJSON *);
 cJSON	*jsonrpc_error(const cJSON *, int, const char *, cJSON *);

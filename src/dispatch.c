@@ -39,6 +39,24 @@ dispatch_params(const cJSON *req)
 	return (cJSON_GetObjectItemCaseSensitive(req, "params"));
 }
 
+/*
+ * jsonrpc_classify left a request's params to be checked here, once for
+ * every method: a name or text with a NUL would reach a provider cut at
+ * the NUL (tool "echo\u0000zzz" run as echo), so it is refused whole.
+ */
+#define DISPATCH_NUL_PARAMS \
+	"Invalid params: a name or string contains NUL (\\u0000)"
+
+static int
+dispatch_params_ok(const cJSON *req, struct dispatch_error *err)
+{
+	if (!jsonrpc_has_nul(dispatch_params(req)))
+		return (1);
+	err->code = JSONRPC_INVALID_PARAMS;
+	err->message = DISPATCH_NUL_PARAMS;
+	return (0);
+}
+
 static cJSON *
 dispatch_capabilities(void)
 {
@@ -76,6 +94,10 @@ dispatch_initialize(const cJSON *req, struct session **sp, char **cause)
 	cJSON		*result, *info;
 	int		 i;
 
+	if (jsonrpc_has_nul(params)) {
+		*cause = DISPATCH_NUL_PARAMS;
+		return (NULL);
+	}
 	requested = cJSON_GetObjectItemCaseSensitive(params, "protocolVersion");
 	if (!cJSON_IsString(requested)) {
 		*cause = "initialize needs params.protocolVersion";
@@ -122,28 +144,49 @@ dispatch_streams(const cJSON *req)
 }
 
 /*
- * One page of a list method. The cursor is the decimal offset of the page;
- * clients treat it as opaque, and a malformed one is invalid params.
+ * A list method's cursor is the decimal offset of its page: opaque to
+ * clients, who only hand back a nextCursor. So anything else (not
+ * canonical decimal, not a page start, not inside the list) is refused
+ * before any arithmetic on it, which cannot then overflow.
  */
+static int
+dispatch_cursor(const cJSON *cursor, long count, long *offset)
+{
+	const char	*p;
+	long		 n = 0;
+
+	*offset = 0;
+	if (cursor == NULL || cJSON_IsNull(cursor))
+		return (0);
+	if (!cJSON_IsString(cursor) || cursor->valuestring[0] == '0')
+		return (-1);
+	for (p = cursor->valuestring; *p >= '0' && *p <= '9'; p++) {
+		n = n * 10 + (*p - '0');
+		if (n >= count)
+			return (-1);
+	}
+	if (p == cursor->valuestring || *p != '\0' || n % DISPATCH_PAGE != 0)
+		return (-1);
+	*offset = n;
+	return (0);
+}
+
+/* One page of a list method. */
 static cJSON *
 dispatch_page(cJSON *all, const cJSON *params, const char *key,
     struct dispatch_error *err)
 {
-	const cJSON	*cursor;
 	cJSON		*result, *page, *item;
-	char		*end, next[32];
-	long		 offset = 0, i = 0;
+	char		 next[32];
+	long		 offset, count, i = 0;
 
-	cursor = cJSON_GetObjectItemCaseSensitive(params, "cursor");
-	if (cursor != NULL && !cJSON_IsNull(cursor)) {
-		if (!cJSON_IsString(cursor) || cursor->valuestring[0] == '\0' ||
-		    (offset = strtol(cursor->valuestring, &end, 10)) < 0 ||
-		    *end != '\0') {
-			cJSON_Delete(all);
-			err->code = JSONRPC_INVALID_PARAMS;
-			err->message = "Invalid params: bad pagination cursor";
-			return (NULL);
-		}
+	count = cJSON_GetArraySize(all);
+	if (dispatch_cursor(cJSON_GetObjectItemCaseSensitive(params, "cursor"),
+	    count, &offset) != 0) {
+		cJSON_Delete(all);
+		err->code = JSONRPC_INVALID_PARAMS;
+		err->message = "Invalid params: bad pagination cursor";
+		return (NULL);
 	}
 	result = cJSON_CreateObject();
 	page = cJSON_AddArrayToObject(result, key);
@@ -155,7 +198,7 @@ dispatch_page(cJSON *all, const cJSON *params, const char *key,
 		i++;
 	}
 	cJSON_Delete(all);
-	if (offset + DISPATCH_PAGE < i) {
+	if (offset + DISPATCH_PAGE < count) {
 		snprintf(next, sizeof next, "%ld", offset + DISPATCH_PAGE);
 		cJSON_AddStringToObject(result, "nextCursor", next);
 	}
@@ -254,7 +297,8 @@ dispatch_quick(struct session *s, const cJSON *req)
 	struct dispatch_error	 err;
 	cJSON			*result;
 
-	if ((result = dispatch_run(s, req, &err)) == NULL)
+	if (!dispatch_params_ok(req, &err) ||
+	    (result = dispatch_run(s, req, &err)) == NULL)
 		return (jsonrpc_error(id, err.code, err.message, NULL));
 	return (jsonrpc_result(id, result));
 }
@@ -357,6 +401,11 @@ dispatch_start(struct session *s, struct stream *st, const cJSON *req)
 	struct call		*c;
 	cJSON			*result;
 
+	if (!dispatch_params_ok(req, &err)) {
+		dispatch_call_error(call_start(s, st, id, NULL), err.code,
+		    err.message);
+		return;
+	}
 	meta = cJSON_GetObjectItemCaseSensitive(params, "_meta");
 	token = cJSON_GetObjectItemCaseSensitive(meta, "progressToken");
 	if (token != NULL && !cJSON_IsString(token) && !cJSON_IsNumber(token))

@@ -5,6 +5,7 @@
  */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "jsonrpc.h"
@@ -91,6 +92,78 @@ jsonrpc_depth_ok(const char *s, size_t len, int max)
 }
 
 /*
+ * cJSON decodes \u0000 to a NUL, which ends its C string: every reader
+ * after it would see the string cut ("ping\u0000x" served as ping), and a
+ * member "text\u0000x" would be found as "text". So the escape is
+ * rewritten to JSONRPC_NUL_MARK first, a byte that valid UTF-8 never
+ * holds: the string keeps its length, and jsonrpc_has_nul() finds it.
+ * Only escapes are rewritten (a backslash takes the byte after it along,
+ * so "\\u0000" stays text); a backslash outside a string is malformed
+ * either way. Returns NULL when the body has no such escape.
+ */
+#define JSONRPC_NUL_ESCAPE	"\\u0000"
+#define JSONRPC_NUL_MARK	'\xff'
+
+static char *
+jsonrpc_mark_nuls(const char *body, size_t len, size_t *outlen)
+{
+	const size_t	 esclen = sizeof JSONRPC_NUL_ESCAPE - 1;
+	const char	*p, *end;
+	char		*out, *o;
+
+	/* An empty body may come as a NULL pointer. */
+	if (len == 0 || memmem(body, len, JSONRPC_NUL_ESCAPE, esclen) == NULL)
+		return (NULL);
+	p = body;
+	end = body + len;
+	o = out = xmalloc(len);
+	while (p < end) {
+		if (*p != '\\')
+			*o++ = *p++;
+		else if ((size_t)(end - p) >= esclen &&
+		    memcmp(p, JSONRPC_NUL_ESCAPE, esclen) == 0) {
+			*o++ = JSONRPC_NUL_MARK;
+			p += esclen;
+		} else {
+			*o++ = *p++;
+			if (p < end)
+				*o++ = *p++;
+		}
+	}
+	*outlen = (size_t)(o - out);
+	return (out);
+}
+
+static int
+jsonrpc_string_has_nul(const char *s)
+{
+	return (s != NULL && strchr(s, JSONRPC_NUL_MARK) != NULL);
+}
+
+/*
+ * Whether a string of item (its value, a member name, anything nested)
+ * held a NUL in the body it was parsed from. Such a string cannot be read
+ * as a C string without being cut, nor printed back whole, so it is
+ * refused wherever the message is checked, never passed on.
+ */
+int
+jsonrpc_has_nul(const cJSON *item)
+{
+	const cJSON	*child;
+
+	if (item == NULL)
+		return (0);
+	if (cJSON_IsString(item) && jsonrpc_string_has_nul(item->valuestring))
+		return (1);
+	for (child = item->child; child != NULL; child = child->next) {
+		if (jsonrpc_string_has_nul(child->string) ||
+		    jsonrpc_has_nul(child))
+			return (1);
+	}
+	return (0);
+}
+
+/*
  * Parses a body. On failure returns NULL with *code the JSON-RPC error code
  * and *cause a static message.
  */
@@ -99,6 +172,8 @@ jsonrpc_parse(const char *body, size_t len, int *code, char **cause)
 {
 	cJSON		*json;
 	const char	*end = NULL;
+	char		*marked;
+	size_t		 markedlen;
 
 	*code = JSONRPC_PARSE_ERROR;
 	if (!jsonrpc_utf8_valid(body, len)) {
@@ -110,18 +185,21 @@ jsonrpc_parse(const char *body, size_t len, int *code, char **cause)
 		    "unescaped control character";
 		return (NULL);
 	}
-	json = cJSON_ParseWithLengthOpts(body, len, &end, 0);
-	if (json == NULL) {
-		*cause = "Parse error: malformed JSON";
-		return (NULL);
+	if ((marked = jsonrpc_mark_nuls(body, len, &markedlen)) != NULL) {
+		body = marked;
+		len = markedlen;
 	}
-	for (; end != NULL && end < body + len; end++) {
+	json = cJSON_ParseWithLengthOpts(body, len, &end, 0);
+	if (json == NULL)
+		*cause = "Parse error: malformed JSON";
+	for (; json != NULL && end != NULL && end < body + len; end++) {
 		if (strchr(" \t\r\n", *end) == NULL) {
 			cJSON_Delete(json);
+			json = NULL;
 			*cause = "Parse error: trailing data after JSON";
-			return (NULL);
 		}
 	}
+	free(marked);
 	return (json);
 }
 
@@ -138,7 +216,7 @@ jsonrpc_id_valid(const cJSON *id)
 	double	v;
 
 	if (cJSON_IsString(id))
-		return (1);
+		return (!jsonrpc_string_has_nul(id->valuestring));
 	if (!cJSON_IsNumber(id))
 		return (0);
 	v = id->valuedouble;
@@ -147,23 +225,51 @@ jsonrpc_id_valid(const cJSON *id)
 	return (v == (double)(long long)v);
 }
 
+/*
+ * The id to answer a message with, or NULL (null) when it has none that
+ * can be echoed: JSON-RPC answers an id it could not read with null, and
+ * an id printed back differently would name another request.
+ */
+const cJSON *
+jsonrpc_reply_id(const cJSON *msg)
+{
+	const cJSON	*id = cJSON_GetObjectItemCaseSensitive(msg, "id");
+
+	return (jsonrpc_id_valid(id) ? id : NULL);
+}
+
+/*
+ * A NUL anywhere in a message is refused here (names and every string of
+ * the envelope, a notification's params, a response's result or error),
+ * except in a request's params: dispatch refuses those with -32602, in an
+ * answer that carries the request's id.
+ */
 enum jsonrpc_kind
 jsonrpc_classify(const cJSON *msg, const char **cause)
 {
-	const cJSON	*version, *method, *id, *params;
+	const cJSON	*version, *method, *id, *params, *member, *skip;
 
 	if (!cJSON_IsObject(msg)) {
 		*cause = "Invalid Request: message is not an object";
 		return (JSONRPC_INVALID);
+	}
+	method = cJSON_GetObjectItemCaseSensitive(msg, "method");
+	id = cJSON_GetObjectItemCaseSensitive(msg, "id");
+	params = cJSON_GetObjectItemCaseSensitive(msg, "params");
+	skip = method != NULL && id != NULL ? params : NULL;
+	cJSON_ArrayForEach(member, msg) {
+		if (jsonrpc_string_has_nul(member->string) ||
+		    (member != skip && jsonrpc_has_nul(member))) {
+			*cause = "Invalid Request: a name or string contains "
+			    "NUL (\\u0000)";
+			return (JSONRPC_INVALID);
+		}
 	}
 	version = cJSON_GetObjectItemCaseSensitive(msg, "jsonrpc");
 	if (!cJSON_IsString(version) || strcmp(version->valuestring, "2.0")) {
 		*cause = "Invalid Request: jsonrpc must be \"2.0\"";
 		return (JSONRPC_INVALID);
 	}
-	method = cJSON_GetObjectItemCaseSensitive(msg, "method");
-	id = cJSON_GetObjectItemCaseSensitive(msg, "id");
-	params = cJSON_GetObjectItemCaseSensitive(msg, "params");
 	if (method == NULL) {
 		if (id == NULL || (!jsonrpc_id_valid(id) && !cJSON_IsNull(id))) {
 			*cause = "Invalid Request: no method and no valid id";

@@ -7,6 +7,7 @@
  * committed), whatever n is; under the block policy they wait in the
  * stream until the client has received enough, and so does the call.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,12 +94,17 @@ builtin_list_tools(cJSON *tools)
 	    "\"required\":[\"n\"]}");
 }
 
-/* Reads an optional integer argument within [0, max]. */
+/*
+ * Reads an optional integer argument within [0, max]. The range and
+ * wholeness are checked on the double: converting one out of range (1e300)
+ * to an integer first is undefined behaviour.
+ */
 static int
 builtin_int_arg(const cJSON *args, const char *name, int required, long max,
     long *out, char **cause)
 {
 	const cJSON	*v = cJSON_GetObjectItemCaseSensitive(args, name);
+	double		 d;
 
 	if (v == NULL) {
 		if (!required)
@@ -106,13 +112,13 @@ builtin_int_arg(const cJSON *args, const char *name, int required, long max,
 		xasprintf(cause, "missing required argument '%s'", name);
 		return (-1);
 	}
-	if (!cJSON_IsNumber(v) || v->valuedouble != (double)(long)v->valuedouble
-	    || v->valuedouble < 0 || v->valuedouble > (double)max) {
+	d = cJSON_IsNumber(v) ? v->valuedouble : -1;
+	if (!(d >= 0 && d <= (double)max) || d != floor(d)) {
 		xasprintf(cause, "argument '%s' must be an integer from 0 to "
 		    "%ld", name, max);
 		return (-1);
 	}
-	*out = (long)v->valuedouble;
+	*out = (long)d;
 	return (0);
 }
 

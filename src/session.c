@@ -7,6 +7,7 @@
  */
 #include <sys/tree.h>
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -331,6 +332,25 @@ session_expired_deleted_cb(enum eventlog_status status, void *arg)
 {
 }
 
+/*
+ * A whole number of a stored meta, up to 2^53 (what a double holds
+ * exactly). The log is shared, so its numbers are checked like input: on
+ * the double, since converting one out of range is undefined behaviour.
+ */
+static int
+session_meta_number(const cJSON *v, uint64_t *out)
+{
+	double	d;
+
+	if (!cJSON_IsNumber(v))
+		return (-1);
+	d = v->valuedouble;
+	if (!(d >= 0 && d <= 9007199254740992.0) || d != floor(d))
+		return (-1);
+	*out = (uint64_t)d;
+	return (0);
+}
+
 static void
 session_loaded_meta_cb(enum eventlog_status status, const char *meta,
     size_t len, void *arg)
@@ -338,6 +358,7 @@ session_loaded_meta_cb(enum eventlog_status status, const char *meta,
 	struct session_load	*l = arg;
 	cJSON			*json;
 	const cJSON		*version, *level, *k, *active;
+	uint64_t		 active_ms, standalone_k;
 
 	if (status != EVENTLOG_OK) {
 		session_load_finish(l, NULL, status);
@@ -348,9 +369,8 @@ session_loaded_meta_cb(enum eventlog_status status, const char *meta,
 	level = cJSON_GetObjectItemCaseSensitive(json, "log_level");
 	k = cJSON_GetObjectItemCaseSensitive(json, "standalone");
 	active = cJSON_GetObjectItemCaseSensitive(json, "active");
-	if (cJSON_IsNumber(active) && clock_wall_ms() >
-	    (uint64_t)active->valuedouble +
-	    (uint64_t)sessions.conf->session_ttl * 1000) {
+	if (session_meta_number(active, &active_ms) == 0 && clock_wall_ms() >
+	    active_ms + (uint64_t)sessions.conf->session_ttl * 1000) {
 		/* Idle longer than session_ttl: it ended, even if the log's
 		 * own expiry has not caught up yet. */
 		log_limited(LOG_LEVEL_INFO, "session-expired", "session=%s "
@@ -363,7 +383,7 @@ session_loaded_meta_cb(enum eventlog_status status, const char *meta,
 	}
 	if (!cJSON_IsString(version) ||
 	    !session_version_supported(version->valuestring) ||
-	    !cJSON_IsNumber(k) || k->valuedouble < 1) {
+	    session_meta_number(k, &standalone_k) != 0 || standalone_k < 1) {
 		log_limited(LOG_LEVEL_ERROR, "session-meta", "session=%s meta "
 		    "in the event log is unreadable", l->id);
 		cJSON_Delete(json);
@@ -375,7 +395,7 @@ session_loaded_meta_cb(enum eventlog_status status, const char *meta,
 		l->log_level = session_log_level_parse(level->valuestring);
 	if (l->log_level < 0)
 		l->log_level = 0;
-	l->standalone_k = (uint64_t)k->valuedouble;
+	l->standalone_k = standalone_k;
 	cJSON_Delete(json);
 	/* Reading from entry 0 answers with the head, trimmed or not. */
 	eventlog_read(sessions.eventlog, l->id, l->standalone_k, 0, 0,

@@ -203,8 +203,15 @@ transport_initialize(struct evhttp_request *req, const cJSON *msg)
 	struct transport_init	*ti;
 	struct session		*s;
 	cJSON			*response;
+	const char		*invalid;
 	char			*cause = NULL;
 
+	if (jsonrpc_classify(msg, &invalid) != JSONRPC_REQUEST) {
+		transport_reply_json(req, 400, jsonrpc_error(
+		    jsonrpc_reply_id(msg), JSONRPC_INVALID_REQUEST, invalid,
+		    NULL));
+		return;
+	}
 	if (transport_header(req, "Mcp-Session-Id") != NULL) {
 		transport_reply_error(req, 400, JSONRPC_INVALID_REQUEST,
 		    "Bad Request: initialize must not carry Mcp-Session-Id",
@@ -337,8 +344,8 @@ transport_single(struct evhttp_request *req, struct session *s, cJSON *msg)
 	switch (kind) {
 	case JSONRPC_INVALID:
 		transport_reply_json(req, 400, jsonrpc_error(
-		    cJSON_GetObjectItemCaseSensitive(msg, "id"),
-		    JSONRPC_INVALID_REQUEST, cause, NULL));
+		    jsonrpc_reply_id(msg), JSONRPC_INVALID_REQUEST, cause,
+		    NULL));
 		return;
 	case JSONRPC_NOTIFICATION:
 	case JSONRPC_RESPONSE:
@@ -392,8 +399,8 @@ transport_batch(struct evhttp_request *req, struct session *s, cJSON *batch)
 		kind = jsonrpc_classify(msg, &cause);
 		if (kind == JSONRPC_INVALID)
 			cJSON_AddItemToArray(responses, jsonrpc_error(
-			    cJSON_GetObjectItemCaseSensitive(msg, "id"),
-			    JSONRPC_INVALID_REQUEST, cause, NULL));
+			    jsonrpc_reply_id(msg), JSONRPC_INVALID_REQUEST,
+			    cause, NULL));
 		else if (kind != JSONRPC_REQUEST)
 			transport_accept_message(s, msg, kind);
 		else if (streams == 0)

@@ -4,8 +4,8 @@ each)."""
 import json
 import time
 
-from mcpd_harness import (LATEST, Conn, assert_rpc_error, expect, rpc, tmo,
-                          tool_call)
+from mcpd_harness import (LATEST, Conn, assert_rpc_error, expect,
+                          result_text, rpc, tmo, tool_call)
 
 
 def _check(d, sid, r, statuses, what, code=None):
@@ -210,3 +210,195 @@ def test_garbage_http_and_half_requests(h):
     time.sleep(0.05)
     conn.cut()
     d.assert_alive(sid, "after a half-sent body")
+
+
+# --------------------------------------------------------------------------
+# Pagination cursors, numbers and NULs in arguments: nothing a client puts
+# in params reaches an integer conversion, an overflow or a cut string.
+
+
+def _exec_tool(name, *lines):
+    return [f"tool {name} {{"] + [f"    {ln}" for ln in lines] + ["}"]
+
+
+def _rpc_error(d, sid, body, id, code, what):
+    """POSTs body (a request with this id) and expects error `code`, on a
+    JSON or an SSE answer; the daemon keeps serving."""
+    r = d.post(sid, body if isinstance(body, str) else json.dumps(body))
+    expect(r.status == 200, f"{what} -> HTTP {r.status} {r.body[:200]!r}")
+    msg = r.rpc(id)
+    expect("result" not in msg and msg.get("error", {}).get("code") == code,
+           f"{what} -> {msg!r}, expected error {code}")
+    d.assert_alive(sid, f"after {what}")
+    return msg
+
+
+BAD_CURSORS = ("9223372036854775800", "9223372036854775807",
+               "18446744073709551616", "9" * 400, "-100", "+100", " 100",
+               "100 ", "0100", "1e2", "0x64", "", "0", "-0", "50", "100000",
+               "x", 100, 1e300, True, [], {})
+
+
+def test_pagination_cursors(h):
+    # 150 exec tools and the fixtures: the tools come in two pages; the
+    # only cursor mcpd hands out is "100", and any other is -32602
+    tools = []
+    for i in range(150):
+        tools += _exec_tool(f"t{i:03d}", "exec /bin/true")
+    d = h.start(extra_lines=tools + ["fixtures conformance"])
+    sid = d.initialize(LATEST)
+    names, cursors, cursor = [], [], None
+    while len(cursors) < 5:
+        id = d.new_id()
+        r = d.post(sid, rpc("tools/list", {} if cursor is None
+                            else {"cursor": cursor}, id))
+        res = r.rpc(id).get("result")
+        expect(res is not None, f"tools/list cursor {cursor!r} -> "
+               f"{r.body[:300]!r}")
+        names += [t["name"] for t in res["tools"]]
+        cursor = res.get("nextCursor")
+        if cursor is None:
+            break
+        cursors.append(cursor)
+    expect(cursors == ["100"], f"tools/list handed out cursors {cursors!r}")
+    expect(len(names) == len(set(names)) and
+           {f"t{i:03d}" for i in range(150)} <= set(names),
+           f"tools/list pages: {len(names)} names, "
+           f"{len(set(names))} distinct")
+    for method in ("tools/list", "resources/list", "resources/templates/list",
+                   "prompts/list"):
+        for bad in BAD_CURSORS:
+            id = d.new_id()
+            _rpc_error(d, sid, rpc(method, {"cursor": bad}, id), id, -32602,
+                       f"{method} cursor {str(bad)[:30]!r}")
+
+
+def test_numeric_arguments_out_of_range(h):
+    # far outside any integer type: refused by the range check on the
+    # double (a sanitized build dies on a conversion made before it)
+    d = h.start(extra_lines=_exec_tool(
+        "nums", "param i integer", "param x number", "exec /bin/true"))
+    sid = d.initialize(LATEST)
+    huge = ("1e300", "-1e300", "1e400", "-1e400", "1e19", "-9.3e18",
+            "9223372036854775808", "18446744073709551616", "4294967296.5",
+            "-1", "1.5", "2000000")
+    for tool, arg in (("stream", "n"), ("stream", "size"),
+                      ("stream", "interval_ms"), ("notify", "n"),
+                      ("notify", "size")):
+        for v in huge:
+            id = d.new_id()
+            args = '{"n":1,"' + arg + '":' + v + '}' if arg != "n" else \
+                '{"n":' + v + '}'
+            body = ('{"jsonrpc":"2.0","id":%d,"method":"tools/call",'
+                    '"params":{"name":"%s","arguments":%s}}' %
+                    (id, tool, args))
+            r = d.post(sid, body)
+            msg = r.rpc(id)
+            res = msg.get("result") or {}
+            expect(res.get("isError") is True and
+                   f"argument '{arg}' must be an integer" in
+                   result_text(msg), f"{tool} {arg}={v} -> {msg!r}")
+            d.assert_alive(sid, f"after {tool} {arg}={v}")
+    for arg, v, why in (("i", "1e300", "an integer"),
+                        ("i", "-1e400", "an integer"),
+                        ("i", "9007199254740993e3", "an integer"),
+                        ("x", "1e400", "a number"),
+                        ("x", "-1e400", "a number")):
+        id = d.new_id()
+        body = ('{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":'
+                '{"name":"nums","arguments":{"%s":%s}}}' % (id, arg, v))
+        msg = d.post(sid, body).rpc(id)
+        expect((msg.get("result") or {}).get("isError") is True and
+               f"must be {why}" in result_text(msg),
+               f"nums {arg}={v} -> {msg!r}")
+        d.assert_alive(sid, f"after nums {arg}={v}")
+
+
+def test_nul_in_names_and_strings(h):
+    # cJSON ends a string at a decoded \u0000: mcpd must neither serve
+    # "ping\u0000x" as ping nor cut "a\u0000b" to "a"; names with a NUL
+    # are invalid, text with one is refused whole
+    d = h.start(extra_lines=_exec_tool("show", "param s string required",
+                                       "exec /bin/echo {s}"))
+    sid = d.initialize(LATEST)
+
+    # the envelope: -32600 (HTTP 400), an id with a NUL is answered null
+    for method in ("ping\x00x", "ping\x00", "\x00", "tools/list\x00",
+                   "initialize\x00"):
+        id = d.new_id()
+        r = d.post(sid, json.dumps(rpc(method, None, id)))
+        _check(d, sid, r, (400,), f"method {method!r}", -32600)
+        expect(r.json.get("id") == id, f"method {method!r} -> {r.json!r}")
+    for body, what in (
+            ({"jsonrpc": "2.0", "id": "a\x00b", "method": "ping"},
+             "id with a NUL"),
+            ({"jsonrpc": "2.0", "id": 1, "method\x00x": "tools/list",
+              "method": "ping"}, "member name with a NUL"),
+            ({"jsonrpc": "2.0\x00", "id": 1, "method": "ping"},
+             "jsonrpc with a NUL"),
+            ({"jsonrpc": "2.0", "id": 1, "method": "ping", "x": ["\x00"]},
+             "extra member with a NUL"),
+            (rpc("notifications/cancelled", {"requestId": "r\x00"}),
+             "notification whose params hold a NUL"),
+            ({"jsonrpc": "2.0", "id": "mcpd-0", "result": {"t": "\x00"}},
+             "response whose result holds a NUL")):
+        r = d.post(sid, json.dumps(body))
+        _check(d, sid, r, (400,), what, -32600)
+        if what == "id with a NUL":
+            expect(r.json.get("id") is None, f"{what} echoed: {r.json!r}")
+
+    # params: -32602 with the request's id; nothing runs, nothing is cut
+    for name, args in (("echo\x00zzz", {"text": "hi"}),
+                       ("echo", {"text": "a\x00b"}),
+                       ("echo", {"text": "\x00"}),
+                       ("echo", {"text": "ab" * 1000 + "\x00"}),
+                       ("echo", {"text\x00x": "hi"}),
+                       ("echo", {"text": "hi", "more": {"k\x00": 1}}),
+                       ("show", {"s": "a\x00b"}),
+                       ("show\x00", {"s": "ab"})):
+        id = d.new_id()
+        _rpc_error(d, sid, tool_call(name, args, id), id, -32602,
+                   f"tools/call {name!r} {str(args)[:40]}")
+    id = d.new_id()
+    _rpc_error(d, sid, tool_call("echo", {"text": "hi"}, id, "tok\x00"), id,
+               -32602, "progressToken with a NUL")
+    for method, params in (("logging/setLevel", {"level": "debug\x00"}),
+                           ("tools/list", {"cursor": "100\x00"}),
+                           ("ping", {"_meta": {"x": "\x00"}})):
+        id = d.new_id()
+        _rpc_error(d, sid, rpc(method, params, id), id, -32602,
+                   f"{method} {params!r}")
+
+    # an escaped backslash before u0000 is text, and comes back whole
+    for text in ("a\\u0000b", "\\u0000", "\\\\u0000", "a\u00e9\\"):
+        msg, _ = d.call(sid, "echo", {"text": text})
+        expect(result_text(msg) == text, f"echo {text!r} -> {msg!r}")
+
+    # initialize: no session for params with a NUL
+    for params in ({"protocolVersion": LATEST + "\x00", "capabilities": {},
+                    "clientInfo": {"name": "e", "version": "0"}},
+                   {"protocolVersion": LATEST, "capabilities": {},
+                    "clientInfo": {"name": "e\x00", "version": "0"}}):
+        r = d.post(None, json.dumps(rpc("initialize", params, 1)))
+        expect(r.status == 400 and r.session_id is None,
+               f"initialize {params!r} -> HTTP {r.status} "
+               f"{r.body[:200]!r}")
+        assert_rpc_error(r.json, code=-32602, id_null=False)
+    r = d.post(None, json.dumps({"jsonrpc": "2.0", "id": "i\x00",
+                                 "method": "initialize", "params": {
+                                     "protocolVersion": LATEST}}))
+    expect(r.status == 400 and r.session_id is None,
+           f"initialize with an id holding a NUL -> HTTP {r.status}")
+    assert_rpc_error(r.json, code=-32600)
+    d.assert_alive(sid, "after initialize with NULs")
+
+    # a 2025-03-26 batch: the member with a NUL is invalid, the others run
+    old = d.initialize("2025-03-26")
+    r = d.post(old, json.dumps([rpc("ping\x00", None, 1), rpc("ping", None, 2),
+                                rpc("tools/list", {"cursor": "\x00"}, 3)]))
+    expect(r.status == 200, f"batch -> HTTP {r.status} {r.body[:200]!r}")
+    expect(r.rpc(1).get("error", {}).get("code") == -32600 and
+           r.rpc(2).get("result") == {} and
+           r.rpc(3).get("error", {}).get("code") == -32602,
+           f"batch -> {r.json!r}")
+    d.assert_alive(old, "after a batch with NULs")

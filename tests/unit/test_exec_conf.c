@@ -383,8 +383,9 @@ generate(void (*fn)(FILE *))
 START_TEST(test_documented)
 {
 	static const char *in_block[] = {
-		"description STRING", "param NAME string|integer|number|boolean "
-		"[required] [STRING]", "exec PROGRAM [ARG...]",
+		"description STRING",
+		("param NAME string|integer|number|boolean "
+		"[required] [STRING]"), "exec PROGRAM [ARG...]",
 		"timeout SECONDS", "max_output BYTES", "env NAME=VALUE",
 		"cwd DIR", "max_concurrency N"
 	};

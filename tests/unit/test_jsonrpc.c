@@ -246,6 +246,13 @@ START_TEST(test_parse_bad)
 }
 END_TEST
 
+/* An empty evbuffer pulls up to NULL: no arithmetic on that pointer. */
+START_TEST(test_parse_null_body)
+{
+	expect_parse_error(NULL, 0, "empty body as a NULL pointer");
+}
+END_TEST
+
 START_TEST(test_parse_good)
 {
 	cJSON		*json;
@@ -491,6 +498,158 @@ START_TEST(test_classify)
 }
 END_TEST
 
+/*
+ * \u0000 in a body: cJSON would end the string there, so every string that
+ * held one is refused, never read cut. The envelope is refused by
+ * jsonrpc_classify; a request's params are left for dispatch (-32602 with
+ * the id), which finds them with jsonrpc_has_nul.
+ */
+static const struct {
+	const char		*text;
+	enum jsonrpc_kind	 kind;
+	int			 params_nul;
+} nul_cases[] = {
+	/* Methods, ids, member names, any string outside params. */
+	{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\\u0000x\"}",
+	    JSONRPC_INVALID, 0 },
+	{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\\u0000\"}",
+	    JSONRPC_INVALID, 0 },
+	{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\\u0000\"}",
+	    JSONRPC_INVALID, 0 },
+	{ "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/\\u0000\"}",
+	    JSONRPC_INVALID, 0 },
+	{ "{\"jsonrpc\":\"2.0\",\"id\":\"a\\u0000b\",\"method\":\"ping\"}",
+	    JSONRPC_INVALID, 0 },
+	{ "{\"jsonrpc\":\"2.0\\u0000\",\"id\":1,\"method\":\"ping\"}",
+	    JSONRPC_INVALID, 0 },
+	{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\\u0000x\":\"tools/list\","
+	    "\"method\":\"ping\"}", JSONRPC_INVALID, 0 },
+	{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\\u0000\":"
+	    "{}}", JSONRPC_INVALID, 0 },
+	{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"x\":[[\"\\u0000"
+	    "\"]]}", JSONRPC_INVALID, 0 },
+	/* A second "params" is not the one dispatch reads. */
+	{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{},"
+	    "\"params\":{\"a\":\"\\u0000\"}}", JSONRPC_INVALID, 0 },
+	/* No answer can carry an id: refused whole. */
+	{ "{\"jsonrpc\":\"2.0\",\"method\":\"n\",\"params\":{\"a\":\"\\u0000\"}}",
+	    JSONRPC_INVALID, 1 },
+	{ "{\"jsonrpc\":\"2.0\",\"id\":\"r\",\"result\":{\"t\":\"a\\u0000\"}}",
+	    JSONRPC_INVALID, 0 },
+	{ "{\"jsonrpc\":\"2.0\",\"id\":\"r\",\"error\":{\"code\":1,"
+	    "\"message\":\"\\u0000\"}}", JSONRPC_INVALID, 0 },
+	{ "{\"jsonrpc\":\"2.0\",\"id\":\"r\\u0000\",\"result\":{}}",
+	    JSONRPC_INVALID, 0 },
+	/* A request's params: its own check, in dispatch. */
+	{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":"
+	    "{\"name\":\"echo\\u0000zzz\"}}", JSONRPC_REQUEST, 1 },
+	{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":"
+	    "{\"name\":\"echo\",\"arguments\":{\"text\":\"a\\u0000b\"}}}",
+	    JSONRPC_REQUEST, 1 },
+	{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":"
+	    "{\"name\":\"echo\",\"arguments\":{\"text\\u0000\":\"a\"}}}",
+	    JSONRPC_REQUEST, 1 },
+	{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\",\"params\":[1,[{\"a\":"
+	    "[\"\\u0000\"]}]]}", JSONRPC_REQUEST, 1 },
+	/* An escaped backslash before u0000 is text. */
+	{ "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":"
+	    "{\"name\":\"echo\",\"arguments\":{\"text\":\"a\\\\u0000b\"}}}",
+	    JSONRPC_REQUEST, 0 },
+	{ "{\"jsonrpc\":\"2.0\",\"id\":\"\\\\u0000\",\"method\":\"ping\","
+	    "\"params\":{\"\\\\\\\\u0000\":\"\\u0001\"}}", JSONRPC_REQUEST, 0 },
+};
+
+START_TEST(test_classify_nul)
+{
+	const char		*text = nul_cases[_i].text, *cause = NULL;
+	enum jsonrpc_kind	 kind;
+	cJSON			*json;
+
+	json = parse_ok(text, strlen(text));
+	kind = jsonrpc_classify(json, &cause);
+	ck_assert_msg(kind == nul_cases[_i].kind, "%s: kind %d, want %d "
+	    "(cause %s)", text, (int)kind, (int)nul_cases[_i].kind,
+	    cause != NULL ? cause : "none");
+	if (kind == JSONRPC_INVALID)
+		ck_assert_msg(strstr(cause, "NUL") != NULL, "cause %s", cause);
+	ck_assert_int_eq(jsonrpc_has_nul(cJSON_GetObjectItem(json, "params")),
+	    nul_cases[_i].params_nul);
+	cJSON_Delete(json);
+}
+END_TEST
+
+/* Strings around the NUL are kept whole, escapes elsewhere still decode. */
+START_TEST(test_nul_not_cut)
+{
+	const char	*body = "{\"a\":\"x\\u0000yz\",\"b\":\"\\u00e9\\\\u0000\","
+	    "\"c\":\"\\u0000\\u0000\",\"d\":\"\\\\\\u0000\"}";
+	cJSON		*json, *item;
+
+	json = parse_ok(body, strlen(body));
+	item = cJSON_GetObjectItem(json, "a");
+	ck_assert_int_eq(jsonrpc_has_nul(item), 1);
+	ck_assert_uint_eq(strlen(item->valuestring), 4);
+	ck_assert(strncmp(item->valuestring, "x", 1) == 0);
+	ck_assert_str_eq(item->valuestring + 2, "yz");
+	item = cJSON_GetObjectItem(json, "b");
+	ck_assert_int_eq(jsonrpc_has_nul(item), 0);
+	ck_assert_str_eq(item->valuestring, "\xc3\xa9\\u0000");
+	item = cJSON_GetObjectItem(json, "c");
+	ck_assert_int_eq(jsonrpc_has_nul(item), 1);
+	ck_assert_uint_eq(strlen(item->valuestring), 2);
+	/* An escaped backslash, then a real \u0000. */
+	item = cJSON_GetObjectItem(json, "d");
+	ck_assert_int_eq(jsonrpc_has_nul(item), 1);
+	ck_assert(item->valuestring[0] == '\\');
+	ck_assert_int_eq(jsonrpc_has_nul(json), 1);
+	ck_assert_int_eq(jsonrpc_has_nul(NULL), 0);
+	cJSON_Delete(json);
+
+	/* Outside a string the escape is malformed JSON, as it always was. */
+	expect_parse_error("[\\u0000]", 8, "escape outside a string");
+	expect_parse_error("{\"a\":\"\\ud800\\u0000\"}", 20,
+	    "high surrogate, then \\u0000");
+}
+END_TEST
+
+/* An invalid message is answered with its id only if it reads back exact. */
+START_TEST(test_reply_id)
+{
+	static const struct {
+		const char	*text;
+		const char	*want;	/* printed id, NULL for none */
+	} cases[] = {
+		{ "{\"id\":7,\"method\":5}", "7" },
+		{ "{\"id\":\"s\",\"method\":5}", "\"s\"" },
+		{ "{\"id\":\"a\\u0000b\",\"method\":\"ping\"}", NULL },
+		{ "{\"id\":{\"a\":1},\"method\":\"ping\"}", NULL },
+		{ "{\"id\":1.5,\"method\":\"ping\"}", NULL },
+		{ "{\"id\":1e300,\"method\":\"ping\"}", NULL },
+		{ "{\"id\":null}", NULL },
+		{ "{\"method\":\"ping\"}", NULL },
+	};
+	const cJSON	*id;
+	cJSON		*json;
+	char		*text;
+	size_t		 i;
+
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		json = parse_ok(cases[i].text, strlen(cases[i].text));
+		id = jsonrpc_reply_id(json);
+		if (cases[i].want == NULL)
+			ck_assert_msg(id == NULL, "%s: id echoed",
+			    cases[i].text);
+		else {
+			ck_assert_ptr_nonnull(id);
+			text = cJSON_PrintUnformatted(id);
+			ck_assert_str_eq(text, cases[i].want);
+			free(text);
+		}
+		cJSON_Delete(json);
+	}
+}
+END_TEST
+
 /* Prints msg without blanks, compares, and frees it. */
 static void
 expect_json(cJSON *msg, const char *want)
@@ -705,6 +864,7 @@ jsonrpc_suite(void)
 
 	tc = tcase_create("parse");
 	tcase_add_loop_test(tc, test_parse_bad, 0, NITEMS(parse_bad));
+	tcase_add_test(tc, test_parse_null_body);
 	tcase_add_test(tc, test_parse_good);
 	tcase_add_test(tc, test_parse_depth);
 	suite_add_tcase(s, tc);
@@ -715,6 +875,9 @@ jsonrpc_suite(void)
 
 	tc = tcase_create("classify");
 	tcase_add_loop_test(tc, test_classify, 0, NITEMS(classify_cases));
+	tcase_add_loop_test(tc, test_classify_nul, 0, NITEMS(nul_cases));
+	tcase_add_test(tc, test_nul_not_cut);
+	tcase_add_test(tc, test_reply_id);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("build");

@@ -1,0 +1,258 @@
+/*
+ * Unit tests for dispatch.c on the quick methods: the pages of a list and
+ * the cursors that lead to them (only the ones mcpd hands out are taken),
+ * and the one check of a request's params for NULs.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "unit.h"
+
+#include "conf.h"
+#include "dispatch.h"
+#include "eventlog.h"
+#include "jsonrpc.h"
+#include "log.h"
+#include "provider.h"
+#include "session.h"
+#include "xmalloc.h"
+
+/* Exec tools in the conf: with the three built-in ones, three pages. */
+#define NTOOLS		247
+#define NLISTED		(NTOOLS + 3)
+
+static struct event_base	*base;
+static struct conf		*conf;
+static struct eventlog		*el;
+
+static void
+setup(void)
+{
+	char	*text, *cause = NULL;
+	size_t	 len = 0, size = 64 * NTOOLS + 64;
+	int	 i;
+
+	log_level = LOG_LEVEL_ERROR;
+	xmalloc_init_cjson();
+	text = xmalloc(size);
+	len += (size_t)snprintf(text, size, "builtin_tools on\n");
+	for (i = 0; i < NTOOLS; i++)
+		len += (size_t)snprintf(text + len, size - len,
+		    "tool t%03d {\n exec /bin/true\n}\n", i);
+	conf = conf_parse_string(text, "t.conf", &cause);
+	ck_assert_msg(conf != NULL, "conf: %s", cause);
+	free(text);
+	base = event_base_new();
+	ck_assert_ptr_nonnull(base);
+	el = eventlog_create(base, conf, &cause);
+	ck_assert_msg(el != NULL, "eventlog_create: %s", cause);
+	session_init(base, conf, el);
+	provider_init(conf);
+}
+
+static void
+teardown(void)
+{
+	session_shutdown();
+	eventlog_free(el);
+	event_base_free(base);
+	conf_free(conf);
+}
+
+/* Runs one quick request given as JSON text; returns the answer. */
+static cJSON *
+quick(const char *text)
+{
+	cJSON		*req, *answer;
+	const char	*invalid;
+	char		*cause;
+	int		 code;
+
+	req = jsonrpc_parse(text, strlen(text), &code, &cause);
+	ck_assert_msg(req != NULL, "%s: %s", text, cause);
+	ck_assert_int_eq(jsonrpc_classify(req, &invalid), JSONRPC_REQUEST);
+	answer = dispatch_quick(NULL, req);
+	cJSON_Delete(req);
+	return (answer);
+}
+
+/* tools/list with this cursor (JSON text, NULL for none). */
+static cJSON *
+list(const char *cursor)
+{
+	char	text[1024];
+
+	if (cursor == NULL)
+		snprintf(text, sizeof text, "{\"jsonrpc\":\"2.0\",\"id\":1,"
+		    "\"method\":\"tools/list\"}");
+	else
+		snprintf(text, sizeof text, "{\"jsonrpc\":\"2.0\",\"id\":1,"
+		    "\"method\":\"tools/list\",\"params\":{\"cursor\":%s}}",
+		    cursor);
+	return (quick(text));
+}
+
+static int
+error_code(const cJSON *answer)
+{
+	const cJSON	*error = cJSON_GetObjectItem(answer, "error");
+
+	if (error == NULL)
+		return (0);
+	return (cJSON_GetObjectItem(error, "code")->valueint);
+}
+
+/* Following nextCursor lists every tool once, in pages of 100. */
+START_TEST(test_pages)
+{
+	const cJSON	*result, *tools, *next, *tool;
+	cJSON		*answer;
+	char		 cursor[64], *seen;
+	const char	*name;
+	int		 pages = 0, total = 0, n;
+
+	seen = xcalloc(NTOOLS, 1);
+	answer = list(NULL);
+	for (;;) {
+		result = cJSON_GetObjectItem(answer, "result");
+		ck_assert_ptr_nonnull(result);
+		tools = cJSON_GetObjectItem(result, "tools");
+		ck_assert_int_eq(cJSON_GetArraySize(tools),
+		    pages < NLISTED / 100 ? 100 : NLISTED % 100);
+		cJSON_ArrayForEach(tool, tools) {
+			name = cJSON_GetObjectItem(tool, "name")->valuestring;
+			if (sscanf(name, "t%d", &n) == 1) {
+				ck_assert_int_eq(seen[n], 0);
+				seen[n] = 1;
+			}
+			total++;
+		}
+		pages++;
+		next = cJSON_GetObjectItem(result, "nextCursor");
+		if (next == NULL)
+			break;
+		ck_assert(cJSON_IsString(next));
+		snprintf(cursor, sizeof cursor, "\"%s\"", next->valuestring);
+		cJSON_Delete(answer);
+		answer = list(cursor);
+	}
+	cJSON_Delete(answer);
+	ck_assert_int_eq(pages, 3);
+	ck_assert_int_eq(total, NLISTED);
+	ck_assert_ptr_null(memchr(seen, 0, NTOOLS));
+	free(seen);
+}
+END_TEST
+
+/* A null cursor is no cursor. */
+START_TEST(test_null_cursor)
+{
+	cJSON	*answer = list("null");
+
+	ck_assert_int_eq(error_code(answer), 0);
+	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(
+	    cJSON_GetObjectItem(answer, "result"), "tools")), 100);
+	cJSON_Delete(answer);
+}
+END_TEST
+
+/* Anything mcpd did not hand out: -32602, and no arithmetic on it. */
+static const char *bad_cursors[] = {
+	"\"9223372036854775800\"", "\"9223372036854775807\"",
+	"\"9223372036854775808\"", "\"18446744073709551616\"",
+	"\"99999999999999999999999999999999999999\"",
+	"\"-100\"", "\"-0\"", "\"+100\"", "\" 100\"", "\"100 \"", "\"0100\"",
+	"\"1e2\"", "\"0x64\"", "\"100.0\"", "\"\"", "\"0\"", "\"50\"",
+	"\"101\"", "\"300\"", "\"1000\"", "\"x\"", "\"100\\u0000\"",
+	"100", "1e300", "-1", "true", "[]", "{}",
+};
+
+START_TEST(test_bad_cursor)
+{
+	cJSON	*answer = list(bad_cursors[_i]);
+
+	ck_assert_msg(error_code(answer) == JSONRPC_INVALID_PARAMS,
+	    "cursor %s accepted", bad_cursors[_i]);
+	cJSON_Delete(answer);
+}
+END_TEST
+
+/* A NUL anywhere in params: -32602 for every method, with the id. */
+static const char *nul_params[] = {
+	"{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"ping\","
+	    "\"params\":{\"_meta\":{\"x\":\"\\u0000\"}}}",
+	"{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"logging/setLevel\","
+	    "\"params\":{\"level\":\"debug\\u0000\"}}",
+	"{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/list\","
+	    "\"params\":{\"cursor\\u0000\":\"100\"}}",
+	"{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"no/such\","
+	    "\"params\":[\"\\u0000\"]}",
+};
+
+START_TEST(test_nul_params)
+{
+	cJSON	*answer = quick(nul_params[_i]);
+
+	ck_assert_int_eq(error_code(answer), JSONRPC_INVALID_PARAMS);
+	ck_assert_int_eq(cJSON_GetObjectItem(answer, "id")->valueint, 9);
+	cJSON_Delete(answer);
+}
+END_TEST
+
+/* initialize creates no session for params with a NUL. */
+START_TEST(test_nul_initialize)
+{
+	static const char	*bodies[] = {
+		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\","
+		    "\"params\":{\"protocolVersion\":\"2025-06-18\\u0000\"}}",
+		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\","
+		    "\"params\":{\"protocolVersion\":\"2025-06-18\","
+		    "\"clientInfo\":{\"name\":\"\\u0000\"}}}",
+	};
+	struct session		*s = NULL;
+	cJSON			*req;
+	char			*cause = NULL;
+	int			 code;
+	size_t			 i;
+
+	for (i = 0; i < sizeof bodies / sizeof bodies[0]; i++) {
+		req = jsonrpc_parse(bodies[i], strlen(bodies[i]), &code,
+		    &cause);
+		ck_assert_ptr_nonnull(req);
+		cause = NULL;
+		ck_assert_ptr_null(dispatch_initialize(req, &s, &cause));
+		ck_assert_ptr_nonnull(cause);
+		ck_assert_msg(strstr(cause, "NUL") != NULL, "cause %s", cause);
+		ck_assert_uint_eq(session_count(), 0);
+		cJSON_Delete(req);
+	}
+}
+END_TEST
+
+#define NITEMS(a)	((int)(sizeof (a) / sizeof (a)[0]))
+
+static Suite *
+dispatch_suite(void)
+{
+	Suite	*s = suite_create("dispatch");
+	TCase	*tc;
+
+	tc = tcase_create("pages");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_pages);
+	tcase_add_test(tc, test_null_cursor);
+	tcase_add_loop_test(tc, test_bad_cursor, 0, NITEMS(bad_cursors));
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("nul");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_loop_test(tc, test_nul_params, 0, NITEMS(nul_params));
+	tcase_add_test(tc, test_nul_initialize);
+	suite_add_tcase(s, tc);
+	return (s);
+}
+
+UNIT_MAIN(dispatch_suite)
