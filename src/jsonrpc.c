@@ -91,6 +91,23 @@ jsonrpc_depth_ok(const char *s, size_t len, int max)
 }
 
 /*
+ * cJSON reads a number past double range as infinity, and prints that as
+ * null: a progress token of 1e400 would come back as null. Such a number
+ * is refused like any other that cannot be carried.
+ */
+static int
+jsonrpc_numbers_finite(const cJSON *item)
+{
+	for (; item != NULL; item = item->next) {
+		if (cJSON_IsNumber(item) && !isfinite(item->valuedouble))
+			return (0);
+		if (item->child != NULL && !jsonrpc_numbers_finite(item->child))
+			return (0);
+	}
+	return (1);
+}
+
+/*
  * Parses a body. On failure returns NULL with *code the JSON-RPC error code
  * and *cause a static message.
  */
@@ -121,6 +138,11 @@ jsonrpc_parse(const char *body, size_t len, int *code, char **cause)
 			*cause = "Parse error: trailing data after JSON";
 			return (NULL);
 		}
+	}
+	if (!jsonrpc_numbers_finite(json)) {
+		cJSON_Delete(json);
+		*cause = "Parse error: a number beyond the range of a double";
+		return (NULL);
 	}
 	return (json);
 }
