@@ -22,7 +22,8 @@ UNIT_BINS = $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/unit/%)
 
 PYTHON	?= python3
 
-.PHONY: all clean check unit e2e e2e-redis sdk-test asan asan-check deps conformance bench
+.PHONY: all clean check unit e2e e2e-redis sdk-test asan asan-check deps conformance bench \
+	fuzz fuzz-replay fuzz-merge fuzz-build fuzz-bins
 
 all: mcpd
 
@@ -104,6 +105,78 @@ asan-check: asan
 	$(ASAN_ENV) sh scripts/with-redis $(PYTHON) tests/e2e/run.py \
 	    --mcpd ./mcpd-asan --sanitized
 
+# libFuzzer harnesses (tests/fuzz/, see tests/fuzz/README.md). They need
+# clang: the library is built again in build-fuzz/ with coverage and the
+# sanitizers, and each harness is linked with libFuzzer.
+FUZZ_NAMES	 = cursor sse jsonrpc conf pagination http
+FUZZ_SECONDS	?= 60
+FUZZ_REPLAY_SECONDS ?= 10
+FUZZ_FLAGS	?= -timeout=30
+FUZZ_BUILD = $(MAKE) BUILD=build-fuzz CC=clang OPT="-O1 -fno-omit-frame-pointer \
+	    -fsanitize=fuzzer-no-link,address,undefined \
+	    -fno-sanitize-recover=undefined" \
+	    LDFLAGS="-fsanitize=fuzzer,address,undefined"
+FUZZ_ENV = ASAN_OPTIONS=detect_leaks=1 \
+	    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+FUZZ_COMMON = $(BUILD)/fuzz/fuzz.o $(BUILD)/fuzz/refjson.o
+
+fuzz-build:
+	$(FUZZ_BUILD) fuzz-bins
+
+fuzz-bins: $(FUZZ_NAMES:%=$(BUILD)/fuzz/fuzz_%)
+
+.PRECIOUS: $(BUILD)/fuzz/%.o
+
+$(BUILD)/fuzz/%.o: tests/fuzz/%.c | $(BUILD)
+	@mkdir -p $(BUILD)/fuzz
+	$(CC) $(CFLAGS) -Itests/fuzz -c -o $@ $<
+
+$(BUILD)/fuzz/fuzz_%: $(BUILD)/fuzz/fuzz_%.o $(FUZZ_COMMON) $(LIB)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
+
+# Each harness for FUZZ_SECONDS, starting from its committed corpus
+# (tests/fuzz/corpus/NAME, only read); what it finds goes to
+# build-fuzz/corpus/NAME, crashes to build-fuzz/artifacts/.
+fuzz: fuzz-build
+	@rc=0; for n in $(FUZZ_NAMES); do \
+	    echo "== fuzz_$$n for $(FUZZ_SECONDS) s"; \
+	    mkdir -p build-fuzz/corpus/$$n build-fuzz/artifacts; \
+	    case $$n in pagination) d=jsonrpc;; *) d=$$n;; esac; \
+	    dict=; [ -f tests/fuzz/$$d.dict ] && dict=-dict=tests/fuzz/$$d.dict; \
+	    $(FUZZ_ENV) build-fuzz/fuzz/fuzz_$$n $(FUZZ_FLAGS) $$dict \
+	        -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	        -artifact_prefix=build-fuzz/artifacts/$$n- \
+	        build-fuzz/corpus/$$n tests/fuzz/corpus/$$n || rc=1; \
+	done; exit $$rc
+
+# CI: every committed input once (a regression suite: crash-* entries are
+# bugs that were fixed), then each harness for FUZZ_REPLAY_SECONDS.
+fuzz-replay: fuzz-build
+	@mkdir -p build-fuzz/artifacts; rc=0; for n in $(FUZZ_NAMES); do \
+	    log=build-fuzz/replay-$$n.log; \
+	    if $(FUZZ_ENV) build-fuzz/fuzz/fuzz_$$n $(FUZZ_FLAGS) \
+	        -artifact_prefix=build-fuzz/artifacts/$$n- \
+	        tests/fuzz/corpus/$$n/* >$$log 2>&1; then \
+	        echo "== fuzz_$$n: $$(grep -c '^Executed' $$log) inputs of" \
+	            "tests/fuzz/corpus/$$n pass"; \
+	    else \
+	        echo "== fuzz_$$n: FAILED on $$(grep '^Running:' $$log | \
+	            tail -1 | cut -d' ' -f2)"; \
+	        grep -v '^Running:\|^Executed' $$log | tail -40; rc=1; \
+	    fi; \
+	done; [ $$rc = 0 ] || { echo "fuzz-replay: a committed input fails"; \
+	    exit 1; }
+	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_REPLAY_SECONDS)
+
+# Folds what build-fuzz/corpus/NAME found into the committed corpus,
+# keeping only inputs that reach code it does not (edges, not counts).
+fuzz-merge: fuzz-build
+	@for n in $(FUZZ_NAMES); do \
+	    mkdir -p build-fuzz/corpus/$$n; \
+	    build-fuzz/fuzz/fuzz_$$n -merge=1 -use_counters=0 \
+	        tests/fuzz/corpus/$$n build-fuzz/corpus/$$n || exit 1; \
+	done
+
 conformance: mcpd
 	sh scripts/conformance
 
@@ -111,6 +184,6 @@ bench: mcpd
 	sh scripts/bench
 
 clean:
-	rm -rf build build-asan mcpd mcpd-asan
+	rm -rf build build-asan build-fuzz mcpd mcpd-asan
 
--include $(wildcard $(BUILD)/*.d $(BUILD)/unit/*.d)
+-include $(wildcard $(BUILD)/*.d $(BUILD)/unit/*.d $(BUILD)/fuzz/*.d)

@@ -390,27 +390,32 @@ dispatch_complete(struct call *c, const cJSON *params)
 	call_release(c);
 }
 
-/* Starts a request whose response goes onto stream st. */
-void
-dispatch_start(struct session *s, struct stream *st, const cJSON *req)
+/* A request's call on stream st, owing its response there. */
+static struct call *
+dispatch_call(struct session *s, struct stream *st, const cJSON *req)
 {
-	const cJSON		*id = cJSON_GetObjectItemCaseSensitive(req, "id");
-	const cJSON		*params = dispatch_params(req);
-	const cJSON		*meta, *token;
-	struct dispatch_error	 err;
-	struct call		*c;
-	cJSON			*result;
+	const cJSON	*meta, *token;
 
-	if (!dispatch_params_ok(req, &err)) {
-		dispatch_call_error(call_start(s, st, id, NULL), err.code,
-		    err.message);
-		return;
-	}
-	meta = cJSON_GetObjectItemCaseSensitive(params, "_meta");
+	meta = cJSON_GetObjectItemCaseSensitive(dispatch_params(req), "_meta");
 	token = cJSON_GetObjectItemCaseSensitive(meta, "progressToken");
 	if (token != NULL && !cJSON_IsString(token) && !cJSON_IsNumber(token))
 		token = NULL;
-	c = call_start(s, st, id, token);
+	return (call_start(s, st, cJSON_GetObjectItemCaseSensitive(req, "id"),
+	    token));
+}
+
+/* Runs the method of a started call. */
+static void
+dispatch_run_call(struct session *s, struct call *c, const cJSON *req)
+{
+	const cJSON		*params = dispatch_params(req);
+	struct dispatch_error	 err;
+	cJSON			*result;
+
+	if (!dispatch_params_ok(req, &err)) {
+		dispatch_call_error(c, err.code, err.message);
+		return;
+	}
 	if (strcmp(dispatch_method(req), "tools/call") == 0) {
 		dispatch_tools_call(c, params);
 		return;
@@ -432,6 +437,47 @@ dispatch_start(struct session *s, struct stream *st, const cJSON *req)
 	else
 		call_respond_error(c, err.code, err.message);
 	call_release(c);
+}
+
+/* Starts a request whose response goes onto stream st. */
+void
+dispatch_start(struct session *s, struct stream *st, const cJSON *req)
+{
+	dispatch_run_call(s, dispatch_call(s, st, req), req);
+}
+
+/*
+ * Starts the requests of a batch, which share stream st. Every call owes
+ * its response before any runs: the stream ends with the last response
+ * owed, and a call answered at once must not end it under the others.
+ */
+void
+dispatch_start_batch(struct session *s, struct stream *st,
+    const cJSON *batch)
+{
+	const cJSON	*msg;
+	const char	*cause;
+	struct call	**calls;
+	size_t		 n = 0, i;
+
+	calls = xreallocarray(NULL, (size_t)cJSON_GetArraySize(batch) + 1,
+	    sizeof *calls);
+	cJSON_ArrayForEach(msg, batch) {
+		if (jsonrpc_classify(msg, &cause) == JSONRPC_REQUEST)
+			calls[n++] = dispatch_call(s, st, msg);
+	}
+	i = 0;
+	cJSON_ArrayForEach(msg, batch) {
+		if (jsonrpc_classify(msg, &cause) != JSONRPC_REQUEST)
+			continue;
+		/* An earlier call may have ended the session, and this one. */
+		if (call_finished(calls[i]))
+			call_release(calls[i]);
+		else
+			dispatch_run_call(s, calls[i], msg);
+		i++;
+	}
+	free(calls);
 }
 
 void

@@ -164,6 +164,23 @@ jsonrpc_has_nul(const cJSON *item)
 }
 
 /*
+ * cJSON reads a number past double range as infinity, and prints that as
+ * null: a progress token of 1e400 would come back as null. Such a number
+ * is refused like any other that cannot be carried.
+ */
+static int
+jsonrpc_numbers_finite(const cJSON *item)
+{
+	for (; item != NULL; item = item->next) {
+		if (cJSON_IsNumber(item) && !isfinite(item->valuedouble))
+			return (0);
+		if (item->child != NULL && !jsonrpc_numbers_finite(item->child))
+			return (0);
+	}
+	return (1);
+}
+
+/*
  * Parses a body. On failure returns NULL with *code the JSON-RPC error code
  * and *cause a static message.
  */
@@ -200,6 +217,11 @@ jsonrpc_parse(const char *body, size_t len, int *code, char **cause)
 		}
 	}
 	free(marked);
+	if (json != NULL && !jsonrpc_numbers_finite(json)) {
+		cJSON_Delete(json);
+		*cause = "Parse error: a number beyond the range of a double";
+		return (NULL);
+	}
 	return (json);
 }
 

@@ -170,6 +170,34 @@ server_listen(struct evhttp *http, const struct conf *conf)
 	return (bound);
 }
 
+/*
+ * The HTTP server with its limits and the transport's handlers, not yet
+ * listening (the fuzz harness feeds it connections of its own).
+ */
+struct evhttp *
+server_http_new(struct event_base *base, const struct conf *conf)
+{
+	struct evhttp	*http;
+
+	if ((http = evhttp_new(base)) == NULL)
+		fatalx("evhttp_new failed");
+	evhttp_set_max_headers_size(http, conf->max_header_size);
+	/*
+	 * evhttp answers bodies over its limit itself, with an HTML page and
+	 * before any callback. Its limit is set at twice max_body so that
+	 * most oversized bodies reach transport.c, which answers them 413
+	 * with a JSON-RPC body; memory per request stays bounded all the
+	 * same.
+	 */
+	evhttp_set_max_body_size(http, conf->max_body * 2);
+	evhttp_set_timeout(http, TRANSPORT_REQUEST_TIMEOUT);
+	evhttp_set_allowed_methods(http, EVHTTP_REQ_GET | EVHTTP_REQ_POST |
+	    EVHTTP_REQ_DELETE | EVHTTP_REQ_PUT | EVHTTP_REQ_PATCH |
+	    EVHTTP_REQ_OPTIONS | EVHTTP_REQ_HEAD);
+	transport_init(http, conf->endpoint);
+	return (http);
+}
+
 static void
 server_drain_timeout_cb(evutil_socket_t fd, short events, void *arg)
 {
@@ -227,21 +255,7 @@ server_run(const struct conf *conf)
 	exec_init(base);
 	provider_init(conf);
 
-	http = evhttp_new(base);
-	evhttp_set_max_headers_size(http, conf->max_header_size);
-	/*
-	 * evhttp answers bodies over its limit itself, with an HTML page and
-	 * before any callback. Its limit is set at twice max_body so that
-	 * most oversized bodies reach transport.c, which answers them 413
-	 * with a JSON-RPC body; memory per request stays bounded all the
-	 * same.
-	 */
-	evhttp_set_max_body_size(http, conf->max_body * 2);
-	evhttp_set_timeout(http, TRANSPORT_REQUEST_TIMEOUT);
-	evhttp_set_allowed_methods(http, EVHTTP_REQ_GET | EVHTTP_REQ_POST |
-	    EVHTTP_REQ_DELETE | EVHTTP_REQ_PUT | EVHTTP_REQ_PATCH |
-	    EVHTTP_REQ_OPTIONS | EVHTTP_REQ_HEAD);
-	transport_init(http, conf->endpoint);
+	http = server_http_new(base, conf);
 
 	sigterm = evsignal_new(base, SIGTERM, server_signal_cb, base);
 	sigint = evsignal_new(base, SIGINT, server_signal_cb, base);

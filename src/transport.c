@@ -262,8 +262,6 @@ transport_stream_created_cb(struct stream *st, int ok, void *arg)
 {
 	struct transport_start	*ts = arg;
 	struct session		*s = ts->session;
-	const char		*cause;
-	cJSON			*msg;
 
 	if (session_closed(s)) {
 		stream_close(st);
@@ -280,13 +278,8 @@ transport_stream_created_cb(struct stream *st, int ok, void *arg)
 		    (int64_t)stream_head(st), 1);
 		if (!cJSON_IsArray(ts->msg))
 			dispatch_start(s, st, ts->msg);
-		else {
-			cJSON_ArrayForEach(msg, ts->msg) {
-				if (jsonrpc_classify(msg, &cause) ==
-				    JSONRPC_REQUEST)
-					dispatch_start(s, st, msg);
-			}
-		}
+		else
+			dispatch_start_batch(s, st, ts->msg);
 		if (stream_is_request_open(st))
 			stream_publish_owner(st);
 	}

@@ -303,6 +303,24 @@ def test_batch_accepted_on_2025_03_26(h):
            f"{r.status}, expected 202")
 
 
+def test_batch_answers_every_call(h):
+    # A call answered at once (echo) must not end the batch's stream
+    # before the calls after it have run: every id gets its response.
+    d = h.start()
+    sid = d.initialize("2025-03-26")
+    r = d.post(sid, [tool_call("echo", {"text": "a"}, 201),
+                     tool_call("stream", {"n": 2}, 202),
+                     tool_call("echo", {"text": "b"}, 203)])
+    expect(r.status == 200, f"batch of calls -> HTTP {r.status} "
+           f"{r.body[:200]!r}")
+    for id, text in ((201, "a"), (202, "done 2"), (203, "b")):
+        msg = r.rpc(id)
+        expect(msg is not None and
+               msg.get("result", {}).get("content", [{}])[0].get("text")
+               == text, f"batch call {id} -> {msg!r}")
+    d.assert_alive(sid)
+
+
 def test_get_without_last_event_id_is_sse(h):
     d = h.start()
     for v in VERSIONS:

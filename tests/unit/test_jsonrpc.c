@@ -237,6 +237,11 @@ static const struct bytes parse_bad[] = {
 	/* Refused before cJSON sees them. */
 	B("{\"a\":\"\xff\"}", "invalid UTF-8 in a string"),
 	B("{\"a\":\"\xed\xa0\x80\"}", "surrogate in a string"),
+	/* Past double range: cJSON reads infinity and would print null. */
+	B("{\"a\":1e400}", "number beyond double range"),
+	B("[0,-2e308]", "negative number beyond double range"),
+	B("{\"p\":{\"_meta\":{\"progressToken\":1E999}}}",
+	    "nested huge number"),
 };
 
 START_TEST(test_parse_bad)
