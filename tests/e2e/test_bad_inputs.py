@@ -279,7 +279,7 @@ def test_numeric_arguments_out_of_range(h):
     d = h.start(extra_lines=_exec_tool(
         "nums", "param i integer", "param x number", "exec /bin/true"))
     sid = d.initialize(LATEST)
-    huge = ("1e300", "-1e300", "1e400", "-1e400", "1e19", "-9.3e18",
+    huge = ("1e300", "-1e300", "1e19", "-9.3e18",
             "9223372036854775808", "18446744073709551616", "4294967296.5",
             "-1", "1.5", "2000000")
     for tool, arg in (("stream", "n"), ("stream", "size"),
@@ -300,10 +300,7 @@ def test_numeric_arguments_out_of_range(h):
                    result_text(msg), f"{tool} {arg}={v} -> {msg!r}")
             d.assert_alive(sid, f"after {tool} {arg}={v}")
     for arg, v, why in (("i", "1e300", "an integer"),
-                        ("i", "-1e400", "an integer"),
-                        ("i", "9007199254740993e3", "an integer"),
-                        ("x", "1e400", "a number"),
-                        ("x", "-1e400", "a number")):
+                        ("i", "9007199254740993e3", "an integer")):
         id = d.new_id()
         body = ('{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":'
                 '{"name":"nums","arguments":{"%s":%s}}}' % (id, arg, v))
@@ -312,6 +309,18 @@ def test_numeric_arguments_out_of_range(h):
                f"must be {why}" in result_text(msg),
                f"nums {arg}={v} -> {msg!r}")
         d.assert_alive(sid, f"after nums {arg}={v}")
+    # beyond the range of a double: cJSON would carry it as infinity and
+    # print it back as null, so the body is refused as it is parsed
+    for tool, arg, v in (("stream", "n", "1e400"), ("stream", "size", "-1e400"),
+                         ("nums", "x", "1e400"), ("nums", "i", "-1e400")):
+        id = d.new_id()
+        body = ('{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":'
+                '{"name":"%s","arguments":{"%s":%s}}}' % (id, tool, arg, v))
+        r = d.post(sid, body)
+        expect(r.status == 400 and r.is_json and
+               r.json.get("error", {}).get("code") == -32700,
+               f"{tool} {arg}={v} -> HTTP {r.status} {r.body[:200]!r}")
+        d.assert_alive(sid, f"after {tool} {arg}={v}")
 
 
 def test_nul_in_names_and_strings(h):
