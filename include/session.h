@@ -12,11 +12,11 @@
 
 #include <cjson/cJSON.h>
 
+#include "eventlog.h"
+
 struct call;
 struct conf;
 struct event_base;
-struct eventlog;
-struct eventlog_entry;
 struct session;
 struct stream;
 struct view;
@@ -70,7 +70,10 @@ void		 session_stream_lost(struct session *, uint64_t, int64_t, int);
 int		 session_stream_blocks(struct session *, uint64_t);
 void		 session_check_orphan(struct session *, uint64_t);
 void		 session_answer_with_errors(struct session *, uint64_t,
-		     const cJSON *, uint64_t, const char *);
+		     const cJSON *, uint64_t, const char *, eventlog_done_cb,
+		     void *);
+void		 session_settle(struct session *, uint64_t, uint64_t,
+		     const cJSON *);
 
 /* Streams and calls register here so closing a session reaches them. */
 void		 session_stream_add(struct session *, struct stream *);

@@ -231,9 +231,13 @@ call_close_view(struct call *c)
 static void
 call_send_response(struct call *c, cJSON *msg)
 {
-	int	last = call_finish(c);
+	int	 last = call_finish(c);
+	char	*text;
 
-	call_append(c, c->stream, msg, last, NULL, NULL);
+	text = jsonrpc_print(msg);
+	cJSON_Delete(msg);
+	stream_append_response(c->stream, text, strlen(text), last, c->id);
+	free(text);
 	if (last)
 		stream_close(c->stream);
 }

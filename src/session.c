@@ -5,11 +5,14 @@
  * calls, views and streams. Memory is released when the last reference
  * goes, because log callbacks for it may still be on their way.
  */
+#include <sys/queue.h>
 #include <sys/tree.h>
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <event2/event.h>
 
 #include "call.h"
 #include "clock.h"
@@ -27,6 +30,8 @@ struct session_view {
 	uint64_t	 k;
 	struct view	*view;
 };
+
+TAILQ_HEAD(session_settles, session_settle);
 
 struct session {
 	char			 id[SESSION_ID_LEN + 1];
@@ -50,6 +55,7 @@ struct session {
 	size_t			 ncalls;
 	char			**subscriptions;
 	size_t			 nsubscriptions;
+	struct session_settles	 settles;	/* calls the log failed */
 
 	RB_ENTRY(session)	 entry;
 };
@@ -78,6 +84,8 @@ static struct session	*session_new(const char *, const char *);
 static void		 session_watch_cb(const char *, uint64_t, uint64_t,
 			     void *);
 static struct view	*session_view_find(struct session *, uint64_t);
+static void		 session_settle_cancel(struct session *);
+static int		 session_settling(struct session *, uint64_t);
 
 static int
 session_cmp(struct session *a, struct session *b)
@@ -258,6 +266,7 @@ session_new(const char *id, const char *version)
 		while (RB_FIND(session_tree, &sessions.tree, s) != NULL);
 	}
 	s->version = xstrdup(version);
+	TAILQ_INIT(&s->settles);
 	s->log_level = 0;
 	s->refs = 1;		/* the table's */
 	s->last_active_ms = clock_now_ms();
@@ -532,6 +541,7 @@ session_teardown(struct session *s, const char *reason, int end)
 		else
 			call_interrupt(s->calls[s->ncalls - 1], reason);
 	}
+	session_settle_cancel(s);
 	while (s->nviews > 0)
 		view_close(s->views[s->nviews - 1].view, reason);
 	while (s->nstreams > 0) {
@@ -727,6 +737,21 @@ session_lost_refreshed_cb(struct session *s, int status, void *arg)
 {
 }
 
+/* The calls writing stream K end without a response of their own. */
+static void
+session_cancel_calls(struct session *s, uint64_t k, const char *reason)
+{
+	size_t	i;
+
+	for (i = 0; i < s->ncalls; i++) {
+		if (stream_id(call_stream(s->calls[i])) != k)
+			continue;
+		/* Cancelling takes the call out of the array. */
+		call_cancel(s->calls[i], reason);
+		i = (size_t)-1;
+	}
+}
+
 /*
  * Nothing more will be committed on stream K (its log lost it, could not
  * be reached, or diverged): the calls writing it end, and its view ends
@@ -740,17 +765,10 @@ session_stream_lost(struct session *s, uint64_t k, int64_t upto,
     int no_session)
 {
 	struct view	*v;
-	size_t		 i;
 
 	if (upto >= 0 && (v = session_view_find(s, k)) != NULL)
 		view_lost(v, (uint64_t)upto);
-	for (i = 0; i < s->ncalls; i++) {
-		if (stream_id(call_stream(s->calls[i])) != k)
-			continue;
-		/* Cancelling takes the call out of the array. */
-		call_cancel(s->calls[i], "the event log lost its stream");
-		i = (size_t)-1;
-	}
+	session_cancel_calls(s, k, "the event log lost its stream");
 	if (no_session && !s->closed)
 		session_refresh(s, session_lost_refreshed_cb, NULL);
 }
@@ -928,49 +946,86 @@ session_orphan_done(struct session_orphan *o)
 	free(o);
 }
 
+/* The end of an orphaned stream that owed no response. */
 static void
-session_orphan_appended_cb(enum eventlog_status status,
+session_orphan_ended_cb(enum eventlog_status status,
     const struct eventlog_info *info, void *arg)
 {
 	struct session_orphan	*o = arg;
 
-	if (status == EVENTLOG_OK) {
-		if (!o->session->closed)
-			session_committed(o->session, o->k, info->head);
-	} else
-		log_limited(LOG_LEVEL_INFO, "orphan", "session=%s stream=%llu "
-		    "orphan answer not committed: %s", o->session->id,
-		    (unsigned long long)o->k, eventlog_status_name(status));
+	if (status == EVENTLOG_OK && !o->session->closed)
+		session_committed(o->session, o->k, info->head);
 	session_orphan_done(o);
+}
+
+/* Error responses on their way to the log, answered together. */
+struct session_answer {
+	struct session		*session;
+	uint64_t		 k;
+	int			 left;		/* appends unanswered */
+	enum eventlog_status	 status;	/* the first failure, or OK */
+	eventlog_done_cb	 cb;
+	void			*arg;
+};
+
+static void
+session_answer_appended_cb(enum eventlog_status status,
+    const struct eventlog_info *info, void *arg)
+{
+	struct session_answer	*a = arg;
+
+	if (status == EVENTLOG_OK) {
+		if (!a->session->closed)
+			session_committed(a->session, a->k, info->head);
+	} else if (a->status == EVENTLOG_OK)
+		a->status = status;
+	if (--a->left > 0)
+		return;
+	if (a->cb != NULL)
+		a->cb(a->status, a->arg);
+	else if (a->status != EVENTLOG_OK)
+		log_limited(LOG_LEVEL_INFO, "error-answer", "session=%s "
+		    "stream=%llu error answer not committed: %s", a->session->id,
+		    (unsigned long long)a->k, eventlog_status_name(a->status));
+	session_unref(a->session);
+	free(a);
 }
 
 /*
  * Ends stream K, whose log head is `head`, with a JSON-RPC error for each
- * request id it owed, the last one final. Compare-and-append: if anything
- * else reached the log first, these appends are refused, not misplaced.
+ * request id it owed (callers make sure there is one), the last one final.
+ * Compare-and-append: if anything else reached the log first, these
+ * appends are refused, not misplaced. cb, if not NULL, hears once how it
+ * went: OK, or the first failure.
  */
 void
 session_answer_with_errors(struct session *s, uint64_t k, const cJSON *ids,
-    uint64_t head, const char *message)
+    uint64_t head, const char *message, eventlog_done_cb cb, void *arg)
 {
-	struct session_orphan	*each;
+	struct session_answer	*a;
 	const cJSON		*id;
 	cJSON			*msg;
 	char			*text;
 	int			 i, count = cJSON_GetArraySize(ids);
 
+	if (count == 0)
+		return;
+	a = xcalloc(1, sizeof *a);
+	a->session = s;
+	a->k = k;
+	a->left = count;
+	a->status = EVENTLOG_OK;
+	a->cb = cb;
+	a->arg = arg;
+	session_ref(s);
 	for (i = 0; i < count; i++) {
 		id = cJSON_GetArrayItem(ids, i);
 		msg = jsonrpc_error(id, JSONRPC_INTERNAL_ERROR, message, NULL);
 		text = cJSON_PrintUnformatted(msg);
 		cJSON_Delete(msg);
-		each = xcalloc(1, sizeof *each);
-		each->session = s;
-		each->k = k;
-		session_ref(s);
 		eventlog_append(sessions.eventlog, s->id, k, ++head, text,
 		    strlen(text), i == count - 1 ? EVENTLOG_FINAL : 0,
-		    session_orphan_appended_cb, each);
+		    session_answer_appended_cb, a);
 		free(text);
 	}
 }
@@ -1016,14 +1071,15 @@ session_orphan_head_cb(enum eventlog_status status,
 	    "process running its call(s) is gone (lease expired at head %llu); "
 	    "answering %d request(s) with an error", o->session->id,
 	    (unsigned long long)o->k, (unsigned long long)info->head, count);
-	session_answer_with_errors(o->session, o->k, o->ids, info->head,
-	    "The call was interrupted: the server running it stopped");
 	if (count == 0) {
 		/* No ids on record: end the stream so views do not hang. */
 		eventlog_stream_end(sessions.eventlog, o->session->id, o->k,
-		    session_orphan_appended_cb, o);
+		    session_orphan_ended_cb, o);
 		return;
 	}
+	session_answer_with_errors(o->session, o->k, o->ids, info->head,
+	    "The call was interrupted: the server running it stopped", NULL,
+	    NULL);
 	session_orphan_done(o);
 }
 
@@ -1067,7 +1123,7 @@ session_check_orphan(struct session *s, uint64_t k)
 	char			 name[40];
 
 	if (!sessions.shared || session_stream_find(s, k) != NULL ||
-	    k == s->standalone_k)
+	    k == s->standalone_k || session_settling(s, k))
 		return;
 	o = xcalloc(1, sizeof *o);
 	o->session = s;
@@ -1076,6 +1132,233 @@ session_check_orphan(struct session *s, uint64_t k)
 	snprintf(name, sizeof name, "l:%llu", (unsigned long long)k);
 	eventlog_note_get(sessions.eventlog, s->id, name,
 	    session_orphan_lease_cb, o);
+}
+
+/*
+ * Calls the event log failed. An append the log did not answer (Redis
+ * down, or silent for its reply timeout) breaks the stream: the calls on
+ * it end, and this process owes each request id still without a response
+ * an error saying so. It commits those after whatever the log holds (the
+ * failed append may have landed after all) as soon as the log answers
+ * again, trying every SESSION_SETTLE_RETRY_MS, and keeps the stream's
+ * lease meanwhile: the stream is this process's, not a dead one's, so no
+ * process answers it as orphaned. A view showing the stream that has
+ * waited SESSION_SETTLE_GRACE_MS ends once it has shown what was
+ * committed, so its client hears within a bound even if the log stays
+ * away: it resumes, is answered 503 while the log is down, then reads the
+ * error.
+ */
+#define SESSION_SETTLE_RETRY_MS		500
+#define SESSION_SETTLE_GRACE_MS		3000
+#define SESSION_SETTLE_CONFLICTS	16
+
+struct session_settle {
+	struct session			*session;
+	uint64_t			 k;
+	uint64_t			 head;		/* committed here */
+	cJSON				*ids;
+	uint64_t			 since_ms;
+	int				 busy;		/* a try in flight */
+	int				 cancelled;	/* session gone */
+	int				 conflicts;
+	int				 view_ended;
+	struct event			*retry_ev;
+	TAILQ_ENTRY(session_settle)	 entry;
+};
+
+static void	session_settle_try(struct session_settle *);
+
+static void
+session_settle_free(struct session_settle *st)
+{
+	if (!st->cancelled)
+		TAILQ_REMOVE(&st->session->settles, st, entry);
+	event_free(st->retry_ev);
+	cJSON_Delete(st->ids);
+	session_unref(st->session);
+	free(st);
+}
+
+/*
+ * The session goes: nothing is owed any more (or, released here, another
+ * process owes it once the lease has run out). A try in flight frees its
+ * settle when it is answered.
+ */
+static void
+session_settle_cancel(struct session *s)
+{
+	struct session_settle	*st;
+
+	while ((st = TAILQ_FIRST(&s->settles)) != NULL) {
+		TAILQ_REMOVE(&s->settles, st, entry);
+		st->cancelled = 1;
+		if (!st->busy)
+			session_settle_free(st);
+	}
+}
+
+static int
+session_settling(struct session *s, uint64_t k)
+{
+	struct session_settle	*st;
+
+	TAILQ_FOREACH(st, &s->settles, entry) {
+		if (st->k == k)
+			return (1);
+	}
+	return (0);
+}
+
+static void
+session_settle_retry_cb(evutil_socket_t fd, short events, void *arg)
+{
+	session_settle_try(arg);
+}
+
+/* Not yet: try again later; a view that waited long enough ends now. */
+static void
+session_settle_later(struct session_settle *st)
+{
+	struct timeval	 tv = { 0, SESSION_SETTLE_RETRY_MS * 1000 };
+	struct view	*v;
+
+	if (!st->view_ended &&
+	    clock_now_ms() - st->since_ms >= SESSION_SETTLE_GRACE_MS) {
+		st->view_ended = 1;
+		if ((v = session_view_find(st->session, st->k)) != NULL) {
+			log_limited(LOG_LEVEL_INFO, "settle", "session=%s "
+			    "stream=%llu: the event log is still unavailable; "
+			    "its response ends after %llu", st->session->id,
+			    (unsigned long long)st->k,
+			    (unsigned long long)st->head);
+			view_lost(v, st->head);
+		}
+	}
+	evtimer_add(st->retry_ev, &tv);
+}
+
+static void
+session_settle_answered_cb(enum eventlog_status status, void *arg)
+{
+	struct session_settle	*st = arg;
+
+	st->busy = 0;
+	if (st->cancelled) {
+		session_settle_free(st);
+		return;
+	}
+	switch (status) {
+	case EVENTLOG_OK:
+		log_limited(LOG_LEVEL_INFO, "settle", "session=%s stream=%llu: "
+		    "%d request(s) answered with an error %llu ms after the "
+		    "event log failed them", st->session->id,
+		    (unsigned long long)st->k, cJSON_GetArraySize(st->ids),
+		    (unsigned long long)(clock_now_ms() - st->since_ms));
+		break;
+	case EVENTLOG_UNAVAILABLE:
+		session_settle_later(st);
+		return;
+	case EVENTLOG_CONFLICT:
+		/* The head moved (our failed append landed late): again. */
+		if (++st->conflicts < SESSION_SETTLE_CONFLICTS) {
+			session_settle_try(st);
+			return;
+		}
+		/* FALLTHROUGH */
+	default:
+		log_limited(LOG_LEVEL_WARN, "settle", "session=%s stream=%llu: "
+		    "error answer not committed: %s", st->session->id,
+		    (unsigned long long)st->k, eventlog_status_name(status));
+		break;
+	}
+	session_settle_free(st);
+}
+
+static void
+session_settle_head_cb(enum eventlog_status status,
+    const struct eventlog_entry *entries, size_t n,
+    const struct eventlog_info *info, void *arg)
+{
+	struct session_settle	*st = arg;
+
+	st->busy = 0;
+	if (st->cancelled) {
+		session_settle_free(st);
+		return;
+	}
+	if (info == NULL && status == EVENTLOG_UNAVAILABLE) {
+		session_settle_later(st);
+		return;
+	}
+	if (info == NULL || info->ended) {
+		/*
+		 * Gone (the view's resume hears 410 or 404), or ended after
+		 * all: the view shows what there is.
+		 */
+		if (info != NULL)
+			session_committed(st->session, st->k, info->head);
+		else if (!st->view_ended) {
+			st->view_ended = 1;
+			session_stream_lost(st->session, st->k,
+			    (int64_t)st->head, status == EVENTLOG_NOT_FOUND);
+		}
+		session_settle_free(st);
+		return;
+	}
+	st->busy = 1;
+	session_answer_with_errors(st->session, st->k, st->ids, info->head,
+	    "The call was interrupted: the event log was unavailable",
+	    session_settle_answered_cb, st);
+}
+
+static void
+session_settle_leased_cb(enum eventlog_status status, void *arg)
+{
+}
+
+static void
+session_settle_try(struct session_settle *st)
+{
+	char	name[40];
+
+	st->busy = 1;
+	if (sessions.shared) {
+		snprintf(name, sizeof name, "l:%llu",
+		    (unsigned long long)st->k);
+		eventlog_note_set(sessions.eventlog, st->session->id, name,
+		    "1", 1, STREAM_LEASE_MS, session_settle_leased_cb, NULL);
+	}
+	eventlog_read(sessions.eventlog, st->session->id, st->k, 0, 0,
+	    session_settle_head_cb, st);
+}
+
+/*
+ * An append to stream K, committed here up to `head`, was not answered
+ * (EVENTLOG_UNAVAILABLE): its calls end now, and the request ids it owes
+ * responses (at least one) get errors once the log answers.
+ */
+void
+session_settle(struct session *s, uint64_t k, uint64_t head,
+    const cJSON *ids)
+{
+	struct session_settle	*st;
+
+	if (s->closed || cJSON_GetArraySize(ids) == 0 ||
+	    session_settling(s, k))
+		return;
+	st = xcalloc(1, sizeof *st);
+	st->session = s;
+	st->k = k;
+	st->head = head;
+	st->ids = cJSON_Duplicate(ids, 1);
+	st->since_ms = clock_now_ms();
+	st->retry_ev = evtimer_new(sessions.base, session_settle_retry_cb, st);
+	session_ref(s);
+	TAILQ_INSERT_TAIL(&s->settles, st, entry);
+	/* Whether it lost the stream or stalls is known once it answers. */
+	session_cancel_calls(s, k, "the event log lost its stream or did not "
+	    "answer; the error response follows once it answers");
+	session_settle_try(st);
 }
 
 /*

@@ -40,6 +40,7 @@ struct stream_op {
 	char			*data;	/* queued; shared standalone: a retry */
 	size_t			 len;
 	int			 retries;
+	cJSON			*response_id;	/* a response: its request */
 	TAILQ_ENTRY(stream_op)	 entry;
 };
 TAILQ_HEAD(stream_ops, stream_op);
@@ -92,6 +93,14 @@ stream_maybe_free(struct stream *st)
 	session_unref(st->session);
 	cJSON_Delete(st->ids);
 	free(st);
+}
+
+static void
+stream_op_free(struct stream_op *op)
+{
+	cJSON_Delete(op->response_id);
+	free(op->data);
+	free(op);
 }
 
 static void
@@ -334,7 +343,7 @@ stream_refused_cb(evutil_socket_t fd, short events, void *arg)
 	struct stream_op	*op = arg;
 
 	op->cb(0, op->arg);
-	free(op);
+	stream_op_free(op);
 }
 
 /*
@@ -350,7 +359,7 @@ stream_refuse(struct stream_op *op)
 		event_base_once(session_base(), -1, EV_TIMEOUT,
 		    stream_refused_cb, op, NULL);
 	else
-		free(op);
+		stream_op_free(op);
 }
 
 /* Refuses everything queued; returns how many there were. */
@@ -420,9 +429,9 @@ stream_pump(struct stream *st)
  * the window has room; the commit callback runs once it is committed (or
  * refused), always on a later loop turn.
  */
-void
-stream_append(struct stream *st, const char *data, size_t len, int final,
-    stream_commit_cb cb, void *arg)
+static void
+stream_append_op(struct stream *st, const char *data, size_t len, int final,
+    stream_commit_cb cb, void *arg, const cJSON *response_id)
 {
 	struct stream_op	*op;
 
@@ -430,6 +439,8 @@ stream_append(struct stream *st, const char *data, size_t len, int final,
 	op->stream = st;
 	op->cb = cb;
 	op->arg = arg;
+	if (response_id != NULL)
+		op->response_id = cJSON_Duplicate(response_id, 1);
 	op->len = len;
 	op->flags = final ? EVENTLOG_FINAL : 0;
 	if (st->ended || st->broken || st->closed) {
@@ -455,6 +466,25 @@ stream_append(struct stream *st, const char *data, size_t len, int final,
 	stream_enqueue(st, op);
 }
 
+void
+stream_append(struct stream *st, const char *data, size_t len, int final,
+    stream_commit_cb cb, void *arg)
+{
+	stream_append_op(st, data, len, final, cb, arg, NULL);
+}
+
+/*
+ * Appends the response to request id: once it is committed the stream no
+ * longer owes id one, so a failure later answers only the ids still owed
+ * (a batch's answered call is not answered twice).
+ */
+void
+stream_append_response(struct stream *st, const char *data, size_t len,
+    int final, const cJSON *id)
+{
+	stream_append_op(st, data, len, final, NULL, NULL, id);
+}
+
 static void
 stream_unpaused_later_cb(evutil_socket_t fd, short events, void *arg)
 {
@@ -462,7 +492,7 @@ stream_unpaused_later_cb(evutil_socket_t fd, short events, void *arg)
 	struct stream		*st = op->stream;
 
 	op->cb(1, op->arg);
-	free(op);
+	stream_op_free(op);
 	st->pending--;
 	stream_maybe_free(st);
 }
@@ -491,7 +521,7 @@ stream_release_paused(struct stream *st)
 		}
 		st->pending--;
 		op->cb(1, op->arg);
-		free(op);
+		stream_op_free(op);
 	}
 }
 
@@ -548,6 +578,20 @@ stream_requeue(struct stream *st, struct stream_op *op)
 	st->resync = 1;
 }
 
+/* A response to request id is committed: the stream no longer owes one. */
+static void
+stream_forget_id(struct stream *st, const cJSON *id)
+{
+	int	i, n = cJSON_GetArraySize(st->ids);
+
+	for (i = 0; i < n; i++) {
+		if (cJSON_Compare(cJSON_GetArrayItem(st->ids, i), id, 1)) {
+			cJSON_DeleteItemFromArray(st->ids, i);
+			return;
+		}
+	}
+}
+
 static const char *
 stream_loss_text(enum eventlog_status status)
 {
@@ -562,7 +606,8 @@ stream_loss_text(enum eventlog_status status)
 		return ("the event log has this stream ended by another "
 		    "writer");
 	case EVENTLOG_UNAVAILABLE:
-		return ("the event log could not be reached");
+		return ("the event log is unavailable (down, or silent for "
+		    "its reply timeout)");
 	default:
 		return ("the event log refused an append");
 	}
@@ -581,6 +626,7 @@ stream_fail(struct stream *st, uint64_t seq, enum eventlog_status status,
     const struct eventlog_info *info)
 {
 	unsigned int	lost;
+	int		settle;
 
 	lost = (unsigned int)(st->next_seq - seq) + st->queued;
 	st->broken = 1;
@@ -601,25 +647,37 @@ stream_fail(struct stream *st, uint64_t seq, enum eventlog_status status,
 		 * the calls end with an error after what the log has, never
 		 * with a re-issued id.
 		 */
-		if (!info->ended && st->ids != NULL &&
+		if (!info->ended && cJSON_GetArraySize(st->ids) > 0 &&
 		    st->kind == STREAM_REQUEST)
 			session_answer_with_errors(st->session, st->k,
 			    st->ids, info->head, "The event log lost or "
 			    "diverged from this call's stream; the call "
-			    "cannot continue");
+			    "cannot continue", NULL, NULL);
 		/* What the log has instead is the view's to show. */
 		session_committed(st->session, st->k, info->head);
 		session_stream_lost(st->session, st->k, -1, 0);
 		return;
 	}
+	/*
+	 * Not answered: the append may or may not be in the log. The
+	 * session ends the calls and answers them once the log is back,
+	 * after what it holds; the view waits for that a while.
+	 */
+	settle = status == EVENTLOG_UNAVAILABLE &&
+	    st->kind == STREAM_REQUEST && cJSON_GetArraySize(st->ids) > 0;
 	log_limited(LOG_LEVEL_ERROR, "append-failed",
 	    "session=%s stream=%llu: %s (%s): %u message(s) from "
-	    "%llu-%llu on not committed (committed up to %llu-%llu); ending "
-	    "its response and its calls", session_id(st->session),
-	    (unsigned long long)st->k, stream_loss_text(status),
-	    eventlog_status_name(status), lost, (unsigned long long)st->k,
-	    (unsigned long long)seq, (unsigned long long)st->k,
-	    (unsigned long long)st->head);
+	    "%llu-%llu on not committed (committed up to %llu-%llu); %s",
+	    session_id(st->session), (unsigned long long)st->k,
+	    stream_loss_text(status), eventlog_status_name(status), lost,
+	    (unsigned long long)st->k, (unsigned long long)seq,
+	    (unsigned long long)st->k, (unsigned long long)st->head,
+	    settle ? "its calls end with an error once it answers" :
+	    "ending its response and its calls");
+	if (settle) {
+		session_settle(st->session, st->k, st->head, st->ids);
+		return;
+	}
 	session_stream_lost(st->session, st->k, (int64_t)st->head,
 	    status == EVENTLOG_NOT_FOUND);
 }
@@ -646,6 +704,8 @@ stream_appended_cb(enum eventlog_status status,
 	if (ok) {
 		st->head = op->seq;
 		metrics.events_committed++;
+		if (op->response_id != NULL)
+			stream_forget_id(st, op->response_id);
 		entry.seq = op->seq;
 		entry.data = info != NULL ? info->data : NULL;
 		entry.len = info != NULL ? info->len : 0;
@@ -663,7 +723,7 @@ stream_appended_cb(enum eventlog_status status,
 	} else {
 		if (op->cb != NULL)
 			op->cb(ok, op->arg);
-		free(op);
+		stream_op_free(op);
 	}
 	stream_pump(st);
 	st->pending--;
@@ -677,8 +737,8 @@ stream_appended_cb(enum eventlog_status status,
 /*
  * Ends the stream without a final entry (a cancelled call), after what is
  * queued. A broken stream is left as the log has it: a stream the log
- * lost cannot be ended, and one it could not reach is answered, once this
- * process's lease on it lapses, by whichever process shows it.
+ * lost cannot be ended, and one it could not reach is answered by its
+ * session once the log is back (session_settle).
  */
 void
 stream_end(struct stream *st)

@@ -18,8 +18,8 @@ import subprocess
 import time
 import uuid
 
-from mcpd_harness import (LATEST, REDIS_URL, VERSIONS, Daemon, RedisError,
-                          RedisServer, Timeout,
+from mcpd_harness import (LATEST, REDIS_URL, VERSIONS, Conn, Daemon,
+                          RedisError, RedisServer, Timeout,
                           assert_rpc_error, check_ids, expect, is_log,
                           is_progress, is_response, message_events,
                           parse_event_id, redis_command, redis_server_path,
@@ -1124,6 +1124,145 @@ def test_redis_restarted_empty_during_a_call_is_said(h):
         d.wait_log(lambda line: " error " in line and
                    "Redis restarted empty" in line, 3,
                    "a log line saying Redis restarted empty")
+    finally:
+        _stop_all(h)
+        rs.stop()
+
+
+# --------------------------------------------------------------------------
+# 14. Redis stalls (CLIENT PAUSE, DEBUG SLEEP, a hung server) while a call
+# streams: the call ends with an error saying the event log was unavailable
+# (not that its server stopped), within the bound README states.
+
+
+def _expect_log_unavailable_error(msg, id, what):
+    expect(is_response(msg, id) and "error" in msg,
+           f"{what}: the call ended with {msg!r}, expected a JSON-RPC error "
+           f"for id {id}")
+    err = assert_rpc_error(msg, id_null=False)
+    text = err["message"].lower()
+    expect("event log" in text and "unavailable" in text,
+           f"{what}: the error does not say the event log was unavailable: "
+           f"{err!r}")
+    expect("server running it stopped" not in text,
+           f"{what}: a stall reported as a dead server: {err!r}")
+
+
+def _expect_no_dead_owner(d, what):
+    dead = [line for line in d.stderr_text().splitlines()
+            if "is gone (lease expired" in line]
+    expect(not dead, f"{what}: mcpd took its own call for a dead "
+           f"process's: {dead!r}")
+    d.wait_log(lambda line: " error " in line and "event log is "
+               "unavailable" in line, 3, "an error line saying the event log "
+               "was unavailable")
+
+
+def _stall_during_call(h, stall, what):
+    """A stream call is running when Redis stops answering for 2 to 3 s
+    (longer than mcpd's 2 s reply timeout): the client's open response
+    carries the call's progress without a hole, then its error response,
+    within the bound; a resume from the last progress gives exactly the
+    same; the session goes on."""
+    if not _private_redis_ok(what):
+        return
+    rs = RedisServer(h.workdir, "--enable-debug-command", "yes")
+    rs.start()
+    try:
+        d = h.start(eventlog=rs.url)
+        sid = d.initialize(LATEST)
+        id, r = d.call_open(sid, "stream", {"n": 100, "interval_ms": 50},
+                            "stall")
+        expect(r.status == 200 and r.is_sse, f"stream -> HTTP {r.status}")
+        got = _read_messages(r, 3)
+        t0 = time.monotonic()
+        stall(rs)
+        events = r.events_until_close(20)
+        took = time.monotonic() - t0
+        msgs = message_events(got + events)
+        k, head = check_ids(msgs, 1, what=what)
+        _check_progress(msgs[:-1], "stall", what)
+        _expect_log_unavailable_error(msgs[-1].json, id, what)
+        # README: a commit fails after 2 s without a reply; the error is
+        # committed as soon as Redis answers again.
+        expect(took <= tmo(6), f"{what}: the error came {took:.1f}s after "
+               f"the stall began (Redis answers again within 3 s)")
+        print(f"  {what}: error response {took:.1f}s after the stall, at "
+              f"{k}-{head}")
+        _expect_no_dead_owner(d, what)
+        again = message_events(_resume_all(d, sid, f"{k}-3", 5))
+        expect([(e.id, e.data) for e in again] ==
+               [(e.id, e.data) for e in msgs[3:]],
+               f"{what}: resume {k}-3 differs from what the response carried")
+        d.assert_alive(sid, f"after {what}")
+        _echo(d, sid, "after the stall")
+    finally:
+        _stop_all(h)
+        rs.stop()
+
+
+def test_redis_client_pause_ends_the_call_with_log_unavailable(h):
+    _stall_during_call(h, lambda rs: rs.cmd("CLIENT", "PAUSE", "2000"),
+                       "CLIENT PAUSE 2000")
+
+
+def test_redis_debug_sleep_ends_the_call_with_log_unavailable(h):
+    # 3 s, not 2: a stall right at mcpd's 2 s reply timeout may as well
+    # be waited out. The append in flight is executed when Redis wakes,
+    # after mcpd gave up on it: the error goes after it.
+    def sleep(rs):
+        # DEBUG SLEEP answers when it is over: send it, read never.
+        conn = Conn("127.0.0.1", rs.port, tmo(5))
+        conn.send(b"*3\r\n$5\r\nDEBUG\r\n$5\r\nSLEEP\r\n$1\r\n3\r\n")
+        sleepers.append(conn)
+    sleepers = []
+    try:
+        _stall_during_call(h, sleep, "DEBUG SLEEP 3")
+    finally:
+        for c in sleepers:
+            c.close()
+
+
+def test_redis_hung_during_call_ends_the_response_within_the_bound(h):
+    """Redis hangs (SIGSTOP) while a call streams and stays away: the open
+    response ends within the documented bound (a commit fails after 2 s,
+    the response waits 3 s more for the log), a resume meanwhile is
+    answered 503, and once Redis answers the resume delivers the call's
+    error response."""
+    if not _private_redis_ok("Redis hung during a call"):
+        return
+    rs = RedisServer(h.workdir)
+    rs.start()
+    try:
+        d = h.start(eventlog=rs.url)
+        sid = d.initialize(LATEST)
+        id, r = d.call_open(sid, "stream", {"n": 100, "interval_ms": 50},
+                            "hung")
+        expect(r.status == 200 and r.is_sse, f"stream -> HTTP {r.status}")
+        got = _read_messages(r, 3)
+        rs.pause()
+        try:
+            t0 = time.monotonic()
+            events = r.events_until_close(15)
+            took = time.monotonic() - t0
+            expect(took <= tmo(7), f"the response ended {took:.1f}s after "
+                   f"Redis hung (bound: 2 s + 3 s)")
+            msgs = message_events(got + events)
+            k, last = check_ids(msgs, 1, what="before the end")
+            expect(not any(is_response(m.json) for m in msgs),
+                   f"a response while Redis is hung: {msgs[-1].data!r}")
+            g, t = _timed(d.get_sse, sid, f"{k}-{last}")
+            _expect_503(g, "resume while Redis is hung", t)
+        finally:
+            rs.resume()
+        g = _poll_status(lambda: d.get_sse(sid, f"{k}-{last}"), 200, 15,
+                         "resume once Redis answers")
+        rest = message_events(g.events_until_close(10))
+        expect(rest, "the resume after Redis came back delivered nothing")
+        check_ids(rest, last + 1, k, "resume after Redis came back")
+        _expect_log_unavailable_error(rest[-1].json, id, "Redis hung")
+        _expect_no_dead_owner(d, "Redis hung")
+        d.assert_alive(sid, "after Redis hung")
     finally:
         _stop_all(h)
         rs.stop()
