@@ -3,6 +3,7 @@
 #define MCPD_JSONRPC_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <cjson/cJSON.h>
 
@@ -34,6 +35,7 @@ enum jsonrpc_kind	 jsonrpc_classify(const cJSON *, const char **);
 int			 jsonrpc_utf8_valid(const char *, size_t);
 int			 jsonrpc_depth_ok(const char *, size_t, int);
 int			 jsonrpc_has_nul(const cJSON *);
+int			 jsonrpc_whole_number(const cJSON *, double, uint64_t *);
 const cJSON		*jsonrpc_reply_id(const cJSON *);
 
 cJSON	*jsonrpc_result(const cJSON *, cJSON *);

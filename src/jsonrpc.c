@@ -164,6 +164,26 @@ jsonrpc_has_nul(const cJSON *item)
 }
 
 /*
+ * A whole number from 0 to max, checked on the double: converting one out
+ * of range to an integer first is undefined behaviour, and a client (or a
+ * shared log) can send any number. max must be at most 2^53, the largest
+ * value below which a double holds every whole number.
+ */
+int
+jsonrpc_whole_number(const cJSON *v, double max, uint64_t *out)
+{
+	double	d;
+
+	if (!cJSON_IsNumber(v))
+		return (-1);
+	d = v->valuedouble;
+	if (!(d >= 0 && d <= max) || d != floor(d))
+		return (-1);
+	*out = (uint64_t)d;
+	return (0);
+}
+
+/*
  * cJSON reads a number past double range as infinity, and prints that as
  * null: a progress token of 1e400 would come back as null. Such a number
  * is refused like any other that cannot be carried.

@@ -7,7 +7,6 @@
  * committed), whatever n is; under the block policy they wait in the
  * stream until the client has received enough, and so does the call.
  */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,7 +103,7 @@ builtin_int_arg(const cJSON *args, const char *name, int required, long max,
     long *out, char **cause)
 {
 	const cJSON	*v = cJSON_GetObjectItemCaseSensitive(args, name);
-	double		 d;
+	uint64_t	 n;
 
 	if (v == NULL) {
 		if (!required)
@@ -112,13 +111,12 @@ builtin_int_arg(const cJSON *args, const char *name, int required, long max,
 		xasprintf(cause, "missing required argument '%s'", name);
 		return (-1);
 	}
-	d = cJSON_IsNumber(v) ? v->valuedouble : -1;
-	if (!(d >= 0 && d <= (double)max) || d != floor(d)) {
+	if (jsonrpc_whole_number(v, (double)max, &n) != 0) {
 		xasprintf(cause, "argument '%s' must be an integer from 0 to "
 		    "%ld", name, max);
 		return (-1);
 	}
-	*out = (long)d;
+	*out = (long)n;
 	return (0);
 }
 

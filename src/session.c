@@ -8,7 +8,6 @@
 #include <sys/queue.h>
 #include <sys/tree.h>
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,6 +29,12 @@ struct session_view {
 	uint64_t	 k;
 	struct view	*view;
 };
+
+/*
+ * The log is shared, so the numbers of a stored meta are checked like
+ * input; they are ids and times in ms, whole and below 2^53.
+ */
+#define SESSION_META_MAX	9007199254740992.0
 
 TAILQ_HEAD(session_settles, session_settle);
 
@@ -341,25 +346,6 @@ session_expired_deleted_cb(enum eventlog_status status, void *arg)
 {
 }
 
-/*
- * A whole number of a stored meta, up to 2^53 (what a double holds
- * exactly). The log is shared, so its numbers are checked like input: on
- * the double, since converting one out of range is undefined behaviour.
- */
-static int
-session_meta_number(const cJSON *v, uint64_t *out)
-{
-	double	d;
-
-	if (!cJSON_IsNumber(v))
-		return (-1);
-	d = v->valuedouble;
-	if (!(d >= 0 && d <= 9007199254740992.0) || d != floor(d))
-		return (-1);
-	*out = (uint64_t)d;
-	return (0);
-}
-
 static void
 session_loaded_meta_cb(enum eventlog_status status, const char *meta,
     size_t len, void *arg)
@@ -378,7 +364,7 @@ session_loaded_meta_cb(enum eventlog_status status, const char *meta,
 	level = cJSON_GetObjectItemCaseSensitive(json, "log_level");
 	k = cJSON_GetObjectItemCaseSensitive(json, "standalone");
 	active = cJSON_GetObjectItemCaseSensitive(json, "active");
-	if (session_meta_number(active, &active_ms) == 0 && clock_wall_ms() >
+	if (jsonrpc_whole_number(active, SESSION_META_MAX, &active_ms) == 0 && clock_wall_ms() >
 	    active_ms + (uint64_t)sessions.conf->session_ttl * 1000) {
 		/* Idle longer than session_ttl: it ended, even if the log's
 		 * own expiry has not caught up yet. */
@@ -392,7 +378,7 @@ session_loaded_meta_cb(enum eventlog_status status, const char *meta,
 	}
 	if (!cJSON_IsString(version) ||
 	    !session_version_supported(version->valuestring) ||
-	    session_meta_number(k, &standalone_k) != 0 || standalone_k < 1) {
+	    jsonrpc_whole_number(k, SESSION_META_MAX, &standalone_k) != 0 || standalone_k < 1) {
 		log_limited(LOG_LEVEL_ERROR, "session-meta", "session=%s meta "
 		    "in the event log is unreadable", l->id);
 		cJSON_Delete(json);
