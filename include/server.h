@@ -1,11 +1,36 @@
-/* The process: event loop, listener, signals, the periodic cron. */
+/*
+ * The process: event loop, listener, signals, the periodic cron, and what
+ * every module shares (kept in one place, as Redis keeps its `server`).
+ */
 #ifndef MCPD_SERVER_H
 #define MCPD_SERVER_H
 
+#include <stdint.h>
+
 struct conf;
+struct event;
 struct event_base;
+struct eventlog;
+struct evconnlistener;
 struct evhttp;
 
+struct server {
+	struct event_base	*base;
+	const struct conf	*conf;
+	struct eventlog		*eventlog;
+	int			 shared;	/* other processes use the log */
+
+	struct evconnlistener	*lev;
+	struct event		*resume_ev;
+	unsigned long long	 nofile;	/* the open file limit */
+	uint64_t		 refusing_since;	/* 0: accept works */
+	uint64_t		 last_refusal;
+	unsigned long long	 refusals;
+};
+extern struct server server;
+
+void		 server_init(struct event_base *, const struct conf *,
+		     struct eventlog *);
 int		 server_run(const struct conf *);
 struct evhttp	*server_http_new(struct event_base *, const struct conf *);
 

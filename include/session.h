@@ -24,8 +24,7 @@ struct view;
 /* 128 random bits as 32 hex digits. */
 #define SESSION_ID_LEN	32
 
-void		 session_init(struct event_base *, const struct conf *,
-		     struct eventlog *);
+void		 session_init(void);
 void		 session_shutdown(void);
 void		 session_cron(void);
 
@@ -36,7 +35,6 @@ void		 session_when_stored(struct session *, session_stored_fn,
 struct session	*session_find(const char *);
 typedef void (*session_load_cb)(struct session *, int, void *);
 void		 session_load(const char *, session_load_cb, void *);
-int		 session_shared(void);
 void		 session_refresh(struct session *, session_load_cb, void *);
 size_t		 session_allocated(void);
 void		 session_close(struct session *, const char *);
@@ -51,10 +49,6 @@ const char	*session_version(const struct session *);
 int		 session_log_level(const struct session *);
 void		 session_set_log_level(struct session *, int);
 struct stream	*session_standalone(struct session *);
-
-const struct conf *session_conf(void);
-struct eventlog	*session_eventlog(void);
-struct event_base *session_base(void);
 
 /* Views: at most one per stream; attaching takes over the previous one. */
 void		 session_view_attach(struct session *, uint64_t,

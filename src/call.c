@@ -12,6 +12,7 @@
 #include "jsonrpc.h"
 #include "log.h"
 #include "outbound.h"
+#include "server.h"
 #include "session.h"
 #include "stream.h"
 #include "xmalloc.h"
@@ -160,7 +161,7 @@ call_refuse(cJSON *msg, call_sent_cb cb, void *arg)
 	r = xmalloc(sizeof *r);
 	r->cb = cb;
 	r->arg = arg;
-	event_base_once(session_base(), -1, EV_TIMEOUT, call_refused_cb, r,
+	event_base_once(server.base, -1, EV_TIMEOUT, call_refused_cb, r,
 	    NULL);
 }
 

@@ -18,6 +18,7 @@
 #include "log.h"
 #include "outbound.h"
 #include "random.h"
+#include "server.h"
 #include "session.h"
 #include "xmalloc.h"
 
@@ -108,7 +109,7 @@ outbound_poll_cb(evutil_socket_t fd, short events, void *arg)
 
 	snprintf(name, sizeof name, "a:%s", o->id);
 	o->polling = 1;
-	eventlog_note_get(session_eventlog(), session_id(o->session), name,
+	eventlog_note_get(server.eventlog, session_id(o->session), name,
 	    outbound_polled_cb, o);
 }
 
@@ -140,7 +141,7 @@ outbound_send(struct call *c, const char *method, cJSON *params,
     outbound_cb cb, void *arg)
 {
 	struct outbound	*o;
-	struct timeval	 tv = { session_conf()->request_timeout, 0 };
+	struct timeval	 tv = { server.conf->request_timeout, 0 };
 	cJSON		*msg;
 
 	o = xcalloc(1, sizeof *o);
@@ -150,10 +151,10 @@ outbound_send(struct call *c, const char *method, cJSON *params,
 	o->session = call_session(c);
 	o->cb = cb;
 	o->arg = arg;
-	o->deadline = evtimer_new(session_base(), outbound_deadline_cb, o);
+	o->deadline = evtimer_new(server.base, outbound_deadline_cb, o);
 	evtimer_add(o->deadline, &tv);
-	if (session_shared()) {
-		o->poll = evtimer_new(session_base(), outbound_poll_cb, o);
+	if (server.shared) {
+		o->poll = evtimer_new(server.base, outbound_poll_cb, o);
 		outbound_poll_arm(o);
 	}
 	RB_INSERT(outbound_tree, &outbound_pending, o);
@@ -182,8 +183,8 @@ outbound_forward(struct session *s, const char *id, const cJSON *msg)
 
 	snprintf(name, sizeof name, "a:%s", id);
 	text = cJSON_PrintUnformatted(msg);
-	eventlog_note_set(session_eventlog(), session_id(s), name, text,
-	    strlen(text), (uint64_t)session_conf()->request_timeout * 1000,
+	eventlog_note_set(server.eventlog, session_id(s), name, text,
+	    strlen(text), (uint64_t)server.conf->request_timeout * 1000,
 	    outbound_forwarded_cb, NULL);
 	free(text);
 }
@@ -199,7 +200,7 @@ outbound_response(struct session *s, const cJSON *msg)
 	strlcpy(find.id, id->valuestring, sizeof find.id);
 	if ((o = RB_FIND(outbound_tree, &outbound_pending, &find)) == NULL ||
 	    o->session != s) {
-		if (!session_shared() || strncmp(find.id, "mcpd-", 5) != 0)
+		if (!server.shared || strncmp(find.id, "mcpd-", 5) != 0)
 			return (OUTBOUND_UNKNOWN);
 		outbound_forward(s, find.id, msg);
 		return (OUTBOUND_FORWARDED);

@@ -17,6 +17,7 @@
 #include "conf.h"
 #include "jsonrpc.h"
 #include "provider.h"
+#include "server.h"
 #include "session.h"
 #include "xmalloc.h"
 
@@ -317,7 +318,7 @@ builtin_start(struct call *c, enum builtin_kind kind, const cJSON *args)
 		job->window = (int)(BUILTIN_WINDOW_BYTES / size);
 	if (job->window == 0)
 		job->window = 1;
-	job->timer = evtimer_new(session_base(), builtin_timer_cb, job);
+	job->timer = evtimer_new(server.base, builtin_timer_cb, job);
 	call_set_cancel(c, builtin_cancel_cb, job);
 	/* With an interval the first message goes at once, ticks follow. */
 	if (interval_ms > 0 && n > 0)

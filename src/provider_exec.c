@@ -32,6 +32,7 @@
 #include "log.h"
 #include "provider.h"
 #include "provider_exec.h"
+#include "server.h"
 #include "session.h"
 #include "xmalloc.h"
 
@@ -329,7 +330,7 @@ exectool_enabled(const struct conf *conf)
 static void
 exectool_list_tools(cJSON *tools)
 {
-	const struct conf	*conf = session_conf();
+	const struct conf	*conf = server.conf;
 	const struct conf_tool	*tool;
 	cJSON			*item;
 	size_t			 i;
@@ -610,7 +611,7 @@ static int
 exectool_call_tool(struct call *c, const char *name, const cJSON *args)
 {
 	static char		*no_env[] = { NULL };
-	const struct conf	*conf = session_conf();
+	const struct conf	*conf = server.conf;
 	const struct conf_tool	*tool;
 	struct exectool_call	*t;
 	struct exec_spec	 spec;
@@ -665,7 +666,7 @@ exectool_call_tool(struct call *c, const char *name, const cJSON *args)
 	t->call = c;
 	t->job = job;
 	t->pid = (long)exec_pid(job);
-	t->timer = evtimer_new(session_base(), exectool_timeout_cb, t);
+	t->timer = evtimer_new(server.base, exectool_timeout_cb, t);
 	tv.tv_sec = tool->timeout;
 	tv.tv_usec = 0;
 	evtimer_add(t->timer, &tv);

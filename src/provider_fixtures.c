@@ -21,6 +21,7 @@
 #include "jsonrpc.h"
 #include "log.h"
 #include "provider.h"
+#include "server.h"
 #include "session.h"
 #include "xmalloc.h"
 
@@ -629,7 +630,7 @@ fixtures_start(struct call *c, const struct fixtures_tool *t,
 	job = xcalloc(1, sizeof *job);
 	job->kind = t->kind;
 	job->call = c;
-	job->timer = evtimer_new(session_base(), fixtures_timer_cb, job);
+	job->timer = evtimer_new(server.base, fixtures_timer_cb, job);
 	call_set_cancel(c, fixtures_cancel_cb, job);
 	switch (t->kind) {
 	case FIXTURES_LOGGING:

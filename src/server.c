@@ -36,14 +36,21 @@
 /* Milliseconds without a failure that end an episode of them. */
 #define SERVER_ACCEPT_CALM_MS	1000
 
-static struct {
-	struct evconnlistener	*lev;
-	struct event		*resume_ev;
-	unsigned long long	 nofile;	/* the open file limit */
-	uint64_t		 refusing_since;	/* 0: accept works */
-	uint64_t		 last_refusal;
-	unsigned long long	 refusals;
-} server;
+struct server server;
+
+/*
+ * What every module reads instead of keeping its own copy; unit tests and
+ * fuzz harnesses call this without running the server.
+ */
+void
+server_init(struct event_base *base, const struct conf *conf,
+    struct eventlog *el)
+{
+	server.base = base;
+	server.conf = conf;
+	server.eventlog = el;
+	server.shared = eventlog_shared(el);
+}
 
 static void
 server_signal_cb(evutil_socket_t sig, short events, void *arg)
@@ -251,7 +258,8 @@ server_run(const struct conf *conf)
 		event_base_free(base);
 		return (1);
 	}
-	session_init(base, conf, el);
+	server_init(base, conf, el);
+	session_init();
 	exec_init(base);
 	provider_init(conf);
 

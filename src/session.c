@@ -20,6 +20,7 @@
 #include "jsonrpc.h"
 #include "log.h"
 #include "random.h"
+#include "server.h"
 #include "session.h"
 #include "stream.h"
 #include "view.h"
@@ -67,13 +68,9 @@ struct session {
 RB_HEAD(session_tree, session);
 
 static struct {
-	struct event_base	*base;
-	const struct conf	*conf;
-	struct eventlog		*eventlog;
 	struct session_tree	 tree;
 	size_t			 count;		/* in the table */
 	size_t			 allocated;	/* not yet freed */
-	int			 shared;	/* other processes use the log */
 } sessions;
 
 const char *session_versions[] = {
@@ -100,32 +97,9 @@ session_cmp(struct session *a, struct session *b)
 RB_GENERATE_STATIC(session_tree, session, entry, session_cmp);
 
 void
-session_init(struct event_base *base, const struct conf *conf,
-    struct eventlog *el)
+session_init(void)
 {
-	sessions.base = base;
-	sessions.conf = conf;
-	sessions.eventlog = el;
-	sessions.shared = eventlog_shared(el);
 	RB_INIT(&sessions.tree);
-}
-
-const struct conf *
-session_conf(void)
-{
-	return (sessions.conf);
-}
-
-struct eventlog *
-session_eventlog(void)
-{
-	return (sessions.eventlog);
-}
-
-struct event_base *
-session_base(void)
-{
-	return (sessions.base);
 }
 
 int
@@ -212,7 +186,7 @@ session_store(struct session *s)
 	s->stored_ms = clock_now_ms();
 	cJSON_Delete(meta);
 	session_ref(s);
-	eventlog_session_store(sessions.eventlog, s->id, text, strlen(text),
+	eventlog_session_store(server.eventlog, s->id, text, strlen(text),
 	    session_stored_cb, s);
 	free(text);
 }
@@ -222,10 +196,10 @@ session_create(const char *version, const cJSON *params, char **cause)
 {
 	struct session	*s;
 
-	if ((long long)sessions.count >= sessions.conf->max_sessions) {
+	if ((long long)sessions.count >= server.conf->max_sessions) {
 		*cause = "too many sessions";
 		log_limited(LOG_LEVEL_WARN, "max-sessions", "session limit "
-		    "reached (max_sessions %lld)", sessions.conf->max_sessions);
+		    "reached (max_sessions %lld)", server.conf->max_sessions);
 		return (NULL);
 	}
 	s = session_new(NULL, version);
@@ -278,9 +252,9 @@ session_new(const char *id, const char *version)
 	RB_INSERT(session_tree, &sessions.tree, s);
 	sessions.count++;
 	sessions.allocated++;
-	if (sessions.shared) {
+	if (server.shared) {
 		s->watching = 1;
-		eventlog_watch(sessions.eventlog, s->id, session_watch_cb, s);
+		eventlog_watch(server.eventlog, s->id, session_watch_cb, s);
 	}
 	return (s);
 }
@@ -326,7 +300,7 @@ session_loaded_head_cb(enum eventlog_status status,
 		session_load_finish(l, NULL, status);
 		return;
 	}
-	if ((long long)sessions.count >= sessions.conf->max_sessions) {
+	if ((long long)sessions.count >= server.conf->max_sessions) {
 		session_load_finish(l, NULL, EVENTLOG_UNAVAILABLE);
 		return;
 	}
@@ -365,13 +339,13 @@ session_loaded_meta_cb(enum eventlog_status status, const char *meta,
 	k = cJSON_GetObjectItemCaseSensitive(json, "standalone");
 	active = cJSON_GetObjectItemCaseSensitive(json, "active");
 	if (jsonrpc_whole_number(active, SESSION_META_MAX, &active_ms) == 0 && clock_wall_ms() >
-	    active_ms + (uint64_t)sessions.conf->session_ttl * 1000) {
+	    active_ms + (uint64_t)server.conf->session_ttl * 1000) {
 		/* Idle longer than session_ttl: it ended, even if the log's
 		 * own expiry has not caught up yet. */
 		log_limited(LOG_LEVEL_INFO, "session-expired", "session=%s "
 		    "expired (idle for session_ttl)", l->id);
 		cJSON_Delete(json);
-		eventlog_session_delete(sessions.eventlog, l->id,
+		eventlog_session_delete(server.eventlog, l->id,
 		    session_expired_deleted_cb, NULL);
 		session_load_finish(l, NULL, EVENTLOG_NOT_FOUND);
 		return;
@@ -393,7 +367,7 @@ session_loaded_meta_cb(enum eventlog_status status, const char *meta,
 	l->standalone_k = standalone_k;
 	cJSON_Delete(json);
 	/* Reading from entry 0 answers with the head, trimmed or not. */
-	eventlog_read(sessions.eventlog, l->id, l->standalone_k, 0, 0,
+	eventlog_read(server.eventlog, l->id, l->standalone_k, 0, 0,
 	    session_loaded_head_cb, l);
 }
 
@@ -411,7 +385,7 @@ session_load(const char *id, session_load_cb cb, void *arg)
 	strlcpy(l->id, id, sizeof l->id);
 	l->cb = cb;
 	l->arg = arg;
-	eventlog_session_load(sessions.eventlog, id, session_loaded_meta_cb, l);
+	eventlog_session_load(server.eventlog, id, session_loaded_meta_cb, l);
 }
 
 /*
@@ -460,14 +434,8 @@ session_refresh(struct session *s, session_load_cb cb, void *arg)
 	r->cb = cb;
 	r->arg = arg;
 	session_ref(s);
-	eventlog_session_load(sessions.eventlog, s->id, session_refreshed_cb,
+	eventlog_session_load(server.eventlog, s->id, session_refreshed_cb,
 	    r);
-}
-
-int
-session_shared(void)
-{
-	return (sessions.shared);
 }
 
 struct session *
@@ -518,7 +486,7 @@ session_teardown(struct session *s, const char *reason, int end)
 	    s->id, end ? "closed" : "released", reason);
 	if (s->watching) {
 		s->watching = 0;
-		eventlog_unwatch(sessions.eventlog, s->id, session_watch_cb, s);
+		eventlog_unwatch(server.eventlog, s->id, session_watch_cb, s);
 	}
 
 	while (s->ncalls > 0) {
@@ -543,7 +511,7 @@ session_teardown(struct session *s, const char *reason, int end)
 		return;
 	}
 	session_ref(s);
-	eventlog_session_delete(sessions.eventlog, s->id, session_deleted_cb,
+	eventlog_session_delete(server.eventlog, s->id, session_deleted_cb,
 	    s);
 	session_unref(s);
 }
@@ -763,7 +731,7 @@ session_stream_lost(struct session *s, uint64_t k, int64_t upto,
 int
 session_stream_blocks(struct session *s, uint64_t k)
 {
-	const struct conf	*conf = sessions.conf;
+	const struct conf	*conf = server.conf;
 
 	if (s->standalone != NULL && stream_id(s->standalone) == k)
 		return (conf->backpressure_standalone ==
@@ -1009,7 +977,7 @@ session_answer_with_errors(struct session *s, uint64_t k, const cJSON *ids,
 		msg = jsonrpc_error(id, JSONRPC_INTERNAL_ERROR, message, NULL);
 		text = cJSON_PrintUnformatted(msg);
 		cJSON_Delete(msg);
-		eventlog_append(sessions.eventlog, s->id, k, ++head, text,
+		eventlog_append(server.eventlog, s->id, k, ++head, text,
 		    strlen(text), i == count - 1 ? EVENTLOG_FINAL : 0,
 		    session_answer_appended_cb, a);
 		free(text);
@@ -1025,7 +993,7 @@ session_answer_with_errors(struct session *s, uint64_t k, const cJSON *ids,
 static int
 session_orphan_fits(struct session_orphan *o, uint64_t head, uint64_t count)
 {
-	uint64_t	 maxlen = (uint64_t)sessions.conf->stream_maxlen;
+	uint64_t	 maxlen = (uint64_t)server.conf->stream_maxlen;
 	uint64_t	 owed;
 	struct view	*v;
 
@@ -1059,7 +1027,7 @@ session_orphan_head_cb(enum eventlog_status status,
 	    (unsigned long long)o->k, (unsigned long long)info->head, count);
 	if (count == 0) {
 		/* No ids on record: end the stream so views do not hang. */
-		eventlog_stream_end(sessions.eventlog, o->session->id, o->k,
+		eventlog_stream_end(server.eventlog, o->session->id, o->k,
 		    session_orphan_ended_cb, o);
 		return;
 	}
@@ -1081,7 +1049,7 @@ session_orphan_ids_cb(enum eventlog_status status, const char *value,
 		cJSON_Delete(o->ids);
 		o->ids = cJSON_CreateArray();
 	}
-	eventlog_read(sessions.eventlog, o->session->id, o->k, 0, 0,
+	eventlog_read(server.eventlog, o->session->id, o->k, 0, 0,
 	    session_orphan_head_cb, o);
 }
 
@@ -1097,7 +1065,7 @@ session_orphan_lease_cb(enum eventlog_status status, const char *value,
 		return;
 	}
 	snprintf(name, sizeof name, "r:%llu", (unsigned long long)o->k);
-	eventlog_note_get(sessions.eventlog, o->session->id, name,
+	eventlog_note_get(server.eventlog, o->session->id, name,
 	    session_orphan_ids_cb, o);
 }
 
@@ -1108,7 +1076,7 @@ session_check_orphan(struct session *s, uint64_t k)
 	struct session_orphan	*o;
 	char			 name[40];
 
-	if (!sessions.shared || session_stream_find(s, k) != NULL ||
+	if (!server.shared || session_stream_find(s, k) != NULL ||
 	    k == s->standalone_k || session_settling(s, k))
 		return;
 	o = xcalloc(1, sizeof *o);
@@ -1116,7 +1084,7 @@ session_check_orphan(struct session *s, uint64_t k)
 	o->k = k;
 	session_ref(s);
 	snprintf(name, sizeof name, "l:%llu", (unsigned long long)k);
-	eventlog_note_get(sessions.eventlog, s->id, name,
+	eventlog_note_get(server.eventlog, s->id, name,
 	    session_orphan_lease_cb, o);
 }
 
@@ -1308,13 +1276,13 @@ session_settle_try(struct session_settle *st)
 	char	name[40];
 
 	st->busy = 1;
-	if (sessions.shared) {
+	if (server.shared) {
 		snprintf(name, sizeof name, "l:%llu",
 		    (unsigned long long)st->k);
-		eventlog_note_set(sessions.eventlog, st->session->id, name,
+		eventlog_note_set(server.eventlog, st->session->id, name,
 		    "1", 1, STREAM_LEASE_MS, session_settle_leased_cb, NULL);
 	}
-	eventlog_read(sessions.eventlog, st->session->id, st->k, 0, 0,
+	eventlog_read(server.eventlog, st->session->id, st->k, 0, 0,
 	    session_settle_head_cb, st);
 }
 
@@ -1338,7 +1306,7 @@ session_settle(struct session *s, uint64_t k, uint64_t head,
 	st->head = head;
 	st->ids = cJSON_Duplicate(ids, 1);
 	st->since_ms = clock_now_ms();
-	st->retry_ev = evtimer_new(sessions.base, session_settle_retry_cb, st);
+	st->retry_ev = evtimer_new(server.base, session_settle_retry_cb, st);
 	session_ref(s);
 	TAILQ_INSERT_TAIL(&s->settles, st, entry);
 	/* Whether it lost the stream or stalls is known once it answers. */
@@ -1358,12 +1326,12 @@ session_cron(void)
 {
 	struct session	*s, *s1;
 	uint64_t	 now = clock_now_ms();
-	uint64_t	 ttl = (uint64_t)sessions.conf->session_ttl * 1000;
+	uint64_t	 ttl = (uint64_t)server.conf->session_ttl * 1000;
 
 	RB_FOREACH_SAFE(s, session_tree, &sessions.tree, s1) {
 		if (s->nviews > 0)
 			s->last_active_ms = now;
-		if (sessions.shared) {
+		if (server.shared) {
 			session_cron_shared(s, now, ttl);
 			continue;
 		}

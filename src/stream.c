@@ -27,6 +27,7 @@
 #include "eventlog.h"
 #include "log.h"
 #include "metrics.h"
+#include "server.h"
 #include "session.h"
 #include "stream.h"
 #include "xmalloc.h"
@@ -133,7 +134,7 @@ stream_created_cb(enum eventlog_status status,
 static void
 stream_init_policy(struct stream *st)
 {
-	const struct conf	*conf = session_conf();
+	const struct conf	*conf = server.conf;
 
 	st->window = (uint64_t)conf->stream_window;
 	st->blocks = (st->kind == STREAM_REQUEST ? conf->backpressure_request :
@@ -164,7 +165,7 @@ stream_open_as(struct session *s, enum stream_kind kind, uint64_t k)
 	session_stream_add(s, st);
 	st->listed = 1;
 	st->pending++;
-	eventlog_stream_create(session_eventlog(), session_id(s), st->k,
+	eventlog_stream_create(server.eventlog, session_id(s), st->k,
 	    stream_created_cb, st);
 	log_debug("session=%s stream=%llu opened (%s)", session_id(s),
 	    (unsigned long long)st->k,
@@ -263,7 +264,7 @@ stream_may_tell(const struct stream *st)
 static int
 stream_keeps_data(const struct stream *st)
 {
-	return (st->kind == STREAM_STANDALONE && session_shared());
+	return (st->kind == STREAM_STANDALONE && server.shared);
 }
 
 static char *
@@ -289,7 +290,7 @@ stream_submit(struct stream *st, struct stream_op *op, const char *data,
 		st->finished = 1;
 	st->pending++;
 	st->appending++;
-	eventlog_append(session_eventlog(), session_id(st->session), st->k,
+	eventlog_append(server.eventlog, session_id(st->session), st->k,
 	    op->seq, data, len, op->flags, stream_appended_cb, op);
 	if (!stream_keeps_data(st)) {
 		free(op->data);
@@ -315,7 +316,7 @@ stream_submit_end(struct stream *st)
 {
 	st->finished = 1;
 	st->pending++;
-	eventlog_stream_end(session_eventlog(), session_id(st->session), st->k,
+	eventlog_stream_end(server.eventlog, session_id(st->session), st->k,
 	    stream_ended_cb, st);
 }
 
@@ -356,7 +357,7 @@ stream_refuse(struct stream_op *op)
 	free(op->data);
 	op->data = NULL;
 	if (op->cb != NULL)
-		event_base_once(session_base(), -1, EV_TIMEOUT,
+		event_base_once(server.base, -1, EV_TIMEOUT,
 		    stream_refused_cb, op, NULL);
 	else
 		stream_op_free(op);
@@ -515,7 +516,7 @@ stream_release_paused(struct stream *st)
 		TAILQ_REMOVE(&st->paused, op, entry);
 		if (st->closed || st->broken) {
 			/* pending stays counted until the callback ran */
-			event_base_once(session_base(), -1, EV_TIMEOUT,
+			event_base_once(server.base, -1, EV_TIMEOUT,
 			    stream_unpaused_later_cb, op, NULL);
 			continue;
 		}
@@ -818,7 +819,7 @@ stream_release(struct stream *st)
 
 	if (st->closed && !st->listed)
 		return;
-	maxlen = (uint64_t)session_conf()->stream_maxlen;
+	maxlen = (uint64_t)server.conf->stream_maxlen;
 	while (!st->broken && !st->resync &&
 	    (op = TAILQ_FIRST(&st->queue)) != NULL &&
 	    stream_backlog(st) < maxlen) {
@@ -871,7 +872,7 @@ stream_note(struct stream *st, const char *what, const char *value,
 
 	snprintf(name, sizeof name, "%s:%llu", what, (unsigned long long)st->k);
 	st->pending++;
-	eventlog_note_set(session_eventlog(), session_id(st->session), name,
+	eventlog_note_set(server.eventlog, session_id(st->session), name,
 	    value, strlen(value), ttl_ms, stream_noted_cb, st);
 }
 
@@ -892,10 +893,10 @@ stream_is_request_open(const struct stream *st)
 void
 stream_publish_owner(struct stream *st)
 {
-	const struct conf	*conf = session_conf();
+	const struct conf	*conf = server.conf;
 	char			*ids;
 
-	if (!session_shared() || st->ids == NULL)
+	if (!server.shared || st->ids == NULL)
 		return;
 	ids = cJSON_PrintUnformatted(st->ids);
 	stream_note(st, "r", ids,
@@ -907,7 +908,7 @@ stream_publish_owner(struct stream *st)
 void
 stream_renew_lease(struct stream *st)
 {
-	if (session_shared() && stream_is_request_open(st))
+	if (server.shared && stream_is_request_open(st))
 		stream_note(st, "l", "1", STREAM_LEASE_MS);
 }
 

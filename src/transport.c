@@ -20,6 +20,7 @@
 #include "jsonrpc.h"
 #include "log.h"
 #include "metrics.h"
+#include "server.h"
 #include "session.h"
 #include "stream.h"
 #include "transport.h"
@@ -27,7 +28,6 @@
 #include "xmalloc.h"
 
 static struct {
-	const struct conf	*conf;
 	int			 loopback;
 } transport;
 
@@ -133,7 +133,7 @@ transport_check_common(struct evhttp_request *req)
 		    "Forbidden: Host header not allowed", NULL);
 		return (-1);
 	}
-	if (origin != NULL && !conf_origin_allowed(transport.conf, origin)) {
+	if (origin != NULL && !conf_origin_allowed(server.conf, origin)) {
 		transport_reply_error(req, 403, JSONRPC_SERVER_ERROR,
 		    "Forbidden: Origin not allowed", NULL);
 		return (-1);
@@ -149,10 +149,10 @@ transport_check_common(struct evhttp_request *req)
 static int
 transport_view_room(struct evhttp_request *req)
 {
-	if ((long long)view_count() < transport.conf->max_views)
+	if ((long long)view_count() < server.conf->max_views)
 		return (1);
 	log_limited(LOG_LEVEL_WARN, "max-views", "open stream limit reached "
-	    "(max_views %lld)", transport.conf->max_views);
+	    "(max_views %lld)", server.conf->max_views);
 	evhttp_add_header(evhttp_request_get_output_headers(req),
 	    "Retry-After", "1");
 	transport_reply_error(req, 503, JSONRPC_UNAVAILABLE,
@@ -164,7 +164,7 @@ static int
 transport_stream_room(struct evhttp_request *req, struct session *s)
 {
 	if ((long long)session_stream_count(s) <
-	    transport.conf->session_max_streams)
+	    server.conf->session_max_streams)
 		return (transport_view_room(req));
 	transport_reply_error(req, 429, JSONRPC_SERVER_ERROR,
 	    "Too many open streams in this session (session_max_streams)",
@@ -321,7 +321,7 @@ transport_open_stream(struct evhttp_request *req, struct session *s,
 	ts->session = s;
 	ts->msg = cJSON_Duplicate(msg, 1);
 	session_ref(s);
-	if (session_shared())
+	if (server.shared)
 		session_refresh(s, transport_refreshed_cb, ts);
 	else
 		transport_refreshed_cb(s, 0, ts);
@@ -456,7 +456,7 @@ transport_post(struct evhttp_request *req)
 		return;
 	}
 	len = evbuffer_get_length(body);
-	if ((long long)len > transport.conf->max_body) {
+	if ((long long)len > server.conf->max_body) {
 		transport_reply_error(req, 413, JSONRPC_INVALID_REQUEST,
 		    "Payload Too Large: the body exceeds max_body", NULL);
 		return;
@@ -578,7 +578,7 @@ transport_with_session(struct evhttp_request *req, cJSON *msg)
 		    "Bad Request: Mcp-Session-Id header is required", NULL);
 	} else if ((s = session_find(sid)) != NULL) {
 		transport_serve(req, s, msg);
-	} else if (!session_shared() || strlen(sid) != SESSION_ID_LEN) {
+	} else if (!server.shared || strlen(sid) != SESSION_ID_LEN) {
 		transport_reply_error(req, 404, JSONRPC_SESSION_NOT_FOUND,
 		    "Session not found", NULL);
 	} else {
@@ -651,8 +651,7 @@ transport_is_loopback(const char *host)
 void
 transport_init(struct evhttp *http, const char *endpoint)
 {
-	transport.conf = session_conf();
-	transport.loopback = transport_is_loopback(transport.conf->listen_host);
+	transport.loopback = transport_is_loopback(server.conf->listen_host);
 	evhttp_set_cb(http, endpoint, transport_endpoint_cb, NULL);
 	evhttp_set_cb(http, "/healthz", transport_healthz_cb, NULL);
 	evhttp_set_gencb(http, transport_other_cb, NULL);

@@ -31,6 +31,7 @@
 #include "jsonrpc.h"
 #include "log.h"
 #include "metrics.h"
+#include "server.h"
 #include "session.h"
 #include "sse.h"
 #include "transport.h"
@@ -122,7 +123,7 @@ view_new(struct evhttp_request *req, struct session *s, uint64_t k)
 	v->primes = session_version_at_least(session_version(s),
 	    "2025-11-25");
 	v->blocks = session_stream_blocks(s, k);
-	v->grace_ev = evtimer_new(session_base(), view_grace_cb, v);
+	v->grace_ev = evtimer_new(server.base, view_grace_cb, v);
 	session_ref(s);
 	TAILQ_INSERT_TAIL(&view_all, v, entry);
 	view_n++;
@@ -190,7 +191,7 @@ static int
 view_congested(struct view *v)
 {
 	return (view_output_len(v) >=
-	    (size_t)session_conf()->sse_high_watermark);
+	    (size_t)server.conf->sse_high_watermark);
 }
 
 static void
@@ -224,7 +225,7 @@ view_send(struct view *v, struct evbuffer *buf)
 	v->last_write_ms = clock_now_ms();
 	if (!v->blocks && view_output_len(v) > 0 &&
 	    !evtimer_pending(v->grace_ev, NULL))
-		view_grace_arm(v, (uint64_t)session_conf()->slow_consumer_grace_ms);
+		view_grace_arm(v, (uint64_t)server.conf->slow_consumer_grace_ms);
 }
 
 static void
@@ -312,7 +313,7 @@ view_format_entries(struct view *v, struct evbuffer *buf,
     const struct eventlog_entry *entries, size_t n)
 {
 	char		 id[CURSOR_BUFSIZE];
-	long		 retry = session_conf()->sse_retry_ms;
+	long		 retry = server.conf->sse_retry_ms;
 	size_t		 i;
 
 	for (i = 0; i < n; i++) {
@@ -371,7 +372,7 @@ static void
 view_grace_cb(evutil_socket_t fd, short events, void *arg)
 {
 	struct view	*v = arg;
-	uint64_t	 grace = (uint64_t)session_conf()->slow_consumer_grace_ms;
+	uint64_t	 grace = (uint64_t)server.conf->slow_consumer_grace_ms;
 	uint64_t	 stuck = clock_now_ms() - v->last_drain_ms;
 
 	if (v->state != VIEW_STREAMING || view_output_len(v) == 0)
@@ -410,7 +411,7 @@ view_slow_disconnect(struct view *v)
 	buf = evbuffer_new();
 	evbuffer_add_printf(buf, "event: backpressure-disconnect\n"
 	    "data: {\"last_event_id\":\"%s\",\"reason\":\"slow-consumer\"}\n"
-	    "retry: %lld\n\n", id, session_conf()->sse_retry_ms);
+	    "retry: %lld\n\n", id, server.conf->sse_retry_ms);
 	evhttp_send_reply_chunk(v->req, buf);
 	evbuffer_free(buf);
 	view_finish(v);
@@ -518,7 +519,7 @@ view_read_cb(enum eventlog_status status, const struct eventlog_entry *entries,
 		view_start(v);
 		if (v->primes) {
 			buf = evbuffer_new();
-			sse_retry(buf, session_conf()->sse_retry_ms);
+			sse_retry(buf, server.conf->sse_retry_ms);
 			view_write(v, buf);
 			evbuffer_free(buf);
 		}
@@ -563,7 +564,7 @@ view_read(struct view *v, uint64_t from)
 {
 	v->reading = 1;
 	v->dirty = 0;
-	eventlog_read(session_eventlog(), session_id(v->session), v->k, from,
+	eventlog_read(server.eventlog, session_id(v->session), v->k, from,
 	    VIEW_BATCH, view_read_cb, v);
 }
 
@@ -592,7 +593,7 @@ view_open(struct evhttp_request *req, struct session *s, uint64_t k,
 	if (prime >= 0 && v->primes) {
 		buf = evbuffer_new();
 		cursor_format(id, sizeof id, k, (uint64_t)prime);
-		sse_event(buf, id, NULL, "", 0, session_conf()->sse_retry_ms);
+		sse_event(buf, id, NULL, "", 0, server.conf->sse_retry_ms);
 		view_write(v, buf);
 		evbuffer_free(buf);
 	}
@@ -635,7 +636,7 @@ view_take(struct view *v, const struct eventlog_entry *e)
 	if (v->taken == NULL)
 		v->taken = evbuffer_new();
 	if (view_taken_ev == NULL)
-		view_taken_ev = event_new(session_base(), -1, 0,
+		view_taken_ev = event_new(server.base, -1, 0,
 		    view_taken_cb, NULL);
 	was = evbuffer_get_length(v->taken);
 	metrics.events_written += view_format_entries(v, v->taken, e, 1);
@@ -773,7 +774,7 @@ view_cron(void)
 	struct bufferevent	*bev;
 	struct evbuffer		*buf;
 	uint64_t		 now = clock_now_ms();
-	uint64_t		 idle = (uint64_t)session_conf()->sse_keepalive *
+	uint64_t		 idle = (uint64_t)server.conf->sse_keepalive *
 				    1000;
 	uint64_t		 queued;
 
@@ -794,7 +795,7 @@ view_cron(void)
 			continue;
 		}
 		/* A stream nobody here writes may have lost its writer. */
-		if (v->open && session_shared() &&
+		if (v->open && server.shared &&
 		    now - v->orphan_check_ms >= VIEW_ORPHAN_CHECK_MS) {
 			v->orphan_check_ms = now;
 			session_check_orphan(v->session, v->k);

@@ -788,7 +788,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* What server_run sets up, but on the harness's socket. */
 	if ((el = eventlog_create(fz.base, fz.conf, &cause)) == NULL)
 		fatalx("%s", cause);
-	session_init(fz.base, fz.conf, el);
+	server_init(fz.base, fz.conf, el);
+	session_init();
 	provider_init(fz.conf);
 	http = server_http_new(fz.base, fz.conf);
 	listener = evconnlistener_new(fz.base, NULL, NULL, 0, 0, fz.listen_fd);

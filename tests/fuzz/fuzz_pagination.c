@@ -23,6 +23,7 @@
 #include "jsonrpc.h"
 #include "log.h"
 #include "provider.h"
+#include "server.h"
 #include "session.h"
 #include "xmalloc.h"
 
@@ -215,7 +216,8 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 		fatalx("event_base_new");
 	if ((el = eventlog_create(base, conf, &cause)) == NULL)
 		fatalx("%s", cause);
-	session_init(base, conf, el);
+	server_init(base, conf, el);
+	session_init();
 	provider_init(conf);
 
 	for (i = 0; i < NLISTS; i++) {

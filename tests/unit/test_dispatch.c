@@ -17,6 +17,7 @@
 #include "jsonrpc.h"
 #include "log.h"
 #include "provider.h"
+#include "server.h"
 #include "session.h"
 #include "xmalloc.h"
 
@@ -49,7 +50,8 @@ setup(void)
 	ck_assert_ptr_nonnull(base);
 	el = eventlog_create(base, conf, &cause);
 	ck_assert_msg(el != NULL, "eventlog_create: %s", cause);
-	session_init(base, conf, el);
+	server_init(base, conf, el);
+	session_init();
 	provider_init(conf);
 }
 

@@ -16,6 +16,7 @@
 #include "conf.h"
 #include "eventlog.h"
 #include "log.h"
+#include "server.h"
 #include "session.h"
 
 #define V_OLD		"2025-03-26"
@@ -39,7 +40,8 @@ setup(void)
 	conf->eventlog = CONF_EVENTLOG_MEMORY;
 	el = eventlog_create(base, conf, &cause);
 	ck_assert_msg(el != NULL, "eventlog_create: %s", cause);
-	session_init(base, conf, el);
+	server_init(base, conf, el);
+	session_init();
 }
 
 /* Runs n loop turns without blocking. */
@@ -172,9 +174,9 @@ START_TEST(test_create_find)
 	ck_assert_ptr_nonnull(session_standalone(s1));
 	ck_assert_uint_eq(session_stream_count(s1), 1);
 
-	ck_assert_ptr_eq(session_conf(), conf);
-	ck_assert_ptr_eq(session_eventlog(), el);
-	ck_assert_ptr_eq(session_base(), base);
+	ck_assert_ptr_eq(server.conf, conf);
+	ck_assert_ptr_eq(server.eventlog, el);
+	ck_assert_ptr_eq(server.base, base);
 }
 END_TEST
 

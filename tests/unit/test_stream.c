@@ -26,6 +26,7 @@
 #include "conf.h"
 #include "eventlog.h"
 #include "log.h"
+#include "server.h"
 #include "session.h"
 #include "stream.h"
 
@@ -57,7 +58,8 @@ start(void)
 
 	el = eventlog_create(base, conf, &cause);
 	ck_assert_msg(el != NULL, "eventlog_create: %s", cause);
-	session_init(base, conf, el);
+	server_init(base, conf, el);
+	session_init();
 }
 
 static void
