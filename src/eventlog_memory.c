@@ -587,9 +587,7 @@ mem_op_new(struct mem *m, enum mem_op_type type, const char *sid,
 static void
 mem_op_set_data(struct mem_op *op, const char *data, size_t len)
 {
-	op->data = xmalloc(len + 1);
-	memcpy(op->data, data, len);
-	op->data[len] = '\0';
+	op->data = xmemdup(data, len);
 	op->len = len;
 }
 

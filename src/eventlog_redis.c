@@ -406,9 +406,7 @@ static void
 redis_op_set_arg(struct redis_op *op, int i, const char *p, size_t len)
 {
 	free(op->argv[i]);
-	op->argv[i] = xmalloc(len + 1);
-	memcpy(op->argv[i], p, len);
-	op->argv[i][len] = '\0';
+	op->argv[i] = xmemdup(p, len);
 	op->argvlen[i] = len;
 }
 

@@ -267,16 +267,6 @@ stream_keeps_data(const struct stream *st)
 	return (st->kind == STREAM_STANDALONE && server.shared);
 }
 
-static char *
-stream_copy(const char *data, size_t len)
-{
-	char	*copy = xmalloc(len + 1);
-
-	memcpy(copy, data, len);
-	copy[len] = '\0';
-	return (copy);
-}
-
 static void	stream_appended_cb(enum eventlog_status,
 		    const struct eventlog_info *, void *);
 
@@ -296,7 +286,7 @@ stream_submit(struct stream *st, struct stream_op *op, const char *data,
 		free(op->data);
 		op->data = NULL;
 	} else if (op->data == NULL)
-		op->data = stream_copy(data, len);
+		op->data = xmemdup(data, len);
 }
 
 static void
@@ -454,7 +444,7 @@ stream_append_op(struct stream *st, const char *data, size_t len, int final,
 		stream_submit(st, op, data, len);
 		return;
 	}
-	op->data = stream_copy(data, len);
+	op->data = xmemdup(data, len);
 	if (!st->resync && !stream_has_room(st)) {
 		if (TAILQ_EMPTY(&st->queue))
 			log_debug("session=%s stream=%llu producers paused at "

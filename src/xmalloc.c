@@ -72,13 +72,24 @@ xstrdup(const char *s)
 char *
 xstrndup(const char *s, size_t len)
 {
-	char	*p;
+	return (xmemdup(s, strnlen(s, len)));
+}
 
-	len = strnlen(s, len);
-	p = xmalloc(len + 1);
-	memcpy(p, s, len);
-	p[len] = '\0';
-	return (p);
+/*
+ * A copy of len bytes that may hold NULs, with a NUL after them: event
+ * data is counted, and the terminator lets it be read as a string too.
+ */
+char *
+xmemdup(const void *p, size_t len)
+{
+	char	*copy;
+
+	if (len == SIZE_MAX)
+		xmalloc_oom(len);
+	copy = xmalloc(len + 1);
+	memcpy(copy, p, len);
+	copy[len] = '\0';
+	return (copy);
 }
 
 int
