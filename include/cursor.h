@@ -17,7 +17,17 @@ struct cursor {
 	uint64_t	seq;
 };
 
+/* "K-N": a NUL-terminated string, or exactly len bytes; 0 or -1. */
 int	cursor_parse(const char *, struct cursor *);
-void	cursor_format(char *, size_t, uint64_t, uint64_t);
+int	cursor_parse_len(const char *, size_t, struct cursor *);
+/* One number, "N", exactly len bytes. */
+int	cursor_parse_seq(const char *, size_t, uint64_t *);
+
+/*
+ * Write "K-N" or "N" into buf (truncated to fit, NUL-terminated, as
+ * snprintf would); return the length of the whole text.
+ */
+size_t	cursor_format(char *, size_t, uint64_t, uint64_t);
+size_t	cursor_format_seq(char *, size_t, uint64_t);
 
 #endif

@@ -1,53 +1,102 @@
 /*
  * Cursor text. Only canonical decimals are accepted (no sign, no leading
  * zero, no blanks): two spellings of one event would let a client believe it
- * holds a different position than the one the log gave it.
+ * holds a different position than the one the log gave it. The same parser
+ * and formatter serve the SSE ids, the Last-Event-ID header and the ids the
+ * redis event log writes and reads, so they cannot drift apart.
  */
-#include <stdio.h>
 #include <string.h>
 
 #include "cursor.h"
 
-static int
-cursor_parse_number(const char **sp, char stop, uint64_t *out)
-{
-	const char	*s = *sp;
-	uint64_t	 v = 0;
-	size_t		 digits = 0;
+/* Longest decimal of a uint64_t. */
+#define CURSOR_DIGITS	20
 
-	if (*s == '0' && s[1] != stop)
+int
+cursor_parse_seq(const char *s, size_t len, uint64_t *out)
+{
+	uint64_t	v = 0;
+	size_t		i;
+
+	if (len == 0 || len > CURSOR_DIGITS || (len > 1 && s[0] == '0'))
 		return (-1);
-	for (; *s >= '0' && *s <= '9'; s++) {
-		if (v > (UINT64_MAX - (uint64_t)(*s - '0')) / 10)
+	for (i = 0; i < len; i++) {
+		if (s[i] < '0' || s[i] > '9')
 			return (-1);
-		v = v * 10 + (uint64_t)(*s - '0');
-		digits++;
+		if (v > (UINT64_MAX - (uint64_t)(s[i] - '0')) / 10)
+			return (-1);
+		v = v * 10 + (uint64_t)(s[i] - '0');
 	}
-	if (digits == 0 || *s != stop)
-		return (-1);
-	*sp = s;
 	*out = v;
+	return (0);
+}
+
+int
+cursor_parse_len(const char *s, size_t len, struct cursor *c)
+{
+	const char	*dash;
+	size_t		 klen;
+
+	if (len >= CURSOR_BUFSIZE || (dash = memchr(s, '-', len)) == NULL)
+		return (-1);
+	klen = (size_t)(dash - s);
+	if (cursor_parse_seq(s, klen, &c->stream) != 0 ||
+	    cursor_parse_seq(dash + 1, len - klen - 1, &c->seq) != 0)
+		return (-1);
 	return (0);
 }
 
 int
 cursor_parse(const char *text, struct cursor *c)
 {
-	const char	*s = text;
-
-	if (text == NULL || strlen(text) >= CURSOR_BUFSIZE)
+	if (text == NULL)
 		return (-1);
-	if (cursor_parse_number(&s, '-', &c->stream) != 0)
-		return (-1);
-	s++;
-	if (cursor_parse_number(&s, '\0', &c->seq) != 0)
-		return (-1);
-	return (0);
+	return (cursor_parse_len(text, strnlen(text, CURSOR_BUFSIZE), c));
 }
 
-void
+/*
+ * Writes v in decimal at the end of the CURSOR_DIGITS bytes before end;
+ * returns where it starts. Hot: every entry's id is printed at least once.
+ */
+static char *
+cursor_digits(char *end, uint64_t v)
+{
+	do {
+		*--end = (char)('0' + v % 10);
+		v /= 10;
+	} while (v != 0);
+	return (end);
+}
+
+size_t
+cursor_format_seq(char *buf, size_t len, uint64_t seq)
+{
+	char	 tmp[CURSOR_DIGITS];
+	char	*p = cursor_digits(tmp + sizeof tmp, seq);
+	size_t	 n = (size_t)(tmp + sizeof tmp - p);
+
+	if (len == 0)
+		return (n);
+	memcpy(buf, p, n < len ? n : len - 1);
+	buf[n < len ? n : len - 1] = '\0';
+	return (n);
+}
+
+size_t
 cursor_format(char *buf, size_t len, uint64_t stream, uint64_t seq)
 {
-	snprintf(buf, len, "%llu-%llu", (unsigned long long)stream,
-	    (unsigned long long)seq);
+	char	 tmp[CURSOR_BUFSIZE];
+	char	*end = tmp + sizeof tmp - 1, *p;
+	size_t	 n;
+
+	*end = '\0';
+	p = cursor_digits(end, seq);
+	*--p = '-';
+	p = cursor_digits(p, stream);
+	n = (size_t)(end - p);
+	if (len == 0)
+		return (n);
+	memcpy(buf, p, n < len ? n + 1 : len - 1);
+	buf[n < len ? n : len - 1] = '\0';
+	return (n);
 }

@@ -1,6 +1,7 @@
 /*
  * Unit tests for cursor.c: only canonical "K-N" text parses, and
- * cursor_format writes exactly what cursor_parse accepts.
+ * cursor_format writes exactly what cursor_parse accepts. The counted
+ * forms are those the redis event log reads its replies with.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -156,6 +157,78 @@ START_TEST(test_canonical_text)
 }
 END_TEST
 
+/* Counted text: only len bytes count (moved from the redis script tests). */
+START_TEST(test_parse_counted)
+{
+	struct cursor	c;
+	uint64_t	v;
+
+	ck_assert_int_eq(cursor_parse_seq("0", 1, &v), 0);
+	ck_assert_uint_eq(v, 0);
+	ck_assert_int_eq(cursor_parse_seq("42", 2, &v), 0);
+	ck_assert_uint_eq(v, 42);
+	ck_assert_int_eq(cursor_parse_seq("18446744073709551615", 20, &v), 0);
+	ck_assert_uint_eq(v, UINT64_MAX);
+	ck_assert_int_eq(cursor_parse_seq("123", 2, &v), 0);
+	ck_assert_uint_eq(v, 12);
+
+	ck_assert_int_eq(cursor_parse_seq("", 0, &v), -1);
+	ck_assert_int_eq(cursor_parse_seq("01", 2, &v), -1);
+	ck_assert_int_eq(cursor_parse_seq("-1", 2, &v), -1);
+	ck_assert_int_eq(cursor_parse_seq("+1", 2, &v), -1);
+	ck_assert_int_eq(cursor_parse_seq("1a", 2, &v), -1);
+	ck_assert_int_eq(cursor_parse_seq(" 1", 2, &v), -1);
+	ck_assert_int_eq(cursor_parse_seq("18446744073709551616", 20, &v), -1);
+	ck_assert_int_eq(cursor_parse_seq("99999999999999999999", 20, &v), -1);
+	ck_assert_int_eq(cursor_parse_seq("100000000000000000000", 21, &v),
+	    -1);
+
+	ck_assert_int_eq(cursor_parse_len("42-7", 4, &c), 0);
+	ck_assert_uint_eq(c.stream, 42);
+	ck_assert_uint_eq(c.seq, 7);
+	ck_assert_int_eq(cursor_parse_len("281474976710655-0", 17, &c), 0);
+	ck_assert_uint_eq(c.stream, 281474976710655ULL);
+	ck_assert_uint_eq(c.seq, 0);
+	ck_assert_int_eq(cursor_parse_len("42-7x", 4, &c), 0);
+	ck_assert_int_eq(cursor_parse_len("42", 2, &c), -1);
+	ck_assert_int_eq(cursor_parse_len("42-", 3, &c), -1);
+	ck_assert_int_eq(cursor_parse_len("-7", 2, &c), -1);
+	ck_assert_int_eq(cursor_parse_len("42-7-1", 6, &c), -1);
+	ck_assert_int_eq(cursor_parse_len("042-7", 5, &c), -1);
+	ck_assert_int_eq(cursor_parse_len("42-07", 5, &c), -1);
+	/* A NUL inside the counted bytes is no digit. */
+	ck_assert_int_eq(cursor_parse_len("42-7\0", 5, &c), -1);
+}
+END_TEST
+
+START_TEST(test_format_seq)
+{
+	char	buf[CURSOR_BUFSIZE];
+
+	ck_assert_uint_eq(cursor_format_seq(buf, sizeof buf, 0), 1);
+	ck_assert_str_eq(buf, "0");
+	ck_assert_uint_eq(cursor_format_seq(buf, sizeof buf, 1000), 4);
+	ck_assert_str_eq(buf, "1000");
+	ck_assert_uint_eq(cursor_format_seq(buf, sizeof buf, UINT64_MAX), 20);
+	ck_assert_str_eq(buf, "18446744073709551615");
+}
+END_TEST
+
+/* Like snprintf: the whole length is returned, the text cut to fit. */
+START_TEST(test_format_truncated)
+{
+	char	buf[5];
+
+	ck_assert_uint_eq(cursor_format(buf, sizeof buf, 123, 4567), 8);
+	ck_assert_str_eq(buf, "123-");
+	ck_assert_uint_eq(cursor_format(buf, sizeof buf, 1, 2), 3);
+	ck_assert_str_eq(buf, "1-2");
+	ck_assert_uint_eq(cursor_format_seq(buf, sizeof buf, 123456), 6);
+	ck_assert_str_eq(buf, "1234");
+	ck_assert_uint_eq(cursor_format(buf, 0, 1, 2), 3);
+}
+END_TEST
+
 static Suite *
 cursor_suite(void)
 {
@@ -169,10 +242,13 @@ cursor_suite(void)
 	    (int)(sizeof bad / sizeof bad[0]));
 	tcase_add_test(tc, test_parse_null);
 	tcase_add_test(tc, test_parse_overlong);
+	tcase_add_test(tc, test_parse_counted);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("format");
 	tcase_add_test(tc, test_format);
+	tcase_add_test(tc, test_format_seq);
+	tcase_add_test(tc, test_format_truncated);
 	tcase_add_test(tc, test_round_trip);
 	tcase_add_loop_test(tc, test_canonical_text, 0,
 	    (int)(sizeof good / sizeof good[0]));
