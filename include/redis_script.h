@@ -40,17 +40,20 @@ struct redis_pubsub {
 
 const char	*redis_script_source(void);
 
-/* Key and channel names of a session (allocated). */
+/*
+ * Key and channel names of a session: printf formats of the SID (and, for
+ * a stream, K as an unsigned long long), and the same names allocated.
+ */
+#define REDIS_SCRIPT_META_KEY		"mcpd:{%s}:meta"
+#define REDIS_SCRIPT_STREAM_KEY		"mcpd:{%s}:s:%llu"
+#define REDIS_SCRIPT_STREAM_PREFIX	"mcpd:{%s}:s:"
+#define REDIS_SCRIPT_CHANNEL		"mcpd:{%s}:events"
+#define REDIS_SCRIPT_NOTE_KEY		"mcpd:{%s}:x:%s"
 char		*redis_script_meta_key(const char *);
 char		*redis_script_note_key(const char *, const char *);
 char		*redis_script_stream_key(const char *, uint64_t);
 char		*redis_script_stream_prefix(const char *);
 char		*redis_script_channel(const char *);
-
-/* "K-N" and "N" with canonical decimals (no sign, no leading zeros). */
-int		 redis_script_parse_seq(const char *, size_t, uint64_t *);
-int		 redis_script_parse_id(const char *, size_t, uint64_t *,
-		     uint64_t *);
 
 /*
  * Parses the script's answer: {status} or {status, head, oldest, ended,

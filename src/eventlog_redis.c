@@ -39,6 +39,7 @@
 
 #include "clock.h"
 #include "conf.h"
+#include "cursor.h"
 #include "eventlog.h"
 #include "log.h"
 #include "redis_script.h"
@@ -50,7 +51,7 @@
 #define REDIS_BACKOFF_MAX_MS	5000
 #define REDIS_MAX_INFLIGHT	100000	/* caller ops sent and unanswered */
 #define REDIS_TOMBSTONES	1024	/* as the memory backend keeps */
-#define REDIS_BATCH_MAX		64	/* entries in one append */
+#define REDIS_BATCH_MAX		256	/* entries in one script call */
 #define REDIS_BATCH_BYTES	(1024 * 1024)	/* their data, unless one */
 
 struct redis;
@@ -122,12 +123,22 @@ struct redis_op {
 	char			*sid;		/* for log lines */
 	uint64_t		 k;
 	uint64_t		 seq;
+	/*
+	 * The command's arguments: their bytes one after the other in buf
+	 * (each with a NUL after it), found by offset, so building an op
+	 * of many entries costs a few reallocations, not two per argument.
+	 */
+	char			*buf;
+	size_t			 buflen;
+	size_t			 bufcap;
+	size_t			*argoff;
+	size_t			*argvlen;
+	const char		**argv;		/* into buf, while sending */
 	int			 argc;
 	int			 argcap;
-	char			**argv;
-	size_t			*argvlen;
-	struct redis_append	*appends;	/* append: its entries */
+	struct redis_append	*appends;	/* append, create: entries */
 	size_t			 nappends;
+	size_t			 nalloc;
 	size_t			 bytes;		/* of their data */
 	int			 final;		/* the last ends the stream */
 	int			 final_arg;	/* index of that flag */
@@ -140,7 +151,10 @@ struct redis_op {
 	} cb;
 	void			*arg;
 	TAILQ_ENTRY(redis_op)	 entry;
+	RB_ENTRY(redis_op)	 centry;	/* a create not answered yet */
+	int			 refused;	/* held: its create failed */
 };
+RB_HEAD(redis_creates, redis_op);
 
 struct redis_watcher {
 	eventlog_watch_cb		 cb;
@@ -194,7 +208,9 @@ struct redis {
 	size_t			 ninflight;	/* callers' ops among them */
 	struct redis_ops	 failq;		/* answered on the next turn */
 	struct event		*fail_ev;
-	struct redis_op		*open;		/* append taking more entries */
+	struct redis_op		*open;		/* op taking more entries */
+	struct redis_creates	 creates;	/* creates not answered yet */
+	struct redis_ops	 held;		/* waiting for a create */
 	struct event		*flush_ev;	/* sends it, end of this turn */
 	struct event		*deadline_ev;
 	uint64_t		 deadline_ms;	/* when deadline_ev is due */
@@ -219,6 +235,15 @@ static void	redis_wait_cb(redisAsyncContext *, void *, void *);
 static void	redis_sub_cb(redisAsyncContext *, void *, void *);
 static void	redis_watch_release(struct redis *, struct redis_watch *);
 static void	redis_flush(struct redis *);
+
+static int
+redis_create_cmp(struct redis_op *a, struct redis_op *b)
+{
+	if (a->k != b->k)
+		return (a->k < b->k ? -1 : 1);
+	return (strcmp(a->sid, b->sid));
+}
+RB_GENERATE_STATIC(redis_creates, redis_op, centry, redis_create_cmp);
 
 static int
 redis_watch_cmp(struct redis_watch *a, struct redis_watch *b)
@@ -401,43 +426,104 @@ redis_op_new(struct redis *r, enum redis_op_type type, const char *sid,
 	return (op);
 }
 
-/* Argument i becomes a copy of p (the old one, if any, is freed). */
+/* Room for len more bytes (and a NUL) in op's argument buffer. */
+static char *
+redis_op_room(struct redis_op *op, size_t len)
+{
+	size_t	need = op->buflen + len + 1;
+
+	if (need < len)
+		fatalx("%s: argument too long", __func__);
+	if (need > op->bufcap) {
+		op->bufcap = op->bufcap == 0 ? 512 : op->bufcap;
+		while (op->bufcap < need)
+			op->bufcap *= 2;
+		op->buf = xrealloc(op->buf, op->bufcap);
+	}
+	return (op->buf + op->buflen);
+}
+
+/* The len bytes at the end of the buffer become argument i. */
+static void
+redis_op_commit_arg(struct redis_op *op, int i, size_t len)
+{
+	op->buf[op->buflen + len] = '\0';
+	op->argoff[i] = op->buflen;
+	op->argvlen[i] = len;
+	op->buflen += len + 1;
+}
+
+/* Argument i becomes a copy of p (the old bytes stay, unused). */
 static void
 redis_op_set_arg(struct redis_op *op, int i, const char *p, size_t len)
 {
-	free(op->argv[i]);
-	op->argv[i] = xmemdup(p, len);
-	op->argvlen[i] = len;
+	memcpy(redis_op_room(op, len), p, len);
+	redis_op_commit_arg(op, i, len);
+}
+
+static int
+redis_op_next_arg(struct redis_op *op)
+{
+	if (op->argc == op->argcap) {
+		op->argcap = op->argcap == 0 ? 32 : op->argcap * 2;
+		op->argoff = xreallocarray(op->argoff, (size_t)op->argcap,
+		    sizeof *op->argoff);
+		op->argvlen = xreallocarray(op->argvlen, (size_t)op->argcap,
+		    sizeof *op->argvlen);
+	}
+	return (op->argc++);
 }
 
 static void
 redis_op_arg(struct redis_op *op, const char *p, size_t len)
 {
-	if (op->argc == op->argcap) {
-		op->argcap = op->argcap == 0 ? 16 : op->argcap * 2;
-		op->argv = xreallocarray(op->argv, (size_t)op->argcap,
-		    sizeof *op->argv);
-		op->argvlen = xreallocarray(op->argvlen, (size_t)op->argcap,
-		    sizeof *op->argvlen);
-	}
-	op->argv[op->argc] = NULL;
-	redis_op_set_arg(op, op->argc++, p, len);
+	redis_op_set_arg(op, redis_op_next_arg(op), p, len);
 }
 
 static void __attribute__((format(printf, 2, 3)))
 redis_op_argf(struct redis_op *op, const char *fmt, ...)
 {
 	va_list	 ap;
-	char	*s;
+	char	 small[64];
 	int	 len;
 
 	va_start(ap, fmt);
-	len = vasprintf(&s, fmt, ap);
+	len = vsnprintf(small, sizeof small, fmt, ap);
 	va_end(ap);
 	if (len < 0)
-		fatalx("%s: out of memory", __func__);
-	redis_op_arg(op, s, (size_t)len);
-	free(s);
+		fatalx("%s: bad format", __func__);
+	if ((size_t)len < sizeof small) {
+		redis_op_arg(op, small, (size_t)len);
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(redis_op_room(op, (size_t)len), (size_t)len + 1, fmt, ap);
+	va_end(ap);
+	redis_op_commit_arg(op, redis_op_next_arg(op), (size_t)len);
+}
+
+/* A number, printed without printf: many go into every op. */
+static void
+redis_op_argu(struct redis_op *op, uint64_t v)
+{
+	char	buf[CURSOR_BUFSIZE];
+
+	redis_op_arg(op, buf, cursor_format_seq(buf, sizeof buf, v));
+}
+
+/* An entry's id, K-N: the XADD id is the SSE id. */
+static void
+redis_op_argid(struct redis_op *op, uint64_t k, uint64_t seq)
+{
+	char	buf[CURSOR_BUFSIZE];
+
+	redis_op_arg(op, buf, cursor_format(buf, sizeof buf, k, seq));
+}
+
+static const char *
+redis_op_argp(const struct redis_op *op, int i)
+{
+	return (op->buf + op->argoff[i]);
 }
 
 /* Takes an allocated string as the next argument. */
@@ -470,13 +556,16 @@ redis_op_unlist(struct redis_op *op)
 static void
 redis_op_free(struct redis_op *op)
 {
-	int	i;
+	struct redis	*r = op->r;
 
+	if (op->type == REDIS_OP_CREATE &&
+	    RB_FIND(redis_creates, &r->creates, op) == op)
+		RB_REMOVE(redis_creates, &r->creates, op);
 	redis_op_unlist(op);
-	for (i = 0; i < op->argc; i++)
-		free(op->argv[i]);
-	free(op->argv);
+	free(op->buf);
+	free(op->argoff);
 	free(op->argvlen);
+	free(op->argv);
 	free(op->appends);
 	free(op->sid);
 	free(op);
@@ -486,7 +575,9 @@ redis_op_free(struct redis_op *op)
  * Every entry of an append hears what it would have heard alone: they
  * were committed together, so each is the head when it is answered, and
  * only the last one may end the stream. (No entry was trimmed by its own
- * append: an append takes at most stream_maxlen entries.)
+ * append: an append takes at most stream_maxlen entries.) A create that
+ * took appends is answered first, as the stream with entry 0 alone; if it
+ * failed, its entries failed with it.
  */
 static void
 redis_append_answer(struct redis_op *op, enum eventlog_status status,
@@ -495,7 +586,15 @@ redis_append_answer(struct redis_op *op, enum eventlog_status status,
 	struct redis_append	*a;
 	struct eventlog_info	 each;
 	size_t			 i;
+	int			 data;
 
+	if (op->type == REDIS_OP_CREATE) {
+		if (status == EVENTLOG_OK && info != NULL) {
+			memset(&each, 0, sizeof each);
+			op->cb.append(status, &each, op->arg);
+		} else
+			op->cb.append(status, info, op->arg);
+	}
 	for (i = 0; i < op->nappends; i++) {
 		a = &op->appends[i];
 		if (status != EVENTLOG_OK || info == NULL) {
@@ -505,10 +604,76 @@ redis_append_answer(struct redis_op *op, enum eventlog_status status,
 		each = *info;
 		each.head = a->seq;
 		each.ended = info->ended && i == op->nappends - 1;
-		each.data = op->argv[op->pairs_arg + 2 * (int)i + 1];
-		each.len = op->argvlen[op->pairs_arg + 2 * (int)i + 1];
+		data = op->pairs_arg + 2 * (int)i + 1;
+		each.data = redis_op_argp(op, data);
+		each.len = op->argvlen[data];
 		a->cb(status, &each, a->arg);
 	}
+}
+
+static void	redis_op_dispatch(struct redis_op *);
+static void	redis_op_reject(struct redis_op *, enum eventlog_status);
+
+/*
+ * An op on stream K while K's create is in flight, not in the create's
+ * own script call: sent alone, it could land in a stream K the create is
+ * refused for (K taken) and succeed there. It waits for the answer.
+ */
+static int
+redis_op_awaits(struct redis *r, struct redis_op *op)
+{
+	struct redis_op	*create, find;
+
+	if ((op->type != REDIS_OP_APPEND && op->type != REDIS_OP_END) ||
+	    RB_EMPTY(&r->creates))
+		return (0);
+	find.k = op->k;
+	find.sid = op->sid;
+	create = RB_FIND(redis_creates, &r->creates, &find);
+	return (create != NULL && create != op);
+}
+
+/*
+ * Sends what waits, in order, up to the next op that still awaits a
+ * create: the held ops keep their place in the pipeline (a delete asked
+ * for after an append does not overtake it).
+ */
+static void
+redis_release(struct redis *r)
+{
+	struct redis_op	*op;
+
+	while ((op = TAILQ_FIRST(&r->held)) != NULL) {
+		if (!op->refused && redis_op_awaits(r, op))
+			return;
+		redis_op_unlist(op);
+		if (op->refused)
+			redis_op_reject(op, op->fail);
+		else
+			redis_op_dispatch(op);
+	}
+}
+
+/* The create of stream K is answered: what waited for it goes, or fails. */
+static void
+redis_create_answered(struct redis_op *create, enum eventlog_status status)
+{
+	struct redis	*r = create->r;
+	struct redis_op	*op;
+
+	if (RB_FIND(redis_creates, &r->creates, create) != create)
+		return;
+	RB_REMOVE(redis_creates, &r->creates, create);
+	if (status != EVENTLOG_OK) {
+		TAILQ_FOREACH(op, &r->held, entry) {
+			if (op->k == create->k &&
+			    strcmp(op->sid, create->sid) == 0) {
+				op->refused = 1;
+				op->fail = status;
+			}
+		}
+	}
+	redis_release(r);
 }
 
 /* Runs the caller's callback, once. */
@@ -534,10 +699,12 @@ redis_op_answer(struct redis_op *op, enum eventlog_status status,
 	case REDIS_OP_LOAD:
 		op->cb.load(status, data, len, op->arg);
 		break;
+	case REDIS_OP_CREATE:
+		redis_create_answered(op, status);
+		/* FALLTHROUGH */
 	case REDIS_OP_APPEND:
 		redis_append_answer(op, status, info);
 		break;
-	case REDIS_OP_CREATE:
 	case REDIS_OP_END:
 		op->cb.append(status, info, op->arg);
 		break;
@@ -658,14 +825,20 @@ redis_op_send(struct redis_op *op, int eval)
 	struct redis	*r = op->r;
 	const char	*body = redis_script_source();
 
+	int		 i, rc;
+
 	if (r->cmd.ac == NULL)
 		return (-1);
 	if (op->script && eval) {
 		redis_op_set_arg(op, 0, "EVAL", 4);
 		redis_op_set_arg(op, 1, body, strlen(body));
 	}
-	if (redisAsyncCommandArgv(r->cmd.ac, redis_reply_cb, op, op->argc,
-	    (const char **)op->argv, op->argvlen) != REDIS_OK)
+	op->argv = xreallocarray(op->argv, (size_t)op->argc, sizeof *op->argv);
+	for (i = 0; i < op->argc; i++)
+		op->argv[i] = redis_op_argp(op, i);
+	rc = redisAsyncCommandArgv(r->cmd.ac, redis_reply_cb, op, op->argc,
+	    op->argv, op->argvlen);
+	if (rc != REDIS_OK)
 		return (-1);
 	op->replies++;
 	if (op->wait && r->replicas > 0) {
@@ -698,6 +871,20 @@ redis_op_submit(struct redis_op *op)
 	struct redis	*r = op->r;
 
 	redis_flush(r);
+	if (!TAILQ_EMPTY(&r->held) || redis_op_awaits(r, op)) {
+		TAILQ_INSERT_TAIL(&r->held, op, entry);
+		op->list = &r->held;
+		return;
+	}
+	redis_op_dispatch(op);
+}
+
+/* Sends op now, or refuses it. */
+static void
+redis_op_dispatch(struct redis_op *op)
+{
+	struct redis	*r = op->r;
+
 	if (r->closing) {
 		redis_op_reject(op, EVENTLOG_CANCELLED);
 		return;
@@ -997,22 +1184,23 @@ redis_script_op(struct redis *r, enum redis_op_type type, const char *name,
 	struct redis_op	*op = redis_op_new(r, type, sid, k);
 
 	op->script = 1;
-	redis_op_argf(op, "EVALSHA");
-	redis_op_argf(op, "%s", r->sha);
-	redis_op_argf(op, "%d", stream ? 2 : 1);
-	redis_op_take(op, redis_script_meta_key(sid));
+	redis_op_arg(op, "EVALSHA", 7);
+	redis_op_arg(op, r->sha, strlen(r->sha));
+	redis_op_arg(op, stream ? "2" : "1", 1);
+	redis_op_argf(op, REDIS_SCRIPT_META_KEY, sid);
 	if (stream)
-		redis_op_take(op, redis_script_stream_key(sid, k));
-	redis_op_argf(op, "%s", name);
-	redis_op_argf(op, "%llu", (unsigned long long)r->session_ttl_ms);
-	redis_op_argf(op, "%llu", (unsigned long long)r->open_ttl_ms);
-	redis_op_take(op, redis_script_stream_prefix(sid));
-	redis_op_take(op, redis_script_channel(sid));
+		redis_op_argf(op, REDIS_SCRIPT_STREAM_KEY, sid,
+		    (unsigned long long)k);
+	redis_op_arg(op, name, strlen(name));
+	redis_op_argu(op, r->session_ttl_ms);
+	redis_op_argu(op, r->open_ttl_ms);
+	redis_op_argf(op, REDIS_SCRIPT_STREAM_PREFIX, sid);
+	redis_op_argf(op, REDIS_SCRIPT_CHANNEL, sid);
 	if (stream)
 		redis_op_argf(op, "k:%llu", (unsigned long long)k);
 	else
-		redis_op_argf(op, "%s", "");
-	redis_op_argf(op, "%llu", (unsigned long long)clock_wall_ms());
+		redis_op_arg(op, "", 0);
+	redis_op_argu(op, clock_wall_ms());
 	return (op);
 }
 
@@ -1035,9 +1223,9 @@ redis_session_load(void *p, const char *sid, eventlog_load_cb cb, void *arg)
 {
 	struct redis_op	*op = redis_op_new(p, REDIS_OP_LOAD, sid, 0);
 
-	redis_op_argf(op, "HGET");
-	redis_op_take(op, redis_script_meta_key(sid));
-	redis_op_argf(op, "m");
+	redis_op_arg(op, "HGET", 4);
+	redis_op_argf(op, REDIS_SCRIPT_META_KEY, sid);
+	redis_op_arg(op, "m", 1);
 	op->cb.load = cb;
 	op->arg = arg;
 	redis_op_submit(op);
@@ -1049,11 +1237,11 @@ redis_note_set(void *p, const char *sid, const char *name, const char *value,
 {
 	struct redis_op	*op = redis_op_new(p, REDIS_OP_NOTE_SET, sid, 0);
 
-	redis_op_argf(op, "SET");
+	redis_op_arg(op, "SET", 3);
 	redis_op_take(op, redis_script_note_key(sid, name));
 	redis_op_arg(op, value, len);
-	redis_op_argf(op, "PX");
-	redis_op_argf(op, "%llu", (unsigned long long)ttl_ms);
+	redis_op_arg(op, "PX", 2);
+	redis_op_argu(op, ttl_ms);
 	op->cb.done = cb;
 	op->arg = arg;
 	redis_op_submit(op);
@@ -1066,7 +1254,7 @@ redis_note_get(void *p, const char *sid, const char *name,
 {
 	struct redis_op	*op = redis_op_new(p, REDIS_OP_LOAD, sid, 0);
 
-	redis_op_argf(op, "GET");
+	redis_op_arg(op, "GET", 3);
 	redis_op_take(op, redis_script_note_key(sid, name));
 	op->cb.load = cb;
 	op->arg = arg;
@@ -1085,6 +1273,62 @@ redis_session_delete(void *p, const char *sid, eventlog_done_cb cb,
 	redis_op_submit(op);
 }
 
+/*
+ * Appends asked for in one loop turn, to one stream, one after the other,
+ * travel as one op: one EVALSHA commits them all (the script's cost is
+ * mostly per call, not per entry). A create takes the appends that follow
+ * it the same way, so a stream and its first entries are one call and
+ * commit together. The op stays open, taking entries, until something
+ * else is asked for or the turn ends.
+ */
+static size_t
+redis_batch_max(const struct redis *r)
+{
+	return (r->maxlen < REDIS_BATCH_MAX ? r->maxlen : REDIS_BATCH_MAX);
+}
+
+/* The entries an op may still take: a create's entry 0 counts. */
+static int
+redis_op_takes(const struct redis *r, const struct redis_op *op)
+{
+	size_t	n = op->nappends + (op->type == REDIS_OP_CREATE);
+
+	return (n < redis_batch_max(r));
+}
+
+static int
+redis_append_joins(struct redis *r, const char *sid, uint64_t k,
+    uint64_t seq, size_t len)
+{
+	struct redis_op	*op = r->open;
+	uint64_t	 last;
+
+	if (op == NULL || op->k != k || op->final || !redis_op_takes(r, op) ||
+	    op->bytes + len > REDIS_BATCH_BYTES || strcmp(op->sid, sid) != 0)
+		return (0);
+	last = op->nappends > 0 ? op->appends[op->nappends - 1].seq : 0;
+	return (last + 1 == seq);
+}
+
+/* Keeps op open for appends until the end of this loop turn. */
+static void
+redis_op_open(struct redis *r, struct redis_op *op)
+{
+	redis_flush(r);
+	if (!r->closing && r->cmd.state == REDIS_CONN_READY) {
+		r->open = op;
+		event_active(r->flush_ev, EV_TIMEOUT, 0);
+	}
+}
+
+/* Makes the script's "final" argument say so: the op's last entry ends. */
+static void
+redis_op_set_final(struct redis_op *op)
+{
+	op->final = 1;
+	op->buf[op->argoff[op->final_arg]] = '1';
+}
+
 static void
 redis_stream_create(void *p, const char *sid, uint64_t k,
     eventlog_append_cb cb, void *arg)
@@ -1093,41 +1337,25 @@ redis_stream_create(void *p, const char *sid, uint64_t k,
 	struct redis_op	*op;
 
 	op = redis_script_op(r, REDIS_OP_CREATE, "create", sid, k, 1);
-	redis_op_argf(op, "%llu-0", (unsigned long long)k);
-	redis_op_argf(op, "%zu", r->maxlen);
-	redis_op_argf(op, "%zu", r->max_fields);
+	redis_op_argid(op, k, 0);
+	redis_op_argu(op, r->maxlen);
+	redis_op_argu(op, r->max_fields);
+	op->final_arg = op->argc;
+	redis_op_arg(op, "0", 1);
+	redis_op_argu(op, r->stream_ttl_ms);
+	op->pairs_arg = op->argc;
 	op->wait = 1;
 	op->cb.append = cb;
 	op->arg = arg;
+	RB_INSERT(redis_creates, &r->creates, op);
 	/* Stream 0 is never drawn, and 0-0 is not a valid Redis stream id. */
-	if (k == 0)
+	if (k == 0) {
 		redis_op_reject(op, EVENTLOG_CONFLICT);
-	else
+		return;
+	}
+	redis_op_open(r, op);
+	if (op != r->open)
 		redis_op_submit(op);
-}
-
-/*
- * Appends asked for in one loop turn, to one stream, one after the other,
- * travel as one op: one EVALSHA commits them all (the script's cost is
- * mostly per call, not per entry). The op stays open, taking entries,
- * until something else is asked for or the turn ends.
- */
-static size_t
-redis_batch_max(const struct redis *r)
-{
-	return (r->maxlen < REDIS_BATCH_MAX ? r->maxlen : REDIS_BATCH_MAX);
-}
-
-static int
-redis_append_joins(struct redis *r, const char *sid, uint64_t k,
-    uint64_t seq, size_t len)
-{
-	struct redis_op	*op = r->open;
-
-	return (op != NULL && op->k == k && strcmp(op->sid, sid) == 0 &&
-	    !op->final && op->appends[op->nappends - 1].seq + 1 == seq &&
-	    op->nappends < redis_batch_max(r) &&
-	    op->bytes + len <= REDIS_BATCH_BYTES);
 }
 
 static struct redis_op *
@@ -1138,16 +1366,14 @@ redis_append_op(struct redis *r, const char *sid, uint64_t k, uint64_t seq)
 	op = redis_script_op(r, REDIS_OP_APPEND, "append", sid, k, 1);
 	op->seq = seq;
 	if (seq == 0)
-		redis_op_argf(op, "%s", "");	/* matches no stream */
+		redis_op_arg(op, "", 0);	/* matches no stream */
 	else
-		redis_op_argf(op, "%llu-%llu", (unsigned long long)k,
-		    (unsigned long long)(seq - 1));
+		redis_op_argid(op, k, seq - 1);
 	op->final_arg = op->argc;
-	redis_op_argf(op, "0");
-	redis_op_argf(op, "%zu", r->maxlen);
-	redis_op_argf(op, "%llu", (unsigned long long)r->stream_ttl_ms);
+	redis_op_arg(op, "0", 1);
+	redis_op_argu(op, r->maxlen);
+	redis_op_argu(op, r->stream_ttl_ms);
 	op->pairs_arg = op->argc;
-	op->appends = xcalloc(redis_batch_max(r), sizeof *op->appends);
 	op->wait = 1;
 	return (op);
 }
@@ -1163,30 +1389,28 @@ redis_append(void *p, const char *sid, uint64_t k, uint64_t seq,
 	if (redis_append_joins(r, sid, k, seq, len))
 		op = r->open;
 	else {
-		redis_flush(r);
 		op = redis_append_op(r, sid, k, seq);
-		if (!r->closing && r->cmd.state == REDIS_CONN_READY) {
-			r->open = op;
-			event_active(r->flush_ev, EV_TIMEOUT, 0);
-		}
+		redis_op_open(r, op);
+	}
+	if (op->nappends == op->nalloc) {
+		op->nalloc = op->nalloc == 0 ? 4 : op->nalloc * 2;
+		op->appends = xreallocarray(op->appends, op->nalloc,
+		    sizeof *op->appends);
 	}
 	a = &op->appends[op->nappends++];
 	a->seq = seq;
 	a->cb = cb;
 	a->arg = arg;
 	op->bytes += len;
-	redis_op_argf(op, "%llu-%llu", (unsigned long long)k,
-	    (unsigned long long)seq);
+	redis_op_argid(op, k, seq);
 	redis_op_arg(op, data, len);
-	if (flags & EVENTLOG_FINAL) {
-		op->final = 1;
-		op->argv[op->final_arg][0] = '1';
-	}
+	if (flags & EVENTLOG_FINAL)
+		redis_op_set_final(op);
 	if (op != r->open)
 		redis_op_submit(op);
 }
 
-/* Sends the open append, if any. */
+/* Sends the open op, if any. */
 static void
 redis_flush(struct redis *r)
 {
@@ -1212,7 +1436,7 @@ redis_stream_end(void *p, const char *sid, uint64_t k, eventlog_append_cb cb,
 	struct redis_op	*op;
 
 	op = redis_script_op(r, REDIS_OP_END, "end", sid, k, 1);
-	redis_op_argf(op, "%llu", (unsigned long long)r->stream_ttl_ms);
+	redis_op_argu(op, r->stream_ttl_ms);
 	op->wait = 1;
 	op->cb.append = cb;
 	op->arg = arg;
@@ -1231,10 +1455,9 @@ redis_read(void *p, const char *sid, uint64_t k, uint64_t from, size_t max,
 		max = r->maxlen;
 	op = redis_script_op(r, REDIS_OP_READ, "read", sid, k, 1);
 	op->seq = from;
-	redis_op_argf(op, "%llu", (unsigned long long)from);
-	redis_op_argf(op, "%llu-%llu", (unsigned long long)k,
-	    (unsigned long long)from);
-	redis_op_argf(op, "%zu", max);
+	redis_op_argu(op, from);
+	redis_op_argid(op, k, from);
+	redis_op_argu(op, max);
 	op->cb.read = cb;
 	op->arg = arg;
 	redis_op_submit(op);
@@ -1532,7 +1755,7 @@ redis_unwatch(void *p, const char *sid, eventlog_watch_cb cb, void *arg)
 /*
  * Answers everything once with CANCELLED: ops never sent, then those in
  * flight (dropping the connection calls their callbacks), then whatever
- * those callbacks asked for meanwhile.
+ * those callbacks asked for meanwhile, and what waited for a create.
  */
 static void
 redis_free(void *p)
@@ -1557,7 +1780,11 @@ redis_free(void *p)
 		r->sub.ac = NULL;
 		redisAsyncFree(ac);
 	}
-	while ((op = TAILQ_FIRST(&r->failq)) != NULL) {
+	for (;;) {
+		/* Answering a create releases what waited for it. */
+		if ((op = TAILQ_FIRST(&r->failq)) == NULL &&
+		    (op = TAILQ_FIRST(&r->held)) == NULL)
+			break;
 		redis_op_unlist(op);
 		redis_op_answer(op, EVENTLOG_CANCELLED, NULL, NULL, 0, NULL,
 		    0);
@@ -1631,6 +1858,8 @@ eventlog_redis_create(struct event_base *base, const struct conf *conf,
 	xasprintf(&r->name, "redis://%s:%d/%d", r->host, r->port, r->db);
 	TAILQ_INIT(&r->inflight);
 	TAILQ_INIT(&r->failq);
+	RB_INIT(&r->creates);
+	TAILQ_INIT(&r->held);
 	RB_INIT(&r->watches);
 	TAILQ_INIT(&r->resyncq);
 	TAILQ_INIT(&r->dirtyq);

@@ -38,6 +38,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include "cursor.h"
 #include "eventlog.h"
 #include "redis_script.h"
 #include "xmalloc.h"
@@ -126,6 +127,22 @@ static const char redis_script_lua[] =
 "	redis.call('PEXPIRE', stream, ttl)\n"
 "end\n"
 "\n"
+"-- XADDs the pairs from ARGV[i] (id, data...), trimming to maxlen once,\n"
+"-- with the last: per XADD, the trim costs more than the XADD. Returns\n"
+"-- the last id, or last if there are none.\n"
+"local function add(i, maxlen, last)\n"
+"	local n = #ARGV\n"
+"	if n < i then\n"
+"		return last\n"
+"	end\n"
+"	for j = i, n - 2, 2 do\n"
+"		redis.call('XADD', stream, ARGV[j], 'd', ARGV[j + 1])\n"
+"	end\n"
+"	redis.call('XADD', stream, 'MAXLEN', maxlen, ARGV[n - 1], 'd',\n"
+"	    ARGV[n])\n"
+"	return ARGV[n - 1]\n"
+"end\n"
+"\n"
 "if op == 'store' then\n"
 "	-- ARGV[8] the session's meta\n"
 "	local t = redis.call('HGET', meta, 't')\n"
@@ -149,8 +166,13 @@ static const char redis_script_lua[] =
 "end\n"
 "\n"
 "if op == 'create' then\n"
-"	-- ARGV[8] id K-0, ARGV[9] stream_maxlen, ARGV[10] fields before\n"
-"	-- pruning\n"
+"	-- The stream with its priming entry, and the entries that follow it\n"
+"	-- if the caller had them already: one step, so they are committed\n"
+"	-- only with the stream. ARGV[8] id K-0, ARGV[9] stream_maxlen,\n"
+"	-- ARGV[10] fields before pruning, ARGV[11] 1 if the last entry is\n"
+"	-- the stream's last, ARGV[12] stream_ttl (ms), then pairs from\n"
+"	-- ARGV[13]: id K-1, data; K-2, data... (at most stream_maxlen - 1,\n"
+"	-- so none is trimmed here).\n"
 "	local f = redis.call('HMGET', meta, 'm', field, 't')\n"
 "	if not f[1] then\n"
 "		return {'not-found'}\n"
@@ -159,19 +181,27 @@ static const char redis_script_lua[] =
 "		return {'conflict'}\n"
 "	end\n"
 "	prune(tonumber(ARGV[10]))\n"
-"	redis.call('HSET', meta, field, 'o')\n"
-"	redis.call('XADD', stream, 'MAXLEN', ARGV[9], ARGV[8], 'd', '')\n"
-"	redis.call('PEXPIRE', stream, ottl)\n"
+"	redis.call('XADD', stream, ARGV[8], 'd', '')\n"
+"	local last = add(13, ARGV[9], ARGV[8])\n"
+"	local ended = 0\n"
+"	if ARGV[11] == '1' then\n"
+"		finish(ARGV[12])\n"
+"		ended = 1\n"
+"	else\n"
+"		redis.call('HSET', meta, field, 'o')\n"
+"		redis.call('PEXPIRE', stream, ottl)\n"
+"	end\n"
 "	touch(f[3])\n"
-"	redis.call('PUBLISH', channel, ARGV[8])\n"
-"	return {'ok', '0', '0', 0}\n"
+"	redis.call('PUBLISH', channel, last)\n"
+"	return {'ok', seq(last), '0', ended}\n"
 "end\n"
 "\n"
 "if op == 'append' then\n"
 "	-- Entries N, N+1... in one step. ARGV[8] the id the stream must end\n"
 "	-- with now (K-(N-1)), ARGV[9] 1 if the last entry is the stream's\n"
 "	-- last, ARGV[10] stream_maxlen, ARGV[11] stream_ttl (ms), then\n"
-"	-- pairs from ARGV[12]: id K-N, data; K-(N+1), data...\n"
+"	-- pairs from ARGV[12]: id K-N, data; K-(N+1), data... (at most\n"
+"	-- stream_maxlen, so none is trimmed by its own append).\n"
 "	local err, state, last, head, t = lookup()\n"
 "	if err then\n"
 "		return {err}\n"
@@ -182,15 +212,7 @@ static const char redis_script_lua[] =
 "	if last ~= ARGV[8] then\n"
 "		return {'conflict', head, oldest(), 0}\n"
 "	end\n"
-"	-- Trimmed once, by the last XADD: per XADD, the trim costs more\n"
-"	-- than the XADD. No entry of this append is trimmed (an append\n"
-"	-- has at most stream_maxlen entries).\n"
-"	for i = 12, #ARGV - 2, 2 do\n"
-"		redis.call('XADD', stream, ARGV[i], 'd', ARGV[i + 1])\n"
-"	end\n"
-"	last = ARGV[#ARGV - 1]\n"
-"	redis.call('XADD', stream, 'MAXLEN', ARGV[10], last, 'd',\n"
-"	    ARGV[#ARGV])\n"
+"	last = add(12, ARGV[10], last)\n"
 "	local ended = 0\n"
 "	if ARGV[9] == '1' then\n"
 "		finish(ARGV[11])\n"
@@ -252,7 +274,7 @@ redis_script_meta_key(const char *sid)
 {
 	char	*s;
 
-	xasprintf(&s, "mcpd:{%s}:meta", sid);
+	xasprintf(&s, REDIS_SCRIPT_META_KEY, sid);
 	return (s);
 }
 
@@ -261,7 +283,7 @@ redis_script_note_key(const char *sid, const char *name)
 {
 	char	*s;
 
-	xasprintf(&s, "mcpd:{%s}:x:%s", sid, name);
+	xasprintf(&s, REDIS_SCRIPT_NOTE_KEY, sid, name);
 	return (s);
 }
 
@@ -270,7 +292,7 @@ redis_script_stream_key(const char *sid, uint64_t k)
 {
 	char	*s;
 
-	xasprintf(&s, "mcpd:{%s}:s:%llu", sid, (unsigned long long)k);
+	xasprintf(&s, REDIS_SCRIPT_STREAM_KEY, sid, (unsigned long long)k);
 	return (s);
 }
 
@@ -279,7 +301,7 @@ redis_script_stream_prefix(const char *sid)
 {
 	char	*s;
 
-	xasprintf(&s, "mcpd:{%s}:s:", sid);
+	xasprintf(&s, REDIS_SCRIPT_STREAM_PREFIX, sid);
 	return (s);
 }
 
@@ -288,40 +310,8 @@ redis_script_channel(const char *sid)
 {
 	char	*s;
 
-	xasprintf(&s, "mcpd:{%s}:events", sid);
+	xasprintf(&s, REDIS_SCRIPT_CHANNEL, sid);
 	return (s);
-}
-
-int
-redis_script_parse_seq(const char *s, size_t len, uint64_t *out)
-{
-	uint64_t	v = 0;
-	size_t		i;
-
-	if (len == 0 || len > 20 || (len > 1 && s[0] == '0'))
-		return (-1);
-	for (i = 0; i < len; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return (-1);
-		if (v > (UINT64_MAX - (uint64_t)(s[i] - '0')) / 10)
-			return (-1);
-		v = v * 10 + (uint64_t)(s[i] - '0');
-	}
-	*out = v;
-	return (0);
-}
-
-int
-redis_script_parse_id(const char *s, size_t len, uint64_t *k, uint64_t *seq)
-{
-	const char	*dash;
-
-	if ((dash = memchr(s, '-', len)) == NULL)
-		return (-1);
-	if (redis_script_parse_seq(s, (size_t)(dash - s), k) != 0)
-		return (-1);
-	return (redis_script_parse_seq(dash + 1, len - (size_t)(dash - s) - 1,
-	    seq));
 }
 
 static int
@@ -349,7 +339,7 @@ redis_script_number(const struct redisReply *reply, uint64_t *v)
 {
 	if (reply->type != REDIS_REPLY_STRING)
 		return (-1);
-	return (redis_script_parse_seq(reply->str, reply->len, v));
+	return (cursor_parse_seq(reply->str, reply->len, v));
 }
 
 /* The statuses the script may answer, and whether they carry the info. */
@@ -509,6 +499,7 @@ int
 redis_script_pubsub(const struct redisReply *reply, struct redis_pubsub *ps)
 {
 	const struct redisReply	*kind, *channel, *payload;
+	struct cursor		 c;
 
 	memset(ps, 0, sizeof *ps);
 	if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 3)
@@ -527,9 +518,11 @@ redis_script_pubsub(const struct redisReply *reply, struct redis_pubsub *ps)
 	else if (redis_script_is(kind, "message")) {
 		ps->kind = REDIS_PUBSUB_MESSAGE;
 		if (payload->type != REDIS_REPLY_STRING ||
-		    redis_script_parse_id(payload->str, payload->len, &ps->k,
-		    &ps->seq) != 0 || ps->k == 0)
+		    cursor_parse_len(payload->str, payload->len, &c) != 0 ||
+		    c.stream == 0)
 			return (-1);
+		ps->k = c.stream;
+		ps->seq = c.seq;
 	} else
 		ps->kind = REDIS_PUBSUB_OTHER;
 	return (0);

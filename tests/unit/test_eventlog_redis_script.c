@@ -147,50 +147,6 @@ START_TEST(test_keys)
 }
 END_TEST
 
-START_TEST(test_parse_seq)
-{
-	uint64_t	v, k;
-
-	ck_assert_int_eq(redis_script_parse_seq("0", 1, &v), 0);
-	ck_assert_uint_eq(v, 0);
-	ck_assert_int_eq(redis_script_parse_seq("42", 2, &v), 0);
-	ck_assert_uint_eq(v, 42);
-	ck_assert_int_eq(redis_script_parse_seq("18446744073709551615", 20,
-	    &v), 0);
-	ck_assert_uint_eq(v, UINT64_MAX);
-	/* Only len bytes count. */
-	ck_assert_int_eq(redis_script_parse_seq("123", 2, &v), 0);
-	ck_assert_uint_eq(v, 12);
-
-	ck_assert_int_eq(redis_script_parse_seq("", 0, &v), -1);
-	ck_assert_int_eq(redis_script_parse_seq("01", 2, &v), -1);
-	ck_assert_int_eq(redis_script_parse_seq("-1", 2, &v), -1);
-	ck_assert_int_eq(redis_script_parse_seq("+1", 2, &v), -1);
-	ck_assert_int_eq(redis_script_parse_seq("1a", 2, &v), -1);
-	ck_assert_int_eq(redis_script_parse_seq(" 1", 2, &v), -1);
-	ck_assert_int_eq(redis_script_parse_seq("18446744073709551616", 20,
-	    &v), -1);
-	ck_assert_int_eq(redis_script_parse_seq("99999999999999999999", 20,
-	    &v), -1);
-	ck_assert_int_eq(redis_script_parse_seq("100000000000000000000", 21,
-	    &v), -1);
-
-	ck_assert_int_eq(redis_script_parse_id("42-7", 4, &k, &v), 0);
-	ck_assert_uint_eq(k, 42);
-	ck_assert_uint_eq(v, 7);
-	ck_assert_int_eq(redis_script_parse_id("281474976710655-0", 17, &k,
-	    &v), 0);
-	ck_assert_uint_eq(k, 281474976710655ULL);
-	ck_assert_uint_eq(v, 0);
-	ck_assert_int_eq(redis_script_parse_id("42", 2, &k, &v), -1);
-	ck_assert_int_eq(redis_script_parse_id("42-", 3, &k, &v), -1);
-	ck_assert_int_eq(redis_script_parse_id("-7", 2, &k, &v), -1);
-	ck_assert_int_eq(redis_script_parse_id("42-7-1", 6, &k, &v), -1);
-	ck_assert_int_eq(redis_script_parse_id("042-7", 5, &k, &v), -1);
-	ck_assert_int_eq(redis_script_parse_id("42-07", 5, &k, &v), -1);
-}
-END_TEST
-
 /* {status} alone: no info, no entries. */
 START_TEST(test_result_status_only)
 {
@@ -461,7 +417,6 @@ redis_script_suite(void)
 	tc = tcase_create("pure");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_keys);
-	tcase_add_test(tc, test_parse_seq);
 	tcase_add_test(tc, test_result_status_only);
 	tcase_add_test(tc, test_result_info);
 	tcase_add_test(tc, test_result_entries);
