@@ -84,6 +84,8 @@ struct mem_op {
 	char			*data;
 	size_t			 len;
 	int			 flags;
+	int			 orphaned;	/* its stream's create failed */
+	enum eventlog_status	 fail;		/* orphaned: the answer */
 	union {
 		eventlog_done_cb	done;
 		eventlog_append_cb	append;
@@ -102,6 +104,7 @@ struct mem {
 	uint64_t		 ttl_ms;
 	struct mem_sessions	 sessions;
 	struct mem_ops		 ops;
+	struct mem_ops		 running;	/* taken from ops this turn */
 	struct event		*run_ev;
 	struct event		*cron_ev;
 	uint64_t		 ends;		/* streams ended so far */
@@ -332,6 +335,35 @@ mem_make_room(struct mem_session *ms)
 	mem_stream_expire(ms, oldest);
 }
 
+/*
+ * Fails the appends and the end of stream K asked for after its create,
+ * which failed: they were queued without waiting for its answer, and must
+ * not land in a stream K that is not the one they were meant for (a K
+ * taken already). Those still queued are exactly them: the create's
+ * caller hears of the failure now, and stops appending.
+ */
+static void
+mem_create_failed(struct mem *m, struct mem_op *create,
+    enum eventlog_status status)
+{
+	struct mem_ops	*lists[] = { &m->running, &m->ops };
+	struct mem_op	*op;
+	size_t		 i;
+
+	for (i = 0; i < sizeof lists / sizeof lists[0]; i++) {
+		TAILQ_FOREACH(op, lists[i], entry) {
+			if ((op->type == MEM_APPEND ||
+			    op->type == MEM_STREAM_END) &&
+			    op->k == create->k &&
+			    strcmp(op->sid, create->sid) == 0) {
+				op->orphaned = 1;
+				op->fail = status;
+			}
+		}
+	}
+	create->cb.append(status, NULL, create->arg);
+}
+
 static void
 mem_do_stream_create(struct mem *m, struct mem_op *op)
 {
@@ -341,16 +373,16 @@ mem_do_stream_create(struct mem *m, struct mem_op *op)
 
 	/* Stream 0 is never drawn: refused, as the redis log must. */
 	if (op->k == 0) {
-		op->cb.append(EVENTLOG_CONFLICT, NULL, op->arg);
+		mem_create_failed(m, op, EVENTLOG_CONFLICT);
 		return;
 	}
 	if ((ms = mem_session_find(m, op->sid)) == NULL) {
-		op->cb.append(EVENTLOG_NOT_FOUND, NULL, op->arg);
+		mem_create_failed(m, op, EVENTLOG_NOT_FOUND);
 		return;
 	}
 	if (mem_stream_find(ms, op->k) != NULL ||
 	    mem_tombstone_find(ms, op->k)) {
-		op->cb.append(EVENTLOG_CONFLICT, NULL, op->arg);
+		mem_create_failed(m, op, EVENTLOG_CONFLICT);
 		return;
 	}
 	if (ms->nstreams >= m->max_streams)
@@ -463,6 +495,10 @@ mem_op_free(struct mem_op *op)
 static void
 mem_op_execute(struct mem *m, struct mem_op *op)
 {
+	if (op->orphaned) {
+		op->cb.append(op->fail, NULL, op->arg);
+		return;
+	}
 	switch (op->type) {
 	case MEM_SESSION_STORE:
 		mem_do_session_store(m, op);
@@ -519,21 +555,19 @@ static void
 mem_run_cb(evutil_socket_t fd, short events, void *arg)
 {
 	struct mem	*m = arg;
-	struct mem_ops	 batch;
+	struct mem_ops	*batch = &m->running;
 	struct mem_op	*op;
 	int		 n = 0;
 
-	TAILQ_INIT(&batch);
-	TAILQ_CONCAT(&batch, &m->ops, entry);
-	while ((op = TAILQ_FIRST(&batch)) != NULL) {
-		TAILQ_REMOVE(&batch, op, entry);
+	TAILQ_CONCAT(batch, &m->ops, entry);
+	while ((op = TAILQ_FIRST(batch)) != NULL) {
 		if (n++ == MEM_OPS_PER_TURN) {
 			/* The rest goes first next turn, in order. */
-			TAILQ_INSERT_HEAD(&batch, op, entry);
-			TAILQ_CONCAT(&batch, &m->ops, entry);
-			TAILQ_CONCAT(&m->ops, &batch, entry);
+			TAILQ_CONCAT(batch, &m->ops, entry);
+			TAILQ_CONCAT(&m->ops, batch, entry);
 			break;
 		}
+		TAILQ_REMOVE(batch, op, entry);
 		mem_op_execute(m, op);
 		mem_op_free(op);
 	}
@@ -672,8 +706,12 @@ mem_free(void *p)
 	struct mem_op		*op;
 	struct mem_session	*ms, *ms1;
 
-	while ((op = TAILQ_FIRST(&m->ops)) != NULL) {
-		TAILQ_REMOVE(&m->ops, op, entry);
+	/* In order; what the callbacks queue meanwhile goes last. */
+	for (;;) {
+		TAILQ_CONCAT(&m->running, &m->ops, entry);
+		if ((op = TAILQ_FIRST(&m->running)) == NULL)
+			break;
+		TAILQ_REMOVE(&m->running, op, entry);
 		mem_op_cancel(op);
 		mem_op_free(op);
 	}
@@ -710,6 +748,7 @@ eventlog_memory_create(struct event_base *base, const struct conf *conf,
 	m->ttl_ms = (uint64_t)conf->stream_ttl * 1000;
 	RB_INIT(&m->sessions);
 	TAILQ_INIT(&m->ops);
+	TAILQ_INIT(&m->running);
 	m->run_ev = evtimer_new(base, mem_run_cb, m);
 	m->cron_ev = event_new(base, -1, EV_PERSIST, mem_cron_cb, m);
 	event_add(m->cron_ev, &tv);

@@ -466,6 +466,138 @@ START_TEST(test_order)
 }
 END_TEST
 
+/*
+ * A stream's creator does not wait for the create's answer before it
+ * appends (a call starts as its stream is created): the create and the
+ * appends asked for in the same turn commit in order, each answered as if
+ * alone, the create first. Past stream_maxlen, none trims its own.
+ */
+START_TEST(test_create_with_appends)
+{
+	struct res	r[8], rd;
+	int		order = 0, i;
+	char		buf[64];
+
+	expect_status(store(SID, "m", 1), EVENTLOG_OK);
+	memset(r, 0, sizeof r);
+	for (i = 0; i < 4; i++)
+		r[i].order = &order;
+	eventlog_stream_create(el, SID, K, append_cb, &r[0]);
+	for (i = 1; i <= 3; i++) {
+		entry_text(buf, sizeof buf, (uint64_t)i);
+		eventlog_append(el, SID, K, (uint64_t)i, buf, strlen(buf),
+		    i == 3 ? EVENTLOG_FINAL : 0, append_cb, &r[i]);
+	}
+	for (i = 0; i < 4; i++) {
+		wait_for(&r[i]);
+		expect_status(r[i].status, EVENTLOG_OK);
+		ck_assert_int_eq(r[i].rank, i + 1);
+		ck_assert(r[i].has_info);
+		ck_assert_uint_eq(r[i].info.head, (uint64_t)i);
+		ck_assert_uint_eq(r[i].info.oldest, 0);
+		ck_assert_int_eq(r[i].info.ended, i == 3);
+	}
+	ck_assert_int_eq(r[0].has_committed, 0);
+	for (i = 1; i <= 3; i++) {
+		entry_text(buf, sizeof buf, (uint64_t)i);
+		ck_assert_str_eq(r[i].committed, buf);
+	}
+	expect_status(readr(SID, K, 0, 10, &rd), EVENTLOG_OK);
+	expect_entries(&rd, 0, 4);
+	ck_assert_int_eq(rd.info.ended, 1);
+	res_clear(&rd);
+	for (i = 0; i < 4; i++)
+		res_clear(&r[i]);
+
+	/* More than stream_maxlen entries with the create. */
+	reopen(3, 300);
+	expect_status(store(SID, "m", 1), EVENTLOG_OK);
+	memset(r, 0, sizeof r);
+	eventlog_stream_create(el, SID, K + 1, append_cb, &r[0]);
+	for (i = 1; i <= 6; i++) {
+		entry_text(buf, sizeof buf, (uint64_t)i);
+		eventlog_append(el, SID, K + 1, (uint64_t)i, buf, strlen(buf),
+		    0, append_cb, &r[i]);
+	}
+	for (i = 0; i <= 6; i++) {
+		wait_for(&r[i]);
+		expect_status(r[i].status, EVENTLOG_OK);
+		ck_assert_uint_eq(r[i].info.head, (uint64_t)i);
+		ck_assert_uint_le(r[i].info.oldest, (uint64_t)i);
+	}
+	ck_assert_uint_eq(r[6].info.oldest, 4);
+	expect_status(readr(SID, K + 1, 4, 10, &rd), EVENTLOG_OK);
+	expect_entries(&rd, 4, 3);
+	res_clear(&rd);
+	expect_status(readr(SID, K + 1, 3, 10, &rd), EVENTLOG_TRIMMED);
+	res_clear(&rd);
+	for (i = 0; i <= 6; i++)
+		res_clear(&r[i]);
+}
+END_TEST
+
+/*
+ * The appends and the end asked for after a create, before its answer,
+ * fail with it: a missing session, or a stream number already taken,
+ * whose stream they must not touch, even when it looks like they could
+ * continue it (its head is 0), and even when other work separates them
+ * from the create.
+ */
+START_TEST(test_create_failed_appends)
+{
+	struct res	r[4], rd;
+	int		i;
+
+	/* No such session. */
+	memset(r, 0, sizeof r);
+	eventlog_stream_create(el, SID, K, append_cb, &r[0]);
+	eventlog_append(el, SID, K, 1, "a", 1, 0, append_cb, &r[1]);
+	eventlog_stream_end(el, SID, K, append_cb, &r[2]);
+	for (i = 0; i < 3; i++) {
+		wait_for(&r[i]);
+		expect_status(r[i].status, EVENTLOG_NOT_FOUND);
+		ck_assert(!r[i].has_info);
+		res_clear(&r[i]);
+	}
+
+	/* K is taken, and its head is 0. */
+	expect_status(store(SID, "m", 1), EVENTLOG_OK);
+	fill(K, 0);
+	memset(r, 0, sizeof r);
+	eventlog_stream_create(el, SID, K, append_cb, &r[0]);
+	eventlog_append(el, SID, K, 1, "a", 1, 0, append_cb, &r[1]);
+	eventlog_append(el, SID, K, 2, "b", 1, EVENTLOG_FINAL, append_cb,
+	    &r[2]);
+	for (i = 0; i < 3; i++) {
+		wait_for(&r[i]);
+		expect_status(r[i].status, EVENTLOG_CONFLICT);
+		ck_assert(!r[i].has_info);
+		res_clear(&r[i]);
+	}
+
+	/* Other work between the create and the appends. */
+	memset(r, 0, sizeof r);
+	eventlog_stream_create(el, SID, K, append_cb, &r[0]);
+	eventlog_read(el, OTHER_SID, K, 0, 10, read_cb, &r[1]);
+	eventlog_append(el, SID, K, 1, "a", 1, 0, append_cb, &r[2]);
+	eventlog_stream_end(el, SID, K, append_cb, &r[3]);
+	for (i = 0; i < 4; i++)
+		wait_for(&r[i]);
+	expect_status(r[0].status, EVENTLOG_CONFLICT);
+	expect_status(r[1].status, EVENTLOG_NOT_FOUND);
+	expect_status(r[2].status, EVENTLOG_CONFLICT);
+	expect_status(r[3].status, EVENTLOG_CONFLICT);
+	for (i = 0; i < 4; i++)
+		res_clear(&r[i]);
+
+	/* Stream K is as it was: entry 0, open. */
+	expect_status(readr(SID, K, 0, 10, &rd), EVENTLOG_OK);
+	expect_entries(&rd, 0, 1);
+	ck_assert_int_eq(rd.info.ended, 0);
+	res_clear(&rd);
+}
+END_TEST
+
 /* An op queued from a callback runs after that callback, not inside it. */
 static struct res	nested_inner;
 static int		nested_inner_calls_seen;
@@ -1192,6 +1324,8 @@ eventlog_cases_add(Suite *s, const struct eventlog_cases_backend *b)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_never_inline);
 	tcase_add_test(tc, test_order);
+	tcase_add_test(tc, test_create_with_appends);
+	tcase_add_test(tc, test_create_failed_appends);
 	tcase_add_test(tc, test_nested);
 	tcase_add_test(tc, test_free_cancels);
 	tcase_add_test(tc, test_free_cancels_nested);
