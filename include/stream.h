@@ -29,11 +29,11 @@ enum stream_kind {
  */
 typedef void (*stream_commit_cb)(int, void *);
 
+/* Runs once per stream_open, on a later loop turn: ok 1 once created. */
 typedef void (*stream_created_fn)(struct stream *, int, void *);
 
-struct stream	*stream_open(struct session *, enum stream_kind);
-void		 stream_when_created(struct stream *, stream_created_fn,
-		     void *);
+struct stream	*stream_open(struct session *, enum stream_kind,
+		     stream_created_fn, void *);
 struct stream	*stream_open_as(struct session *, enum stream_kind, uint64_t);
 struct stream	*stream_restore(struct session *, enum stream_kind, uint64_t,
 		     uint64_t);
@@ -51,6 +51,10 @@ void		 stream_append_response(struct stream *, const char *, size_t,
 		     int, const cJSON *);
 void		 stream_end(struct stream *);
 void		 stream_delivered(struct stream *, uint64_t);
+
+/* Polling: the stream's view ends after entry N; view_close_after. */
+int		 stream_close_view(struct stream *, uint64_t);
+int64_t		 stream_view_close_after(const struct stream *);
 
 /* Responses still owed on a request stream; the last one ends it. */
 void		 stream_expect_response(struct stream *, const cJSON *);

@@ -216,16 +216,16 @@ call_log_enabled(const struct call *c, int level)
  * committed as usual, and the client picks it up with GET and
  * Last-Event-ID. Returns -1 (and nothing changes) if the call has
  * finished, no connection shows its stream, or the client's revision has
- * no priming events (before 2025-11-25). A batch's requests share one
- * stream, and so one connection.
+ * no priming events (before 2025-11-25). A call starts before its stream's
+ * creation is answered: the connection that will show it, opened then,
+ * is told. A batch's requests share one stream, and so one connection.
  */
 int
 call_close_view(struct call *c)
 {
 	if (c->finished)
 		return (-1);
-	return (session_view_close_after(c->session, stream_id(c->stream),
-	    stream_head(c->stream)));
+	return (stream_close_view(c->stream, stream_head(c->stream)));
 }
 
 /* The call's response (taken): the stream's last entry if none is owed. */

@@ -60,9 +60,11 @@ struct stream {
 	int			 listed;	/* in the session's list */
 	unsigned int		 pending;	/* ops queued or in flight */
 	int			 owed;		/* responses still to come */
-	stream_created_fn	 created_cb;	/* once: entry 0 committed */
-	cJSON			*ids;		/* request ids owed a response */
+	int			 creating;	/* the create is not answered */
+	stream_created_fn	 created_cb;	/* once: the create answered */
 	void			*created_arg;
+	int64_t			 close_view;	/* polling asked while creating */
+	cJSON			*ids;		/* request ids owed a response */
 	int			 blocks;	/* policy block: wait for room */
 	uint64_t		 window;
 	uint64_t		 delivered;	/* last entry written to a view */
@@ -104,6 +106,16 @@ stream_op_free(struct stream_op *op)
 	free(op);
 }
 
+static unsigned int	stream_drop_queue(struct stream *);
+
+/*
+ * The log answered the create. Producers did not wait for it: what they
+ * appended meanwhile went to the log behind the create (with the redis
+ * log, in the same script call) and is committed only if the create is.
+ * A create that failed fails those appends, and ends the calls that
+ * started on the stream, as a lost stream does; the creator hears it
+ * last, with nothing left running.
+ */
 static void
 stream_created_cb(enum eventlog_status status,
     const struct eventlog_info *info, void *arg)
@@ -111,23 +123,26 @@ stream_created_cb(enum eventlog_status status,
 	struct stream		*st = arg;
 	stream_created_fn	 cb = st->created_cb;
 
-	st->pending--;
+	st->creating = 0;
+	/* st->pending stays counted: what runs from here may close it. */
 	if (status != EVENTLOG_OK) {
 		st->broken = 1;
-		if (status != EVENTLOG_CANCELLED)
+		stream_drop_queue(st);
+		if (status != EVENTLOG_CANCELLED) {
 			log_limited(LOG_LEVEL_ERROR, "stream-create",
 			    "session=%s stream=%llu create failed: %s",
 			    session_id(st->session), (unsigned long long)st->k,
 			    eventlog_status_name(status));
+			session_stream_lost(st->session, st->k, -1, 0);
+		}
 	} else
 		session_committed(st->session, st->k, 0);
 	/* Views cb opens start after entry 0: no need to wake them. */
 	if (cb != NULL) {
 		st->created_cb = NULL;
-		st->pending++;		/* cb may close the stream */
 		cb(st, status == EVENTLOG_OK, st->created_arg);
-		st->pending--;
 	}
+	st->pending--;
 	stream_maybe_free(st);
 }
 
@@ -143,15 +158,9 @@ stream_init_policy(struct stream *st)
 	TAILQ_INIT(&st->paused);
 }
 
-struct stream *
-stream_open(struct session *s, enum stream_kind kind)
-{
-	return (stream_open_as(s, kind, eventlog_new_stream_id()));
-}
-
-/* Opens a stream whose number K the caller drew (and may have stored). */
-struct stream *
-stream_open_as(struct session *s, enum stream_kind kind, uint64_t k)
+static struct stream *
+stream_new(struct session *s, enum stream_kind kind, uint64_t k,
+    stream_created_fn cb, void *arg)
 {
 	struct stream	*st;
 
@@ -160,11 +169,15 @@ stream_open_as(struct session *s, enum stream_kind kind, uint64_t k)
 	st->kind = kind;
 	st->k = k;
 	st->next_seq = 1;
+	st->close_view = -1;
 	stream_init_policy(st);
 	session_ref(s);
 	session_stream_add(s, st);
 	st->listed = 1;
 	st->pending++;
+	st->creating = 1;
+	st->created_cb = cb;
+	st->created_arg = arg;
 	eventlog_stream_create(server.eventlog, session_id(s), st->k,
 	    stream_created_cb, st);
 	log_debug("session=%s stream=%llu opened (%s)", session_id(s),
@@ -173,12 +186,24 @@ stream_open_as(struct session *s, enum stream_kind kind, uint64_t k)
 	return (st);
 }
 
-/* Runs cb once when the stream's creation is committed (or failed). */
-void
-stream_when_created(struct stream *st, stream_created_fn cb, void *arg)
+/*
+ * Opens a new stream and creates it in the log; cb (if any) runs once,
+ * never before this returns, when the log has answered: ok 1 once entry
+ * 0 is committed, 0 if the create failed. The stream takes appends at
+ * once: they go to the log behind the create and commit only with it.
+ */
+struct stream *
+stream_open(struct session *s, enum stream_kind kind, stream_created_fn cb,
+    void *arg)
 {
-	st->created_cb = cb;
-	st->created_arg = arg;
+	return (stream_new(s, kind, eventlog_new_stream_id(), cb, arg));
+}
+
+/* Opens a stream whose number K the caller drew (and may have stored). */
+struct stream *
+stream_open_as(struct session *s, enum stream_kind kind, uint64_t k)
+{
+	return (stream_new(s, kind, k, NULL, NULL));
 }
 
 /*
@@ -864,6 +889,29 @@ stream_note(struct stream *st, const char *what, const char *value,
 	st->pending++;
 	eventlog_note_set(server.eventlog, session_id(st->session), name,
 	    value, strlen(value), ttl_ms, stream_noted_cb, st);
+}
+
+/*
+ * Polling (call_close_view): the view ends once it has shown entry upto.
+ * A stream whose create is not answered has no view yet; the view its
+ * creator opens then takes the request (stream_view_close_after). Returns
+ * -1 if no view shows the stream.
+ */
+int
+stream_close_view(struct stream *st, uint64_t upto)
+{
+	if (!st->creating)
+		return (session_view_close_after(st->session, st->k, upto));
+	if (st->close_view < 0 || upto < (uint64_t)st->close_view)
+		st->close_view = (int64_t)upto;
+	return (0);
+}
+
+/* What polling asked of the view before it opened: an entry, or -1. */
+int64_t
+stream_view_close_after(const struct stream *st)
+{
+	return (st->close_view);
 }
 
 /* A request stream this process still has to write to. */

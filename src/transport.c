@@ -253,56 +253,74 @@ struct transport_start {
 };
 
 /*
- * The request stream exists in the log: show it as the POST's response and
- * start its requests. Nothing is started (and 503 answered) if the log
- * could not create it.
+ * The request stream's create is answered: show the stream as the POST's
+ * response, or answer 503 (404 if the session ended meanwhile). The
+ * calls started without waiting for it; on a failed create the stream
+ * layer has ended them already, and they own the stream.
  */
 static void
 transport_stream_created_cb(struct stream *st, int ok, void *arg)
 {
 	struct transport_start	*ts = arg;
 	struct session		*s = ts->session;
+	struct view		*v;
+	int64_t			 upto;
 
 	if (session_closed(s)) {
-		stream_close(st);
 		transport_reply_error(ts->req, 404, JSONRPC_SESSION_NOT_FOUND,
 		    "Session not found", NULL);
 	} else if (!ok) {
-		stream_close(st);
 		evhttp_add_header(evhttp_request_get_output_headers(ts->req),
 		    "Retry-After", "1");
 		transport_reply_error(ts->req, 503, JSONRPC_UNAVAILABLE,
 		    "Event log unavailable, retry later", NULL);
 	} else {
-		view_open(ts->req, s, stream_id(st), stream_head(st) + 1,
+		v = view_open(ts->req, s, stream_id(st), stream_head(st) + 1,
 		    (int64_t)stream_head(st), 1);
-		if (!cJSON_IsArray(ts->msg))
-			dispatch_start(s, st, ts->msg);
-		else
-			dispatch_start_batch(s, st, ts->msg);
+		if ((upto = stream_view_close_after(st)) >= 0)
+			view_close_after(v, (uint64_t)upto);
 		if (stream_is_request_open(st))
 			stream_publish_owner(st);
 	}
 	session_unref(s);
-	cJSON_Delete(ts->msg);
 	free(ts);
 }
 
+/*
+ * The session is current: open the request stream and start its calls in
+ * the same loop turn, so that the create and what the calls append at
+ * once reach the log together (one script call with the redis log). The
+ * response starts only once the create is committed. A log that could
+ * not be read is not written to: 503, and nothing starts.
+ */
 static void
 transport_refreshed_cb(struct session *s, int status, void *arg)
 {
 	struct transport_start	*ts = arg;
+	struct stream		*st;
 
 	if (session_closed(s)) {
 		transport_reply_error(ts->req, 404, JSONRPC_SESSION_NOT_FOUND,
 		    "Session not found", NULL);
-		session_unref(s);
+	} else if (status != EVENTLOG_OK) {
+		evhttp_add_header(evhttp_request_get_output_headers(ts->req),
+		    "Retry-After", "1");
+		transport_reply_error(ts->req, 503, JSONRPC_UNAVAILABLE,
+		    "Event log unavailable, retry later", NULL);
+	} else {
+		st = stream_open(s, STREAM_REQUEST, transport_stream_created_cb,
+		    ts);
+		if (!cJSON_IsArray(ts->msg))
+			dispatch_start(s, st, ts->msg);
+		else
+			dispatch_start_batch(s, st, ts->msg);
 		cJSON_Delete(ts->msg);
-		free(ts);
+		ts->msg = NULL;
 		return;
 	}
-	stream_when_created(stream_open(s, STREAM_REQUEST),
-	    transport_stream_created_cb, ts);
+	session_unref(s);
+	cJSON_Delete(ts->msg);
+	free(ts);
 }
 
 /*
@@ -324,7 +342,7 @@ transport_open_stream(struct evhttp_request *req, struct session *s,
 	if (server.shared)
 		session_refresh(s, transport_refreshed_cb, ts);
 	else
-		transport_refreshed_cb(s, 0, ts);
+		transport_refreshed_cb(s, EVENTLOG_OK, ts);
 }
 
 static void

@@ -115,8 +115,7 @@ open_request(struct session *s)
 	struct stream	*st;
 	int		 created = 0, n;
 
-	st = stream_open(s, STREAM_REQUEST);
-	stream_when_created(st, created_cb, &created);
+	st = stream_open(s, STREAM_REQUEST, created_cb, &created);
 	for (n = 0; created == 0 && n < 100; n++)
 		turn();
 	ck_assert_int_eq(created, 1);
