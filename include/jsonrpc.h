@@ -44,6 +44,6 @@ cJSON	*jsonrpc_notification(const char *, cJSON *);
 cJSON	*jsonrpc_id_dup(const cJSON *);
 int	 jsonrpc_id_equal(const cJSON *, const cJSON *);
 /* Prints a message to send; its numbers may be left in printed form. */
-char	*jsonrpc_print(cJSON *);
+char	*jsonrpc_print(const cJSON *);
 
 #endif

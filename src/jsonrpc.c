@@ -3,7 +3,9 @@
  * (cJSON would pass invalid bytes through into responses) and a nesting
  * bound (cJSON recurses, and a deep body must not cost a deep stack).
  */
+#include <float.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -401,35 +403,193 @@ jsonrpc_notification(const char *method, cJSON *params)
 }
 
 /*
- * cJSON 1.7.15 prints every number with printf("%1.15g") and reads it back
- * with sscanf to check it: most of the cost of a small message. Integers
- * (ids, progress, counts) are made raw text first, printed the same way
- * (up to 15 digits; cJSON writes larger ones with an exponent).
+ * Printing. Every message this process sends is printed here, so this is
+ * a hot path: cJSON 1.7.15 prints each number with sprintf and reads it
+ * back with sscanf, and grows its buffer by reallocation. The text is
+ * byte for byte what cJSON_PrintUnformatted() writes (tests check that on
+ * random trees); only the work differs: integers of up to 15 digits
+ * (ids, progress, counts; what "%1.15g" prints exactly) are written
+ * without printf, into one buffer.
  */
-static void
-jsonrpc_integers_raw(cJSON *item)
-{
-	char	 buf[32];
-	double	 d;
+struct jsonrpc_out {
+	char	*buf;
+	size_t	 len;
+	size_t	 cap;
+};
 
-	for (; item != NULL; item = item->next) {
-		if (item->child != NULL)
-			jsonrpc_integers_raw(item->child);
-		if (!cJSON_IsNumber(item))
+static char *
+jsonrpc_out_room(struct jsonrpc_out *o, size_t n)
+{
+	if (o->cap - o->len < n) {
+		while (o->cap - o->len < n)
+			o->cap *= 2;
+		o->buf = xrealloc(o->buf, o->cap);
+	}
+	return (o->buf + o->len);
+}
+
+static void
+jsonrpc_out_add(struct jsonrpc_out *o, const char *p, size_t n)
+{
+	memcpy(jsonrpc_out_room(o, n), p, n);
+	o->len += n;
+}
+
+static void
+jsonrpc_out_number(struct jsonrpc_out *o, const cJSON *item)
+{
+	double		 d = item->valuedouble, test;
+	char		 tmp[32], *p;
+	uint64_t	 u;
+	int		 n;
+
+	if (d >= -JSONRPC_MAX_ID && d <= JSONRPC_MAX_ID &&
+	    d == (double)(long long)d && !(d == 0 && signbit(d))) {
+		p = tmp + sizeof tmp;
+		u = d < 0 ? (uint64_t)-(long long)d : (uint64_t)(long long)d;
+		do {
+			*--p = (char)('0' + u % 10);
+			u /= 10;
+		} while (u != 0);
+		if (d < 0)
+			*--p = '-';
+		jsonrpc_out_add(o, p, (size_t)(tmp + sizeof tmp - p));
+		return;
+	}
+	/* cJSON's print_number, for everything else. */
+	if (isnan(d) || isinf(d))
+		n = snprintf(tmp, sizeof tmp, "null");
+	else {
+		n = snprintf(tmp, sizeof tmp, "%1.15g", d);
+		test = strtod(tmp, NULL);
+		if (fabs(test - d) > DBL_EPSILON * fmax(fabs(test), fabs(d)))
+			n = snprintf(tmp, sizeof tmp, "%1.17g", d);
+	}
+	jsonrpc_out_add(o, tmp, (size_t)n);
+}
+
+static void
+jsonrpc_out_string(struct jsonrpc_out *o, const char *s)
+{
+	static const char	 hex[] = "0123456789abcdef";
+	const unsigned char	*p, *run;
+	char			*q;
+
+	jsonrpc_out_add(o, "\"", 1);
+	if (s == NULL)
+		s = "";
+	for (p = run = (const unsigned char *)s; *p != '\0'; p++) {
+		if (*p > 31 && *p != '"' && *p != '\\')
 			continue;
-		d = item->valuedouble;
-		if (!(d >= -JSONRPC_MAX_ID && d <= JSONRPC_MAX_ID) ||
-		    d != (double)(long long)d || (d == 0 && signbit(d)))
+		jsonrpc_out_add(o, (const char *)run, (size_t)(p - run));
+		run = p + 1;
+		q = jsonrpc_out_room(o, 6);
+		q[0] = '\\';
+		switch (*p) {
+		case '"':
+		case '\\':
+			q[1] = (char)*p;
+			break;
+		case '\b':
+			q[1] = 'b';
+			break;
+		case '\f':
+			q[1] = 'f';
+			break;
+		case '\n':
+			q[1] = 'n';
+			break;
+		case '\r':
+			q[1] = 'r';
+			break;
+		case '\t':
+			q[1] = 't';
+			break;
+		default:
+			memcpy(q + 1, "u00", 3);
+			q[4] = hex[*p >> 4];
+			q[5] = hex[*p & 0xf];
+			o->len += 6;
 			continue;
-		snprintf(buf, sizeof buf, "%lld", (long long)d);
-		item->valuestring = xstrdup(buf);
-		item->type = cJSON_Raw;
+		}
+		o->len += 2;
+	}
+	jsonrpc_out_add(o, (const char *)run, (size_t)(p - run));
+	jsonrpc_out_add(o, "\"", 1);
+}
+
+static int
+jsonrpc_out_value(struct jsonrpc_out *o, const cJSON *item)
+{
+	const cJSON	*c;
+
+	switch (item->type & 0xff) {
+	case cJSON_NULL:
+		jsonrpc_out_add(o, "null", 4);
+		return (0);
+	case cJSON_False:
+		jsonrpc_out_add(o, "false", 5);
+		return (0);
+	case cJSON_True:
+		jsonrpc_out_add(o, "true", 4);
+		return (0);
+	case cJSON_Number:
+		jsonrpc_out_number(o, item);
+		return (0);
+	case cJSON_Raw:
+		if (item->valuestring == NULL)
+			return (-1);
+		jsonrpc_out_add(o, item->valuestring, strlen(item->valuestring));
+		return (0);
+	case cJSON_String:
+		jsonrpc_out_string(o, item->valuestring);
+		return (0);
+	case cJSON_Array:
+		jsonrpc_out_add(o, "[", 1);
+		for (c = item->child; c != NULL; c = c->next) {
+			if (c != item->child)
+				jsonrpc_out_add(o, ",", 1);
+			if (jsonrpc_out_value(o, c) != 0)
+				return (-1);
+		}
+		jsonrpc_out_add(o, "]", 1);
+		return (0);
+	case cJSON_Object:
+		jsonrpc_out_add(o, "{", 1);
+		for (c = item->child; c != NULL; c = c->next) {
+			if (c != item->child)
+				jsonrpc_out_add(o, ",", 1);
+			jsonrpc_out_string(o, c->string);
+			jsonrpc_out_add(o, ":", 1);
+			if (jsonrpc_out_value(o, c) != 0)
+				return (-1);
+		}
+		jsonrpc_out_add(o, "}", 1);
+		return (0);
+	default:
+		return (-1);
 	}
 }
 
+/*
+ * The compact JSON text of item, allocated (free it), as
+ * cJSON_PrintUnformatted() would print it; NULL where cJSON fails too (an
+ * invalid item, a raw one without text).
+ */
 char *
-jsonrpc_print(cJSON *msg)
+jsonrpc_print(const cJSON *item)
 {
-	jsonrpc_integers_raw(msg);
-	return (cJSON_PrintUnformatted(msg));
+	struct jsonrpc_out	o;
+
+	if (item == NULL)
+		return (NULL);
+	o.cap = 256;
+	o.len = 0;
+	o.buf = xmalloc(o.cap);
+	if (jsonrpc_out_value(&o, item) != 0) {
+		free(o.buf);
+		return (NULL);
+	}
+	jsonrpc_out_room(&o, 1)[0] = '\0';
+	return (o.buf);
 }

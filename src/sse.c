@@ -10,6 +10,38 @@
 
 #include "sse.h"
 
+/* "name: value\n", without printf: every event has one or two. */
+static void
+sse_field(struct evbuffer *out, const char *name, size_t namelen,
+    const char *value, size_t len)
+{
+	char	 small[128];
+
+	if (namelen + len + 1 > sizeof small) {
+		evbuffer_add(out, name, namelen);
+		evbuffer_add(out, value, len);
+		evbuffer_add(out, "\n", 1);
+		return;
+	}
+	memcpy(small, name, namelen);
+	memcpy(small + namelen, value, len);
+	small[namelen + len] = '\n';
+	evbuffer_add(out, small, namelen + len + 1);
+}
+
+static void
+sse_retry_field(struct evbuffer *out, long retry_ms)
+{
+	char	 digits[24], *p = digits + sizeof digits;
+	long	 v = retry_ms;
+
+	do {
+		*--p = (char)('0' + v % 10);
+		v /= 10;
+	} while (v != 0);
+	sse_field(out, "retry: ", 7, p, (size_t)(digits + sizeof digits - p));
+}
+
 void
 sse_event(struct evbuffer *out, const char *id, const char *event,
     const char *data, size_t len, long retry_ms)
@@ -17,11 +49,20 @@ sse_event(struct evbuffer *out, const char *id, const char *event,
 	size_t	i, start;
 
 	if (event != NULL)
-		evbuffer_add_printf(out, "event: %s\n", event);
+		sse_field(out, "event: ", 7, event, strlen(event));
 	if (id != NULL)
-		evbuffer_add_printf(out, "id: %s\n", id);
+		sse_field(out, "id: ", 4, id, strlen(id));
 	if (retry_ms >= 0)
-		evbuffer_add_printf(out, "retry: %ld\n", retry_ms);
+		sse_retry_field(out, retry_ms);
+	/* Most payloads (printed JSON) have no line break: one field. */
+	if (len > 0 && memchr(data, '\n', len) == NULL &&
+	    memchr(data, '\r', len) == NULL) {
+		evbuffer_expand(out, len + 8);
+		evbuffer_add(out, "data: ", 6);
+		evbuffer_add(out, data, len);
+		evbuffer_add(out, "\n\n", 2);
+		return;
+	}
 	start = 0;
 	for (i = 0; i <= len; i++) {
 		if (i < len && data[i] != '\r' && data[i] != '\n')
@@ -46,5 +87,6 @@ sse_comment(struct evbuffer *out, const char *text)
 void
 sse_retry(struct evbuffer *out, long retry_ms)
 {
-	evbuffer_add_printf(out, "retry: %ld\n\n", retry_ms);
+	sse_retry_field(out, retry_ms);
+	evbuffer_add(out, "\n", 1);
 }

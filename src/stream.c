@@ -25,6 +25,7 @@
 
 #include "conf.h"
 #include "eventlog.h"
+#include "jsonrpc.h"
 #include "log.h"
 #include "metrics.h"
 #include "server.h"
@@ -936,7 +937,7 @@ stream_publish_owner(struct stream *st)
 
 	if (!server.shared || st->ids == NULL)
 		return;
-	ids = cJSON_PrintUnformatted(st->ids);
+	ids = jsonrpc_print(st->ids);
 	stream_note(st, "r", ids,
 	    (uint64_t)(conf->stream_ttl + conf->session_ttl) * 1000);
 	free(ids);

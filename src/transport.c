@@ -37,7 +37,7 @@ transport_reply_json(struct evhttp_request *req, int status, cJSON *json)
 	struct evbuffer	*buf = evbuffer_new();
 	char		*text;
 
-	text = cJSON_PrintUnformatted(json);
+	text = jsonrpc_print(json);
 	cJSON_Delete(json);
 	evbuffer_add(buf, text, strlen(text));
 	free(text);

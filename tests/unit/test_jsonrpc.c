@@ -2,6 +2,7 @@
  * Unit tests for jsonrpc.c: the UTF-8 and nesting checks run before cJSON,
  * parsing, message classification, and the shapes of built messages.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -846,6 +847,149 @@ START_TEST(test_print_numbers)
 }
 END_TEST
 
+/*
+ * jsonrpc_print is a printer of its own (cJSON's is slow): on random
+ * trees (every kind of value, strings of every byte, numbers of every
+ * magnitude, NaN and infinities, deep nesting) it writes exactly what
+ * cJSON_PrintUnformatted() writes, and fails where it fails.
+ */
+static uint64_t	print_rng = 88172645463325252ULL;
+
+static uint64_t
+print_rand(uint64_t n)
+{
+	print_rng ^= print_rng << 13;
+	print_rng ^= print_rng >> 7;
+	print_rng ^= print_rng << 17;
+	return (n == 0 ? print_rng : print_rng % n);
+}
+
+static double
+print_random_number(void)
+{
+	static const double	 special[] = {
+		0.0, -0.0, 1.0, -1.0, 0.1, 0.5, 1e15, 1e15 - 1, -1e15 + 1,
+		999999999999999.0, 1000000000000001.0, 9007199254740993.0,
+		2147483647.0, 2147483648.0, -2147483648.0, -2147483649.0,
+		1e-7, 123.456, 1e300, -1e-300, 4.9e-324, 1.7976931348623157e308,
+		0.30000000000000004, 100.0 / 3.0
+	};
+	double			 d;
+	uint64_t		 bits;
+
+	switch (print_rand(6)) {
+	case 0:
+		return (special[print_rand(sizeof special / sizeof special[0])]);
+	case 1:
+		return ((double)(int64_t)print_rand(0) /
+		    (double)(1ULL << print_rand(64)));
+	case 2:
+		bits = print_rand(0);
+		memcpy(&d, &bits, sizeof d);
+		return (d);	/* NaN and infinities too */
+	case 3:
+		return ((double)((int64_t)print_rand(2000001) - 1000000));
+	case 4:
+		return ((double)(int64_t)print_rand(0) / 1e3);
+	default:
+		return ((double)print_rand(1ULL << print_rand(54)) *
+		    (print_rand(2) ? 1 : -1));
+	}
+}
+
+static char *
+print_random_string(char *buf, size_t size)
+{
+	size_t	n = print_rand(size), i;
+
+	for (i = 0; i < n; i++) {
+		buf[i] = (char)(1 + print_rand(255));
+		if (print_rand(3) == 0)
+			buf[i] = "\"\\\b\f\n\r\t\x01\x1f\x7f a"[print_rand(13)];
+	}
+	buf[n] = '\0';
+	return (buf);
+}
+
+static cJSON *
+print_random_tree(int depth)
+{
+	cJSON	*item, *child;
+	char	 key[24], str[40];
+	int	 n, i;
+
+	switch (print_rand(depth > 0 ? 9 : 6)) {
+	case 0:
+		return (cJSON_CreateNull());
+	case 1:
+		return (cJSON_CreateBool((int)print_rand(2)));
+	case 2:
+	case 3:
+		return (cJSON_CreateNumber(print_random_number()));
+	case 4:
+		return (cJSON_CreateString(print_random_string(str,
+		    sizeof str)));
+	case 5:
+		return (cJSON_CreateRaw("[1,\"raw\"]"));
+	case 6:
+		item = cJSON_CreateArray();
+		n = (int)print_rand(5);
+		for (i = 0; i < n; i++)
+			cJSON_AddItemToArray(item, print_random_tree(depth - 1));
+		return (item);
+	default:
+		item = cJSON_CreateObject();
+		n = (int)print_rand(5);
+		for (i = 0; i < n; i++) {
+			child = print_random_tree(depth - 1);
+			cJSON_AddItemToObject(item, print_random_string(key,
+			    sizeof key), child);
+		}
+		return (item);
+	}
+}
+
+START_TEST(test_print_like_cjson)
+{
+	cJSON	*tree, *bad;
+	char	*want, *got;
+	int	 i;
+
+	for (i = 0; i < 20000; i++) {
+		tree = print_random_tree(5);
+		want = cJSON_PrintUnformatted(tree);
+		got = jsonrpc_print(tree);
+		ck_assert_ptr_nonnull(want);
+		ck_assert_msg(got != NULL && strcmp(got, want) == 0,
+		    "tree %d: cJSON printed %s, jsonrpc_print %s", i, want,
+		    got != NULL ? got : "NULL");
+		free(want);
+		free(got);
+		cJSON_Delete(tree);
+	}
+
+	/* A string without text is "", a raw item without text fails. */
+	tree = cJSON_CreateString("x");
+	free(tree->valuestring);
+	tree->valuestring = NULL;
+	got = jsonrpc_print(tree);
+	ck_assert_str_eq(got, "\"\"");
+	free(got);
+	cJSON_Delete(tree);
+	tree = cJSON_CreateArray();
+	bad = cJSON_CreateRaw("1");
+	free(bad->valuestring);
+	bad->valuestring = NULL;
+	cJSON_AddItemToArray(tree, bad);
+	ck_assert_ptr_null(cJSON_PrintUnformatted(tree));
+	ck_assert_ptr_null(jsonrpc_print(tree));
+	bad->type = cJSON_Invalid;
+	ck_assert_ptr_null(cJSON_PrintUnformatted(tree));
+	ck_assert_ptr_null(jsonrpc_print(tree));
+	cJSON_Delete(tree);
+}
+END_TEST
+
 #define NITEMS(a)	((int)(sizeof (a) / sizeof (a)[0]))
 
 static Suite *
@@ -892,6 +1036,7 @@ jsonrpc_suite(void)
 	tcase_add_test(tc, test_id_echo);
 	tcase_add_test(tc, test_id_dup_equal);
 	tcase_add_test(tc, test_print_numbers);
+	tcase_add_test(tc, test_print_like_cjson);
 	suite_add_tcase(s, tc);
 	return (s);
 }
