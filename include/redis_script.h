@@ -41,9 +41,16 @@ struct redis_pubsub {
 const char	*redis_script_source(void);
 
 /*
- * Key and channel names of a session: printf formats of the SID (and, for
- * a stream, K as an unsigned long long), and the same names allocated.
+ * Key and channel names of a session: their pieces (head, SID, tail, and
+ * for a stream K), printf formats of the SID (and K, an unsigned long
+ * long), and the same names allocated.
  */
+#define REDIS_SCRIPT_KEY_HEAD		"mcpd:{"
+#define REDIS_SCRIPT_META_TAIL		"}:meta"
+#define REDIS_SCRIPT_STREAM_TAIL	"}:s:"
+#define REDIS_SCRIPT_CHANNEL_TAIL	"}:events"
+#define REDIS_SCRIPT_NOTE_TAIL		"}:x:"
+#define REDIS_SCRIPT_FIELD_HEAD		"k:"	/* then K, in the meta */
 #define REDIS_SCRIPT_META_KEY		"mcpd:{%s}:meta"
 #define REDIS_SCRIPT_STREAM_KEY		"mcpd:{%s}:s:%llu"
 #define REDIS_SCRIPT_STREAM_PREFIX	"mcpd:{%s}:s:"

@@ -35,7 +35,6 @@
 #include <event2/event.h>
 #include <hiredis/hiredis.h>
 #include <hiredis/async.h>
-#include <hiredis/adapters/libevent.h>
 
 #include "clock.h"
 #include "conf.h"
@@ -124,16 +123,17 @@ struct redis_op {
 	uint64_t		 k;
 	uint64_t		 seq;
 	/*
-	 * The command's arguments: their bytes one after the other in buf
-	 * (each with a NUL after it), found by offset, so building an op
-	 * of many entries costs a few reallocations, not two per argument.
+	 * The command, written in the protocol as its arguments are added
+	 * ("$len\r\nbytes\r\n" each, after REDIS_CMD_HEAD bytes kept for
+	 * "*argc\r\n"), and handed to hiredis as it is: building an op of
+	 * many entries costs a few reallocations and no formatting. Each
+	 * argument's bytes are found by offset.
 	 */
 	char			*buf;
 	size_t			 buflen;
 	size_t			 bufcap;
 	size_t			*argoff;
 	size_t			*argvlen;
-	const char		**argv;		/* into buf, while sending */
 	int			 argc;
 	int			 argcap;
 	struct redis_append	*appends;	/* append, create: entries */
@@ -252,6 +252,121 @@ redis_watch_cmp(struct redis_watch *a, struct redis_watch *b)
 }
 RB_GENERATE_STATIC(redis_watches, redis_watch, entry, redis_watch_cmp);
 
+/*
+ * A connection's events, in place of hiredis's libevent adapter, which
+ * re-adds its read event after every read (two epoll_ctl calls each) and
+ * waits for the socket to be writable before every write. Here the read
+ * event persists, and the commands a loop turn produced are written once,
+ * at its end; only a socket that could not take them all (or one still
+ * connecting) waits for EV_WRITE.
+ */
+struct redis_ev {
+	redisAsyncContext	*ac;
+	struct event		*rev;
+	struct event		*wev;
+	struct event		*flush_ev;
+	int			 writing;	/* in redisAsyncHandleWrite */
+	int			 gone;		/* cleaned up meanwhile */
+};
+
+static void
+redis_ev_read_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct redis_ev	*e = arg;
+
+	redisAsyncHandleRead(e->ac);	/* may free e */
+}
+
+static void
+redis_ev_write(struct redis_ev *e)
+{
+	e->writing = 1;
+	redisAsyncHandleWrite(e->ac);
+	if (e->gone) {
+		free(e);
+		return;
+	}
+	e->writing = 0;
+}
+
+static void
+redis_ev_write_cb(evutil_socket_t fd, short events, void *arg)
+{
+	redis_ev_write(arg);
+}
+
+static void
+redis_ev_add_read(void *p)
+{
+	struct redis_ev	*e = p;
+
+	if (!event_pending(e->rev, EV_READ, NULL))
+		event_add(e->rev, NULL);
+}
+
+static void
+redis_ev_del_read(void *p)
+{
+	struct redis_ev	*e = p;
+
+	event_del(e->rev);
+}
+
+static void
+redis_ev_add_write(void *p)
+{
+	struct redis_ev	*e = p;
+
+	if (e->writing || !(e->ac->c.flags & REDIS_CONNECTED))
+		event_add(e->wev, NULL);	/* the socket must say */
+	else if (!event_pending(e->wev, EV_WRITE, NULL))
+		event_active(e->flush_ev, EV_WRITE, 0);
+}
+
+static void
+redis_ev_del_write(void *p)
+{
+	struct redis_ev	*e = p;
+
+	event_del(e->wev);
+}
+
+/* hiredis is done with the context (maybe from inside our callback). */
+static void
+redis_ev_cleanup(void *p)
+{
+	struct redis_ev	*e = p;
+
+	event_free(e->rev);
+	event_free(e->wev);
+	event_free(e->flush_ev);
+	if (e->writing)
+		e->gone = 1;
+	else
+		free(e);
+}
+
+static void
+redis_ev_attach(redisAsyncContext *ac, struct event_base *base)
+{
+	struct redis_ev	*e;
+
+	e = xcalloc(1, sizeof *e);
+	e->ac = ac;
+	e->rev = event_new(base, ac->c.fd, EV_READ|EV_PERSIST,
+	    redis_ev_read_cb, e);
+	e->wev = event_new(base, ac->c.fd, EV_WRITE, redis_ev_write_cb, e);
+	e->flush_ev = event_new(base, -1, 0, redis_ev_write_cb, e);
+	ac->ev.addRead = redis_ev_add_read;
+	ac->ev.delRead = redis_ev_del_read;
+	ac->ev.addWrite = redis_ev_add_write;
+	ac->ev.delWrite = redis_ev_del_write;
+	ac->ev.cleanup = redis_ev_cleanup;
+	ac->ev.data = e;
+	event_add(e->rev, NULL);
+	event_add(e->wev, NULL);	/* tells when the connect is done */
+}
+
 /* Connections: connect, set-up, loss, backoff. */
 
 static void
@@ -367,7 +482,7 @@ redis_conn_connect(struct redis_conn *c)
 		return;
 	}
 	ac->data = c;
-	redisLibeventAttach(ac, r->base);
+	redis_ev_attach(ac, r->base);
 	redisAsyncSetConnectCallback(ac, redis_conn_connect_cb);
 	redisAsyncSetDisconnectCallback(ac, redis_conn_disconnect_cb);
 	redisEnableKeepAlive(&ac->c);
@@ -426,16 +541,20 @@ redis_op_new(struct redis *r, enum redis_op_type type, const char *sid,
 	return (op);
 }
 
-/* Room for len more bytes (and a NUL) in op's argument buffer. */
-static char *
-redis_op_room(struct redis_op *op, size_t len)
-{
-	size_t	need = op->buflen + len + 1;
+/* Bytes kept before the arguments for "*argc\r\n". */
+#define REDIS_CMD_HEAD	16
 
-	if (need < len)
+/* Room for n more bytes at the end of op's command. */
+static char *
+redis_op_room(struct redis_op *op, size_t n)
+{
+	size_t	need = op->buflen + n;
+
+	if (need < n)
 		fatalx("%s: argument too long", __func__);
 	if (need > op->bufcap) {
-		op->bufcap = op->bufcap == 0 ? 512 : op->bufcap;
+		if (op->bufcap == 0)
+			op->bufcap = 512;
 		while (op->bufcap < need)
 			op->bufcap *= 2;
 		op->buf = xrealloc(op->buf, op->bufcap);
@@ -443,27 +562,13 @@ redis_op_room(struct redis_op *op, size_t len)
 	return (op->buf + op->buflen);
 }
 
-/* The len bytes at the end of the buffer become argument i. */
-static void
-redis_op_commit_arg(struct redis_op *op, int i, size_t len)
-{
-	op->buf[op->buflen + len] = '\0';
-	op->argoff[i] = op->buflen;
-	op->argvlen[i] = len;
-	op->buflen += len + 1;
-}
-
-/* Argument i becomes a copy of p (the old bytes stay, unused). */
-static void
-redis_op_set_arg(struct redis_op *op, int i, const char *p, size_t len)
-{
-	memcpy(redis_op_room(op, len), p, len);
-	redis_op_commit_arg(op, i, len);
-}
-
 static int
 redis_op_next_arg(struct redis_op *op)
 {
+	if (op->buflen == 0) {
+		redis_op_room(op, REDIS_CMD_HEAD);
+		op->buflen = REDIS_CMD_HEAD;
+	}
 	if (op->argc == op->argcap) {
 		op->argcap = op->argcap == 0 ? 32 : op->argcap * 2;
 		op->argoff = xreallocarray(op->argoff, (size_t)op->argcap,
@@ -474,32 +579,77 @@ redis_op_next_arg(struct redis_op *op)
 	return (op->argc++);
 }
 
+/*
+ * Starts argument i of len bytes ("$len\r\n"); returns where its bytes
+ * go. redis_op_end_arg() closes it.
+ */
+static char *
+redis_op_begin_arg(struct redis_op *op, int i, size_t len)
+{
+	char	 digits[CURSOR_BUFSIZE], *p;
+	size_t	 n;
+
+	n = cursor_format_seq(digits, sizeof digits, len);
+	p = redis_op_room(op, 1 + n + 2 + len + 2);
+	p[0] = '$';
+	memcpy(p + 1, digits, n);
+	memcpy(p + 1 + n, "\r\n", 2);
+	op->argoff[i] = op->buflen + 1 + n + 2;
+	op->argvlen[i] = len;
+	return (p + 1 + n + 2);
+}
+
+static void
+redis_op_end_arg(struct redis_op *op, int i)
+{
+	char	*p = op->buf + op->argoff[i] + op->argvlen[i];
+
+	memcpy(p, "\r\n", 2);
+	op->buflen = op->argoff[i] + op->argvlen[i] + 2;
+}
+
 static void
 redis_op_arg(struct redis_op *op, const char *p, size_t len)
 {
-	redis_op_set_arg(op, redis_op_next_arg(op), p, len);
+	int	i = redis_op_next_arg(op);
+
+	memcpy(redis_op_begin_arg(op, i, len), p, len);
+	redis_op_end_arg(op, i);
+}
+
+/* An argument made of two strings and a number ("" and 0: none). */
+static void
+redis_op_arg3(struct redis_op *op, const char *a, const char *b,
+    const char *c, int with_k, uint64_t k)
+{
+	char	 digits[CURSOR_BUFSIZE], *p;
+	size_t	 la = strlen(a), lb = strlen(b), lc = strlen(c), lk = 0;
+	int	 i = redis_op_next_arg(op);
+
+	if (with_k)
+		lk = cursor_format_seq(digits, sizeof digits, k);
+	p = redis_op_begin_arg(op, i, la + lb + lc + lk);
+	memcpy(p, a, la);
+	memcpy(p + la, b, lb);
+	memcpy(p + la + lb, c, lc);
+	memcpy(p + la + lb + lc, digits, lk);
+	redis_op_end_arg(op, i);
 }
 
 static void __attribute__((format(printf, 2, 3)))
 redis_op_argf(struct redis_op *op, const char *fmt, ...)
 {
 	va_list	 ap;
-	char	 small[64];
+	char	*s;
 	int	 len;
 
 	va_start(ap, fmt);
-	len = vsnprintf(small, sizeof small, fmt, ap);
+	len = vasprintf(&s, fmt, ap);
 	va_end(ap);
 	if (len < 0)
-		fatalx("%s: bad format", __func__);
-	if ((size_t)len < sizeof small) {
-		redis_op_arg(op, small, (size_t)len);
-		return;
-	}
-	va_start(ap, fmt);
-	vsnprintf(redis_op_room(op, (size_t)len), (size_t)len + 1, fmt, ap);
-	va_end(ap);
-	redis_op_commit_arg(op, redis_op_next_arg(op), (size_t)len);
+		fatalx("%s: out of memory", __func__);
+	redis_op_arg(op, s, (size_t)len);
+	free(s);
 }
 
 /* A number, printed without printf: many go into every op. */
@@ -518,6 +668,52 @@ redis_op_argid(struct redis_op *op, uint64_t k, uint64_t seq)
 	char	buf[CURSOR_BUFSIZE];
 
 	redis_op_arg(op, buf, cursor_format(buf, sizeof buf, k, seq));
+}
+
+/*
+ * Replaces argument i (EVALSHA and its hash by EVAL and the script, after
+ * NOSCRIPT): the command is written again around it.
+ */
+static void
+redis_op_set_arg(struct redis_op *op, int i, const char *p, size_t len)
+{
+	struct redis_op	 copy;
+	int		 j;
+
+	memset(&copy, 0, sizeof copy);
+	for (j = 0; j < op->argc; j++) {
+		if (j == i)
+			redis_op_arg(&copy, p, len);
+		else
+			redis_op_arg(&copy, op->buf + op->argoff[j],
+			    op->argvlen[j]);
+	}
+	free(op->buf);
+	free(op->argoff);
+	free(op->argvlen);
+	op->buf = copy.buf;
+	op->buflen = copy.buflen;
+	op->bufcap = copy.bufcap;
+	op->argoff = copy.argoff;
+	op->argvlen = copy.argvlen;
+	op->argcap = copy.argcap;
+}
+
+/* The whole command: "*argc\r\n" written into the bytes kept for it. */
+static const char *
+redis_op_command(struct redis_op *op, size_t *len)
+{
+	char	 digits[CURSOR_BUFSIZE];
+	size_t	 n;
+	char	*p;
+
+	n = cursor_format_seq(digits, sizeof digits, (uint64_t)op->argc);
+	p = op->buf + REDIS_CMD_HEAD - (1 + n + 2);
+	p[0] = '*';
+	memcpy(p + 1, digits, n);
+	memcpy(p + 1 + n, "\r\n", 2);
+	*len = op->buflen - (size_t)(p - op->buf);
+	return (p);
 }
 
 static const char *
@@ -565,7 +761,6 @@ redis_op_free(struct redis_op *op)
 	free(op->buf);
 	free(op->argoff);
 	free(op->argvlen);
-	free(op->argv);
 	free(op->appends);
 	free(op->sid);
 	free(op);
@@ -825,7 +1020,8 @@ redis_op_send(struct redis_op *op, int eval)
 	struct redis	*r = op->r;
 	const char	*body = redis_script_source();
 
-	int		 i, rc;
+	const char	*cmd;
+	size_t		 len;
 
 	if (r->cmd.ac == NULL)
 		return (-1);
@@ -833,12 +1029,9 @@ redis_op_send(struct redis_op *op, int eval)
 		redis_op_set_arg(op, 0, "EVAL", 4);
 		redis_op_set_arg(op, 1, body, strlen(body));
 	}
-	op->argv = xreallocarray(op->argv, (size_t)op->argc, sizeof *op->argv);
-	for (i = 0; i < op->argc; i++)
-		op->argv[i] = redis_op_argp(op, i);
-	rc = redisAsyncCommandArgv(r->cmd.ac, redis_reply_cb, op, op->argc,
-	    op->argv, op->argvlen);
-	if (rc != REDIS_OK)
+	cmd = redis_op_command(op, &len);
+	if (redisAsyncFormattedCommand(r->cmd.ac, redis_reply_cb, op, cmd,
+	    len) != REDIS_OK)
 		return (-1);
 	op->replies++;
 	if (op->wait && r->replicas > 0) {
@@ -931,25 +1124,25 @@ redis_cmd_setup(struct redis_conn *c)
 
 	if (r->db != 0) {
 		op = redis_op_new(r, REDIS_OP_SELECT, NULL, 0);
-		redis_op_argf(op, "SELECT");
+		redis_op_arg(op, "SELECT", 6);
 		redis_op_argf(op, "%d", r->db);
 		if (redis_op_send(op, 0) != 0)
 			redis_op_free(op);
 	}
 	op = redis_op_new(r, REDIS_OP_SCRIPT_LOAD, NULL, 0);
-	redis_op_argf(op, "SCRIPT");
-	redis_op_argf(op, "LOAD");
-	redis_op_argf(op, "%s", redis_script_source());
+	redis_op_arg(op, "SCRIPT", 6);
+	redis_op_arg(op, "LOAD", 4);
+	redis_op_arg(op, redis_script_source(), strlen(redis_script_source()));
 	if (redis_op_send(op, 0) != 0)
 		redis_op_free(op);
 	op = redis_op_new(r, REDIS_OP_CONFIG, NULL, 0);
-	redis_op_argf(op, "CONFIG");
-	redis_op_argf(op, "GET");
-	redis_op_argf(op, "maxmemory-policy");
+	redis_op_arg(op, "CONFIG", 6);
+	redis_op_arg(op, "GET", 3);
+	redis_op_arg(op, "maxmemory-policy", 16);
 	if (redis_op_send(op, 0) != 0)
 		redis_op_free(op);
 	op = redis_op_new(r, REDIS_OP_INFO, NULL, 0);
-	redis_op_argf(op, "INFO");
+	redis_op_arg(op, "INFO", 4);
 	if (redis_op_send(op, 0) != 0)
 		redis_op_free(op);
 }
@@ -1187,17 +1380,20 @@ redis_script_op(struct redis *r, enum redis_op_type type, const char *name,
 	redis_op_arg(op, "EVALSHA", 7);
 	redis_op_arg(op, r->sha, strlen(r->sha));
 	redis_op_arg(op, stream ? "2" : "1", 1);
-	redis_op_argf(op, REDIS_SCRIPT_META_KEY, sid);
+	redis_op_arg3(op, REDIS_SCRIPT_KEY_HEAD, sid, REDIS_SCRIPT_META_TAIL,
+	    0, 0);
 	if (stream)
-		redis_op_argf(op, REDIS_SCRIPT_STREAM_KEY, sid,
-		    (unsigned long long)k);
+		redis_op_arg3(op, REDIS_SCRIPT_KEY_HEAD, sid,
+		    REDIS_SCRIPT_STREAM_TAIL, 1, k);
 	redis_op_arg(op, name, strlen(name));
 	redis_op_argu(op, r->session_ttl_ms);
 	redis_op_argu(op, r->open_ttl_ms);
-	redis_op_argf(op, REDIS_SCRIPT_STREAM_PREFIX, sid);
-	redis_op_argf(op, REDIS_SCRIPT_CHANNEL, sid);
+	redis_op_arg3(op, REDIS_SCRIPT_KEY_HEAD, sid, REDIS_SCRIPT_STREAM_TAIL,
+	    0, 0);
+	redis_op_arg3(op, REDIS_SCRIPT_KEY_HEAD, sid, REDIS_SCRIPT_CHANNEL_TAIL,
+	    0, 0);
 	if (stream)
-		redis_op_argf(op, "k:%llu", (unsigned long long)k);
+		redis_op_arg3(op, REDIS_SCRIPT_FIELD_HEAD, "", "", 1, k);
 	else
 		redis_op_arg(op, "", 0);
 	redis_op_argu(op, clock_wall_ms());
@@ -1224,7 +1420,8 @@ redis_session_load(void *p, const char *sid, eventlog_load_cb cb, void *arg)
 	struct redis_op	*op = redis_op_new(p, REDIS_OP_LOAD, sid, 0);
 
 	redis_op_arg(op, "HGET", 4);
-	redis_op_argf(op, REDIS_SCRIPT_META_KEY, sid);
+	redis_op_arg3(op, REDIS_SCRIPT_KEY_HEAD, sid, REDIS_SCRIPT_META_TAIL,
+	    0, 0);
 	redis_op_arg(op, "m", 1);
 	op->cb.load = cb;
 	op->arg = arg;
