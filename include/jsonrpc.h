@@ -42,6 +42,7 @@ cJSON	*jsonrpc_result(const cJSON *, cJSON *);
 cJSON	*jsonrpc_error(const cJSON *, int, const char *, cJSON *);
 cJSON	*jsonrpc_notification(const char *, cJSON *);
 cJSON	*jsonrpc_id_dup(const cJSON *);
+cJSON	*jsonrpc_take(cJSON *);
 int	 jsonrpc_id_equal(const cJSON *, const cJSON *);
 /* Prints a message to send; its numbers may be left in printed form. */
 char	*jsonrpc_print(const cJSON *);

@@ -403,6 +403,22 @@ jsonrpc_notification(const char *method, cJSON *params)
 }
 
 /*
+ * Moves item's value (a message, a batch) into a new node, leaving item an
+ * empty null: the one who parsed it deletes item as usual, the taker keeps
+ * the value, and nothing is copied. item must not be in a tree.
+ */
+cJSON *
+jsonrpc_take(cJSON *item)
+{
+	cJSON	*taken = cJSON_CreateNull();
+
+	*taken = *item;
+	memset(item, 0, sizeof *item);
+	item->type = cJSON_NULL;
+	return (taken);
+}
+
+/*
  * Printing. Every message this process sends is printed here, so this is
  * a hot path: cJSON 1.7.15 prints each number with sprintf and reads it
  * back with sscanf, and grows its buffer by reallocation. The text is

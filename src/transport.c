@@ -330,14 +330,14 @@ transport_refreshed_cb(struct session *s, int status, void *arg)
  */
 static void
 transport_open_stream(struct evhttp_request *req, struct session *s,
-    const cJSON *msg)
+    cJSON *msg)
 {
 	struct transport_start	*ts;
 
 	ts = xmalloc(sizeof *ts);
 	ts->req = req;
 	ts->session = s;
-	ts->msg = cJSON_Duplicate(msg, 1);
+	ts->msg = jsonrpc_take(msg);	/* the caller deletes msg, empty */
 	session_ref(s);
 	if (server.shared)
 		session_refresh(s, transport_refreshed_cb, ts);

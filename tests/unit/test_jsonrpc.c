@@ -990,6 +990,26 @@ START_TEST(test_print_like_cjson)
 }
 END_TEST
 
+/* jsonrpc_take moves a parsed message; the emptied original deletes alone. */
+START_TEST(test_take)
+{
+	static const char	 text[] =
+	    "[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"},7]";
+	cJSON			*msg, *taken;
+	char			*got;
+
+	msg = cJSON_Parse(text);
+	taken = jsonrpc_take(msg);
+	ck_assert(cJSON_IsNull(msg));
+	ck_assert_ptr_null(msg->child);
+	cJSON_Delete(msg);
+	got = jsonrpc_print(taken);
+	ck_assert_str_eq(got, text);
+	free(got);
+	cJSON_Delete(taken);
+}
+END_TEST
+
 #define NITEMS(a)	((int)(sizeof (a) / sizeof (a)[0]))
 
 static Suite *
@@ -1037,6 +1057,7 @@ jsonrpc_suite(void)
 	tcase_add_test(tc, test_id_dup_equal);
 	tcase_add_test(tc, test_print_numbers);
 	tcase_add_test(tc, test_print_like_cjson);
+	tcase_add_test(tc, test_take);
 	suite_add_tcase(s, tc);
 	return (s);
 }
