@@ -362,14 +362,27 @@ jsonrpc_id_equal(const cJSON *a, const cJSON *b)
 	return (cJSON_Compare(a, b, 1));
 }
 
-cJSON *
-jsonrpc_result(const cJSON *id, cJSON *result)
+/*
+ * The envelope's names and "2.0" are constants the messages refer to,
+ * not copies: a message is built, printed and freed for every event.
+ */
+static cJSON *
+jsonrpc_envelope(void)
 {
 	cJSON	*msg = cJSON_CreateObject();
 
-	cJSON_AddStringToObject(msg, "jsonrpc", "2.0");
-	cJSON_AddItemToObject(msg, "id", jsonrpc_id_dup(id));
-	cJSON_AddItemToObject(msg, "result",
+	cJSON_AddItemToObjectCS(msg, "jsonrpc",
+	    cJSON_CreateStringReference("2.0"));
+	return (msg);
+}
+
+cJSON *
+jsonrpc_result(const cJSON *id, cJSON *result)
+{
+	cJSON	*msg = jsonrpc_envelope();
+
+	cJSON_AddItemToObjectCS(msg, "id", jsonrpc_id_dup(id));
+	cJSON_AddItemToObjectCS(msg, "result",
 	    result != NULL ? result : cJSON_CreateObject());
 	return (msg);
 }
@@ -377,28 +390,27 @@ jsonrpc_result(const cJSON *id, cJSON *result)
 cJSON *
 jsonrpc_error(const cJSON *id, int code, const char *message, cJSON *data)
 {
-	cJSON	*msg = cJSON_CreateObject();
+	cJSON	*msg = jsonrpc_envelope();
 	cJSON	*error = cJSON_CreateObject();
 
-	cJSON_AddStringToObject(msg, "jsonrpc", "2.0");
-	cJSON_AddItemToObject(msg, "id", jsonrpc_id_dup(id));
-	cJSON_AddNumberToObject(error, "code", code);
-	cJSON_AddStringToObject(error, "message", message);
+	cJSON_AddItemToObjectCS(msg, "id", jsonrpc_id_dup(id));
+	cJSON_AddItemToObjectCS(error, "code", cJSON_CreateNumber(code));
+	cJSON_AddItemToObjectCS(error, "message",
+	    cJSON_CreateString(message));
 	if (data != NULL)
-		cJSON_AddItemToObject(error, "data", data);
-	cJSON_AddItemToObject(msg, "error", error);
+		cJSON_AddItemToObjectCS(error, "data", data);
+	cJSON_AddItemToObjectCS(msg, "error", error);
 	return (msg);
 }
 
 cJSON *
 jsonrpc_notification(const char *method, cJSON *params)
 {
-	cJSON	*msg = cJSON_CreateObject();
+	cJSON	*msg = jsonrpc_envelope();
 
-	cJSON_AddStringToObject(msg, "jsonrpc", "2.0");
-	cJSON_AddStringToObject(msg, "method", method);
+	cJSON_AddItemToObjectCS(msg, "method", cJSON_CreateString(method));
 	if (params != NULL)
-		cJSON_AddItemToObject(msg, "params", params);
+		cJSON_AddItemToObjectCS(msg, "params", params);
 	return (msg);
 }
 
@@ -484,53 +496,86 @@ jsonrpc_out_number(struct jsonrpc_out *o, const cJSON *item)
 	jsonrpc_out_add(o, tmp, (size_t)n);
 }
 
+/* Whether none of 8 bytes needs an escape: none < 0x20, '"' or '\\'. */
+static int
+jsonrpc_plain8(const unsigned char *p)
+{
+	const uint64_t	ones = 0x0101010101010101ULL;
+	const uint64_t	high = 0x8080808080808080ULL;
+	uint64_t	x, q, b;
+
+	memcpy(&x, p, sizeof x);
+	q = x ^ (ones * '"');
+	b = x ^ (ones * '\\');
+	return ((((x - ones * 0x20) & ~x) | ((q - ones) & ~q) |
+	    ((b - ones) & ~b)) & high) == 0;
+}
+
+/*
+ * A string, escaped as cJSON escapes it: '"', '\\' and the controls, the
+ * rest (UTF-8 included) as it is. Plain runs are found eight bytes at a
+ * time and copied at once; room is made a piece at a time, so a long
+ * string never needs six times its size.
+ */
+#define JSONRPC_PIECE	4096
+
 static void
 jsonrpc_out_string(struct jsonrpc_out *o, const char *s)
 {
 	static const char	 hex[] = "0123456789abcdef";
-	const unsigned char	*p, *run;
-	char			*q;
+	const unsigned char	*p = (const unsigned char *)(s != NULL ? s : "");
+	size_t			 len = strlen((const char *)p), i, run, end;
+	char			*q, *start;
 
 	jsonrpc_out_add(o, "\"", 1);
-	if (s == NULL)
-		s = "";
-	for (p = run = (const unsigned char *)s; *p != '\0'; p++) {
-		if (*p > 31 && *p != '"' && *p != '\\')
-			continue;
-		jsonrpc_out_add(o, (const char *)run, (size_t)(p - run));
-		run = p + 1;
-		q = jsonrpc_out_room(o, 6);
-		q[0] = '\\';
-		switch (*p) {
-		case '"':
-		case '\\':
-			q[1] = (char)*p;
-			break;
-		case '\b':
-			q[1] = 'b';
-			break;
-		case '\f':
-			q[1] = 'f';
-			break;
-		case '\n':
-			q[1] = 'n';
-			break;
-		case '\r':
-			q[1] = 'r';
-			break;
-		case '\t':
-			q[1] = 't';
-			break;
-		default:
-			memcpy(q + 1, "u00", 3);
-			q[4] = hex[*p >> 4];
-			q[5] = hex[*p & 0xf];
-			o->len += 6;
-			continue;
+	for (i = 0; i < len; i = end) {
+		end = len - i > JSONRPC_PIECE ? i + JSONRPC_PIECE : len;
+		start = q = jsonrpc_out_room(o, (end - i) * 6);
+		for (run = i; i < end;) {
+			if (i + 8 <= end && jsonrpc_plain8(p + i)) {
+				i += 8;
+				continue;
+			}
+			if (p[i] > 31 && p[i] != '"' && p[i] != '\\') {
+				i++;
+				continue;
+			}
+			memcpy(q, p + run, i - run);
+			q += i - run;
+			*q++ = '\\';
+			switch (p[i]) {
+			case '"':
+			case '\\':
+				*q++ = (char)p[i];
+				break;
+			case '\b':
+				*q++ = 'b';
+				break;
+			case '\f':
+				*q++ = 'f';
+				break;
+			case '\n':
+				*q++ = 'n';
+				break;
+			case '\r':
+				*q++ = 'r';
+				break;
+			case '\t':
+				*q++ = 't';
+				break;
+			default:
+				memcpy(q, "u00", 3);
+				q[3] = hex[p[i] >> 4];
+				q[4] = hex[p[i] & 0xf];
+				q += 5;
+				break;
+			}
+			run = ++i;
 		}
-		o->len += 2;
+		memcpy(q, p + run, end - run);
+		q += end - run;
+		o->len += (size_t)(q - start);
 	}
-	jsonrpc_out_add(o, (const char *)run, (size_t)(p - run));
 	jsonrpc_out_add(o, "\"", 1);
 }
 

@@ -143,6 +143,7 @@ builtin_pad(long size)
 	return (pad);
 }
 
+/* One message per event: constant names are referred to, not copied. */
 static cJSON *
 builtin_log_message(long i, long n, long size)
 {
@@ -150,12 +151,14 @@ builtin_log_message(long i, long n, long size)
 	cJSON	*data = cJSON_CreateObject();
 	char	*pad = builtin_pad(size);
 
-	cJSON_AddStringToObject(params, "level", "info");
-	cJSON_AddStringToObject(params, "logger", "mcpd");
-	cJSON_AddNumberToObject(data, "i", (double)i);
-	cJSON_AddNumberToObject(data, "n", (double)n);
-	cJSON_AddStringToObject(data, "pad", pad);
-	cJSON_AddItemToObject(params, "data", data);
+	cJSON_AddItemToObjectCS(params, "level",
+	    cJSON_CreateStringReference("info"));
+	cJSON_AddItemToObjectCS(params, "logger",
+	    cJSON_CreateStringReference("mcpd"));
+	cJSON_AddItemToObjectCS(data, "i", cJSON_CreateNumber((double)i));
+	cJSON_AddItemToObjectCS(data, "n", cJSON_CreateNumber((double)n));
+	cJSON_AddItemToObjectCS(data, "pad", cJSON_CreateString(pad));
+	cJSON_AddItemToObjectCS(params, "data", data);
 	free(pad);
 	return (jsonrpc_notification("notifications/message", params));
 }
@@ -164,23 +167,22 @@ static cJSON *
 builtin_progress(const cJSON *token, long i, long n, long size)
 {
 	cJSON	*params = cJSON_CreateObject();
-	char	*message, *padded;
+	char	 text[64], *padded = NULL;
 	size_t	 len;
 
-	xasprintf(&message, "step %ld of %ld", i, n);
-	len = strlen(message);
+	len = (size_t)snprintf(text, sizeof text, "step %ld of %ld", i, n);
 	if ((long)len < size) {
 		padded = builtin_pad(size);
-		memcpy(padded, message, len);
-		free(message);
-		message = padded;
+		memcpy(padded, text, len);
 	}
-	cJSON_AddItemToObject(params, "progressToken",
+	cJSON_AddItemToObjectCS(params, "progressToken",
 	    cJSON_Duplicate(token, 1));
-	cJSON_AddNumberToObject(params, "progress", (double)i);
-	cJSON_AddNumberToObject(params, "total", (double)n);
-	cJSON_AddStringToObject(params, "message", message);
-	free(message);
+	cJSON_AddItemToObjectCS(params, "progress",
+	    cJSON_CreateNumber((double)i));
+	cJSON_AddItemToObjectCS(params, "total", cJSON_CreateNumber((double)n));
+	cJSON_AddItemToObjectCS(params, "message",
+	    cJSON_CreateString(padded != NULL ? padded : text));
+	free(padded);
 	return (jsonrpc_notification("notifications/progress", params));
 }
 

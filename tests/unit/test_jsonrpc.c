@@ -968,6 +968,26 @@ START_TEST(test_print_like_cjson)
 		cJSON_Delete(tree);
 	}
 
+	/* Long strings, escapes across the printer's 4 KiB pieces. */
+	for (i = 0; i < 20; i++) {
+		char	*big;
+		size_t	 n = 4000 + print_rand(9000), j;
+
+		big = xmalloc(n + 1);
+		for (j = 0; j < n; j++)
+			big[j] = print_rand(50) == 0 ? "\n\"\\\x01"[
+			    print_rand(4)] : (char)(32 + print_rand(200));
+		big[n] = '\0';
+		tree = cJSON_CreateString(big);
+		want = cJSON_PrintUnformatted(tree);
+		got = jsonrpc_print(tree);
+		ck_assert_str_eq(got, want);
+		free(want);
+		free(got);
+		free(big);
+		cJSON_Delete(tree);
+	}
+
 	/* A string without text is "", a raw item without text fails. */
 	tree = cJSON_CreateString("x");
 	free(tree->valuestring);
