@@ -1536,7 +1536,11 @@ redis_stream_create(void *p, const char *sid, uint64_t k,
 	op = redis_script_op(r, REDIS_OP_CREATE, "create", sid, k, 1);
 	redis_op_argid(op, k, 0);
 	redis_op_argu(op, r->maxlen);
-	redis_op_argu(op, r->max_fields);
+	/* One create in 64 prunes the session's fields (redis_script.c). */
+	if (k % 64 == 0)
+		redis_op_argu(op, r->max_fields);
+	else
+		redis_op_arg(op, "", 0);
 	op->final_arg = op->argc;
 	redis_op_arg(op, "0", 1);
 	redis_op_argu(op, r->stream_ttl_ms);

@@ -445,22 +445,36 @@ struct jsonrpc_out {
 	size_t	 cap;
 };
 
-static char *
+static void
+jsonrpc_out_grow(struct jsonrpc_out *o, size_t n)
+{
+	while (o->cap - o->len < n)
+		o->cap *= 2;
+	o->buf = xrealloc(o->buf, o->cap);
+}
+
+/* Room for n more bytes; the common case (there is) stays inline. */
+static inline char *
 jsonrpc_out_room(struct jsonrpc_out *o, size_t n)
 {
-	if (o->cap - o->len < n) {
-		while (o->cap - o->len < n)
-			o->cap *= 2;
-		o->buf = xrealloc(o->buf, o->cap);
-	}
+	if (o->cap - o->len < n)
+		jsonrpc_out_grow(o, n);
 	return (o->buf + o->len);
 }
 
-static void
+static inline void
 jsonrpc_out_add(struct jsonrpc_out *o, const char *p, size_t n)
 {
 	memcpy(jsonrpc_out_room(o, n), p, n);
 	o->len += n;
+}
+
+/* One byte: the commas, colons and brackets of every message. */
+static inline void
+jsonrpc_out_byte(struct jsonrpc_out *o, char c)
+{
+	*jsonrpc_out_room(o, 1) = c;
+	o->len++;
 }
 
 static void
@@ -515,68 +529,74 @@ jsonrpc_plain8(const unsigned char *p)
  * A string, escaped as cJSON escapes it: '"', '\\' and the controls, the
  * rest (UTF-8 included) as it is. Plain runs are found eight bytes at a
  * time and copied at once; room is made a piece at a time, so a long
- * string never needs six times its size.
+ * string never needs six times its size. Most strings are a few bytes
+ * (names, "2.0"): the quotes go in with them.
  */
 #define JSONRPC_PIECE	4096
+
+/* What follows the backslash of an escaped byte; 0: printed as it is. */
+static const char jsonrpc_escapes[256] = {
+	'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'b', 't', 'n', 'u', 'f', 'r',
+	'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u', 'u',
+	'u', 'u', 'u', 'u', 0, 0, '"', [92] = '\\'
+};
+
+/* Escapes bytes [i, end) of p to q; returns where q ends. */
+static char *
+jsonrpc_escape_piece(char *q, const unsigned char *p, size_t i, size_t end)
+{
+	static const char	 hex[] = "0123456789abcdef";
+	size_t			 run;
+	char			 e;
+
+	for (run = i; i < end;) {
+		if (i + 8 <= end && jsonrpc_plain8(p + i)) {
+			i += 8;
+			continue;
+		}
+		if ((e = jsonrpc_escapes[p[i]]) == 0) {
+			i++;
+			continue;
+		}
+		memcpy(q, p + run, i - run);
+		q += i - run;
+		*q++ = '\\';
+		*q++ = e;
+		if (e == 'u') {
+			*q++ = '0';
+			*q++ = '0';
+			*q++ = hex[p[i] >> 4];
+			*q++ = hex[p[i] & 0xf];
+		}
+		run = ++i;
+	}
+	memcpy(q, p + run, end - run);
+	return (q + (end - run));
+}
 
 static void
 jsonrpc_out_string(struct jsonrpc_out *o, const char *s)
 {
-	static const char	 hex[] = "0123456789abcdef";
 	const unsigned char	*p = (const unsigned char *)(s != NULL ? s : "");
-	size_t			 len = strlen((const char *)p), i, run, end;
-	char			*q, *start;
+	size_t			 len = strlen((const char *)p), i, end;
+	char			*q;
 
-	jsonrpc_out_add(o, "\"", 1);
+	if (len <= JSONRPC_PIECE) {
+		q = jsonrpc_out_room(o, len * 6 + 2);
+		*q++ = '"';
+		q = jsonrpc_escape_piece(q, p, 0, len);
+		*q++ = '"';
+		o->len = (size_t)(q - o->buf);
+		return;
+	}
+	jsonrpc_out_byte(o, '"');
 	for (i = 0; i < len; i = end) {
 		end = len - i > JSONRPC_PIECE ? i + JSONRPC_PIECE : len;
-		start = q = jsonrpc_out_room(o, (end - i) * 6);
-		for (run = i; i < end;) {
-			if (i + 8 <= end && jsonrpc_plain8(p + i)) {
-				i += 8;
-				continue;
-			}
-			if (p[i] > 31 && p[i] != '"' && p[i] != '\\') {
-				i++;
-				continue;
-			}
-			memcpy(q, p + run, i - run);
-			q += i - run;
-			*q++ = '\\';
-			switch (p[i]) {
-			case '"':
-			case '\\':
-				*q++ = (char)p[i];
-				break;
-			case '\b':
-				*q++ = 'b';
-				break;
-			case '\f':
-				*q++ = 'f';
-				break;
-			case '\n':
-				*q++ = 'n';
-				break;
-			case '\r':
-				*q++ = 'r';
-				break;
-			case '\t':
-				*q++ = 't';
-				break;
-			default:
-				memcpy(q, "u00", 3);
-				q[3] = hex[p[i] >> 4];
-				q[4] = hex[p[i] & 0xf];
-				q += 5;
-				break;
-			}
-			run = ++i;
-		}
-		memcpy(q, p + run, end - run);
-		q += end - run;
-		o->len += (size_t)(q - start);
+		q = jsonrpc_escape_piece(jsonrpc_out_room(o, (end - i) * 6), p,
+		    i, end);
+		o->len = (size_t)(q - o->buf);
 	}
-	jsonrpc_out_add(o, "\"", 1);
+	jsonrpc_out_byte(o, '"');
 }
 
 static int
@@ -606,26 +626,26 @@ jsonrpc_out_value(struct jsonrpc_out *o, const cJSON *item)
 		jsonrpc_out_string(o, item->valuestring);
 		return (0);
 	case cJSON_Array:
-		jsonrpc_out_add(o, "[", 1);
+		jsonrpc_out_byte(o, '[');
 		for (c = item->child; c != NULL; c = c->next) {
 			if (c != item->child)
-				jsonrpc_out_add(o, ",", 1);
+				jsonrpc_out_byte(o, ',');
 			if (jsonrpc_out_value(o, c) != 0)
 				return (-1);
 		}
-		jsonrpc_out_add(o, "]", 1);
+		jsonrpc_out_byte(o, ']');
 		return (0);
 	case cJSON_Object:
-		jsonrpc_out_add(o, "{", 1);
+		jsonrpc_out_byte(o, '{');
 		for (c = item->child; c != NULL; c = c->next) {
 			if (c != item->child)
-				jsonrpc_out_add(o, ",", 1);
+				jsonrpc_out_byte(o, ',');
 			jsonrpc_out_string(o, c->string);
-			jsonrpc_out_add(o, ":", 1);
+			jsonrpc_out_byte(o, ':');
 			if (jsonrpc_out_value(o, c) != 0)
 				return (-1);
 		}
-		jsonrpc_out_add(o, "}", 1);
+		jsonrpc_out_byte(o, '}');
 		return (0);
 	default:
 		return (-1);
@@ -644,7 +664,7 @@ jsonrpc_print(const cJSON *item)
 
 	if (item == NULL)
 		return (NULL);
-	o.cap = 256;
+	o.cap = 512;
 	o.len = 0;
 	o.buf = xmalloc(o.cap);
 	if (jsonrpc_out_value(&o, item) != 0) {
