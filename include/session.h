@@ -28,10 +28,9 @@ void		 session_init(void);
 void		 session_shutdown(void);
 void		 session_cron(void);
 
-struct session	*session_create(const char *, const cJSON *, char **);
 typedef void (*session_stored_fn)(struct session *, int, void *);
-void		 session_when_stored(struct session *, session_stored_fn,
-		     void *);
+struct session	*session_create(const char *, const cJSON *,
+		     session_stored_fn, void *);
 struct session	*session_find(const char *);
 typedef void (*session_load_cb)(struct session *, int, void *);
 void		 session_load(const char *, session_load_cb, void *);

@@ -83,10 +83,13 @@ dispatch_capabilities(void)
 
 /*
  * initialize: negotiates the revision (the client's if supported, else our
- * latest, per the lifecycle spec) and creates the session.
+ * latest, per the lifecycle spec) and creates the session. The response is
+ * for the client once cb (session_create's) says the session is stored;
+ * NULL is a refusal, with why and a static *cause, and cb never runs.
  */
 cJSON *
-dispatch_initialize(const cJSON *req, struct session **sp, char **cause)
+dispatch_initialize(const cJSON *req, enum dispatch_refusal *why,
+    const char **cause, session_stored_fn cb, void *arg)
 {
 	const cJSON	*params = dispatch_params(req);
 	const cJSON	*requested;
@@ -94,6 +97,7 @@ dispatch_initialize(const cJSON *req, struct session **sp, char **cause)
 	cJSON		*result, *info;
 	int		 i;
 
+	*why = DISPATCH_INVALID;
 	if (jsonrpc_has_nul(params)) {
 		*cause = DISPATCH_NUL_PARAMS;
 		return (NULL);
@@ -109,8 +113,11 @@ dispatch_initialize(const cJSON *req, struct session **sp, char **cause)
 			;
 		version = session_versions[i];
 	}
-	if ((*sp = session_create(version, params, cause)) == NULL)
+	if (session_create(version, params, cb, arg) == NULL) {
+		*why = DISPATCH_FULL;
+		*cause = "too many sessions";
 		return (NULL);
+	}
 	result = cJSON_CreateObject();
 	cJSON_AddStringToObject(result, "protocolVersion", version);
 	cJSON_AddItemToObject(result, "capabilities", dispatch_capabilities());

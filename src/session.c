@@ -158,17 +158,6 @@ session_stored_cb(enum eventlog_status status, void *arg)
 	session_unref(s);
 }
 
-/*
- * Runs cb once, when the store in flight (the one session_create started)
- * is done: a session id is handed to a client only once the log has it.
- */
-void
-session_when_stored(struct session *s, session_stored_fn cb, void *arg)
-{
-	s->stored_cb = cb;
-	s->stored_arg = arg;
-}
-
 static void
 session_store(struct session *s)
 {
@@ -191,19 +180,26 @@ session_store(struct session *s)
 	free(text);
 }
 
+/*
+ * A new session, or NULL when the table is full. cb runs once, on a later
+ * loop turn, when its meta is stored (or could not be): a session id is
+ * handed to a client only once the log has it.
+ */
 struct session *
-session_create(const char *version, const cJSON *params, char **cause)
+session_create(const char *version, const cJSON *params,
+    session_stored_fn cb, void *arg)
 {
 	struct session	*s;
 
 	if ((long long)sessions.count >= server.conf->max_sessions) {
-		*cause = "too many sessions";
 		log_limited(LOG_LEVEL_WARN, "max-sessions", "session limit "
 		    "reached (max_sessions %lld)", server.conf->max_sessions);
 		return (NULL);
 	}
 	s = session_new(NULL, version);
 	s->standalone_k = eventlog_new_stream_id();
+	s->stored_cb = cb;
+	s->stored_arg = arg;
 	/* The meta names the standalone stream, so it is written first. */
 	session_store(s);
 	s->standalone = stream_open_as(s, STREAM_STANDALONE, s->standalone_k);

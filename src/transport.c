@@ -201,10 +201,8 @@ static void
 transport_initialize(struct evhttp_request *req, const cJSON *msg)
 {
 	struct transport_init	*ti;
-	struct session		*s;
-	cJSON			*response;
-	const char		*invalid;
-	char			*cause = NULL;
+	enum dispatch_refusal	 why;
+	const char		*invalid, *cause;
 
 	if (jsonrpc_classify(msg, &invalid) != JSONRPC_REQUEST) {
 		transport_reply_json(req, 400, jsonrpc_error(
@@ -218,21 +216,21 @@ transport_initialize(struct evhttp_request *req, const cJSON *msg)
 		    NULL);
 		return;
 	}
-	if ((response = dispatch_initialize(msg, &s, &cause)) == NULL) {
-		if (strcmp(cause, "too many sessions") == 0) {
-			evhttp_add_header(evhttp_request_get_output_headers(req),
-			    "Retry-After", "5");
-			transport_reply_error(req, 503, JSONRPC_UNAVAILABLE,
-			    "Too many sessions, retry later", NULL);
-		} else
-			transport_reply_error(req, 400, JSONRPC_INVALID_PARAMS,
-			    cause, NULL);
-		return;
-	}
 	ti = xmalloc(sizeof *ti);
 	ti->req = req;
-	ti->response = response;
-	session_when_stored(s, transport_initialized_cb, ti);
+	ti->response = dispatch_initialize(msg, &why, &cause,
+	    transport_initialized_cb, ti);
+	if (ti->response != NULL)
+		return;
+	free(ti);
+	if (why == DISPATCH_FULL) {
+		evhttp_add_header(evhttp_request_get_output_headers(req),
+		    "Retry-After", "5");
+		transport_reply_error(req, 503, JSONRPC_UNAVAILABLE,
+		    "Too many sessions, retry later", NULL);
+	} else
+		transport_reply_error(req, 400, JSONRPC_INVALID_PARAMS, cause,
+		    NULL);
 }
 
 /* A notification, or a client's answer to a server request. */
@@ -438,7 +436,7 @@ transport_post(struct evhttp_request *req)
 	const char	*ctype = transport_header(req, "Content-Type");
 	cJSON		*msg;
 	size_t		 len;
-	char		*cause;
+	const char	*cause;
 	int		 code;
 
 	if (ctype == NULL || strncasecmp(ctype, "application/json", 16) != 0 ||

@@ -69,8 +69,7 @@ static cJSON *
 quick(const char *text)
 {
 	cJSON		*req, *answer;
-	const char	*invalid;
-	char		*cause;
+	const char	*invalid, *cause;
 	int		 code;
 
 	req = jsonrpc_parse(text, strlen(text), &code, &cause);
@@ -214,9 +213,9 @@ START_TEST(test_nul_initialize)
 		    "\"params\":{\"protocolVersion\":\"2025-06-18\","
 		    "\"clientInfo\":{\"name\":\"\\u0000\"}}}",
 	};
-	struct session		*s = NULL;
+	enum dispatch_refusal	 why;
 	cJSON			*req;
-	char			*cause = NULL;
+	const char		*cause = NULL;
 	int			 code;
 	size_t			 i;
 
@@ -225,7 +224,9 @@ START_TEST(test_nul_initialize)
 		    &cause);
 		ck_assert_ptr_nonnull(req);
 		cause = NULL;
-		ck_assert_ptr_null(dispatch_initialize(req, &s, &cause));
+		ck_assert_ptr_null(dispatch_initialize(req, &why, &cause,
+		    NULL, NULL));
+		ck_assert_int_eq(why, DISPATCH_INVALID);
 		ck_assert_ptr_nonnull(cause);
 		ck_assert_msg(strstr(cause, "NUL") != NULL, "cause %s", cause);
 		ck_assert_uint_eq(session_count(), 0);
