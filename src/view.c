@@ -31,10 +31,10 @@
 #include "jsonrpc.h"
 #include "log.h"
 #include "metrics.h"
+#include "reply.h"
 #include "server.h"
 #include "session.h"
 #include "sse.h"
-#include "transport.h"
 #include "view.h"
 #include "xmalloc.h"
 
@@ -270,7 +270,7 @@ view_finish(struct view *v)
 {
 	view_flush(v);
 	evhttp_connection_set_closecb(v->evcon, NULL, NULL);
-	evhttp_connection_set_timeout(v->evcon, TRANSPORT_REQUEST_TIMEOUT);
+	evhttp_connection_set_timeout(v->evcon, SERVER_REQUEST_TIMEOUT);
 	evhttp_send_reply_end(v->req);
 	view_detach(v);
 	view_maybe_free(v);
@@ -447,7 +447,7 @@ view_resume_failed(struct view *v, enum eventlog_status status,
 	default:
 		evhttp_add_header(evhttp_request_get_output_headers(v->req),
 		    "Retry-After", "1");
-		transport_reply_error(v->req, 503, JSONRPC_UNAVAILABLE,
+		reply_error(v->req, 503, JSONRPC_UNAVAILABLE,
 		    "Event log unavailable, retry later", NULL);
 		return;
 	}
@@ -464,7 +464,7 @@ view_resume_failed(struct view *v, enum eventlog_status status,
 	}
 	log_limited(LOG_LEVEL_INFO, "resume-refused", "session=%s resume from "
 	    "%s refused: %s", session_id(v->session), v->resume_text, reason);
-	transport_reply_error(v->req, 410, JSONRPC_RESUME_FAILED,
+	reply_error(v->req, 410, JSONRPC_RESUME_FAILED,
 	    "Cannot resume from Last-Event-ID", data);
 }
 
@@ -495,7 +495,7 @@ view_read_cb(enum eventlog_status status, const struct eventlog_entry *entries,
 	}
 	if (v->state == VIEW_VALIDATING) {
 		if (session_closed(v->session)) {
-			transport_reply_error(v->req, 404,
+			reply_error(v->req, 404,
 			    JSONRPC_SESSION_NOT_FOUND, "Session not found",
 			    NULL);
 			view_detach(v);
