@@ -124,10 +124,7 @@ transport_view_room(struct evhttp_request *req)
 		return (1);
 	log_limited(LOG_LEVEL_WARN, "max-views", "open stream limit reached "
 	    "(max_views %lld)", server.conf->max_views);
-	evhttp_add_header(evhttp_request_get_output_headers(req),
-	    "Retry-After", "1");
-	reply_error(req, 503, JSONRPC_UNAVAILABLE,
-	    "Too many open streams, retry later", NULL);
+	reply_unavailable(req, 1, "Too many open streams, retry later");
 	return (0);
 }
 
@@ -160,10 +157,8 @@ transport_initialized_cb(struct session *s, int status, void *arg)
 	} else {
 		cJSON_Delete(ti->response);
 		session_close(s, "its meta could not be stored");
-		evhttp_add_header(evhttp_request_get_output_headers(ti->req),
-		    "Retry-After", "1");
-		reply_error(ti->req, 503, JSONRPC_UNAVAILABLE,
-		    "Event log unavailable, retry later", NULL);
+		reply_unavailable(ti->req, 1,
+		    "Event log unavailable, retry later");
 	}
 	free(ti);
 }
@@ -194,12 +189,9 @@ transport_initialize(struct evhttp_request *req, const cJSON *msg)
 	if (ti->response != NULL)
 		return;
 	free(ti);
-	if (why == DISPATCH_FULL) {
-		evhttp_add_header(evhttp_request_get_output_headers(req),
-		    "Retry-After", "5");
-		reply_error(req, 503, JSONRPC_UNAVAILABLE,
-		    "Too many sessions, retry later", NULL);
-	} else
+	if (why == DISPATCH_FULL)
+		reply_unavailable(req, 5, "Too many sessions, retry later");
+	else
 		reply_error(req, 400, JSONRPC_INVALID_PARAMS, cause,
 		    NULL);
 }
@@ -238,10 +230,8 @@ transport_stream_created_cb(struct stream *st, int ok, void *arg)
 		    "Session not found", NULL);
 	} else if (!ok) {
 		stream_close(st);
-		evhttp_add_header(evhttp_request_get_output_headers(ts->req),
-		    "Retry-After", "1");
-		reply_error(ts->req, 503, JSONRPC_UNAVAILABLE,
-		    "Event log unavailable, retry later", NULL);
+		reply_unavailable(ts->req, 1,
+		    "Event log unavailable, retry later");
 	} else {
 		view_open(ts->req, s, stream_id(st), stream_head(st) + 1,
 		    (int64_t)stream_head(st), 1);
@@ -520,12 +510,9 @@ transport_loaded_cb(struct session *s, int status, void *arg)
 	else if (status == EVENTLOG_NOT_FOUND)
 		reply_error(w->req, 404, JSONRPC_SESSION_NOT_FOUND,
 		    "Session not found", NULL);
-	else {
-		evhttp_add_header(evhttp_request_get_output_headers(w->req),
-		    "Retry-After", "1");
-		reply_error(w->req, 503, JSONRPC_UNAVAILABLE,
-		    "Event log unavailable, retry later", NULL);
-	}
+	else
+		reply_unavailable(w->req, 1,
+		    "Event log unavailable, retry later");
 	cJSON_Delete(w->msg);
 	free(w);
 }

@@ -445,10 +445,8 @@ view_resume_failed(struct view *v, enum eventlog_status status,
 		info = NULL;
 		break;
 	default:
-		evhttp_add_header(evhttp_request_get_output_headers(v->req),
-		    "Retry-After", "1");
-		reply_error(v->req, 503, JSONRPC_UNAVAILABLE,
-		    "Event log unavailable, retry later", NULL);
+		reply_unavailable(v->req, 1,
+		    "Event log unavailable, retry later");
 		return;
 	}
 	data = cJSON_CreateObject();
