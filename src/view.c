@@ -393,8 +393,9 @@ view_grace_cb(evutil_socket_t fd, short events, void *arg)
 }
 
 /*
- * The terminal event of a slow consumer: no id (it must not move the
- * client's cursor), the last id queued to this connection, and retry:.
+ * Ends a slow consumer's response with its terminal event, which names
+ * the last id queued to this connection: what the client holds once it
+ * has read everything before the event.
  */
 static void
 view_slow_disconnect(struct view *v)
@@ -409,9 +410,8 @@ view_slow_disconnect(struct view *v)
 	metrics.slow_consumers_closed++;
 	view_flush(v);
 	buf = evbuffer_new();
-	evbuffer_add_printf(buf, "event: backpressure-disconnect\n"
-	    "data: {\"last_event_id\":\"%s\",\"reason\":\"slow-consumer\"}\n"
-	    "retry: %lld\n\n", id, server.conf->sse_retry_ms);
+	sse_backpressure_disconnect(buf, id, "slow-consumer",
+	    server.conf->sse_retry_ms);
 	evhttp_send_reply_chunk(v->req, buf);
 	evbuffer_free(buf);
 	view_finish(v);
