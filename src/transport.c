@@ -388,7 +388,8 @@ transport_is_initialize(const cJSON *msg)
 	    cJSON_HasObjectItem(msg, "id"));
 }
 
-static void	transport_with_session(struct evhttp_request *, cJSON *);
+static void	transport_with_session(struct evhttp_request *, cJSON *,
+		    const struct cursor *);
 
 static void
 transport_post(struct evhttp_request *req)
@@ -431,9 +432,14 @@ transport_post(struct evhttp_request *req)
 		cJSON_Delete(msg);
 		return;
 	}
-	transport_with_session(req, msg);
+	transport_with_session(req, msg, NULL);
 }
 
+/*
+ * Last-Event-ID is parsed here, once: what goes on is the cursor, and a
+ * header that is no cursor is answered 400 before the session is looked
+ * up.
+ */
 static void
 transport_get(struct evhttp_request *req)
 {
@@ -451,21 +457,23 @@ transport_get(struct evhttp_request *req)
 		    "form K-N", NULL);
 		return;
 	}
-	transport_with_session(req, NULL);
+	transport_with_session(req, NULL, last != NULL ? &c : NULL);
 }
 
-/* GET once the session is known: a resume, or the standalone stream. */
+/*
+ * GET once the session is known: a resume from cursor `from`, or (from is
+ * NULL) the standalone stream.
+ */
 static void
-transport_get_session(struct evhttp_request *req, struct session *s)
+transport_get_session(struct evhttp_request *req, struct session *s,
+    const struct cursor *from)
 {
-	const char	*last = transport_header(req, "Last-Event-ID");
 	struct stream	*st;
-	struct cursor	 c;
 
 	if (!transport_view_room(req))
 		return;
-	if (last != NULL && cursor_parse(last, &c) == 0) {
-		view_resume(req, s, c.stream, c.seq, last);
+	if (from != NULL) {
+		view_resume(req, s, from);
 		return;
 	}
 	st = session_standalone(s);
@@ -475,7 +483,8 @@ transport_get_session(struct evhttp_request *req, struct session *s)
 
 /* The request's session is known: carry the request out. */
 static void
-transport_serve(struct evhttp_request *req, struct session *s, cJSON *msg)
+transport_serve(struct evhttp_request *req, struct session *s, cJSON *msg,
+    const struct cursor *from)
 {
 	session_touch(s);
 	switch (evhttp_request_get_command(req)) {
@@ -486,7 +495,7 @@ transport_serve(struct evhttp_request *req, struct session *s, cJSON *msg)
 			transport_single(req, s, msg);
 		break;
 	case EVHTTP_REQ_GET:
-		transport_get_session(req, s);
+		transport_get_session(req, s, from);
 		break;
 	default:
 		session_close(s, "deleted by the client");
@@ -498,6 +507,8 @@ transport_serve(struct evhttp_request *req, struct session *s, cJSON *msg)
 struct transport_wait {
 	struct evhttp_request	*req;
 	cJSON			*msg;
+	int			 resume;	/* from is a GET's cursor */
+	struct cursor		 from;
 };
 
 static void
@@ -506,7 +517,7 @@ transport_loaded_cb(struct session *s, int status, void *arg)
 	struct transport_wait	*w = arg;
 
 	if (s != NULL)
-		transport_serve(w->req, s, w->msg);
+		transport_serve(w->req, s, w->msg, w->resume ? &w->from : NULL);
 	else if (status == EVENTLOG_NOT_FOUND)
 		reply_error(w->req, 404, JSONRPC_SESSION_NOT_FOUND,
 		    "Session not found", NULL);
@@ -518,12 +529,14 @@ transport_loaded_cb(struct session *s, int status, void *arg)
 }
 
 /*
- * Finds the request's session and serves the request (taking msg): 400
- * without Mcp-Session-Id, 404 for an unknown or ended session. With a
- * shared log a session this process does not hold is loaded first.
+ * Finds the request's session and serves the request (taking msg, and for
+ * a resume the cursor `from`): 400 without Mcp-Session-Id, 404 for an
+ * unknown or ended session. With a shared log a session this process does
+ * not hold is loaded first.
  */
 static void
-transport_with_session(struct evhttp_request *req, cJSON *msg)
+transport_with_session(struct evhttp_request *req, cJSON *msg,
+    const struct cursor *from)
 {
 	const char		*sid = transport_header(req, "Mcp-Session-Id");
 	struct transport_wait	*w;
@@ -533,7 +546,7 @@ transport_with_session(struct evhttp_request *req, cJSON *msg)
 		reply_error(req, 400, JSONRPC_INVALID_REQUEST,
 		    "Bad Request: Mcp-Session-Id header is required", NULL);
 	} else if ((s = session_find(sid)) != NULL) {
-		transport_serve(req, s, msg);
+		transport_serve(req, s, msg, from);
 	} else if (!server.shared || strlen(sid) != SESSION_ID_LEN) {
 		reply_error(req, 404, JSONRPC_SESSION_NOT_FOUND,
 		    "Session not found", NULL);
@@ -541,6 +554,9 @@ transport_with_session(struct evhttp_request *req, cJSON *msg)
 		w = xmalloc(sizeof *w);
 		w->req = req;
 		w->msg = msg;
+		w->resume = from != NULL;
+		if (from != NULL)
+			w->from = *from;
 		session_load(sid, transport_loaded_cb, w);
 		return;
 	}
@@ -550,7 +566,7 @@ transport_with_session(struct evhttp_request *req, cJSON *msg)
 static void
 transport_delete(struct evhttp_request *req)
 {
-	transport_with_session(req, NULL);
+	transport_with_session(req, NULL, NULL);
 }
 
 static void

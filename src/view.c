@@ -65,7 +65,7 @@ struct view {
 	uint64_t		 next;		/* next entry owed */
 	int64_t			 last_written;	/* -1: none yet */
 	uint64_t		 resume_from;	/* cursor N while validating */
-	char			*resume_text;
+	char			 resume_text[CURSOR_BUFSIZE];
 	int			 primes;	/* client takes priming events */
 	int			 dirty;		/* the log may have more */
 	int			 reading;	/* a log read is in flight */
@@ -141,7 +141,6 @@ view_maybe_free(struct view *v)
 	view_n--;
 	event_free(v->grace_ev);
 	session_unref(v->session);
-	free(v->resume_text);
 	free(v);
 }
 
@@ -602,14 +601,16 @@ view_open(struct evhttp_request *req, struct session *s, uint64_t k,
 }
 
 void
-view_resume(struct evhttp_request *req, struct session *s, uint64_t k,
-    uint64_t n, const char *text)
+view_resume(struct evhttp_request *req, struct session *s,
+    const struct cursor *from)
 {
 	struct view	*v;
+	uint64_t	 n = from->seq;
 
-	v = view_new(req, s, k);
+	v = view_new(req, s, from->stream);
 	v->resume_from = n;
-	v->resume_text = xstrdup(text);
+	/* A cursor has one spelling: this is the client's Last-Event-ID. */
+	cursor_format(v->resume_text, sizeof v->resume_text, from->stream, n);
 	/*
 	 * The last representable N has no next entry; reading from N itself
 	 * is past every head, so the log answers "ahead" as it must.
