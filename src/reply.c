@@ -1,7 +1,7 @@
 /*
  * HTTP replies with JSON bodies. Every 503 goes through reply_unavailable,
  * so none goes out without the Retry-After that tells a client when to
- * come back (docs/protocol.md, Statuses).
+ * come back (docs/protocol.md, Requests and statuses).
  */
 #include <stdio.h>
 #include <stdlib.h>

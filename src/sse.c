@@ -51,11 +51,11 @@ sse_retry(struct evbuffer *out, long retry_ms)
 }
 
 /*
- * The event that ends a connection cut for falling behind (protocol.md,
- * Backpressure). No id: it must not move the client's cursor. Its data
- * names the last id queued on the connection and why, and retry: comes
- * after the data. The id is a cursor and the reason a keyword, so neither
- * needs JSON escaping.
+ * The event that ends a connection cut for falling behind
+ * (docs/protocol.md, Backpressure). No id: it must not move the client's
+ * cursor. Its data names the last id queued on the connection and why,
+ * and retry: comes after the data. The id is a cursor and the reason a
+ * keyword, so neither needs JSON escaping.
  */
 void
 sse_backpressure_disconnect(struct evbuffer *out, const char *last_id,
