@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct cursor;
 struct eventlog_entry;
 struct evhttp_request;
 struct session;
@@ -22,9 +23,9 @@ struct view;
  */
 struct view	*view_open(struct evhttp_request *, struct session *,
 		     uint64_t, uint64_t, int64_t, int);
-/* Validate the cursor K-N first; answer 410/400 or show from N + 1. */
+/* Validate the cursor K-N first; answer 410/404/503 or show from N + 1. */
 void		 view_resume(struct evhttp_request *, struct session *,
-		     uint64_t, uint64_t, const char *);
+		     const struct cursor *);
 void		 view_wakeup(struct view *, uint64_t);
 void		 view_committed(struct view *, const struct eventlog_entry *,
 		     int);

@@ -31,10 +31,10 @@
 #include "jsonrpc.h"
 #include "log.h"
 #include "metrics.h"
+#include "reply.h"
 #include "server.h"
 #include "session.h"
 #include "sse.h"
-#include "transport.h"
 #include "view.h"
 #include "xmalloc.h"
 
@@ -65,7 +65,7 @@ struct view {
 	uint64_t		 next;		/* next entry owed */
 	int64_t			 last_written;	/* -1: none yet */
 	uint64_t		 resume_from;	/* cursor N while validating */
-	char			*resume_text;
+	char			 resume_text[CURSOR_BUFSIZE];
 	int			 primes;	/* client takes priming events */
 	int			 dirty;		/* the log may have more */
 	int			 reading;	/* a log read is in flight */
@@ -141,7 +141,6 @@ view_maybe_free(struct view *v)
 	view_n--;
 	event_free(v->grace_ev);
 	session_unref(v->session);
-	free(v->resume_text);
 	free(v);
 }
 
@@ -270,7 +269,7 @@ view_finish(struct view *v)
 {
 	view_flush(v);
 	evhttp_connection_set_closecb(v->evcon, NULL, NULL);
-	evhttp_connection_set_timeout(v->evcon, TRANSPORT_REQUEST_TIMEOUT);
+	evhttp_connection_set_timeout(v->evcon, SERVER_REQUEST_TIMEOUT);
 	evhttp_send_reply_end(v->req);
 	view_detach(v);
 	view_maybe_free(v);
@@ -393,8 +392,9 @@ view_grace_cb(evutil_socket_t fd, short events, void *arg)
 }
 
 /*
- * The terminal event of a slow consumer: no id (it must not move the
- * client's cursor), the last id queued to this connection, and retry:.
+ * Ends a slow consumer's response with its terminal event, which names
+ * the last id queued to this connection: what the client holds once it
+ * has read everything before the event.
  */
 static void
 view_slow_disconnect(struct view *v)
@@ -409,9 +409,8 @@ view_slow_disconnect(struct view *v)
 	metrics.slow_consumers_closed++;
 	view_flush(v);
 	buf = evbuffer_new();
-	evbuffer_add_printf(buf, "event: backpressure-disconnect\n"
-	    "data: {\"last_event_id\":\"%s\",\"reason\":\"slow-consumer\"}\n"
-	    "retry: %lld\n\n", id, server.conf->sse_retry_ms);
+	sse_backpressure_disconnect(buf, id, "slow-consumer",
+	    server.conf->sse_retry_ms);
 	evhttp_send_reply_chunk(v->req, buf);
 	evbuffer_free(buf);
 	view_finish(v);
@@ -445,10 +444,8 @@ view_resume_failed(struct view *v, enum eventlog_status status,
 		info = NULL;
 		break;
 	default:
-		evhttp_add_header(evhttp_request_get_output_headers(v->req),
-		    "Retry-After", "1");
-		transport_reply_error(v->req, 503, JSONRPC_UNAVAILABLE,
-		    "Event log unavailable, retry later", NULL);
+		reply_unavailable(v->req, 1,
+		    "Event log unavailable, retry later");
 		return;
 	}
 	data = cJSON_CreateObject();
@@ -464,7 +461,7 @@ view_resume_failed(struct view *v, enum eventlog_status status,
 	}
 	log_limited(LOG_LEVEL_INFO, "resume-refused", "session=%s resume from "
 	    "%s refused: %s", session_id(v->session), v->resume_text, reason);
-	transport_reply_error(v->req, 410, JSONRPC_RESUME_FAILED,
+	reply_error(v->req, 410, JSONRPC_RESUME_FAILED,
 	    "Cannot resume from Last-Event-ID", data);
 }
 
@@ -495,7 +492,7 @@ view_read_cb(enum eventlog_status status, const struct eventlog_entry *entries,
 	}
 	if (v->state == VIEW_VALIDATING) {
 		if (session_closed(v->session)) {
-			transport_reply_error(v->req, 404,
+			reply_error(v->req, 404,
 			    JSONRPC_SESSION_NOT_FOUND, "Session not found",
 			    NULL);
 			view_detach(v);
@@ -604,14 +601,16 @@ view_open(struct evhttp_request *req, struct session *s, uint64_t k,
 }
 
 void
-view_resume(struct evhttp_request *req, struct session *s, uint64_t k,
-    uint64_t n, const char *text)
+view_resume(struct evhttp_request *req, struct session *s,
+    const struct cursor *from)
 {
 	struct view	*v;
+	uint64_t	 n = from->seq;
 
-	v = view_new(req, s, k);
+	v = view_new(req, s, from->stream);
 	v->resume_from = n;
-	v->resume_text = xstrdup(text);
+	/* A cursor has one spelling: this is the client's Last-Event-ID. */
+	cursor_format(v->resume_text, sizeof v->resume_text, from->stream, n);
 	/*
 	 * The last representable N has no next entry; reading from N itself
 	 * is past every head, so the log answers "ahead" as it must.
