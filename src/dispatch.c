@@ -515,7 +515,8 @@ dispatch_response(struct session *s, const cJSON *msg)
 	enum outbound_route	 route;
 	char			*id;
 
-	if ((route = outbound_response(s, msg)) == OUTBOUND_ROUTED)
+	if ((route = outbound_response(session_id(s), msg)) ==
+	    OUTBOUND_ROUTED)
 		return (0);
 	id = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(msg,
 	    "id"));

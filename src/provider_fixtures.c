@@ -506,7 +506,7 @@ fixtures_elicited(enum fixtures_kind kind, const cJSON *result)
 
 /*
  * The client's answer, its error, or a local one (timeout; the call ended,
- * in which case the cancel hook follows and frees the job).
+ * in which case the cancel hook has run before).
  */
 static void
 fixtures_answered_cb(const cJSON *result, const cJSON *error, void *arg)
@@ -516,9 +516,8 @@ fixtures_answered_cb(const cJSON *result, const cJSON *error, void *arg)
 	char			*text;
 
 	job->busy = 0;
-	if (job->cancelled || call_finished(job->call)) {
-		if (job->cancelled)
-			fixtures_job_free(job);
+	if (job->cancelled) {
+		fixtures_job_free(job);
 		return;
 	}
 	if (error != NULL || !cJSON_IsObject(result)) {
