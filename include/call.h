@@ -46,6 +46,7 @@ void		 call_request(struct call *, const char *, cJSON *,
 int		 call_log_enabled(const struct call *, int);
 int		 call_close_view(struct call *);
 void		 call_respond(struct call *, cJSON *);
+void		 call_respond_text(struct call *, const char *, int);
 void		 call_respond_error(struct call *, int, const char *);
 void		 call_release(struct call *);
 

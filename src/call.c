@@ -323,6 +323,24 @@ call_respond(struct call *c, cJSON *result)
 	call_send_response(c, jsonrpc_result(c->id, result));
 }
 
+/* A tool's result of one text item; is_error: a tool execution error. */
+void
+call_respond_text(struct call *c, const char *text, int is_error)
+{
+	cJSON	*result, *item;
+
+	if (c->finished)
+		return;
+	result = cJSON_CreateObject();
+	item = cJSON_CreateObject();
+	cJSON_AddStringToObject(item, "type", "text");
+	cJSON_AddStringToObject(item, "text", text);
+	cJSON_AddItemToArray(cJSON_AddArrayToObject(result, "content"), item);
+	if (is_error)
+		cJSON_AddBoolToObject(result, "isError", 1);
+	call_send_response(c, jsonrpc_result(c->id, result));
+}
+
 void
 call_respond_error(struct call *c, int code, const char *message)
 {

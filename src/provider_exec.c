@@ -351,7 +351,7 @@ exectool_list_tools(cJSON *tools)
 static void
 exectool_refuse(struct call *c, char *text)
 {
-	call_respond(c, provider_text_result(text, 1));
+	call_respond_text(c, text, 1);
 	call_release(c);
 	free(text);
 }
