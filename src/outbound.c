@@ -41,14 +41,14 @@ enum outbound_state {
 
 struct outbound {
 	char			 id[24];
-	const struct call	*call;		/* who asked: only a key */
+	const struct call	*call;	/* who asked: only a key */
 	char			 sid[SESSION_ID_LEN + 1];
 	enum outbound_state	 state;
 	outbound_cb		 cb;
 	void			*arg;
-	struct event		*timer;		/* the deadline; at once when ended */
-	struct event		*poll;		/* shared log: answers elsewhere */
-	u_int			 refs;
+	struct event		*timer;	/* the deadline; at once when ended */
+	struct event		*poll;	/* shared log: answers elsewhere */
+	u_int			 refs;	/* the table's, and note reads' */
 	RB_ENTRY(outbound)	 entry;
 };
 

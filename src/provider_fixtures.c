@@ -490,9 +490,10 @@ static void
 fixtures_elicited(struct fixtures_job *job, const cJSON *result)
 {
 	const cJSON	*action, *content;
-	const char	*prefix = fixtures_forms[fixtures_form(job->kind)].answer;
+	const char	*prefix;
 	char		*s, *json;
 
+	prefix = fixtures_forms[fixtures_form(job->kind)].answer;
 	action = cJSON_GetObjectItemCaseSensitive(result, "action");
 	content = cJSON_GetObjectItemCaseSensitive(result, "content");
 	if (!cJSON_IsString(action)) {

@@ -212,8 +212,8 @@ request_id(struct call *c, char *id, size_t size)
 	int		 n;
 
 	memset(&f, 0, sizeof f);
-	eventlog_read(el, session_id(call_session(c)), stream_id(call_stream(c)),
-	    1, 64, read_cb, &f);
+	eventlog_read(el, session_id(call_session(c)),
+	    stream_id(call_stream(c)), 1, 64, read_cb, &f);
 	for (n = 0; !f.done && n < 100; n++)
 		turn();
 	ck_assert(f.done);
