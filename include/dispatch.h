@@ -20,6 +20,7 @@ enum dispatch_refusal {
 cJSON	*dispatch_initialize(const cJSON *, enum dispatch_refusal *,
 	    const char **, session_stored_fn, void *);
 int	 dispatch_streams(const cJSON *);
+int	 dispatch_sessionless(const cJSON *);
 cJSON	*dispatch_quick(struct session *, const cJSON *);
 void	 dispatch_start(struct session *, struct stream *, const cJSON *);
 void	 dispatch_start_batch(struct session *, struct stream *,

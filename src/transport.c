@@ -378,16 +378,6 @@ transport_batch(struct evhttp_request *req, struct session *s, cJSON *batch)
 	transport_open_stream(req, s, batch);
 }
 
-static int
-transport_is_initialize(const cJSON *msg)
-{
-	const cJSON	*m = cJSON_GetObjectItemCaseSensitive(msg, "method");
-
-	return (cJSON_IsObject(msg) && cJSON_IsString(m) &&
-	    strcmp(m->valuestring, "initialize") == 0 &&
-	    cJSON_HasObjectItem(msg, "id"));
-}
-
 static void	transport_with_session(struct evhttp_request *, cJSON *,
 		    const struct cursor *);
 
@@ -427,7 +417,7 @@ transport_post(struct evhttp_request *req)
 		reply_error(req, 400, code, cause, NULL);
 		return;
 	}
-	if (transport_is_initialize(msg)) {
+	if (dispatch_sessionless(msg)) {
 		transport_initialize(req, msg);
 		cJSON_Delete(msg);
 		return;
