@@ -82,13 +82,4 @@ int		 session_subscribe(struct session *, const char *);
 void		 session_unsubscribe(struct session *, const char *);
 void		 session_resource_updated(const char *);
 
-/* The protocol revisions, oldest first; the last is preferred. */
-extern const char *session_versions[];
-int		 session_version_supported(const char *);
-int		 session_version_at_least(const char *, const char *);
-
-/* MCP logging levels, in RFC 5424 order. */
-int		 session_log_level_parse(const char *);
-const char	*session_log_level_name(int);
-
 #endif

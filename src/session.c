@@ -19,6 +19,7 @@
 #include "eventlog.h"
 #include "jsonrpc.h"
 #include "log.h"
+#include "mcp.h"
 #include "random.h"
 #include "server.h"
 #include "session.h"
@@ -73,15 +74,6 @@ static struct {
 	size_t			 allocated;	/* not yet freed */
 } sessions;
 
-const char *session_versions[] = {
-	"2025-03-26", "2025-06-18", "2025-11-25", NULL
-};
-
-static const char *session_log_levels[] = {
-	"debug", "info", "notice", "warning", "error", "critical", "alert",
-	"emergency", NULL
-};
-
 static struct session	*session_new(const char *, const char *);
 static void		 session_watch_cb(const char *, uint64_t, uint64_t,
 			     void *);
@@ -100,45 +92,6 @@ void
 session_init(void)
 {
 	RB_INIT(&sessions.tree);
-}
-
-int
-session_version_supported(const char *version)
-{
-	int	i;
-
-	for (i = 0; session_versions[i] != NULL; i++) {
-		if (strcmp(session_versions[i], version) == 0)
-			return (1);
-	}
-	return (0);
-}
-
-/* Revisions are dates, so string order is release order. */
-int
-session_version_at_least(const char *version, const char *min)
-{
-	return (strcmp(version, min) >= 0);
-}
-
-int
-session_log_level_parse(const char *name)
-{
-	int	i;
-
-	for (i = 0; session_log_levels[i] != NULL; i++) {
-		if (strcmp(session_log_levels[i], name) == 0)
-			return (i);
-	}
-	return (-1);
-}
-
-const char *
-session_log_level_name(int level)
-{
-	if (level < 0 || level > 7)
-		return ("info");
-	return (session_log_levels[level]);
 }
 
 static void
@@ -166,7 +119,7 @@ session_store(struct session *s)
 
 	cJSON_AddStringToObject(meta, "version", s->version);
 	cJSON_AddStringToObject(meta, "log_level",
-	    session_log_level_name(s->log_level));
+	    mcp_log_level_name(s->log_level));
 	cJSON_AddNumberToObject(meta, "standalone", (double)s->standalone_k);
 	/* Wall clock: the next process to load it judges its idle time. */
 	cJSON_AddNumberToObject(meta, "active", (double)(clock_wall_ms() -
@@ -347,7 +300,7 @@ session_loaded_meta_cb(enum eventlog_status status, const char *meta,
 		return;
 	}
 	if (!cJSON_IsString(version) ||
-	    !session_version_supported(version->valuestring) ||
+	    !mcp_version_supported(version->valuestring) ||
 	    jsonrpc_whole_number(k, SESSION_META_MAX, &standalone_k) != 0 || standalone_k < 1) {
 		log_limited(LOG_LEVEL_ERROR, "session-meta", "session=%s meta "
 		    "in the event log is unreadable", l->id);
@@ -357,7 +310,7 @@ session_loaded_meta_cb(enum eventlog_status status, const char *meta,
 	}
 	l->version = xstrdup(version->valuestring);
 	if (cJSON_IsString(level))
-		l->log_level = session_log_level_parse(level->valuestring);
+		l->log_level = mcp_log_level_parse(level->valuestring);
 	if (l->log_level < 0)
 		l->log_level = 0;
 	l->standalone_k = standalone_k;
@@ -411,7 +364,7 @@ session_refreshed_cb(enum eventlog_status status, const char *meta,
 		json = cJSON_ParseWithLength(meta, len);
 		level = cJSON_GetObjectItemCaseSensitive(json, "log_level");
 		if (cJSON_IsString(level) &&
-		    (n = session_log_level_parse(level->valuestring)) >= 0)
+		    (n = mcp_log_level_parse(level->valuestring)) >= 0)
 			r->session->log_level = n;
 		cJSON_Delete(json);
 	}

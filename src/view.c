@@ -30,6 +30,7 @@
 #include "eventlog.h"
 #include "jsonrpc.h"
 #include "log.h"
+#include "mcp.h"
 #include "metrics.h"
 #include "server.h"
 #include "session.h"
@@ -120,7 +121,7 @@ view_new(struct evhttp_request *req, struct session *s, uint64_t k)
 	v->k = k;
 	v->last_written = -1;
 	v->close_after = -1;
-	v->primes = session_version_at_least(session_version(s),
+	v->primes = mcp_version_at_least(session_version(s),
 	    "2025-11-25");
 	v->blocks = session_stream_blocks(s, k);
 	v->grace_ev = evtimer_new(server.base, view_grace_cb, v);
