@@ -19,6 +19,7 @@
 #include "mcp.h"
 #include "server.h"
 #include "session.h"
+#include "stream.h"
 
 #define V_OLD		"2025-03-26"
 #define V_MID		"2025-06-18"
@@ -437,11 +438,11 @@ END_TEST
 /* A session with an attached view is in use even when idle. */
 START_TEST(test_cron_view)
 {
-	static int	 dummy;
-	struct view	*fake = (struct view *)(void *)&dummy;
-	struct session	*busy, *idle;
-	char		 busy_id[SESSION_ID_LEN + 1];
-	char		 idle_id[SESSION_ID_LEN + 1];
+	static const struct stream_hooks	 none;
+	struct stream_watcher			*fake;
+	struct session				*busy, *idle;
+	char					 busy_id[SESSION_ID_LEN + 1];
+	char					 idle_id[SESSION_ID_LEN + 1];
 
 	conf->session_ttl = 1;
 	busy = create(V_NEW);
@@ -450,7 +451,7 @@ START_TEST(test_cron_view)
 	strcpy(idle_id, session_id(idle));
 	turns(5);
 	/* K 0 names no stream (stream numbers are never 0): no wakeups. */
-	session_view_attach(busy, 0, fake);
+	fake = stream_watch(busy, 0, 0, &none, NULL);
 
 	run_for(1100);
 	session_cron();
@@ -458,7 +459,7 @@ START_TEST(test_cron_view)
 	ck_assert_ptr_null(session_find(idle_id));
 
 	/* Detached: idle from the last cron pass on. */
-	session_view_detach(busy, fake);
+	stream_unwatch(fake);
 	session_cron();
 	ck_assert_ptr_eq(session_find(busy_id), busy);
 	run_for(1100);

@@ -151,6 +151,7 @@ struct producer {
 
 struct reader {
 	struct session	*session;
+	struct stream	*stream;
 	uint64_t	 k;
 	uint64_t	 next;		/* next entry owed */
 	int		 reading;
@@ -246,7 +247,7 @@ read_cb(enum eventlog_status status, const struct eventlog_entry *entries,
 		r->last[id] = at;
 	}
 	r->next += deliver;
-	session_delivered(r->session, r->k, r->next - 1);
+	stream_delivered(r->stream, r->next - 1);
 }
 
 static void
@@ -281,6 +282,7 @@ scenario(uint64_t seed, struct reader *r)
 
 	memset(r, 0, sizeof *r);
 	r->session = s;
+	r->stream = st;
 	r->k = stream_id(st);
 	r->next = 1;
 	r->pace = 1 + (int)rnd(100);
@@ -430,7 +432,7 @@ START_TEST(test_release_sends_what_retention_keeps)
 	st = open_request(s);
 	k = stream_id(st);
 	strlcpy(sid, session_id(s), sizeof sid);
-	session_delivered(s, k, 1);
+	stream_delivered(st, 1);
 	for (i = 0; i < 4; i++)
 		stream_append(st, "m", 1, 0, count_cb, &c);
 	stream_append(st, "last", 4, 1, count_cb, &c);
@@ -476,7 +478,7 @@ START_TEST(test_release_never_trims_undelivered)
 	st = open_request(s);
 	k = stream_id(st);
 	strlcpy(sid, session_id(s), sizeof sid);
-	session_delivered(s, k, 1);
+	stream_delivered(st, 1);
 	for (i = 0; i < 5; i++)
 		stream_append(st, "m", 1, 0, count_cb, &c);
 	stream_append(st, "last", 4, 1, count_cb, &c);
