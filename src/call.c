@@ -294,8 +294,7 @@ call_close_view(struct call *c)
 {
 	if (c->finished)
 		return (-1);
-	return (session_view_close_after(c->session, stream_id(c->stream),
-	    stream_head(c->stream)));
+	return (stream_close_after(c->stream, stream_head(c->stream)));
 }
 
 /* The call's response (taken): the stream's last entry if none is owed. */

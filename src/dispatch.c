@@ -15,6 +15,7 @@
 #include "dispatch.h"
 #include "jsonrpc.h"
 #include "log.h"
+#include "mcp.h"
 #include "outbound.h"
 #include "provider.h"
 #include "session.h"
@@ -112,10 +113,10 @@ dispatch_initialize(const cJSON *req, enum dispatch_refusal *why,
 		return (NULL);
 	}
 	version = requested->valuestring;
-	if (!session_version_supported(version)) {
-		for (i = 0; session_versions[i + 1] != NULL; i++)
+	if (!mcp_version_supported(version)) {
+		for (i = 0; mcp_versions[i + 1] != NULL; i++)
 			;
-		version = session_versions[i];
+		version = mcp_versions[i];
 	}
 	if (session_create(version, params, cb, arg) == NULL) {
 		*why = DISPATCH_FULL;
@@ -293,7 +294,7 @@ dispatch_set_level(struct session *s, const cJSON *params,
 	int		 n;
 
 	if (!cJSON_IsString(level) ||
-	    (n = session_log_level_parse(level->valuestring)) < 0) {
+	    (n = mcp_log_level_parse(level->valuestring)) < 0) {
 		err->code = JSONRPC_INVALID_PARAMS;
 		err->message = "Invalid params: unknown log level";
 		return (NULL);

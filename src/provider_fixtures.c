@@ -20,6 +20,7 @@
 #include "conf.h"
 #include "jsonrpc.h"
 #include "log.h"
+#include "mcp.h"
 #include "provider.h"
 #include "server.h"
 #include "session.h"
@@ -570,7 +571,7 @@ fixtures_ask(struct fixtures_job *job, const cJSON *args)
 	}
 	form = fixtures_form(job->kind);
 	version = session_version(call_session(job->call));
-	if (session_version_at_least(version, "2025-11-25"))
+	if (mcp_version_at_least(version, "2025-11-25"))
 		cJSON_AddStringToObject(params, "mode", "form");
 	if (fixtures_forms[form].message != NULL)
 		cJSON_AddStringToObject(params, "message",

@@ -19,6 +19,7 @@
 #include "eventlog.h"
 #include "jsonrpc.h"
 #include "log.h"
+#include "mcp.h"
 #include "metrics.h"
 #include "reply.h"
 #include "server.h"
@@ -109,7 +110,7 @@ transport_check_common(struct evhttp_request *req)
 		    "Forbidden: Origin not allowed", NULL);
 		return (-1);
 	}
-	if (version != NULL && !session_version_supported(version)) {
+	if (version != NULL && !mcp_version_supported(version)) {
 		reply_error(req, 400, JSONRPC_INVALID_REQUEST,
 		    "Bad Request: unsupported MCP-Protocol-Version", NULL);
 		return (-1);
@@ -332,7 +333,7 @@ transport_batch(struct evhttp_request *req, struct session *s, cJSON *batch)
 	const char		*cause;
 	int			 requests = 0, streams = 0;
 
-	if (!session_version_at_least("2025-03-26", session_version(s)) ||
+	if (!mcp_version_at_least("2025-03-26", session_version(s)) ||
 	    cJSON_GetArraySize(batch) == 0) {
 		reply_error(req, 400, JSONRPC_INVALID_REQUEST,
 		    "Invalid Request: batches are not supported by this "
