@@ -9,7 +9,8 @@
  *
  * evhttp gives no disconnect notice before the first write, keeps read and
  * write timeouts that would kill idle streams, and has no output limit;
- * each of those is handled here (see STYLE.md, "Known traps").
+ * each of those is handled here, where the code meets it (view_open and
+ * the keep-alive timer, view_peer_closed_cb, the high watermark).
  */
 #include <sys/queue.h>
 #include <sys/socket.h>
