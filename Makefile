@@ -9,7 +9,7 @@ PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
 BUILD	?= build
 OPT	?= -O2
-CFLAGS	+= -D_GNU_SOURCE -D__unused="__attribute__((__unused__))" -std=gnu11 -g $(OPT) -Wall -Wextra -Werror -Wshadow \
+CFLAGS	+= -D_GNU_SOURCE -D__unused="__attribute__((__unused__))" -std=gnu11 -g $(OPT) -Wall -Wextra -Werror -Wshadow -Wwrite-strings \
 	   -Wno-unused-parameter -Iinclude $(PKG_CFLAGS) -MMD -MP
 LDLIBS	+= $(PKG_LIBS) -lm
 

@@ -4,6 +4,13 @@
  * A call ends exactly once: by its response, or by cancellation (the
  * client's notifications/cancelled, DELETE, session expiry, shutdown), in
  * which case no response is sent and the provider's cancel hook runs.
+ *
+ * The callback rule (docs/architecture.md): a callback given to call_send,
+ * call_send_standalone or call_request runs exactly once, on a later loop
+ * turn, never inside the call that took it nor inside call_respond,
+ * call_cancel or call_release. The cancel hook (call_set_cancel) runs at
+ * most once, on a later turn than the cancellation, and not at all once
+ * the provider has called call_release.
  */
 #ifndef MCPD_CALL_H
 #define MCPD_CALL_H
@@ -39,6 +46,7 @@ void		 call_request(struct call *, const char *, cJSON *,
 int		 call_log_enabled(const struct call *, int);
 int		 call_close_view(struct call *);
 void		 call_respond(struct call *, cJSON *);
+void		 call_respond_text(struct call *, const char *, int);
 void		 call_respond_error(struct call *, int, const char *);
 void		 call_release(struct call *);
 

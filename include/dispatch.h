@@ -4,13 +4,23 @@
 
 #include <cjson/cJSON.h>
 
+#include "session.h"
+
 struct session;
 struct stream;
 
 #define MCPD_VERSION	"0.1.0"
 
-cJSON	*dispatch_initialize(const cJSON *, struct session **, char **);
+/* Why initialize was refused. */
+enum dispatch_refusal {
+	DISPATCH_INVALID,	/* the request is wrong: 400 */
+	DISPATCH_FULL		/* no room for a session now: 503 */
+};
+
+cJSON	*dispatch_initialize(const cJSON *, enum dispatch_refusal *,
+	    const char **, session_stored_fn, void *);
 int	 dispatch_streams(const cJSON *);
+int	 dispatch_sessionless(const cJSON *);
 cJSON	*dispatch_quick(struct session *, const cJSON *);
 void	 dispatch_start(struct session *, struct stream *, const cJSON *);
 void	 dispatch_start_batch(struct session *, struct stream *,

@@ -30,7 +30,8 @@ enum jsonrpc_kind {
 	JSONRPC_INVALID
 };
 
-cJSON			*jsonrpc_parse(const char *, size_t, int *, char **);
+cJSON			*jsonrpc_parse(const char *, size_t, int *,
+			     const char **);
 enum jsonrpc_kind	 jsonrpc_classify(const cJSON *, const char **);
 int			 jsonrpc_utf8_valid(const char *, size_t);
 int			 jsonrpc_depth_ok(const char *, size_t, int);

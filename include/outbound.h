@@ -1,10 +1,14 @@
 /*
  * Server-to-client requests (sampling/createMessage, elicitation/create,
- * roots/list). A call sends the request on its own stream, committed like
- * every message; the client's answer arrives as a separate POST and is
- * routed back here by its id. Each request's callback runs exactly once:
- * with the client's result or error, or with a local error on timeout or
- * when the call ends first.
+ * roots/list): the table of those awaiting the client's answer, keyed by
+ * the id mcpd gave them. call.c sends each request on its call's stream
+ * (call_request); the client's answer arrives as a separate POST and is
+ * routed back here by its id. Each request's callback runs exactly once,
+ * never inside outbound_new or outbound_end: with the client's result or
+ * error, or with a local error on timeout or once its call has ended.
+ *
+ * The asking call is only a key here: outbound.c never calls into call.c
+ * or session.c, so what they call does not call them back.
  */
 #ifndef MCPD_OUTBOUND_H
 #define MCPD_OUTBOUND_H
@@ -12,7 +16,6 @@
 #include <cjson/cJSON.h>
 
 struct call;
-struct session;
 
 /* result or error is set; the JSON is valid only during the callback. */
 typedef void (*outbound_cb)(const cJSON *, const cJSON *, void *);
@@ -23,9 +26,9 @@ enum outbound_route {
 	OUTBOUND_UNKNOWN	/* no such id pending in this session */
 };
 
-void			 outbound_send(struct call *, const char *, cJSON *,
+const char		*outbound_new(const struct call *, const char *,
 			     outbound_cb, void *);
-enum outbound_route	 outbound_response(struct session *, const cJSON *);
-void			 outbound_call_ended(struct call *);
+enum outbound_route	 outbound_response(const char *, const cJSON *);
+void			 outbound_end(const struct call *);
 
 #endif

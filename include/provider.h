@@ -60,6 +60,4 @@ int	 provider_get_prompt(struct call *, const char *, const cJSON *);
 int	 provider_complete(struct call *, const cJSON *, const cJSON *,
 	    const cJSON *);
 
-cJSON	*provider_text_result(const char *, int);
-
 #endif

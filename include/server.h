@@ -7,6 +7,9 @@
 
 #include <stdint.h>
 
+/* Seconds a client may take to send one request, or to read a reply. */
+#define SERVER_REQUEST_TIMEOUT	30
+
 struct conf;
 struct event;
 struct event_base;

@@ -19,7 +19,7 @@ struct conf;
 struct event_base;
 struct session;
 struct stream;
-struct view;
+struct stream_watcher;
 
 /* 128 random bits as 32 hex digits. */
 #define SESSION_ID_LEN	32
@@ -28,10 +28,9 @@ void		 session_init(void);
 void		 session_shutdown(void);
 void		 session_cron(void);
 
-struct session	*session_create(const char *, const cJSON *, char **);
 typedef void (*session_stored_fn)(struct session *, int, void *);
-void		 session_when_stored(struct session *, session_stored_fn,
-		     void *);
+struct session	*session_create(const char *, const cJSON *,
+		     session_stored_fn, void *);
 struct session	*session_find(const char *);
 typedef void (*session_load_cb)(struct session *, int, void *);
 void		 session_load(const char *, session_load_cb, void *);
@@ -50,29 +49,23 @@ int		 session_log_level(const struct session *);
 void		 session_set_log_level(struct session *, int);
 struct stream	*session_standalone(struct session *);
 
-/* Views: at most one per stream; attaching takes over the previous one. */
-void		 session_view_attach(struct session *, uint64_t,
-		     struct view *);
-void		 session_view_detach(struct session *, struct view *);
-int		 session_view_close_after(struct session *, uint64_t,
-		     uint64_t);
-void		 session_committed(struct session *, uint64_t, uint64_t);
-void		 session_committed_entry(struct session *, uint64_t,
-		     const struct eventlog_entry *, int);
-void		 session_delivered(struct session *, uint64_t, uint64_t);
-void		 session_stream_lost(struct session *, uint64_t, int64_t, int);
-int		 session_stream_blocks(struct session *, uint64_t);
-void		 session_check_orphan(struct session *, uint64_t);
-void		 session_answer_with_errors(struct session *, uint64_t,
-		     const cJSON *, uint64_t, const char *, eventlog_done_cb,
-		     void *);
-void		 session_settle(struct session *, uint64_t, uint64_t,
-		     const cJSON *);
+/*
+ * Watched streams: at most one watcher per stream K. Only stream.c
+ * attaches and detaches (stream_watch, stream_unwatch).
+ */
+void		 session_attach(struct session *, uint64_t,
+		     struct stream_watcher *);
+void		 session_detach(struct session *, struct stream_watcher *);
+struct stream_watcher *session_attached(struct session *, uint64_t);
 
 /* Streams and calls register here so closing a session reaches them. */
 void		 session_stream_add(struct session *, struct stream *);
 void		 session_stream_remove(struct session *, struct stream *);
 size_t		 session_stream_count(const struct session *);
+struct stream	*session_stream(struct session *, uint64_t);
+void		 session_stream_lost(struct session *, uint64_t, int);
+void		 session_cancel_calls(struct session *, uint64_t,
+		     const char *);
 void		 session_call_add(struct session *, struct call *);
 void		 session_call_remove(struct session *, struct call *);
 struct call	*session_call_find(struct session *, const cJSON *);
@@ -82,14 +75,5 @@ struct call	*session_call_find(struct session *, const cJSON *);
 int		 session_subscribe(struct session *, const char *);
 void		 session_unsubscribe(struct session *, const char *);
 void		 session_resource_updated(const char *);
-
-/* The protocol revisions, oldest first; the last is preferred. */
-extern const char *session_versions[];
-int		 session_version_supported(const char *);
-int		 session_version_at_least(const char *, const char *);
-
-/* MCP logging levels, in RFC 5424 order. */
-int		 session_log_level_parse(const char *);
-const char	*session_log_level_name(int);
 
 #endif

@@ -3,8 +3,9 @@
  * request stream carries the notifications and the response(s) of one POST;
  * the standalone stream carries what the server sends outside any request.
  * Producers append here; the stream assigns N, commits through the event log
- * and, once committed, hands the entry to the stream's view. Under the block
- * policy appends wait in the stream until its client has received enough.
+ * and, once committed, hands the entry to the stream's watcher (its view)
+ * through the hooks the watcher registered. Under the block policy appends
+ * wait in the stream until its client has received enough.
  */
 #ifndef MCPD_STREAM_H
 #define MCPD_STREAM_H
@@ -14,8 +15,10 @@
 
 #include <cjson/cJSON.h>
 
+struct eventlog_entry;
 struct session;
 struct stream;
+struct stream_watcher;
 
 enum stream_kind {
 	STREAM_REQUEST,
@@ -52,18 +55,54 @@ void		 stream_append_response(struct stream *, const char *, size_t,
 void		 stream_end(struct stream *);
 void		 stream_delivered(struct stream *, uint64_t);
 
-/* Polling: the stream's view ends after entry N; view_close_after. */
-int		 stream_close_view(struct stream *, uint64_t);
-int64_t		 stream_view_close_after(const struct stream *);
-
 /* Responses still owed on a request stream; the last one ends it. */
 void		 stream_expect_response(struct stream *, const cJSON *);
 int		 stream_response_done(struct stream *);
 
 /* Shared logs: who runs this stream's calls, so a dead owner is noticed. */
-#define STREAM_LEASE_MS		5000
 void		 stream_publish_owner(struct stream *);
-void		 stream_renew_lease(struct stream *);
 int		 stream_is_request_open(const struct stream *);
+void		 stream_check_orphan(struct session *, uint64_t);
+
+/*
+ * Watchers. What shows a stream to a client (a view) watches it with these
+ * hooks, and the stream calls them, never the view's code by name. At most
+ * one watcher per stream of a session: watching takes over from the one
+ * before (its abort hook runs). A watcher may watch a stream this process
+ * has no stream object for (another process writes it, or it ended): it
+ * then hears of commits from the shared log's watch (published, missed)
+ * and from the lease code. Any hook may end the watcher (stream_unwatch):
+ * nothing touches it after the hook returns.
+ */
+struct stream_hooks {
+	/* This process committed entry e; ended: the stream's last one. */
+	void		(*committed)(void *, const struct eventlog_entry *,
+			    int);
+	/* Entries up to seq may be in the log and unseen: read them. */
+	void		(*wakeup)(void *, uint64_t);
+	/* Nothing after entry head will be committed: end after it. */
+	void		(*lost)(void *, uint64_t);
+	/* The session closes: end the response. */
+	void		(*close)(void *, const char *);
+	/* Another watcher took over: cut the connection. */
+	void		(*abort)(void *, const char *);
+	/* Polling: end once entry n is shown; -1 if it cannot. */
+	int		(*close_after)(void *, uint64_t);
+	/* The next entry the client is owed. */
+	uint64_t	(*owed)(void *);
+};
+
+/* Sole: only this process writes the stream; the shared log's echo of
+ * its own commits is not needed. */
+struct stream_watcher *stream_watch(struct session *, uint64_t, int,
+		     const struct stream_hooks *, void *);
+void		 stream_unwatch(struct stream_watcher *);
+void		 stream_watcher_delivered(struct stream_watcher *, uint64_t);
+void		 stream_watcher_published(struct stream_watcher *, uint64_t);
+void		 stream_watcher_missed(struct stream_watcher *);
+void		 stream_watcher_close(struct stream_watcher *, const char *);
+int		 stream_close_after(struct stream *, uint64_t);
+int64_t		 stream_view_close_after(const struct stream *);
+int		 stream_policy_blocks(struct session *, uint64_t);
 
 #endif

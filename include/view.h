@@ -3,6 +3,7 @@
  * entries from the event log after its cursor (or takes the entry this
  * process just committed, when that is the one it owes) and writes them as
  * SSE frames while its connection's unsent output is under the watermark.
+ * Its stream reaches it only through the hooks it watches with (stream.h).
  */
 #ifndef MCPD_VIEW_H
 #define MCPD_VIEW_H
@@ -10,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct eventlog_entry;
+struct cursor;
 struct evhttp_request;
 struct session;
 struct view;
@@ -22,21 +23,9 @@ struct view;
  */
 struct view	*view_open(struct evhttp_request *, struct session *,
 		     uint64_t, uint64_t, int64_t, int);
-/* Validate the cursor K-N first; answer 410/400 or show from N + 1. */
+/* Validate the cursor K-N first; answer 410/404/503 or show from N + 1. */
 void		 view_resume(struct evhttp_request *, struct session *,
-		     uint64_t, uint64_t, const char *);
-void		 view_wakeup(struct view *, uint64_t);
-void		 view_committed(struct view *, const struct eventlog_entry *,
-		     int);
-void		 view_committed_elsewhere(struct view *, uint64_t);
-/* End the response; the connection stays open for the next request. */
-void		 view_close(struct view *, const char *);
-/* Cut the connection mid-response (takeover, shutdown). */
-void		 view_abort(struct view *, const char *);
-void		 view_lost(struct view *, uint64_t);
-uint64_t	 view_owed(const struct view *);
-/* Polling: end the response once entry N is written; -1 if not possible. */
-int		 view_close_after(struct view *, uint64_t);
+		     const struct cursor *);
 void		 view_cron(void);
 void		 view_shutdown(void);
 size_t		 view_count(void);

@@ -2,7 +2,15 @@
  * Running requests. The call owns the request's place on its stream: what
  * it sends goes there in order, and its response is the stream's last entry
  * when no other response of the same POST is still owed.
+ *
+ * Nothing here calls a provider back from inside a call_* function: a
+ * refused send or request is answered on a later loop turn, and so is the
+ * cancel hook, and the requests a call leaves unanswered (outbound_end).
+ * A call is freed by its last reference: its provider's (call_release)
+ * and one for a cancel notice on its way.
  */
+#include <sys/types.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,8 +30,9 @@ struct call {
 	struct stream	*stream;
 	cJSON		*id;
 	cJSON		*progress_token;
-	int		 finished;
-	int		 released;
+	int		 finished;	/* answered or cancelled */
+	int		 asked;		/* it sent the client requests */
+	u_int		 refs;
 	call_cancel_cb	 cancel_cb;
 	void		*cancel_arg;
 };
@@ -37,6 +46,7 @@ call_start(struct session *s, struct stream *st, const cJSON *id,
 	c = xcalloc(1, sizeof *c);
 	c->session = s;
 	c->stream = st;
+	c->refs = 1;
 	c->id = cJSON_Duplicate(id, 1);
 	if (progress_token != NULL)
 		c->progress_token = cJSON_Duplicate(progress_token, 1);
@@ -92,14 +102,49 @@ call_free(struct call *c)
 	free(c);
 }
 
+static void
+call_unref(struct call *c)
+{
+	if (c->refs == 0)
+		fatalx("call: reference count below zero");
+	if (--c->refs == 0)
+		call_free(c);
+}
+
 /* Marks the call done and settles the stream; returns 1 if it was last. */
 static int
 call_finish(struct call *c)
 {
 	c->finished = 1;
 	session_call_remove(c->session, c);
-	outbound_call_ended(c);
+	if (c->asked)
+		outbound_end(c);
 	return (stream_response_done(c->stream));
+}
+
+static void
+call_cancelled_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct call	*c = arg;
+
+	if (c->cancel_cb != NULL)
+		c->cancel_cb(c->cancel_arg);
+	call_unref(c);
+}
+
+/*
+ * Tells the provider, on a later turn, that its call was cancelled, unless
+ * it has let go of the call by then. Queued before the call ends, so the
+ * hook runs before the callbacks of the call's unanswered requests.
+ */
+static void
+call_tell_cancel(struct call *c)
+{
+	if (c->cancel_cb == NULL)
+		return;
+	c->refs++;
+	event_base_once(server.base, -1, EV_TIMEOUT, call_cancelled_cb, c,
+	    NULL);
 }
 
 /*
@@ -117,10 +162,9 @@ call_cancel(struct call *c, const char *reason)
 	log_limited(LOG_LEVEL_INFO, "call-cancelled", "session=%s call id=%s "
 	    "cancelled: %s", session_id(c->session), id, reason);
 	free(id);
+	call_tell_cancel(c);
 	if (call_finish(c))
 		stream_close(c->stream);
-	if (c->cancel_cb != NULL)
-		c->cancel_cb(c->cancel_arg);
 }
 
 static void
@@ -135,8 +179,10 @@ call_append(struct call *c, struct stream *st, cJSON *msg, int final,
 	free(text);
 }
 
+/* What a finished call owes a sender or an asker: a refusal, later. */
 struct call_refusal {
-	call_sent_cb	 cb;
+	call_sent_cb	 sent;
+	call_response_cb answered;
 	void		*arg;
 };
 
@@ -144,25 +190,41 @@ static void
 call_refused_cb(evutil_socket_t fd, short events, void *arg)
 {
 	struct call_refusal	*r = arg;
+	cJSON			*error;
 
-	r->cb(0, r->arg);
+	if (r->sent != NULL)
+		r->sent(0, r->arg);
+	else {
+		error = cJSON_CreateObject();
+		cJSON_AddNumberToObject(error, "code", JSONRPC_SERVER_ERROR);
+		cJSON_AddStringToObject(error, "message",
+		    "The request's call has ended");
+		r->answered(NULL, error, r->arg);
+		cJSON_Delete(error);
+	}
 	free(r);
+}
+
+static void
+call_refuse_later(call_sent_cb sent, call_response_cb answered, void *arg)
+{
+	struct call_refusal	*r;
+
+	r = xmalloc(sizeof *r);
+	r->sent = sent;
+	r->answered = answered;
+	r->arg = arg;
+	event_base_once(server.base, -1, EV_TIMEOUT, call_refused_cb, r,
+	    NULL);
 }
 
 /* A finished call sends nothing; its sender still hears back, later. */
 static void
 call_refuse(cJSON *msg, call_sent_cb cb, void *arg)
 {
-	struct call_refusal	*r;
-
 	cJSON_Delete(msg);
-	if (cb == NULL)
-		return;
-	r = xmalloc(sizeof *r);
-	r->cb = cb;
-	r->arg = arg;
-	event_base_once(server.base, -1, EV_TIMEOUT, call_refused_cb, r,
-	    NULL);
+	if (cb != NULL)
+		call_refuse_later(cb, NULL, arg);
 }
 
 void
@@ -185,22 +247,30 @@ call_send_standalone(struct call *c, cJSON *msg, call_sent_cb cb, void *arg)
 		call_append(c, st, msg, 0, cb, arg);
 }
 
-/* Asks the client something; see outbound.h. */
+/*
+ * Asks the client something (see outbound.h): the request goes on the
+ * call's stream, and cb runs once, on a later turn, with the client's
+ * answer or an error (timeout, or the call ended first).
+ */
 void
 call_request(struct call *c, const char *method, cJSON *params,
     call_response_cb cb, void *arg)
 {
-	cJSON	*error;
+	const char	*id;
+	cJSON		*msg;
 
 	if (c->finished) {
 		cJSON_Delete(params);
-		error = jsonrpc_error(NULL, JSONRPC_SERVER_ERROR,
-		    "The request's call has ended", NULL);
-		cb(NULL, cJSON_GetObjectItemCaseSensitive(error, "error"), arg);
-		cJSON_Delete(error);
+		call_refuse_later(NULL, cb, arg);
 		return;
 	}
-	outbound_send(c, method, params, cb, arg);
+	c->asked = 1;
+	id = outbound_new(c, session_id(c->session), cb, arg);
+	msg = jsonrpc_notification(method, params);
+	cJSON_AddStringToObject(msg, "id", id);
+	log_debug("session=%s request %s %s sent", session_id(c->session), id,
+	    method);
+	call_append(c, c->stream, msg, 0, NULL, NULL);
 }
 
 int
@@ -225,7 +295,7 @@ call_close_view(struct call *c)
 {
 	if (c->finished)
 		return (-1);
-	return (stream_close_view(c->stream, stream_head(c->stream)));
+	return (stream_close_after(c->stream, stream_head(c->stream)));
 }
 
 /* The call's response (taken): the stream's last entry if none is owed. */
@@ -253,6 +323,24 @@ call_respond(struct call *c, cJSON *result)
 	call_send_response(c, jsonrpc_result(c->id, result));
 }
 
+/* A tool's result of one text item; is_error: a tool execution error. */
+void
+call_respond_text(struct call *c, const char *text, int is_error)
+{
+	cJSON	*result, *item;
+
+	if (c->finished)
+		return;
+	result = cJSON_CreateObject();
+	item = cJSON_CreateObject();
+	cJSON_AddStringToObject(item, "type", "text");
+	cJSON_AddStringToObject(item, "text", text);
+	cJSON_AddItemToArray(cJSON_AddArrayToObject(result, "content"), item);
+	if (is_error)
+		cJSON_AddBoolToObject(result, "isError", 1);
+	call_send_response(c, jsonrpc_result(c->id, result));
+}
+
 void
 call_respond_error(struct call *c, int code, const char *message)
 {
@@ -273,18 +361,21 @@ call_interrupt(struct call *c, const char *reason)
 
 	if (c->finished)
 		return;
+	call_tell_cancel(c);
 	xasprintf(&message, "The call was interrupted: %s", reason);
 	call_respond_error(c, JSONRPC_INTERNAL_ERROR, message);
 	free(message);
-	if (c->cancel_cb != NULL)
-		c->cancel_cb(c->cancel_arg);
 }
 
-/* The provider will not touch the call again. */
+/*
+ * The provider will not touch the call again, nor hear of it: a call it
+ * has not answered is cancelled without its hook.
+ */
 void
 call_release(struct call *c)
 {
+	c->cancel_cb = NULL;
 	if (!c->finished)
 		call_cancel(c, "released by its provider");
-	call_free(c);
+	call_unref(c);
 }

@@ -1,7 +1,11 @@
 /*
- * Method dispatch. Quick methods answer at once (the transport sends them as
- * a JSON body); methods that may take time or send notifications run as
- * calls on a request stream, where their response is the last entry.
+ * Method dispatch, driven by one table (dispatch_methods, below the
+ * handlers): each method's name, how it runs, whether it needs a session,
+ * the capability that enables it, and its handler. Quick methods answer at
+ * once (the transport sends them as a JSON body); methods that may take
+ * time or send notifications run as calls on a request stream, where their
+ * response is the last entry. The transport asks the table too
+ * (dispatch_streams, dispatch_sessionless) rather than naming methods.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +15,7 @@
 #include "dispatch.h"
 #include "jsonrpc.h"
 #include "log.h"
+#include "mcp.h"
 #include "outbound.h"
 #include "provider.h"
 #include "session.h"
@@ -83,10 +88,13 @@ dispatch_capabilities(void)
 
 /*
  * initialize: negotiates the revision (the client's if supported, else our
- * latest, per the lifecycle spec) and creates the session.
+ * latest, per the lifecycle spec) and creates the session. The response is
+ * for the client once cb (session_create's) says the session is stored;
+ * NULL is a refusal, with why and a static *cause, and cb never runs.
  */
 cJSON *
-dispatch_initialize(const cJSON *req, struct session **sp, char **cause)
+dispatch_initialize(const cJSON *req, enum dispatch_refusal *why,
+    const char **cause, session_stored_fn cb, void *arg)
 {
 	const cJSON	*params = dispatch_params(req);
 	const cJSON	*requested;
@@ -94,6 +102,7 @@ dispatch_initialize(const cJSON *req, struct session **sp, char **cause)
 	cJSON		*result, *info;
 	int		 i;
 
+	*why = DISPATCH_INVALID;
 	if (jsonrpc_has_nul(params)) {
 		*cause = DISPATCH_NUL_PARAMS;
 		return (NULL);
@@ -104,13 +113,16 @@ dispatch_initialize(const cJSON *req, struct session **sp, char **cause)
 		return (NULL);
 	}
 	version = requested->valuestring;
-	if (!session_version_supported(version)) {
-		for (i = 0; session_versions[i + 1] != NULL; i++)
+	if (!mcp_version_supported(version)) {
+		for (i = 0; mcp_versions[i + 1] != NULL; i++)
 			;
-		version = session_versions[i];
+		version = mcp_versions[i];
 	}
-	if ((*sp = session_create(version, params, cause)) == NULL)
+	if (session_create(version, params, cb, arg) == NULL) {
+		*why = DISPATCH_FULL;
+		*cause = "too many sessions";
 		return (NULL);
+	}
 	result = cJSON_CreateObject();
 	cJSON_AddStringToObject(result, "protocolVersion", version);
 	cJSON_AddItemToObject(result, "capabilities", dispatch_capabilities());
@@ -119,28 +131,6 @@ dispatch_initialize(const cJSON *req, struct session **sp, char **cause)
 	cJSON_AddStringToObject(info, "version", MCPD_VERSION);
 	return (jsonrpc_result(cJSON_GetObjectItemCaseSensitive(req, "id"),
 	    result));
-}
-
-/*
- * Methods answered by a provider run as calls on a request stream: they may
- * take time, send progress, or ask the client something first.
- */
-static const char *dispatch_call_methods[] = {
-	"tools/call", "resources/read", "prompts/get", "completion/complete",
-	NULL
-};
-
-int
-dispatch_streams(const cJSON *req)
-{
-	const char	*method = dispatch_method(req);
-	int		 i;
-
-	for (i = 0; dispatch_call_methods[i] != NULL; i++) {
-		if (strcmp(method, dispatch_call_methods[i]) == 0)
-			return (1);
-	}
-	return (0);
 }
 
 /*
@@ -205,6 +195,55 @@ dispatch_page(cJSON *all, const cJSON *params, const char *key,
 	return (result);
 }
 
+/* --- quick methods ------------------------------------------------------ */
+
+static cJSON *
+dispatch_ping(struct session *s, const cJSON *params,
+    struct dispatch_error *err)
+{
+	return (cJSON_CreateObject());
+}
+
+/* initialize is answered before a session exists; in one it is refused. */
+static cJSON *
+dispatch_reinitialize(struct session *s, const cJSON *params,
+    struct dispatch_error *err)
+{
+	err->code = JSONRPC_INVALID_REQUEST;
+	err->message = "Invalid Request: session already initialized";
+	return (NULL);
+}
+
+static cJSON *
+dispatch_tools_list(struct session *s, const cJSON *params,
+    struct dispatch_error *err)
+{
+	return (dispatch_page(provider_list_tools(), params, "tools", err));
+}
+
+static cJSON *
+dispatch_resources_list(struct session *s, const cJSON *params,
+    struct dispatch_error *err)
+{
+	return (dispatch_page(provider_list_resources(), params, "resources",
+	    err));
+}
+
+static cJSON *
+dispatch_templates_list(struct session *s, const cJSON *params,
+    struct dispatch_error *err)
+{
+	return (dispatch_page(provider_list_resource_templates(), params,
+	    "resourceTemplates", err));
+}
+
+static cJSON *
+dispatch_prompts_list(struct session *s, const cJSON *params,
+    struct dispatch_error *err)
+{
+	return (dispatch_page(provider_list_prompts(), params, "prompts", err));
+}
+
 static cJSON *
 dispatch_subscription(struct session *s, const cJSON *params, int on,
     struct dispatch_error *err)
@@ -234,6 +273,20 @@ dispatch_subscription(struct session *s, const cJSON *params, int on,
 }
 
 static cJSON *
+dispatch_subscribe(struct session *s, const cJSON *params,
+    struct dispatch_error *err)
+{
+	return (dispatch_subscription(s, params, 1, err));
+}
+
+static cJSON *
+dispatch_unsubscribe(struct session *s, const cJSON *params,
+    struct dispatch_error *err)
+{
+	return (dispatch_subscription(s, params, 0, err));
+}
+
+static cJSON *
 dispatch_set_level(struct session *s, const cJSON *params,
     struct dispatch_error *err)
 {
@@ -241,7 +294,7 @@ dispatch_set_level(struct session *s, const cJSON *params,
 	int		 n;
 
 	if (!cJSON_IsString(level) ||
-	    (n = session_log_level_parse(level->valuestring)) < 0) {
+	    (n = mcp_log_level_parse(level->valuestring)) < 0) {
 		err->code = JSONRPC_INVALID_PARAMS;
 		err->message = "Invalid params: unknown log level";
 		return (NULL);
@@ -250,58 +303,7 @@ dispatch_set_level(struct session *s, const cJSON *params,
 	return (cJSON_CreateObject());
 }
 
-/* Runs a quick method: a result, or NULL with *err filled in. */
-static cJSON *
-dispatch_run(struct session *s, const cJSON *req, struct dispatch_error *err)
-{
-	const char	*method = dispatch_method(req);
-	const cJSON	*params = dispatch_params(req);
-
-	if (strcmp(method, "ping") == 0)
-		return (cJSON_CreateObject());
-	if (strcmp(method, "tools/list") == 0)
-		return (dispatch_page(provider_list_tools(), params, "tools",
-		    err));
-	if (strcmp(method, "resources/list") == 0 && provider_has_resources())
-		return (dispatch_page(provider_list_resources(), params,
-		    "resources", err));
-	if (strcmp(method, "resources/templates/list") == 0 &&
-	    provider_has_resources())
-		return (dispatch_page(provider_list_resource_templates(), params,
-		    "resourceTemplates", err));
-	if (strcmp(method, "resources/subscribe") == 0 &&
-	    provider_has_resources())
-		return (dispatch_subscription(s, params, 1, err));
-	if (strcmp(method, "resources/unsubscribe") == 0 &&
-	    provider_has_resources())
-		return (dispatch_subscription(s, params, 0, err));
-	if (strcmp(method, "prompts/list") == 0 && provider_has_prompts())
-		return (dispatch_page(provider_list_prompts(), params,
-		    "prompts", err));
-	if (strcmp(method, "logging/setLevel") == 0)
-		return (dispatch_set_level(s, params, err));
-	if (strcmp(method, "initialize") == 0) {
-		err->code = JSONRPC_INVALID_REQUEST;
-		err->message = "Invalid Request: session already initialized";
-		return (NULL);
-	}
-	err->code = JSONRPC_METHOD_NOT_FOUND;
-	err->message = "Method not found";
-	return (NULL);
-}
-
-cJSON *
-dispatch_quick(struct session *s, const cJSON *req)
-{
-	const cJSON		*id = cJSON_GetObjectItemCaseSensitive(req, "id");
-	struct dispatch_error	 err;
-	cJSON			*result;
-
-	if (!dispatch_params_ok(req, &err) ||
-	    (result = dispatch_run(s, req, &err)) == NULL)
-		return (jsonrpc_error(id, err.code, err.message, NULL));
-	return (jsonrpc_result(id, result));
-}
+/* --- call methods ------------------------------------------------------- */
 
 static void	dispatch_call_error(struct call *, int, const char *);
 
@@ -390,6 +392,152 @@ dispatch_complete(struct call *c, const cJSON *params)
 	call_release(c);
 }
 
+/* --- notifications ------------------------------------------------------ */
+
+static void
+dispatch_cancelled(struct session *s, const cJSON *params)
+{
+	const cJSON	*id;
+	struct call	*c;
+
+	id = cJSON_GetObjectItemCaseSensitive(params, "requestId");
+	if (id != NULL && (c = session_call_find(s, id)) != NULL)
+		call_cancel(c, "cancelled by the client");
+}
+
+static void
+dispatch_initialized(struct session *s, const cJSON *params)
+{
+	log_debug("session=%s initialized", session_id(s));
+}
+
+/* --- the table ---------------------------------------------------------- */
+
+enum dispatch_kind {
+	DISPATCH_QUICK,		/* answered at once */
+	DISPATCH_CALL,		/* run as a call on a request stream */
+	DISPATCH_NOTIFICATION	/* a client notification; nothing answered */
+};
+
+/* Answered before a session exists (and refused in one): initialize. */
+#define DISPATCH_SESSIONLESS	0x1
+
+struct dispatch_method {
+	const char		*name;
+	enum dispatch_kind	 kind;
+	int			 flags;
+	/* The capability that enables a quick method; NULL: always on. */
+	int			(*enabled)(void);
+
+	cJSON			*(*quick)(struct session *, const cJSON *,
+				    struct dispatch_error *);
+	void			 (*call)(struct call *, const cJSON *);
+	void			 (*notify)(struct session *, const cJSON *);
+};
+
+/*
+ * A quick method whose capability is off is unknown (-32601). Call
+ * methods have none: a provider-less resources/read, prompts/get or
+ * completion/complete is answered by its handler (not found, unknown
+ * prompt, an empty completion).
+ */
+#define QUICK(name, flags, enabled, fn) \
+	{ name, DISPATCH_QUICK, flags, enabled, fn, NULL, NULL }
+#define CALL(name, fn) \
+	{ name, DISPATCH_CALL, 0, NULL, NULL, fn, NULL }
+#define NOTIFICATION(name, fn) \
+	{ name, DISPATCH_NOTIFICATION, 0, NULL, NULL, NULL, fn }
+
+static const struct dispatch_method dispatch_methods[] = {
+	QUICK("initialize", DISPATCH_SESSIONLESS, NULL, dispatch_reinitialize),
+	QUICK("ping", 0, NULL, dispatch_ping),
+	QUICK("tools/list", 0, NULL, dispatch_tools_list),
+	QUICK("resources/list", 0, provider_has_resources,
+	    dispatch_resources_list),
+	QUICK("resources/templates/list", 0, provider_has_resources,
+	    dispatch_templates_list),
+	QUICK("resources/subscribe", 0, provider_has_resources,
+	    dispatch_subscribe),
+	QUICK("resources/unsubscribe", 0, provider_has_resources,
+	    dispatch_unsubscribe),
+	QUICK("prompts/list", 0, provider_has_prompts, dispatch_prompts_list),
+	QUICK("logging/setLevel", 0, NULL, dispatch_set_level),
+	CALL("tools/call", dispatch_tools_call),
+	CALL("resources/read", dispatch_resources_read),
+	CALL("prompts/get", dispatch_prompts_get),
+	CALL("completion/complete", dispatch_complete),
+	NOTIFICATION("notifications/cancelled", dispatch_cancelled),
+	NOTIFICATION("notifications/initialized", dispatch_initialized),
+};
+#define DISPATCH_NMETHODS \
+	(sizeof dispatch_methods / sizeof dispatch_methods[0])
+
+#undef QUICK
+#undef CALL
+#undef NOTIFICATION
+
+/* The entry of msg's method if it is of this kind, else NULL. */
+static const struct dispatch_method *
+dispatch_find(const cJSON *msg, enum dispatch_kind kind)
+{
+	const char	*method = dispatch_method(msg);
+	size_t		 i;
+
+	for (i = 0; i < DISPATCH_NMETHODS; i++) {
+		if (strcmp(method, dispatch_methods[i].name) == 0)
+			return (dispatch_methods[i].kind == kind ?
+			    &dispatch_methods[i] : NULL);
+	}
+	return (NULL);
+}
+
+/* Whether a request runs as a call on a request stream. */
+int
+dispatch_streams(const cJSON *req)
+{
+	return (dispatch_find(req, DISPATCH_CALL) != NULL);
+}
+
+/* Whether msg is a request answered without a session (initialize). */
+int
+dispatch_sessionless(const cJSON *msg)
+{
+	const struct dispatch_method	*m;
+
+	if (!cJSON_IsObject(msg) || !cJSON_HasObjectItem(msg, "id"))
+		return (0);
+	m = dispatch_find(msg, DISPATCH_QUICK);
+	return (m != NULL && (m->flags & DISPATCH_SESSIONLESS));
+}
+
+/* Runs a quick method: a result, or NULL with *err filled in. */
+static cJSON *
+dispatch_run(struct session *s, const cJSON *req, struct dispatch_error *err)
+{
+	const struct dispatch_method	*m = dispatch_find(req,
+					    DISPATCH_QUICK);
+
+	if (m == NULL || (m->enabled != NULL && !m->enabled())) {
+		err->code = JSONRPC_METHOD_NOT_FOUND;
+		err->message = "Method not found";
+		return (NULL);
+	}
+	return (m->quick(s, dispatch_params(req), err));
+}
+
+cJSON *
+dispatch_quick(struct session *s, const cJSON *req)
+{
+	const cJSON		*id = cJSON_GetObjectItemCaseSensitive(req, "id");
+	struct dispatch_error	 err;
+	cJSON			*result;
+
+	if (!dispatch_params_ok(req, &err) ||
+	    (result = dispatch_run(s, req, &err)) == NULL)
+		return (jsonrpc_error(id, err.code, err.message, NULL));
+	return (jsonrpc_result(id, result));
+}
+
 /* A request's call on stream st, owing its response there. */
 static struct call *
 dispatch_call(struct session *s, struct stream *st, const cJSON *req)
@@ -404,32 +552,23 @@ dispatch_call(struct session *s, struct stream *st, const cJSON *req)
 	    token));
 }
 
-/* Runs the method of a started call. */
+/*
+ * Runs the method of a started call: a call method's handler, or a quick
+ * method (in a batch that streams) answered on the stream.
+ */
 static void
 dispatch_run_call(struct session *s, struct call *c, const cJSON *req)
 {
-	const cJSON		*params = dispatch_params(req);
-	struct dispatch_error	 err;
-	cJSON			*result;
+	const struct dispatch_method	*m;
+	struct dispatch_error		 err;
+	cJSON				*result;
 
 	if (!dispatch_params_ok(req, &err)) {
 		dispatch_call_error(c, err.code, err.message);
 		return;
 	}
-	if (strcmp(dispatch_method(req), "tools/call") == 0) {
-		dispatch_tools_call(c, params);
-		return;
-	}
-	if (strcmp(dispatch_method(req), "resources/read") == 0) {
-		dispatch_resources_read(c, params);
-		return;
-	}
-	if (strcmp(dispatch_method(req), "prompts/get") == 0) {
-		dispatch_prompts_get(c, params);
-		return;
-	}
-	if (strcmp(dispatch_method(req), "completion/complete") == 0) {
-		dispatch_complete(c, params);
+	if ((m = dispatch_find(req, DISPATCH_CALL)) != NULL) {
+		m->call(c, dispatch_params(req));
 		return;
 	}
 	if ((result = dispatch_run(s, req, &err)) != NULL)
@@ -483,22 +622,13 @@ dispatch_start_batch(struct session *s, struct stream *st,
 void
 dispatch_notification(struct session *s, const cJSON *msg)
 {
-	const char	*method = dispatch_method(msg);
-	const cJSON	*params = dispatch_params(msg);
-	const cJSON	*id;
-	struct call	*c;
+	const struct dispatch_method	*m;
 
-	if (strcmp(method, "notifications/cancelled") == 0) {
-		id = cJSON_GetObjectItemCaseSensitive(params, "requestId");
-		if (id != NULL && (c = session_call_find(s, id)) != NULL)
-			call_cancel(c, "cancelled by the client");
-		return;
-	}
-	if (strcmp(method, "notifications/initialized") == 0) {
-		log_debug("session=%s initialized", session_id(s));
-		return;
-	}
-	log_debug("session=%s notification %s ignored", session_id(s), method);
+	if ((m = dispatch_find(msg, DISPATCH_NOTIFICATION)) != NULL)
+		m->notify(s, dispatch_params(msg));
+	else
+		log_debug("session=%s notification %s ignored", session_id(s),
+		    dispatch_method(msg));
 }
 
 /* A client's answer to a server request: 0 if it was awaited, else -1. */
@@ -508,7 +638,8 @@ dispatch_response(struct session *s, const cJSON *msg)
 	enum outbound_route	 route;
 	char			*id;
 
-	if ((route = outbound_response(s, msg)) == OUTBOUND_ROUTED)
+	if ((route = outbound_response(session_id(s), msg)) ==
+	    OUTBOUND_ROUTED)
 		return (0);
 	id = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(msg,
 	    "id"));

@@ -207,7 +207,7 @@ jsonrpc_numbers_finite(const cJSON *item)
  * and *cause a static message.
  */
 cJSON *
-jsonrpc_parse(const char *body, size_t len, int *code, char **cause)
+jsonrpc_parse(const char *body, size_t len, int *code, const char **cause)
 {
 	cJSON		*json;
 	const char	*end = NULL;

@@ -2,7 +2,19 @@
  * Pending server-to-client requests, keyed by the id mcpd gave them. Ids
  * are random, so a response can only reach the request it names, and the
  * session is checked too: an answer posted on another session is unknown.
+ *
+ * A request waits in the table (PENDING) until one of these, each a loop
+ * callback, runs its callback: the client's answer (a POST, through
+ * dispatch_response), the deadline, or a poll of a shared log. When its
+ * call ends first, outbound_end takes it out of the table (ENDED: a late
+ * answer is unknown) and makes its timer active, so the callback runs on a
+ * later turn and never inside the call_respond or call_cancel that ended
+ * the call.
+ *
+ * A request is freed by its last reference: the table's, dropped once the
+ * callback has run, and one for each note read in flight.
  */
+#include <sys/types.h>
 #include <sys/tree.h>
 
 #include <stdio.h>
@@ -11,7 +23,6 @@
 
 #include <event2/event.h>
 
-#include "call.h"
 #include "conf.h"
 #include "eventlog.h"
 #include "jsonrpc.h"
@@ -22,16 +33,22 @@
 #include "session.h"
 #include "xmalloc.h"
 
+enum outbound_state {
+	OUTBOUND_PENDING,	/* in the table, awaiting the client */
+	OUTBOUND_ENDED,		/* its call ended: the callback is due */
+	OUTBOUND_DONE		/* the callback ran */
+};
+
 struct outbound {
 	char			 id[24];
-	struct call		*call;
-	struct session		*session;
+	const struct call	*call;	/* who asked: only a key */
+	char			 sid[SESSION_ID_LEN + 1];
+	enum outbound_state	 state;
 	outbound_cb		 cb;
 	void			*arg;
-	struct event		*deadline;
-	struct event		*poll;		/* shared log: answers elsewhere */
-	int			 polling;	/* a note read is in flight */
-	int			 done;
+	struct event		*timer;	/* the deadline; at once when ended */
+	struct event		*poll;	/* shared log: answers elsewhere */
+	u_int			 refs;	/* the table's, and note reads' */
 	RB_ENTRY(outbound)	 entry;
 };
 
@@ -49,19 +66,68 @@ outbound_cmp(struct outbound *a, struct outbound *b)
 }
 RB_GENERATE_STATIC(outbound_tree, outbound, entry, outbound_cmp);
 
-/* Takes the request out of the table and runs its callback once. */
+static void
+outbound_unref(struct outbound *o)
+{
+	if (o->refs == 0)
+		fatalx("outbound %s: reference count below zero", o->id);
+	if (--o->refs > 0)
+		return;
+	event_free(o->timer);
+	free(o);
+}
+
+/* Out of the table: nothing more is accepted for the request. */
+static void
+outbound_unlist(struct outbound *o)
+{
+	RB_REMOVE(outbound_tree, &outbound_pending, o);
+	evtimer_del(o->timer);
+	if (o->poll != NULL) {
+		event_free(o->poll);
+		o->poll = NULL;
+	}
+}
+
+/* Runs the request's callback, once, and drops the table's reference. */
 static void
 outbound_complete(struct outbound *o, const cJSON *result,
     const cJSON *error)
 {
-	RB_REMOVE(outbound_tree, &outbound_pending, o);
-	event_free(o->deadline);
-	if (o->poll != NULL)
-		event_free(o->poll);
-	o->done = 1;
+	if (o->state == OUTBOUND_PENDING)
+		outbound_unlist(o);
+	o->state = OUTBOUND_DONE;
 	o->cb(result, error, o->arg);
-	if (!o->polling)
-		free(o);
+	outbound_unref(o);
+}
+
+static void
+outbound_local_error(struct outbound *o, int code, const char *message)
+{
+	cJSON	*error = cJSON_CreateObject();
+
+	cJSON_AddNumberToObject(error, "code", code);
+	cJSON_AddStringToObject(error, "message", message);
+	outbound_complete(o, NULL, error);
+	cJSON_Delete(error);
+}
+
+/* The deadline passed, or the call ended (outbound_end). */
+static void
+outbound_timer_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct outbound	*o = arg;
+
+	if (o->state == OUTBOUND_ENDED) {
+		outbound_local_error(o, JSONRPC_SERVER_ERROR,
+		    "The request's call has ended");
+		return;
+	}
+	log_limited(LOG_LEVEL_WARN, "outbound-timeout", "session=%s request "
+	    "%s: no answer from the client within request_timeout", o->sid,
+	    o->id);
+	outbound_local_error(o, JSONRPC_SERVER_ERROR,
+	    "The client did not answer the request in time");
 }
 
 static void
@@ -79,21 +145,17 @@ outbound_polled_cb(enum eventlog_status status, const char *value,
 	struct outbound	*o = arg;
 	cJSON		*msg;
 
-	o->polling = 0;
-	if (o->done) {
-		free(o);
-		return;
-	}
-	if (status != EVENTLOG_OK) {
+	if (o->state == OUTBOUND_PENDING && status != EVENTLOG_OK)
 		outbound_poll_arm(o);
-		return;
+	else if (o->state == OUTBOUND_PENDING) {
+		msg = cJSON_ParseWithLength(value, len);
+		log_debug("session=%s request %s answered through another "
+		    "process", o->sid, o->id);
+		outbound_complete(o, cJSON_GetObjectItemCaseSensitive(msg,
+		    "result"), cJSON_GetObjectItemCaseSensitive(msg, "error"));
+		cJSON_Delete(msg);
 	}
-	msg = cJSON_ParseWithLength(value, len);
-	log_debug("session=%s request %s answered through another process",
-	    session_id(o->session), o->id);
-	outbound_complete(o, cJSON_GetObjectItemCaseSensitive(msg, "result"),
-	    cJSON_GetObjectItemCaseSensitive(msg, "error"));
-	cJSON_Delete(msg);
+	outbound_unref(o);
 }
 
 /*
@@ -108,62 +170,39 @@ outbound_poll_cb(evutil_socket_t fd, short events, void *arg)
 	char		 name[40];
 
 	snprintf(name, sizeof name, "a:%s", o->id);
-	o->polling = 1;
-	eventlog_note_get(server.eventlog, session_id(o->session), name,
-	    outbound_polled_cb, o);
+	o->refs++;
+	eventlog_note_get(server.eventlog, o->sid, name, outbound_polled_cb, o);
 }
 
-static void
-outbound_local_error(struct outbound *o, int code, const char *message)
-{
-	cJSON	*error = cJSON_CreateObject();
-
-	cJSON_AddNumberToObject(error, "code", code);
-	cJSON_AddStringToObject(error, "message", message);
-	outbound_complete(o, NULL, error);
-	cJSON_Delete(error);
-}
-
-static void
-outbound_deadline_cb(evutil_socket_t fd, short events, void *arg)
-{
-	struct outbound	*o = arg;
-
-	log_limited(LOG_LEVEL_WARN, "outbound-timeout", "session=%s request "
-	    "%s: no answer from the client within request_timeout",
-	    session_id(o->session), o->id);
-	outbound_local_error(o, JSONRPC_SERVER_ERROR,
-	    "The client did not answer the request in time");
-}
-
-void
-outbound_send(struct call *c, const char *method, cJSON *params,
-    outbound_cb cb, void *arg)
+/*
+ * A request of call c in session sid: returns the id the request must
+ * carry (valid until its callback has run). cb runs exactly once, on a
+ * later loop turn.
+ */
+const char *
+outbound_new(const struct call *c, const char *sid, outbound_cb cb,
+    void *arg)
 {
 	struct outbound	*o;
 	struct timeval	 tv = { server.conf->request_timeout, 0 };
-	cJSON		*msg;
 
 	o = xcalloc(1, sizeof *o);
 	memcpy(o->id, "mcpd-", 5);
 	random_hex(o->id + 5, sizeof o->id - 5);
 	o->call = c;
-	o->session = call_session(c);
+	strlcpy(o->sid, sid, sizeof o->sid);
+	o->state = OUTBOUND_PENDING;
 	o->cb = cb;
 	o->arg = arg;
-	o->deadline = evtimer_new(server.base, outbound_deadline_cb, o);
-	evtimer_add(o->deadline, &tv);
+	o->refs = 1;
+	o->timer = evtimer_new(server.base, outbound_timer_cb, o);
+	evtimer_add(o->timer, &tv);
 	if (server.shared) {
 		o->poll = evtimer_new(server.base, outbound_poll_cb, o);
 		outbound_poll_arm(o);
 	}
 	RB_INSERT(outbound_tree, &outbound_pending, o);
-
-	msg = jsonrpc_notification(method, params);
-	cJSON_AddStringToObject(msg, "id", o->id);
-	log_debug("session=%s request %s %s sent", session_id(o->session),
-	    o->id, method);
-	call_send(c, msg, NULL, NULL);
+	return (o->id);
 }
 
 static void
@@ -177,20 +216,21 @@ outbound_forwarded_cb(enum eventlog_status status, void *arg)
 
 /* An answer to a request another process may have sent: leave it there. */
 static void
-outbound_forward(struct session *s, const char *id, const cJSON *msg)
+outbound_forward(const char *sid, const char *id, const cJSON *msg)
 {
 	char	 name[40], *text;
 
 	snprintf(name, sizeof name, "a:%s", id);
 	text = cJSON_PrintUnformatted(msg);
-	eventlog_note_set(server.eventlog, session_id(s), name, text,
-	    strlen(text), (uint64_t)server.conf->request_timeout * 1000,
+	eventlog_note_set(server.eventlog, sid, name, text, strlen(text),
+	    (uint64_t)server.conf->request_timeout * 1000,
 	    outbound_forwarded_cb, NULL);
 	free(text);
 }
 
+/* A client's answer (msg) posted in session sid. */
 enum outbound_route
-outbound_response(struct session *s, const cJSON *msg)
+outbound_response(const char *sid, const cJSON *msg)
 {
 	const cJSON	*id = cJSON_GetObjectItemCaseSensitive(msg, "id");
 	struct outbound	 find, *o;
@@ -199,10 +239,10 @@ outbound_response(struct session *s, const cJSON *msg)
 		return (OUTBOUND_UNKNOWN);
 	strlcpy(find.id, id->valuestring, sizeof find.id);
 	if ((o = RB_FIND(outbound_tree, &outbound_pending, &find)) == NULL ||
-	    o->session != s) {
+	    strcmp(o->sid, sid) != 0) {
 		if (!server.shared || strncmp(find.id, "mcpd-", 5) != 0)
 			return (OUTBOUND_UNKNOWN);
-		outbound_forward(s, find.id, msg);
+		outbound_forward(sid, find.id, msg);
 		return (OUTBOUND_FORWARDED);
 	}
 	outbound_complete(o, cJSON_GetObjectItemCaseSensitive(msg, "result"),
@@ -210,15 +250,20 @@ outbound_response(struct session *s, const cJSON *msg)
 	return (OUTBOUND_ROUTED);
 }
 
-/* The call ended (response, cancellation): its requests end with it. */
+/*
+ * Call c ended (response, cancellation): its requests end with it, their
+ * callbacks on a later turn, in the order the requests were ended.
+ */
 void
-outbound_call_ended(struct call *c)
+outbound_end(const struct call *c)
 {
 	struct outbound	*o, *o1;
 
 	RB_FOREACH_SAFE(o, outbound_tree, &outbound_pending, o1) {
-		if (o->call == c)
-			outbound_local_error(o, JSONRPC_SERVER_ERROR,
-			    "The request's call has ended");
+		if (o->call != c)
+			continue;
+		outbound_unlist(o);
+		o->state = OUTBOUND_ENDED;
+		event_active(o->timer, EV_TIMEOUT, 1);
 	}
 }

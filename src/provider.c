@@ -125,18 +125,3 @@ provider_complete(struct call *c, const cJSON *ref, const cJSON *arg,
 	}
 	return (-1);
 }
-
-cJSON *
-provider_text_result(const char *text, int is_error)
-{
-	cJSON	*result = cJSON_CreateObject();
-	cJSON	*content = cJSON_AddArrayToObject(result, "content");
-	cJSON	*item = cJSON_CreateObject();
-
-	cJSON_AddStringToObject(item, "type", "text");
-	cJSON_AddStringToObject(item, "text", text);
-	cJSON_AddItemToArray(content, item);
-	if (is_error)
-		cJSON_AddBoolToObject(result, "isError", 1);
-	return (result);
-}

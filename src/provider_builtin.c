@@ -127,7 +127,7 @@ builtin_invalid(struct call *c, char *cause)
 	char	*text;
 
 	xasprintf(&text, "invalid arguments: %s", cause);
-	call_respond(c, provider_text_result(text, 1));
+	call_respond_text(c, text, 1);
 	call_release(c);
 	free(text);
 	free(cause);
@@ -202,7 +202,7 @@ builtin_finish(struct builtin_job *job)
 
 	xasprintf(&text, "%s %ld", job->kind == BUILTIN_STREAM ? "done" :
 	    "queued", job->n);
-	call_respond(job->call, provider_text_result(text, 0));
+	call_respond_text(job->call, text, 0);
 	free(text);
 	builtin_job_free(job);
 }
@@ -337,7 +337,7 @@ builtin_echo(struct call *c, const cJSON *args)
 		builtin_invalid(c, xstrdup("argument 'text' must be a string"));
 		return;
 	}
-	call_respond(c, provider_text_result(text->valuestring, 0));
+	call_respond_text(c, text->valuestring, 0);
 	call_release(c);
 }
 

@@ -60,7 +60,6 @@ struct exectool_call {
 	int			 timed_out;
 	int			 failed;	/* the log refused a send */
 	int			 done;		/* the program is done */
-	int			 busy;		/* in a re-entrant call */
 
 	TAILQ_ENTRY(exectool_call) entry;
 };
@@ -352,7 +351,7 @@ exectool_list_tools(cJSON *tools)
 static void
 exectool_refuse(struct call *c, char *text)
 {
-	call_respond(c, provider_text_result(text, 1));
+	call_respond_text(c, text, 1);
 	call_release(c);
 	free(text);
 }
@@ -367,7 +366,7 @@ exectool_sid(const struct exectool_call *t)
 static void
 exectool_maybe_free(struct exectool_call *t)
 {
-	if (!t->done || t->inflight > 0 || t->busy)
+	if (!t->done || t->inflight > 0)
 		return;
 	event_free(t->timer);
 	free(t->out);
@@ -556,7 +555,6 @@ exectool_done_cb(const struct exec_result *r, void *arg)
 	    t->lines, t->outtotal, t->cancelled ? " (cancelled)" :
 	    t->timed_out ? " (timed out)" : "");
 
-	t->busy = 1;		/* responding may call sends back */
 	if (!t->cancelled) {
 		if (t->failed)
 			call_respond_error(t->call, JSONRPC_INTERNAL_ERROR,
@@ -566,7 +564,6 @@ exectool_done_cb(const struct exec_result *r, void *arg)
 	}
 	call_release(t->call);
 	t->call = NULL;
-	t->busy = 0;
 	exectool_maybe_free(t);
 }
 

@@ -20,6 +20,7 @@
 #include "conf.h"
 #include "jsonrpc.h"
 #include "log.h"
+#include "mcp.h"
 #include "provider.h"
 #include "server.h"
 #include "session.h"
@@ -162,6 +163,13 @@ fixtures_answer(struct call *c, cJSON *result)
 	call_release(c);
 }
 
+static void
+fixtures_answer_text(struct call *c, const char *text, int is_error)
+{
+	call_respond_text(c, text, is_error);
+	call_release(c);
+}
+
 /* --- tools answered at once ---------------------------------------------- */
 
 static void
@@ -217,8 +225,8 @@ static void
 fixtures_error(struct call *c, const struct fixtures_tool *t,
     const cJSON *args)
 {
-	fixtures_answer(c, provider_text_result(
-	    "This tool intentionally returns an error for testing", 1));
+	fixtures_answer_text(c,
+	    "This tool intentionally returns an error for testing", 1);
 }
 
 /* json_schema_2020_12_tool: the point is its listing; a call echoes. */
@@ -230,7 +238,7 @@ fixtures_schema_tool(struct call *c, const struct fixtures_tool *t,
 
 	json = args != NULL ? cJSON_PrintUnformatted(args) : xstrdup("{}");
 	xasprintf(&text, "json_schema_2020_12_tool received: %s", json);
-	fixtures_answer(c, provider_text_result(text, 0));
+	fixtures_answer_text(c, text, 0);
 	free(text);
 	free(json);
 }
@@ -256,7 +264,7 @@ fixtures_update_watched(struct call *c, const struct fixtures_tool *t,
 	session_resource_updated(FIXTURES_WATCHED);
 	xasprintf(&text, "Updated %s to revision %ld", FIXTURES_WATCHED,
 	    fixtures_watched_revision);
-	fixtures_answer(c, provider_text_result(text, 0));
+	fixtures_answer_text(c, text, 0);
 	free(text);
 }
 
@@ -271,9 +279,9 @@ fixtures_job_free(struct fixtures_job *job)
 }
 
 static void
-fixtures_job_answer(struct fixtures_job *job, cJSON *result)
+fixtures_job_answer(struct fixtures_job *job, const char *text, int is_error)
 {
-	call_respond(job->call, result);
+	call_respond_text(job->call, text, is_error);
 	fixtures_job_free(job);
 }
 
@@ -341,9 +349,9 @@ fixtures_paced(struct fixtures_job *job)
 		fixtures_wait(job, FIXTURES_PACE_MS);
 		return;
 	}
-	fixtures_job_answer(job, provider_text_result(job->kind ==
-	    FIXTURES_LOGGING ? "Tool with logging executed successfully" :
-	    "Tool with progress executed successfully", 0));
+	fixtures_job_answer(job, job->kind == FIXTURES_LOGGING ?
+	    "Tool with logging executed successfully" :
+	    "Tool with progress executed successfully", 0);
 }
 
 static void
@@ -451,20 +459,21 @@ fixtures_form(enum fixtures_kind kind)
 	fatalx("fixtures: no form for kind %d", (int)kind);
 }
 
-/* "LLM response: <the client's text>", or why there is none. */
-static cJSON *
-fixtures_sampled(const cJSON *result)
+/* Answers "LLM response: <the client's text>", or why there is none. */
+static void
+fixtures_sampled(struct fixtures_job *job, const cJSON *result)
 {
 	const cJSON	*content, *item, *text;
-	cJSON		*answer;
 	char		*s, *json;
 
 	content = cJSON_GetObjectItemCaseSensitive(result, "content");
 	item = cJSON_IsArray(content) ? cJSON_GetArrayItem(content, 0) :
 	    content;
-	if (!cJSON_IsObject(item))
-		return (provider_text_result("Sampling failed: the client's "
-		    "result has no content", 1));
+	if (!cJSON_IsObject(item)) {
+		fixtures_job_answer(job, "Sampling failed: the client's "
+		    "result has no content", 1);
+		return;
+	}
 	text = cJSON_GetObjectItemCaseSensitive(item, "text");
 	if (cJSON_IsString(text))
 		xasprintf(&s, "LLM response: %s", text->valuestring);
@@ -473,25 +482,26 @@ fixtures_sampled(const cJSON *result)
 		xasprintf(&s, "LLM response: %s", json);
 		free(json);
 	}
-	answer = provider_text_result(s, 0);
+	fixtures_job_answer(job, s, 0);
 	free(s);
-	return (answer);
 }
 
-/* "<prefix>: action=accept, content={...}", or why there is none. */
-static cJSON *
-fixtures_elicited(enum fixtures_kind kind, const cJSON *result)
+/* Answers "<prefix>: action=accept, content={...}", or why there is none. */
+static void
+fixtures_elicited(struct fixtures_job *job, const cJSON *result)
 {
 	const cJSON	*action, *content;
-	const char	*prefix = fixtures_forms[fixtures_form(kind)].answer;
-	cJSON		*answer;
+	const char	*prefix;
 	char		*s, *json;
 
+	prefix = fixtures_forms[fixtures_form(job->kind)].answer;
 	action = cJSON_GetObjectItemCaseSensitive(result, "action");
 	content = cJSON_GetObjectItemCaseSensitive(result, "content");
-	if (!cJSON_IsString(action))
-		return (provider_text_result("Elicitation failed: the "
-		    "client's result has no action", 1));
+	if (!cJSON_IsString(action)) {
+		fixtures_job_answer(job, "Elicitation failed: the client's "
+		    "result has no action", 1);
+		return;
+	}
 	if (content != NULL) {
 		json = cJSON_PrintUnformatted(content);
 		xasprintf(&s, "%s: action=%s, content=%s", prefix,
@@ -499,14 +509,13 @@ fixtures_elicited(enum fixtures_kind kind, const cJSON *result)
 		free(json);
 	} else
 		xasprintf(&s, "%s: action=%s", prefix, action->valuestring);
-	answer = provider_text_result(s, 0);
+	fixtures_job_answer(job, s, 0);
 	free(s);
-	return (answer);
 }
 
 /*
  * The client's answer, its error, or a local one (timeout; the call ended,
- * in which case the cancel hook follows and frees the job).
+ * in which case the cancel hook has run before).
  */
 static void
 fixtures_answered_cb(const cJSON *result, const cJSON *error, void *arg)
@@ -516,9 +525,8 @@ fixtures_answered_cb(const cJSON *result, const cJSON *error, void *arg)
 	char			*text;
 
 	job->busy = 0;
-	if (job->cancelled || call_finished(job->call)) {
-		if (job->cancelled)
-			fixtures_job_free(job);
+	if (job->cancelled) {
+		fixtures_job_free(job);
 		return;
 	}
 	if (error != NULL || !cJSON_IsObject(result)) {
@@ -527,14 +535,14 @@ fixtures_answered_cb(const cJSON *result, const cJSON *error, void *arg)
 		    FIXTURES_SAMPLING ? "Sampling" : "Elicitation",
 		    cJSON_IsString(message) ? message->valuestring :
 		    "the client answered without a result");
-		fixtures_job_answer(job, provider_text_result(text, 1));
+		fixtures_job_answer(job, text, 1);
 		free(text);
 		return;
 	}
 	if (job->kind == FIXTURES_SAMPLING)
-		fixtures_job_answer(job, fixtures_sampled(result));
+		fixtures_sampled(job, result);
 	else
-		fixtures_job_answer(job, fixtures_elicited(job->kind, result));
+		fixtures_elicited(job, result);
 }
 
 static void
@@ -563,7 +571,7 @@ fixtures_ask(struct fixtures_job *job, const cJSON *args)
 	}
 	form = fixtures_form(job->kind);
 	version = session_version(call_session(job->call));
-	if (session_version_at_least(version, "2025-11-25"))
+	if (mcp_version_at_least(version, "2025-11-25"))
 		cJSON_AddStringToObject(params, "mode", "form");
 	if (fixtures_forms[form].message != NULL)
 		cJSON_AddStringToObject(params, "message",
@@ -585,8 +593,7 @@ fixtures_timer_cb(evutil_socket_t fd, short events, void *arg)
 	struct fixtures_job	*job = arg;
 
 	if (job->kind == FIXTURES_RECONNECTION)
-		fixtures_job_answer(job, provider_text_result(
-		    "Reconnection test completed", 0));
+		fixtures_job_answer(job, "Reconnection test completed", 0);
 	else
 		fixtures_pace(job);
 }
@@ -623,7 +630,7 @@ fixtures_start(struct call *c, const struct fixtures_tool *t,
 		/* A tool execution error: an isError result. */
 		xasprintf(&text, "invalid arguments: argument '%s' must be a "
 		    "string", need);
-		fixtures_answer(c, provider_text_result(text, 1));
+		fixtures_answer_text(c, text, 1);
 		free(text);
 		return;
 	}

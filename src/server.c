@@ -197,7 +197,7 @@ server_http_new(struct event_base *base, const struct conf *conf)
 	 * same.
 	 */
 	evhttp_set_max_body_size(http, conf->max_body * 2);
-	evhttp_set_timeout(http, TRANSPORT_REQUEST_TIMEOUT);
+	evhttp_set_timeout(http, SERVER_REQUEST_TIMEOUT);
 	evhttp_set_allowed_methods(http, EVHTTP_REQ_GET | EVHTTP_REQ_POST |
 	    EVHTTP_REQ_DELETE | EVHTTP_REQ_PUT | EVHTTP_REQ_PATCH |
 	    EVHTTP_REQ_OPTIONS | EVHTTP_REQ_HEAD);

@@ -4,6 +4,11 @@
  * table at once, so every later request gets 404, and then tears down its
  * calls, views and streams. Memory is released when the last reference
  * goes, because log callbacks for it may still be on their way.
+ *
+ * The session knows its streams and calls, and which streams are watched
+ * (a light record per K: views may show streams this process has no
+ * stream object for). It calls no view code: commits go from the stream
+ * to its watcher's hooks (stream.h).
  */
 #include <sys/queue.h>
 #include <sys/tree.h>
@@ -18,17 +23,19 @@
 #include "conf.h"
 #include "eventlog.h"
 #include "jsonrpc.h"
+#include "lease.h"
 #include "log.h"
+#include "mcp.h"
 #include "random.h"
 #include "server.h"
 #include "session.h"
 #include "stream.h"
-#include "view.h"
 #include "xmalloc.h"
 
-struct session_view {
-	uint64_t	 k;
-	struct view	*view;
+/* Stream K is watched (stream_watch), by at most one watcher. */
+struct session_attachment {
+	uint64_t		 k;
+	struct stream_watcher	*watcher;
 };
 
 /*
@@ -36,8 +43,6 @@ struct session_view {
  * input; they are ids and times in ms, whole and below 2^53.
  */
 #define SESSION_META_MAX	9007199254740992.0
-
-TAILQ_HEAD(session_settles, session_settle);
 
 struct session {
 	char			 id[SESSION_ID_LEN + 1];
@@ -53,15 +58,14 @@ struct session {
 	session_stored_fn	 stored_cb;	/* once: the next store is done */
 	void			*stored_arg;
 
-	struct session_view	*views;
-	size_t			 nviews;
+	struct session_attachment *attached;
+	size_t			 nattached;
 	struct stream		**streams;
 	size_t			 nstreams;
 	struct call		**calls;
 	size_t			 ncalls;
 	char			**subscriptions;
 	size_t			 nsubscriptions;
-	struct session_settles	 settles;	/* calls the log failed */
 
 	RB_ENTRY(session)	 entry;
 };
@@ -73,21 +77,9 @@ static struct {
 	size_t			 allocated;	/* not yet freed */
 } sessions;
 
-const char *session_versions[] = {
-	"2025-03-26", "2025-06-18", "2025-11-25", NULL
-};
-
-static const char *session_log_levels[] = {
-	"debug", "info", "notice", "warning", "error", "critical", "alert",
-	"emergency", NULL
-};
-
 static struct session	*session_new(const char *, const char *);
 static void		 session_watch_cb(const char *, uint64_t, uint64_t,
 			     void *);
-static struct view	*session_view_find(struct session *, uint64_t);
-static void		 session_settle_cancel(struct session *);
-static int		 session_settling(struct session *, uint64_t);
 
 static int
 session_cmp(struct session *a, struct session *b)
@@ -100,45 +92,6 @@ void
 session_init(void)
 {
 	RB_INIT(&sessions.tree);
-}
-
-int
-session_version_supported(const char *version)
-{
-	int	i;
-
-	for (i = 0; session_versions[i] != NULL; i++) {
-		if (strcmp(session_versions[i], version) == 0)
-			return (1);
-	}
-	return (0);
-}
-
-/* Revisions are dates, so string order is release order. */
-int
-session_version_at_least(const char *version, const char *min)
-{
-	return (strcmp(version, min) >= 0);
-}
-
-int
-session_log_level_parse(const char *name)
-{
-	int	i;
-
-	for (i = 0; session_log_levels[i] != NULL; i++) {
-		if (strcmp(session_log_levels[i], name) == 0)
-			return (i);
-	}
-	return (-1);
-}
-
-const char *
-session_log_level_name(int level)
-{
-	if (level < 0 || level > 7)
-		return ("info");
-	return (session_log_levels[level]);
 }
 
 static void
@@ -158,17 +111,6 @@ session_stored_cb(enum eventlog_status status, void *arg)
 	session_unref(s);
 }
 
-/*
- * Runs cb once, when the store in flight (the one session_create started)
- * is done: a session id is handed to a client only once the log has it.
- */
-void
-session_when_stored(struct session *s, session_stored_fn cb, void *arg)
-{
-	s->stored_cb = cb;
-	s->stored_arg = arg;
-}
-
 static void
 session_store(struct session *s)
 {
@@ -177,7 +119,7 @@ session_store(struct session *s)
 
 	cJSON_AddStringToObject(meta, "version", s->version);
 	cJSON_AddStringToObject(meta, "log_level",
-	    session_log_level_name(s->log_level));
+	    mcp_log_level_name(s->log_level));
 	cJSON_AddNumberToObject(meta, "standalone", (double)s->standalone_k);
 	/* Wall clock: the next process to load it judges its idle time. */
 	cJSON_AddNumberToObject(meta, "active", (double)(clock_wall_ms() -
@@ -191,19 +133,26 @@ session_store(struct session *s)
 	free(text);
 }
 
+/*
+ * A new session, or NULL when the table is full. cb runs once, on a later
+ * loop turn, when its meta is stored (or could not be): a session id is
+ * handed to a client only once the log has it.
+ */
 struct session *
-session_create(const char *version, const cJSON *params, char **cause)
+session_create(const char *version, const cJSON *params,
+    session_stored_fn cb, void *arg)
 {
 	struct session	*s;
 
 	if ((long long)sessions.count >= server.conf->max_sessions) {
-		*cause = "too many sessions";
 		log_limited(LOG_LEVEL_WARN, "max-sessions", "session limit "
 		    "reached (max_sessions %lld)", server.conf->max_sessions);
 		return (NULL);
 	}
 	s = session_new(NULL, version);
 	s->standalone_k = eventlog_new_stream_id();
+	s->stored_cb = cb;
+	s->stored_arg = arg;
 	/* The meta names the standalone stream, so it is written first. */
 	session_store(s);
 	s->standalone = stream_open_as(s, STREAM_STANDALONE, s->standalone_k);
@@ -215,19 +164,19 @@ session_create(const char *version, const cJSON *params, char **cause)
 static void
 session_watch_cb(const char *sid, uint64_t k, uint64_t seq, void *arg)
 {
-	struct session	*s = arg;
-	struct view	*v;
-	size_t		 i;
+	struct session		*s = arg;
+	struct stream_watcher	*w;
+	size_t			 i;
 
 	if (k != 0) {
-		/* Our own commits come back here too: the view knows. */
-		if ((v = session_view_find(s, k)) != NULL)
-			view_committed_elsewhere(v, seq);
+		/* Our own commits come back here too: the watcher knows. */
+		if ((w = session_attached(s, k)) != NULL)
+			stream_watcher_published(w, seq);
 		return;
 	}
 	/* The watch was (re-)established: commits may have been missed. */
-	for (i = 0; i < s->nviews; i++)
-		view_wakeup(s->views[i].view, 0);
+	for (i = 0; i < s->nattached; i++)
+		stream_watcher_missed(s->attached[i].watcher);
 }
 
 /* A session object in the table; id NULL draws a fresh one. */
@@ -245,7 +194,6 @@ session_new(const char *id, const char *version)
 		while (RB_FIND(session_tree, &sessions.tree, s) != NULL);
 	}
 	s->version = xstrdup(version);
-	TAILQ_INIT(&s->settles);
 	s->log_level = 0;
 	s->refs = 1;		/* the table's */
 	s->last_active_ms = clock_now_ms();
@@ -351,7 +299,7 @@ session_loaded_meta_cb(enum eventlog_status status, const char *meta,
 		return;
 	}
 	if (!cJSON_IsString(version) ||
-	    !session_version_supported(version->valuestring) ||
+	    !mcp_version_supported(version->valuestring) ||
 	    jsonrpc_whole_number(k, SESSION_META_MAX, &standalone_k) != 0 || standalone_k < 1) {
 		log_limited(LOG_LEVEL_ERROR, "session-meta", "session=%s meta "
 		    "in the event log is unreadable", l->id);
@@ -361,7 +309,7 @@ session_loaded_meta_cb(enum eventlog_status status, const char *meta,
 	}
 	l->version = xstrdup(version->valuestring);
 	if (cJSON_IsString(level))
-		l->log_level = session_log_level_parse(level->valuestring);
+		l->log_level = mcp_log_level_parse(level->valuestring);
 	if (l->log_level < 0)
 		l->log_level = 0;
 	l->standalone_k = standalone_k;
@@ -415,7 +363,7 @@ session_refreshed_cb(enum eventlog_status status, const char *meta,
 		json = cJSON_ParseWithLength(meta, len);
 		level = cJSON_GetObjectItemCaseSensitive(json, "log_level");
 		if (cJSON_IsString(level) &&
-		    (n = session_log_level_parse(level->valuestring)) >= 0)
+		    (n = mcp_log_level_parse(level->valuestring)) >= 0)
 			r->session->log_level = n;
 		cJSON_Delete(json);
 	}
@@ -495,9 +443,10 @@ session_teardown(struct session *s, const char *reason, int end)
 		else
 			call_interrupt(s->calls[s->ncalls - 1], reason);
 	}
-	session_settle_cancel(s);
-	while (s->nviews > 0)
-		view_close(s->views[s->nviews - 1].view, reason);
+	lease_forget(s->id);
+	while (s->nattached > 0)
+		stream_watcher_close(s->attached[s->nattached - 1].watcher,
+		    reason);
 	while (s->nstreams > 0) {
 		if (end)
 			stream_discard(s->streams[s->nstreams - 1]);
@@ -525,18 +474,22 @@ session_close(struct session *s, const char *reason)
 void
 session_ref(struct session *s)
 {
+	if (s->refs == 0)
+		fatalx("session=%s: a reference to a freed session", s->id);
 	s->refs++;
 }
 
 void
 session_unref(struct session *s)
 {
+	if (s->refs == 0)
+		fatalx("session=%s: session references below zero", s->id);
 	if (--s->refs > 0)
 		return;
 	while (s->nsubscriptions > 0)
 		free(s->subscriptions[--s->nsubscriptions]);
 	free(s->subscriptions);
-	free(s->views);
+	free(s->attached);
 	free(s->streams);
 	free(s->calls);
 	free(s->version);
@@ -594,79 +547,46 @@ session_standalone(struct session *s)
 	return (s->standalone);
 }
 
-/* The view showing stream K, if any (one at most). */
-static struct view *
-session_view_find(struct session *s, uint64_t k)
+/* The watcher of stream K, if any (one at most). */
+struct stream_watcher *
+session_attached(struct session *s, uint64_t k)
 {
 	size_t	i;
 
-	for (i = 0; i < s->nviews; i++) {
-		if (s->views[i].k == k)
-			return (s->views[i].view);
+	for (i = 0; i < s->nattached; i++) {
+		if (s->attached[i].k == k)
+			return (s->attached[i].watcher);
 	}
 	return (NULL);
 }
 
+/* Only stream_watch attaches, having ended the watcher before. */
 void
-session_view_attach(struct session *s, uint64_t k, struct view *v)
+session_attach(struct session *s, uint64_t k, struct stream_watcher *w)
 {
-	struct view	*old;
-
-	/* The old connection is most likely half-open. */
-	if ((old = session_view_find(s, k)) != NULL)
-		view_abort(old, "taken over");
-	s->views = xrealloc(s->views, (s->nviews + 1) * sizeof *s->views);
-	s->views[s->nviews].k = k;
-	s->views[s->nviews].view = v;
-	s->nviews++;
+	s->attached = xrealloc(s->attached,
+	    (s->nattached + 1) * sizeof *s->attached);
+	s->attached[s->nattached].k = k;
+	s->attached[s->nattached].watcher = w;
+	s->nattached++;
 }
 
 void
-session_view_detach(struct session *s, struct view *v)
+session_detach(struct session *s, struct stream_watcher *w)
 {
 	size_t	i;
 
-	for (i = 0; i < s->nviews; i++) {
-		if (s->views[i].view == v) {
-			s->views[i] = s->views[--s->nviews];
+	for (i = 0; i < s->nattached; i++) {
+		if (s->attached[i].watcher == w) {
+			s->attached[i] = s->attached[--s->nattached];
 			return;
 		}
 	}
 }
 
-/* Polling: stream K's view ends once it has shown entry upto; view.h. */
-int
-session_view_close_after(struct session *s, uint64_t k, uint64_t upto)
-{
-	struct view	*v;
-
-	if ((v = session_view_find(s, k)) == NULL)
-		return (-1);
-	return (view_close_after(v, upto));
-}
-
-void
-session_committed(struct session *s, uint64_t k, uint64_t seq)
-{
-	struct view	*v;
-
-	if ((v = session_view_find(s, k)) != NULL)
-		view_wakeup(v, seq);
-}
-
-/* This process committed the entry: its view may take it as it is. */
-void
-session_committed_entry(struct session *s, uint64_t k,
-    const struct eventlog_entry *e, int ended)
-{
-	struct view	*v;
-
-	if ((v = session_view_find(s, k)) != NULL)
-		view_committed(v, e, ended);
-}
-
-static struct stream *
-session_stream_find(struct session *s, uint64_t k)
+/* Stream K, if this process writes it (it is in the session's list). */
+struct stream *
+session_stream(struct session *s, uint64_t k)
 {
 	size_t	i;
 
@@ -677,22 +597,13 @@ session_stream_find(struct session *s, uint64_t k)
 	return (NULL);
 }
 
-void
-session_delivered(struct session *s, uint64_t k, uint64_t seq)
-{
-	struct stream	*st;
-
-	if ((st = session_stream_find(s, k)) != NULL)
-		stream_delivered(st, seq);
-}
-
 static void
 session_lost_refreshed_cb(struct session *s, int status, void *arg)
 {
 }
 
 /* The calls writing stream K end without a response of their own. */
-static void
+void
 session_cancel_calls(struct session *s, uint64_t k, const char *reason)
 {
 	size_t	i;
@@ -708,35 +619,16 @@ session_cancel_calls(struct session *s, uint64_t k, const char *reason)
 
 /*
  * Nothing more will be committed on stream K (its log lost it, could not
- * be reached, or diverged): the calls writing it end, and its view ends
- * its response once it has shown entry `upto` (-1: the view follows what
- * the log has, which ends the stream itself). When the log said it has no
- * such session (no_session), it is asked again: if the session is gone,
- * it is closed here too, and the client's next request hears 404.
+ * be reached, or diverged): the calls writing it end. When the log said it
+ * has no such session (no_session), it is asked again: if the session is
+ * gone, it is closed here too, and the client's next request hears 404.
  */
 void
-session_stream_lost(struct session *s, uint64_t k, int64_t upto,
-    int no_session)
+session_stream_lost(struct session *s, uint64_t k, int no_session)
 {
-	struct view	*v;
-
-	if (upto >= 0 && (v = session_view_find(s, k)) != NULL)
-		view_lost(v, (uint64_t)upto);
 	session_cancel_calls(s, k, "the event log lost its stream");
 	if (no_session && !s->closed)
 		session_refresh(s, session_lost_refreshed_cb, NULL);
-}
-
-/* Whether stream K's policy is block (else close); K may be gone. */
-int
-session_stream_blocks(struct session *s, uint64_t k)
-{
-	const struct conf	*conf = server.conf;
-
-	if (s->standalone != NULL && stream_id(s->standalone) == k)
-		return (conf->backpressure_standalone ==
-		    CONF_BACKPRESSURE_BLOCK);
-	return (conf->backpressure_request == CONF_BACKPRESSURE_BLOCK);
 }
 
 void
@@ -870,449 +762,14 @@ session_cron_shared(struct session *s, uint64_t now, uint64_t ttl)
 {
 	size_t	i;
 
-	for (i = 0; i < s->nstreams; i++)
-		stream_renew_lease(s->streams[i]);
+	for (i = 0; i < s->nstreams; i++) {
+		if (stream_is_request_open(s->streams[i]))
+			lease_renew(s->id, stream_id(s->streams[i]));
+	}
 	if (s->last_active_ms > s->stored_ms && now - s->stored_ms >= ttl / 4)
 		session_store(s);
 	else if (now - s->last_active_ms >= ttl && s->ncalls == 0)
 		session_teardown(s, "idle here for session_ttl", 0);
-}
-
-/*
- * Orphaned calls. A request stream that is still open in a shared log but
- * whose lease ran out belongs to a process that died (kill -9, a crash):
- * nobody will ever write its response. The process that shows the stream
- * commits, for each request id the stream owed, a JSON-RPC error in its
- * place, with compare-and-append, so two processes cannot both do it and a
- * late owner cannot write after it.
- */
-struct session_orphan {
-	struct session	*session;
-	uint64_t	 k;
-	cJSON		*ids;
-};
-
-static void
-session_orphan_done(struct session_orphan *o)
-{
-	session_unref(o->session);
-	cJSON_Delete(o->ids);
-	free(o);
-}
-
-/* The end of an orphaned stream that owed no response. */
-static void
-session_orphan_ended_cb(enum eventlog_status status,
-    const struct eventlog_info *info, void *arg)
-{
-	struct session_orphan	*o = arg;
-
-	if (status == EVENTLOG_OK && !o->session->closed)
-		session_committed(o->session, o->k, info->head);
-	session_orphan_done(o);
-}
-
-/* Error responses on their way to the log, answered together. */
-struct session_answer {
-	struct session		*session;
-	uint64_t		 k;
-	int			 left;		/* appends unanswered */
-	enum eventlog_status	 status;	/* the first failure, or OK */
-	eventlog_done_cb	 cb;
-	void			*arg;
-};
-
-static void
-session_answer_appended_cb(enum eventlog_status status,
-    const struct eventlog_info *info, void *arg)
-{
-	struct session_answer	*a = arg;
-
-	if (status == EVENTLOG_OK) {
-		if (!a->session->closed)
-			session_committed(a->session, a->k, info->head);
-	} else if (a->status == EVENTLOG_OK)
-		a->status = status;
-	if (--a->left > 0)
-		return;
-	if (a->cb != NULL)
-		a->cb(a->status, a->arg);
-	else if (a->status != EVENTLOG_OK)
-		log_limited(LOG_LEVEL_INFO, "error-answer", "session=%s "
-		    "stream=%llu error answer not committed: %s", a->session->id,
-		    (unsigned long long)a->k, eventlog_status_name(a->status));
-	session_unref(a->session);
-	free(a);
-}
-
-/*
- * Ends stream K, whose log head is `head`, with a JSON-RPC error for each
- * request id it owed (callers make sure there is one), the last one final.
- * Compare-and-append: if anything else reached the log first, these
- * appends are refused, not misplaced. cb, if not NULL, hears once how it
- * went: OK, or the first failure.
- */
-void
-session_answer_with_errors(struct session *s, uint64_t k, const cJSON *ids,
-    uint64_t head, const char *message, eventlog_done_cb cb, void *arg)
-{
-	struct session_answer	*a;
-	const cJSON		*id;
-	cJSON			*msg;
-	char			*text;
-	int			 i, count = cJSON_GetArraySize(ids);
-
-	if (count == 0)
-		return;
-	a = xcalloc(1, sizeof *a);
-	a->session = s;
-	a->k = k;
-	a->left = count;
-	a->status = EVENTLOG_OK;
-	a->cb = cb;
-	a->arg = arg;
-	session_ref(s);
-	for (i = 0; i < count; i++) {
-		id = cJSON_GetArrayItem(ids, i);
-		msg = jsonrpc_error(id, JSONRPC_INTERNAL_ERROR, message, NULL);
-		text = cJSON_PrintUnformatted(msg);
-		cJSON_Delete(msg);
-		eventlog_append(server.eventlog, s->id, k, ++head, text,
-		    strlen(text), i == count - 1 ? EVENTLOG_FINAL : 0,
-		    session_answer_appended_cb, a);
-		free(text);
-	}
-}
-
-/*
- * Whether count more entries after head leave every entry the view of
- * stream K has not written yet in retention. They wait (for its client to
- * read) while they would not; more than retention holds at all wait until
- * it has read everything.
- */
-static int
-session_orphan_fits(struct session_orphan *o, uint64_t head, uint64_t count)
-{
-	uint64_t	 maxlen = (uint64_t)server.conf->stream_maxlen;
-	uint64_t	 owed;
-	struct view	*v;
-
-	if ((v = session_view_find(o->session, o->k)) == NULL)
-		return (0);
-	if ((owed = view_owed(v)) > head)
-		return (1);
-	return (head + 1 - owed + count <= maxlen);
-}
-
-static void
-session_orphan_head_cb(enum eventlog_status status,
-    const struct eventlog_entry *entries, size_t n,
-    const struct eventlog_info *info, void *arg)
-{
-	struct session_orphan	*o = arg;
-	int			 count;
-
-	if (info == NULL || info->ended) {
-		session_orphan_done(o);
-		return;
-	}
-	count = cJSON_GetArraySize(o->ids);
-	if (!session_orphan_fits(o, info->head, (uint64_t)count)) {
-		session_orphan_done(o);	/* the view's next check tries again */
-		return;
-	}
-	log_limited(LOG_LEVEL_ERROR, "orphan", "session=%s stream=%llu: the "
-	    "process running its call(s) is gone (lease expired at head %llu); "
-	    "answering %d request(s) with an error", o->session->id,
-	    (unsigned long long)o->k, (unsigned long long)info->head, count);
-	if (count == 0) {
-		/* No ids on record: end the stream so views do not hang. */
-		eventlog_stream_end(server.eventlog, o->session->id, o->k,
-		    session_orphan_ended_cb, o);
-		return;
-	}
-	session_answer_with_errors(o->session, o->k, o->ids, info->head,
-	    "The call was interrupted: the server running it stopped", NULL,
-	    NULL);
-	session_orphan_done(o);
-}
-
-static void
-session_orphan_ids_cb(enum eventlog_status status, const char *value,
-    size_t len, void *arg)
-{
-	struct session_orphan	*o = arg;
-
-	if (status == EVENTLOG_OK)
-		o->ids = cJSON_ParseWithLength(value, len);
-	if (!cJSON_IsArray(o->ids)) {
-		cJSON_Delete(o->ids);
-		o->ids = cJSON_CreateArray();
-	}
-	eventlog_read(server.eventlog, o->session->id, o->k, 0, 0,
-	    session_orphan_head_cb, o);
-}
-
-static void
-session_orphan_lease_cb(enum eventlog_status status, const char *value,
-    size_t len, void *arg)
-{
-	struct session_orphan	*o = arg;
-	char			 name[40];
-
-	if (status != EVENTLOG_NOT_FOUND || o->session->closed) {
-		session_orphan_done(o);	/* alive, or cannot tell now */
-		return;
-	}
-	snprintf(name, sizeof name, "r:%llu", (unsigned long long)o->k);
-	eventlog_note_get(server.eventlog, o->session->id, name,
-	    session_orphan_ids_cb, o);
-}
-
-/* A view shows open stream K that no call of this process writes. */
-void
-session_check_orphan(struct session *s, uint64_t k)
-{
-	struct session_orphan	*o;
-	char			 name[40];
-
-	if (!server.shared || session_stream_find(s, k) != NULL ||
-	    k == s->standalone_k || session_settling(s, k))
-		return;
-	o = xcalloc(1, sizeof *o);
-	o->session = s;
-	o->k = k;
-	session_ref(s);
-	snprintf(name, sizeof name, "l:%llu", (unsigned long long)k);
-	eventlog_note_get(server.eventlog, s->id, name,
-	    session_orphan_lease_cb, o);
-}
-
-/*
- * Calls the event log failed. An append the log did not answer (Redis
- * down, or silent for its reply timeout) breaks the stream: the calls on
- * it end, and this process owes each request id still without a response
- * an error saying so. It commits those after whatever the log holds (the
- * failed append may have landed after all) as soon as the log answers
- * again, trying every SESSION_SETTLE_RETRY_MS, and keeps the stream's
- * lease meanwhile: the stream is this process's, not a dead one's, so no
- * process answers it as orphaned. A view showing the stream that has
- * waited SESSION_SETTLE_GRACE_MS ends once it has shown what was
- * committed, so its client hears within a bound even if the log stays
- * away: it resumes, is answered 503 while the log is down, then reads the
- * error.
- */
-#define SESSION_SETTLE_RETRY_MS		500
-#define SESSION_SETTLE_GRACE_MS		3000
-#define SESSION_SETTLE_CONFLICTS	16
-
-struct session_settle {
-	struct session			*session;
-	uint64_t			 k;
-	uint64_t			 head;		/* committed here */
-	cJSON				*ids;
-	uint64_t			 since_ms;
-	int				 busy;		/* a try in flight */
-	int				 cancelled;	/* session gone */
-	int				 conflicts;
-	int				 view_ended;
-	struct event			*retry_ev;
-	TAILQ_ENTRY(session_settle)	 entry;
-};
-
-static void	session_settle_try(struct session_settle *);
-
-static void
-session_settle_free(struct session_settle *st)
-{
-	if (!st->cancelled)
-		TAILQ_REMOVE(&st->session->settles, st, entry);
-	event_free(st->retry_ev);
-	cJSON_Delete(st->ids);
-	session_unref(st->session);
-	free(st);
-}
-
-/*
- * The session goes: nothing is owed any more (or, released here, another
- * process owes it once the lease has run out). A try in flight frees its
- * settle when it is answered.
- */
-static void
-session_settle_cancel(struct session *s)
-{
-	struct session_settle	*st;
-
-	while ((st = TAILQ_FIRST(&s->settles)) != NULL) {
-		TAILQ_REMOVE(&s->settles, st, entry);
-		st->cancelled = 1;
-		if (!st->busy)
-			session_settle_free(st);
-	}
-}
-
-static int
-session_settling(struct session *s, uint64_t k)
-{
-	struct session_settle	*st;
-
-	TAILQ_FOREACH(st, &s->settles, entry) {
-		if (st->k == k)
-			return (1);
-	}
-	return (0);
-}
-
-static void
-session_settle_retry_cb(evutil_socket_t fd, short events, void *arg)
-{
-	session_settle_try(arg);
-}
-
-/* Not yet: try again later; a view that waited long enough ends now. */
-static void
-session_settle_later(struct session_settle *st)
-{
-	struct timeval	 tv = { 0, SESSION_SETTLE_RETRY_MS * 1000 };
-	struct view	*v;
-
-	if (!st->view_ended &&
-	    clock_now_ms() - st->since_ms >= SESSION_SETTLE_GRACE_MS) {
-		st->view_ended = 1;
-		if ((v = session_view_find(st->session, st->k)) != NULL) {
-			log_limited(LOG_LEVEL_INFO, "settle", "session=%s "
-			    "stream=%llu: the event log is still unavailable; "
-			    "its response ends after %llu", st->session->id,
-			    (unsigned long long)st->k,
-			    (unsigned long long)st->head);
-			view_lost(v, st->head);
-		}
-	}
-	evtimer_add(st->retry_ev, &tv);
-}
-
-static void
-session_settle_answered_cb(enum eventlog_status status, void *arg)
-{
-	struct session_settle	*st = arg;
-
-	st->busy = 0;
-	if (st->cancelled) {
-		session_settle_free(st);
-		return;
-	}
-	switch (status) {
-	case EVENTLOG_OK:
-		log_limited(LOG_LEVEL_INFO, "settle", "session=%s stream=%llu: "
-		    "%d request(s) answered with an error %llu ms after the "
-		    "event log failed them", st->session->id,
-		    (unsigned long long)st->k, cJSON_GetArraySize(st->ids),
-		    (unsigned long long)(clock_now_ms() - st->since_ms));
-		break;
-	case EVENTLOG_UNAVAILABLE:
-		session_settle_later(st);
-		return;
-	case EVENTLOG_CONFLICT:
-		/* The head moved (our failed append landed late): again. */
-		if (++st->conflicts < SESSION_SETTLE_CONFLICTS) {
-			session_settle_try(st);
-			return;
-		}
-		/* FALLTHROUGH */
-	default:
-		log_limited(LOG_LEVEL_WARN, "settle", "session=%s stream=%llu: "
-		    "error answer not committed: %s", st->session->id,
-		    (unsigned long long)st->k, eventlog_status_name(status));
-		break;
-	}
-	session_settle_free(st);
-}
-
-static void
-session_settle_head_cb(enum eventlog_status status,
-    const struct eventlog_entry *entries, size_t n,
-    const struct eventlog_info *info, void *arg)
-{
-	struct session_settle	*st = arg;
-
-	st->busy = 0;
-	if (st->cancelled) {
-		session_settle_free(st);
-		return;
-	}
-	if (info == NULL && status == EVENTLOG_UNAVAILABLE) {
-		session_settle_later(st);
-		return;
-	}
-	if (info == NULL || info->ended) {
-		/*
-		 * Gone (the view's resume hears 410 or 404), or ended after
-		 * all: the view shows what there is.
-		 */
-		if (info != NULL)
-			session_committed(st->session, st->k, info->head);
-		else if (!st->view_ended) {
-			st->view_ended = 1;
-			session_stream_lost(st->session, st->k,
-			    (int64_t)st->head, status == EVENTLOG_NOT_FOUND);
-		}
-		session_settle_free(st);
-		return;
-	}
-	st->busy = 1;
-	session_answer_with_errors(st->session, st->k, st->ids, info->head,
-	    "The call was interrupted: the event log was unavailable",
-	    session_settle_answered_cb, st);
-}
-
-static void
-session_settle_leased_cb(enum eventlog_status status, void *arg)
-{
-}
-
-static void
-session_settle_try(struct session_settle *st)
-{
-	char	name[40];
-
-	st->busy = 1;
-	if (server.shared) {
-		snprintf(name, sizeof name, "l:%llu",
-		    (unsigned long long)st->k);
-		eventlog_note_set(server.eventlog, st->session->id, name,
-		    "1", 1, STREAM_LEASE_MS, session_settle_leased_cb, NULL);
-	}
-	eventlog_read(server.eventlog, st->session->id, st->k, 0, 0,
-	    session_settle_head_cb, st);
-}
-
-/*
- * An append to stream K, committed here up to `head`, was not answered
- * (EVENTLOG_UNAVAILABLE): its calls end now, and the request ids it owes
- * responses (at least one) get errors once the log answers.
- */
-void
-session_settle(struct session *s, uint64_t k, uint64_t head,
-    const cJSON *ids)
-{
-	struct session_settle	*st;
-
-	if (s->closed || cJSON_GetArraySize(ids) == 0 ||
-	    session_settling(s, k))
-		return;
-	st = xcalloc(1, sizeof *st);
-	st->session = s;
-	st->k = k;
-	st->head = head;
-	st->ids = cJSON_Duplicate(ids, 1);
-	st->since_ms = clock_now_ms();
-	st->retry_ev = evtimer_new(server.base, session_settle_retry_cb, st);
-	session_ref(s);
-	TAILQ_INSERT_TAIL(&s->settles, st, entry);
-	/* Whether it lost the stream or stalls is known once it answers. */
-	session_cancel_calls(s, k, "the event log lost its stream or did not "
-	    "answer; the error response follows once it answers");
-	session_settle_try(st);
 }
 
 /*
@@ -1329,7 +786,7 @@ session_cron(void)
 	uint64_t	 ttl = (uint64_t)server.conf->session_ttl * 1000;
 
 	RB_FOREACH_SAFE(s, session_tree, &sessions.tree, s1) {
-		if (s->nviews > 0)
+		if (s->nattached > 0)
 			s->last_active_ms = now;
 		if (server.shared) {
 			session_cron_shared(s, now, ttl);

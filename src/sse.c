@@ -2,7 +2,8 @@
  * SSE framing. A data payload may contain line breaks (CR, LF or CRLF);
  * each line becomes its own "data:" field so the client reassembles the
  * payload exactly. An empty payload is still one "data:" field, which is
- * how a priming event carries its id.
+ * how a priming event carries its id. Every frame mcpd writes on an SSE
+ * response is made here.
  */
 #include <string.h>
 
@@ -89,4 +90,20 @@ sse_retry(struct evbuffer *out, long retry_ms)
 {
 	sse_retry_field(out, retry_ms);
 	evbuffer_add(out, "\n", 1);
+}
+
+/*
+ * The event that ends a connection cut for falling behind
+ * (docs/protocol.md, Backpressure). No id: it must not move the client's
+ * cursor. Its data names the last id queued on the connection and why,
+ * and retry: comes after the data. The id is a cursor and the reason a
+ * keyword, so neither needs JSON escaping.
+ */
+void
+sse_backpressure_disconnect(struct evbuffer *out, const char *last_id,
+    const char *reason, long retry_ms)
+{
+	evbuffer_add_printf(out, "event: backpressure-disconnect\n"
+	    "data: {\"last_event_id\":\"%s\",\"reason\":\"%s\"}\n"
+	    "retry: %ld\n\n", last_id, reason, retry_ms);
 }

@@ -2,8 +2,9 @@
  * Logical streams. Sequence numbers are assigned here, in append order, and
  * each append names the number it expects to write, so the log can refuse
  * anything that would leave a hole or re-issue an id. Only after the log
- * says "committed" is the entry handed to the stream's view (which writes
- * it if it owes exactly that entry, else pulls from the log).
+ * says "committed" is the entry handed to the stream's watcher, through
+ * the hooks it registered (a view writes it if it owes exactly that entry,
+ * else pulls from the log). Nothing here calls view code by name.
  *
  * Backpressure is decided here, once for every producer: under the block
  * policy an append goes to the log only while the entries sent and not yet
@@ -14,6 +15,12 @@
  * at most stream_maxlen, so retention never trims what nobody received.
  * A producer also hears "committed" only while the window has room, so one
  * that waits for its callbacks pauses instead of filling the queue.
+ *
+ * Lifetime: the owner holds a reference until it closes (or discards, or
+ * releases) the stream, and so does every append and end that is queued,
+ * in the log's hands, or committed with its producer not told yet. The
+ * last reference frees the stream on a later loop turn, so whatever runs
+ * a callback that closes the stream still finds it there afterwards.
  */
 #include <sys/queue.h>
 
@@ -26,6 +33,7 @@
 #include "conf.h"
 #include "eventlog.h"
 #include "jsonrpc.h"
+#include "lease.h"
 #include "log.h"
 #include "metrics.h"
 #include "server.h"
@@ -59,7 +67,8 @@ struct stream {
 	int			 broken;	/* an append failed */
 	int			 closed;	/* the owner let go */
 	int			 listed;	/* in the session's list */
-	unsigned int		 pending;	/* ops queued or in flight */
+	unsigned int		 refs;		/* the owner's, and each op's */
+	struct stream_watcher	*watcher;	/* linked on first use */
 	int			 owed;		/* responses still to come */
 	int			 creating;	/* the create is not answered */
 	stream_created_fn	 created_cb;	/* once: the create answered */
@@ -86,17 +95,98 @@ struct stream {
 	uint64_t		 log_head;	/* highest head the log reported */
 };
 
+/*
+ * A watcher of stream K of a session: registered by what shows the stream
+ * (view.c), listed in the session (session_attach), and linked to K's
+ * stream object here when there is one.
+ */
+struct stream_watcher {
+	struct session			*session;
+	uint64_t			 k;
+	int				 sole;
+	const struct stream_hooks	*hooks;
+	void				*arg;
+	struct stream			*stream;
+};
+
 static void	stream_pump(struct stream *);
 static void	stream_release_paused(struct stream *);
+static int	stream_kind_blocks(enum stream_kind);
+static void	stream_lost(struct session *, uint64_t, int64_t, int);
+static void	stream_settle(struct stream *);
+static void	stream_answered_cb(const char *, uint64_t,
+		    enum eventlog_status, const struct eventlog_info *, void *);
 
 static void
-stream_maybe_free(struct stream *st)
+stream_free_cb(evutil_socket_t fd, short events, void *arg)
 {
-	if (st->pending > 0 || !st->closed)
-		return;
+	struct stream	*st = arg;
+
+	if (st->watcher != NULL)
+		st->watcher->stream = NULL;
 	session_unref(st->session);
 	cJSON_Delete(st->ids);
 	free(st);
+}
+
+static void
+stream_ref(struct stream *st)
+{
+	if (st->refs == 0)
+		fatalx("session=%s stream=%llu: a reference to a stream being "
+		    "freed", session_id(st->session), (unsigned long long)st->k);
+	st->refs++;
+}
+
+static void
+stream_unref(struct stream *st)
+{
+	if (st->refs == 0)
+		fatalx("session=%s stream=%llu: stream references below zero",
+		    session_id(st->session), (unsigned long long)st->k);
+	if (--st->refs > 0)
+		return;
+	event_base_once(server.base, -1, EV_TIMEOUT, stream_free_cb, st,
+	    NULL);
+}
+
+/*
+ * The stream's watcher. One that started watching while this object was
+ * out of the session's list (closed, its last appends in flight) is linked
+ * here, at the first commit it must hear of.
+ */
+static struct stream_watcher *
+stream_watcher(struct stream *st)
+{
+	struct stream_watcher	*w;
+
+	if (st->watcher == NULL &&
+	    (w = session_attached(st->session, st->k)) != NULL) {
+		w->stream = st;
+		st->watcher = w;
+	}
+	return (st->watcher);
+}
+
+/* Entries up to seq may be in the log: the watcher reads them. */
+static void
+stream_tell_wakeup(struct stream *st, uint64_t seq)
+{
+	struct stream_watcher	*w;
+
+	if ((w = stream_watcher(st)) != NULL)
+		w->hooks->wakeup(w->arg, seq);
+}
+
+/* This process committed e: the watcher may write it as it is. */
+static void
+stream_tell_committed(struct stream *st, const struct eventlog_entry *e,
+    int ended)
+{
+	struct stream_watcher	*w;
+
+	if ((w = stream_watcher(st)) != NULL)
+		w->hooks->committed(w->arg, e, ended);
 }
 
 static void
@@ -125,7 +215,6 @@ stream_created_cb(enum eventlog_status status,
 	stream_created_fn	 cb = st->created_cb;
 
 	st->creating = 0;
-	/* st->pending stays counted: what runs from here may close it. */
 	if (status != EVENTLOG_OK) {
 		st->broken = 1;
 		stream_drop_queue(st);
@@ -134,27 +223,23 @@ stream_created_cb(enum eventlog_status status,
 			    "session=%s stream=%llu create failed: %s",
 			    session_id(st->session), (unsigned long long)st->k,
 			    eventlog_status_name(status));
-			session_stream_lost(st->session, st->k, -1, 0);
+			stream_lost(st->session, st->k, -1, 0);
 		}
 	} else
-		session_committed(st->session, st->k, 0);
+		stream_tell_wakeup(st, 0);
 	/* Views cb opens start after entry 0: no need to wake them. */
 	if (cb != NULL) {
 		st->created_cb = NULL;
 		cb(st, status == EVENTLOG_OK, st->created_arg);
 	}
-	st->pending--;
-	stream_maybe_free(st);
+	stream_unref(st);
 }
 
 static void
 stream_init_policy(struct stream *st)
 {
-	const struct conf	*conf = server.conf;
-
-	st->window = (uint64_t)conf->stream_window;
-	st->blocks = (st->kind == STREAM_REQUEST ? conf->backpressure_request :
-	    conf->backpressure_standalone) == CONF_BACKPRESSURE_BLOCK;
+	st->window = (uint64_t)server.conf->stream_window;
+	st->blocks = stream_kind_blocks(st->kind);
 	TAILQ_INIT(&st->queue);
 	TAILQ_INIT(&st->paused);
 }
@@ -170,12 +255,13 @@ stream_new(struct session *s, enum stream_kind kind, uint64_t k,
 	st->kind = kind;
 	st->k = k;
 	st->next_seq = 1;
+	st->refs = 1;		/* the owner's */
 	st->close_view = -1;
 	stream_init_policy(st);
 	session_ref(s);
 	session_stream_add(s, st);
 	st->listed = 1;
-	st->pending++;
+	stream_ref(st);		/* the create's */
 	st->creating = 1;
 	st->created_cb = cb;
 	st->created_arg = arg;
@@ -224,6 +310,7 @@ stream_restore(struct session *s, enum stream_kind kind, uint64_t k,
 	st->head = head;
 	st->delivered = head;
 	st->next_seq = head + 1;
+	st->refs = 1;		/* the owner's */
 	stream_init_policy(st);
 	session_ref(s);
 	session_stream_add(s, st);
@@ -296,7 +383,10 @@ stream_keeps_data(const struct stream *st)
 static void	stream_appended_cb(enum eventlog_status,
 		    const struct eventlog_info *, void *);
 
-/* Sends op to the log as the next entry; data is op's or the caller's. */
+/*
+ * Sends op to the log as the next entry; data is op's or the caller's. The
+ * op holds its stream reference from when it was accepted.
+ */
 static void
 stream_submit(struct stream *st, struct stream_op *op, const char *data,
     size_t len)
@@ -304,7 +394,6 @@ stream_submit(struct stream *st, struct stream_op *op, const char *data,
 	op->seq = st->next_seq++;
 	if (op->flags & EVENTLOG_FINAL)
 		st->finished = 1;
-	st->pending++;
 	st->appending++;
 	eventlog_append(server.eventlog, session_id(st->session), st->k,
 	    op->seq, data, len, op->flags, stream_appended_cb, op);
@@ -321,17 +410,16 @@ stream_ended_cb(enum eventlog_status status,
 {
 	struct stream	*st = arg;
 
-	st->pending--;
 	if (status == EVENTLOG_OK)
-		session_committed(st->session, st->k, st->head);
-	stream_maybe_free(st);
+		stream_tell_wakeup(st, st->head);
+	stream_unref(st);
 }
 
 static void
 stream_submit_end(struct stream *st)
 {
 	st->finished = 1;
-	st->pending++;
+	stream_ref(st);
 	eventlog_stream_end(server.eventlog, session_id(st->session), st->k,
 	    stream_ended_cb, st);
 }
@@ -341,7 +429,6 @@ stream_enqueue(struct stream *st, struct stream_op *op)
 {
 	TAILQ_INSERT_TAIL(&st->queue, op, entry);
 	st->queued++;
-	st->pending++;
 }
 
 static void
@@ -351,7 +438,6 @@ stream_unqueue(struct stream *st, struct stream_op *op)
 	if (st->requeued == op)
 		st->requeued = NULL;
 	st->queued--;
-	st->pending--;
 }
 
 static void
@@ -379,7 +465,10 @@ stream_refuse(struct stream_op *op)
 		stream_op_free(op);
 }
 
-/* Refuses everything queued; returns how many there were. */
+/*
+ * Refuses everything queued; returns how many there were. Their references
+ * go: nothing may take one after this unless the owner still holds its.
+ */
 static unsigned int
 stream_drop_queue(struct stream *st)
 {
@@ -389,6 +478,7 @@ stream_drop_queue(struct stream *st)
 	while ((op = TAILQ_FIRST(&st->queue)) != NULL) {
 		stream_unqueue(st, op);
 		stream_refuse(op);
+		stream_unref(st);
 		n++;
 	}
 	st->end_queued = 0;
@@ -466,6 +556,7 @@ stream_append_op(struct stream *st, const char *data, size_t len, int final,
 	}
 	if (final)
 		st->ended = 1;
+	stream_ref(st);		/* until it is answered and told */
 	if (TAILQ_EMPTY(&st->queue) && !st->resync && stream_has_room(st)) {
 		stream_submit(st, op, data, len);
 		return;
@@ -510,8 +601,7 @@ stream_unpaused_later_cb(evutil_socket_t fd, short events, void *arg)
 
 	op->cb(1, op->arg);
 	stream_op_free(op);
-	st->pending--;
-	stream_maybe_free(st);
+	stream_unref(st);
 }
 
 /*
@@ -531,20 +621,22 @@ stream_release_paused(struct stream *st)
 			return;
 		TAILQ_REMOVE(&st->paused, op, entry);
 		if (st->closed || st->broken) {
-			/* pending stays counted until the callback ran */
+			/* its reference stays until the callback ran */
 			event_base_once(server.base, -1, EV_TIMEOUT,
 			    stream_unpaused_later_cb, op, NULL);
 			continue;
 		}
-		st->pending--;
 		op->cb(1, op->arg);
 		stream_op_free(op);
+		stream_unref(st);
 	}
 }
 
 /*
  * A view has written entries up to seq to its connection: paused producers
  * hear back, then what waits in the queue goes (behind what they append).
+ * A producer may close the stream from its callback: it is freed on a
+ * later turn at the earliest.
  */
 void
 stream_delivered(struct stream *st, uint64_t seq)
@@ -554,11 +646,8 @@ stream_delivered(struct stream *st, uint64_t seq)
 	st->delivered = seq;
 	if (TAILQ_EMPTY(&st->paused) && TAILQ_EMPTY(&st->queue))
 		return;
-	st->pending++;		/* callbacks may close the stream */
 	stream_release_paused(st);
 	stream_pump(st);
-	st->pending--;
-	stream_maybe_free(st);
 }
 
 /* ---------------------------------------------------------------------
@@ -591,7 +680,6 @@ stream_requeue(struct stream *st, struct stream_op *op)
 		TAILQ_INSERT_HEAD(&st->queue, op, entry);
 	st->requeued = op;
 	st->queued++;
-	st->pending++;
 	st->resync = 1;
 }
 
@@ -666,19 +754,19 @@ stream_fail(struct stream *st, uint64_t seq, enum eventlog_status status,
 		 */
 		if (!info->ended && cJSON_GetArraySize(st->ids) > 0 &&
 		    st->kind == STREAM_REQUEST)
-			session_answer_with_errors(st->session, st->k,
-			    st->ids, info->head, "The event log lost or "
-			    "diverged from this call's stream; the call "
-			    "cannot continue", NULL, NULL);
+			lease_answer(session_id(st->session), st->k, st->ids,
+			    info->head, "The event log lost or diverged from "
+			    "this call's stream; the call cannot continue",
+			    stream_answered_cb, NULL);
 		/* What the log has instead is the view's to show. */
-		session_committed(st->session, st->k, info->head);
-		session_stream_lost(st->session, st->k, -1, 0);
+		stream_tell_wakeup(st, info->head);
+		stream_lost(st->session, st->k, -1, 0);
 		return;
 	}
 	/*
-	 * Not answered: the append may or may not be in the log. The
-	 * session ends the calls and answers them once the log is back,
-	 * after what it holds; the view waits for that a while.
+	 * Not answered: the append may or may not be in the log. The calls
+	 * end, and are answered once the log is back, after what it holds
+	 * (lease.c, settling); the view waits for that a while.
 	 */
 	settle = status == EVENTLOG_UNAVAILABLE &&
 	    st->kind == STREAM_REQUEST && cJSON_GetArraySize(st->ids) > 0;
@@ -692,10 +780,10 @@ stream_fail(struct stream *st, uint64_t seq, enum eventlog_status status,
 	    settle ? "its calls end with an error once it answers" :
 	    "ending its response and its calls");
 	if (settle) {
-		session_settle(st->session, st->k, st->head, st->ids);
+		stream_settle(st);
 		return;
 	}
-	session_stream_lost(st->session, st->k, (int64_t)st->head,
+	stream_lost(st->session, st->k, (int64_t)st->head,
 	    status == EVENTLOG_NOT_FOUND);
 }
 
@@ -706,18 +794,16 @@ stream_appended_cb(enum eventlog_status status,
 	struct stream_op	*op = arg;
 	struct stream		*st = op->stream;
 	struct eventlog_entry	 entry;
-	int			 ok = (status == EVENTLOG_OK);
+	int			 ok = (status == EVENTLOG_OK), told = 1;
 
-	st->pending--;
 	st->appending--;
 	if (info != NULL && info->head > st->log_head)
 		st->log_head = info->head;
 	if (!ok && stream_should_retry(st, op, status, info)) {
-		stream_requeue(st, op);
+		stream_requeue(st, op);		/* with its reference */
 		stream_pump(st);
 		return;
 	}
-	st->pending++;		/* what runs from here may close the stream */
 	if (ok) {
 		st->head = op->seq;
 		metrics.events_committed++;
@@ -726,8 +812,7 @@ stream_appended_cb(enum eventlog_status status,
 		entry.seq = op->seq;
 		entry.data = info != NULL ? info->data : NULL;
 		entry.len = info != NULL ? info->len : 0;
-		session_committed_entry(st->session, st->k, &entry,
-		    info != NULL && info->ended);
+		stream_tell_committed(st, &entry, info != NULL && info->ended);
 	} else if (!st->broken)
 		stream_fail(st, op->seq, status, info);
 	free(op->data);
@@ -735,16 +820,16 @@ stream_appended_cb(enum eventlog_status status,
 	if (ok && op->cb != NULL && !st->closed && !st->broken &&
 	    !stream_may_tell(st)) {
 		metrics.producers_paused++;
-		TAILQ_INSERT_TAIL(&st->paused, op, entry);
-		st->pending++;
+		TAILQ_INSERT_TAIL(&st->paused, op, entry);	/* keeps its ref */
+		told = 0;
 	} else {
 		if (op->cb != NULL)
 			op->cb(ok, op->arg);
 		stream_op_free(op);
 	}
 	stream_pump(st);
-	st->pending--;
-	stream_maybe_free(st);
+	if (told)
+		stream_unref(st);	/* the op's, once the pump is done */
 }
 
 /* ---------------------------------------------------------------------
@@ -754,8 +839,8 @@ stream_appended_cb(enum eventlog_status status,
 /*
  * Ends the stream without a final entry (a cancelled call), after what is
  * queued. A broken stream is left as the log has it: a stream the log
- * lost cannot be ended, and one it could not reach is answered by its
- * session once the log is back (session_settle).
+ * lost cannot be ended, and one it could not reach is answered once the
+ * log is back (stream_settle).
  */
 void
 stream_end(struct stream *st)
@@ -787,19 +872,22 @@ stream_close(struct stream *st)
 	st->closed = 1;
 	stream_release_paused(st);
 	stream_unlist(st);
-	stream_maybe_free(st);
+	stream_unref(st);		/* the owner's */
 }
 
 static void
 stream_leave(struct stream *st)
 {
+	int	owned = !st->closed;
+
 	st->closed = 1;
 	stream_release_paused(st);
 	if (st->listed) {
 		st->listed = 0;
 		session_stream_remove(st->session, st);
 	}
-	stream_maybe_free(st);
+	if (owned)
+		stream_unref(st);	/* the owner's */
 }
 
 /*
@@ -811,10 +899,10 @@ stream_discard(struct stream *st)
 {
 	if (st->closed && !st->listed)
 		return;
-	stream_drop_queue(st);
 	st->ended = 1;
 	if (!st->broken && !st->finished)
-		stream_submit_end(st);
+		stream_submit_end(st);	/* before the queue's refs go */
+	stream_drop_queue(st);
 	stream_leave(st);
 }
 
@@ -867,54 +955,6 @@ stream_expect_response(struct stream *st, const cJSON *id)
 	st->owed++;
 }
 
-static void
-stream_noted_cb(enum eventlog_status status, void *arg)
-{
-	struct stream	*st = arg;
-
-	if (status != EVENTLOG_OK && status != EVENTLOG_CANCELLED)
-		log_limited(LOG_LEVEL_WARN, "lease", "session=%s stream=%llu "
-		    "lease not written: %s", session_id(st->session),
-		    (unsigned long long)st->k, eventlog_status_name(status));
-	st->pending--;
-	stream_maybe_free(st);
-}
-
-static void
-stream_note(struct stream *st, const char *what, const char *value,
-    uint64_t ttl_ms)
-{
-	char	name[40];
-
-	snprintf(name, sizeof name, "%s:%llu", what, (unsigned long long)st->k);
-	st->pending++;
-	eventlog_note_set(server.eventlog, session_id(st->session), name,
-	    value, strlen(value), ttl_ms, stream_noted_cb, st);
-}
-
-/*
- * Polling (call_close_view): the view ends once it has shown entry upto.
- * A stream whose create is not answered has no view yet; the view its
- * creator opens then takes the request (stream_view_close_after). Returns
- * -1 if no view shows the stream.
- */
-int
-stream_close_view(struct stream *st, uint64_t upto)
-{
-	if (!st->creating)
-		return (session_view_close_after(st->session, st->k, upto));
-	if (st->close_view < 0 || upto < (uint64_t)st->close_view)
-		st->close_view = (int64_t)upto;
-	return (0);
-}
-
-/* What polling asked of the view before it opened: an entry, or -1. */
-int64_t
-stream_view_close_after(const struct stream *st)
-{
-	return (st->close_view);
-}
-
 /* A request stream this process still has to write to. */
 int
 stream_is_request_open(const struct stream *st)
@@ -924,31 +964,15 @@ stream_is_request_open(const struct stream *st)
 }
 
 /*
- * With a shared log, records the ids this stream owes responses to ("r:K",
- * as long as the stream may be resumed) and takes its lease ("l:K"). If
- * this process dies, the lease runs out and whichever process shows the
- * stream next answers those ids with an error (session.c).
+ * With a shared log, records the ids this stream owes responses to and
+ * takes its lease (lease.c, 1): if this process dies, whichever process
+ * shows the stream next answers those ids with an error.
  */
 void
 stream_publish_owner(struct stream *st)
 {
-	const struct conf	*conf = server.conf;
-	char			*ids;
-
-	if (!server.shared || st->ids == NULL)
-		return;
-	ids = jsonrpc_print(st->ids);
-	stream_note(st, "r", ids,
-	    (uint64_t)(conf->stream_ttl + conf->session_ttl) * 1000);
-	free(ids);
-	stream_renew_lease(st);
-}
-
-void
-stream_renew_lease(struct stream *st)
-{
-	if (server.shared && stream_is_request_open(st))
-		stream_note(st, "l", "1", STREAM_LEASE_MS);
+	if (st->ids != NULL)
+		lease_take(session_id(st->session), st->k, st->ids);
 }
 
 /* Returns 1 when the response just accounted for was the last one owed. */
@@ -956,4 +980,280 @@ int
 stream_response_done(struct stream *st)
 {
 	return (--st->owed == 0);
+}
+
+/* ---------------------------------------------------------------------
+ * Watchers.
+ */
+
+/* Links w to K's stream object, if this process has one listed. */
+static void
+stream_watcher_link(struct stream_watcher *w)
+{
+	struct stream	*st;
+
+	if (w->stream != NULL ||
+	    (st = session_stream(w->session, w->k)) == NULL)
+		return;
+	w->stream = st;
+	st->watcher = w;
+}
+
+/*
+ * Watches stream K of s with hooks (arg is theirs). The watcher before,
+ * if any, is aborted: its connection is most likely half-open, the client
+ * having resumed on another one.
+ */
+struct stream_watcher *
+stream_watch(struct session *s, uint64_t k, int sole,
+    const struct stream_hooks *hooks, void *arg)
+{
+	struct stream_watcher	*w, *old;
+
+	if ((old = session_attached(s, k)) != NULL) {
+		old->hooks->abort(old->arg, "taken over");
+		if (session_attached(s, k) == old)
+			fatalx("session=%s stream=%llu: an aborted watcher "
+			    "still watches", session_id(s),
+			    (unsigned long long)k);
+	}
+	w = xcalloc(1, sizeof *w);
+	w->session = s;
+	w->k = k;
+	w->sole = sole;
+	w->hooks = hooks;
+	w->arg = arg;
+	session_attach(s, k, w);
+	stream_watcher_link(w);
+	return (w);
+}
+
+void
+stream_unwatch(struct stream_watcher *w)
+{
+	session_detach(w->session, w);
+	if (w->stream != NULL)
+		w->stream->watcher = NULL;
+	free(w);
+}
+
+/* The watcher wrote entries up to seq to its client. */
+void
+stream_watcher_delivered(struct stream_watcher *w, uint64_t seq)
+{
+	stream_watcher_link(w);
+	if (w->stream != NULL)
+		stream_delivered(w->stream, seq);
+}
+
+/*
+ * The shared log published a commit of entry seq (by any process, this one
+ * included). A sole watcher hears of its stream's commits from the stream.
+ */
+void
+stream_watcher_published(struct stream_watcher *w, uint64_t seq)
+{
+	if (!w->sole)
+		w->hooks->wakeup(w->arg, seq);
+}
+
+/* The shared log's watch was (re-)established: commits may be missed. */
+void
+stream_watcher_missed(struct stream_watcher *w)
+{
+	w->hooks->wakeup(w->arg, 0);
+}
+
+/* The session closes. */
+void
+stream_watcher_close(struct stream_watcher *w, const char *reason)
+{
+	w->hooks->close(w->arg, reason);
+}
+
+/* Polling: the stream's watcher ends once it has shown entry upto. */
+int
+stream_close_after(struct stream *st, uint64_t upto)
+{
+	struct stream_watcher	*w;
+
+	if (st->creating) {
+		/*
+		 * The calls start before the create is answered, and the
+		 * view only then: the view its creator opens is told
+		 * (stream_view_close_after).
+		 */
+		if (st->close_view < 0 || upto < (uint64_t)st->close_view)
+			st->close_view = (int64_t)upto;
+		return (0);
+	}
+	if ((w = stream_watcher(st)) == NULL)
+		return (-1);
+	return (w->hooks->close_after(w->arg, upto));
+}
+
+/* What polling asked of the view before it opened: an entry, or -1. */
+int64_t
+stream_view_close_after(const struct stream *st)
+{
+	return (st->close_view);
+}
+
+static int
+stream_kind_blocks(enum stream_kind kind)
+{
+	const struct conf	*conf = server.conf;
+
+	return ((kind == STREAM_REQUEST ? conf->backpressure_request :
+	    conf->backpressure_standalone) == CONF_BACKPRESSURE_BLOCK);
+}
+
+/* Whether stream K of s is under the block policy (else close); K may be
+ * gone. */
+int
+stream_policy_blocks(struct session *s, uint64_t k)
+{
+	struct stream	*st = session_standalone(s);
+
+	return (stream_kind_blocks(st != NULL && st->k == k ?
+	    STREAM_STANDALONE : STREAM_REQUEST));
+}
+
+/* ---------------------------------------------------------------------
+ * What the lease code learns, told to stream K's watcher. Lease callbacks
+ * name the session by id: one closed meanwhile is not in the table.
+ */
+
+static void
+stream_wake(struct session *s, uint64_t k, uint64_t seq)
+{
+	struct stream_watcher	*w;
+
+	if ((w = session_attached(s, k)) != NULL)
+		w->hooks->wakeup(w->arg, seq);
+}
+
+/*
+ * Nothing more will be committed on stream K: its watcher ends once it has
+ * shown entry `upto` (-1: it follows what the log has, which ends the
+ * stream itself), and the session ends the calls writing it.
+ */
+static void
+stream_lost(struct session *s, uint64_t k, int64_t upto, int no_session)
+{
+	struct stream_watcher	*w;
+
+	if (upto >= 0 && (w = session_attached(s, k)) != NULL)
+		w->hooks->lost(w->arg, (uint64_t)upto);
+	session_stream_lost(s, k, no_session);
+}
+
+/* Error answers committed on stream K: its watcher reads them. */
+static void
+stream_answered_cb(const char *sid, uint64_t k, enum eventlog_status status,
+    const struct eventlog_info *info, void *arg)
+{
+	struct session	*s;
+
+	if (info != NULL && (s = session_find(sid)) != NULL)
+		stream_wake(s, k, info->head);
+}
+
+static void
+stream_settle_cb(const char *sid, uint64_t k, enum lease_event ev,
+    enum eventlog_status status, uint64_t head, void *arg)
+{
+	struct session		*s;
+	struct stream_watcher	*w;
+
+	if ((s = session_find(sid)) == NULL)
+		return;
+	switch (ev) {
+	case LEASE_WAITED:
+		if ((w = session_attached(s, k)) == NULL)
+			break;
+		log_limited(LOG_LEVEL_INFO, "settle", "session=%s stream=%llu: "
+		    "the event log is still unavailable; its response ends "
+		    "after %llu", sid, (unsigned long long)k,
+		    (unsigned long long)head);
+		w->hooks->lost(w->arg, head);
+		break;
+	case LEASE_COMMITTED:
+		stream_wake(s, k, head);
+		break;
+	case LEASE_GONE:
+		stream_lost(s, k, (int64_t)head, status == EVENTLOG_NOT_FOUND);
+		break;
+	}
+}
+
+/*
+ * An append was not answered (lease.c, 3): the calls end now, and the ids
+ * still owed (at least one) get their errors once the log answers.
+ */
+static void
+stream_settle(struct stream *st)
+{
+	const char	*sid = session_id(st->session);
+
+	if (lease_settling(sid, st->k))
+		return;
+	lease_settle(sid, st->k, st->head, st->ids, stream_settle_cb, NULL);
+	/* Whether it lost the stream or stalls is known once it answers. */
+	session_cancel_calls(st->session, st->k, "the event log lost its "
+	    "stream or did not answer; the error response follows once it "
+	    "answers");
+}
+
+/*
+ * Whether count more entries after head leave every entry the watcher has
+ * not written yet in retention. They wait (for its client to read) while
+ * they would not; more than retention holds at all wait until it has read
+ * everything.
+ */
+static int
+stream_orphan_fits(struct stream_watcher *w, uint64_t head, uint64_t count)
+{
+	uint64_t	 maxlen = (uint64_t)server.conf->stream_maxlen;
+	uint64_t	 owed;
+
+	if (w == NULL)
+		return (0);
+	if ((owed = w->hooks->owed(w->arg)) > head)
+		return (1);
+	return (head + 1 - owed + count <= maxlen);
+}
+
+static void
+stream_orphan_checked_cb(const char *sid, uint64_t k, const cJSON *ids,
+    uint64_t head, void *arg)
+{
+	struct session	*s;
+	int		 count;
+
+	if (ids == NULL || (s = session_find(sid)) == NULL)
+		return;
+	count = cJSON_GetArraySize(ids);
+	if (!stream_orphan_fits(session_attached(s, k), head, (uint64_t)count))
+		return;		/* the view's next check tries again */
+	log_limited(LOG_LEVEL_ERROR, "orphan", "session=%s stream=%llu: the "
+	    "process running its call(s) is gone (lease expired at head %llu); "
+	    "answering %d request(s) with an error", sid, (unsigned long long)k,
+	    (unsigned long long)head, count);
+	lease_answer(sid, k, ids, head, "The call was interrupted: the server "
+	    "running it stopped", stream_answered_cb, NULL);
+}
+
+/*
+ * A view shows open stream K (lease.c, 2): unless one of this process's
+ * calls writes it, is its owner alive?
+ */
+void
+stream_check_orphan(struct session *s, uint64_t k)
+{
+	/* The standalone stream is listed here too: no owner to lose. */
+	if (!server.shared || session_stream(s, k) != NULL ||
+	    lease_settling(session_id(s), k))
+		return;
+	lease_check(session_id(s), k, stream_orphan_checked_cb, NULL);
 }

@@ -19,7 +19,9 @@
 #include "eventlog.h"
 #include "jsonrpc.h"
 #include "log.h"
+#include "mcp.h"
 #include "metrics.h"
+#include "reply.h"
 #include "server.h"
 #include "session.h"
 #include "stream.h"
@@ -30,36 +32,6 @@
 static struct {
 	int			 loopback;
 } transport;
-
-void
-transport_reply_json(struct evhttp_request *req, int status, cJSON *json)
-{
-	struct evbuffer	*buf = evbuffer_new();
-	char		*text;
-
-	text = jsonrpc_print(json);
-	cJSON_Delete(json);
-	evbuffer_add(buf, text, strlen(text));
-	free(text);
-	evhttp_add_header(evhttp_request_get_output_headers(req),
-	    "Content-Type", "application/json");
-	evhttp_send_reply(req, status, NULL, buf);
-	evbuffer_free(buf);
-}
-
-void
-transport_reply_error(struct evhttp_request *req, int status, int code,
-    const char *message, cJSON *data)
-{
-	transport_reply_json(req, status,
-	    jsonrpc_error(NULL, code, message, data));
-}
-
-static void
-transport_reply_empty(struct evhttp_request *req, int status)
-{
-	evhttp_send_reply(req, status, NULL, NULL);
-}
 
 static const char *
 transport_header(struct evhttp_request *req, const char *name)
@@ -129,17 +101,17 @@ transport_check_common(struct evhttp_request *req)
 	const char	*version = transport_header(req, "MCP-Protocol-Version");
 
 	if (!transport_host_allowed(req)) {
-		transport_reply_error(req, 403, JSONRPC_SERVER_ERROR,
+		reply_error(req, 403, JSONRPC_SERVER_ERROR,
 		    "Forbidden: Host header not allowed", NULL);
 		return (-1);
 	}
 	if (origin != NULL && !conf_origin_allowed(server.conf, origin)) {
-		transport_reply_error(req, 403, JSONRPC_SERVER_ERROR,
+		reply_error(req, 403, JSONRPC_SERVER_ERROR,
 		    "Forbidden: Origin not allowed", NULL);
 		return (-1);
 	}
-	if (version != NULL && !session_version_supported(version)) {
-		transport_reply_error(req, 400, JSONRPC_INVALID_REQUEST,
+	if (version != NULL && !mcp_version_supported(version)) {
+		reply_error(req, 400, JSONRPC_INVALID_REQUEST,
 		    "Bad Request: unsupported MCP-Protocol-Version", NULL);
 		return (-1);
 	}
@@ -153,10 +125,7 @@ transport_view_room(struct evhttp_request *req)
 		return (1);
 	log_limited(LOG_LEVEL_WARN, "max-views", "open stream limit reached "
 	    "(max_views %lld)", server.conf->max_views);
-	evhttp_add_header(evhttp_request_get_output_headers(req),
-	    "Retry-After", "1");
-	transport_reply_error(req, 503, JSONRPC_UNAVAILABLE,
-	    "Too many open streams, retry later", NULL);
+	reply_unavailable(req, 1, "Too many open streams, retry later");
 	return (0);
 }
 
@@ -166,7 +135,7 @@ transport_stream_room(struct evhttp_request *req, struct session *s)
 	if ((long long)session_stream_count(s) <
 	    server.conf->session_max_streams)
 		return (transport_view_room(req));
-	transport_reply_error(req, 429, JSONRPC_SERVER_ERROR,
+	reply_error(req, 429, JSONRPC_SERVER_ERROR,
 	    "Too many open streams in this session (session_max_streams)",
 	    NULL);
 	return (0);
@@ -185,14 +154,12 @@ transport_initialized_cb(struct session *s, int status, void *arg)
 	if (status == EVENTLOG_OK && !session_closed(s)) {
 		evhttp_add_header(evhttp_request_get_output_headers(ti->req),
 		    "Mcp-Session-Id", session_id(s));
-		transport_reply_json(ti->req, 200, ti->response);
+		reply_json(ti->req, 200, ti->response);
 	} else {
 		cJSON_Delete(ti->response);
 		session_close(s, "its meta could not be stored");
-		evhttp_add_header(evhttp_request_get_output_headers(ti->req),
-		    "Retry-After", "1");
-		transport_reply_error(ti->req, 503, JSONRPC_UNAVAILABLE,
-		    "Event log unavailable, retry later", NULL);
+		reply_unavailable(ti->req, 1,
+		    "Event log unavailable, retry later");
 	}
 	free(ti);
 }
@@ -201,38 +168,33 @@ static void
 transport_initialize(struct evhttp_request *req, const cJSON *msg)
 {
 	struct transport_init	*ti;
-	struct session		*s;
-	cJSON			*response;
-	const char		*invalid;
-	char			*cause = NULL;
+	enum dispatch_refusal	 why;
+	const char		*invalid, *cause;
 
 	if (jsonrpc_classify(msg, &invalid) != JSONRPC_REQUEST) {
-		transport_reply_json(req, 400, jsonrpc_error(
+		reply_json(req, 400, jsonrpc_error(
 		    jsonrpc_reply_id(msg), JSONRPC_INVALID_REQUEST, invalid,
 		    NULL));
 		return;
 	}
 	if (transport_header(req, "Mcp-Session-Id") != NULL) {
-		transport_reply_error(req, 400, JSONRPC_INVALID_REQUEST,
+		reply_error(req, 400, JSONRPC_INVALID_REQUEST,
 		    "Bad Request: initialize must not carry Mcp-Session-Id",
 		    NULL);
 		return;
 	}
-	if ((response = dispatch_initialize(msg, &s, &cause)) == NULL) {
-		if (strcmp(cause, "too many sessions") == 0) {
-			evhttp_add_header(evhttp_request_get_output_headers(req),
-			    "Retry-After", "5");
-			transport_reply_error(req, 503, JSONRPC_UNAVAILABLE,
-			    "Too many sessions, retry later", NULL);
-		} else
-			transport_reply_error(req, 400, JSONRPC_INVALID_PARAMS,
-			    cause, NULL);
-		return;
-	}
 	ti = xmalloc(sizeof *ti);
 	ti->req = req;
-	ti->response = response;
-	session_when_stored(s, transport_initialized_cb, ti);
+	ti->response = dispatch_initialize(msg, &why, &cause,
+	    transport_initialized_cb, ti);
+	if (ti->response != NULL)
+		return;
+	free(ti);
+	if (why == DISPATCH_FULL)
+		reply_unavailable(req, 5, "Too many sessions, retry later");
+	else
+		reply_error(req, 400, JSONRPC_INVALID_PARAMS, cause,
+		    NULL);
 }
 
 /* A notification, or a client's answer to a server request. */
@@ -263,22 +225,20 @@ transport_stream_created_cb(struct stream *st, int ok, void *arg)
 {
 	struct transport_start	*ts = arg;
 	struct session		*s = ts->session;
-	struct view		*v;
 	int64_t			 upto;
 
 	if (session_closed(s)) {
-		transport_reply_error(ts->req, 404, JSONRPC_SESSION_NOT_FOUND,
+		reply_error(ts->req, 404, JSONRPC_SESSION_NOT_FOUND,
 		    "Session not found", NULL);
 	} else if (!ok) {
-		evhttp_add_header(evhttp_request_get_output_headers(ts->req),
-		    "Retry-After", "1");
-		transport_reply_error(ts->req, 503, JSONRPC_UNAVAILABLE,
-		    "Event log unavailable, retry later", NULL);
+		reply_unavailable(ts->req, 1,
+		    "Event log unavailable, retry later");
 	} else {
-		v = view_open(ts->req, s, stream_id(st), stream_head(st) + 1,
+		view_open(ts->req, s, stream_id(st), stream_head(st) + 1,
 		    (int64_t)stream_head(st), 1);
+		/* Polling the calls asked for before there was a view. */
 		if ((upto = stream_view_close_after(st)) >= 0)
-			view_close_after(v, (uint64_t)upto);
+			stream_close_after(st, (uint64_t)upto);
 		if (stream_is_request_open(st))
 			stream_publish_owner(st);
 	}
@@ -300,13 +260,11 @@ transport_refreshed_cb(struct session *s, int status, void *arg)
 	struct stream		*st;
 
 	if (session_closed(s)) {
-		transport_reply_error(ts->req, 404, JSONRPC_SESSION_NOT_FOUND,
+		reply_error(ts->req, 404, JSONRPC_SESSION_NOT_FOUND,
 		    "Session not found", NULL);
 	} else if (status != EVENTLOG_OK) {
-		evhttp_add_header(evhttp_request_get_output_headers(ts->req),
-		    "Retry-After", "1");
-		transport_reply_error(ts->req, 503, JSONRPC_UNAVAILABLE,
-		    "Event log unavailable, retry later", NULL);
+		reply_unavailable(ts->req, 1,
+		    "Event log unavailable, retry later");
 	} else {
 		st = stream_open(s, STREAM_REQUEST, transport_stream_created_cb,
 		    ts);
@@ -354,7 +312,7 @@ transport_single(struct evhttp_request *req, struct session *s, cJSON *msg)
 	kind = jsonrpc_classify(msg, &cause);
 	switch (kind) {
 	case JSONRPC_INVALID:
-		transport_reply_json(req, 400, jsonrpc_error(
+		reply_json(req, 400, jsonrpc_error(
 		    jsonrpc_reply_id(msg), JSONRPC_INVALID_REQUEST, cause,
 		    NULL));
 		return;
@@ -365,13 +323,13 @@ transport_single(struct evhttp_request *req, struct session *s, cJSON *msg)
 		 * it was awaited; a stray one is logged, and changes nothing.
 		 */
 		transport_accept_message(s, msg, kind);
-		transport_reply_empty(req, 202);
+		reply_empty(req, 202);
 		return;
 	case JSONRPC_REQUEST:
 		break;
 	}
 	if (!dispatch_streams(msg)) {
-		transport_reply_json(req, 200, dispatch_quick(s, msg));
+		reply_json(req, 200, dispatch_quick(s, msg));
 		return;
 	}
 	if (!transport_stream_room(req, s))
@@ -391,9 +349,9 @@ transport_batch(struct evhttp_request *req, struct session *s, cJSON *batch)
 	const char		*cause;
 	int			 requests = 0, streams = 0;
 
-	if (!session_version_at_least("2025-03-26", session_version(s)) ||
+	if (!mcp_version_at_least("2025-03-26", session_version(s)) ||
 	    cJSON_GetArraySize(batch) == 0) {
-		transport_reply_error(req, 400, JSONRPC_INVALID_REQUEST,
+		reply_error(req, 400, JSONRPC_INVALID_REQUEST,
 		    "Invalid Request: batches are not supported by this "
 		    "protocol revision", NULL);
 		return;
@@ -420,15 +378,15 @@ transport_batch(struct evhttp_request *req, struct session *s, cJSON *batch)
 	if (streams == 0) {
 		if (cJSON_GetArraySize(responses) == 0) {
 			cJSON_Delete(responses);
-			transport_reply_empty(req, 202);
+			reply_empty(req, 202);
 		} else
-			transport_reply_json(req, 200, responses);
+			reply_json(req, 200, responses);
 		return;
 	}
 	if (cJSON_GetArraySize(responses) > 0 || !transport_stream_room(req, s)) {
 		/* Invalid members cannot share a stream with their ids. */
 		if (cJSON_GetArraySize(responses) > 0)
-			transport_reply_json(req, 400, responses);
+			reply_json(req, 400, responses);
 		else
 			cJSON_Delete(responses);
 		return;
@@ -437,17 +395,8 @@ transport_batch(struct evhttp_request *req, struct session *s, cJSON *batch)
 	transport_open_stream(req, s, batch);
 }
 
-static int
-transport_is_initialize(const cJSON *msg)
-{
-	const cJSON	*m = cJSON_GetObjectItemCaseSensitive(msg, "method");
-
-	return (cJSON_IsObject(msg) && cJSON_IsString(m) &&
-	    strcmp(m->valuestring, "initialize") == 0 &&
-	    cJSON_HasObjectItem(msg, "id"));
-}
-
-static void	transport_with_session(struct evhttp_request *, cJSON *);
+static void	transport_with_session(struct evhttp_request *, cJSON *,
+		    const struct cursor *);
 
 static void
 transport_post(struct evhttp_request *req)
@@ -456,43 +405,48 @@ transport_post(struct evhttp_request *req)
 	const char	*ctype = transport_header(req, "Content-Type");
 	cJSON		*msg;
 	size_t		 len;
-	char		*cause;
+	const char	*cause;
 	int		 code;
 
 	if (ctype == NULL || strncasecmp(ctype, "application/json", 16) != 0 ||
 	    (ctype[16] != '\0' && ctype[16] != ';' && ctype[16] != ' ')) {
-		transport_reply_error(req, 415, JSONRPC_INVALID_REQUEST,
+		reply_error(req, 415, JSONRPC_INVALID_REQUEST,
 		    "Unsupported Media Type: Content-Type must be "
 		    "application/json", NULL);
 		return;
 	}
 	if (!transport_accepts(req, "application/json") ||
 	    !transport_accepts(req, "text/event-stream")) {
-		transport_reply_error(req, 406, JSONRPC_INVALID_REQUEST,
+		reply_error(req, 406, JSONRPC_INVALID_REQUEST,
 		    "Not Acceptable: Accept must list application/json and "
 		    "text/event-stream", NULL);
 		return;
 	}
 	len = evbuffer_get_length(body);
 	if ((long long)len > server.conf->max_body) {
-		transport_reply_error(req, 413, JSONRPC_INVALID_REQUEST,
+		reply_error(req, 413, JSONRPC_INVALID_REQUEST,
 		    "Payload Too Large: the body exceeds max_body", NULL);
 		return;
 	}
 	msg = jsonrpc_parse((const char *)evbuffer_pullup(body, -1), len,
 	    &code, &cause);
 	if (msg == NULL) {
-		transport_reply_error(req, 400, code, cause, NULL);
+		reply_error(req, 400, code, cause, NULL);
 		return;
 	}
-	if (transport_is_initialize(msg)) {
+	if (dispatch_sessionless(msg)) {
 		transport_initialize(req, msg);
 		cJSON_Delete(msg);
 		return;
 	}
-	transport_with_session(req, msg);
+	transport_with_session(req, msg, NULL);
 }
 
+/*
+ * Last-Event-ID is parsed here, once: what goes on is the cursor, and a
+ * header that is no cursor is answered 400 before the session is looked
+ * up.
+ */
 static void
 transport_get(struct evhttp_request *req)
 {
@@ -500,31 +454,33 @@ transport_get(struct evhttp_request *req)
 	struct cursor	 c;
 
 	if (!transport_accepts(req, "text/event-stream")) {
-		transport_reply_error(req, 406, JSONRPC_INVALID_REQUEST,
+		reply_error(req, 406, JSONRPC_INVALID_REQUEST,
 		    "Not Acceptable: Accept must list text/event-stream", NULL);
 		return;
 	}
 	if (last != NULL && cursor_parse(last, &c) != 0) {
-		transport_reply_error(req, 400, JSONRPC_INVALID_REQUEST,
+		reply_error(req, 400, JSONRPC_INVALID_REQUEST,
 		    "Bad Request: Last-Event-ID is not an event id of the "
 		    "form K-N", NULL);
 		return;
 	}
-	transport_with_session(req, NULL);
+	transport_with_session(req, NULL, last != NULL ? &c : NULL);
 }
 
-/* GET once the session is known: a resume, or the standalone stream. */
+/*
+ * GET once the session is known: a resume from cursor `from`, or (from is
+ * NULL) the standalone stream.
+ */
 static void
-transport_get_session(struct evhttp_request *req, struct session *s)
+transport_get_session(struct evhttp_request *req, struct session *s,
+    const struct cursor *from)
 {
-	const char	*last = transport_header(req, "Last-Event-ID");
 	struct stream	*st;
-	struct cursor	 c;
 
 	if (!transport_view_room(req))
 		return;
-	if (last != NULL && cursor_parse(last, &c) == 0) {
-		view_resume(req, s, c.stream, c.seq, last);
+	if (from != NULL) {
+		view_resume(req, s, from);
 		return;
 	}
 	st = session_standalone(s);
@@ -534,7 +490,8 @@ transport_get_session(struct evhttp_request *req, struct session *s)
 
 /* The request's session is known: carry the request out. */
 static void
-transport_serve(struct evhttp_request *req, struct session *s, cJSON *msg)
+transport_serve(struct evhttp_request *req, struct session *s, cJSON *msg,
+    const struct cursor *from)
 {
 	session_touch(s);
 	switch (evhttp_request_get_command(req)) {
@@ -545,11 +502,11 @@ transport_serve(struct evhttp_request *req, struct session *s, cJSON *msg)
 			transport_single(req, s, msg);
 		break;
 	case EVHTTP_REQ_GET:
-		transport_get_session(req, s);
+		transport_get_session(req, s, from);
 		break;
 	default:
 		session_close(s, "deleted by the client");
-		transport_reply_empty(req, 204);
+		reply_empty(req, 204);
 		break;
 	}
 }
@@ -557,6 +514,8 @@ transport_serve(struct evhttp_request *req, struct session *s, cJSON *msg)
 struct transport_wait {
 	struct evhttp_request	*req;
 	cJSON			*msg;
+	int			 resume;	/* from is a GET's cursor */
+	struct cursor		 from;
 };
 
 static void
@@ -565,44 +524,46 @@ transport_loaded_cb(struct session *s, int status, void *arg)
 	struct transport_wait	*w = arg;
 
 	if (s != NULL)
-		transport_serve(w->req, s, w->msg);
+		transport_serve(w->req, s, w->msg, w->resume ? &w->from : NULL);
 	else if (status == EVENTLOG_NOT_FOUND)
-		transport_reply_error(w->req, 404, JSONRPC_SESSION_NOT_FOUND,
+		reply_error(w->req, 404, JSONRPC_SESSION_NOT_FOUND,
 		    "Session not found", NULL);
-	else {
-		evhttp_add_header(evhttp_request_get_output_headers(w->req),
-		    "Retry-After", "1");
-		transport_reply_error(w->req, 503, JSONRPC_UNAVAILABLE,
-		    "Event log unavailable, retry later", NULL);
-	}
+	else
+		reply_unavailable(w->req, 1,
+		    "Event log unavailable, retry later");
 	cJSON_Delete(w->msg);
 	free(w);
 }
 
 /*
- * Finds the request's session and serves the request (taking msg): 400
- * without Mcp-Session-Id, 404 for an unknown or ended session. With a
- * shared log a session this process does not hold is loaded first.
+ * Finds the request's session and serves the request (taking msg, and for
+ * a resume the cursor `from`): 400 without Mcp-Session-Id, 404 for an
+ * unknown or ended session. With a shared log a session this process does
+ * not hold is loaded first.
  */
 static void
-transport_with_session(struct evhttp_request *req, cJSON *msg)
+transport_with_session(struct evhttp_request *req, cJSON *msg,
+    const struct cursor *from)
 {
 	const char		*sid = transport_header(req, "Mcp-Session-Id");
 	struct transport_wait	*w;
 	struct session		*s;
 
 	if (sid == NULL) {
-		transport_reply_error(req, 400, JSONRPC_INVALID_REQUEST,
+		reply_error(req, 400, JSONRPC_INVALID_REQUEST,
 		    "Bad Request: Mcp-Session-Id header is required", NULL);
 	} else if ((s = session_find(sid)) != NULL) {
-		transport_serve(req, s, msg);
+		transport_serve(req, s, msg, from);
 	} else if (!server.shared || strlen(sid) != SESSION_ID_LEN) {
-		transport_reply_error(req, 404, JSONRPC_SESSION_NOT_FOUND,
+		reply_error(req, 404, JSONRPC_SESSION_NOT_FOUND,
 		    "Session not found", NULL);
 	} else {
 		w = xmalloc(sizeof *w);
 		w->req = req;
 		w->msg = msg;
+		w->resume = from != NULL;
+		if (from != NULL)
+			w->from = *from;
 		session_load(sid, transport_loaded_cb, w);
 		return;
 	}
@@ -612,7 +573,7 @@ transport_with_session(struct evhttp_request *req, cJSON *msg)
 static void
 transport_delete(struct evhttp_request *req)
 {
-	transport_with_session(req, NULL);
+	transport_with_session(req, NULL, NULL);
 }
 
 static void
@@ -633,7 +594,7 @@ transport_endpoint_cb(struct evhttp_request *req, void *arg)
 	default:
 		evhttp_add_header(evhttp_request_get_output_headers(req),
 		    "Allow", "GET, POST, DELETE");
-		transport_reply_error(req, 405, JSONRPC_INVALID_REQUEST,
+		reply_error(req, 405, JSONRPC_INVALID_REQUEST,
 		    "Method Not Allowed", NULL);
 		break;
 	}
@@ -648,13 +609,13 @@ transport_healthz_cb(struct evhttp_request *req, void *arg)
 	cJSON_AddNumberToObject(health, "sessions", (double)session_count());
 	cJSON_AddNumberToObject(health, "streams", (double)view_count());
 	cJSON_AddItemToObject(health, "metrics", metrics_json());
-	transport_reply_json(req, 200, health);
+	reply_json(req, 200, health);
 }
 
 static void
 transport_other_cb(struct evhttp_request *req, void *arg)
 {
-	transport_reply_error(req, 404, JSONRPC_INVALID_REQUEST,
+	reply_error(req, 404, JSONRPC_INVALID_REQUEST,
 	    "Not Found: no such endpoint", NULL);
 }
 

@@ -3,12 +3,14 @@
  * entry it owes its client and pulls from the event log whenever the log
  * may have more and the connection has room (output under
  * sse_high_watermark). When the connection drains, the view pulls again.
- * An entry this process commits is handed to its view with its bytes; a
- * caught-up view writes it without reading it back.
+ * A streaming view watches its stream (stream_watch): the stream calls the
+ * view's hooks below, and an entry this process commits comes with its
+ * bytes, which a caught-up view writes without reading them back.
  *
  * evhttp gives no disconnect notice before the first write, keeps read and
  * write timeouts that would kill idle streams, and has no output limit;
- * each of those is handled here (see STYLE.md, "Known traps").
+ * each of those is handled here, where the code meets it (view_open and
+ * the keep-alive timer, view_peer_closed_cb, the high watermark).
  */
 #include <sys/queue.h>
 #include <sys/socket.h>
@@ -30,11 +32,13 @@
 #include "eventlog.h"
 #include "jsonrpc.h"
 #include "log.h"
+#include "mcp.h"
 #include "metrics.h"
+#include "reply.h"
 #include "server.h"
 #include "session.h"
 #include "sse.h"
-#include "transport.h"
+#include "stream.h"
 #include "view.h"
 #include "xmalloc.h"
 
@@ -65,10 +69,12 @@ struct view {
 	uint64_t		 next;		/* next entry owed */
 	int64_t			 last_written;	/* -1: none yet */
 	uint64_t		 resume_from;	/* cursor N while validating */
-	char			*resume_text;
+	char			 resume_text[CURSOR_BUFSIZE];
 	int			 primes;	/* client takes priming events */
 	int			 dirty;		/* the log may have more */
 	int			 reading;	/* a log read is in flight */
+	int			 freeing;	/* free on the next turn */
+	struct stream_watcher	*watch;		/* while streaming */
 	uint64_t		 committed;	/* last local commit seen */
 	int			 sole;		/* only this process writes */
 	struct evbuffer		*taken;		/* commits taken this turn */
@@ -99,6 +105,25 @@ static void	view_flush(struct view *);
 static void	view_grace_cb(evutil_socket_t, short, void *);
 static void	view_slow_disconnect(struct view *);
 
+/* What the view's stream calls (stream.h); arg is the view. */
+static void	view_committed(void *, const struct eventlog_entry *, int);
+static void	view_wakeup(void *, uint64_t);
+static void	view_lost(void *, uint64_t);
+static void	view_close(void *, const char *);
+static void	view_abort(void *, const char *);
+static int	view_close_after(void *, uint64_t);
+static uint64_t	view_owed(void *);
+
+static const struct stream_hooks view_hooks = {
+	view_committed,
+	view_wakeup,
+	view_lost,
+	view_close,
+	view_abort,
+	view_close_after,
+	view_owed
+};
+
 static void
 view_set_state(struct view *v, enum view_state state)
 {
@@ -120,9 +145,9 @@ view_new(struct evhttp_request *req, struct session *s, uint64_t k)
 	v->k = k;
 	v->last_written = -1;
 	v->close_after = -1;
-	v->primes = session_version_at_least(session_version(s),
+	v->primes = mcp_version_at_least(session_version(s),
 	    "2025-11-25");
-	v->blocks = session_stream_blocks(s, k);
+	v->blocks = stream_policy_blocks(s, k);
 	v->grace_ev = evtimer_new(server.base, view_grace_cb, v);
 	session_ref(s);
 	TAILQ_INSERT_TAIL(&view_all, v, entry);
@@ -131,18 +156,30 @@ view_new(struct evhttp_request *req, struct session *s, uint64_t k)
 }
 
 static void
-view_maybe_free(struct view *v)
+view_free_cb(evutil_socket_t fd, short events, void *arg)
 {
-	if (v->state != VIEW_CLOSED || v->reading)
-		return;
-	TAILQ_REMOVE(&view_all, v, entry);
+	struct view	*v = arg;
+
 	if (v->taken != NULL)
 		evbuffer_free(v->taken);
-	view_n--;
 	event_free(v->grace_ev);
 	session_unref(v->session);
-	free(v->resume_text);
 	free(v);
+}
+
+/*
+ * A closed view goes once its read is answered, on a later loop turn: the
+ * stream or the connection whose callback closed it may still hold it.
+ */
+static void
+view_maybe_free(struct view *v)
+{
+	if (v->state != VIEW_CLOSED || v->reading || v->freeing)
+		return;
+	v->freeing = 1;
+	TAILQ_REMOVE(&view_all, v, entry);
+	view_n--;
+	event_base_once(server.base, -1, EV_TIMEOUT, view_free_cb, v, NULL);
 }
 
 static void
@@ -153,8 +190,10 @@ view_detach(struct view *v)
 		evbuffer_drain(v->taken, evbuffer_get_length(v->taken));
 	}
 	evtimer_del(v->grace_ev);
-	if (v->state == VIEW_STREAMING)
-		session_view_detach(v->session, v);
+	if (v->watch != NULL) {
+		stream_unwatch(v->watch);
+		v->watch = NULL;
+	}
 	view_set_state(v, VIEW_CLOSED);
 	v->req = NULL;
 	v->evcon = NULL;
@@ -228,6 +267,14 @@ view_send(struct view *v, struct evbuffer *buf)
 		view_grace_arm(v, (uint64_t)server.conf->slow_consumer_grace_ms);
 }
 
+/* Tells the stream what reached the connection: paused producers go on. */
+static void
+view_delivered(struct view *v)
+{
+	if (v->watch != NULL && v->next > 0)
+		stream_watcher_delivered(v->watch, v->next - 1);
+}
+
 static void
 view_write(struct view *v, struct evbuffer *buf)
 {
@@ -243,7 +290,7 @@ view_flush(struct view *v)
 		return;
 	TAILQ_REMOVE(&view_takenq, v, tentry);
 	view_send(v, v->taken);
-	session_delivered(v->session, v->k, v->next - 1);
+	view_delivered(v);
 }
 
 static void
@@ -270,7 +317,7 @@ view_finish(struct view *v)
 {
 	view_flush(v);
 	evhttp_connection_set_closecb(v->evcon, NULL, NULL);
-	evhttp_connection_set_timeout(v->evcon, TRANSPORT_REQUEST_TIMEOUT);
+	evhttp_connection_set_timeout(v->evcon, SERVER_REQUEST_TIMEOUT);
 	evhttp_send_reply_end(v->req);
 	view_detach(v);
 	view_maybe_free(v);
@@ -303,7 +350,7 @@ view_start(struct view *v)
 	evhttp_connection_set_closecb(v->evcon, view_peer_closed_cb, v);
 
 	view_set_state(v, VIEW_STREAMING);
-	session_view_attach(v->session, v->k, v);
+	v->watch = stream_watch(v->session, v->k, v->sole, &view_hooks, v);
 	v->last_write_ms = v->last_drain_ms = clock_now_ms();
 }
 
@@ -355,8 +402,7 @@ view_write_entries(struct view *v, const struct eventlog_entry *entries,
 		view_write(v, buf);
 	}
 	evbuffer_free(buf);
-	if (v->next > 0)
-		session_delivered(v->session, v->k, v->next - 1);
+	view_delivered(v);
 }
 
 /*
@@ -393,8 +439,9 @@ view_grace_cb(evutil_socket_t fd, short events, void *arg)
 }
 
 /*
- * The terminal event of a slow consumer: no id (it must not move the
- * client's cursor), the last id queued to this connection, and retry:.
+ * Ends a slow consumer's response with its terminal event, which names
+ * the last id queued to this connection: what the client holds once it
+ * has read everything before the event.
  */
 static void
 view_slow_disconnect(struct view *v)
@@ -409,9 +456,8 @@ view_slow_disconnect(struct view *v)
 	metrics.slow_consumers_closed++;
 	view_flush(v);
 	buf = evbuffer_new();
-	evbuffer_add_printf(buf, "event: backpressure-disconnect\n"
-	    "data: {\"last_event_id\":\"%s\",\"reason\":\"slow-consumer\"}\n"
-	    "retry: %lld\n\n", id, server.conf->sse_retry_ms);
+	sse_backpressure_disconnect(buf, id, "slow-consumer",
+	    server.conf->sse_retry_ms);
 	evhttp_send_reply_chunk(v->req, buf);
 	evbuffer_free(buf);
 	view_finish(v);
@@ -445,10 +491,8 @@ view_resume_failed(struct view *v, enum eventlog_status status,
 		info = NULL;
 		break;
 	default:
-		evhttp_add_header(evhttp_request_get_output_headers(v->req),
-		    "Retry-After", "1");
-		transport_reply_error(v->req, 503, JSONRPC_UNAVAILABLE,
-		    "Event log unavailable, retry later", NULL);
+		reply_unavailable(v->req, 1,
+		    "Event log unavailable, retry later");
 		return;
 	}
 	data = cJSON_CreateObject();
@@ -464,7 +508,7 @@ view_resume_failed(struct view *v, enum eventlog_status status,
 	}
 	log_limited(LOG_LEVEL_INFO, "resume-refused", "session=%s resume from "
 	    "%s refused: %s", session_id(v->session), v->resume_text, reason);
-	transport_reply_error(v->req, 410, JSONRPC_RESUME_FAILED,
+	reply_error(v->req, 410, JSONRPC_RESUME_FAILED,
 	    "Cannot resume from Last-Event-ID", data);
 }
 
@@ -495,7 +539,7 @@ view_read_cb(enum eventlog_status status, const struct eventlog_entry *entries,
 	}
 	if (v->state == VIEW_VALIDATING) {
 		if (session_closed(v->session)) {
-			transport_reply_error(v->req, 404,
+			reply_error(v->req, 404,
 			    JSONRPC_SESSION_NOT_FOUND, "Session not found",
 			    NULL);
 			view_detach(v);
@@ -604,14 +648,16 @@ view_open(struct evhttp_request *req, struct session *s, uint64_t k,
 }
 
 void
-view_resume(struct evhttp_request *req, struct session *s, uint64_t k,
-    uint64_t n, const char *text)
+view_resume(struct evhttp_request *req, struct session *s,
+    const struct cursor *from)
 {
 	struct view	*v;
+	uint64_t	 n = from->seq;
 
-	v = view_new(req, s, k);
+	v = view_new(req, s, from->stream);
 	v->resume_from = n;
-	v->resume_text = xstrdup(text);
+	/* A cursor has one spelling: this is the client's Last-Event-ID. */
+	cursor_format(v->resume_text, sizeof v->resume_text, from->stream, n);
 	/*
 	 * The last representable N has no next entry; reading from N itself
 	 * is past every head, so the log answers "ahead" as it must.
@@ -620,9 +666,12 @@ view_resume(struct evhttp_request *req, struct session *s, uint64_t k,
 	view_read(v, v->next);
 }
 
-void
-view_wakeup(struct view *v, uint64_t seq)
+/* The log may have more for the view: it reads when it has room. */
+static void
+view_wakeup(void *arg, uint64_t seq)
 {
+	struct view	*v = arg;
+
 	v->dirty = 1;
 	view_pump(v);
 }
@@ -653,9 +702,11 @@ view_take(struct view *v, const struct eventlog_entry *e)
  * A read in flight may or may not have seen e: its callback reads again if
  * not, instead of every commit during a read asking for another.
  */
-void
-view_committed(struct view *v, const struct eventlog_entry *e, int ended)
+static void
+view_committed(void *arg, const struct eventlog_entry *e, int ended)
 {
+	struct view	*v = arg;
+
 	if (e->seq > v->committed)
 		v->committed = e->seq;
 	if (v->state == VIEW_STREAMING && v->reading && !v->dirty)
@@ -673,21 +724,12 @@ view_committed(struct view *v, const struct eventlog_entry *e, int ended)
 		view_finish(v);
 }
 
-/*
- * Entry seq was committed by another process, or by this one and echoed
- * back by a shared log. A view of a stream only this process writes hears
- * of every commit (and of a refused append) from its own stream already.
- */
-void
-view_committed_elsewhere(struct view *v, uint64_t seq)
+/* The session closes: the response ends as if its stream had. */
+static void
+view_close(void *arg, const char *reason)
 {
-	if (!v->sole)
-		view_wakeup(v, seq);
-}
+	struct view	*v = arg;
 
-void
-view_close(struct view *v, const char *reason)
-{
 	if (v->state != VIEW_STREAMING)
 		return;
 	log_debug("session=%s stream=%llu view closed: %s",
@@ -703,9 +745,10 @@ view_close(struct view *v, const char *reason)
  * than end, does not keep the connection for reuse, and resumes from its
  * last id.
  */
-void
-view_abort(struct view *v, const char *reason)
+static void
+view_abort(void *arg, const char *reason)
 {
+	struct view			*v = arg;
 	struct evhttp_connection	*evcon = v->evcon;
 
 	if (v->state != VIEW_STREAMING)
@@ -725,9 +768,11 @@ view_abort(struct view *v, const char *reason)
  * was committed (at once if it has, or if reading it fails), so the client
  * resumes from its cursor and hears why instead of waiting on keep-alives.
  */
-void
-view_lost(struct view *v, uint64_t head)
+static void
+view_lost(void *arg, uint64_t head)
 {
+	struct view	*v = arg;
+
 	if (v->state != VIEW_STREAMING)
 		return;
 	if (v->close_after < 0 || head < (uint64_t)v->close_after)
@@ -739,9 +784,11 @@ view_lost(struct view *v, uint64_t head)
 }
 
 /* The next entry this view owes its client. */
-uint64_t
-view_owed(const struct view *v)
+static uint64_t
+view_owed(void *arg)
 {
+	struct view	*v = arg;
+
 	return (v->next);
 }
 
@@ -751,9 +798,11 @@ view_owed(const struct view *v)
  * comes back with GET and Last-Event-ID; the stream itself goes on. Only
  * for clients that take priming events: others might hold no cursor yet.
  */
-int
-view_close_after(struct view *v, uint64_t upto)
+static int
+view_close_after(void *arg, uint64_t upto)
 {
+	struct view	*v = arg;
+
 	if (v->state != VIEW_STREAMING || !v->primes)
 		return (-1);
 	if (v->close_after < 0 || upto < (uint64_t)v->close_after)
@@ -798,7 +847,7 @@ view_cron(void)
 		if (v->open && server.shared &&
 		    now - v->orphan_check_ms >= VIEW_ORPHAN_CHECK_MS) {
 			v->orphan_check_ms = now;
-			session_check_orphan(v->session, v->k);
+			stream_check_orphan(v->session, v->k);
 		}
 		if (now - v->last_write_ms < idle ||
 		    view_output_len(v) > 0)

@@ -1,11 +1,12 @@
 """HTTP-level robustness: keep-alive reuse across JSON and SSE replies,
-pipelining, client disconnects at awkward moments, concurrent streams."""
+pipelining, client disconnects at awkward moments, concurrent streams, the
+503s of the limits."""
 
 import time
 
-from mcpd_harness import (LATEST, VERSIONS, Reply, check_ids, expect,
-                          is_progress, is_response, message_events,
-                          result_text, rpc, tmo, tool_call)
+from mcpd_harness import (LATEST, VERSIONS, Reply, assert_rpc_error,
+                          check_ids, expect, is_progress, is_response,
+                          message_events, result_text, rpc, tmo, tool_call)
 
 
 def _whole(d, r):
@@ -115,3 +116,27 @@ def test_concurrent_streams_do_not_mix(h):
                f"{[(p['progressToken'], p['progress']) for p in prog]}")
         expect(len(msgs) == 21 and is_response(msgs[-1], id) and
                result_text(msgs[-1]) == "done 20", f"{token}: {msgs[-1]!r}")
+
+
+def _expect_unavailable(r, retry_after, what):
+    expect(r.status == 503, f"{what}: HTTP {r.status} {r.body[:200]!r}")
+    expect(r.header("Retry-After") == retry_after, f"{what}: Retry-After "
+           f"{r.header('Retry-After')!r}, expected {retry_after!r}")
+    expect(r.is_json, f"{what}: Content-Type {r.header('Content-Type')!r}")
+    assert_rpc_error(r.json, -32003)
+
+
+def test_limits_answer_503_with_their_retry_after(h):
+    # docs/protocol.md: max_sessions -> Retry-After: 5, max_views -> 1
+    d = h.start(max_sessions=1, max_views=1)
+    sid = d.initialize(LATEST)
+    _expect_unavailable(d.initialize_reply(LATEST), "5",
+                        "initialize beyond max_sessions")
+    g = d.get_sse(sid)
+    expect(g.status == 200 and g.is_sse, f"GET -> HTTP {g.status}")
+    _expect_unavailable(d.get_sse(sid), "1", "a GET beyond max_views")
+    _expect_unavailable(d.post(sid, tool_call("echo", {"text": "x"},
+                                              d.new_id())),
+                        "1", "a streaming POST beyond max_views")
+    g.close()
+    d.assert_alive(sid, "after the limits")

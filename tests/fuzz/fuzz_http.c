@@ -115,12 +115,10 @@ static struct session *
 make_session(const char *version)
 {
 	struct session	*s;
-	char		*cause = NULL;
 	int		 done = 0, turns;
 
-	if ((s = session_create(version, NULL, &cause)) == NULL)
-		fatalx("session_create: %s", cause);
-	session_when_stored(s, stored_cb, &done);
+	if ((s = session_create(version, NULL, stored_cb, &done)) == NULL)
+		fatalx("session_create refused");
 	for (turns = 0; done == 0 && turns < MAX_TURNS; turns++)
 		event_base_loop(fz.base, EVLOOP_NONBLOCK);
 	if (done != 1)

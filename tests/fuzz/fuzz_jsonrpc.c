@@ -234,7 +234,8 @@ check_round_trip(const cJSON *msg)
 {
 	struct refjson	*strict;
 	cJSON		*copy, *again;
-	char		*text, *cause = NULL;
+	char		*text;
+	const char	*cause = NULL;
 	int		 code;
 
 	copy = cJSON_Duplicate(msg, 1);
@@ -274,7 +275,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct refjson		*ref, *ri;
 	const cJSON		*m;
 	cJSON			*msg;
-	char			*cause = NULL;
+	const char		*cause = NULL;
 	int			 code = 0;
 
 	body_text = (const char *)data;

@@ -1,7 +1,8 @@
 /*
  * Unit tests for dispatch.c on the quick methods: the pages of a list and
  * the cursors that lead to them (only the ones mcpd hands out are taken),
- * and the one check of a request's params for NULs.
+ * the one check of a request's params for NULs, and what the method table
+ * tells the transport.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,8 +70,7 @@ static cJSON *
 quick(const char *text)
 {
 	cJSON		*req, *answer;
-	const char	*invalid;
-	char		*cause;
+	const char	*invalid, *cause;
 	int		 code;
 
 	req = jsonrpc_parse(text, strlen(text), &code, &cause);
@@ -214,9 +214,9 @@ START_TEST(test_nul_initialize)
 		    "\"params\":{\"protocolVersion\":\"2025-06-18\","
 		    "\"clientInfo\":{\"name\":\"\\u0000\"}}}",
 	};
-	struct session		*s = NULL;
+	enum dispatch_refusal	 why;
 	cJSON			*req;
-	char			*cause = NULL;
+	const char		*cause = NULL;
 	int			 code;
 	size_t			 i;
 
@@ -225,12 +225,68 @@ START_TEST(test_nul_initialize)
 		    &cause);
 		ck_assert_ptr_nonnull(req);
 		cause = NULL;
-		ck_assert_ptr_null(dispatch_initialize(req, &s, &cause));
+		ck_assert_ptr_null(dispatch_initialize(req, &why, &cause,
+		    NULL, NULL));
+		ck_assert_int_eq(why, DISPATCH_INVALID);
 		ck_assert_ptr_nonnull(cause);
 		ck_assert_msg(strstr(cause, "NUL") != NULL, "cause %s", cause);
 		ck_assert_uint_eq(session_count(), 0);
 		cJSON_Delete(req);
 	}
+}
+END_TEST
+
+/*
+ * What the transport asks of each method: whether it streams, whether it
+ * is answered without a session; and a quick method whose capability is
+ * off (no provider has resources or prompts here) is unknown.
+ */
+static const struct {
+	const char	*method;	/* as JSON */
+	int		 id;		/* a request, else a notification */
+	int		 streams;
+	int		 sessionless;
+	int		 code;		/* of dispatch_quick's answer */
+} methods[] = {
+	{ "\"initialize\"", 1, 0, 1, JSONRPC_INVALID_REQUEST },
+	{ "\"initialize\"", 0, 0, 0, -1 },
+	{ "\"ping\"", 1, 0, 0, 0 },
+	{ "\"tools/list\"", 1, 0, 0, 0 },
+	{ "\"resources/list\"", 1, 0, 0, JSONRPC_METHOD_NOT_FOUND },
+	{ "\"resources/templates/list\"", 1, 0, 0, JSONRPC_METHOD_NOT_FOUND },
+	{ "\"resources/subscribe\"", 1, 0, 0, JSONRPC_METHOD_NOT_FOUND },
+	{ "\"prompts/list\"", 1, 0, 0, JSONRPC_METHOD_NOT_FOUND },
+	{ "\"tools/call\"", 1, 1, 0, -1 },
+	{ "\"resources/read\"", 1, 1, 0, -1 },
+	{ "\"prompts/get\"", 1, 1, 0, -1 },
+	{ "\"completion/complete\"", 1, 1, 0, -1 },
+	{ "\"notifications/cancelled\"", 1, 0, 0, JSONRPC_METHOD_NOT_FOUND },
+	{ "\"no/such\"", 1, 0, 0, JSONRPC_METHOD_NOT_FOUND },
+	{ "7", 1, 0, 0, JSONRPC_METHOD_NOT_FOUND },
+};
+
+START_TEST(test_method_table)
+{
+	cJSON		*msg, *answer;
+	char		 text[256];
+	const char	*cause;
+	int		 code;
+
+	snprintf(text, sizeof text, "{\"jsonrpc\":\"2.0\",%s\"method\":%s}",
+	    methods[_i].id ? "\"id\":1," : "", methods[_i].method);
+	msg = jsonrpc_parse(text, strlen(text), &code, &cause);
+	ck_assert_msg(msg != NULL, "%s: %s", text, cause);
+	ck_assert_msg(dispatch_streams(msg) == methods[_i].streams,
+	    "%s: streams", text);
+	ck_assert_msg(dispatch_sessionless(msg) == methods[_i].sessionless,
+	    "%s: sessionless", text);
+	if (methods[_i].code >= 0) {
+		answer = dispatch_quick(NULL, msg);
+		ck_assert_msg(error_code(answer) == methods[_i].code,
+		    "%s: code %d", text, error_code(answer));
+		cJSON_Delete(answer);
+	}
+	cJSON_Delete(msg);
 }
 END_TEST
 
@@ -253,6 +309,11 @@ dispatch_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_loop_test(tc, test_nul_params, 0, NITEMS(nul_params));
 	tcase_add_test(tc, test_nul_initialize);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("methods");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_loop_test(tc, test_method_table, 0, NITEMS(methods));
 	suite_add_tcase(s, tc);
 	return (s);
 }

@@ -87,7 +87,7 @@ done_cb(const struct exec_result *r, void *arg)
 }
 
 static void
-start(struct run *run, char *const argv[], char *const envp[])
+start(struct run *run, const char *const argv[], const char *const envp[])
 {
 	struct exec_spec	 spec;
 	char			*cause = NULL;
@@ -95,8 +95,9 @@ start(struct run *run, char *const argv[], char *const envp[])
 
 	memset(&spec, 0, sizeof spec);
 	spec.path = argv[0];
-	spec.argv = argv;
-	spec.envp = envp != NULL ? envp : none;
+	/* execve's prototype predates const; it does not write them. */
+	spec.argv = (char *const *)argv;
+	spec.envp = envp != NULL ? (char *const *)envp : none;
 	spec.name = "test";
 	run->base = base;
 	run->job = exec_start(&spec, line_cb, done_cb, run, &cause);
@@ -173,7 +174,7 @@ free_run(struct run *run)
 START_TEST(test_lines_and_status)
 {
 	struct run	 run;
-	char		*argv[] = { "/bin/sh", "-c",
+	const char	*argv[] = { "/bin/sh", "-c",
 			    "printf 'one\\n\\ntwo\\nlast'; echo err >&2; exit 4",
 			    NULL };
 
@@ -198,9 +199,9 @@ END_TEST
 START_TEST(test_environment)
 {
 	struct run	 run;
-	char		*argv[] = { "/usr/bin/env", NULL };
-	char		*envp[] = { "A=1", "B=two words", NULL };
-	char		*argv2[] = { "/bin/sh", "-c",
+	const char	*argv[] = { "/usr/bin/env", NULL };
+	const char	*envp[] = { "A=1", "B=two words", NULL };
+	const char	*argv2[] = { "/bin/sh", "-c",
 			    "read x; echo \"[$x]\"; yes | head -n 1", NULL };
 
 	memset(&run, 0, sizeof run);
@@ -223,9 +224,9 @@ END_TEST
 START_TEST(test_long_lines_split)
 {
 	struct run	 run;
-	char		*argv[] = { "/bin/sh", "-c",
+	const char	*argv[] = { "/bin/sh", "-c",
 			    "head -c 140000 /dev/zero | tr -c a a; echo", NULL };
-	char		*argv2[] = { "/usr/bin/printf", "%65535s\xc3\xa9z\\n",
+	const char	*argv2[] = { "/usr/bin/printf", "%65535s\xc3\xa9z\\n",
 			    "", NULL };
 
 	memset(&run, 0, sizeof run);
@@ -252,7 +253,7 @@ END_TEST
 START_TEST(test_pause_resume)
 {
 	struct run	 run;
-	char		*argv[] = { "/usr/bin/seq", "1", "200000", NULL };
+	const char	*argv[] = { "/usr/bin/seq", "1", "200000", NULL };
 	char		 want[16];
 	char		*p;
 	int		 i, lines;
@@ -286,7 +287,7 @@ END_TEST
 START_TEST(test_signals)
 {
 	struct run	 run;
-	char		*argv[] = { "/bin/sh", "-c", "echo x; kill -9 $$", NULL };
+	const char	*argv[] = { "/bin/sh", "-c", "echo x; kill -9 $$", NULL };
 
 	memset(&run, 0, sizeof run);
 	start(&run, argv, NULL);
@@ -303,7 +304,7 @@ END_TEST
 START_TEST(test_kill)
 {
 	struct run	 run;
-	char		*argv[] = { "/bin/sh", "-c",
+	const char	*argv[] = { "/bin/sh", "-c",
 			    "echo $$; sleep 30 & echo $!; wait", NULL };
 	pid_t		 sh, sleeper;
 	double		 t0;
@@ -329,7 +330,7 @@ END_TEST
 START_TEST(test_kill_stubborn)
 {
 	struct run	 run;
-	char		*argv[] = { "/bin/sh", "-c",
+	const char	*argv[] = { "/bin/sh", "-c",
 			    "trap '' TERM; echo ready; exec sleep 30", NULL };
 	double		 t0;
 
@@ -350,7 +351,7 @@ END_TEST
 START_TEST(test_leftovers)
 {
 	struct run	 run;
-	char		*argv[] = { "/bin/sh", "-c", "sleep 30 & echo $!", NULL };
+	const char	*argv[] = { "/bin/sh", "-c", "sleep 30 & echo $!", NULL };
 	pid_t		 sleeper;
 	double		 t0;
 
@@ -395,18 +396,18 @@ START_TEST(test_start_errors)
 {
 	struct run		 run;
 	struct exec_spec	 spec;
-	char			*argv[] = { "/nonexistent", NULL };
-	char			*envp[] = { NULL };
-	char			*argv2[] = { "/bin/true", NULL };
+	const char		*argv[] = { "/nonexistent", NULL };
+	const char		*envp[] = { NULL };
+	const char		*argv2[] = { "/bin/true", NULL };
 
 	memset(&spec, 0, sizeof spec);
 	spec.path = argv[0];
-	spec.argv = argv;
-	spec.envp = envp;
+	spec.argv = (char *const *)argv;
+	spec.envp = (char *const *)envp;
 	expect_start_error(&spec, &run,
 	    "/nonexistent: No such file or directory");
 	spec.path = argv2[0];
-	spec.argv = argv2;
+	spec.argv = (char *const *)argv2;
 	spec.cwd = "/nonexistent";
 	expect_start_error(&spec, &run, "/bin/true: No such file or directory");
 	ck_assert_uint_eq(exec_count(), 0);
@@ -419,10 +420,10 @@ START_TEST(test_shutdown)
 {
 	struct run		 a, b;
 	struct exec_spec	 spec;
-	char			*argv[] = { "/bin/sleep", "30", NULL };
-	char			*argv2[] = { "/bin/sh", "-c",
+	const char		*argv[] = { "/bin/sleep", "30", NULL };
+	const char		*argv2[] = { "/bin/sh", "-c",
 				    "trap '' TERM; exec sleep 30", NULL };
-	char			*envp[] = { NULL };
+	const char		*envp[] = { NULL };
 	char			*cause = NULL;
 	double			 t0;
 
@@ -442,8 +443,8 @@ START_TEST(test_shutdown)
 
 	memset(&spec, 0, sizeof spec);
 	spec.path = argv[0];
-	spec.argv = argv;
-	spec.envp = envp;
+	spec.argv = (char *const *)argv;
+	spec.envp = (char *const *)envp;
 	ck_assert_ptr_null(exec_start(&spec, line_cb, done_cb, &a, &cause));
 	free(cause);
 	free_run(&a);

@@ -183,8 +183,8 @@ static void
 expect_parse_error(const char *body, size_t len, const char *what)
 {
 	cJSON	*json;
-	int	 code = 0;
-	char	*cause = NULL;
+	int		 code = 0;
+	const char	*cause = NULL;
 
 	json = jsonrpc_parse(body, len, &code, &cause);
 	ck_assert_msg(json == NULL, "%s: parsed", what);
@@ -198,8 +198,8 @@ static cJSON *
 parse_ok(const char *body, size_t len)
 {
 	cJSON	*json;
-	int	 code = 0;
-	char	*cause = NULL;
+	int		 code = 0;
+	const char	*cause = NULL;
 
 	json = jsonrpc_parse(body, len, &code, &cause);
 	ck_assert_msg(json != NULL, "\"%s\": %s", body,
@@ -339,7 +339,8 @@ START_TEST(test_id_echo_large)
 	cJSON			*req, *msg;
 	const char		*cause;
 	int			 code;
-	char			*why, *text;
+	const char		*why;
+	char			*text;
 	size_t			 i;
 
 	for (i = 0; i < sizeof ids / sizeof ids[0]; i++) {
@@ -747,7 +748,7 @@ START_TEST(test_id_echo)
 	cJSON			*req, *id;
 	const char		*cause;
 	int			 code;
-	char			*why;
+	const char		*why;
 	size_t			 i;
 
 	for (i = 0; i < sizeof ids / sizeof ids[0]; i++) {

@@ -16,8 +16,10 @@
 #include "conf.h"
 #include "eventlog.h"
 #include "log.h"
+#include "mcp.h"
 #include "server.h"
 #include "session.h"
+#include "stream.h"
 
 #define V_OLD		"2025-03-26"
 #define V_MID		"2025-06-18"
@@ -72,10 +74,9 @@ static struct session *
 create(const char *version)
 {
 	struct session	*s;
-	char		*cause = NULL;
 
-	s = session_create(version, NULL, &cause);
-	ck_assert_msg(s != NULL, "session_create: %s", cause);
+	s = session_create(version, NULL, NULL, NULL);
+	ck_assert_msg(s != NULL, "session_create refused");
 	return (s);
 }
 
@@ -246,16 +247,13 @@ END_TEST
 START_TEST(test_max_sessions)
 {
 	struct session	*s[3], *extra;
-	char		*cause = NULL;
 	int		 i;
 
 	conf->max_sessions = 3;
 	for (i = 0; i < 3; i++)
 		s[i] = create(V_NEW);
-	extra = session_create(V_NEW, NULL, &cause);
+	extra = session_create(V_NEW, NULL, NULL, NULL);
 	ck_assert_ptr_null(extra);
-	ck_assert_ptr_nonnull(cause);
-	ck_assert_str_eq(cause, "too many sessions");
 	ck_assert_uint_eq(session_count(), 3);
 
 	/* A closed session frees its slot at once. */
@@ -263,9 +261,7 @@ START_TEST(test_max_sessions)
 	ck_assert_uint_eq(session_count(), 2);
 	extra = create(V_NEW);
 	ck_assert_uint_eq(session_count(), 3);
-	cause = NULL;
-	ck_assert_ptr_null(session_create(V_NEW, NULL, &cause));
-	ck_assert_str_eq(cause, "too many sessions");
+	ck_assert_ptr_null(session_create(V_NEW, NULL, NULL, NULL));
 	ck_assert_ptr_eq(session_find(session_id(extra)), extra);
 	ck_assert_ptr_eq(session_find(session_id(s[0])), s[0]);
 }
@@ -391,11 +387,11 @@ START_TEST(test_stored_meta)
 	ck_assert_str_eq(cJSON_GetObjectItem(json, "version")->valuestring,
 	    V_MID);
 	ck_assert_str_eq(cJSON_GetObjectItem(json, "log_level")->valuestring,
-	    session_log_level_name(session_log_level(s)));
+	    mcp_log_level_name(session_log_level(s)));
 	cJSON_Delete(json);
 	free(meta);
 
-	session_set_log_level(s, session_log_level_parse("warning"));
+	session_set_log_level(s, mcp_log_level_parse("warning"));
 	ck_assert_int_eq(session_log_level(s), 3);
 	ck_assert_int_eq(load(session_id(s), &meta), EVENTLOG_OK);
 	json = cJSON_Parse(meta);
@@ -442,11 +438,11 @@ END_TEST
 /* A session with an attached view is in use even when idle. */
 START_TEST(test_cron_view)
 {
-	static int	 dummy;
-	struct view	*fake = (struct view *)(void *)&dummy;
-	struct session	*busy, *idle;
-	char		 busy_id[SESSION_ID_LEN + 1];
-	char		 idle_id[SESSION_ID_LEN + 1];
+	static const struct stream_hooks	 none;
+	struct stream_watcher			*fake;
+	struct session				*busy, *idle;
+	char					 busy_id[SESSION_ID_LEN + 1];
+	char					 idle_id[SESSION_ID_LEN + 1];
 
 	conf->session_ttl = 1;
 	busy = create(V_NEW);
@@ -455,7 +451,7 @@ START_TEST(test_cron_view)
 	strcpy(idle_id, session_id(idle));
 	turns(5);
 	/* K 0 names no stream (stream numbers are never 0): no wakeups. */
-	session_view_attach(busy, 0, fake);
+	fake = stream_watch(busy, 0, 0, &none, NULL);
 
 	run_for(1100);
 	session_cron();
@@ -463,71 +459,12 @@ START_TEST(test_cron_view)
 	ck_assert_ptr_null(session_find(idle_id));
 
 	/* Detached: idle from the last cron pass on. */
-	session_view_detach(busy, fake);
+	stream_unwatch(fake);
 	session_cron();
 	ck_assert_ptr_eq(session_find(busy_id), busy);
 	run_for(1100);
 	session_cron();
 	ck_assert_ptr_null(session_find(busy_id));
-}
-END_TEST
-
-START_TEST(test_versions)
-{
-	size_t	n;
-
-	ck_assert_int_eq(session_version_supported(V_OLD), 1);
-	ck_assert_int_eq(session_version_supported(V_MID), 1);
-	ck_assert_int_eq(session_version_supported(V_NEW), 1);
-	ck_assert_int_eq(session_version_supported("2024-11-05"), 0);
-	ck_assert_int_eq(session_version_supported("2025-06-19"), 0);
-	ck_assert_int_eq(session_version_supported("2026-01-01"), 0);
-	ck_assert_int_eq(session_version_supported(""), 0);
-	ck_assert_int_eq(session_version_supported("2025-06-18 "), 0);
-	ck_assert_int_eq(session_version_supported("2025-06-1"), 0);
-	ck_assert_int_eq(session_version_supported("latest"), 0);
-
-	/* The list: oldest first, the preferred last, NULL-terminated. */
-	for (n = 0; session_versions[n] != NULL; n++)
-		;
-	ck_assert_uint_eq(n, 3);
-	ck_assert_str_eq(session_versions[0], V_OLD);
-	ck_assert_str_eq(session_versions[1], V_MID);
-	ck_assert_str_eq(session_versions[2], V_NEW);
-
-	ck_assert_int_eq(session_version_at_least(V_NEW, V_NEW), 1);
-	ck_assert_int_eq(session_version_at_least(V_NEW, V_OLD), 1);
-	ck_assert_int_eq(session_version_at_least(V_NEW, V_MID), 1);
-	ck_assert_int_eq(session_version_at_least(V_MID, V_OLD), 1);
-	ck_assert_int_eq(session_version_at_least(V_MID, V_MID), 1);
-	ck_assert_int_eq(session_version_at_least(V_OLD, V_MID), 0);
-	ck_assert_int_eq(session_version_at_least(V_OLD, V_NEW), 0);
-	ck_assert_int_eq(session_version_at_least(V_MID, V_NEW), 0);
-}
-END_TEST
-
-START_TEST(test_log_levels)
-{
-	static const char	*names[] = {
-		"debug", "info", "notice", "warning", "error", "critical",
-		"alert", "emergency"
-	};
-	int			 i;
-
-	for (i = 0; i < 8; i++) {
-		ck_assert_int_eq(session_log_level_parse(names[i]), i);
-		ck_assert_str_eq(session_log_level_name(i), names[i]);
-		ck_assert_int_eq(session_log_level_parse(
-		    session_log_level_name(i)), i);
-	}
-	ck_assert_int_eq(session_log_level_parse("warn"), -1);
-	ck_assert_int_eq(session_log_level_parse("INFO"), -1);
-	ck_assert_int_eq(session_log_level_parse(""), -1);
-	ck_assert_int_eq(session_log_level_parse("emergency "), -1);
-	ck_assert_int_eq(session_log_level_parse("fatal"), -1);
-	/* Out of range falls back to a valid name. */
-	ck_assert_str_eq(session_log_level_name(-1), "info");
-	ck_assert_str_eq(session_log_level_name(8), "info");
 }
 END_TEST
 
@@ -562,10 +499,6 @@ session_suite(void)
 	tcase_add_test(tc, test_cron_view);
 	suite_add_tcase(s, tc);
 
-	tc = tcase_create("helpers");
-	tcase_add_test(tc, test_versions);
-	tcase_add_test(tc, test_log_levels);
-	suite_add_tcase(s, tc);
 	return (s);
 }
 

@@ -73,7 +73,7 @@ END_TEST
 
 START_TEST(test_event_without_id)
 {
-	/* The backpressure-disconnect shape: no id, must not move a cursor. */
+	/* An event without id does not move the client's cursor. */
 	event_str(NULL, "backpressure-disconnect",
 	    "{\"last_event_id\":\"5-9\",\"reason\":\"slow-consumer\"}", 3000);
 	expect_bytes("event: backpressure-disconnect\nretry: 3000\n"
@@ -200,6 +200,23 @@ START_TEST(test_comment)
 }
 END_TEST
 
+/*
+ * The terminal event of a slow consumer, as clients have always seen it:
+ * no id, and retry: after the data.
+ */
+START_TEST(test_backpressure_disconnect)
+{
+	sse_backpressure_disconnect(out, "5-9", "slow-consumer", 3000);
+	expect_bytes("event: backpressure-disconnect\n"
+	    "data: {\"last_event_id\":\"5-9\",\"reason\":\"slow-consumer\"}\n"
+	    "retry: 3000\n\n");
+	sse_backpressure_disconnect(out, "18446744073709551615-0", "x", 0);
+	expect_bytes("event: backpressure-disconnect\n"
+	    "data: {\"last_event_id\":\"18446744073709551615-0\","
+	    "\"reason\":\"x\"}\nretry: 0\n\n");
+}
+END_TEST
+
 START_TEST(test_retry_frame)
 {
 	sse_retry(out, 2500);
@@ -242,6 +259,7 @@ sse_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_comment);
 	tcase_add_test(tc, test_retry_frame);
+	tcase_add_test(tc, test_backpressure_disconnect);
 	suite_add_tcase(s, tc);
 	return (s);
 }

@@ -95,10 +95,9 @@ static struct session *
 create(void)
 {
 	struct session	*s;
-	char		*cause = NULL;
 
-	s = session_create(V_NEW, NULL, &cause);
-	ck_assert_msg(s != NULL, "session_create: %s", cause);
+	s = session_create(V_NEW, NULL, NULL, NULL);
+	ck_assert_msg(s != NULL, "session_create refused");
 	return (s);
 }
 
@@ -151,6 +150,7 @@ struct producer {
 
 struct reader {
 	struct session	*session;
+	struct stream_watcher *watcher;	/* reports deliveries, like a view */
 	uint64_t	 k;
 	uint64_t	 next;		/* next entry owed */
 	int		 reading;
@@ -246,8 +246,48 @@ read_cb(enum eventlog_status status, const struct eventlog_entry *entries,
 		r->last[id] = at;
 	}
 	r->next += deliver;
-	session_delivered(r->session, r->k, r->next - 1);
+	if (r->watcher != NULL)
+		stream_watcher_delivered(r->watcher, r->next - 1);
 }
+
+/* The reader polls the log itself: of its hooks only the ends matter. */
+static void
+reader_ignore(void *arg, uint64_t seq)
+{
+}
+
+static void
+reader_committed(void *arg, const struct eventlog_entry *e, int ended)
+{
+}
+
+static void
+reader_gone(void *arg, const char *reason)
+{
+	struct reader	*r = arg;
+
+	stream_unwatch(r->watcher);
+	r->watcher = NULL;
+}
+
+static int
+reader_close_after(void *arg, uint64_t n)
+{
+	return (-1);
+}
+
+static uint64_t
+reader_owed(void *arg)
+{
+	struct reader	*r = arg;
+
+	return (r->next);
+}
+
+static const struct stream_hooks reader_hooks = {
+	reader_committed, reader_ignore, reader_ignore, reader_gone,
+	reader_gone, reader_close_after, reader_owed
+};
 
 static void
 reader_step(struct reader *r)
@@ -284,6 +324,7 @@ scenario(uint64_t seed, struct reader *r)
 	r->k = stream_id(st);
 	r->next = 1;
 	r->pace = 1 + (int)rnd(100);
+	r->watcher = stream_watch(s, r->k, 1, &reader_hooks, r);
 	np = 1 + (int)rnd(MAX_PRODUCERS);
 	memset(ps, 0, sizeof ps);
 	for (i = 0; i < np; i++) {
@@ -430,7 +471,7 @@ START_TEST(test_release_sends_what_retention_keeps)
 	st = open_request(s);
 	k = stream_id(st);
 	strlcpy(sid, session_id(s), sizeof sid);
-	session_delivered(s, k, 1);
+	stream_delivered(st, 1);
 	for (i = 0; i < 4; i++)
 		stream_append(st, "m", 1, 0, count_cb, &c);
 	stream_append(st, "last", 4, 1, count_cb, &c);
@@ -476,7 +517,7 @@ START_TEST(test_release_never_trims_undelivered)
 	st = open_request(s);
 	k = stream_id(st);
 	strlcpy(sid, session_id(s), sizeof sid);
-	session_delivered(s, k, 1);
+	stream_delivered(st, 1);
 	for (i = 0; i < 5; i++)
 		stream_append(st, "m", 1, 0, count_cb, &c);
 	stream_append(st, "last", 4, 1, count_cb, &c);
@@ -535,6 +576,500 @@ START_TEST(test_log_loses_the_session)
 }
 END_TEST
 
+/* ---------------------------------------------------------------------
+ * Watchers: the hooks a view registers, recorded by a fake one.
+ */
+
+#define FAKE_MAX	64
+
+struct fake {
+	struct stream_watcher	*w;
+	int			 ncommitted;
+	uint64_t		 seqs[FAKE_MAX];
+	char			 data[FAKE_MAX][16];
+	int			 ended_at;	/* index of the ended one; -1 */
+	int			 nwakeups;
+	uint64_t		 wakeups[FAKE_MAX];
+	int64_t			 lost;		/* -1: not told */
+	int			 closes;
+	int			 aborts;
+	char			 reason[128];
+	int64_t			 close_after;	/* -1: not asked */
+	uint64_t		 owed;
+};
+
+static void
+fake_committed(void *arg, const struct eventlog_entry *e, int ended)
+{
+	struct fake	*f = arg;
+
+	ck_assert_int_lt(f->ncommitted, FAKE_MAX);
+	f->seqs[f->ncommitted] = e->seq;
+	snprintf(f->data[f->ncommitted], sizeof f->data[0], "%.*s",
+	    (int)e->len, e->data != NULL ? e->data : "");
+	if (ended) {
+		ck_assert_int_eq(f->ended_at, -1);
+		f->ended_at = f->ncommitted;
+	}
+	f->ncommitted++;
+}
+
+static void
+fake_wakeup(void *arg, uint64_t seq)
+{
+	struct fake	*f = arg;
+
+	ck_assert_int_lt(f->nwakeups, FAKE_MAX);
+	f->wakeups[f->nwakeups++] = seq;
+}
+
+static void
+fake_lost(void *arg, uint64_t head)
+{
+	struct fake	*f = arg;
+
+	f->lost = (int64_t)head;
+}
+
+/* Like a view: closing or aborting ends the watcher. */
+static void
+fake_close(void *arg, const char *reason)
+{
+	struct fake	*f = arg;
+
+	f->closes++;
+	strlcpy(f->reason, reason, sizeof f->reason);
+	stream_unwatch(f->w);
+	f->w = NULL;
+}
+
+static void
+fake_abort(void *arg, const char *reason)
+{
+	struct fake	*f = arg;
+
+	f->aborts++;
+	strlcpy(f->reason, reason, sizeof f->reason);
+	stream_unwatch(f->w);
+	f->w = NULL;
+}
+
+static int
+fake_close_after(void *arg, uint64_t n)
+{
+	struct fake	*f = arg;
+
+	f->close_after = (int64_t)n;
+	return (0);
+}
+
+static uint64_t
+fake_owed(void *arg)
+{
+	struct fake	*f = arg;
+
+	return (f->owed);
+}
+
+static const struct stream_hooks fake_hooks = {
+	fake_committed, fake_wakeup, fake_lost, fake_close, fake_abort,
+	fake_close_after, fake_owed
+};
+
+static void
+fake_watch(struct fake *f, struct session *s, uint64_t k, int sole)
+{
+	memset(f, 0, sizeof *f);
+	f->ended_at = -1;
+	f->lost = -1;
+	f->close_after = -1;
+	f->w = stream_watch(s, k, sole, &fake_hooks, f);
+	ck_assert_ptr_nonnull(f->w);
+	ck_assert_ptr_eq(session_attached(s, k), f->w);
+}
+
+/*
+ * Commits reach the watcher in order, each with its bytes, the last one
+ * marked as the stream's end; entry 0 of a stream watched before it was
+ * created comes as a wakeup (it has no bytes to take).
+ */
+START_TEST(test_hooks_commits_in_order)
+{
+	struct session	*s;
+	struct stream	*st;
+	struct fake	 f;
+	char		 msg[16];
+	int		 i, created = 0;
+
+	start();
+	s = create();
+	st = stream_open(s, STREAM_REQUEST, created_cb, &created);
+	fake_watch(&f, s, stream_id(st), 1);
+	turns(5);
+	ck_assert_int_eq(created, 1);
+	ck_assert_int_eq(f.nwakeups, 1);
+	ck_assert_uint_eq(f.wakeups[0], 0);
+
+	for (i = 1; i <= 5; i++) {
+		snprintf(msg, sizeof msg, "m%d", i);
+		stream_append(st, msg, strlen(msg), i == 5, NULL, NULL);
+	}
+	stream_close(st);
+	turns(10);
+	ck_assert_int_eq(f.ncommitted, 5);
+	for (i = 0; i < 5; i++) {
+		snprintf(msg, sizeof msg, "m%d", i + 1);
+		ck_assert_uint_eq(f.seqs[i], (uint64_t)i + 1);
+		ck_assert_str_eq(f.data[i], msg);
+	}
+	ck_assert_int_eq(f.ended_at, 4);
+	ck_assert_int_eq(f.nwakeups, 1);
+	ck_assert_int_eq(f.lost, -1);
+	stream_unwatch(f.w);
+}
+END_TEST
+
+/*
+ * At most one watcher per stream: the second one takes over, the first is
+ * aborted ("taken over") and hears nothing more.
+ */
+START_TEST(test_hooks_takeover)
+{
+	struct session	*s;
+	struct stream	*st;
+	struct fake	 a, b;
+	uint64_t	 k;
+
+	start();
+	s = create();
+	st = open_request(s);
+	k = stream_id(st);
+	fake_watch(&a, s, k, 1);
+	stream_append(st, "one", 3, 0, NULL, NULL);
+	turns(5);
+	ck_assert_int_eq(a.ncommitted, 1);
+
+	fake_watch(&b, s, k, 1);
+	ck_assert_int_eq(a.aborts, 1);
+	ck_assert_str_eq(a.reason, "taken over");
+	ck_assert_ptr_null(a.w);
+	ck_assert_ptr_eq(session_attached(s, k), b.w);
+
+	stream_append(st, "two", 3, 1, NULL, NULL);
+	stream_close(st);
+	turns(10);
+	ck_assert_int_eq(a.ncommitted, 1);
+	ck_assert_int_eq(b.ncommitted, 1);
+	ck_assert_uint_eq(b.seqs[0], 2);
+	ck_assert_str_eq(b.data[0], "two");
+	ck_assert_int_eq(b.ended_at, 0);
+	ck_assert_int_eq(b.aborts + b.closes, 0);
+	stream_unwatch(b.w);
+}
+END_TEST
+
+/*
+ * The log loses the session: the watcher hears that nothing after the last
+ * committed entry will come, then the session is closed here too and the
+ * watcher with it.
+ */
+START_TEST(test_hooks_lost)
+{
+	struct session	*s;
+	struct stream	*st;
+	struct fake	 f;
+	char		 sid[SESSION_ID_LEN + 1];
+	int		 i, deleted = 0;
+
+	conf->stream_window = 100;
+	start();
+	s = create();
+	st = open_request(s);
+	strlcpy(sid, session_id(s), sizeof sid);
+	fake_watch(&f, s, stream_id(st), 1);
+	for (i = 0; i < 3; i++)
+		stream_append(st, "m", 1, 0, NULL, NULL);
+	turns(5);
+	ck_assert_int_eq(f.ncommitted, 3);
+	eventlog_session_delete(el, sid, deleted_cb, &deleted);
+	stream_append(st, "m", 1, 0, NULL, NULL);
+	turns(20);
+	ck_assert_int_eq(deleted, 1);
+	ck_assert_int_eq(f.ncommitted, 3);
+	ck_assert_int_eq(f.lost, 3);
+	ck_assert_int_eq(f.closes, 1);
+	ck_assert_ptr_null(f.w);
+	ck_assert_ptr_null(session_find(sid));
+}
+END_TEST
+
+struct last {
+	int			 calls;
+	enum eventlog_status	 status;
+	uint64_t		 head;
+	int			 ended;
+	char			 data[256];
+};
+
+static void
+last_cb(enum eventlog_status status, const struct eventlog_entry *entries,
+    size_t n, const struct eventlog_info *info, void *arg)
+{
+	struct last	*l = arg;
+
+	l->calls++;
+	l->status = status;
+	if (info != NULL) {
+		l->head = info->head;
+		l->ended = info->ended;
+	}
+	if (n > 0)
+		snprintf(l->data, sizeof l->data, "%.*s",
+		    (int)entries[n - 1].len, entries[n - 1].data);
+}
+
+/* The log's last entry of stream K, read from `from` on. */
+static struct last
+log_last(const char *sid, uint64_t k, uint64_t from)
+{
+	struct last	l;
+	int		n;
+
+	memset(&l, 0, sizeof l);
+	eventlog_read(el, sid, k, from, 64, last_cb, &l);
+	for (n = 0; l.calls == 0 && n < 100; n++)
+		turn();
+	ck_assert_int_eq(l.calls, 1);
+	return (l);
+}
+
+static void
+appended_cb(enum eventlog_status status, const struct eventlog_info *info,
+    void *arg)
+{
+	*(enum eventlog_status *)arg = status;
+}
+
+/*
+ * Another writer took the next entry behind the stream's back: the
+ * stream's append is refused (compare-and-append), the request it owed is
+ * answered with an error after what the log has, and the watcher is woken
+ * to read both, never told of an entry this process did not commit.
+ */
+START_TEST(test_hooks_conflict_answers_after_the_log)
+{
+	struct session		*s;
+	struct stream		*st;
+	struct fake		 f;
+	struct last		 l;
+	cJSON			*id = cJSON_CreateNumber(7);
+	enum eventlog_status	 other = EVENTLOG_STATUS_MAX;
+	char			 sid[SESSION_ID_LEN + 1];
+	uint64_t		 k;
+
+	start();
+	s = create();
+	st = open_request(s);
+	k = stream_id(st);
+	strlcpy(sid, session_id(s), sizeof sid);
+	stream_expect_response(st, id);
+	fake_watch(&f, s, k, 1);
+	stream_append(st, "mine", 4, 0, NULL, NULL);
+	turns(5);
+	ck_assert_int_eq(f.ncommitted, 1);
+
+	eventlog_append(el, sid, k, 2, "theirs", 6, 0, appended_cb, &other);
+	turns(5);
+	ck_assert_int_eq(other, EVENTLOG_OK);
+	stream_append(st, "refused", 7, 0, NULL, NULL);
+	turns(20);
+	ck_assert_int_eq(f.ncommitted, 1);
+	ck_assert_int_eq(f.lost, -1);
+	ck_assert_int_ge(f.nwakeups, 2);
+	ck_assert_uint_eq(f.wakeups[0], 2);		/* the log's head */
+	ck_assert_uint_eq(f.wakeups[f.nwakeups - 1], 3);	/* the error */
+
+	l = log_last(sid, k, 2);
+	ck_assert_int_eq(l.status, EVENTLOG_OK);
+	ck_assert_uint_eq(l.head, 3);
+	ck_assert_int_eq(l.ended, 1);
+	ck_assert_ptr_nonnull(strstr(l.data, "\"id\":7"));
+	ck_assert_ptr_nonnull(strstr(l.data, "\"error\""));
+	cJSON_Delete(id);
+	stream_close(st);
+	stream_unwatch(f.w);
+}
+END_TEST
+
+/*
+ * Block policy through the watcher: with nothing delivered, the stream
+ * sends a window of entries and tells their producers but the last; each
+ * delivery the watcher reports lets the next ones go, in order.
+ */
+START_TEST(test_hooks_block_window)
+{
+	struct session	*s;
+	struct stream	*st;
+	struct fake	 f;
+	struct counts	 c = { 0, 0 };
+	char		 msg[16];
+	int		 i;
+
+	conf->stream_maxlen = 10;
+	conf->stream_window = 3;
+	start();
+	s = create();
+	st = open_request(s);
+	fake_watch(&f, s, stream_id(st), 1);
+	for (i = 1; i <= 6; i++) {
+		snprintf(msg, sizeof msg, "m%d", i);
+		stream_append(st, msg, strlen(msg), 0, count_cb, &c);
+	}
+	turns(10);
+	ck_assert_int_eq(f.ncommitted, 3);		/* 1..3: the window */
+	ck_assert_int_eq(c.ok, 2);			/* 3's producer waits */
+
+	stream_watcher_delivered(f.w, 2);
+	ck_assert_int_eq(c.ok, 3);			/* told at once */
+	turns(10);
+	ck_assert_int_eq(f.ncommitted, 5);		/* 4, 5 */
+	ck_assert_int_eq(c.ok, 4);
+
+	stream_watcher_delivered(f.w, 5);
+	turns(10);
+	ck_assert_int_eq(f.ncommitted, 6);
+	ck_assert_int_eq(c.ok, 6);
+	ck_assert_int_eq(c.refused, 0);
+	for (i = 0; i < 6; i++) {
+		snprintf(msg, sizeof msg, "m%d", i + 1);
+		ck_assert_uint_eq(f.seqs[i], (uint64_t)i + 1);
+		ck_assert_str_eq(f.data[i], msg);
+	}
+	stream_close(st);
+	stream_unwatch(f.w);
+}
+END_TEST
+
+/*
+ * What reaches a watcher from outside its stream: the shared log's
+ * published commits (not for a sole watcher, which hears its stream),
+ * "commits may be missed", polling's close_after, and the session closing.
+ */
+START_TEST(test_hooks_from_outside)
+{
+	struct session	*s;
+	struct stream	*st;
+	struct fake	 sole, other;
+	char		 sid[SESSION_ID_LEN + 1];
+
+	start();
+	s = create();
+	st = open_request(s);
+	strlcpy(sid, session_id(s), sizeof sid);
+	ck_assert_int_eq(stream_close_after(st, 4), -1);	/* no watcher */
+
+	fake_watch(&sole, s, stream_id(st), 1);
+	stream_watcher_published(sole.w, 9);
+	ck_assert_int_eq(sole.nwakeups, 0);
+	stream_watcher_missed(sole.w);
+	ck_assert_int_eq(sole.nwakeups, 1);
+	ck_assert_uint_eq(sole.wakeups[0], 0);
+	ck_assert_int_eq(stream_close_after(st, 4), 0);
+	ck_assert_int_eq(sole.close_after, 4);
+
+	/* A stream this process has no object for: K 12345. */
+	fake_watch(&other, s, 12345, 0);
+	stream_watcher_published(other.w, 9);
+	ck_assert_int_eq(other.nwakeups, 1);
+	ck_assert_uint_eq(other.wakeups[0], 9);
+
+	session_close(s, "test ends it");
+	ck_assert_int_eq(sole.closes, 1);
+	ck_assert_int_eq(other.closes, 1);
+	ck_assert_str_eq(other.reason, "test ends it");
+	ck_assert_ptr_null(session_find(sid));
+}
+END_TEST
+
+/*
+ * A watcher that comes after the stream left its session (closed, its last
+ * append still in the log's hands: a resume landing just then) still
+ * hears that last commit from the stream.
+ */
+START_TEST(test_hooks_late_watcher)
+{
+	struct session	*s;
+	struct stream	*st;
+	struct fake	 f;
+	uint64_t	 k;
+
+	start();
+	s = create();
+	st = open_request(s);
+	k = stream_id(st);
+	stream_append(st, "last", 4, 1, NULL, NULL);
+	stream_close(st);
+	ck_assert_ptr_null(session_stream(s, k));
+	fake_watch(&f, s, k, 0);
+	turns(10);
+	ck_assert_int_eq(f.ncommitted, 1);
+	ck_assert_str_eq(f.data[0], "last");
+	ck_assert_int_eq(f.ended_at, 0);
+	stream_unwatch(f.w);
+}
+END_TEST
+
+struct closer {
+	struct stream	*stream;
+	int		 told;
+};
+
+static void
+closer_cb(int ok, void *arg)
+{
+	struct closer	*c = arg;
+
+	if (c->told++ == 0)
+		stream_close(c->stream);
+}
+
+/*
+ * A paused producer that closes the stream from its commit callback, run
+ * from inside the watcher's delivery. Its entry was the last, so when the
+ * callback returns nothing holds the stream any more: it is freed on a
+ * later turn, not under the delivery still walking it (ASan would see).
+ */
+START_TEST(test_closed_from_a_callback)
+{
+	struct session	*s;
+	struct stream	*st;
+	struct fake	 f;
+	struct closer	 c;
+	uint64_t	 k;
+
+	conf->stream_maxlen = 10;
+	conf->stream_window = 1;
+	start();
+	s = create();
+	st = open_request(s);
+	k = stream_id(st);
+	fake_watch(&f, s, k, 1);
+	c.stream = st;
+	c.told = 0;
+	stream_append(st, "last", 4, 1, closer_cb, &c);
+	turns(10);
+	ck_assert_int_eq(f.ncommitted, 1);
+	ck_assert_int_eq(c.told, 0);		/* paused: window 1 */
+
+	stream_watcher_delivered(f.w, 1);
+	ck_assert_int_eq(c.told, 1);
+	ck_assert_ptr_null(session_stream(s, k));
+	turns(10);
+	ck_assert_int_eq(c.told, 1);
+	stream_unwatch(f.w);
+}
+END_TEST
+
 static Suite *
 stream_suite(void)
 {
@@ -552,6 +1087,18 @@ stream_suite(void)
 	tc = tcase_create("loss");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_log_loses_the_session);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("hooks");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_hooks_commits_in_order);
+	tcase_add_test(tc, test_hooks_takeover);
+	tcase_add_test(tc, test_hooks_lost);
+	tcase_add_test(tc, test_hooks_conflict_answers_after_the_log);
+	tcase_add_test(tc, test_hooks_block_window);
+	tcase_add_test(tc, test_hooks_from_outside);
+	tcase_add_test(tc, test_hooks_late_watcher);
+	tcase_add_test(tc, test_closed_from_a_callback);
 	suite_add_tcase(s, tc);
 	return (s);
 }

@@ -1,0 +1,64 @@
+/*
+ * Leases: with a shared log, who runs a request stream's calls, and who
+ * answers the requests they owe when that process or its log is gone.
+ * The protocol is stated at the top of lease.c. Everything here names a
+ * stream by its session id and K, and calls back with them: lease.c keeps
+ * no pointer into sessions or streams, so it never outlives one.
+ */
+#ifndef MCPD_LEASE_H
+#define MCPD_LEASE_H
+
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "eventlog.h"
+
+/* How long a lease lives unless renewed; owners renew it every second. */
+#define LEASE_MS	5000
+
+/* The owner's side. */
+void	 lease_take(const char *, uint64_t, const cJSON *);
+void	 lease_renew(const char *, uint64_t);
+
+/*
+ * Whether the owner of stream K is gone: cb runs once, on a later loop
+ * turn, with the request ids K owes (maybe none) and K's head when the
+ * lease lapsed while K is open; with ids NULL when the owner is alive, K
+ * ended, or the log cannot tell now.
+ */
+typedef void (*lease_checked_cb)(const char *, uint64_t, const cJSON *,
+		    uint64_t, void *);
+void	 lease_check(const char *, uint64_t, lease_checked_cb, void *);
+
+/*
+ * Ends stream K, whose head is `head`, with a JSON-RPC error for each of
+ * the request ids, the last one final (or, with no ids, ends it bare).
+ * cb runs once, on a later loop turn: OK or the first failure, and the
+ * log's answer for the last entry committed (NULL if none was).
+ */
+typedef void (*lease_answered_cb)(const char *, uint64_t,
+		    enum eventlog_status, const struct eventlog_info *, void *);
+void	 lease_answer(const char *, uint64_t, const cJSON *, uint64_t,
+		    const char *, lease_answered_cb, void *);
+
+/*
+ * Settling: this process's append to stream K (committed up to `head`)
+ * was not answered. Until the log answers again the lease is kept and the
+ * ids are answered after whatever the log holds. cb runs on later loop
+ * turns, like a watch, for each thing K's view must hear, and never after
+ * lease_forget for the session.
+ */
+enum lease_event {
+	LEASE_WAITED,		/* the view waited long enough: end at head */
+	LEASE_COMMITTED,	/* entries up to head are in the log */
+	LEASE_GONE		/* the log lost K (status says how): end */
+};
+typedef void (*lease_settle_cb)(const char *, uint64_t, enum lease_event,
+		    enum eventlog_status, uint64_t, void *);
+void	 lease_settle(const char *, uint64_t, uint64_t, const cJSON *,
+		    lease_settle_cb, void *);
+int	 lease_settling(const char *, uint64_t);
+void	 lease_forget(const char *);
+
+#endif

@@ -1,0 +1,17 @@
+/*
+ * What the Model Context Protocol itself defines that several files need:
+ * the revisions this server speaks and the logging levels a client sets.
+ */
+#ifndef MCPD_MCP_H
+#define MCPD_MCP_H
+
+/* The protocol revisions, oldest first; the last is preferred. */
+extern const char *mcp_versions[];
+int		 mcp_version_supported(const char *);
+int		 mcp_version_at_least(const char *, const char *);
+
+/* MCP logging levels, in RFC 5424 order. */
+int		 mcp_log_level_parse(const char *);
+const char	*mcp_log_level_name(int);
+
+#endif
