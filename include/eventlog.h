@@ -16,22 +16,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "eventlog_status.h"
+
 struct conf;
 struct event_base;
 struct eventlog;
 
-enum eventlog_status {
-	EVENTLOG_OK,
-	EVENTLOG_CONFLICT,	/* compare failed: log head is not expected */
-	EVENTLOG_UNAVAILABLE,	/* backend down or timed out */
-	EVENTLOG_NOT_FOUND,	/* no such session, or no such stream */
-	EVENTLOG_TRIMMED,	/* read: requested entry fell out of retention */
-	EVENTLOG_EXPIRED,	/* read: stream existed and its TTL ended */
-	EVENTLOG_AHEAD,		/* read: requested entry beyond the head */
-	EVENTLOG_ENDED,		/* append: stream already has its last entry */
-	EVENTLOG_CANCELLED,	/* the log is shutting down */
-	EVENTLOG_STATUS_MAX
-};
 
 #define EVENTLOG_FINAL	0x1	/* append: the stream's last entry */
 
@@ -96,7 +86,6 @@ struct eventlog_ops {
 struct eventlog	*eventlog_create(struct event_base *, const struct conf *,
 		     char **);
 void		 eventlog_free(struct eventlog *);
-const char	*eventlog_status_name(enum eventlog_status);
 uint64_t	 eventlog_new_stream_id(void);
 
 void	eventlog_session_store(struct eventlog *, const char *, const char *,

@@ -14,11 +14,6 @@ struct eventlog {
 	void				*backend;
 };
 
-static const char *eventlog_status_names[EVENTLOG_STATUS_MAX] = {
-	"ok", "conflict", "unavailable", "not-found", "trimmed", "expired",
-	"ahead", "ended", "cancelled"
-};
-
 struct eventlog *
 eventlog_create(struct event_base *base, const struct conf *conf,
     char **cause)
@@ -53,14 +48,6 @@ eventlog_free(struct eventlog *el)
 		return;
 	el->ops->free(el->backend);
 	free(el);
-}
-
-const char *
-eventlog_status_name(enum eventlog_status status)
-{
-	if (status >= EVENTLOG_STATUS_MAX)
-		return ("unknown");
-	return (eventlog_status_names[status]);
 }
 
 uint64_t

@@ -40,6 +40,7 @@
 
 #include "cursor.h"
 #include "eventlog.h"
+#include "eventlog_status.h"
 #include "redis_script.h"
 #include "xmalloc.h"
 
