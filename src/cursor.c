@@ -61,10 +61,23 @@ cursor_parse(const char *text, struct cursor *c)
 static char *
 cursor_digits(char *end, uint64_t v)
 {
-	do {
-		*--end = (char)('0' + v % 10);
-		v /= 10;
-	} while (v != 0);
+	static const char	pairs[] =
+	    "00010203040506070809101112131415161718192021222324252627282930"
+	    "31323334353637383940414243444546474849505152535455565758596061"
+	    "6263646566676869707172737475767778798081828384858687888990919293"
+	    "949596979899";
+
+	/* Two digits a division: ids run to 15 digits and more. */
+	while (v >= 100) {
+		end -= 2;
+		memcpy(end, pairs + 2 * (v % 100), 2);
+		v /= 100;
+	}
+	if (v >= 10) {
+		end -= 2;
+		memcpy(end, pairs + 2 * v, 2);
+	} else
+		*--end = (char)('0' + v);
 	return (end);
 }
 

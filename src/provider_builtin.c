@@ -15,6 +15,7 @@
 
 #include "call.h"
 #include "conf.h"
+#include "cursor.h"
 #include "jsonrpc.h"
 #include "provider.h"
 #include "server.h"
@@ -170,7 +171,12 @@ builtin_progress(const cJSON *token, long i, long n, long size)
 	char	 text[64], *padded = NULL;
 	size_t	 len;
 
-	len = (size_t)snprintf(text, sizeof text, "step %ld of %ld", i, n);
+	/* "step i of n", i and n at most BUILTIN_MAX_N: no printf per event. */
+	memcpy(text, "step ", 5);
+	len = 5 + cursor_format_seq(text + 5, 24, (uint64_t)i);
+	memcpy(text + len, " of ", 4);
+	len += 4;
+	len += cursor_format_seq(text + len, 24, (uint64_t)n);
 	if ((long)len < size) {
 		padded = builtin_pad(size);
 		memcpy(padded, text, len);

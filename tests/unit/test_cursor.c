@@ -214,6 +214,28 @@ START_TEST(test_format_seq)
 }
 END_TEST
 
+/* Every number up to a million, and powers of ten around: as printf. */
+START_TEST(test_format_like_printf)
+{
+	char		buf[CURSOR_BUFSIZE], want[CURSOR_BUFSIZE];
+	uint64_t	v, p;
+
+	for (v = 0; v <= 1000000; v++) {
+		cursor_format_seq(buf, sizeof buf, v);
+		snprintf(want, sizeof want, "%llu", (unsigned long long)v);
+		ck_assert_str_eq(buf, want);
+	}
+	for (p = 10; p < UINT64_MAX / 10; p *= 10) {
+		for (v = p - 2; v <= p + 1; v++) {
+			cursor_format(buf, sizeof buf, v, p);
+			snprintf(want, sizeof want, "%llu-%llu",
+			    (unsigned long long)v, (unsigned long long)p);
+			ck_assert_str_eq(buf, want);
+		}
+	}
+}
+END_TEST
+
 /* Like snprintf: the whole length is returned, the text cut to fit. */
 START_TEST(test_format_truncated)
 {
@@ -248,6 +270,7 @@ cursor_suite(void)
 	tc = tcase_create("format");
 	tcase_add_test(tc, test_format);
 	tcase_add_test(tc, test_format_seq);
+	tcase_add_test(tc, test_format_like_printf);
 	tcase_add_test(tc, test_format_truncated);
 	tcase_add_test(tc, test_round_trip);
 	tcase_add_loop_test(tc, test_canonical_text, 0,
