@@ -47,5 +47,7 @@ cJSON	*jsonrpc_take(cJSON *);
 int	 jsonrpc_id_equal(const cJSON *, const cJSON *);
 /* Prints a message to send; its numbers may be left in printed form. */
 char	*jsonrpc_print(const cJSON *);
+/* The same in a buffer reused by the next call; *len set. */
+const char *jsonrpc_print_shared(const cJSON *, size_t *);
 
 #endif

@@ -171,12 +171,13 @@ static void
 call_append(struct call *c, struct stream *st, cJSON *msg, int final,
     call_sent_cb cb, void *arg)
 {
-	char	*text;
+	const char	*text;
+	size_t		 len;
 
-	text = jsonrpc_print(msg);
+	/* The stream copies the text before it returns. */
+	text = jsonrpc_print_shared(msg, &len);
+	stream_append(st, text, len, final, cb, arg);
 	cJSON_Delete(msg);
-	stream_append(st, text, strlen(text), final, cb, arg);
-	free(text);
 }
 
 /* What a finished call owes a sender or an asker: a refusal, later. */
@@ -302,13 +303,14 @@ call_close_view(struct call *c)
 static void
 call_send_response(struct call *c, cJSON *msg)
 {
-	int	 last = call_finish(c);
-	char	*text;
+	int		 last = call_finish(c);
+	const char	*text;
+	size_t		 len;
 
-	text = jsonrpc_print(msg);
+	/* The stream copies the text before it returns. */
+	text = jsonrpc_print_shared(msg, &len);
+	stream_append_response(c->stream, text, len, last, c->id);
 	cJSON_Delete(msg);
-	stream_append_response(c->stream, text, strlen(text), last, c->id);
-	free(text);
 	if (last)
 		stream_close(c->stream);
 }

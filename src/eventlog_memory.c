@@ -77,7 +77,7 @@ enum mem_op_type {
 
 struct mem_op {
 	enum mem_op_type	 type;
-	char			*sid;
+	char			*sid;		/* in the same allocation */
 	uint64_t		 k;
 	uint64_t		 seq;	/* append: expected; read: from */
 	size_t			 max;
@@ -94,6 +94,7 @@ struct mem_op {
 	} cb;
 	void			*arg;
 	TAILQ_ENTRY(mem_op)	 entry;
+	char			 sidbuf[];
 };
 TAILQ_HEAD(mem_ops, mem_op);
 
@@ -487,7 +488,6 @@ mem_do_read(struct mem *m, struct mem_op *op)
 static void
 mem_op_free(struct mem_op *op)
 {
-	free(op->sid);
 	free(op->data);
 	free(op);
 }
@@ -608,10 +608,13 @@ mem_op_new(struct mem *m, enum mem_op_type type, const char *sid,
     uint64_t k)
 {
 	struct mem_op	*op;
+	size_t		 len = strlen(sid);
 
-	op = xcalloc(1, sizeof *op);
+	/* One allocation an op: an append is one per event. */
+	op = xcalloc(1, sizeof *op + len + 1);
 	op->type = type;
-	op->sid = xstrdup(sid);
+	op->sid = op->sidbuf;
+	memcpy(op->sid, sid, len + 1);
 	op->k = k;
 	TAILQ_INSERT_TAIL(&m->ops, op, entry);
 	mem_schedule(m);

@@ -674,3 +674,36 @@ jsonrpc_print(const cJSON *item)
 	jsonrpc_out_room(&o, 1)[0] = '\0';
 	return (o.buf);
 }
+
+/*
+ * The same text in this module's buffer, valid until the next call, and
+ * its length: for a message that is copied at once (an append copies what
+ * it is given), one allocation less per event. A buffer a big message
+ * grew is let go afterwards.
+ */
+#define JSONRPC_KEEP	(64 * 1024)
+
+static struct jsonrpc_out	jsonrpc_shared;
+
+const char *
+jsonrpc_print_shared(const cJSON *item, size_t *len)
+{
+	struct jsonrpc_out	*o = &jsonrpc_shared;
+
+	if (item == NULL)
+		return (NULL);
+	if (o->cap > JSONRPC_KEEP) {
+		free(o->buf);
+		o->buf = NULL;
+	}
+	if (o->buf == NULL) {
+		o->cap = 512;
+		o->buf = xmalloc(o->cap);
+	}
+	o->len = 0;
+	if (jsonrpc_out_value(o, item) != 0)
+		return (NULL);
+	jsonrpc_out_room(o, 1)[0] = '\0';
+	*len = o->len;
+	return (o->buf);
+}
