@@ -22,7 +22,7 @@ UNIT_BINS = $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/unit/%)
 
 PYTHON	?= python3
 
-.PHONY: all clean check unit e2e e2e-redis sdk-test asan asan-check deps conformance bench \
+.PHONY: all clean callgraph check unit e2e e2e-redis sdk-test asan asan-check deps conformance bench \
 	fuzz fuzz-replay fuzz-merge fuzz-build fuzz-bins
 
 all: mcpd
@@ -70,8 +70,14 @@ e2e-redis: mcpd
 sdk-test: mcpd
 	sh tests/sdk/run.sh ./mcpd
 
+# The only cycle among src/ files allowed: a session, its streams, their
+# calls (docs/architecture.md, "Who calls whom").
+callgraph: all
+	sh scripts/callgraph -c 'call session stream'
+
 check: deps
 	$(MAKE) all
+	$(MAKE) callgraph
 	$(MAKE) unit
 	$(MAKE) e2e
 	$(MAKE) e2e-redis
