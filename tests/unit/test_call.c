@@ -35,19 +35,6 @@ static struct eventlog		*el;
 static const char		*inside;
 
 static void
-turn(void)
-{
-	event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
-}
-
-static void
-turns(int n)
-{
-	while (n-- > 0)
-		turn();
-}
-
-static void
 setup(void)
 {
 	char	*cause = NULL;
@@ -69,7 +56,7 @@ static void
 teardown(void)
 {
 	session_shutdown();
-	turns(20);
+	unit_turns(base, 20);
 	ck_assert_uint_eq(session_allocated(), 0);
 	eventlog_free(el);
 	event_base_free(base);
@@ -96,7 +83,7 @@ start(struct session **sp)
 	ck_assert_ptr_nonnull(s);
 	st = stream_open(s, STREAM_REQUEST, created_cb, &created);
 	for (n = 0; created == 0 && n < 100; n++)
-		turn();
+		unit_turns(base, 1);
 	ck_assert_int_eq(created, 1);
 	id = cJSON_CreateNumber(7);
 	c = call_start(s, st, id, NULL);
@@ -214,7 +201,7 @@ request_id(struct call *c, char *id, size_t size)
 	eventlog_read(el, session_id(call_session(c)),
 	    stream_id(call_stream(c)), 1, 64, read_cb, &f);
 	for (n = 0; !f.done && n < 100; n++)
-		turn();
+		unit_turns(base, 1);
 	ck_assert(f.done);
 	ck_assert_msg(f.id[0] != '\0', "no request on the call's stream");
 	strlcpy(id, f.id, size);
@@ -247,11 +234,11 @@ START_TEST(test_request_after_end)
 	respond(c);
 	ask(c, &seen);
 	ck_assert_int_eq(seen.answered, 0);
-	turns(5);
+	unit_turns(base, 5);
 	ck_assert_int_eq(seen.answered, 1);
 	ck_assert_str_eq(seen.message, "The request's call has ended");
 	release(c);
-	turns(5);
+	unit_turns(base, 5);
 	ck_assert_int_eq(seen.answered, 1);
 }
 END_TEST
@@ -276,7 +263,7 @@ START_TEST(test_request_answered)
 	ck_assert_int_eq(client_answers(s, id, "bob"), -1);
 	respond(c);
 	release(c);
-	turns(5);
+	unit_turns(base, 5);
 	ck_assert_int_eq(seen.answered, 1);
 	ck_assert_str_eq(seen.text, "alice");
 }
@@ -297,7 +284,7 @@ START_TEST(test_request_outlived_by_respond)
 	ck_assert_int_eq(seen.answered_inside, 0);
 	release(c);
 	ck_assert_int_eq(seen.answered_inside, 0);
-	turns(5);
+	unit_turns(base, 5);
 	ck_assert_int_eq(seen.answered, 1);
 	ck_assert_int_eq(seen.answered_inside, 0);
 	ck_assert_str_eq(seen.message, "The request's call has ended");
@@ -324,13 +311,13 @@ START_TEST(test_request_outlived_by_cancel)
 	call_cancel(c, "cancelled by the client");
 	inside = NULL;
 	ck_assert_int_eq(seen.cancelled + seen.answered, 0);
-	turns(5);
+	unit_turns(base, 5);
 	ck_assert_int_eq(seen.cancelled, 1);
 	ck_assert_int_eq(seen.answered, 1);
 	ck_assert_int_eq(seen.order, 1);
 	ck_assert_str_eq(seen.message, "The request's call has ended");
 	release(c);
-	turns(5);
+	unit_turns(base, 5);
 	ck_assert_int_eq(seen.cancelled, 1);
 	ck_assert_int_eq(seen.answered, 1);
 }
@@ -346,7 +333,7 @@ START_TEST(test_release_unanswered)
 	call_set_cancel(c, cancel_cb, &seen);
 	release(c);
 	ck_assert_int_eq(seen.cancelled_inside, 0);
-	turns(5);
+	unit_turns(base, 5);
 	ck_assert_int_eq(seen.cancelled, 0);
 }
 END_TEST
@@ -361,7 +348,7 @@ START_TEST(test_release_after_cancel)
 	call_set_cancel(c, cancel_cb, &seen);
 	call_cancel(c, "cancelled by the client");
 	release(c);
-	turns(5);
+	unit_turns(base, 5);
 	ck_assert_int_eq(seen.cancelled, 0);
 }
 END_TEST
@@ -377,7 +364,7 @@ START_TEST(test_release_in_hook)
 	call_set_cancel(c, cancel_cb, &seen);
 	ask(c, &seen);
 	call_cancel(c, "cancelled by the client");
-	turns(5);
+	unit_turns(base, 5);
 	ck_assert_int_eq(seen.cancelled, 1);
 	ck_assert_int_eq(seen.answered, 1);
 }
@@ -401,7 +388,7 @@ START_TEST(test_interrupt)
 	inside = NULL;
 	ck_assert(call_finished(c));
 	ck_assert_int_eq(seen.cancelled_inside + seen.answered_inside, 0);
-	turns(5);
+	unit_turns(base, 5);
 	ck_assert_int_eq(seen.cancelled, 1);
 	ck_assert_int_eq(seen.answered, 1);
 	ck_assert_int_eq(seen.order, 1);
@@ -427,7 +414,7 @@ START_TEST(test_send_after_end)
 	call_send(c, jsonrpc_notification("notifications/message",
 	    cJSON_CreateObject()), sent_cb, &seen);
 	ck_assert_int_eq(seen, 0);
-	turns(5);
+	unit_turns(base, 5);
 	ck_assert_int_eq(seen, -1);
 	release(c);
 }

@@ -33,19 +33,6 @@ static struct conf		*conf;
 static struct eventlog		*el;
 
 static void
-turn(void)
-{
-	event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
-}
-
-static void
-turns(int n)
-{
-	while (n-- > 0)
-		turn();
-}
-
-static void
 done_cb(enum eventlog_status status, void *arg)
 {
 	*(int *)arg = 1;
@@ -77,7 +64,7 @@ setup(void)
 	eventlog_stream_create(el, SID, K, appended_cb, &appended);
 	eventlog_append(el, SID, K, 1, "one", 3, 0, appended_cb, &appended);
 	eventlog_append(el, SID, K, 2, "two", 3, 0, appended_cb, &appended);
-	turns(5);
+	unit_turns(base, 5);
 	ck_assert_int_eq(stored, 1);
 	ck_assert_int_eq(appended, 3);
 }
@@ -86,7 +73,7 @@ static void
 teardown(void)
 {
 	eventlog_free(el);
-	turns(5);
+	unit_turns(base, 5);
 	event_base_free(base);
 	conf_free(conf);
 }
@@ -126,7 +113,7 @@ log_from(uint64_t from)
 
 	memset(&r, 0, sizeof r);
 	eventlog_read(el, SID, K, from, 8, read_cb, &r);
-	turns(5);
+	unit_turns(base, 5);
 	ck_assert_int_eq(r.calls, 1);
 	return (r);
 }
@@ -174,7 +161,7 @@ START_TEST(test_answer_after_head)
 
 	lease_answer(SID, K, owed, 2, "gone", answered_cb, &a);
 	ck_assert_int_eq(a.calls, 0);		/* never inside the call */
-	turns(5);
+	unit_turns(base, 5);
 	ck_assert_int_eq(a.calls, 1);
 	ck_assert_int_eq(a.status, EVENTLOG_OK);
 	ck_assert_int_eq(a.committed, 1);
@@ -205,7 +192,7 @@ START_TEST(test_answer_twice_is_refused)
 
 	lease_answer(SID, K, owed, 2, "first", answered_cb, &a);
 	lease_answer(SID, K, owed, 2, "second", answered_cb, &b);
-	turns(5);
+	unit_turns(base, 5);
 	ck_assert_int_eq(a.calls, 1);
 	ck_assert_int_eq(a.status, EVENTLOG_OK);
 	ck_assert_int_eq(b.calls, 1);
@@ -226,7 +213,7 @@ START_TEST(test_answer_nothing_owed_ends)
 	cJSON		*owed = ids("[]");
 
 	lease_answer(SID, K, owed, 2, "gone", answered_cb, &a);
-	turns(5);
+	unit_turns(base, 5);
 	ck_assert_int_eq(a.calls, 1);
 	ck_assert_int_eq(a.status, EVENTLOG_OK);
 	ck_assert_uint_eq(a.head, 2);
@@ -271,7 +258,7 @@ START_TEST(test_settle_answers_after_the_log)
 	ck_assert_int_eq(lease_settling(SID, K), 1);
 	ck_assert_int_eq(lease_settling(SID, K + 1), 0);
 	ck_assert_int_eq(t.n, 0);
-	turns(10);
+	unit_turns(base, 10);
 	ck_assert_int_eq(t.n, 1);
 	ck_assert_int_eq(t.ev[0], LEASE_COMMITTED);
 	ck_assert_uint_eq(t.head[0], 3);
@@ -294,7 +281,7 @@ START_TEST(test_settle_forgotten)
 	cJSON_Delete(owed);
 	lease_forget(SID);
 	ck_assert_int_eq(lease_settling(SID, K), 0);
-	turns(10);
+	unit_turns(base, 10);
 	ck_assert_int_eq(t.n, 0);
 	r = log_from(3);
 	ck_assert_uint_eq(r.n, 0);

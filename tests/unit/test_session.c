@@ -46,21 +46,11 @@ setup(void)
 	session_init();
 }
 
-/* Runs n loop turns without blocking. */
-static void
-turns(int n)
-{
-	int	i;
-
-	for (i = 0; i < n; i++)
-		event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
-}
-
 static void
 teardown(void)
 {
 	session_shutdown();
-	turns(10);
+	unit_turns(base, 10);
 	ck_assert_uint_eq(session_count(), 0);
 	eventlog_free(el);
 	el = NULL;
@@ -195,7 +185,7 @@ START_TEST(test_many)
 		for (j = 0; j < i; j++)
 			ck_assert_str_ne(session_id(s[i]), session_id(s[j]));
 	}
-	turns(5);
+	unit_turns(base, 5);
 	for (i = 0; i < n; i++)
 		ck_assert_ptr_eq(session_find(session_id(s[i])), s[i]);
 }
@@ -288,7 +278,7 @@ START_TEST(test_close_at_once)
 	session_close(s, "again");		/* idempotent */
 	ck_assert_uint_eq(session_count(), 1);
 
-	turns(10);
+	unit_turns(base, 10);
 	/* Gone from the log too; the other session is untouched. */
 	ck_assert_int_eq(load(id, NULL), EVENTLOG_NOT_FOUND);
 	ck_assert_ptr_eq(session_find(session_id(other)), other);
@@ -304,13 +294,13 @@ START_TEST(test_close_later)
 
 	s = create(V_MID);
 	strcpy(id, session_id(s));
-	turns(10);
+	unit_turns(base, 10);
 	ck_assert_int_eq(load(id, NULL), EVENTLOG_OK);
 
 	session_close(s, "test");
 	ck_assert_ptr_null(session_find(id));
 	ck_assert_uint_eq(session_count(), 0);
-	turns(10);
+	unit_turns(base, 10);
 	ck_assert_int_eq(load(id, NULL), EVENTLOG_NOT_FOUND);
 }
 END_TEST
@@ -323,7 +313,7 @@ START_TEST(test_close_ref)
 	s = create(V_NEW);
 	session_ref(s);
 	session_close(s, "test");
-	turns(10);
+	unit_turns(base, 10);
 	ck_assert_int_eq(session_closed(s), 1);
 	ck_assert_str_eq(session_version(s), V_NEW);
 	ck_assert_uint_eq(strlen(session_id(s)), SESSION_ID_LEN);
@@ -345,12 +335,12 @@ START_TEST(test_shutdown)
 	s2 = create(V_NEW);
 	strcpy(id1, session_id(s1));
 	strcpy(id2, session_id(s2));
-	turns(5);
+	unit_turns(base, 5);
 	session_shutdown();
 	ck_assert_uint_eq(session_count(), 0);
 	ck_assert_ptr_null(session_find(id1));
 	ck_assert_ptr_null(session_find(id2));
-	turns(10);
+	unit_turns(base, 10);
 	ck_assert_uint_eq(session_allocated(), 0);
 	ck_assert_int_eq(load(id1, NULL), EVENTLOG_OK);
 	ck_assert_int_eq(load(id2, NULL), EVENTLOG_OK);
@@ -412,7 +402,7 @@ START_TEST(test_cron_idle)
 	conf->session_ttl = 1;
 	s = create(V_NEW);
 	strcpy(id, session_id(s));
-	turns(5);
+	unit_turns(base, 5);
 
 	session_cron();
 	ck_assert_ptr_eq(session_find(id), s);
@@ -430,7 +420,7 @@ START_TEST(test_cron_idle)
 	session_cron();
 	ck_assert_ptr_null(session_find(id));
 	ck_assert_uint_eq(session_count(), 0);
-	turns(10);
+	unit_turns(base, 10);
 	ck_assert_int_eq(load(id, NULL), EVENTLOG_NOT_FOUND);
 }
 END_TEST
@@ -449,7 +439,7 @@ START_TEST(test_cron_view)
 	idle = create(V_NEW);
 	strcpy(busy_id, session_id(busy));
 	strcpy(idle_id, session_id(idle));
-	turns(5);
+	unit_turns(base, 5);
 	/* K 0 names no stream (stream numbers are never 0): no wakeups. */
 	fake = stream_watch(busy, 0, 0, &none, NULL);
 

@@ -63,24 +63,11 @@ start(void)
 }
 
 static void
-turn(void)
-{
-	event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
-}
-
-static void
-turns(int n)
-{
-	while (n-- > 0)
-		turn();
-}
-
-static void
 teardown(void)
 {
 	if (el != NULL) {
 		session_shutdown();
-		turns(20);
+		unit_turns(base, 20);
 		ck_assert_uint_eq(session_allocated(), 0);
 		eventlog_free(el);
 		el = NULL;
@@ -116,7 +103,7 @@ open_request(struct session *s)
 
 	st = stream_open(s, STREAM_REQUEST, created_cb, &created);
 	for (n = 0; created == 0 && n < 100; n++)
-		turn();
+		unit_turns(base, 1);
 	ck_assert_int_eq(created, 1);
 	return (st);
 }
@@ -317,7 +304,7 @@ scenario(uint64_t seed, struct reader *r)
 	start();
 	s = create();
 	st = standalone ? session_standalone(s) : open_request(s);
-	turns(5);		/* the standalone stream exists too */
+	unit_turns(base, 5);		/* the standalone stream exists too */
 
 	memset(r, 0, sizeof *r);
 	r->session = s;
@@ -348,7 +335,7 @@ scenario(uint64_t seed, struct reader *r)
 			stream_close(st);
 		}
 		reader_step(r);
-		turn();
+		unit_turns(base, 1);
 		if (all && (standalone ? r->next > stream_head(st) : r->done))
 			break;
 	}
@@ -371,7 +358,7 @@ scenario(uint64_t seed, struct reader *r)
 		}
 	}
 	session_shutdown();
-	turns(20);
+	unit_turns(base, 20);
 	ck_assert_uint_eq(session_allocated(), 0);
 	eventlog_free(el);
 	el = NULL;
@@ -428,7 +415,7 @@ log_head(const char *sid, uint64_t k)
 	memset(&r, 0, sizeof r);
 	eventlog_read(el, sid, k, 0, 0, head_cb, &r);
 	for (n = 0; r.calls == 0 && n < 100; n++)
-		turn();
+		unit_turns(base, 1);
 	ck_assert_int_eq(r.calls, 1);
 	return (r);
 }
@@ -475,18 +462,18 @@ START_TEST(test_release_sends_what_retention_keeps)
 	for (i = 0; i < 4; i++)
 		stream_append(st, "m", 1, 0, count_cb, &c);
 	stream_append(st, "last", 4, 1, count_cb, &c);
-	turns(10);
+	unit_turns(base, 10);
 	/* 2..4 fill the window: 4's producer is not told yet. */
 	ck_assert_int_eq(c.ok, 3);
 	stream_close(st);		/* the owner is done: it is told */
-	turns(10);
+	unit_turns(base, 10);
 	ck_assert_int_eq(c.ok, 4);
 	r = log_head(sid, k);
 	ck_assert_uint_eq(r.head, 4);
 	ck_assert_int_eq(r.ended, 0);
 
 	session_shutdown();
-	turns(10);
+	unit_turns(base, 10);
 	ck_assert_int_eq(c.ok, 5);
 	ck_assert_int_eq(c.refused, 0);
 	r = log_head(sid, k);
@@ -522,11 +509,11 @@ START_TEST(test_release_never_trims_undelivered)
 		stream_append(st, "m", 1, 0, count_cb, &c);
 	stream_append(st, "last", 4, 1, count_cb, &c);
 	stream_close(st);
-	turns(10);
+	unit_turns(base, 10);
 	ck_assert_int_eq(c.ok, 5);		/* 2..5: the window */
 
 	session_shutdown();
-	turns(10);
+	unit_turns(base, 10);
 	ck_assert_int_eq(c.ok, 5);
 	ck_assert_int_eq(c.refused, 1);
 	r = log_head(sid, k);
@@ -563,12 +550,12 @@ START_TEST(test_log_loses_the_session)
 	strlcpy(sid, session_id(s), sizeof sid);
 	for (i = 0; i < 3; i++)
 		stream_append(st, "m", 1, 0, count_cb, &c);
-	turns(5);
+	unit_turns(base, 5);
 	ck_assert_int_eq(c.ok, 3);
 	eventlog_session_delete(el, sid, deleted_cb, &deleted);
 	for (i = 0; i < 10; i++)
 		stream_append(st, "m", 1, 0, count_cb, &c);
-	turns(20);
+	unit_turns(base, 20);
 	ck_assert_int_eq(deleted, 1);
 	ck_assert_int_eq(c.ok, 3);
 	ck_assert_int_eq(c.refused, 10);
@@ -705,7 +692,7 @@ START_TEST(test_hooks_commits_in_order)
 	s = create();
 	st = stream_open(s, STREAM_REQUEST, created_cb, &created);
 	fake_watch(&f, s, stream_id(st), 1);
-	turns(5);
+	unit_turns(base, 5);
 	ck_assert_int_eq(created, 1);
 	ck_assert_int_eq(f.nwakeups, 1);
 	ck_assert_uint_eq(f.wakeups[0], 0);
@@ -715,7 +702,7 @@ START_TEST(test_hooks_commits_in_order)
 		stream_append(st, msg, strlen(msg), i == 5, NULL, NULL);
 	}
 	stream_close(st);
-	turns(10);
+	unit_turns(base, 10);
 	ck_assert_int_eq(f.ncommitted, 5);
 	for (i = 0; i < 5; i++) {
 		snprintf(msg, sizeof msg, "m%d", i + 1);
@@ -746,7 +733,7 @@ START_TEST(test_hooks_takeover)
 	k = stream_id(st);
 	fake_watch(&a, s, k, 1);
 	stream_append(st, "one", 3, 0, NULL, NULL);
-	turns(5);
+	unit_turns(base, 5);
 	ck_assert_int_eq(a.ncommitted, 1);
 
 	fake_watch(&b, s, k, 1);
@@ -757,7 +744,7 @@ START_TEST(test_hooks_takeover)
 
 	stream_append(st, "two", 3, 1, NULL, NULL);
 	stream_close(st);
-	turns(10);
+	unit_turns(base, 10);
 	ck_assert_int_eq(a.ncommitted, 1);
 	ck_assert_int_eq(b.ncommitted, 1);
 	ck_assert_uint_eq(b.seqs[0], 2);
@@ -789,11 +776,11 @@ START_TEST(test_hooks_lost)
 	fake_watch(&f, s, stream_id(st), 1);
 	for (i = 0; i < 3; i++)
 		stream_append(st, "m", 1, 0, NULL, NULL);
-	turns(5);
+	unit_turns(base, 5);
 	ck_assert_int_eq(f.ncommitted, 3);
 	eventlog_session_delete(el, sid, deleted_cb, &deleted);
 	stream_append(st, "m", 1, 0, NULL, NULL);
-	turns(20);
+	unit_turns(base, 20);
 	ck_assert_int_eq(deleted, 1);
 	ck_assert_int_eq(f.ncommitted, 3);
 	ck_assert_int_eq(f.lost, 3);
@@ -838,7 +825,7 @@ log_last(const char *sid, uint64_t k, uint64_t from)
 	memset(&l, 0, sizeof l);
 	eventlog_read(el, sid, k, from, 64, last_cb, &l);
 	for (n = 0; l.calls == 0 && n < 100; n++)
-		turn();
+		unit_turns(base, 1);
 	ck_assert_int_eq(l.calls, 1);
 	return (l);
 }
@@ -875,14 +862,14 @@ START_TEST(test_hooks_conflict_answers_after_the_log)
 	stream_expect_response(st, id);
 	fake_watch(&f, s, k, 1);
 	stream_append(st, "mine", 4, 0, NULL, NULL);
-	turns(5);
+	unit_turns(base, 5);
 	ck_assert_int_eq(f.ncommitted, 1);
 
 	eventlog_append(el, sid, k, 2, "theirs", 6, 0, appended_cb, &other);
-	turns(5);
+	unit_turns(base, 5);
 	ck_assert_int_eq(other, EVENTLOG_OK);
 	stream_append(st, "refused", 7, 0, NULL, NULL);
-	turns(20);
+	unit_turns(base, 20);
 	ck_assert_int_eq(f.ncommitted, 1);
 	ck_assert_int_eq(f.lost, -1);
 	ck_assert_int_ge(f.nwakeups, 2);
@@ -925,18 +912,18 @@ START_TEST(test_hooks_block_window)
 		snprintf(msg, sizeof msg, "m%d", i);
 		stream_append(st, msg, strlen(msg), 0, count_cb, &c);
 	}
-	turns(10);
+	unit_turns(base, 10);
 	ck_assert_int_eq(f.ncommitted, 3);		/* 1..3: the window */
 	ck_assert_int_eq(c.ok, 2);			/* 3's producer waits */
 
 	stream_watcher_delivered(f.w, 2);
 	ck_assert_int_eq(c.ok, 3);			/* told at once */
-	turns(10);
+	unit_turns(base, 10);
 	ck_assert_int_eq(f.ncommitted, 5);		/* 4, 5 */
 	ck_assert_int_eq(c.ok, 4);
 
 	stream_watcher_delivered(f.w, 5);
-	turns(10);
+	unit_turns(base, 10);
 	ck_assert_int_eq(f.ncommitted, 6);
 	ck_assert_int_eq(c.ok, 6);
 	ck_assert_int_eq(c.refused, 0);
@@ -1011,7 +998,7 @@ START_TEST(test_hooks_late_watcher)
 	stream_close(st);
 	ck_assert_ptr_null(session_stream(s, k));
 	fake_watch(&f, s, k, 0);
-	turns(10);
+	unit_turns(base, 10);
 	ck_assert_int_eq(f.ncommitted, 1);
 	ck_assert_str_eq(f.data[0], "last");
 	ck_assert_int_eq(f.ended_at, 0);
@@ -1057,14 +1044,14 @@ START_TEST(test_closed_from_a_callback)
 	c.stream = st;
 	c.told = 0;
 	stream_append(st, "last", 4, 1, closer_cb, &c);
-	turns(10);
+	unit_turns(base, 10);
 	ck_assert_int_eq(f.ncommitted, 1);
 	ck_assert_int_eq(c.told, 0);		/* paused: window 1 */
 
 	stream_watcher_delivered(f.w, 1);
 	ck_assert_int_eq(c.told, 1);
 	ck_assert_ptr_null(session_stream(s, k));
-	turns(10);
+	unit_turns(base, 10);
 	ck_assert_int_eq(c.told, 1);
 	stream_unwatch(f.w);
 }

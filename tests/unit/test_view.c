@@ -70,19 +70,6 @@ static int			 port;
 static struct evhttp_request	*received;
 
 static void
-turn(void)
-{
-	event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
-}
-
-static void
-turns(int n)
-{
-	while (n-- > 0)
-		turn();
-}
-
-static void
 http_cb(struct evhttp_request *req, void *arg)
 {
 	ck_assert_ptr_null(received);
@@ -130,7 +117,7 @@ teardown(void)
 	if (el != NULL) {
 		session_shutdown();	/* in server_run's order */
 		view_shutdown();
-		turns(50);
+		unit_turns(base, 50);
 		ck_assert_uint_eq(view_count(), 0);
 		ck_assert_uint_eq(session_allocated(), 0);
 		evhttp_free(http);
@@ -161,7 +148,7 @@ create(const char *version)
 	s = session_create(version, NULL, stored_cb, &done);
 	ck_assert_msg(s != NULL, "session_create refused");
 	for (n = 0; done == 0 && n < MAX_TURNS; n++)
-		turn();
+		unit_turns(base, 1);
 	ck_assert_int_eq(done, 1);
 	return (s);
 }
@@ -181,7 +168,7 @@ open_request(struct session *s)
 
 	st = stream_open(s, STREAM_REQUEST, created_cb, &created);
 	for (n = 0; created == 0 && n < MAX_TURNS; n++)
-		turn();
+		unit_turns(base, 1);
 	ck_assert_int_eq(created, 1);
 	return (st);
 }
@@ -201,7 +188,7 @@ append(struct stream *st, const char *data, int final)
 
 	stream_append(st, data, strlen(data), final, count_cb, &done);
 	for (n = 0; done == 0 && n < MAX_TURNS; n++)
-		turn();
+		unit_turns(base, 1);
 	ck_assert_int_eq(done, 1);
 }
 
@@ -288,7 +275,7 @@ client_get(struct client *c)
 	ck_assert_int_eq(send(c->fd, get, sizeof get - 1, MSG_NOSIGNAL),
 	    (int)(sizeof get - 1));
 	for (n = 0; received == NULL && n < MAX_TURNS; n++)
-		turn();
+		unit_turns(base, 1);
 	ck_assert_msg(received != NULL, "the server got no request");
 	req = received;
 	received = NULL;
@@ -425,7 +412,7 @@ tail(const char *s)
 		client_read(c);						\
 		if (cond)						\
 			break;						\
-		turn();							\
+		unit_turns(base, 1);							\
 	}								\
 	ck_assert_msg((cond), "no %s after %d turns; body so far "	\
 	    "(%zu bytes) ends \"%s\"", tail(what), MAX_TURNS,		\
@@ -632,7 +619,7 @@ START_TEST(test_resume_shows_what_follows)
 	append(st, "two", 0);
 	append(st, "three", 1);
 	stream_close(st);
-	turns(10);
+	unit_turns(base, 10);
 
 	c = client_connect(0);
 	view_resume(client_get(c), s, &from);
@@ -823,15 +810,15 @@ START_TEST(test_watermark_pause_and_resume)
 	}
 	evbuffer_add(want, "", 1);
 	for (n = 0; acked < BIG_ENTRIES && n < MAX_TURNS; n++)
-		turn();
+		unit_turns(base, 1);
 	ck_assert_int_eq(acked, BIG_ENTRIES);	/* all in the log */
 	stream_close(st);
-	turns(100);
+	unit_turns(base, 100);
 	paused = metrics.events_written;
 	ck_assert_msg(paused < BIG_ENTRIES / 2, "a client that reads nothing "
 	    "was written %llu entries of %d bytes (watermark 4096)",
 	    (unsigned long long)paused, BIG_SIZE);
-	turns(1000);
+	unit_turns(base, 1000);
 	ck_assert_uint_eq(metrics.events_written, paused);
 	ck_assert_uint_eq(view_count(), 1);
 

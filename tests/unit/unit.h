@@ -5,6 +5,19 @@
 #include <check.h>
 #include <stdlib.h>
 
+#include <event2/event.h>
+
+/*
+ * n turns of the loop, never waiting: what "on a later turn" means in a
+ * test, since the memory log and deferred frees answer on the next one.
+ */
+static inline void
+unit_turns(struct event_base *base, int n)
+{
+	while (n-- > 0)
+		event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+}
+
 /* Each test file defines its suite and uses this as its main. */
 #define UNIT_MAIN(suite_fn)						\
 int									\
