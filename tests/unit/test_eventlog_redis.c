@@ -978,7 +978,7 @@ watch_cb(const char *sid, uint64_t k, uint64_t seq, void *arg)
 		w->n++;
 	}
 	if (w->unwatch_in_cb)
-		eventlog_unwatch(el, sid, watch_cb, w);
+		eventlog_unwatch(el, sid, watch_cb, NULL, w);
 }
 
 /* Waits until w has n notes. */
@@ -1014,7 +1014,7 @@ START_TEST(test_watch)
 	memset(&w1, 0, sizeof w1);
 	memset(&w2, 0, sizeof w2);
 
-	eventlog_watch(a, SID, watch_cb, &w1);
+	eventlog_watch(a, SID, watch_cb, NULL, &w1);
 	ck_assert_int_eq(w1.calls, 0);
 	resync_wait(&w1, 1);		/* live now */
 	ck_assert_str_eq(w1.sid, SID);
@@ -1048,7 +1048,7 @@ START_TEST(test_watch)
 	ck_assert_uint_eq(w1.n, 6);
 
 	/* A second watcher of the same session: told it is live, alone. */
-	eventlog_watch(a, SID, watch_cb, &w2);
+	eventlog_watch(a, SID, watch_cb, NULL, &w2);
 	resync_wait(&w2, 1);
 	ck_assert_int_eq(w1.resyncs, 1);
 	expect_status(create(SID, K + 2, NULL), EVENTLOG_OK);
@@ -1061,23 +1061,23 @@ START_TEST(test_watch)
 	 * Counted: one unwatch leaves the other watching. (Were w1 told of
 	 * this commit late, its next note below would not be its next one.)
 	 */
-	eventlog_unwatch(a, SID, watch_cb, &w1);
+	eventlog_unwatch(a, SID, watch_cb, NULL, &w1);
 	expect_status(append(SID, K + 2, 1, "x", 0, NULL, NULL), EVENTLOG_OK);
 	notes_wait(&w2, 2);
 	ck_assert_uint_eq(w1.n, 7);
 
 	/* The last unwatch: nothing more; unknown unwatches are harmless. */
-	eventlog_unwatch(a, SID, watch_cb, &w2);
-	eventlog_unwatch(a, SID, watch_cb, &w2);
-	eventlog_unwatch(a, OTHER_SID, watch_cb, &w2);
+	eventlog_unwatch(a, SID, watch_cb, NULL, &w2);
+	eventlog_unwatch(a, SID, watch_cb, NULL, &w2);
+	eventlog_unwatch(a, OTHER_SID, watch_cb, NULL, &w2);
 	expect_status(append(SID, K + 2, 2, "y", 0, NULL, NULL), EVENTLOG_OK);
 	run_for(200);
 	ck_assert_uint_eq(w2.n, 2);
 
 	/* Watching again after that works (unsubscribe, then subscribe). */
-	eventlog_watch(a, SID, watch_cb, &w1);
-	eventlog_unwatch(a, SID, watch_cb, &w1);
-	eventlog_watch(a, SID, watch_cb, &w1);
+	eventlog_watch(a, SID, watch_cb, NULL, &w1);
+	eventlog_unwatch(a, SID, watch_cb, NULL, &w1);
+	eventlog_watch(a, SID, watch_cb, NULL, &w1);
 	resync_wait(&w1, 2);
 	expect_status(append(SID, K + 2, 3, "z", 0, NULL, NULL), EVENTLOG_OK);
 	notes_wait(&w1, 8);
@@ -1086,7 +1086,7 @@ START_TEST(test_watch)
 
 	/* The instance that commits hears itself too. */
 	memset(&w2, 0, sizeof w2);
-	eventlog_watch(b, SID, watch_cb, &w2);
+	eventlog_watch(b, SID, watch_cb, NULL, &w2);
 	resync_wait(&w2, 1);
 	expect_status(append(SID, K + 2, 4, "w", 0, NULL, NULL), EVENTLOG_OK);
 	notes_wait(&w2, 1);
@@ -1105,15 +1105,15 @@ START_TEST(test_watch_unwatch_in_cb)
 	memset(&w1, 0, sizeof w1);
 	memset(&w2, 0, sizeof w2);
 	w1.unwatch_in_cb = 1;
-	eventlog_watch(el, SID, watch_cb, &w1);
-	eventlog_watch(el, SID, watch_cb, &w2);
+	eventlog_watch(el, SID, watch_cb, NULL, &w1);
+	eventlog_watch(el, SID, watch_cb, NULL, &w2);
 	resync_wait(&w1, 1);
 	resync_wait(&w2, 1);
 	expect_status(store(SID, "m", 1), EVENTLOG_OK);
 	fill(K, 1);
 	notes_wait(&w2, 2);
 	ck_assert_uint_eq(w1.n, 1);
-	eventlog_unwatch(el, SID, watch_cb, &w2);
+	eventlog_unwatch(el, SID, watch_cb, NULL, &w2);
 	expect_status(append(SID, K, 2, "x", 0, NULL, NULL), EVENTLOG_OK);
 	run_for(100);
 	ck_assert_uint_eq(w1.n, 1);
@@ -1136,7 +1136,7 @@ START_TEST(test_kill_restart)
 	if (!own_server)
 		return;
 	memset(&w, 0, sizeof w);
-	eventlog_watch(el, SID, watch_cb, &w);
+	eventlog_watch(el, SID, watch_cb, NULL, &w);
 	resync_wait(&w, 1);
 	expect_status(store(SID, "m", 1), EVENTLOG_OK);
 	fill(K, 1);
@@ -1195,7 +1195,7 @@ START_TEST(test_kill_restart)
 	notes_wait(&w, 4);
 	ck_assert_uint_eq(w.k[3], K + 1);
 	ck_assert_uint_eq(w.seq[3], 1);
-	eventlog_unwatch(el, SID, watch_cb, &w);
+	eventlog_unwatch(el, SID, watch_cb, NULL, &w);
 }
 END_TEST
 
