@@ -959,7 +959,30 @@ struct watcher {
 	uint64_t	 seq[MAX_NOTES];
 	char		 sid[33];
 	int		 unwatch_in_cb;
+	size_t		 nmsgs;		/* messages (message_cb) */
+	char		 msgs[MAX_NOTES][32];
 };
+
+static void
+message_cb(const char *sid, const char *msg, size_t len, void *arg)
+{
+	struct watcher	*w = arg;
+
+	snprintf(w->sid, sizeof w->sid, "%s", sid);
+	if (w->nmsgs < MAX_NOTES)
+		snprintf(w->msgs[w->nmsgs++], sizeof w->msgs[0], "%.*s",
+		    (int)len, msg);
+}
+
+static void
+messages_wait(struct watcher *w, size_t n)
+{
+	uint64_t	start = clock_now_ms();
+
+	while (w->nmsgs < n && clock_now_ms() - start < WAIT_MS)
+		turn();
+	ck_assert_msg(w->nmsgs == n, "%zu messages, want %zu", w->nmsgs, n);
+}
 
 static void
 watch_cb(const char *sid, uint64_t k, uint64_t seq, void *arg)
@@ -1097,6 +1120,83 @@ START_TEST(test_watch)
 }
 END_TEST
 
+/*
+ * Messages: what one instance publishes on a session reaches every
+ * watcher of it that takes messages (the publisher's too), in order with
+ * commits, and a delete tells them the session is gone; a watcher without
+ * a message callback hears commits only.
+ */
+START_TEST(test_watch_messages)
+{
+	struct eventlog	*a, *b = el;
+	struct watcher	 w1, w2, w3;
+	struct res	 r;
+
+	a = open_on(server_port, 0);
+	ck_assert(wait_ready(a, 5000));
+	memset(&w1, 0, sizeof w1);
+	memset(&w2, 0, sizeof w2);
+	memset(&w3, 0, sizeof w3);
+	eventlog_watch(a, SID, watch_cb, message_cb, &w1);
+	eventlog_watch(a, SID, watch_cb, NULL, &w2);
+	eventlog_watch(b, SID, watch_cb, message_cb, &w3);
+	resync_wait(&w1, 1);
+	resync_wait(&w2, 1);
+	resync_wait(&w3, 1);
+
+	expect_status(store(SID, "m", 1), EVENTLOG_OK);
+	memset(&r, 0, sizeof r);
+	eventlog_publish(b, SID, "d 42 7", 6, done_cb, &r);
+	ck_assert_int_eq(r.calls, 0);
+	wait_for(&r);
+	expect_status(r.status, EVENTLOG_OK);
+	fill(K, 0);
+	messages_wait(&w1, 1);
+	ck_assert_str_eq(w1.msgs[0], "d 42 7");
+	ck_assert_str_eq(w1.sid, SID);
+	messages_wait(&w3, 1);
+	ck_assert_str_eq(w3.msgs[0], "d 42 7");
+	notes_wait(&w2, 1);
+	ck_assert_uint_eq(w2.nmsgs, 0);
+
+	/* A message that looks like a commit id is a message all the same. */
+	memset(&r, 0, sizeof r);
+	eventlog_publish(b, SID, "42-9", 4, done_cb, &r);
+	wait_for(&r);
+	messages_wait(&w1, 2);
+	ck_assert_str_eq(w1.msgs[1], "42-9");
+	ck_assert_uint_eq(w1.n, 1);
+
+	/* The unwatch matches the message callback too. */
+	eventlog_unwatch(a, SID, watch_cb, NULL, &w1);
+	memset(&r, 0, sizeof r);
+	eventlog_publish(b, SID, "x", 1, done_cb, &r);
+	wait_for(&r);
+	messages_wait(&w1, 3);
+	eventlog_unwatch(a, SID, watch_cb, message_cb, &w1);
+
+	/* A delete says so to every watcher, after the data is gone. */
+	memset(&r, 0, sizeof r);
+	eventlog_session_delete(b, SID, done_cb, &r);
+	wait_for(&r);
+	expect_status(r.status, EVENTLOG_OK);
+	messages_wait(&w3, 4);
+	ck_assert_str_eq(w3.msgs[3], EVENTLOG_MESSAGE_DELETED);
+	ck_assert_uint_eq(w1.nmsgs, 3);
+	/* A delete of what is not there says nothing. */
+	memset(&r, 0, sizeof r);
+	eventlog_session_delete(b, SID, done_cb, &r);
+	wait_for(&r);
+	expect_status(r.status, EVENTLOG_NOT_FOUND);
+	run_for(200);
+	ck_assert_uint_eq(w3.nmsgs, 4);
+
+	eventlog_unwatch(a, SID, watch_cb, NULL, &w2);
+	eventlog_unwatch(b, SID, watch_cb, message_cb, &w3);
+	eventlog_free(a);
+}
+END_TEST
+
 /* A watcher may unwatch itself from its callback. */
 START_TEST(test_watch_unwatch_in_cb)
 {
@@ -1226,6 +1326,7 @@ eventlog_redis_suite(void)
 	tcase_add_test(tc, test_setup_refused);
 	tcase_add_test(tc, test_select_refused);
 	tcase_add_test(tc, test_watch);
+	tcase_add_test(tc, test_watch_messages);
 	tcase_add_test(tc, test_watch_unwatch_in_cb);
 	suite_add_tcase(s, tc);
 
