@@ -219,8 +219,8 @@ session_message_cb(const char *sid, const char *text, size_t len, void *arg)
 	peer_parse(text, len, &m);
 	switch (m.kind) {
 	case PEER_DELETED:
-		session_teardown(s, "deleted through another process",
-		    SESSION_GONE);
+		session_teardown(s, "gone from the shared log (deleted "
+		    "through another process)", SESSION_GONE);
 		break;
 	case PEER_DELIVERED:
 		stream_progress(s, m.k, m.seq);
