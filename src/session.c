@@ -9,6 +9,11 @@
  * (a light record per K: views may show streams this process has no
  * stream object for). It calls no view code: commits go from the stream
  * to its watcher's hooks (stream.h).
+ *
+ * With a shared log the session watches its commits and the messages
+ * other processes send on it (peer.h), and hands each to whom it
+ * concerns: delivery progress to the stream, an answer to outbound.c, a
+ * deletion to its own teardown.
  */
 #include <sys/queue.h>
 #include <sys/tree.h>
