@@ -115,6 +115,7 @@ void		 conf_free(struct conf *);
 /* The text of mcpd.conf.example, and the directives part of --help. */
 void		 conf_print_example(FILE *);
 void		 conf_print_help(FILE *);
+void		 conf_print_man(FILE *, const char *);
 /*
  * Whether an Origin header value is allowed: one of allowed_origins (scheme
  * and host compared without case, default port ignored) or, when none are
