@@ -58,6 +58,11 @@ struct conf_tool {
 	long long		 max_concurrency; /* 0: only max_children */
 };
 
+enum conf_log_format {
+	CONF_LOG_TEXT,
+	CONF_LOG_JSON
+};
+
 struct conf {
 	char			*path;		/* file it was loaded from */
 
@@ -101,6 +106,8 @@ struct conf {
 	size_t			 nallowed_origins;
 
 	int			 log_level;	/* enum log_level */
+	char			*log_file;	/* "stderr" or a path */
+	int			 log_format;	/* enum conf_log_format */
 };
 
 /*

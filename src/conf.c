@@ -148,6 +148,7 @@ struct conf_scope {
 };
 
 static conf_check_cb	conf_check_path;
+static conf_check_cb	conf_check_log_file;
 static conf_check_cb	conf_check_origin;
 static conf_check_cb	conf_check_dir;
 static conf_parse_cb	conf_parse_eventlog;
@@ -168,6 +169,12 @@ static const struct conf_enum conf_bool_values[] = {
 static const struct conf_enum conf_backpressure_values[] = {
 	{ "block", CONF_BACKPRESSURE_BLOCK },
 	{ "close", CONF_BACKPRESSURE_CLOSE },
+	{ NULL, 0 }
+};
+
+static const struct conf_enum conf_log_format_values[] = {
+	{ "text", CONF_LOG_TEXT },
+	{ "json", CONF_LOG_JSON },
 	{ NULL, 0 }
 };
 
@@ -440,7 +447,21 @@ static const struct conf_entry conf_entries[] = {
 	{ .name = "log_level", .type = CONF_CUSTOM,
 	  .parse = conf_parse_log_level, .args = "debug|info|warn|error",
 	  .def = "info", .section = "Logging",
-	  .help = "Least severe level of the lines logged to stderr." },
+	  .help = "Least severe level of the lines logged." },
+	{ .name = "log_file", .type = CONF_STRING,
+	  .offset = CONF_OFF(log_file), .check = conf_check_log_file,
+	  .args = "stderr|PATH", .def = "stderr",
+	  .help = "Where log lines go: stderr (the journal under systemd, "
+	  "the runtime's log in a container), or the file at the absolute "
+	  "PATH, appended to and created (mode 0640) if needed. SIGUSR1 "
+	  "reopens the file, after log rotation moved it away." },
+	{ .name = "log_format", .type = CONF_ENUM,
+	  .offset = CONF_OFF(log_format), .values = conf_log_format_values,
+	  .def = "text",
+	  .help = "text: TIME LEVEL MESSAGE, one line each. json: one JSON "
+	  "object per line with time, level and msg, for log collectors; "
+	  "bytes of a message that are not UTF-8 are escaped, so every line "
+	  "is valid JSON." },
 };
 
 /* ---------------------------------------------------------------------
@@ -1145,6 +1166,19 @@ conf_check_path(const char *s, char **value, char **why)
 			xasprintf(why, "invalid path \"%s\"", s);
 			return (-1);
 		}
+	}
+	*value = xstrdup(s);
+	return (0);
+}
+
+/* "stderr", or an absolute path to a file (not checked before opening). */
+static int
+conf_check_log_file(const char *s, char **value, char **why)
+{
+	if (strcmp(s, "stderr") != 0 && *s != '/') {
+		xasprintf(why, "log_file must be stderr or an absolute path, "
+		    "not \"%s\"", s);
+		return (-1);
 	}
 	*value = xstrdup(s);
 	return (0);

@@ -5,6 +5,7 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "conf.h"
 #include "dispatch.h"
@@ -76,6 +77,13 @@ main(int argc, char **argv)
 		return (0);
 	}
 	log_init(conf->log_level);
+	if (log_open(strcmp(conf->log_file, "stderr") == 0 ? NULL :
+	    conf->log_file, conf->log_format == CONF_LOG_JSON, &cause) != 0) {
+		fprintf(stderr, "mcpd: %s\n", cause);
+		free(cause);
+		conf_free(conf);
+		return (1);
+	}
 	rc = server_run(conf);
 	conf_free(conf);
 	return (rc);

@@ -61,6 +61,13 @@ server_signal_cb(evutil_socket_t sig, short events, void *arg)
 	event_base_loopexit(base, NULL);
 }
 
+/* SIGUSR1: the log file was moved away (rotation); open it again. */
+static void
+server_reopen_cb(evutil_socket_t sig, short events, void *arg)
+{
+	log_reopen();
+}
+
 /*
  * accept() failed for a reason that does not pass by itself at once: most
  * often the open file limit, with the pending connection left in the
@@ -240,7 +247,7 @@ int
 server_run(const struct conf *conf)
 {
 	struct event_base	*base;
-	struct event		*sigterm, *sigint, *cron;
+	struct event		*sigterm, *sigint, *sigusr1, *cron;
 	struct evhttp		*http;
 	struct evhttp_bound_socket *bound;
 	struct eventlog		*el;
@@ -267,9 +274,11 @@ server_run(const struct conf *conf)
 
 	sigterm = evsignal_new(base, SIGTERM, server_signal_cb, base);
 	sigint = evsignal_new(base, SIGINT, server_signal_cb, base);
+	sigusr1 = evsignal_new(base, SIGUSR1, server_reopen_cb, NULL);
 	cron = event_new(base, -1, EV_PERSIST, server_cron_cb, NULL);
 	evsignal_add(sigterm, NULL);
 	evsignal_add(sigint, NULL);
+	evsignal_add(sigusr1, NULL);
 	event_add(cron, &second);
 	server.resume_ev = evtimer_new(base, server_accept_resume_cb, NULL);
 
@@ -300,6 +309,7 @@ server_run(const struct conf *conf)
 		event_base_loop(base, EVLOOP_NONBLOCK);
 	event_free(sigterm);
 	event_free(sigint);
+	event_free(sigusr1);
 	event_free(cron);
 	event_base_free(base);
 	log_limit_end();
