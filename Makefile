@@ -28,6 +28,7 @@ SBINDIR	?= $(PREFIX)/sbin
 MANDIR	?= $(PREFIX)/share/man
 DOCDIR	?= $(PREFIX)/share/doc/mcpd
 SYSCONFDIR ?= /etc
+UNITDIR	?= $(PREFIX)/lib/systemd/system
 
 .PHONY: all clean callgraph check install install-check unit e2e e2e-redis sdk-test asan asan-check deps conformance bench \
 	fuzz fuzz-replay fuzz-merge fuzz-build fuzz-bins
@@ -68,8 +69,9 @@ deps:
 $(BUILD)/mcpd.conf.5: mcpd
 	./mcpd -M > $@
 
-# The binary, both manual pages, the example configuration (and a
-# configuration to start from, unless one is there already).
+# The binary, both manual pages, the systemd unit (its paths for this
+# PREFIX), the example configuration (and a configuration to start from,
+# unless one is there already).
 install: mcpd $(BUILD)/mcpd.conf.5
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man5 \
 	    $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(DOCDIR) \
@@ -80,6 +82,11 @@ install: mcpd $(BUILD)/mcpd.conf.5
 	install -m 644 mcpd.conf.example $(DESTDIR)$(DOCDIR)/mcpd.conf.example
 	install -m 644 README.md $(DESTDIR)$(DOCDIR)/README.md
 	install -m 644 docs/*.md $(DESTDIR)$(DOCDIR)/
+	install -d $(DESTDIR)$(UNITDIR)
+	sed -e 's|/usr/local/sbin/|$(SBINDIR)/|g' \
+	    -e 's|/etc/mcpd/|$(SYSCONFDIR)/mcpd/|g' conf/mcpd.service \
+	    > $(DESTDIR)$(UNITDIR)/mcpd.service
+	chmod 644 $(DESTDIR)$(UNITDIR)/mcpd.service
 	[ -e $(DESTDIR)$(SYSCONFDIR)/mcpd/mcpd.conf ] || \
 	    install -m 644 mcpd.conf.example $(DESTDIR)$(SYSCONFDIR)/mcpd/mcpd.conf
 
@@ -112,6 +119,7 @@ check: deps
 	$(MAKE) e2e
 	$(MAKE) e2e-redis
 	$(MAKE) sdk-test
+	$(MAKE) install-check
 
 # The sanitizer build lives in its own directory so it never mixes objects
 # with the normal one. It is built with clang: gcc's UBSan has no

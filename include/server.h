@@ -24,6 +24,7 @@ struct server {
 	int			 shared;	/* other processes use the log */
 
 	struct evconnlistener	*lev;
+	int			 port;		/* listened on */
 	struct event		*resume_ev;
 	unsigned long long	 nofile;	/* the open file limit */
 	uint64_t		 refusing_since;	/* 0: accept works */

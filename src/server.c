@@ -23,6 +23,7 @@
 #include "eventlog.h"
 #include "exec.h"
 #include "log.h"
+#include "notify.h"
 #include "provider.h"
 #include "server.h"
 #include "session.h"
@@ -58,7 +59,15 @@ server_signal_cb(evutil_socket_t sig, short events, void *arg)
 	struct event_base	*base = arg;
 
 	log_info("signal %d: shutting down", (int)sig);
+	notify_send("STOPPING=1");
 	event_base_loopexit(base, NULL);
+}
+
+/* The service manager's watchdog: the loop still turns. */
+static void
+server_watchdog_cb(evutil_socket_t fd, short events, void *arg)
+{
+	notify_send("WATCHDOG=1");
 }
 
 /* SIGUSR1: the log file was moved away (rotation); open it again. */
@@ -172,12 +181,14 @@ server_listen(struct evhttp *http, const struct conf *conf)
 		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr,
 		    addr, sizeof addr);
 		port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+		server.port = port;
 		log_info("listening on [%s]:%d endpoint %s", addr, port,
 		    conf->endpoint);
 	} else {
 		inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr,
 		    addr, sizeof addr);
 		port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+		server.port = port;
 		log_info("listening on %s:%d endpoint %s", addr, port,
 		    conf->endpoint);
 	}
@@ -248,6 +259,7 @@ server_run(const struct conf *conf)
 {
 	struct event_base	*base;
 	struct event		*sigterm, *sigint, *sigusr1, *cron;
+	struct event		*watchdog = NULL;
 	struct evhttp		*http;
 	struct evhttp_bound_socket *bound;
 	struct eventlog		*el;
@@ -256,6 +268,7 @@ server_run(const struct conf *conf)
 	int			 i, rc = 0;
 
 	signal(SIGPIPE, SIG_IGN);
+	notify_init();
 	server_raise_nofile();
 	if ((base = event_base_new()) == NULL)
 		fatalx("event_base_new failed");
@@ -286,6 +299,20 @@ server_run(const struct conf *conf)
 		log_info("mcpd %s ready: eventlog %s, builtin tools %s",
 		    "0.1.0", conf->eventlog == CONF_EVENTLOG_MEMORY ? "memory" :
 		    "redis", conf->builtin_tools ? "on" : "off");
+		notify_send("READY=1\nSTATUS=listening on %s:%d, event log %s",
+		    conf->listen_host, server.port, conf->eventlog ==
+		    CONF_EVENTLOG_MEMORY ? "memory" : "redis");
+		if (notify_watchdog_usec() > 0) {
+			struct timeval	tv = {
+				(time_t)(notify_watchdog_usec() / 2000000),
+				(suseconds_t)(notify_watchdog_usec() / 2 %
+				    1000000) };
+
+			watchdog = event_new(base, -1, EV_PERSIST,
+			    server_watchdog_cb, NULL);
+			event_add(watchdog, &tv);
+			notify_send("WATCHDOG=1");
+		}
 		event_base_dispatch(base);
 	} else
 		rc = 1;
@@ -310,9 +337,12 @@ server_run(const struct conf *conf)
 	event_free(sigterm);
 	event_free(sigint);
 	event_free(sigusr1);
+	if (watchdog != NULL)
+		event_free(watchdog);
 	event_free(cron);
 	event_base_free(base);
 	log_limit_end();
 	log_info("stopped");
+	notify_close();
 	return (rc);
 }

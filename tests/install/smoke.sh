@@ -15,7 +15,7 @@ fail() { echo "install-check: $*" >&2; exit 1; }
 make --no-print-directory install DESTDIR="$stage" PREFIX=/usr >/dev/null
 for f in usr/sbin/mcpd usr/share/man/man8/mcpd.8 \
     usr/share/man/man5/mcpd.conf.5 usr/share/doc/mcpd/mcpd.conf.example \
-    etc/mcpd/mcpd.conf; do
+    usr/lib/systemd/system/mcpd.service etc/mcpd/mcpd.conf; do
 	[ -f "$stage/$f" ] || fail "$f not installed"
 done
 bin=$stage/usr/sbin/mcpd
@@ -31,6 +31,16 @@ for d in $("$bin" -e | sed -n 's/^#\{0,1\}\([a-z_]*\) .*/\1/p' | sort -u); do
 	grep -q "fB$d\\\\fR" "$stage/usr/share/man/man5/mcpd.conf.5" ||
 	    fail "mcpd.conf.5 lacks $d"
 done
+
+# The unit names the installed paths; systemd-analyze checks it (its
+# ExecStart binaries and man pages must exist, so they are looked up in
+# the staging directory).
+unit=$stage/usr/lib/systemd/system/mcpd.service
+grep -q '^ExecStart=/usr/sbin/mcpd -c /etc/mcpd/mcpd.conf$' "$unit" ||
+    fail "the installed unit does not name /usr/sbin/mcpd"
+sed "s|/usr/sbin/mcpd|$bin|g" "$unit" > "$stage/mcpd.service"
+MANPATH=$stage/usr/share/man systemd-analyze verify "$stage/mcpd.service" ||
+    fail "systemd-analyze verify"
 
 # A second install keeps the configuration an operator edited.
 echo "# edited" >> "$stage/etc/mcpd/mcpd.conf"
