@@ -65,6 +65,7 @@ enum conf_log_format {
 
 struct conf {
 	char			*path;		/* file it was loaded from */
+	unsigned int		 refs;		/* conf_free drops one */
 
 	/* listen HOST:PORT */
 	char			*listen_host;
@@ -116,6 +117,10 @@ struct conf {
  * the caller frees it). conf_default() never fails.
  */
 struct conf	*conf_default(void);
+const struct conf *conf_ref(const struct conf *);
+void		 conf_release(const struct conf *);
+int		 conf_keep_restart_only(struct conf *, const struct conf *,
+		     const char **, size_t, size_t *, char **);
 struct conf	*conf_load(const char *, char **);
 struct conf	*conf_parse_string(const char *, const char *, char **);
 void		 conf_free(struct conf *);

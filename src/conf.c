@@ -1801,8 +1801,94 @@ conf_default(void)
 	struct conf	*conf;
 
 	conf = xcalloc(1, sizeof *conf);
+	conf->refs = 1;
 	conf_set_defaults(conf, conf_entries, CONF_NITEMS(conf_entries));
 	return (conf);
+}
+
+/*
+ * Another holder of a configuration: a reload replaces server.conf while
+ * running exec calls still use their tool's definition from the one they
+ * started with. Each holder calls conf_free once; the last one frees.
+ */
+const struct conf *
+conf_ref(const struct conf *conf)
+{
+	((struct conf *)conf)->refs++;
+	return (conf);
+}
+
+/* A holder's conf_free, for the const pointer conf_ref gave it. */
+void
+conf_release(const struct conf *conf)
+{
+	conf_free((struct conf *)conf);
+}
+
+static int
+conf_str_differ(const char *a, const char *b)
+{
+	if (a == NULL || b == NULL)
+		return (a != b);
+	return (strcmp(a, b) != 0);
+}
+
+static void
+conf_str_keep(char **dst, const char *src)
+{
+	free(*dst);
+	*dst = src != NULL ? xstrdup(src) : NULL;
+}
+
+/*
+ * A reload: the directives a running process cannot take up (what it
+ * listens on, the event log and what the log was created with) keep the
+ * values of old, and their names are put in names (*n of them, at most
+ * max). -1 with the reason when what remains is inconsistent.
+ */
+int
+conf_keep_restart_only(struct conf *new, const struct conf *old,
+    const char **names, size_t max, size_t *n, char **cause)
+{
+	*n = 0;
+#define CONF_KEEP(name, differ, keep) do {				\
+	if (differ) {							\
+		keep;							\
+		if (*n < max)						\
+			names[(*n)++] = name;				\
+	}								\
+} while (0)
+#define CONF_KEEP_NUM(name, f)						\
+	CONF_KEEP(name, new->f != old->f, new->f = old->f)
+
+	CONF_KEEP("listen", conf_str_differ(new->listen_host,
+	    old->listen_host) || new->listen_port != old->listen_port,
+	    (conf_str_keep(&new->listen_host, old->listen_host),
+	    new->listen_port = old->listen_port));
+	CONF_KEEP("endpoint", conf_str_differ(new->endpoint, old->endpoint),
+	    conf_str_keep(&new->endpoint, old->endpoint));
+	CONF_KEEP("eventlog", new->eventlog != old->eventlog ||
+	    conf_str_differ(new->redis_host, old->redis_host) ||
+	    new->redis_port != old->redis_port ||
+	    new->redis_db != old->redis_db,
+	    (new->eventlog = old->eventlog,
+	    conf_str_keep(&new->redis_host, old->redis_host),
+	    new->redis_port = old->redis_port, new->redis_db = old->redis_db));
+	CONF_KEEP_NUM("commit", commit_replicas);
+	CONF_KEEP_NUM("stream_maxlen", stream_maxlen);
+	CONF_KEEP_NUM("stream_ttl", stream_ttl);
+	CONF_KEEP_NUM("session_ttl", session_ttl);
+	CONF_KEEP_NUM("session_max_streams", session_max_streams);
+#undef CONF_KEEP_NUM
+#undef CONF_KEEP
+
+	if (new->stream_window > new->stream_maxlen) {
+		xasprintf(cause, "%s: stream_window (%lld) is larger than the "
+		    "running stream_maxlen (%lld)", new->path,
+		    new->stream_window, new->stream_maxlen);
+		return (-1);
+	}
+	return (0);
 }
 
 struct conf *
@@ -1909,7 +1995,7 @@ conf_free(struct conf *conf)
 	char			*field;
 	size_t			 i;
 
-	if (conf == NULL)
+	if (conf == NULL || --conf->refs > 0)
 		return;
 	for (i = 0; i < CONF_NITEMS(conf_entries); i++) {
 		ce = &conf_entries[i];

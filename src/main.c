@@ -85,6 +85,5 @@ main(int argc, char **argv)
 		return (1);
 	}
 	rc = server_run(conf);
-	conf_free(conf);
 	return (rc);
 }

@@ -25,6 +25,7 @@
 #include "log.h"
 #include "notify.h"
 #include "provider.h"
+#include "reload.h"
 #include "server.h"
 #include "session.h"
 #include "transport.h"
@@ -68,6 +69,13 @@ static void
 server_watchdog_cb(evutil_socket_t fd, short events, void *arg)
 {
 	notify_send("WATCHDOG=1");
+}
+
+/* SIGHUP: the configuration file again (reload.c). */
+static void
+server_reload_cb(evutil_socket_t sig, short events, void *arg)
+{
+	reload_conf();
 }
 
 /* SIGUSR1: the log file was moved away (rotation); open it again. */
@@ -195,6 +203,21 @@ server_listen(struct evhttp *http, const struct conf *conf)
 	return (bound);
 }
 
+/* What evhttp refuses by itself; set again by a reload. */
+void
+server_http_limits(struct evhttp *http, const struct conf *conf)
+{
+	evhttp_set_max_headers_size(http, conf->max_header_size);
+	/*
+	 * evhttp answers bodies over its limit itself, with an HTML page and
+	 * before any callback. Its limit is set at twice max_body so that
+	 * most oversized bodies reach transport.c, which answers them 413
+	 * with a JSON-RPC body; memory per request stays bounded all the
+	 * same.
+	 */
+	evhttp_set_max_body_size(http, conf->max_body * 2);
+}
+
 /*
  * The HTTP server with its limits and the transport's handlers, not yet
  * listening (the fuzz harness feeds it connections of its own).
@@ -206,15 +229,7 @@ server_http_new(struct event_base *base, const struct conf *conf)
 
 	if ((http = evhttp_new(base)) == NULL)
 		fatalx("evhttp_new failed");
-	evhttp_set_max_headers_size(http, conf->max_header_size);
-	/*
-	 * evhttp answers bodies over its limit itself, with an HTML page and
-	 * before any callback. Its limit is set at twice max_body so that
-	 * most oversized bodies reach transport.c, which answers them 413
-	 * with a JSON-RPC body; memory per request stays bounded all the
-	 * same.
-	 */
-	evhttp_set_max_body_size(http, conf->max_body * 2);
+	server_http_limits(http, conf);
 	evhttp_set_timeout(http, SERVER_REQUEST_TIMEOUT);
 	evhttp_set_allowed_methods(http, EVHTTP_REQ_GET | EVHTTP_REQ_POST |
 	    EVHTTP_REQ_DELETE | EVHTTP_REQ_PUT | EVHTTP_REQ_PATCH |
@@ -254,11 +269,12 @@ server_drain(struct event_base *base)
 	event_free(timer);
 }
 
+/* Runs until stopped; owns conf (a reload replaces it) and frees it. */
 int
-server_run(const struct conf *conf)
+server_run(struct conf *conf)
 {
 	struct event_base	*base;
-	struct event		*sigterm, *sigint, *sigusr1, *cron;
+	struct event		*sigterm, *sigint, *sigusr1, *sighup, *cron;
 	struct event		*watchdog = NULL;
 	struct evhttp		*http;
 	struct evhttp_bound_socket *bound;
@@ -276,6 +292,7 @@ server_run(const struct conf *conf)
 		log_error("event log: %s", cause);
 		free(cause);
 		event_base_free(base);
+		conf_free(conf);
 		return (1);
 	}
 	server_init(base, conf, el);
@@ -284,14 +301,17 @@ server_run(const struct conf *conf)
 	provider_init(conf);
 
 	http = server_http_new(base, conf);
+	server.http = http;
 
 	sigterm = evsignal_new(base, SIGTERM, server_signal_cb, base);
 	sigint = evsignal_new(base, SIGINT, server_signal_cb, base);
 	sigusr1 = evsignal_new(base, SIGUSR1, server_reopen_cb, NULL);
+	sighup = evsignal_new(base, SIGHUP, server_reload_cb, NULL);
 	cron = event_new(base, -1, EV_PERSIST, server_cron_cb, NULL);
 	evsignal_add(sigterm, NULL);
 	evsignal_add(sigint, NULL);
 	evsignal_add(sigusr1, NULL);
+	evsignal_add(sighup, NULL);
 	event_add(cron, &second);
 	server.resume_ev = evtimer_new(base, server_accept_resume_cb, NULL);
 
@@ -337,6 +357,7 @@ server_run(const struct conf *conf)
 	event_free(sigterm);
 	event_free(sigint);
 	event_free(sigusr1);
+	event_free(sighup);
 	if (watchdog != NULL)
 		event_free(watchdog);
 	event_free(cron);
@@ -344,5 +365,7 @@ server_run(const struct conf *conf)
 	log_limit_end();
 	log_info("stopped");
 	notify_close();
+	conf_release(server.conf);	/* the last one read, maybe by a reload */
+	server.conf = NULL;
 	return (rc);
 }
