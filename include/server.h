@@ -26,6 +26,7 @@ struct server {
 	struct evhttp		*http;
 	struct evconnlistener	*lev;
 	int			 port;		/* listened on */
+	long long		 start_time;	/* seconds since the epoch */
 	struct event		*resume_ev;
 	unsigned long long	 nofile;	/* the open file limit */
 	uint64_t		 refusing_since;	/* 0: accept works */

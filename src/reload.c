@@ -9,7 +9,8 @@
  * sessions were created with) keep their running values, with a line for
  * each that changed. Everything else applies at once to new work: the log
  * level and destination, origins, limits, timeouts, backpressure of new
- * streams, providers and the tools' definitions. A running exec call
+ * streams, providers and the tools' definitions (server.c sets evhttp's
+ * limits once this returns 0). A running exec call
  * finishes with the definition it started with: it holds the conf it
  * started under (conf_ref), which is freed after its last holder.
  */
@@ -81,7 +82,6 @@ reload_conf(void)
 		    "keeps its running value until then", kept[i], new->path);
 
 	reload_log(new);
-	server_http_limits(server.http, new);
 	server.conf = new;
 	provider_init(new);
 	conf_release(old);

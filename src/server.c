@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <event2/event.h>
 #include <event2/http.h>
@@ -75,7 +76,8 @@ server_watchdog_cb(evutil_socket_t fd, short events, void *arg)
 static void
 server_reload_cb(evutil_socket_t sig, short events, void *arg)
 {
-	reload_conf();
+	if (reload_conf() == 0)
+		server_http_limits(server.http, server.conf);
 }
 
 /* SIGUSR1: the log file was moved away (rotation); open it again. */
@@ -284,6 +286,7 @@ server_run(struct conf *conf)
 	int			 i, rc = 0;
 
 	signal(SIGPIPE, SIG_IGN);
+	server.start_time = (long long)time(NULL);
 	notify_init();
 	server_raise_nofile();
 	if ((base = event_base_new()) == NULL)
