@@ -11,7 +11,39 @@
 #include <event2/http.h>
 
 #include "jsonrpc.h"
+#include "metrics.h"
 #include "reply.h"
+
+/* Every response that starts is counted by method and status here. */
+void
+reply_count(struct evhttp_request *req, int status)
+{
+	enum metrics_method	m;
+
+	switch (evhttp_request_get_command(req)) {
+	case EVHTTP_REQ_GET:
+		m = METRICS_GET;
+		break;
+	case EVHTTP_REQ_POST:
+		m = METRICS_POST;
+		break;
+	case EVHTTP_REQ_DELETE:
+		m = METRICS_DELETE;
+		break;
+	default:
+		m = METRICS_OTHER_METHOD;
+		break;
+	}
+	metrics_http(m, status);
+}
+
+/* A whole reply (body NULL: none). */
+void
+reply_send(struct evhttp_request *req, int status, struct evbuffer *body)
+{
+	reply_count(req, status);
+	evhttp_send_reply(req, status, NULL, body);
+}
 
 void
 reply_json(struct evhttp_request *req, int status, cJSON *json)
@@ -25,7 +57,7 @@ reply_json(struct evhttp_request *req, int status, cJSON *json)
 	free(text);
 	evhttp_add_header(evhttp_request_get_output_headers(req),
 	    "Content-Type", "application/json");
-	evhttp_send_reply(req, status, NULL, buf);
+	reply_send(req, status, buf);
 	evbuffer_free(buf);
 }
 
@@ -39,7 +71,7 @@ reply_error(struct evhttp_request *req, int status, int code,
 void
 reply_empty(struct evhttp_request *req, int status)
 {
-	evhttp_send_reply(req, status, NULL, NULL);
+	reply_send(req, status, NULL);
 }
 
 void

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <event2/event.h>
 #include <event2/http.h>
@@ -23,7 +24,9 @@
 #include "eventlog.h"
 #include "exec.h"
 #include "log.h"
+#include "notify.h"
 #include "provider.h"
+#include "reload.h"
 #include "server.h"
 #include "session.h"
 #include "transport.h"
@@ -58,7 +61,30 @@ server_signal_cb(evutil_socket_t sig, short events, void *arg)
 	struct event_base	*base = arg;
 
 	log_info("signal %d: shutting down", (int)sig);
+	notify_send("STOPPING=1");
 	event_base_loopexit(base, NULL);
+}
+
+/* The service manager's watchdog: the loop still turns. */
+static void
+server_watchdog_cb(evutil_socket_t fd, short events, void *arg)
+{
+	notify_send("WATCHDOG=1");
+}
+
+/* SIGHUP: the configuration file again (reload.c). */
+static void
+server_reload_cb(evutil_socket_t sig, short events, void *arg)
+{
+	if (reload_conf() == 0)
+		server_http_limits(server.http, server.conf);
+}
+
+/* SIGUSR1: the log file was moved away (rotation); open it again. */
+static void
+server_reopen_cb(evutil_socket_t sig, short events, void *arg)
+{
+	log_reopen();
 }
 
 /*
@@ -165,16 +191,33 @@ server_listen(struct evhttp *http, const struct conf *conf)
 		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr,
 		    addr, sizeof addr);
 		port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+		server.port = port;
 		log_info("listening on [%s]:%d endpoint %s", addr, port,
 		    conf->endpoint);
 	} else {
 		inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr,
 		    addr, sizeof addr);
 		port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+		server.port = port;
 		log_info("listening on %s:%d endpoint %s", addr, port,
 		    conf->endpoint);
 	}
 	return (bound);
+}
+
+/* What evhttp refuses by itself; set again by a reload. */
+void
+server_http_limits(struct evhttp *http, const struct conf *conf)
+{
+	evhttp_set_max_headers_size(http, conf->max_header_size);
+	/*
+	 * evhttp answers bodies over its limit itself, with an HTML page and
+	 * before any callback. Its limit is set at twice max_body so that
+	 * most oversized bodies reach transport.c, which answers them 413
+	 * with a JSON-RPC body; memory per request stays bounded all the
+	 * same.
+	 */
+	evhttp_set_max_body_size(http, conf->max_body * 2);
 }
 
 /*
@@ -188,15 +231,7 @@ server_http_new(struct event_base *base, const struct conf *conf)
 
 	if ((http = evhttp_new(base)) == NULL)
 		fatalx("evhttp_new failed");
-	evhttp_set_max_headers_size(http, conf->max_header_size);
-	/*
-	 * evhttp answers bodies over its limit itself, with an HTML page and
-	 * before any callback. Its limit is set at twice max_body so that
-	 * most oversized bodies reach transport.c, which answers them 413
-	 * with a JSON-RPC body; memory per request stays bounded all the
-	 * same.
-	 */
-	evhttp_set_max_body_size(http, conf->max_body * 2);
+	server_http_limits(http, conf);
 	evhttp_set_timeout(http, SERVER_REQUEST_TIMEOUT);
 	evhttp_set_allowed_methods(http, EVHTTP_REQ_GET | EVHTTP_REQ_POST |
 	    EVHTTP_REQ_DELETE | EVHTTP_REQ_PUT | EVHTTP_REQ_PATCH |
@@ -236,11 +271,13 @@ server_drain(struct event_base *base)
 	event_free(timer);
 }
 
+/* Runs until stopped; owns conf (a reload replaces it) and frees it. */
 int
-server_run(const struct conf *conf)
+server_run(struct conf *conf)
 {
 	struct event_base	*base;
-	struct event		*sigterm, *sigint, *cron;
+	struct event		*sigterm, *sigint, *sigusr1, *sighup, *cron;
+	struct event		*watchdog = NULL;
 	struct evhttp		*http;
 	struct evhttp_bound_socket *bound;
 	struct eventlog		*el;
@@ -249,6 +286,8 @@ server_run(const struct conf *conf)
 	int			 i, rc = 0;
 
 	signal(SIGPIPE, SIG_IGN);
+	server.start_time = (long long)time(NULL);
+	notify_init();
 	server_raise_nofile();
 	if ((base = event_base_new()) == NULL)
 		fatalx("event_base_new failed");
@@ -256,6 +295,7 @@ server_run(const struct conf *conf)
 		log_error("event log: %s", cause);
 		free(cause);
 		event_base_free(base);
+		conf_free(conf);
 		return (1);
 	}
 	server_init(base, conf, el);
@@ -264,12 +304,17 @@ server_run(const struct conf *conf)
 	provider_init(conf);
 
 	http = server_http_new(base, conf);
+	server.http = http;
 
 	sigterm = evsignal_new(base, SIGTERM, server_signal_cb, base);
 	sigint = evsignal_new(base, SIGINT, server_signal_cb, base);
+	sigusr1 = evsignal_new(base, SIGUSR1, server_reopen_cb, NULL);
+	sighup = evsignal_new(base, SIGHUP, server_reload_cb, NULL);
 	cron = event_new(base, -1, EV_PERSIST, server_cron_cb, NULL);
 	evsignal_add(sigterm, NULL);
 	evsignal_add(sigint, NULL);
+	evsignal_add(sigusr1, NULL);
+	evsignal_add(sighup, NULL);
 	event_add(cron, &second);
 	server.resume_ev = evtimer_new(base, server_accept_resume_cb, NULL);
 
@@ -277,6 +322,20 @@ server_run(const struct conf *conf)
 		log_info("mcpd %s ready: eventlog %s, builtin tools %s",
 		    "0.1.0", conf->eventlog == CONF_EVENTLOG_MEMORY ? "memory" :
 		    "redis", conf->builtin_tools ? "on" : "off");
+		notify_send("READY=1\nSTATUS=listening on %s:%d, event log %s",
+		    conf->listen_host, server.port, conf->eventlog ==
+		    CONF_EVENTLOG_MEMORY ? "memory" : "redis");
+		if (notify_watchdog_usec() > 0) {
+			struct timeval	tv = {
+				(time_t)(notify_watchdog_usec() / 2000000),
+				(suseconds_t)(notify_watchdog_usec() / 2 %
+				    1000000) };
+
+			watchdog = event_new(base, -1, EV_PERSIST,
+			    server_watchdog_cb, NULL);
+			event_add(watchdog, &tv);
+			notify_send("WATCHDOG=1");
+		}
 		event_base_dispatch(base);
 	} else
 		rc = 1;
@@ -300,9 +359,16 @@ server_run(const struct conf *conf)
 		event_base_loop(base, EVLOOP_NONBLOCK);
 	event_free(sigterm);
 	event_free(sigint);
+	event_free(sigusr1);
+	event_free(sighup);
+	if (watchdog != NULL)
+		event_free(watchdog);
 	event_free(cron);
 	event_base_free(base);
 	log_limit_end();
 	log_info("stopped");
+	notify_close();
+	conf_release(server.conf);	/* the last one read, maybe by a reload */
+	server.conf = NULL;
 	return (rc);
 }

@@ -21,6 +21,7 @@
 #include "log.h"
 #include "mcp.h"
 #include "metrics.h"
+#include "prometheus.h"
 #include "reply.h"
 #include "server.h"
 #include "session.h"
@@ -612,6 +613,23 @@ transport_healthz_cb(struct evhttp_request *req, void *arg)
 	reply_json(req, 200, health);
 }
 
+/* Prometheus scrapes this (prometheus.c). */
+static void
+transport_metrics_cb(struct evhttp_request *req, void *arg)
+{
+	struct evbuffer	*buf = evbuffer_new();
+	char		*text;
+	size_t		 len;
+
+	text = prometheus_text(&len);
+	evbuffer_add(buf, text, len);
+	free(text);
+	evhttp_add_header(evhttp_request_get_output_headers(req),
+	    "Content-Type", PROMETHEUS_CONTENT_TYPE);
+	reply_send(req, 200, buf);
+	evbuffer_free(buf);
+}
+
 static void
 transport_other_cb(struct evhttp_request *req, void *arg)
 {
@@ -633,5 +651,6 @@ transport_init(struct evhttp *http, const char *endpoint)
 	transport.loopback = transport_is_loopback(server.conf->listen_host);
 	evhttp_set_cb(http, endpoint, transport_endpoint_cb, NULL);
 	evhttp_set_cb(http, "/healthz", transport_healthz_cb, NULL);
+	evhttp_set_cb(http, "/metrics", transport_metrics_cb, NULL);
 	evhttp_set_gencb(http, transport_other_cb, NULL);
 }

@@ -335,6 +335,7 @@ view_start(struct view *v)
 	evhttp_add_header(headers, "Cache-Control", "no-cache");
 	evhttp_add_header(headers, "X-Accel-Buffering", "no");
 	evhttp_add_header(headers, "Mcp-Session-Id", session_id(v->session));
+	reply_count(v->req, 200);
 	evhttp_send_reply_start(v->req, 200, "OK");
 
 	/* An idle stream is healthy; stalls are the cron's business. */
