@@ -16,6 +16,7 @@ struct event_base;
 struct eventlog;
 struct evconnlistener;
 struct evhttp;
+struct evhttp_bound_socket;
 
 struct server {
 	struct event_base	*base;
@@ -23,12 +24,17 @@ struct server {
 	struct eventlog		*eventlog;
 	int			 shared;	/* other processes use the log */
 
+	struct evhttp		*http;
+	struct evhttp_bound_socket *bound;	/* NULL: not accepting */
 	struct evconnlistener	*lev;
 	struct event		*resume_ev;
 	unsigned long long	 nofile;	/* the open file limit */
 	uint64_t		 refusing_since;	/* 0: accept works */
 	uint64_t		 last_refusal;
 	unsigned long long	 refusals;
+
+	uint64_t		 cron_ms;	/* the cron's last run */
+	int			 log_seen;	/* the log was available once */
 };
 extern struct server server;
 
@@ -36,5 +42,9 @@ void		 server_init(struct event_base *, const struct conf *,
 		     struct eventlog *);
 int		 server_run(const struct conf *);
 struct evhttp	*server_http_new(struct event_base *, const struct conf *);
+void		 server_stop(void);
+void		 server_stop_listening(void);
+int		 server_log_available(void);
+int		 server_live(void);
 
 #endif

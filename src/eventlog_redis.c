@@ -2005,6 +2005,15 @@ redis_free(void *p)
 	free(r);
 }
 
+/* Operations are refused unless the command connection is ready. */
+static int
+redis_available(void *arg)
+{
+	struct redis	*r = arg;
+
+	return (!r->closing && r->cmd.state == REDIS_CONN_READY);
+}
+
 static const struct eventlog_ops redis_ops = {
 	.name = "redis",
 	.free = redis_free,
@@ -2019,6 +2028,7 @@ static const struct eventlog_ops redis_ops = {
 	.unwatch = redis_unwatch,
 	.note_set = redis_note_set,
 	.note_get = redis_note_get,
+	.available = redis_available,
 };
 
 static void

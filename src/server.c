@@ -1,8 +1,9 @@
 /*
  * The process around the loop: one event_base, the HTTP listener, signals
- * as loop events, and one cron a second for timeouts and limits. Shutdown
- * closes sessions (ending their calls and streams) before the log goes, so
- * every pending callback still finds its owner.
+ * as loop events (handed to drain.c), one cron a second for timeouts and
+ * limits, and with a shared log the lease timers. Shutdown closes sessions
+ * (ending their calls and streams) before the log goes, so every pending
+ * callback still finds its owner.
  */
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -20,8 +21,10 @@
 
 #include "clock.h"
 #include "conf.h"
+#include "drain.h"
 #include "eventlog.h"
 #include "exec.h"
+#include "lease.h"
 #include "log.h"
 #include "provider.h"
 #include "server.h"
@@ -35,6 +38,8 @@
 #define SERVER_ACCEPT_PAUSE_MS	100
 /* Milliseconds without a failure that end an episode of them. */
 #define SERVER_ACCEPT_CALM_MS	1000
+/* Milliseconds since the cron last ran after which /livez answers 503. */
+#define SERVER_LIVE_MS		5000
 
 struct server server;
 
@@ -55,10 +60,49 @@ server_init(struct event_base *base, const struct conf *conf,
 static void
 server_signal_cb(evutil_socket_t sig, short events, void *arg)
 {
-	struct event_base	*base = arg;
+	drain_signal((int)sig);
+}
 
-	log_info("signal %d: shutting down", (int)sig);
-	event_base_loopexit(base, NULL);
+/* Leaves the loop: server_run shuts down. */
+void
+server_stop(void)
+{
+	event_base_loopexit(server.base, NULL);
+}
+
+/*
+ * Closes the listening socket: new connections are refused (a balancer
+ * retries them elsewhere); those open stay.
+ */
+void
+server_stop_listening(void)
+{
+	if (server.resume_ev != NULL)
+		evtimer_del(server.resume_ev);
+	if (server.bound != NULL)
+		evhttp_del_accept_socket(server.http, server.bound);
+	server.bound = NULL;
+	server.lev = NULL;
+}
+
+/*
+ * Whether the event log can take operations now; it also marks the end of
+ * start-up, which is over once the log has been available.
+ */
+int
+server_log_available(void)
+{
+	if (!eventlog_available(server.eventlog))
+		return (0);
+	server.log_seen = 1;
+	return (1);
+}
+
+/* Whether the loop turns: the cron ran lately. */
+int
+server_live(void)
+{
+	return (clock_now_ms() - server.cron_ms < SERVER_LIVE_MS);
 }
 
 /*
@@ -117,10 +161,37 @@ server_accept_cron(void)
 static void
 server_cron_cb(evutil_socket_t fd, short events, void *arg)
 {
+	server.cron_ms = clock_now_ms();
+	server_log_available();
 	session_cron();
 	view_cron();
 	server_accept_cron();
 	log_cron();
+}
+
+/* Shared logs: leases are renewed, and checked, more often than the cron. */
+static void
+server_lease_renew_cb(evutil_socket_t fd, short events, void *arg)
+{
+	session_renew_leases();
+}
+
+static void
+server_lease_check_cb(evutil_socket_t fd, short events, void *arg)
+{
+	view_check_orphans();
+}
+
+static struct event *
+server_every(struct event_base *base, uint64_t ms, event_callback_fn cb)
+{
+	struct timeval	 tv = { (time_t)(ms / 1000),
+			     (suseconds_t)(ms % 1000) * 1000 };
+	struct event	*ev;
+
+	ev = event_new(base, -1, EV_PERSIST, cb, NULL);
+	event_add(ev, &tv);
+	return (ev);
 }
 
 /* Raises the descriptor limit as far as allowed, as long-lived streams
@@ -240,9 +311,9 @@ int
 server_run(const struct conf *conf)
 {
 	struct event_base	*base;
-	struct event		*sigterm, *sigint, *cron;
+	struct event		*sigterm, *sigint, *sigusr2, *cron;
+	struct event		*renew = NULL, *check = NULL;
 	struct evhttp		*http;
-	struct evhttp_bound_socket *bound;
 	struct eventlog		*el;
 	struct timeval		 second = { 1, 0 };
 	char			*cause = NULL;
@@ -263,17 +334,28 @@ server_run(const struct conf *conf)
 	exec_init(base);
 	provider_init(conf);
 
+	drain_init();
 	http = server_http_new(base, conf);
+	server.http = http;
+	server.cron_ms = clock_now_ms();
 
-	sigterm = evsignal_new(base, SIGTERM, server_signal_cb, base);
-	sigint = evsignal_new(base, SIGINT, server_signal_cb, base);
+	sigterm = evsignal_new(base, SIGTERM, server_signal_cb, NULL);
+	sigint = evsignal_new(base, SIGINT, server_signal_cb, NULL);
+	sigusr2 = evsignal_new(base, SIGUSR2, server_signal_cb, NULL);
 	cron = event_new(base, -1, EV_PERSIST, server_cron_cb, NULL);
 	evsignal_add(sigterm, NULL);
 	evsignal_add(sigint, NULL);
+	evsignal_add(sigusr2, NULL);
 	event_add(cron, &second);
+	if (server.shared) {
+		renew = server_every(base, lease_renew_ms(),
+		    server_lease_renew_cb);
+		check = server_every(base, LEASE_CHECK_MS,
+		    server_lease_check_cb);
+	}
 	server.resume_ev = evtimer_new(base, server_accept_resume_cb, NULL);
 
-	if ((bound = server_listen(http, conf)) != NULL) {
+	if ((server.bound = server_listen(http, conf)) != NULL) {
 		log_info("mcpd %s ready: eventlog %s, builtin tools %s",
 		    "0.1.0", conf->eventlog == CONF_EVENTLOG_MEMORY ? "memory" :
 		    "redis", conf->builtin_tools ? "on" : "off");
@@ -285,11 +367,10 @@ server_run(const struct conf *conf)
 	 * No new work while the old finishes. Streams are cut first: to their
 	 * clients the end of this process is no end of a stream.
 	 */
+	server_stop_listening();
 	event_free(server.resume_ev);
 	server.resume_ev = NULL;
-	if (bound != NULL)
-		evhttp_del_accept_socket(http, bound);
-	server.lev = NULL;
+	drain_free();
 	view_shutdown();
 	session_shutdown();
 	exec_shutdown();	/* cancelled calls: their programs reaped */
@@ -300,7 +381,12 @@ server_run(const struct conf *conf)
 		event_base_loop(base, EVLOOP_NONBLOCK);
 	event_free(sigterm);
 	event_free(sigint);
+	event_free(sigusr2);
 	event_free(cron);
+	if (renew != NULL) {
+		event_free(renew);
+		event_free(check);
+	}
 	event_base_free(base);
 	log_limit_end();
 	log_info("stopped");

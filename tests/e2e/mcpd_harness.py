@@ -616,11 +616,16 @@ class Reply:
 # starts on the redis event log instead of the memory one.
 REDIS_URL = os.environ.get("MCPD_TEST_REDIS_URL") or None
 
+# No drain by default: SIGTERM (stop()) interrupts running calls at once,
+# as the tests written before the drain expect; tests of the drain set
+# drain_delay and drain_timeout themselves.
 DEFAULT_CONF = (
     ("listen", "127.0.0.1:0"),
     ("endpoint", "/mcp"),
     ("eventlog", REDIS_URL or "memory"),
     ("builtin_tools", "on"),
+    ("drain_delay", "0"),
+    ("drain_timeout", "0"),
 )
 
 
