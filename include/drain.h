@@ -5,7 +5,7 @@
 #ifndef MCPD_DRAIN_H
 #define MCPD_DRAIN_H
 
-void	drain_init(void);
+void	drain_init(void (*)(void), void (*)(void));
 void	drain_free(void);
 void	drain_signal(int);
 int	drain_active(void);

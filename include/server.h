@@ -32,9 +32,6 @@ struct server {
 	uint64_t		 refusing_since;	/* 0: accept works */
 	uint64_t		 last_refusal;
 	unsigned long long	 refusals;
-
-	uint64_t		 cron_ms;	/* the cron's last run */
-	int			 log_seen;	/* the log was available once */
 };
 extern struct server server;
 
@@ -42,9 +39,6 @@ void		 server_init(struct event_base *, const struct conf *,
 		     struct eventlog *);
 int		 server_run(const struct conf *);
 struct evhttp	*server_http_new(struct event_base *, const struct conf *);
-void		 server_stop(void);
-void		 server_stop_listening(void);
-int		 server_log_available(void);
-int		 server_live(void);
+
 
 #endif

@@ -61,6 +61,8 @@ static struct {
 	int			 exit;		/* exit once drained */
 	uint64_t		 deadline_ms;	/* of the calls or views phase */
 	struct event		*ev;
+	void			(*stop_listening)(void);
+	void			(*stop)(void);
 } drain;
 
 static void	drain_step(void);
@@ -86,7 +88,7 @@ static void
 drain_timer_cb(evutil_socket_t fd, short events, void *arg)
 {
 	if (drain.state == DRAIN_DELAY) {
-		server_stop_listening();
+		drain.stop_listening();
 		drain_set_state(DRAIN_CALLS);
 		drain.deadline_ms = clock_now_ms() +
 		    (uint64_t)server.conf->drain_timeout * 1000;
@@ -108,7 +110,7 @@ drain_finish(void)
 	log_info("drain: done; %zu more SSE response(s) ended with retry:%s", n,
 	    drain.exit ? "; exiting" : "; staying up, not ready, until SIGTERM");
 	if (drain.exit)
-		server_stop();
+		drain.stop();
 	else
 		drain_arm(DRAIN_POLL_MS);
 }
@@ -177,9 +179,15 @@ drain_start(int exit)
 	drain_arm((uint64_t)server.conf->drain_delay * 1000);
 }
 
+/*
+ * The process's hooks (server.c): close the listening socket, and leave
+ * the loop to shut down.
+ */
 void
-drain_init(void)
+drain_init(void (*stop_listening)(void), void (*stop)(void))
 {
+	drain.stop_listening = stop_listening;
+	drain.stop = stop;
 	drain.state = DRAIN_NONE;
 	drain.exit = 0;
 	drain.ev = evtimer_new(server.base, drain_timer_cb, NULL);
@@ -222,7 +230,7 @@ drain_signal(int sig)
 			break;
 		}
 		log_info("signal %d during the drain: exiting at once", sig);
-		server_stop();
+		drain.stop();
 		break;
 	}
 }

@@ -24,6 +24,7 @@
 #include "drain.h"
 #include "eventlog.h"
 #include "exec.h"
+#include "health.h"
 #include "lease.h"
 #include "log.h"
 #include "provider.h"
@@ -38,8 +39,6 @@
 #define SERVER_ACCEPT_PAUSE_MS	100
 /* Milliseconds without a failure that end an episode of them. */
 #define SERVER_ACCEPT_CALM_MS	1000
-/* Milliseconds since the cron last ran after which /livez answers 503. */
-#define SERVER_LIVE_MS		5000
 
 struct server server;
 
@@ -64,7 +63,7 @@ server_signal_cb(evutil_socket_t sig, short events, void *arg)
 }
 
 /* Leaves the loop: server_run shuts down. */
-void
+static void
 server_stop(void)
 {
 	event_base_loopexit(server.base, NULL);
@@ -74,7 +73,7 @@ server_stop(void)
  * Closes the listening socket: new connections are refused (a balancer
  * retries them elsewhere); those open stay.
  */
-void
+static void
 server_stop_listening(void)
 {
 	if (server.resume_ev != NULL)
@@ -83,26 +82,6 @@ server_stop_listening(void)
 		evhttp_del_accept_socket(server.http, server.bound);
 	server.bound = NULL;
 	server.lev = NULL;
-}
-
-/*
- * Whether the event log can take operations now; it also marks the end of
- * start-up, which is over once the log has been available.
- */
-int
-server_log_available(void)
-{
-	if (!eventlog_available(server.eventlog))
-		return (0);
-	server.log_seen = 1;
-	return (1);
-}
-
-/* Whether the loop turns: the cron ran lately. */
-int
-server_live(void)
-{
-	return (clock_now_ms() - server.cron_ms < SERVER_LIVE_MS);
 }
 
 /*
@@ -161,8 +140,7 @@ server_accept_cron(void)
 static void
 server_cron_cb(evutil_socket_t fd, short events, void *arg)
 {
-	server.cron_ms = clock_now_ms();
-	server_log_available();
+	health_cron();
 	session_cron();
 	view_cron();
 	server_accept_cron();
@@ -334,10 +312,10 @@ server_run(const struct conf *conf)
 	exec_init(base);
 	provider_init(conf);
 
-	drain_init();
+	drain_init(server_stop_listening, server_stop);
 	http = server_http_new(base, conf);
 	server.http = http;
-	server.cron_ms = clock_now_ms();
+	health_init();
 
 	sigterm = evsignal_new(base, SIGTERM, server_signal_cb, NULL);
 	sigint = evsignal_new(base, SIGINT, server_signal_cb, NULL);

@@ -18,6 +18,7 @@
 #include "dispatch.h"
 #include "drain.h"
 #include "eventlog.h"
+#include "health.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "mcp.h"
@@ -624,7 +625,7 @@ static void
 transport_healthz_cb(struct evhttp_request *req, void *arg)
 {
 	cJSON	*health = cJSON_CreateObject(), *log;
-	int	 up = server_log_available();
+	int	 up = health_log_available();
 
 	transport_begin(req);
 	cJSON_AddStringToObject(health, "status", up ? "ok" :
@@ -639,38 +640,24 @@ transport_healthz_cb(struct evhttp_request *req, void *arg)
 	reply_json(req, up ? 200 : 503, health);
 }
 
-/*
- * Whether a balancer should send this instance new work: not while it
- * drains, not while its log is unreachable, not before the log was first
- * reachable (start-up).
- */
+/* Whether a balancer should send this instance new work (health.c). */
 static void
 transport_readyz_cb(struct evhttp_request *req, void *arg)
 {
 	cJSON		*ready = cJSON_CreateObject();
-	const char	*status = "ready";
+	const char	*why = health_not_ready();
 
 	transport_begin(req);
-	if (drain_active())
-		status = "draining";
-	else if (!server_log_available())
-		status = server.log_seen ? "eventlog unavailable" : "starting";
-	cJSON_AddStringToObject(ready, "status", status);
-	reply_json(req, strcmp(status, "ready") == 0 ? 200 : 503, ready);
+	cJSON_AddStringToObject(ready, "status", why != NULL ? why : "ready");
+	reply_json(req, why != NULL ? 503 : 200, ready);
 }
 
-/*
- * Whether the process should be restarted. That this handler runs proves
- * little (a loop starved by one endless callback answers nothing anyway):
- * it answers 503 unless the once-a-second cron ran within SERVER_LIVE_MS,
- * i.e. timers still fire and the loop is not stuck behind its own work.
- * Neither the log's state nor a drain makes an instance not live.
- */
+/* Whether the loop turns: its cron ran lately (health.c). */
 static void
 transport_livez_cb(struct evhttp_request *req, void *arg)
 {
 	cJSON	*live = cJSON_CreateObject();
-	int	 ok = server_live();
+	int	 ok = health_live();
 
 	transport_begin(req);
 	cJSON_AddStringToObject(live, "status", ok ? "live" : "stalled");
