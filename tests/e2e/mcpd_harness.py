@@ -616,14 +616,18 @@ class Reply:
 # starts on the redis event log instead of the memory one.
 REDIS_URL = os.environ.get("MCPD_TEST_REDIS_URL") or None
 
-# No drain by default: SIGTERM (stop()) interrupts running calls at once,
-# as the tests written before the drain expect; tests of the drain set
-# drain_delay and drain_timeout themselves.
 DEFAULT_CONF = (
     ("listen", "127.0.0.1:0"),
     ("endpoint", "/mcp"),
     ("eventlog", REDIS_URL or "memory"),
     ("builtin_tools", "on"),
+)
+
+# What a started daemon has unless its test says otherwise (after the
+# DEFAULT_CONF lines, which tests count): no drain, so SIGTERM (stop())
+# interrupts running calls at once, as the tests written before the drain
+# expect; tests of the drain set drain_delay and drain_timeout themselves.
+DAEMON_CONF = (
     ("drain_delay", "0"),
     ("drain_timeout", "0"),
 )
@@ -687,6 +691,9 @@ class Daemon:
                  sanitized=False, name="mcpd"):
         self.mcpd = mcpd
         self.sanitized = sanitized
+        conf = dict(conf or {})
+        for key, value in DAEMON_CONF:
+            conf.setdefault(key, value)
         self.conf = conf_text(conf, extra_lines)
         self.conf_path = os.path.join(workdir, f"{name}.conf")
         with open(self.conf_path, "w") as f:
