@@ -12,7 +12,7 @@ from mcpd_harness import (LATEST, REDIS_URL, Daemon, RedisServer,
                           assert_rpc_error, check_ids, expect, is_log,
                           is_progress, is_response, message_events,
                           parse_event_id, redis_server_path, result_text,
-                          rpc, tmo)
+                          rpc, tmo, tool_call)
 
 
 # --------------------------------------------------------------------------
@@ -171,6 +171,8 @@ def test_sigusr2_not_ready_at_once_serving_during_delay_then_refusing(h):
 def test_sigterm_drain_running_call_completes_then_exit_0(h):
     d = h.start(drain_delay=1, drain_timeout=30)
     sid = d.initialize(LATEST)
+    kept = d.connect()
+    _ping_on(d, sid, kept)
     n = 30
     id, r = d.call_open(sid, "stream", {"n": n, "interval_ms": 100}, "dr")
     expect(r.status == 200 and r.is_sse, f"stream -> HTTP {r.status}")
@@ -179,6 +181,22 @@ def test_sigterm_drain_running_call_completes_then_exit_0(h):
     _poll(d, "/readyz", 503, 1, "SIGTERM")
     _wait_refused(d, 1 + 3, "SIGTERM drain after drain_delay")
     expect(d.alive(), "mcpd exited with a call running")
+    # A call sent on a connection opened before: served, its SSE head
+    # says Connection: close, the response is whole, then the connection
+    # closes.
+    id2 = d.new_id()
+    r2 = d.open("POST", sid, tool_call("stream", {"n": 5, "interval_ms": 50},
+                                       id2, "late"), conn=kept)
+    expect(r2.status == 200 and r2.is_sse, f"a call after drain_delay on "
+           f"an open connection -> HTTP {r2.status}")
+    expect((r2.header("Connection") or "").lower() == "close",
+           "an SSE response begun after drain_delay: no Connection: close")
+    _stream_whole(r2, id2, 5, "late", 10)
+    deadline = time.monotonic() + tmo(3)
+    while kept.fill(deadline):
+        pass
+    expect(kept.eof, "the connection stayed open after an SSE response "
+           "that said Connection: close")
     # The call started before the drain runs to its end (3 s in all),
     # and its client gets every event.
     _stream_whole(r, id, n, "dr", 10)
