@@ -342,8 +342,10 @@ server_run(const struct conf *conf)
 		rc = 1;
 
 	/*
-	 * No new work while the old finishes. Streams are cut first: to their
-	 * clients the end of this process is no end of a stream.
+	 * No new work while the old finishes. After a drain (drain.c) no
+	 * call runs and no response is open any more. Otherwise (a second
+	 * SIGTERM) streams are cut first: to their clients the end of this
+	 * process is no end of a stream.
 	 */
 	server_stop_listening();
 	event_free(server.resume_ev);
