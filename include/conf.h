@@ -106,6 +106,10 @@ struct conf {
 	char			**allowed_origins;	/* NULL-terminated */
 	size_t			 nallowed_origins;
 
+	long long		 drain_delay;	/* seconds not ready, serving */
+	long long		 drain_timeout;	/* seconds calls may finish */
+	long long		 lease_ttl;	/* seconds, a call's lease */
+
 	int			 log_level;	/* enum log_level */
 	char			*log_file;	/* "stderr" or a path */
 	int			 log_format;	/* enum conf_log_format */

@@ -100,6 +100,8 @@ struct eventlog_ops {
 		    size_t, uint64_t, eventlog_done_cb, void *);
 	void	(*note_get)(void *, const char *, const char *,
 		    eventlog_load_cb, void *);
+	/* Optional (NULL: always): whether operations may succeed now. */
+	int	(*available)(void *);
 };
 
 struct eventlog	*eventlog_create(struct event_base *, const struct conf *,
@@ -143,6 +145,12 @@ void	eventlog_read(struct eventlog *, const char *, uint64_t, uint64_t,
  * their in-process commits are already seen by the session layer.
  */
 int	eventlog_shared(const struct eventlog *);
+/*
+ * Whether the backend can take operations now (redis: its command
+ * connection is up and set up), for /readyz and /healthz; and its name.
+ */
+int		 eventlog_available(const struct eventlog *);
+const char	*eventlog_name(const struct eventlog *);
 void	eventlog_watch(struct eventlog *, const char *, eventlog_watch_cb,
 	    eventlog_message_cb, void *);
 void	eventlog_unwatch(struct eventlog *, const char *, eventlog_watch_cb,

@@ -16,6 +16,7 @@ struct event_base;
 struct eventlog;
 struct evconnlistener;
 struct evhttp;
+struct evhttp_bound_socket;
 
 struct server {
 	struct event_base	*base;
@@ -24,6 +25,7 @@ struct server {
 	int			 shared;	/* other processes use the log */
 
 	struct evhttp		*http;
+	struct evhttp_bound_socket *bound;	/* NULL: not accepting */
 	struct evconnlistener	*lev;
 	int			 port;		/* listened on */
 	long long		 start_time;	/* seconds since the epoch */

@@ -444,6 +444,36 @@ static const struct conf_entry conf_entries[] = {
 	  "stream or notify while builtin_tools is on. Inside the block, "
 	  "one directive per line; param and env may repeat:" },
 
+	{ .name = "drain_delay", .type = CONF_SECONDS,
+	  .offset = CONF_OFF(drain_delay), .min = 0, .max = 3600, .def = "5",
+	  .section = "Drain and failover",
+	  .help = "On SIGTERM or SIGINT (drain, then exit) or SIGUSR2 "
+	  "(drain and stay up until SIGTERM), /readyz answers 503 at once, "
+	  "and the instance goes on serving as usual for this long, so the "
+	  "load balancer notices before connections are refused. Then the "
+	  "listening socket closes, requests still arriving on open "
+	  "connections are answered with Connection: close, and running "
+	  "calls may finish (drain_timeout). A second SIGTERM or SIGINT "
+	  "exits at once." },
+	CONF_NUMBER("drain_timeout", CONF_SECONDS, drain_timeout, 0, 86400,
+	    "30", "How long running calls may take to finish after "
+	    "drain_delay. Calls still running then end with an error "
+	    "response saying they were interrupted. Once the calls are "
+	    "over, SSE responses still open end with a retry: field, and "
+	    "with the redis event log their clients resume on another "
+	    "instance."),
+	CONF_NUMBER("lease_ttl", CONF_SECONDS, lease_ttl, 1, 300, "5",
+	    "With the redis event log, how long the lease of a running "
+	    "call lives without renewal. The instance running the call "
+	    "renews it every lease_ttl/3 (every second at most); an "
+	    "instance showing the call's stream checks it twice a second, "
+	    "and once it has lapsed answers the call with an error saying "
+	    "it was interrupted. A smaller lease finds a dead instance's "
+	    "calls sooner (within lease_ttl + 1 seconds); but if Redis or "
+	    "the running instance's event loop stalls for longer than "
+	    "lease_ttl, other instances take a live call for dead and "
+	    "answer it with that error while it still runs."),
+
 	{ .name = "log_level", .type = CONF_CUSTOM,
 	  .parse = conf_parse_log_level, .args = "debug|info|warn|error",
 	  .def = "info", .section = "Logging",

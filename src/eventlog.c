@@ -114,6 +114,20 @@ eventlog_shared(const struct eventlog *el)
 	return (el->ops->watch != NULL);
 }
 
+int
+eventlog_available(const struct eventlog *el)
+{
+	if (el->ops->available == NULL)
+		return (1);
+	return (el->ops->available(el->backend));
+}
+
+const char *
+eventlog_name(const struct eventlog *el)
+{
+	return (el->ops->name);
+}
+
 void
 eventlog_watch(struct eventlog *el, const char *sid, eventlog_watch_cb cb,
     eventlog_message_cb mcb, void *arg)

@@ -2068,6 +2068,15 @@ redis_free(void *p)
 	free(r);
 }
 
+/* Operations are refused unless the command connection is ready. */
+static int
+redis_available(void *arg)
+{
+	struct redis	*r = arg;
+
+	return (!r->closing && r->cmd.state == REDIS_CONN_READY);
+}
+
 static const struct eventlog_ops redis_ops = {
 	.name = "redis",
 	.free = redis_free,
@@ -2083,6 +2092,7 @@ static const struct eventlog_ops redis_ops = {
 	.publish = redis_publish,
 	.note_set = redis_note_set,
 	.note_get = redis_note_get,
+	.available = redis_available,
 };
 
 static void

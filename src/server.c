@@ -1,8 +1,9 @@
 /*
  * The process around the loop: one event_base, the HTTP listener, signals
- * as loop events, and one cron a second for timeouts and limits. Shutdown
- * closes sessions (ending their calls and streams) before the log goes, so
- * every pending callback still finds its owner.
+ * as loop events (handed to drain.c), one cron a second for timeouts and
+ * limits, and with a shared log the lease timers. Shutdown closes sessions
+ * (ending their calls and streams) before the log goes, so every pending
+ * callback still finds its owner.
  */
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -21,8 +22,11 @@
 
 #include "clock.h"
 #include "conf.h"
+#include "drain.h"
 #include "eventlog.h"
 #include "exec.h"
+#include "health.h"
+#include "lease.h"
 #include "log.h"
 #include "notify.h"
 #include "provider.h"
@@ -58,11 +62,29 @@ server_init(struct event_base *base, const struct conf *conf,
 static void
 server_signal_cb(evutil_socket_t sig, short events, void *arg)
 {
-	struct event_base	*base = arg;
+	drain_signal((int)sig);
+}
 
-	log_info("signal %d: shutting down", (int)sig);
-	notify_send("STOPPING=1");
-	event_base_loopexit(base, NULL);
+/* Leaves the loop: server_run shuts down. */
+static void
+server_stop(void)
+{
+	event_base_loopexit(server.base, NULL);
+}
+
+/*
+ * Closes the listening socket: new connections are refused (a balancer
+ * retries them elsewhere); those open stay.
+ */
+static void
+server_stop_listening(void)
+{
+	if (server.resume_ev != NULL)
+		evtimer_del(server.resume_ev);
+	if (server.bound != NULL)
+		evhttp_del_accept_socket(server.http, server.bound);
+	server.bound = NULL;
+	server.lev = NULL;
 }
 
 /* The service manager's watchdog: the loop still turns. */
@@ -143,10 +165,36 @@ server_accept_cron(void)
 static void
 server_cron_cb(evutil_socket_t fd, short events, void *arg)
 {
+	health_cron();
 	session_cron();
 	view_cron();
 	server_accept_cron();
 	log_cron();
+}
+
+/* Shared logs: leases are renewed, and checked, more often than the cron. */
+static void
+server_lease_renew_cb(evutil_socket_t fd, short events, void *arg)
+{
+	session_renew_leases();
+}
+
+static void
+server_lease_check_cb(evutil_socket_t fd, short events, void *arg)
+{
+	view_check_orphans();
+}
+
+static struct event *
+server_every(struct event_base *base, uint64_t ms, event_callback_fn cb)
+{
+	struct timeval	 tv = { (time_t)(ms / 1000),
+			     (suseconds_t)(ms % 1000) * 1000 };
+	struct event	*ev;
+
+	ev = event_new(base, -1, EV_PERSIST, cb, NULL);
+	event_add(ev, &tv);
+	return (ev);
 }
 
 /* Raises the descriptor limit as far as allowed, as long-lived streams
@@ -276,10 +324,10 @@ int
 server_run(struct conf *conf)
 {
 	struct event_base	*base;
-	struct event		*sigterm, *sigint, *sigusr1, *sighup, *cron;
-	struct event		*watchdog = NULL;
+	struct event		*sigterm, *sigint, *sigusr1, *sigusr2, *sighup;
+	struct event		*cron, *watchdog = NULL;
+	struct event		*renew = NULL, *check = NULL;
 	struct evhttp		*http;
-	struct evhttp_bound_socket *bound;
 	struct eventlog		*el;
 	struct timeval		 second = { 1, 0 };
 	char			*cause = NULL;
@@ -303,22 +351,32 @@ server_run(struct conf *conf)
 	exec_init(base);
 	provider_init(conf);
 
+	drain_init(server_stop_listening, server_stop);
 	http = server_http_new(base, conf);
 	server.http = http;
+	health_init();
 
-	sigterm = evsignal_new(base, SIGTERM, server_signal_cb, base);
-	sigint = evsignal_new(base, SIGINT, server_signal_cb, base);
+	sigterm = evsignal_new(base, SIGTERM, server_signal_cb, NULL);
+	sigint = evsignal_new(base, SIGINT, server_signal_cb, NULL);
+	sigusr2 = evsignal_new(base, SIGUSR2, server_signal_cb, NULL);
 	sigusr1 = evsignal_new(base, SIGUSR1, server_reopen_cb, NULL);
 	sighup = evsignal_new(base, SIGHUP, server_reload_cb, NULL);
 	cron = event_new(base, -1, EV_PERSIST, server_cron_cb, NULL);
 	evsignal_add(sigterm, NULL);
 	evsignal_add(sigint, NULL);
+	evsignal_add(sigusr2, NULL);
 	evsignal_add(sigusr1, NULL);
 	evsignal_add(sighup, NULL);
 	event_add(cron, &second);
+	if (server.shared) {
+		renew = server_every(base, lease_renew_ms(),
+		    server_lease_renew_cb);
+		check = server_every(base, LEASE_CHECK_MS,
+		    server_lease_check_cb);
+	}
 	server.resume_ev = evtimer_new(base, server_accept_resume_cb, NULL);
 
-	if ((bound = server_listen(http, conf)) != NULL) {
+	if ((server.bound = server_listen(http, conf)) != NULL) {
 		log_info("mcpd %s ready: eventlog %s, builtin tools %s",
 		    "0.1.0", conf->eventlog == CONF_EVENTLOG_MEMORY ? "memory" :
 		    "redis", conf->builtin_tools ? "on" : "off");
@@ -341,14 +399,15 @@ server_run(struct conf *conf)
 		rc = 1;
 
 	/*
-	 * No new work while the old finishes. Streams are cut first: to their
-	 * clients the end of this process is no end of a stream.
+	 * No new work while the old finishes. After a drain (drain.c) no
+	 * call runs and no response is open any more. Otherwise (a second
+	 * SIGTERM) streams are cut first: to their clients the end of this
+	 * process is no end of a stream.
 	 */
+	server_stop_listening();
 	event_free(server.resume_ev);
 	server.resume_ev = NULL;
-	if (bound != NULL)
-		evhttp_del_accept_socket(http, bound);
-	server.lev = NULL;
+	drain_free();
 	view_shutdown();
 	session_shutdown();
 	exec_shutdown();	/* cancelled calls: their programs reaped */
@@ -359,11 +418,16 @@ server_run(struct conf *conf)
 		event_base_loop(base, EVLOOP_NONBLOCK);
 	event_free(sigterm);
 	event_free(sigint);
+	event_free(sigusr2);
 	event_free(sigusr1);
 	event_free(sighup);
 	if (watchdog != NULL)
 		event_free(watchdog);
 	event_free(cron);
+	if (renew != NULL) {
+		event_free(renew);
+		event_free(check);
+	}
 	event_base_free(base);
 	log_limit_end();
 	log_info("stopped");

@@ -829,11 +829,9 @@ session_cron_shared(struct session *s, uint64_t now, uint64_t ttl)
 {
 	size_t	i;
 
-	for (i = 0; i < s->nstreams; i++) {
-		if (stream_is_request_open(s->streams[i]))
-			lease_renew(s->id, stream_id(s->streams[i]));
+	/* Leases are renewed on their own timer (session_renew_leases). */
+	for (i = 0; i < s->nstreams; i++)
 		stream_progress_check(s->streams[i], 0);
-	}
 	if (s->last_active_ms > s->stored_ms && now - s->stored_ms >= ttl / 4)
 		session_store(s);
 	else if (now - s->last_active_ms >= ttl && s->ncalls == 0)
@@ -863,6 +861,57 @@ session_cron(void)
 		}
 		if (now - s->last_active_ms >= ttl)
 			session_close(s, "idle for session_ttl");
+	}
+}
+
+/*
+ * With a shared log, every lease_renew_ms() (server.c's lease timer, not
+ * the cron: a lease may be shorter than three cron ticks): the leases of
+ * the request streams this process still writes.
+ */
+void
+session_renew_leases(void)
+{
+	struct session	*s;
+	size_t		 i;
+
+	RB_FOREACH(s, session_tree, &sessions.tree) {
+		for (i = 0; i < s->nstreams; i++) {
+			if (stream_is_request_open(s->streams[i]))
+				lease_renew(s->id, stream_id(s->streams[i]));
+		}
+	}
+}
+
+/* Calls running in this process, over all sessions: a drain waits. */
+size_t
+session_running_calls(void)
+{
+	struct session	*s;
+	size_t		 n = 0;
+
+	RB_FOREACH(s, session_tree, &sessions.tree)
+		n += s->ncalls;
+	return (n);
+}
+
+/*
+ * A drain ran out of time: every running call ends with an error response
+ * saying why, committed like any response; sessions and views stay, so
+ * the clients read it.
+ */
+void
+session_interrupt_calls(const char *reason)
+{
+	struct session	*s;
+	size_t		 i;
+
+	/* Each call leaves the array as it answers: from the top down. */
+	RB_FOREACH(s, session_tree, &sessions.tree) {
+		for (i = s->ncalls; i > 0; i--) {
+			if (i <= s->ncalls)
+				call_interrupt(s->calls[i - 1], reason);
+		}
 	}
 }
 

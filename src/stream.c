@@ -1074,6 +1074,13 @@ stream_watcher_missed(struct stream_watcher *w)
 	w->hooks->wakeup(w->arg, 0);
 }
 
+/* Whether the watcher shows a request stream this process writes. */
+int
+stream_watcher_local(const struct stream_watcher *w)
+{
+	return (w->stream != NULL && w->stream->kind == STREAM_REQUEST);
+}
+
 /* The session closes. */
 void
 stream_watcher_close(struct stream_watcher *w, const char *reason)

@@ -51,7 +51,9 @@ grep -q '^# edited' "$stage/etc/mcpd/mcpd.conf" ||
 # The installed binary on the installed configuration, on a free port.
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 conf=$stage/smoke.conf
-sed "s/^listen .*/listen 127.0.0.1:$port/" "$stage/etc/mcpd/mcpd.conf" > "$conf"
+# No drain delay: nothing balances this one instance.
+{ sed "s/^listen .*/listen 127.0.0.1:$port/" "$stage/etc/mcpd/mcpd.conf"
+  echo "drain_delay 0"; } > "$conf"
 "$bin" -t -c "$conf" >/dev/null || fail "mcpd -t on the installed conf"
 "$bin" -c "$conf" 2>"$stage/mcpd.log" &
 pid=$!
