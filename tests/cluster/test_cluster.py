@@ -37,16 +37,20 @@ def _check_stream_call(events, id, n, token, what):
     """The message events of a `stream` call (n, progress token) seen by a
     client across all its connections: ids K-1..K-(n+1) of one stream, each
     once, in order; progress i at K-i; the result `done n` once, last."""
+    msgs = message_events(events)
+    expect(msgs, f"{what}: no events")
+    final = msgs[-1].json
+    expect(not (is_response(final) and "error" in final), f"{what}: ended "
+           f"at {msgs[-1].id} with an error: {json.dumps(final)[:300]}")
     k, last = check_ids(events, 1, what=what)
     expect(last == n + 1, f"{what}: the last id is {k}-{last}, expected "
            f"{k}-{n + 1} ({n} progress notifications and the result)")
-    msgs = [e.json for e in message_events(events)]
+    msgs = [e.json for e in msgs]
     for i, msg in enumerate(msgs[:-1], 1):
         expect(is_progress(msg) and msg["params"].get("progressToken") ==
                token and msg["params"].get("progress") == i,
                f"{what}: event {k}-{i} is {json.dumps(msg)[:200]}, expected "
                f"progress {i} of token {token!r}")
-    final = msgs[-1]
     expect(is_response(final, id), f"{what}: the last event is "
            f"{json.dumps(final)[:300]}, expected the response to id {id}")
     expect(result_text(final) == f"done {n}", f"{what}: result "
