@@ -54,6 +54,9 @@ void		 stream_append_response(struct stream *, const char *, size_t,
 		     int, const cJSON *);
 void		 stream_end(struct stream *);
 void		 stream_delivered(struct stream *, uint64_t);
+/* Shared logs: delivery progress from views of other processes. */
+void		 stream_progress(struct session *, uint64_t, uint64_t);
+void		 stream_progress_check(struct stream *, int);
 
 /* Responses still owed on a request stream; the last one ends it. */
 void		 stream_expect_response(struct stream *, const cJSON *);

@@ -176,6 +176,8 @@ static const char redis_script_lua[] =
 "		end\n"
 "	end\n"
 "	redis.call('UNLINK', meta)\n"
+"	-- Every process holding the session drops it at once.\n"
+"	redis.call('PUBLISH', channel, '" EVENTLOG_MESSAGE_DELETED "')\n"
 "	return {'ok'}\n"
 "end\n"
 "\n"
@@ -532,12 +534,22 @@ redis_script_pubsub(const struct redisReply *reply, struct redis_pubsub *ps)
 		ps->kind = REDIS_PUBSUB_UNSUBSCRIBE;
 	else if (redis_script_is(kind, "message")) {
 		ps->kind = REDIS_PUBSUB_MESSAGE;
-		if (payload->type != REDIS_REPLY_STRING ||
-		    cursor_parse_len(payload->str, payload->len, &c) != 0 ||
-		    c.stream == 0)
+		if (payload->type != REDIS_REPLY_STRING)
 			return (-1);
-		ps->k = c.stream;
-		ps->seq = c.seq;
+		if (payload->len > 2 && memcmp(payload->str,
+		    REDIS_SCRIPT_MESSAGE_HEAD, 2) == 0) {
+			ps->data = payload->str + 2;	/* a process's */
+			ps->len = payload->len - 2;
+		} else if (payload->len > 1 && payload->str[0] == '!') {
+			ps->data = payload->str;	/* the script's */
+			ps->len = payload->len;
+		} else if (cursor_parse_len(payload->str, payload->len,
+		    &c) != 0 || c.stream == 0)
+			return (-1);
+		else {
+			ps->k = c.stream;
+			ps->seq = c.seq;
+		}
 	} else
 		ps->kind = REDIS_PUBSUB_OTHER;
 	return (0);

@@ -36,6 +36,7 @@
 #include "lease.h"
 #include "log.h"
 #include "metrics.h"
+#include "progress.h"
 #include "server.h"
 #include "session.h"
 #include "stream.h"
@@ -1037,13 +1038,18 @@ stream_unwatch(struct stream_watcher *w)
 	free(w);
 }
 
-/* The watcher wrote entries up to seq to its client. */
+/*
+ * The watcher wrote entries up to seq to its client. When another process
+ * writes the stream and waits for its client (block), it is told.
+ */
 void
 stream_watcher_delivered(struct stream_watcher *w, uint64_t seq)
 {
 	stream_watcher_link(w);
 	if (w->stream != NULL)
 		stream_delivered(w->stream, seq);
+	else if (server.shared && stream_policy_blocks(w->session, w->k))
+		progress_tell(session_id(w->session), w->k, seq);
 }
 
 /*
@@ -1117,6 +1123,52 @@ stream_policy_blocks(struct session *s, uint64_t k)
 
 	return (stream_kind_blocks(st != NULL && st->k == k ?
 	    STREAM_STANDALONE : STREAM_REQUEST));
+}
+
+/* ---------------------------------------------------------------------
+ * Delivery progress from views of other processes (progress.h).
+ */
+
+/* A view elsewhere wrote entries up to seq of stream K to its client. */
+void
+stream_progress(struct session *s, uint64_t k, uint64_t seq)
+{
+	struct stream	*st;
+
+	if ((st = session_stream(s, k)) != NULL)
+		stream_delivered(st, seq);
+}
+
+static void
+stream_progress_read_cb(const char *sid, uint64_t k, uint64_t seq, void *arg)
+{
+	struct session	*s;
+
+	if (seq > 0 && (s = session_find(sid)) != NULL)
+		stream_progress(s, k, seq);
+}
+
+/* Whether producers of st wait for a client to receive more. */
+static int
+stream_waits(const struct stream *st)
+{
+	return (st->blocks && !st->broken &&
+	    (!TAILQ_EMPTY(&st->paused) || !TAILQ_EMPTY(&st->queue)));
+}
+
+/*
+ * Messages may have been missed (missed: the session's watch was
+ * re-established), or the stream's producers have waited a cron period
+ * with no view here: the note says how far views elsewhere got.
+ */
+void
+stream_progress_check(struct stream *st, int missed)
+{
+	if (!server.shared || !stream_waits(st) ||
+	    (!missed && st->watcher != NULL))
+		return;
+	progress_read(session_id(st->session), st->k, stream_progress_read_cb,
+	    NULL);
 }
 
 /* ---------------------------------------------------------------------
