@@ -341,9 +341,17 @@ class _LoadClient(threading.Thread):
                                      f"{cursor}") from None
             except OSError:
                 pass            # torn by a dying connection: resume
-            r.close()
             if events and is_response(events[-1].json, id):
+                # The stream ends after the result: nothing else on it.
+                try:
+                    extra = message_events(r.events_until_close(5))
+                except (Timeout, OSError):
+                    extra = []
+                r.close()
+                expect(not extra, f"{what}: after the result: "
+                       f"{[e.data[:100] for e in extra]}")
                 break
+            r.close()
             expect(cursor is not None, f"{what}: the response ended "
                    "before any event id")
             expect(time.monotonic() < deadline, f"{what}: not done in 30 s")
