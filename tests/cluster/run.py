@@ -45,6 +45,12 @@ def _alarm(signum, frame):
     raise TestTimeout()
 
 
+def _terminate(signum, frame):
+    # Killed (make interrupted, CI timeout): stop what the test started
+    # on the way out, as Ctrl-C does.
+    raise KeyboardInterrupt()
+
+
 def discover():
     tests = []
     for fname in sorted(os.listdir(HERE)):
@@ -137,6 +143,7 @@ def main():
     if args.sanitized:
         mcpd_harness.SLOW = 3.0
 
+    signal.signal(signal.SIGTERM, _terminate)
     tests = discover()
     if args.pattern:
         tests = [t for t in tests
