@@ -273,19 +273,25 @@ def test_elicitation_and_sampling_answered_through_another_instance(c):
 
 class _LoadClient(threading.Thread):
     """One session through nginx, `stream` calls of a few hundred ms one
-    after the other. Half of them the client cuts itself after a few
-    events; any response that ends without the result (a cut, a drain's
-    end with retry:) is resumed with Last-Event-ID through nginx. Each call
-    must end with every event once, in order, and its result once."""
+    after the other, every third call a `notify` to its standalone stream
+    (kept open by a _Standalone). Half of the stream calls the client cuts
+    itself after a few events; any response that ends without the result
+    (a cut, a drain's end with retry:) is resumed with Last-Event-ID
+    through nginx. Each call must end with every event once, in order, and
+    its result once."""
 
     def __init__(self, c, idx, stop):
         super().__init__(daemon=True, name=f"load{idx}")
         self.front = c.new_front()
+        self.front.cluster = c
         self.rng = random.Random(idx)
         self.idx = idx
         self.stop = stop
         self.calls = 0
         self.resumes = 0
+        self.ended = 0          # responses the server ended without result
+        self.notified = 0       # messages sent to the standalone stream
+        self.standalone = None
         self.failures = []
         self.done = threading.Semaphore(0)
 
@@ -295,13 +301,30 @@ class _LoadClient(threading.Thread):
         except (AssertionError, OSError) as e:
             self.failures.append(f"initialize through nginx: {e}")
             return
+        self.standalone = _Standalone(self)
+        self.standalone.start()
         while not self.stop.is_set():
             try:
-                self.one_call()
+                if self.calls % 3 == 2:
+                    self.notify()
+                else:
+                    self.one_call()
             except (AssertionError, OSError) as e:
                 self.failures.append(f"call {self.calls + 1}: {e}")
             self.calls += 1
             self.done.release()
+
+    def notify(self):
+        """notify n=3: three log messages on the standalone stream (a POST
+        answered by one instance, delivered wherever the GET is)."""
+        f = self.front
+        id = f.new_id()
+        r = f.post(self.sid, tool_call("notify", {"n": 3}, id))
+        expect(r.status == 200, f"notify: POST -> HTTP {r.status} "
+               f"{r.body[:200]!r}")
+        msg = r.rpc(id)
+        expect(result_text(msg) == "queued 3", f"notify: {msg!r}")
+        self.notified += 3
 
     def one_call(self):
         f = self.front
@@ -323,6 +346,7 @@ class _LoadClient(threading.Thread):
                 while True:
                     ev = r.next_event(10)
                     if ev is None:
+                        self.ended += 1
                         break
                     if ev.retry is not None:
                         retry_ms = ev.retry
@@ -361,10 +385,80 @@ class _LoadClient(threading.Thread):
         _check_stream_call(events, id, n, token, what)
 
 
+class _Standalone(threading.Thread):
+    """The session's standalone GET stream through nginx, kept open as the
+    SDK keeps it: reopened with Last-Event-ID whenever it ends (a drain
+    ends it with retry:) or breaks. Collects the log messages that the load
+    client's notify calls send there."""
+
+    def __init__(self, client):
+        super().__init__(daemon=True, name=f"standalone{client.idx}")
+        self.client = client
+        self.front = client.front.cluster.new_front()
+        self.halt = threading.Event()
+        self.cond = threading.Condition()
+        self.events = []
+        self.reopened = 0
+
+    def count(self):
+        with self.cond:
+            return len(self.events)
+
+    def run(self):
+        what = f"client {self.client.idx} standalone stream"
+        sid = self.client.sid
+        cursor = None
+        try:
+            while not self.halt.is_set():
+                g = _resume(self.front, sid, cursor,
+                            time.monotonic() + tmo(15), what)
+                try:
+                    while not self.halt.is_set():
+                        try:
+                            ev = g.next_event(0.5)
+                        except Timeout:
+                            continue        # idle: look at halt again
+                        if ev is None:
+                            break
+                        if ev.id:
+                            cursor = ev.id
+                        if ev.is_message:
+                            with self.cond:
+                                self.events.append(ev)
+                                self.cond.notify_all()
+                except OSError:
+                    pass                    # torn: reopen
+                g.close()
+                if not self.halt.is_set():
+                    self.reopened += 1
+                    time.sleep(0.1)
+        except AssertionError as e:
+            self.client.failures.append(f"{what}: {e}")
+
+    def check(self, notified, timeout):
+        """Every notify message, once, in order, ids contiguous."""
+        what = f"client {self.client.idx} standalone stream"
+        end = time.monotonic() + tmo(timeout)
+        with self.cond:
+            while len(self.events) < notified and time.monotonic() < end:
+                self.cond.wait(0.2)
+            events = list(self.events)
+        expect(len(events) == notified, f"{what}: {len(events)} messages "
+               f"for {notified} sent by notify calls")
+        if events:
+            check_ids(events, parse_event_id(events[0].id)[1], what=what)
+        got = [e.json.get("params", {}).get("data", {}).get("i")
+               for e in events]
+        expect(got == [1, 2, 3] * (notified // 3), f"{what}: messages "
+               f"{got}, expected 1, 2, 3 per notify call, in order")
+
+
 def test_rolling_restart_under_load_loses_nothing(c):
     """8 resuming clients through nginx while each instance in turn is
     drained (SIGTERM) and started again on its port: every call completes
-    (0 failed), every event once and in order, every result once."""
+    (0 failed), every event once and in order, every result once; every
+    message sent to a standalone stream arrives once and in order, however
+    often the drains ended the GET holding it."""
     delay, dtimeout = c.need("drain_delay", "drain_timeout")
     stop = threading.Event()
     clients = [_LoadClient(c, i, stop) for i in range(8)]
@@ -396,10 +490,23 @@ def test_rolling_restart_under_load_loses_nothing(c):
         stop.set()
         for t in clients:
             t.join(tmo(40))
+        for t in clients:
+            if t.standalone is not None:
+                try:
+                    t.standalone.check(t.notified, 10)
+                except AssertionError as e:
+                    t.failures.append(str(e))
+                t.standalone.halt.set()
+                t.standalone.join(tmo(10))
     calls = sum(t.calls for t in clients)
     resumes = sum(t.resumes for t in clients)
+    ended = sum(t.ended for t in clients)
+    reopened = sum(t.standalone.reopened for t in clients if t.standalone)
     failures = [f for t in clients for f in t.failures]
-    print(f"  {calls} calls, {resumes} resumes, {len(failures)} failed")
+    print(f"  {calls} calls, {resumes} resumes ({ended} after a response "
+          f"the server ended, the others after the client's own cuts), "
+          f"standalone streams reopened {reopened} times, "
+          f"{len(failures)} failed")
     expect(not any(t.is_alive() for t in clients), "a client is stuck")
     expect(not failures, f"{len(failures)} of {calls} calls failed during "
            f"the rolling restart:\n  " + "\n  ".join(failures[:10]))
