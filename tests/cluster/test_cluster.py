@@ -86,6 +86,10 @@ def test_sdk_client_resumes_through_nginx_exactly_once(c):
     points (RST in the middle of an event) resumes exactly once each time,
     wherever nginx sends the resume."""
     script = os.path.join(ROOT, "tests", "sdk", "cluster_resume.mjs")
+    sdk = os.path.join(ROOT, "tests", "sdk", "node_modules",
+                       "@modelcontextprotocol", "sdk")
+    expect(os.path.isdir(sdk), f"{sdk} is missing: run `make deps` "
+           "(scripts/install-deps)")
     url = f"http://127.0.0.1:{c.nginx_port}/mcp"
     env = dict(os.environ, TEST_TIMEOUT_MS=str(int(tmo(50) * 1000)))
     p = subprocess.run(["node", script, url], capture_output=True,
