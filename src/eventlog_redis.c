@@ -5,10 +5,12 @@
  * operation atomic live in redis_script.c; this file is the I/O.
  *
  * Two connections. The command connection carries every operation, one
- * EVALSHA each (a plain HGET for session_load), pipelined: calls are issued
- * back to back and hiredis answers them in order. The subscription
- * connection exists once something is watched; it only SUBSCRIBEs and
- * UNSUBSCRIBEs (a subscribed connection can do nothing else).
+ * EVALSHA each (a plain HGET for session_load, GET and SET for notes,
+ * PUBLISH for messages), pipelined: calls are issued back to back and
+ * hiredis answers them in order, so a message follows what was asked
+ * before it. The subscription connection exists once something is
+ * watched; it only SUBSCRIBEs and UNSUBSCRIBEs (a subscribed connection
+ * can do nothing else), and hears commits and messages.
  *
  * hiredis 0.14.1 has no command timeout, so we keep our own: when the
  * oldest command in flight has waited REDIS_TIMEOUT_MS (since it was sent,

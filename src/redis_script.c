@@ -12,7 +12,15 @@
  *   mcpd:{SID}:s:K	a Redis Stream; entry N has the explicit id K-N (so
  *			the XADD id is the SSE id) and one field, d.
  *   mcpd:{SID}:events	pub/sub channel: "K-N" after each commit (an
- *			append of several entries publishes its last id).
+ *			append of several entries publishes its last id);
+ *			"!deleted" when delete removed the session; "m "
+ *			then the text of a process's message to the others
+ *			(eventlog_publish: a plain PUBLISH, not the
+ *			script; the messages are in peer.h).
+ *   mcpd:{SID}:x:NAME	notes (eventlog_note_set: plain SET with PX, not
+ *			the script): leases l:K and r:K (lease.c), answers
+ *			a:ID (outbound.c), delivery progress p:K
+ *			(progress.c).
  *
  * Lifetimes: the meta hash lives session_ttl past the session's last write;
  * open streams live longer (the caller passes 1.5 x session_ttl) and are

@@ -9,6 +9,11 @@
  * (a light record per K: views may show streams this process has no
  * stream object for). It calls no view code: commits go from the stream
  * to its watcher's hooks (stream.h).
+ *
+ * With a shared log the session watches its commits and the messages
+ * other processes send on it (peer.h), and hands each to whom it
+ * concerns: delivery progress to the stream, an answer to outbound.c, a
+ * deletion to its own teardown.
  */
 #include <sys/queue.h>
 #include <sys/tree.h>
@@ -219,8 +224,8 @@ session_message_cb(const char *sid, const char *text, size_t len, void *arg)
 	peer_parse(text, len, &m);
 	switch (m.kind) {
 	case PEER_DELETED:
-		session_teardown(s, "deleted through another process",
-		    SESSION_GONE);
+		session_teardown(s, "gone from the shared log (deleted "
+		    "through another process)", SESSION_GONE);
 		break;
 	case PEER_DELIVERED:
 		stream_progress(s, m.k, m.seq);

@@ -1040,7 +1040,9 @@ stream_unwatch(struct stream_watcher *w)
 
 /*
  * The watcher wrote entries up to seq to its client. When another process
- * writes the stream and waits for its client (block), it is told.
+ * writes the stream (a request stream without an object here; every
+ * process may write the standalone one) and waits for its client under
+ * block, it is told.
  */
 void
 stream_watcher_delivered(struct stream_watcher *w, uint64_t seq)
@@ -1048,7 +1050,9 @@ stream_watcher_delivered(struct stream_watcher *w, uint64_t seq)
 	stream_watcher_link(w);
 	if (w->stream != NULL)
 		stream_delivered(w->stream, seq);
-	else if (server.shared && stream_policy_blocks(w->session, w->k))
+	if (server.shared && (w->stream == NULL ||
+	    w->stream->kind == STREAM_STANDALONE) &&
+	    stream_policy_blocks(w->session, w->k))
 		progress_tell(session_id(w->session), w->k, seq);
 }
 

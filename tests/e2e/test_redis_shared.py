@@ -86,6 +86,37 @@ def test_redis_block_stream_resumed_on_another_process_completes(h):
     b.assert_alive(sid, "on B")
 
 
+def test_redis_block_standalone_stream_shown_on_another_process(h):
+    # Every process holding the session may write its standalone stream;
+    # under block (stream_window 4) A's notifications wait for a client to
+    # receive them. The client's GET is on B: B's view tells A, so all 20
+    # reach it, in order.
+    if not _shared_redis("block standalone stream shown elsewhere"):
+        return
+    conf = {"backpressure_standalone": "block", "stream_window": 4}
+    a = h.start(**conf)
+    b = h.start(**conf)
+    sid = a.initialize(LATEST)
+    _adopt(b, a, sid)
+    s = b.get_sse(sid)
+    expect(s.status == 200 and s.is_sse, f"GET on B -> HTTP {s.status}")
+    prime = s.next_event(3)
+    expect(prime.id is not None, f"standalone GET on B primed with "
+           f"{prime!r}")
+    sk, sn = parse_event_id(prime.id)
+    msg, _ = a.call(sid, "notify", {"n": 20})
+    expect(result_text(msg) == "queued 20", f"notify on A -> {msg!r}")
+    for i in range(1, 21):
+        m = s.next_message(5)
+        expect(m is not None, f"B's standalone view ended after "
+               f"{i - 1} of A's 20 notifications")
+        expect(m[0].id == f"{sk}-{sn + i}" and
+               m[1]["params"]["data"]["i"] == i,
+               f"B's standalone view: expected notify {i} of A as "
+               f"{sk}-{sn + i}, got {m[0]!r}")
+    s.close()
+
+
 # --------------------------------------------------------------------------
 # 2. deletion
 
