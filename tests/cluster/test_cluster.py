@@ -332,14 +332,20 @@ class _LoadClient(threading.Thread):
 
     def one_call(self):
         f = self.front
-        n = self.rng.randint(6, 14)
+        # A few hundred ms; every fourth call 1.6 s, longer than
+        # drain_delay, so that drains also wait for running calls and end
+        # views of calls running elsewhere.
+        if self.calls % 4 == 3:
+            n, interval = 20, 80
+        else:
+            n, interval = self.rng.randint(6, 14), 40
         token = f"c{self.idx}.{self.calls}"
         cut_after = self.rng.choice([None, self.rng.randint(1, n)])
         id = f.new_id()
         what = f"client {self.idx} call {self.calls + 1} (n={n})"
         deadline = time.monotonic() + tmo(30)
         r = f.post_open(self.sid, tool_call("stream", {"n": n,
-                        "interval_ms": 40}, id, token))
+                        "interval_ms": interval}, id, token))
         expect(r.status == 200 and r.is_sse, f"{what}: POST -> HTTP "
                f"{r.status} {r.body[:200] if not r.is_sse else ''!r}")
         events = []
