@@ -25,8 +25,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(ROOT, "tests", "e2e"))
 
 import mcpd_harness  # noqa: E402
-from mcpd_harness import (Conn, Daemon, Timeout, expect, free_port,  # noqa: E402,F401
-                          tmo)
+from mcpd_harness import Daemon, expect, free_port, tmo  # noqa: E402
 
 INSTANCES = 3
 
