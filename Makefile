@@ -30,7 +30,7 @@ DOCDIR	?= $(PREFIX)/share/doc/mcpd
 SYSCONFDIR ?= /etc
 UNITDIR	?= $(PREFIX)/lib/systemd/system
 
-.PHONY: all clean callgraph check install install-check unit e2e e2e-redis sdk-test asan asan-check deps conformance bench \
+.PHONY: all clean callgraph check install install-check unit e2e e2e-redis sdk-test cluster-test asan asan-check deps conformance bench \
 	fuzz fuzz-replay fuzz-merge fuzz-build fuzz-bins
 
 all: mcpd
@@ -107,6 +107,11 @@ e2e-redis: mcpd
 sdk-test: mcpd
 	sh tests/sdk/run.sh ./mcpd
 
+# Issue 12: nginx (conf/nginx.conf) in front of three mcpd on one private
+# redis-server; tests/cluster/.
+cluster-test: mcpd
+	sh scripts/with-redis $(PYTHON) tests/cluster/run.py --mcpd ./mcpd
+
 # The only cycle among src/ files allowed: a session, its streams, their
 # calls (docs/architecture.md, "Who calls whom").
 callgraph: all
@@ -120,6 +125,7 @@ check: deps
 	$(MAKE) e2e-redis
 	$(MAKE) sdk-test
 	$(MAKE) install-check
+	$(MAKE) cluster-test
 
 # The sanitizer build lives in its own directory so it never mixes objects
 # with the normal one. It is built with clang: gcc's UBSan has no
