@@ -113,6 +113,7 @@ struct conf {
 	int			 log_level;	/* enum log_level */
 	char			*log_file;	/* "stderr" or a path */
 	int			 log_format;	/* enum conf_log_format */
+	int			 access_log;
 };
 
 /*

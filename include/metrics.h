@@ -53,6 +53,7 @@ struct metrics {
 	uint64_t	bytes_queued;		/* unsent SSE bytes, last cron */
 	uint64_t	events_committed;
 	uint64_t	events_written;
+	uint64_t	streams;		/* stream objects alive */
 
 	uint64_t	appends;		/* event-log appends answered */
 	uint64_t	append_failures;	/* of which not committed */

@@ -485,6 +485,14 @@ static const struct conf_entry conf_entries[] = {
 	  "the runtime's log in a container), or the file at the absolute "
 	  "PATH, appended to and created (mode 0640) if needed. SIGUSR1 "
 	  "reopens the file, after log rotation moved it away." },
+	{ .name = "access_log", .type = CONF_BOOL,
+	  .offset = CONF_OFF(access_log), .values = conf_bool_values,
+	  .def = "off",
+	  .help = "One line per HTTP request in the log, whatever log_level "
+	  "says, written when its response ends: method, path, status, "
+	  "session, stream (an SSE response's K), body bytes and "
+	  "milliseconds from the request to the end of its response (for "
+	  "an SSE response, of the stream)." },
 	{ .name = "log_format", .type = CONF_ENUM,
 	  .offset = CONF_OFF(log_format), .values = conf_log_format_values,
 	  .def = "text",

@@ -9,6 +9,7 @@
 #include "drain.h"
 #include "eventlog.h"
 #include "health.h"
+#include "notify.h"
 #include "server.h"
 
 /* Milliseconds since the cron last ran after which the loop is stalled. */
@@ -17,12 +18,14 @@
 static struct {
 	uint64_t	cron_ms;	/* the cron's last run */
 	int		log_seen;	/* the log was available once */
+	int		log_up;		/* last told the service manager */
 } health;
 
 void
 health_init(void)
 {
 	health.cron_ms = clock_now_ms();
+	health.log_up = -1;
 	health.log_seen = 0;
 }
 
@@ -30,8 +33,16 @@ health_init(void)
 void
 health_cron(void)
 {
+	int	up;
+
 	health.cron_ms = clock_now_ms();
-	health_log_available();
+	up = health_log_available();
+	if (server.shared && up != health.log_up) {
+		/* The service manager's status follows the log. */
+		notify_send("STATUS=%s", up ? "ready: event log connected" :
+		    "not ready: event log unreachable");
+		health.log_up = up;
+	}
 }
 
 /*

@@ -21,7 +21,10 @@
 
 #include "conf.h"
 #include "dispatch.h"
+#include "drain.h"
+#include "eventlog.h"
 #include "exec.h"
+#include "health.h"
 #include "metrics.h"
 #include "prometheus.h"
 #include "server.h"
@@ -242,6 +245,9 @@ prometheus_text(size_t *len)
 	    "memory" : "redis");
 	prom_value(&p, "mcpd_sessions", "gauge",
 	    "Sessions this process holds.", (double)session_count());
+	prom_value(&p, "mcpd_streams", "gauge",
+	    "Streams this process writes or shows (request and standalone).",
+	    (double)metrics.streams);
 	prom_value(&p, "mcpd_sse_responses", "gauge",
 	    "SSE responses open (streams being shown to a client).",
 	    (double)view_count());
@@ -263,6 +269,14 @@ prometheus_text(size_t *len)
 	prom_value(&p, "mcpd_slow_consumers_closed_total", "counter",
 	    "SSE responses closed because their client fell behind (close "
 	    "policy).", (double)metrics.slow_consumers_closed);
+	prom_value(&p, "mcpd_eventlog_up", "gauge", "1 while the event log "
+	    "takes operations, 0 while it is unreachable.",
+	    (double)eventlog_available(server.eventlog));
+	prom_value(&p, "mcpd_ready", "gauge", "1 while /readyz answers 200 "
+	    "(start-up done, event log reachable, not draining).",
+	    (double)(health_not_ready() == NULL));
+	prom_value(&p, "mcpd_draining", "gauge", "1 from the start of a drain "
+	    "(SIGTERM, SIGUSR2) on.", (double)drain_active());
 	prom_head(&p, "mcpd_eventlog_appends_total", "counter",
 	    "Event-log appends answered, committed or failed.");
 	prom_printf(&p, "mcpd_eventlog_appends_total{result=\"committed\"} "

@@ -17,8 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "clock.h"
 #include "conf.h"
 #include "log.h"
 #include "notify.h"
@@ -28,16 +28,6 @@
 
 /* More than conf_keep_restart_only can name. */
 #define RELOAD_KEPT_MAX	16
-
-static unsigned long long
-reload_monotonic_usec(void)
-{
-	struct timespec	ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ((unsigned long long)ts.tv_sec * 1000000 +
-	    (unsigned long long)ts.tv_nsec / 1000);
-}
 
 /* Log lines go where the new file says; if they cannot, where they went. */
 static void
@@ -64,7 +54,7 @@ reload_conf(void)
 	char			*cause = NULL;
 
 	notify_send("RELOADING=1\nMONOTONIC_USEC=%llu",
-	    reload_monotonic_usec());
+	    (unsigned long long)clock_now_us());
 	log_info("reload: reading %s", old->path);
 	if ((new = conf_load(old->path, &cause)) == NULL ||
 	    conf_keep_restart_only(new, old, kept, RELOAD_KEPT_MAX, &nkept,

@@ -10,9 +10,47 @@
 #include <event2/buffer.h>
 #include <event2/http.h>
 
+#include "access.h"
 #include "jsonrpc.h"
 #include "metrics.h"
 #include "reply.h"
+
+/* The method as the access log and the metrics name it. */
+const char *
+reply_method(struct evhttp_request *req)
+{
+	switch (evhttp_request_get_command(req)) {
+	case EVHTTP_REQ_GET:
+		return ("GET");
+	case EVHTTP_REQ_POST:
+		return ("POST");
+	case EVHTTP_REQ_DELETE:
+		return ("DELETE");
+	case EVHTTP_REQ_PUT:
+		return ("PUT");
+	case EVHTTP_REQ_PATCH:
+		return ("PATCH");
+	case EVHTTP_REQ_OPTIONS:
+		return ("OPTIONS");
+	case EVHTTP_REQ_HEAD:
+		return ("HEAD");
+	default:
+		return ("other");
+	}
+}
+
+/* The session a response is about: the one it names, or the request's. */
+const char *
+reply_session(struct evhttp_request *req)
+{
+	const char	*sid;
+
+	if ((sid = evhttp_find_header(evhttp_request_get_output_headers(req),
+	    "Mcp-Session-Id")) == NULL)
+		sid = evhttp_find_header(evhttp_request_get_input_headers(req),
+		    "Mcp-Session-Id");
+	return (sid);
+}
 
 /* Every response that starts is counted by method and status here. */
 void
@@ -41,7 +79,15 @@ reply_count(struct evhttp_request *req, int status)
 void
 reply_send(struct evhttp_request *req, int status, struct evbuffer *body)
 {
+	char	path[ACCESS_PATH_MAX + 1];
+
 	reply_count(req, status);
+	if (access_enabled()) {
+		access_path(path, evhttp_request_get_uri(req));
+		access_line(reply_method(req), path, status,
+		    reply_session(req), 0, body != NULL ?
+		    evbuffer_get_length(body) : 0, access_take(req));
+	}
 	evhttp_send_reply(req, status, NULL, body);
 }
 

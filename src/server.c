@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 #include <event2/http.h>
@@ -22,6 +23,7 @@
 
 #include "clock.h"
 #include "conf.h"
+#include "dispatch.h"
 #include "drain.h"
 #include "eventlog.h"
 #include "exec.h"
@@ -197,6 +199,16 @@ server_every(struct event_base *base, uint64_t ms, event_callback_fn cb)
 	return (ev);
 }
 
+/* The event log as start-up and the service manager's status say it. */
+static const char *
+server_log_state(void)
+{
+	if (!server.shared)
+		return ("memory");
+	return (eventlog_available(server.eventlog) ? "redis (connected)" :
+	    "redis (not connected yet: not ready until it is)");
+}
+
 /* Raises the descriptor limit as far as allowed, as long-lived streams
  * hold one descriptor each. */
 static void
@@ -204,15 +216,23 @@ server_raise_nofile(void)
 {
 	struct rlimit	rl;
 
+	unsigned long long	before;
+
 	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
 		return;
+	before = (unsigned long long)rl.rlim_cur;
 	if (rl.rlim_cur < rl.rlim_max) {
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
 		getrlimit(RLIMIT_NOFILE, &rl);
 	}
 	server.nofile = (unsigned long long)rl.rlim_cur;
-	log_info("open file limit %llu", server.nofile);
+	if (server.nofile > before)
+		log_info("open file limit raised from %llu to %llu (the hard "
+		    "limit)", before, server.nofile);
+	else
+		log_info("open file limit %llu (the hard limit)",
+		    server.nofile);
 }
 
 static struct evhttp_bound_socket *
@@ -335,6 +355,8 @@ server_run(struct conf *conf)
 
 	signal(SIGPIPE, SIG_IGN);
 	server.start_time = (long long)time(NULL);
+	log_info("mcpd %s starting: pid %ld, configuration %s", MCPD_VERSION,
+	    (long)getpid(), conf->path);
 	notify_init();
 	server_raise_nofile();
 	if ((base = event_base_new()) == NULL)
@@ -377,12 +399,13 @@ server_run(struct conf *conf)
 	server.resume_ev = evtimer_new(base, server_accept_resume_cb, NULL);
 
 	if ((server.bound = server_listen(http, conf)) != NULL) {
-		log_info("mcpd %s ready: eventlog %s, builtin tools %s",
-		    "0.1.0", conf->eventlog == CONF_EVENTLOG_MEMORY ? "memory" :
-		    "redis", conf->builtin_tools ? "on" : "off");
+		log_info("mcpd %s ready: event log %s, builtin tools %s, "
+		    "%zu exec tools, drain_delay %llds, drain_timeout %llds",
+		    MCPD_VERSION, server_log_state(), conf->builtin_tools ?
+		    "on" : "off", conf->ntools, conf->drain_delay,
+		    conf->drain_timeout);
 		notify_send("READY=1\nSTATUS=listening on %s:%d, event log %s",
-		    conf->listen_host, server.port, conf->eventlog ==
-		    CONF_EVENTLOG_MEMORY ? "memory" : "redis");
+		    conf->listen_host, server.port, server_log_state());
 		if (notify_watchdog_usec() > 0) {
 			struct timeval	tv = {
 				(time_t)(notify_watchdog_usec() / 2000000),
@@ -430,7 +453,7 @@ server_run(struct conf *conf)
 	}
 	event_base_free(base);
 	log_limit_end();
-	log_info("stopped");
+	log_info("stopped: exit status %d", rc);
 	notify_close();
 	conf_release(server.conf);	/* the last one read, maybe by a reload */
 	server.conf = NULL;

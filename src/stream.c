@@ -30,6 +30,7 @@
 
 #include <event2/event.h>
 
+#include "clock.h"
 #include "conf.h"
 #include "eventlog.h"
 #include "jsonrpc.h"
@@ -51,6 +52,7 @@ struct stream_op {
 	char			*data;	/* queued; shared standalone: a retry */
 	size_t			 len;
 	int			 retries;
+	uint64_t		 sent_us;	/* handed to the log */
 	cJSON			*response_id;	/* a response: its request */
 	TAILQ_ENTRY(stream_op)	 entry;
 };
@@ -128,6 +130,7 @@ stream_free_cb(evutil_socket_t fd, short events, void *arg)
 	session_unref(st->session);
 	cJSON_Delete(st->ids);
 	free(st);
+	metrics.streams--;
 }
 
 static void
@@ -252,6 +255,7 @@ stream_new(struct session *s, enum stream_kind kind, uint64_t k,
 	struct stream	*st;
 
 	st = xcalloc(1, sizeof *st);
+	metrics.streams++;
 	st->session = s;
 	st->kind = kind;
 	st->k = k;
@@ -305,6 +309,7 @@ stream_restore(struct session *s, enum stream_kind kind, uint64_t k,
 	struct stream	*st;
 
 	st = xcalloc(1, sizeof *st);
+	metrics.streams++;
 	st->session = s;
 	st->kind = kind;
 	st->k = k;
@@ -396,6 +401,7 @@ stream_submit(struct stream *st, struct stream_op *op, const char *data,
 	if (op->flags & EVENTLOG_FINAL)
 		st->finished = 1;
 	st->appending++;
+	op->sent_us = clock_now_us();
 	eventlog_append(server.eventlog, session_id(st->session), st->k,
 	    op->seq, data, len, op->flags, stream_appended_cb, op);
 	if (!stream_keeps_data(st)) {
@@ -797,6 +803,7 @@ stream_appended_cb(enum eventlog_status status,
 	struct eventlog_entry	 entry;
 	int			 ok = (status == EVENTLOG_OK), told = 1;
 
+	metrics_append(clock_now_us() - op->sent_us, ok);
 	st->appending--;
 	if (info != NULL && info->head > st->log_head)
 		st->log_head = info->head;

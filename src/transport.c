@@ -13,6 +13,7 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
+#include "access.h"
 #include "conf.h"
 #include "cursor.h"
 #include "dispatch.h"
@@ -580,14 +581,16 @@ transport_delete(struct evhttp_request *req)
 }
 
 /*
- * Every request starts here. Once a drain has closed the listening socket,
- * each reply says Connection: close, and evhttp closes the connection
- * after it (an SSE response after its end): the client's next request
- * opens a connection the balancer sends to another instance.
+ * Every request starts here, and the access log notes when. Once a drain
+ * has closed the listening socket, each reply says Connection: close, and
+ * evhttp closes the connection after it (an SSE response after its end):
+ * the client's next request opens a connection the balancer sends to
+ * another instance.
  */
 static void
 transport_begin(struct evhttp_request *req)
 {
+	access_begin(req);
 	if (drain_closing())
 		evhttp_add_header(evhttp_request_get_output_headers(req),
 		    "Connection", "close");

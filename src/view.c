@@ -26,6 +26,7 @@
 #include <event2/event.h>
 #include <event2/http.h>
 
+#include "access.h"
 #include "clock.h"
 #include "conf.h"
 #include "cursor.h"
@@ -83,6 +84,12 @@ struct view {
 	struct event		*grace_ev;	/* close: over-watermark timer */
 	uint64_t		 last_write_ms;
 	uint64_t		 last_drain_ms;	/* output last seen empty */
+	/* The access log's line, written when the response ends. */
+	int			 access;	/* a line is owed */
+	uint64_t		 access_start;
+	size_t			 access_bytes;
+	const char		*access_method;
+	char			*access_path;
 	TAILQ_ENTRY(view)	 entry;
 	TAILQ_ENTRY(view)	 tentry;	/* on view_takenq */
 };
@@ -162,6 +169,7 @@ view_free_cb(evutil_socket_t fd, short events, void *arg)
 		evbuffer_free(v->taken);
 	event_free(v->grace_ev);
 	session_unref(v->session);
+	free(v->access_path);
 	free(v);
 }
 
@@ -191,6 +199,12 @@ view_detach(struct view *v)
 	if (v->watch != NULL) {
 		stream_unwatch(v->watch);
 		v->watch = NULL;
+	}
+	if (v->access) {
+		access_line(v->access_method, v->access_path, 200,
+		    session_id(v->session), v->k, v->access_bytes,
+		    v->access_start);
+		v->access = 0;
 	}
 	view_set_state(v, VIEW_CLOSED);
 	v->req = NULL;
@@ -258,6 +272,7 @@ view_grace_arm(struct view *v, uint64_t ms)
 static void
 view_send(struct view *v, struct evbuffer *buf)
 {
+	v->access_bytes += evbuffer_get_length(buf);
 	evhttp_send_reply_chunk_with_cb(v->req, buf, view_drained_cb, v);
 	v->last_write_ms = clock_now_ms();
 	if (!v->blocks && view_output_len(v) > 0 &&
@@ -334,6 +349,13 @@ view_start(struct view *v)
 	evhttp_add_header(headers, "X-Accel-Buffering", "no");
 	evhttp_add_header(headers, "Mcp-Session-Id", session_id(v->session));
 	reply_count(v->req, 200);
+	if (access_enabled()) {
+		v->access = 1;
+		v->access_start = access_take(v->req);
+		v->access_method = reply_method(v->req);
+		v->access_path = xmalloc(ACCESS_PATH_MAX + 1);
+		access_path(v->access_path, evhttp_request_get_uri(v->req));
+	}
 	evhttp_send_reply_start(v->req, 200, "OK");
 
 	/* An idle stream is healthy; stalls are the cron's business. */

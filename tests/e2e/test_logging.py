@@ -85,3 +85,46 @@ def test_bad_log_file_is_refused(h):
          "listen": "127.0.0.1:0"})), timeout=5)
     expect(rc == 1 and "/nonexistent-dir/mcpd.log" in out,
            f"an unopenable log file: exit {rc}:\n{out}")
+
+
+def _access_lines(d):
+    return [ln for ln in d.stderr_text().splitlines() if " access " in ln]
+
+
+def _fields(line):
+    return dict(w.split("=", 1) for w in line.split(" access ", 1)[1].split())
+
+
+def test_access_log_one_line_per_request(h):
+    d = h.start(access_log="on")
+    s = d.initialize()
+    msg, _ = d.call(s, "echo", {"text": "hi"})           # an SSE response
+    r = d.request("GET", path="/no/such thing")          # 404, odd path
+    expect(r.status == 404, f"404 expected, got {r.status}")
+    d.request("GET", path="/healthz")
+    d.delete(s)
+    deadline = time.monotonic() + tmo(5)
+    while len(_access_lines(d)) < 6 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    lines = _access_lines(d)
+    expect(len(lines) == 6, f"access lines: {lines}")
+    init, initialized, call, missing, health, delete = map(_fields, lines)
+    expect(initialized["status"] == "202", f"{initialized}")
+    expect(init["method"] == "POST" and init["status"] == "200" and
+           init["session"] == s and init["stream"] == "-", f"{init}")
+    expect(call["status"] == "200" and call["session"] == s and
+           call["stream"] != "-" and int(call["bytes"]) > 0, f"{call}")
+    expect(missing["status"] == "404" and " " not in missing["path"] and
+           missing["path"].startswith("/no/such"), f"{missing}")
+    expect(health["path"] == "/healthz" and health["session"] == "-",
+           f"{health}")
+    expect(delete["method"] == "DELETE" and delete["session"] == s,
+           f"{delete}")
+    for f in (init, initialized, call, missing, health, delete):
+        expect(float(f["ms"]) >= 0, f"duration: {f}")
+
+
+def test_access_log_off_by_default(h):
+    d = h.start()
+    d.ping(d.initialize())
+    expect(_access_lines(d) == [], "access lines without access_log on")

@@ -82,6 +82,16 @@ def test_counters_follow_a_load_and_promtool_is_clean(h):
            "events committed")
     expect(delta(before, after, "mcpd_events_written_total") >= 3 + 5,
            "events written")
+    appends = "mcpd_eventlog_append_duration_seconds_count"
+    expect(delta(before, after, appends) >= 3 + 5, "append latency count")
+    expect(after["mcpd_eventlog_append_duration_seconds_bucket{le=\"+Inf\"}"]
+           == after[appends], "append +Inf bucket != count")
+    expect(delta(before, after,
+                 'mcpd_eventlog_appends_total{result="committed"}') >= 8,
+           "appends committed")
+    expect(after["mcpd_eventlog_up"] == 1 and after["mcpd_ready"] == 1 and
+           after["mcpd_draining"] == 0, "log up, ready, not draining")
+    expect(after["mcpd_streams"] >= 2, "standalone streams of 2 sessions")
     expect(after["process_resident_memory_bytes"] > 1e6, "RSS")
     expect(after["process_open_fds"] >= 3, "open fds")
 

@@ -5,16 +5,18 @@ file changes nothing, and a running call keeps its tool's definition."""
 import signal
 import time
 
-from mcpd_harness import (conf_text, expect, result_text, rpc, tmo,
-                          tool_call)
+from mcpd_harness import (DAEMON_CONF, conf_text, expect, result_text, rpc,
+                          tmo, tool_call)
 
 
 def _reload(d, lines, outcome="applied", overrides=None):
     """Rewrite d's conf (the harness defaults plus lines), SIGHUP, and
     wait for the reload's outcome line; returns it."""
     before = d.stderr_text().count("reload: ")
+    conf = dict(DAEMON_CONF)            # what the harness started it with
+    conf.update(overrides or {})
     with open(d.conf_path, "w") as f:
-        f.write(conf_text(overrides, lines))
+        f.write(conf_text(conf, lines))
     d.signal(signal.SIGHUP)
     deadline = time.monotonic() + tmo(10)
     while time.monotonic() < deadline:
