@@ -22,7 +22,15 @@ UNIT_BINS = $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/unit/%)
 
 PYTHON	?= python3
 
-.PHONY: all clean callgraph check unit e2e e2e-redis sdk-test asan asan-check deps conformance bench \
+# Where `make install` puts things; DESTDIR prefixes every path (staging).
+PREFIX	?= /usr/local
+SBINDIR	?= $(PREFIX)/sbin
+MANDIR	?= $(PREFIX)/share/man
+DOCDIR	?= $(PREFIX)/share/doc/mcpd
+SYSCONFDIR ?= /etc
+UNITDIR	?= $(PREFIX)/lib/systemd/system
+
+.PHONY: all clean callgraph check install install-check unit e2e e2e-redis sdk-test cluster-test asan asan-check deps conformance bench \
 	fuzz fuzz-replay fuzz-merge fuzz-build fuzz-bins
 
 all: mcpd
@@ -57,6 +65,35 @@ $(BUILD)/unit/test_eventlog $(BUILD)/unit/test_eventlog_redis: \
 deps:
 	sh scripts/install-deps
 
+# mcpd.conf(5) comes from the conf table, as mcpd.conf.example does.
+$(BUILD)/mcpd.conf.5: mcpd
+	./mcpd -M > $@
+
+# The binary, both manual pages, the systemd unit (its paths for this
+# PREFIX), the example configuration (and a configuration to start from,
+# unless one is there already).
+install: mcpd $(BUILD)/mcpd.conf.5
+	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man5 \
+	    $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(DOCDIR) \
+	    $(DESTDIR)$(SYSCONFDIR)/mcpd
+	install -m 755 mcpd $(DESTDIR)$(SBINDIR)/mcpd
+	install -m 644 docs/mcpd.8 $(DESTDIR)$(MANDIR)/man8/mcpd.8
+	install -m 644 $(BUILD)/mcpd.conf.5 $(DESTDIR)$(MANDIR)/man5/mcpd.conf.5
+	install -m 644 mcpd.conf.example $(DESTDIR)$(DOCDIR)/mcpd.conf.example
+	install -m 644 README.md $(DESTDIR)$(DOCDIR)/README.md
+	install -m 644 docs/*.md $(DESTDIR)$(DOCDIR)/
+	install -d $(DESTDIR)$(UNITDIR)
+	sed -e 's|/usr/local/sbin/|$(SBINDIR)/|g' \
+	    -e 's|/etc/mcpd/|$(SYSCONFDIR)/mcpd/|g' conf/mcpd.service \
+	    > $(DESTDIR)$(UNITDIR)/mcpd.service
+	chmod 644 $(DESTDIR)$(UNITDIR)/mcpd.service
+	[ -e $(DESTDIR)$(SYSCONFDIR)/mcpd/mcpd.conf ] || \
+	    install -m 644 mcpd.conf.example $(DESTDIR)$(SYSCONFDIR)/mcpd/mcpd.conf
+
+# Installs into a staging directory and runs what was installed.
+install-check: mcpd
+	sh tests/install/smoke.sh
+
 unit: $(UNIT_BINS)
 	@rc=0; for t in $(UNIT_BINS); do echo "== $$t"; $$t || rc=1; done; exit $$rc
 
@@ -70,6 +107,11 @@ e2e-redis: mcpd
 sdk-test: mcpd
 	sh tests/sdk/run.sh ./mcpd
 
+# Issue 12: nginx (conf/nginx.conf) in front of three mcpd on one private
+# redis-server; tests/cluster/.
+cluster-test: mcpd
+	sh scripts/with-redis $(PYTHON) tests/cluster/run.py --mcpd ./mcpd
+
 # The only cycle among src/ files allowed: a session, its streams, their
 # calls (docs/architecture.md, "Who calls whom").
 callgraph: all
@@ -82,6 +124,8 @@ check: deps
 	$(MAKE) e2e
 	$(MAKE) e2e-redis
 	$(MAKE) sdk-test
+	$(MAKE) install-check
+	$(MAKE) cluster-test
 
 # The sanitizer build lives in its own directory so it never mixes objects
 # with the normal one. It is built with clang: gcc's UBSan has no

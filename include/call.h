@@ -28,6 +28,7 @@ typedef void (*call_response_cb)(const cJSON *, const cJSON *, void *);
 
 struct call	*call_start(struct session *, struct stream *, const cJSON *,
 		     const cJSON *);
+void		 call_set_tool(struct call *, const char *);
 struct session	*call_session(const struct call *);
 struct stream	*call_stream(const struct call *);
 const cJSON	*call_id(const struct call *);

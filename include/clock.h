@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 uint64_t	clock_now_ms(void);
+uint64_t	clock_now_us(void);
 uint64_t	clock_wall_ms(void);
 
 #endif

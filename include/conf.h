@@ -58,8 +58,14 @@ struct conf_tool {
 	long long		 max_concurrency; /* 0: only max_children */
 };
 
+enum conf_log_format {
+	CONF_LOG_TEXT,
+	CONF_LOG_JSON
+};
+
 struct conf {
 	char			*path;		/* file it was loaded from */
+	unsigned int		 refs;		/* conf_free drops one */
 
 	/* listen HOST:PORT */
 	char			*listen_host;
@@ -100,7 +106,14 @@ struct conf {
 	char			**allowed_origins;	/* NULL-terminated */
 	size_t			 nallowed_origins;
 
+	long long		 drain_delay;	/* seconds not ready, serving */
+	long long		 drain_timeout;	/* seconds calls may finish */
+	long long		 lease_ttl;	/* seconds, a call's lease */
+
 	int			 log_level;	/* enum log_level */
+	char			*log_file;	/* "stderr" or a path */
+	int			 log_format;	/* enum conf_log_format */
+	int			 access_log;
 };
 
 /*
@@ -109,12 +122,17 @@ struct conf {
  * the caller frees it). conf_default() never fails.
  */
 struct conf	*conf_default(void);
+const struct conf *conf_ref(const struct conf *);
+void		 conf_release(const struct conf *);
+int		 conf_keep_restart_only(struct conf *, const struct conf *,
+		     const char **, size_t, size_t *, char **);
 struct conf	*conf_load(const char *, char **);
 struct conf	*conf_parse_string(const char *, const char *, char **);
 void		 conf_free(struct conf *);
 /* The text of mcpd.conf.example, and the directives part of --help. */
 void		 conf_print_example(FILE *);
 void		 conf_print_help(FILE *);
+void		 conf_print_man(FILE *, const char *);
 /*
  * Whether an Origin header value is allowed: one of allowed_origins (scheme
  * and host compared without case, default port ignored) or, when none are

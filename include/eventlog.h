@@ -55,6 +55,21 @@ typedef void (*eventlog_load_cb)(enum eventlog_status, const char *, size_t,
  * missed, so re-read what you follow.
  */
 typedef void (*eventlog_watch_cb)(const char *, uint64_t, uint64_t, void *);
+/*
+ * A message callback: (sid, msg, len, arg), for a message published on the
+ * session by any process sharing the log, this one included
+ * (eventlog_publish), or by the log itself: EVENTLOG_MESSAGE_DELETED once
+ * the session is deleted. Messages are not kept: one sent while a watch was
+ * not live is lost (its k == 0 call follows), so what matters is also left
+ * where it can be read again.
+ */
+typedef void (*eventlog_message_cb)(const char *, const char *, size_t,
+		    void *);
+
+/* The log's own message; callers' messages never start with '!'. */
+#define EVENTLOG_MESSAGE_DELETED	"!deleted"
+/* The longest message eventlog_publish takes. */
+#define EVENTLOG_MESSAGE_MAX		16384
 
 /* A backend: one vtable, filled by eventlog_memory.c or eventlog_redis.c. */
 struct eventlog_ops {
@@ -74,13 +89,19 @@ struct eventlog_ops {
 	void	(*read)(void *, const char *, uint64_t, uint64_t, size_t,
 		    eventlog_read_cb, void *);
 	/* Optional (NULL: commits are only made by this process). */
-	void	(*watch)(void *, const char *, eventlog_watch_cb, void *);
-	void	(*unwatch)(void *, const char *, eventlog_watch_cb, void *);
+	void	(*watch)(void *, const char *, eventlog_watch_cb,
+		    eventlog_message_cb, void *);
+	void	(*unwatch)(void *, const char *, eventlog_watch_cb,
+		    eventlog_message_cb, void *);
+	void	(*publish)(void *, const char *, const char *, size_t,
+		    eventlog_done_cb, void *);
 	/* Optional, shared logs only: small session-scoped values with TTL. */
 	void	(*note_set)(void *, const char *, const char *, const char *,
 		    size_t, uint64_t, eventlog_done_cb, void *);
 	void	(*note_get)(void *, const char *, const char *,
 		    eventlog_load_cb, void *);
+	/* Optional (NULL: always): whether operations may succeed now. */
+	int	(*available)(void *);
 };
 
 struct eventlog	*eventlog_create(struct event_base *, const struct conf *,
@@ -117,16 +138,33 @@ void	eventlog_read(struct eventlog *, const char *, uint64_t, uint64_t,
 
 /*
  * Live following across instances: cb runs (never inside this call) for
- * every commit to any stream of the session, until the matching unwatch.
- * Watches are counted: each watch needs one unwatch with the same sid, cb
- * and arg. Backends without cross-process commits (memory) do nothing, as
+ * every commit to any stream of the session, and mcb (if not NULL) for
+ * every message published on it, until the matching unwatch. Watches are
+ * counted: each watch needs one unwatch with the same sid, cb, mcb and
+ * arg. Backends without cross-process commits (memory) do nothing, as
  * their in-process commits are already seen by the session layer.
  */
 int	eventlog_shared(const struct eventlog *);
+/*
+ * Whether the backend can take operations now (redis: its command
+ * connection is up and set up), for /readyz and /healthz; and its name.
+ */
+int		 eventlog_available(const struct eventlog *);
+const char	*eventlog_name(const struct eventlog *);
 void	eventlog_watch(struct eventlog *, const char *, eventlog_watch_cb,
-	    void *);
+	    eventlog_message_cb, void *);
 void	eventlog_unwatch(struct eventlog *, const char *, eventlog_watch_cb,
-	    void *);
+	    eventlog_message_cb, void *);
+/*
+ * Sends a message (at most EVENTLOG_MESSAGE_MAX bytes, not starting with
+ * '!') to every process watching the session, this one included; cb runs
+ * once it is sent (OK, whether or not anybody listened). Messages to the
+ * session follow every operation asked for before, in order: a note set
+ * before a message is there for whoever reads it on receipt. Where no
+ * other process shares the log (memory) nobody hears it, and cb says OK.
+ */
+void	eventlog_publish(struct eventlog *, const char *, const char *,
+	    size_t, eventlog_done_cb, void *);
 
 /*
  * Notes: small values of a session, named, each with its own lifetime in

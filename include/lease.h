@@ -14,8 +14,16 @@
 
 #include "eventlog.h"
 
-/* How long a lease lives unless renewed; owners renew it every second. */
-#define LEASE_MS	5000
+/*
+ * How long a lease lives unless renewed (lease_ttl), how often its owner
+ * renews it (a third of that, a second at most: two renewals may be lost
+ * or late before the lease lapses), and how often a process showing a
+ * stream written elsewhere checks its lease: a call whose process died is
+ * found within lease_ttl + LEASE_CHECK_MS (plus a few round trips).
+ */
+#define LEASE_CHECK_MS	500
+uint64_t lease_ttl_ms(void);
+uint64_t lease_renew_ms(void);
 
 /* The owner's side. */
 void	 lease_take(const char *, uint64_t, const cJSON *);

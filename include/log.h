@@ -1,4 +1,5 @@
-/* One logger: levels checked before formatting, lines to stderr (journald). */
+/* One logger: levels checked before formatting; lines to stderr (journald,
+ * containers) or a file, as text or JSON. */
 #ifndef MCPD_LOG_H
 #define MCPD_LOG_H
 
@@ -23,6 +24,8 @@ enum log_level {
 extern enum log_level log_level;
 
 void	 log_init(enum log_level);
+int	 log_open(const char *, int, char **);
+void	 log_reopen(void);
 int	 log_level_parse(const char *, enum log_level *);
 const char *log_level_name(enum log_level);
 void	 log_write(enum log_level, const char *, ...)

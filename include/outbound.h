@@ -30,5 +30,9 @@ const char		*outbound_new(const struct call *, const char *,
 			     outbound_cb, void *);
 enum outbound_route	 outbound_response(const char *, const cJSON *);
 void			 outbound_end(const struct call *);
+/* Shared logs: what other processes say of answers (session.c). */
+void			 outbound_pushed(const char *, const char *, size_t,
+			     const char *, size_t);
+void			 outbound_resync(const char *);
 
 #endif

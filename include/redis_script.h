@@ -36,6 +36,8 @@ struct redis_pubsub {
 	size_t			 channellen;
 	uint64_t		 k;		/* message: the committed id */
 	uint64_t		 seq;
+	const char		*data;		/* or k == 0: a message */
+	size_t			 len;
 };
 
 const char	*redis_script_source(void);
@@ -56,6 +58,8 @@ const char	*redis_script_source(void);
 #define REDIS_SCRIPT_STREAM_PREFIX	"mcpd:{%s}:s:"
 #define REDIS_SCRIPT_CHANNEL		"mcpd:{%s}:events"
 #define REDIS_SCRIPT_NOTE_KEY		"mcpd:{%s}:x:%s"
+/* On the channel, before a message of eventlog_publish (2 bytes). */
+#define REDIS_SCRIPT_MESSAGE_HEAD	"m "
 char		*redis_script_meta_key(const char *);
 char		*redis_script_note_key(const char *, const char *);
 char		*redis_script_stream_key(const char *, uint64_t);

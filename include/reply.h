@@ -9,7 +9,14 @@
 
 #include <cjson/cJSON.h>
 
+struct evbuffer;
 struct evhttp_request;
+
+/* Counts a response by method and status; reply_send counts and sends. */
+void	reply_count(struct evhttp_request *, int);
+void	reply_send(struct evhttp_request *, int, struct evbuffer *);
+const char *reply_method(struct evhttp_request *);
+const char *reply_session(struct evhttp_request *);
 
 /* Sends json (and frees it) as the body of a status reply. */
 void	reply_json(struct evhttp_request *, int, cJSON *);

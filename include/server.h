@@ -16,6 +16,7 @@ struct event_base;
 struct eventlog;
 struct evconnlistener;
 struct evhttp;
+struct evhttp_bound_socket;
 
 struct server {
 	struct event_base	*base;
@@ -23,7 +24,11 @@ struct server {
 	struct eventlog		*eventlog;
 	int			 shared;	/* other processes use the log */
 
+	struct evhttp		*http;
+	struct evhttp_bound_socket *bound;	/* NULL: not accepting */
 	struct evconnlistener	*lev;
+	int			 port;		/* listened on */
+	long long		 start_time;	/* seconds since the epoch */
 	struct event		*resume_ev;
 	unsigned long long	 nofile;	/* the open file limit */
 	uint64_t		 refusing_since;	/* 0: accept works */
@@ -34,7 +39,8 @@ extern struct server server;
 
 void		 server_init(struct event_base *, const struct conf *,
 		     struct eventlog *);
-int		 server_run(const struct conf *);
+int		 server_run(struct conf *);
 struct evhttp	*server_http_new(struct event_base *, const struct conf *);
+void		 server_http_limits(struct evhttp *, const struct conf *);
 
 #endif

@@ -27,6 +27,9 @@ struct stream_watcher;
 void		 session_init(void);
 void		 session_shutdown(void);
 void		 session_cron(void);
+void		 session_renew_leases(void);
+size_t		 session_running_calls(void);
+void		 session_interrupt_calls(const char *);
 
 typedef void (*session_stored_fn)(struct session *, int, void *);
 struct session	*session_create(const char *, const cJSON *,

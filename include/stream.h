@@ -54,6 +54,9 @@ void		 stream_append_response(struct stream *, const char *, size_t,
 		     int, const cJSON *);
 void		 stream_end(struct stream *);
 void		 stream_delivered(struct stream *, uint64_t);
+/* Shared logs: delivery progress from views of other processes. */
+void		 stream_progress(struct session *, uint64_t, uint64_t);
+void		 stream_progress_check(struct stream *, int);
 
 /* Responses still owed on a request stream; the last one ends it. */
 void		 stream_expect_response(struct stream *, const cJSON *);
@@ -101,6 +104,7 @@ void		 stream_watcher_delivered(struct stream_watcher *, uint64_t);
 void		 stream_watcher_published(struct stream_watcher *, uint64_t);
 void		 stream_watcher_missed(struct stream_watcher *);
 void		 stream_watcher_close(struct stream_watcher *, const char *);
+int		 stream_watcher_local(const struct stream_watcher *);
 int		 stream_close_after(struct stream *, uint64_t);
 int64_t		 stream_view_close_after(const struct stream *);
 int		 stream_policy_blocks(struct session *, uint64_t);

@@ -27,6 +27,10 @@ struct view	*view_open(struct evhttp_request *, struct session *,
 void		 view_resume(struct evhttp_request *, struct session *,
 		     const struct cursor *);
 void		 view_cron(void);
+void		 view_check_orphans(void);
+/* A drain (drain.c): responses end with retry: for a resume elsewhere. */
+size_t		 view_drain_step(void);
+size_t		 view_drain_end(void);
 void		 view_shutdown(void);
 size_t		 view_count(void);
 

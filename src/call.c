@@ -17,8 +17,10 @@
 #include <event2/event.h>
 
 #include "call.h"
+#include "clock.h"
 #include "jsonrpc.h"
 #include "log.h"
+#include "metrics.h"
 #include "outbound.h"
 #include "server.h"
 #include "session.h"
@@ -35,6 +37,8 @@ struct call {
 	u_int		 refs;
 	call_cancel_cb	 cancel_cb;
 	void		*cancel_arg;
+	char		*tool;		/* a tools/call of a known tool */
+	uint64_t	 start_ms;
 };
 
 struct call *
@@ -47,6 +51,7 @@ call_start(struct session *s, struct stream *st, const cJSON *id,
 	c->session = s;
 	c->stream = st;
 	c->refs = 1;
+	c->start_ms = clock_now_ms();
 	c->id = cJSON_Duplicate(id, 1);
 	if (progress_token != NULL)
 		c->progress_token = cJSON_Duplicate(progress_token, 1);
@@ -99,7 +104,27 @@ call_free(struct call *c)
 	session_unref(c->session);
 	cJSON_Delete(c->id);
 	cJSON_Delete(c->progress_token);
+	free(c->tool);
 	free(c);
+}
+
+/*
+ * The call runs tool name (NULL: no tool after all, an unknown name is not
+ * a label of its own): it is counted by tool and outcome when it ends.
+ */
+void
+call_set_tool(struct call *c, const char *name)
+{
+	free(c->tool);
+	c->tool = name != NULL ? xstrdup(name) : NULL;
+}
+
+static void
+call_count(struct call *c, enum metrics_outcome outcome)
+{
+	if (c->tool != NULL)
+		metrics_tool_call(c->tool, outcome,
+		    (clock_now_ms() - c->start_ms) * 1000);
 }
 
 static void
@@ -163,6 +188,7 @@ call_cancel(struct call *c, const char *reason)
 	    "cancelled: %s", session_id(c->session), id, reason);
 	free(id);
 	call_tell_cancel(c);
+	call_count(c, METRICS_TOOL_CANCELLED);
 	if (call_finish(c))
 		stream_close(c->stream);
 }
@@ -306,6 +332,15 @@ call_send_response(struct call *c, cJSON *msg)
 	int		 last = call_finish(c);
 	const char	*text;
 	size_t		 len;
+	const cJSON	*result = cJSON_GetObjectItemCaseSensitive(msg, "result");
+
+	if (result == NULL)
+		call_count(c, METRICS_TOOL_FAILED);
+	else if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(result,
+	    "isError")))
+		call_count(c, METRICS_TOOL_ERROR);
+	else
+		call_count(c, METRICS_TOOL_OK);
 
 	/* The stream copies the text before it returns. */
 	text = jsonrpc_print_shared(msg, &len);

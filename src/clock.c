@@ -12,6 +12,15 @@ clock_now_ms(void)
 }
 
 uint64_t
+clock_now_us(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ((uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000);
+}
+
+uint64_t
 clock_wall_ms(void)
 {
 	struct timespec	ts;

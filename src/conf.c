@@ -148,6 +148,7 @@ struct conf_scope {
 };
 
 static conf_check_cb	conf_check_path;
+static conf_check_cb	conf_check_log_file;
 static conf_check_cb	conf_check_origin;
 static conf_check_cb	conf_check_dir;
 static conf_parse_cb	conf_parse_eventlog;
@@ -168,6 +169,12 @@ static const struct conf_enum conf_bool_values[] = {
 static const struct conf_enum conf_backpressure_values[] = {
 	{ "block", CONF_BACKPRESSURE_BLOCK },
 	{ "close", CONF_BACKPRESSURE_CLOSE },
+	{ NULL, 0 }
+};
+
+static const struct conf_enum conf_log_format_values[] = {
+	{ "text", CONF_LOG_TEXT },
+	{ "json", CONF_LOG_JSON },
 	{ NULL, 0 }
 };
 
@@ -437,10 +444,62 @@ static const struct conf_entry conf_entries[] = {
 	  "stream or notify while builtin_tools is on. Inside the block, "
 	  "one directive per line; param and env may repeat:" },
 
+	{ .name = "drain_delay", .type = CONF_SECONDS,
+	  .offset = CONF_OFF(drain_delay), .min = 0, .max = 3600, .def = "5",
+	  .section = "Drain and failover",
+	  .help = "On SIGTERM or SIGINT (drain, then exit) or SIGUSR2 "
+	  "(drain and stay up until SIGTERM), /readyz answers 503 at once, "
+	  "and the instance goes on serving as usual for this long, so the "
+	  "load balancer notices before connections are refused. Then the "
+	  "listening socket closes, requests still arriving on open "
+	  "connections are answered with Connection: close, and running "
+	  "calls may finish (drain_timeout). A second SIGTERM or SIGINT "
+	  "exits at once." },
+	CONF_NUMBER("drain_timeout", CONF_SECONDS, drain_timeout, 0, 86400,
+	    "30", "How long running calls may take to finish after "
+	    "drain_delay. Calls still running then end with an error "
+	    "response saying they were interrupted. Once the calls are "
+	    "over, SSE responses still open end with a retry: field, and "
+	    "with the redis event log their clients resume on another "
+	    "instance."),
+	CONF_NUMBER("lease_ttl", CONF_SECONDS, lease_ttl, 1, 300, "5",
+	    "With the redis event log, how long the lease of a running "
+	    "call lives without renewal. The instance running the call "
+	    "renews it every lease_ttl/3 (every second at most); an "
+	    "instance showing the call's stream checks it twice a second, "
+	    "and once it has lapsed answers the call with an error saying "
+	    "it was interrupted. A smaller lease finds a dead instance's "
+	    "calls sooner (within lease_ttl + 1 seconds); but if Redis or "
+	    "the running instance's event loop stalls for longer than "
+	    "lease_ttl, other instances take a live call for dead and "
+	    "answer it with that error while it still runs."),
+
 	{ .name = "log_level", .type = CONF_CUSTOM,
 	  .parse = conf_parse_log_level, .args = "debug|info|warn|error",
 	  .def = "info", .section = "Logging",
-	  .help = "Least severe level of the lines logged to stderr." },
+	  .help = "Least severe level of the lines logged." },
+	{ .name = "log_file", .type = CONF_STRING,
+	  .offset = CONF_OFF(log_file), .check = conf_check_log_file,
+	  .args = "stderr|PATH", .def = "stderr",
+	  .help = "Where log lines go: stderr (the journal under systemd, "
+	  "the runtime's log in a container), or the file at the absolute "
+	  "PATH, appended to and created (mode 0640) if needed. SIGUSR1 "
+	  "reopens the file, after log rotation moved it away." },
+	{ .name = "access_log", .type = CONF_BOOL,
+	  .offset = CONF_OFF(access_log), .values = conf_bool_values,
+	  .def = "off",
+	  .help = "One line per HTTP request in the log, whatever log_level "
+	  "says, written when its response ends: method, path, status, "
+	  "session, stream (an SSE response's K), body bytes and "
+	  "milliseconds from the request to the end of its response (for "
+	  "an SSE response, of the stream)." },
+	{ .name = "log_format", .type = CONF_ENUM,
+	  .offset = CONF_OFF(log_format), .values = conf_log_format_values,
+	  .def = "text",
+	  .help = "text: TIME LEVEL MESSAGE, one line each. json: one JSON "
+	  "object per line with time, level and msg, for log collectors; "
+	  "bytes of a message that are not UTF-8 are escaped, so every line "
+	  "is valid JSON." },
 };
 
 /* ---------------------------------------------------------------------
@@ -1150,6 +1209,19 @@ conf_check_path(const char *s, char **value, char **why)
 	return (0);
 }
 
+/* "stderr", or an absolute path to a file (not checked before opening). */
+static int
+conf_check_log_file(const char *s, char **value, char **why)
+{
+	if (strcmp(s, "stderr") != 0 && *s != '/') {
+		xasprintf(why, "log_file must be stderr or an absolute path, "
+		    "not \"%s\"", s);
+		return (-1);
+	}
+	*value = xstrdup(s);
+	return (0);
+}
+
 /*
  * Parse an origin as a browser sends it, http[s]://HOST[:PORT], and write
  * its canonical form to buf (CONF_ORIGIN_MAX bytes): scheme and host in
@@ -1767,8 +1839,94 @@ conf_default(void)
 	struct conf	*conf;
 
 	conf = xcalloc(1, sizeof *conf);
+	conf->refs = 1;
 	conf_set_defaults(conf, conf_entries, CONF_NITEMS(conf_entries));
 	return (conf);
+}
+
+/*
+ * Another holder of a configuration: a reload replaces server.conf while
+ * running exec calls still use their tool's definition from the one they
+ * started with. Each holder calls conf_free once; the last one frees.
+ */
+const struct conf *
+conf_ref(const struct conf *conf)
+{
+	((struct conf *)conf)->refs++;
+	return (conf);
+}
+
+/* A holder's conf_free, for the const pointer conf_ref gave it. */
+void
+conf_release(const struct conf *conf)
+{
+	conf_free((struct conf *)conf);
+}
+
+static int
+conf_str_differ(const char *a, const char *b)
+{
+	if (a == NULL || b == NULL)
+		return (a != b);
+	return (strcmp(a, b) != 0);
+}
+
+static void
+conf_str_keep(char **dst, const char *src)
+{
+	free(*dst);
+	*dst = src != NULL ? xstrdup(src) : NULL;
+}
+
+/*
+ * A reload: the directives a running process cannot take up (what it
+ * listens on, the event log and what the log was created with) keep the
+ * values of old, and their names are put in names (*n of them, at most
+ * max). -1 with the reason when what remains is inconsistent.
+ */
+int
+conf_keep_restart_only(struct conf *new, const struct conf *old,
+    const char **names, size_t max, size_t *n, char **cause)
+{
+	*n = 0;
+#define CONF_KEEP(name, differ, keep) do {				\
+	if (differ) {							\
+		keep;							\
+		if (*n < max)						\
+			names[(*n)++] = name;				\
+	}								\
+} while (0)
+#define CONF_KEEP_NUM(name, f)						\
+	CONF_KEEP(name, new->f != old->f, new->f = old->f)
+
+	CONF_KEEP("listen", conf_str_differ(new->listen_host,
+	    old->listen_host) || new->listen_port != old->listen_port,
+	    (conf_str_keep(&new->listen_host, old->listen_host),
+	    new->listen_port = old->listen_port));
+	CONF_KEEP("endpoint", conf_str_differ(new->endpoint, old->endpoint),
+	    conf_str_keep(&new->endpoint, old->endpoint));
+	CONF_KEEP("eventlog", new->eventlog != old->eventlog ||
+	    conf_str_differ(new->redis_host, old->redis_host) ||
+	    new->redis_port != old->redis_port ||
+	    new->redis_db != old->redis_db,
+	    (new->eventlog = old->eventlog,
+	    conf_str_keep(&new->redis_host, old->redis_host),
+	    new->redis_port = old->redis_port, new->redis_db = old->redis_db));
+	CONF_KEEP_NUM("commit", commit_replicas);
+	CONF_KEEP_NUM("stream_maxlen", stream_maxlen);
+	CONF_KEEP_NUM("stream_ttl", stream_ttl);
+	CONF_KEEP_NUM("session_ttl", session_ttl);
+	CONF_KEEP_NUM("session_max_streams", session_max_streams);
+#undef CONF_KEEP_NUM
+#undef CONF_KEEP
+
+	if (new->stream_window > new->stream_maxlen) {
+		xasprintf(cause, "%s: stream_window (%lld) is larger than the "
+		    "running stream_maxlen (%lld)", new->path,
+		    new->stream_window, new->stream_maxlen);
+		return (-1);
+	}
+	return (0);
 }
 
 struct conf *
@@ -1875,7 +2033,7 @@ conf_free(struct conf *conf)
 	char			*field;
 	size_t			 i;
 
-	if (conf == NULL)
+	if (conf == NULL || --conf->refs > 0)
 		return;
 	for (i = 0; i < CONF_NITEMS(conf_entries); i++) {
 		ce = &conf_entries[i];
@@ -2121,6 +2279,127 @@ conf_print_example(FILE *f)
 		else
 			fprintf(f, "#%s %s\n", ce->name, value);
 	}
+}
+
+/*
+ * roff: a backslash is \e, and a line may not start with "." or "'" (it
+ * would be a request); \& before such a line makes it text.
+ */
+static void
+conf_man_text(FILE *f, const char *text)
+{
+	const char	*p;
+	int		 bol = 1;
+
+	for (p = text; *p != '\0'; p++) {
+		if (bol && (*p == '.' || *p == '\''))
+			fputs("\\&", f);
+		bol = (*p == '\n');
+		if (*p == '\\')
+			fputs("\\e", f);
+		else if (*p == '-')
+			fputs("\\-", f);
+		else
+			fputc(*p, f);
+	}
+}
+
+/* One directive as a tagged paragraph; a block's own directives inside. */
+static void
+conf_man_entry(FILE *f, const struct conf_entry *ce)
+{
+	char	*synopsis, *def;
+	size_t	 i;
+
+	synopsis = conf_synopsis(ce);
+	fputs(".TP\n\\fB", f);
+	conf_man_text(f, ce->name);
+	fputs("\\fR \\fI", f);
+	conf_man_text(f, synopsis);
+	fputs("\\fR\n", f);
+	free(synopsis);
+	conf_man_text(f, ce->help);
+	fputs("\n", f);
+	if ((def = conf_default_text(ce)) != NULL) {
+		fputs(".br\n", f);
+		conf_man_text(f, def);
+		fputs("\n", f);
+		free(def);
+	}
+	if (ce->sub == NULL)
+		return;
+	fputs(".RS\n", f);
+	for (i = 0; i < ce->nsub; i++)
+		conf_man_entry(f, &ce->sub[i]);
+	fputs(".RE\n", f);
+}
+
+/* A block's examples, as they appear in the example file, unfilled. */
+static void
+conf_man_examples(FILE *f, const struct conf_entry *ce)
+{
+	fputs(".PP\nExamples:\n.PP\n.nf\n.RS\n", f);
+	if (ce->example != NULL)
+		conf_man_text(f, ce->example);
+	if (ce->example_active != NULL) {
+		fputs("\n", f);
+		conf_man_text(f, ce->example_active);
+	}
+	fputs(".RE\n.fi\n", f);
+}
+
+/* mcpd.conf(5), from the same table as the example file and -h. */
+void
+conf_print_man(FILE *f, const char *version)
+{
+	const struct conf_entry	*ce;
+	size_t			 i;
+
+	fprintf(f, ".\\\" Generated by mcpd -M from the table in src/conf.c.\n"
+	    ".TH MCPD.CONF 5 \"\" \"mcpd %s\" \"File Formats\"\n", version);
+	fputs(
+".SH NAME\n"
+"mcpd.conf \\- configuration file of mcpd\n"
+".SH SYNOPSIS\n"
+".I /etc/mcpd/mcpd.conf\n"
+".SH DESCRIPTION\n"
+".BR mcpd (8)\n"
+"reads one configuration file, named with\n"
+".BR \\-c .\n"
+"It holds one directive per line:\n"
+".I NAME VALUE...\n"
+"A \"#\" outside double quotes starts a comment that runs to the end of\n"
+"the line. A word in double quotes may hold spaces and \"#\"; inside it,\n"
+"\\e\" is a quote and \\e\\e a backslash. Sizes take k, m or g (KiB, MiB,\n"
+"GiB); times in seconds take s, m, h or d; times in milliseconds take ms\n"
+"or s. A directive may appear only once, except where it says otherwise.\n"
+"A block directive ends its first line with \"{\" and its last with \"}\",\n"
+"with one of its own directives on each line in between.\n"
+".PP\n"
+"An unknown directive, a value out of its range or a malformed line is\n"
+"an error that names the file and line;\n"
+".B mcpd \\-t \\-c\n"
+".I FILE\n"
+"checks a file without starting.\n"
+".SH DIRECTIVES\n", f);
+	for (i = 0; i < CONF_NITEMS(conf_entries); i++) {
+		ce = &conf_entries[i];
+		if (ce->section != NULL) {
+			fputs(".SS ", f);
+			conf_man_text(f, ce->section);
+			fputs("\n", f);
+		}
+		conf_man_entry(f, ce);
+		if (ce->type == CONF_BLOCK)
+			conf_man_examples(f, ce);
+	}
+	fputs(
+".SH FILES\n"
+".TP\n"
+".I /etc/mcpd/mcpd.conf\n"
+"The configuration file the packaged service unit names.\n"
+".SH SEE ALSO\n"
+".BR mcpd (8)\n", f);
 }
 
 void

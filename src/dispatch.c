@@ -321,7 +321,9 @@ dispatch_tools_call(struct call *c, const cJSON *params)
 		    "arguments");
 		return;
 	}
+	call_set_tool(c, name->valuestring);
 	if (provider_call_tool(c, name->valuestring, args) != 0) {
+		call_set_tool(c, NULL);
 		xasprintf(&message, "Unknown tool: %s", name->valuestring);
 		call_respond_error(c, JSONRPC_INVALID_PARAMS, message);
 		call_release(c);

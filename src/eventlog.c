@@ -6,6 +6,7 @@
 
 #include "conf.h"
 #include "eventlog.h"
+#include "log.h"
 #include "random.h"
 #include "xmalloc.h"
 
@@ -113,20 +114,44 @@ eventlog_shared(const struct eventlog *el)
 	return (el->ops->watch != NULL);
 }
 
+int
+eventlog_available(const struct eventlog *el)
+{
+	if (el->ops->available == NULL)
+		return (1);
+	return (el->ops->available(el->backend));
+}
+
+const char *
+eventlog_name(const struct eventlog *el)
+{
+	return (el->ops->name);
+}
+
 void
 eventlog_watch(struct eventlog *el, const char *sid, eventlog_watch_cb cb,
-    void *arg)
+    eventlog_message_cb mcb, void *arg)
 {
 	if (el->ops->watch != NULL)
-		el->ops->watch(el->backend, sid, cb, arg);
+		el->ops->watch(el->backend, sid, cb, mcb, arg);
 }
 
 void
 eventlog_unwatch(struct eventlog *el, const char *sid, eventlog_watch_cb cb,
-    void *arg)
+    eventlog_message_cb mcb, void *arg)
 {
 	if (el->ops->unwatch != NULL)
-		el->ops->unwatch(el->backend, sid, cb, arg);
+		el->ops->unwatch(el->backend, sid, cb, mcb, arg);
+}
+
+void
+eventlog_publish(struct eventlog *el, const char *sid, const char *msg,
+    size_t len, eventlog_done_cb cb, void *arg)
+{
+	if (len > EVENTLOG_MESSAGE_MAX || (len > 0 && msg[0] == '!'))
+		fatalx("session=%s: a message the log cannot carry (%zu "
+		    "bytes)", sid, len);
+	el->ops->publish(el->backend, sid, msg, len, cb, arg);
 }
 
 void

@@ -5,10 +5,12 @@
  * operation atomic live in redis_script.c; this file is the I/O.
  *
  * Two connections. The command connection carries every operation, one
- * EVALSHA each (a plain HGET for session_load), pipelined: calls are issued
- * back to back and hiredis answers them in order. The subscription
- * connection exists once something is watched; it only SUBSCRIBEs and
- * UNSUBSCRIBEs (a subscribed connection can do nothing else).
+ * EVALSHA each (a plain HGET for session_load, GET and SET for notes,
+ * PUBLISH for messages), pipelined: calls are issued back to back and
+ * hiredis answers them in order, so a message follows what was asked
+ * before it. The subscription connection exists once something is
+ * watched; it only SUBSCRIBEs and UNSUBSCRIBEs (a subscribed connection
+ * can do nothing else), and hears commits and messages.
  *
  * hiredis 0.14.1 has no command timeout, so we keep our own: when the
  * oldest command in flight has waited REDIS_TIMEOUT_MS (since it was sent,
@@ -92,7 +94,8 @@ enum redis_op_type {
 	REDIS_OP_APPEND,
 	REDIS_OP_END,
 	REDIS_OP_READ,
-	REDIS_OP_NOTE_SET	/* plain SET, answered "OK" */
+	REDIS_OP_NOTE_SET,	/* plain SET, answered "OK" */
+	REDIS_OP_PUBLISH	/* plain PUBLISH, answered a count */
 };
 
 TAILQ_HEAD(redis_ops, redis_op);
@@ -158,6 +161,7 @@ RB_HEAD(redis_creates, redis_op);
 
 struct redis_watcher {
 	eventlog_watch_cb		 cb;
+	eventlog_message_cb		 mcb;
 	void				*arg;
 	int				 removed;
 	int				 resync;	/* owes a k = 0 call */
@@ -889,6 +893,7 @@ redis_op_answer(struct redis_op *op, enum eventlog_status status,
 	case REDIS_OP_STORE:
 	case REDIS_OP_DELETE:
 	case REDIS_OP_NOTE_SET:
+	case REDIS_OP_PUBLISH:
 		op->cb.done(status, op->arg);
 		break;
 	case REDIS_OP_LOAD:
@@ -1313,6 +1318,10 @@ redis_reply_cb(redisAsyncContext *ac, void *p, void *privdata)
 			redis_op_answer(op, reply->type == REDIS_REPLY_STATUS ?
 			    EVENTLOG_OK : EVENTLOG_UNAVAILABLE, NULL, NULL, 0,
 			    NULL, 0);
+		else if (op->type == REDIS_OP_PUBLISH)
+			redis_op_answer(op, reply->type == REDIS_REPLY_INTEGER ?
+			    EVENTLOG_OK : EVENTLOG_UNAVAILABLE, NULL, NULL, 0,
+			    NULL, 0);
 		else
 			redis_script_reply(op, reply);
 	}
@@ -1454,6 +1463,30 @@ redis_note_get(void *p, const char *sid, const char *name,
 	redis_op_arg(op, "GET", 3);
 	redis_op_take(op, redis_script_note_key(sid, name));
 	op->cb.load = cb;
+	op->arg = arg;
+	redis_op_submit(op);
+}
+
+/*
+ * On the command connection, behind what was asked before: a note set
+ * first is there when the message arrives.
+ */
+static void
+redis_publish(void *p, const char *sid, const char *msg, size_t len,
+    eventlog_done_cb cb, void *arg)
+{
+	struct redis_op	*op = redis_op_new(p, REDIS_OP_PUBLISH, sid, 0);
+	char		*payload;
+	int		 i;
+
+	redis_op_arg(op, "PUBLISH", 7);
+	redis_op_take(op, redis_script_channel(sid));
+	i = redis_op_next_arg(op);
+	payload = redis_op_begin_arg(op, i, 2 + len);
+	memcpy(payload, REDIS_SCRIPT_MESSAGE_HEAD, 2);
+	memcpy(payload + 2, msg, len);
+	redis_op_end_arg(op, i);
+	op->cb.done = cb;
 	op->arg = arg;
 	redis_op_submit(op);
 }
@@ -1763,6 +1796,20 @@ redis_watch_release(struct redis *r, struct redis_watch *w)
 	redis_watch_sweep(r, w);
 }
 
+/* Watchers were called: sweep what they let go of, once all returned. */
+static void
+redis_watch_notified(struct redis *r, struct redis_watch *w)
+{
+	if (--r->dispatching > 0)
+		return;
+	redis_watch_release(r, w);
+	while ((w = TAILQ_FIRST(&r->dirtyq)) != NULL) {
+		TAILQ_REMOVE(&r->dirtyq, w, dentry);
+		w->dirty = 0;
+		redis_watch_sweep(r, w);
+	}
+}
+
 /* Calls w's watchers (with resync: those owing a k = 0 call). */
 static void
 redis_watch_notify(struct redis *r, struct redis_watch *w, uint64_t k,
@@ -1777,14 +1824,22 @@ redis_watch_notify(struct redis *r, struct redis_watch *w, uint64_t k,
 		wr->resync = 0;
 		wr->cb(w->sid, k, seq, wr->arg);
 	}
-	if (--r->dispatching > 0)
-		return;
-	redis_watch_release(r, w);
-	while ((w = TAILQ_FIRST(&r->dirtyq)) != NULL) {
-		TAILQ_REMOVE(&r->dirtyq, w, dentry);
-		w->dirty = 0;
-		redis_watch_sweep(r, w);
+	redis_watch_notified(r, w);
+}
+
+/* Calls w's watchers that take messages. */
+static void
+redis_watch_message(struct redis *r, struct redis_watch *w, const char *msg,
+    size_t len)
+{
+	struct redis_watcher	*wr;
+
+	r->dispatching++;
+	TAILQ_FOREACH(wr, &w->watchers, entry) {
+		if (!wr->removed && wr->mcb != NULL)
+			wr->mcb(w->sid, msg, len, wr->arg);
 	}
+	redis_watch_notified(r, w);
 }
 
 static void
@@ -1852,8 +1907,12 @@ redis_sub_cb(redisAsyncContext *ac, void *p, void *privdata)
 			redis_watch_release(r, w);
 		break;
 	case REDIS_PUBSUB_MESSAGE:
-		if (w->state == REDIS_WATCH_LIVE)
+		if (w->state != REDIS_WATCH_LIVE)
+			break;
+		if (ps.k != 0)
 			redis_watch_notify(r, w, ps.k, ps.seq, 0);
+		else
+			redis_watch_message(r, w, ps.data, ps.len);
 		break;
 	case REDIS_PUBSUB_OTHER:
 		break;
@@ -1887,7 +1946,8 @@ redis_sub_lost(struct redis_conn *c)
 }
 
 static void
-redis_watch(void *p, const char *sid, eventlog_watch_cb cb, void *arg)
+redis_watch(void *p, const char *sid, eventlog_watch_cb cb,
+    eventlog_message_cb mcb, void *arg)
 {
 	struct redis		*r = p;
 	struct redis_watch	*w;
@@ -1908,6 +1968,7 @@ redis_watch(void *p, const char *sid, eventlog_watch_cb cb, void *arg)
 
 	wr = xcalloc(1, sizeof *wr);
 	wr->cb = cb;
+	wr->mcb = mcb;
 	wr->arg = arg;
 	TAILQ_INSERT_TAIL(&w->watchers, wr, entry);
 	w->count++;
@@ -1929,7 +1990,8 @@ redis_watch(void *p, const char *sid, eventlog_watch_cb cb, void *arg)
 }
 
 static void
-redis_unwatch(void *p, const char *sid, eventlog_watch_cb cb, void *arg)
+redis_unwatch(void *p, const char *sid, eventlog_watch_cb cb,
+    eventlog_message_cb mcb, void *arg)
 {
 	struct redis		*r = p;
 	struct redis_watch	*w;
@@ -1942,7 +2004,8 @@ redis_unwatch(void *p, const char *sid, eventlog_watch_cb cb, void *arg)
 	if (w == NULL)
 		return;
 	TAILQ_FOREACH(wr, &w->watchers, entry) {
-		if (!wr->removed && wr->cb == cb && wr->arg == arg) {
+		if (!wr->removed && wr->cb == cb && wr->mcb == mcb &&
+		    wr->arg == arg) {
 			wr->removed = 1;
 			w->count--;
 			break;
@@ -2005,6 +2068,15 @@ redis_free(void *p)
 	free(r);
 }
 
+/* Operations are refused unless the command connection is ready. */
+static int
+redis_available(void *arg)
+{
+	struct redis	*r = arg;
+
+	return (!r->closing && r->cmd.state == REDIS_CONN_READY);
+}
+
 static const struct eventlog_ops redis_ops = {
 	.name = "redis",
 	.free = redis_free,
@@ -2017,8 +2089,10 @@ static const struct eventlog_ops redis_ops = {
 	.read = redis_read,
 	.watch = redis_watch,
 	.unwatch = redis_unwatch,
+	.publish = redis_publish,
 	.note_set = redis_note_set,
 	.note_get = redis_note_get,
+	.available = redis_available,
 };
 
 static void

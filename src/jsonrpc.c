@@ -11,42 +11,17 @@
 #include <string.h>
 
 #include "jsonrpc.h"
+#include "utf8.h"
 #include "xmalloc.h"
 
 int
 jsonrpc_utf8_valid(const char *s, size_t len)
 {
-	const unsigned char	*p = (const unsigned char *)s;
-	size_t			 i = 0, n, k;
-	unsigned int		 cp;
+	size_t	i, n;
 
-	while (i < len) {
-		if (p[i] < 0x80) {
-			i++;
-			continue;
-		}
-		if ((p[i] & 0xe0) == 0xc0) {
-			n = 1;
-			cp = p[i] & 0x1f;
-		} else if ((p[i] & 0xf0) == 0xe0) {
-			n = 2;
-			cp = p[i] & 0x0f;
-		} else if ((p[i] & 0xf8) == 0xf0) {
-			n = 3;
-			cp = p[i] & 0x07;
-		} else
+	for (i = 0; i < len; i += n) {
+		if ((n = utf8_sequence(s + i, len - i)) == 0)
 			return (0);
-		for (k = 1; k <= n; k++) {
-			if (i + k >= len || (p[i + k] & 0xc0) != 0x80)
-				return (0);
-			cp = (cp << 6) | (p[i + k] & 0x3f);
-		}
-		/* Overlong forms, surrogates and values past U+10FFFF. */
-		if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) ||
-		    (n == 3 && cp < 0x10000) || cp > 0x10ffff ||
-		    (cp >= 0xd800 && cp <= 0xdfff))
-			return (0);
-		i += n + 1;
 	}
 	return (1);
 }

@@ -8,14 +8,14 @@
  * 1. The owner. Once a request stream K is created and its calls started,
  *    the process running them writes "r:K", the JSON array of the request
  *    ids K owes a response to (kept as long as K may be resumed), and takes
- *    the lease "l:K" for LEASE_MS (lease_take). Every second, while it
- *    still has something to write to K, it renews the lease (lease_renew,
- *    from session_cron). Once K ended, or when the process lets the
+ *    the lease "l:K" for lease_ttl (lease_take). Every lease_renew_ms(),
+ *    while it still has something to write to K, it renews the lease
+ *    (lease_renew, from session_renew_leases). Once K ended, or when the process lets the
  *    session go, the lease simply runs out.
  *
  * 2. Everyone else. A process showing K that none of its own calls writes
- *    checks the lease every few seconds (stream_check_orphan, from the view
- *    cron, calls lease_check). When "l:K" is gone and K is still open, its
+ *    checks the lease every LEASE_CHECK_MS (stream_check_orphan, from
+ *    view_check_orphans, calls lease_check). When "l:K" is gone and K is still open, its
  *    owner is dead: this process reads "r:K" and K's head, and commits
  *    after the head a JSON-RPC error for each id owed, the last one final
  *    (lease_answer), or ends K if no id is on record. It waits while those
@@ -68,6 +68,20 @@ static void
 lease_name(char *name, const char *what, uint64_t k)
 {
 	snprintf(name, LEASE_NAME_LEN, "%s:%llu", what, (unsigned long long)k);
+}
+
+uint64_t
+lease_ttl_ms(void)
+{
+	return ((uint64_t)server.conf->lease_ttl * 1000);
+}
+
+uint64_t
+lease_renew_ms(void)
+{
+	uint64_t	ms = lease_ttl_ms() / 3;
+
+	return (ms < 1000 ? ms : 1000);
 }
 
 /* ---------------------------------------------------------------------
@@ -132,7 +146,7 @@ void
 lease_renew(const char *sid, uint64_t k)
 {
 	if (server.shared)
-		lease_note(sid, k, "l", "1", LEASE_MS, 0);
+		lease_note(sid, k, "l", "1", lease_ttl_ms(), 0);
 }
 
 /* ---------------------------------------------------------------------
@@ -452,7 +466,8 @@ lease_settle_try(struct lease_settle *st)
 	st->busy = 1;
 	/* The stream is this process's: nobody answers it as orphaned. */
 	if (server.shared)
-		lease_note(st->sid, st->k, "l", "1", LEASE_MS, 1);
+		lease_note(st->sid, st->k, "l", "1", lease_ttl_ms(),
+		    1);
 	eventlog_read(server.eventlog, st->sid, st->k, 0, 0,
 	    lease_settle_head_cb, st);
 }

@@ -1,8 +1,13 @@
 /*
- * Logging to stderr, one line per event. Under systemd stderr goes to the
- * journal, which adds its own timestamps; the level prefix lets journald and
- * humans filter alike. libevent's internal warnings are bridged in so they
- * are not lost on a daemon without a terminal.
+ * Logging, one line per event, to stderr (under systemd the journal, in a
+ * container the runtime's log) or to a file reopened on request (log
+ * rotation). A line is formatted whole and written with one write(2), so
+ * lines never interleave and a full disk loses lines, not the process.
+ * Text lines are "TIME LEVEL MESSAGE"; JSON lines are one object each, for
+ * collectors, with the message escaped (bytes that are not UTF-8 as \u00XX,
+ * so the line stays valid JSON whatever a client sent). libevent's
+ * internal warnings are bridged in so they are not lost on a daemon
+ * without a terminal.
  *
  * A line that something outside the process can cause again and again (a
  * client's bad cursor, a full descriptor table, a stalled event log) goes
@@ -11,16 +16,26 @@
  * one summary line when its interval is over. Causes are string literals
  * in the code, so the table of them is small and never grows with input.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 
 #include "clock.h"
 #include "log.h"
+#include "utf8.h"
+#include "xmalloc.h"
+
+/* A message longer than this is cut (and says so). */
+#define LOG_MSG_MAX		4096
+/* Its line: time, level, the message escaped (6 bytes a byte at worst). */
+#define LOG_LINE_MAX		(128 + 6 * LOG_MSG_MAX)
 
 /* Distinct causes tracked; more share the last slot. */
 #define LOG_LIMIT_CAUSES	64
@@ -34,6 +49,10 @@ struct log_limit {
 };
 
 enum log_level log_level = LOG_LEVEL_INFO;
+
+static int		 log_fd = STDERR_FILENO;
+static char		*log_path;	/* NULL: stderr */
+static int		 log_json;
 
 static struct log_limit	log_limits[LOG_LIMIT_CAUSES];
 static size_t		log_nlimits;
@@ -96,22 +115,127 @@ log_level_name(enum log_level level)
 	return (log_level_names[level]);
 }
 
+/*
+ * Where lines go from now on: path (appended to, created 0640) or stderr
+ * (path NULL), as text or JSON. -1 with the reason when path cannot be
+ * opened; lines keep going where they went.
+ */
+int
+log_open(const char *path, int json, char **cause)
+{
+	int	fd = STDERR_FILENO;
+
+	if (path != NULL && (fd = open(path, O_WRONLY | O_APPEND | O_CREAT |
+	    O_CLOEXEC | O_NOCTTY, 0640)) == -1) {
+		xasprintf(cause, "log_file %s: %s", path, strerror(errno));
+		return (-1);
+	}
+	if (log_fd != STDERR_FILENO)
+		close(log_fd);
+	free(log_path);
+	log_path = path != NULL ? xstrdup(path) : NULL;
+	log_fd = fd;
+	log_json = json;
+	return (0);
+}
+
+/*
+ * After the file was moved away (rotation): the same path again. Lines go
+ * on to the old file if the path cannot be opened now.
+ */
+void
+log_reopen(void)
+{
+	char	*path, *cause;
+
+	if (log_path == NULL)
+		return;
+	path = xstrdup(log_path);
+	if (log_open(path, log_json, &cause) == 0)
+		log_info("log file %s reopened", path);
+	else {
+		log_error("%s; logging on to the file open before", cause);
+		free(cause);
+	}
+	free(path);
+}
+
+/* msg as the inside of a JSON string, at p (room for 6 bytes a byte). */
+static size_t
+log_json_escape(char *p, const char *msg, size_t len)
+{
+	static const char	 hex[] = "0123456789abcdef";
+	char			*start = p;
+	unsigned char		 c;
+	size_t			 i, n;
+
+	for (i = 0; i < len; i += n) {
+		c = (unsigned char)msg[i];
+		n = 1;
+		if (c == '"' || c == '\\') {
+			*p++ = '\\';
+			*p++ = (char)c;
+		} else if (c == '\n') {
+			*p++ = '\\';
+			*p++ = 'n';
+		} else if (c == '\t') {
+			*p++ = '\\';
+			*p++ = 't';
+		} else if (c < 0x20 || c == 0x7f ||
+		    (c >= 0x80 && utf8_sequence(msg + i, len - i) == 0)) {
+			memcpy(p, "\\u00", 4);
+			p[4] = hex[c >> 4];
+			p[5] = hex[c & 0xf];
+			p += 6;
+		} else {
+			n = utf8_sequence(msg + i, len - i);
+			memcpy(p, msg + i, n);
+			p += n;
+		}
+	}
+	return ((size_t)(p - start));
+}
+
 static void
 log_vwrite(enum log_level level, const char *fmt, va_list ap)
 {
-	struct timespec	ts;
-	struct tm	tm;
-	char		stamp[32];
+	static char	 line[LOG_LINE_MAX];
+	char		 msg[LOG_MSG_MAX], stamp[40];
+	struct timespec	 ts;
+	struct tm	 tm;
+	size_t		 len, mlen;
+	int		 n;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	gmtime_r(&ts.tv_sec, &tm);
-	strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
-	flockfile(stderr);
-	fprintf(stderr, "%s.%03ldZ %s ", stamp, ts.tv_nsec / 1000000,
-	    log_level_name(level));
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	funlockfile(stderr);
+	len = strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(stamp + len, sizeof stamp - len, ".%03ldZ",
+	    ts.tv_nsec / 1000000);
+	if ((n = vsnprintf(msg, sizeof msg, fmt, ap)) < 0)
+		n = 0;
+	if ((size_t)n >= sizeof msg) {
+		mlen = sizeof msg - 1;
+		memcpy(msg + mlen - 5, "[...]", 5);
+	} else
+		mlen = (size_t)n;
+	if (log_json) {
+		len = (size_t)snprintf(line, sizeof line,
+		    "{\"time\":\"%s\",\"level\":\"%s\",\"msg\":\"", stamp,
+		    log_level_name(level));
+		len += log_json_escape(line + len, msg, mlen);
+		memcpy(line + len, "\"}\n", 3);
+		len += 3;
+	} else {
+		len = (size_t)snprintf(line, sizeof line, "%s %s ", stamp,
+		    log_level_name(level));
+		memcpy(line + len, msg, mlen);
+		len += mlen;
+		line[len++] = '\n';
+	}
+	/* A short or failed write loses this line; nothing else can be done
+	   with it, and the daemon must not stop over it. */
+	while (write(log_fd, line, len) == -1 && errno == EINTR)
+		;
 }
 
 void

@@ -5,6 +5,7 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "conf.h"
 #include "dispatch.h"
@@ -19,6 +20,7 @@ usage(FILE *f)
 	    "usage: mcpd [-t] -c FILE\n"
 	    "       mcpd -e        print an example configuration\n"
 	    "       mcpd -h        this help and the configuration keys\n"
+	    "       mcpd -M        print the manual page mcpd.conf(5)\n"
 	    "       mcpd -V        version\n"
 	    "  -c FILE  run in the foreground with FILE\n"
 	    "  -t       check FILE and exit\n");
@@ -34,7 +36,7 @@ main(int argc, char **argv)
 
 	xmalloc_init_cjson();
 	log_init(LOG_LEVEL_INFO);
-	while ((ch = getopt(argc, argv, "c:ehtV")) != -1) {
+	while ((ch = getopt(argc, argv, "c:ehMtV")) != -1) {
 		switch (ch) {
 		case 'c':
 			path = optarg;
@@ -45,6 +47,9 @@ main(int argc, char **argv)
 		case 'h':
 			usage(stdout);
 			conf_print_help(stdout);
+			return (0);
+		case 'M':
+			conf_print_man(stdout, MCPD_VERSION);
 			return (0);
 		case 't':
 			check = 1;
@@ -72,7 +77,13 @@ main(int argc, char **argv)
 		return (0);
 	}
 	log_init(conf->log_level);
+	if (log_open(strcmp(conf->log_file, "stderr") == 0 ? NULL :
+	    conf->log_file, conf->log_format == CONF_LOG_JSON, &cause) != 0) {
+		fprintf(stderr, "mcpd: %s\n", cause);
+		free(cause);
+		conf_free(conf);
+		return (1);
+	}
 	rc = server_run(conf);
-	conf_free(conf);
 	return (rc);
 }

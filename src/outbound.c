@@ -5,7 +5,9 @@
  *
  * A request waits in the table (PENDING) until one of these, each a loop
  * callback, runs its callback: the client's answer (a POST, through
- * dispatch_response), the deadline, or a poll of a shared log. When its
+ * dispatch_response, or posted to another process sharing the log, which
+ * sends it on: outbound_pushed), the deadline, or a read of the answer's
+ * note in the shared log (a slow fallback, for a message missed). When its
  * call ends first, outbound_end takes it out of the table (ENDED: a late
  * answer is unknown) and makes its timer active, so the callback runs on a
  * later turn and never inside the call_respond or call_cancel that ended
@@ -28,6 +30,7 @@
 #include "jsonrpc.h"
 #include "log.h"
 #include "outbound.h"
+#include "peer.h"
 #include "random.h"
 #include "server.h"
 #include "session.h"
@@ -52,8 +55,12 @@ struct outbound {
 	RB_ENTRY(outbound)	 entry;
 };
 
-/* How often a shared log is asked for an answer posted elsewhere. */
-#define OUTBOUND_POLL_MS	100
+/*
+ * How often a shared log is asked for an answer posted elsewhere: only in
+ * case its message was lost (the answer is pushed, outbound_pushed, and
+ * read at once when the session's watch is re-established).
+ */
+#define OUTBOUND_POLL_MS	2000
 RB_HEAD(outbound_tree, outbound);
 
 static struct outbound_tree outbound_pending =
@@ -133,7 +140,8 @@ outbound_timer_cb(evutil_socket_t fd, short events, void *arg)
 static void
 outbound_poll_arm(struct outbound *o)
 {
-	struct timeval	tv = { 0, OUTBOUND_POLL_MS * 1000 };
+	struct timeval	tv = { OUTBOUND_POLL_MS / 1000,
+			    (OUTBOUND_POLL_MS % 1000) * 1000 };
 
 	evtimer_add(o->poll, &tv);
 }
@@ -214,18 +222,93 @@ outbound_forwarded_cb(enum eventlog_status status, void *arg)
 		    eventlog_status_name(status));
 }
 
-/* An answer to a request another process may have sent: leave it there. */
+/*
+ * An answer to a request another process may have sent: left as a note
+ * (for a process that misses the message), then sent to every process
+ * holding the session, with the answer when it fits in a message.
+ */
 static void
 outbound_forward(const char *sid, const char *id, const cJSON *msg)
 {
-	char	 name[40], *text;
+	char	 name[40], *text, *push;
+	size_t	 len, pushlen;
 
 	snprintf(name, sizeof name, "a:%s", id);
 	text = cJSON_PrintUnformatted(msg);
-	eventlog_note_set(server.eventlog, sid, name, text, strlen(text),
+	len = strlen(text);
+	eventlog_note_set(server.eventlog, sid, name, text, len,
 	    (uint64_t)server.conf->request_timeout * 1000,
 	    outbound_forwarded_cb, NULL);
+	push = peer_format_answer(id, text, len, &pushlen);
+	eventlog_publish(server.eventlog, sid, push, pushlen,
+	    outbound_forwarded_cb, NULL);
+	free(push);
 	free(text);
+}
+
+static struct outbound *
+outbound_find(const char *sid, const char *id, size_t idlen)
+{
+	struct outbound	 find, *o;
+
+	if (idlen >= sizeof find.id)
+		return (NULL);
+	memcpy(find.id, id, idlen);
+	find.id[idlen] = '\0';
+	if ((o = RB_FIND(outbound_tree, &outbound_pending, &find)) == NULL ||
+	    strcmp(o->sid, sid) != 0)
+		return (NULL);
+	return (o);
+}
+
+/* Reads the answer's note now rather than at the next poll. */
+static void
+outbound_poll_now(struct outbound *o)
+{
+	if (o->poll == NULL)
+		return;
+	evtimer_del(o->poll);
+	outbound_poll_cb(-1, 0, o);
+}
+
+/*
+ * Another process sharing the log was posted the answer to request id of
+ * session sid (peer.h): json, or NULL when it was too big to travel (or
+ * does not parse): then it is in the note.
+ */
+void
+outbound_pushed(const char *sid, const char *id, size_t idlen,
+    const char *json, size_t len)
+{
+	struct outbound	*o;
+	cJSON		*msg = NULL;
+
+	if ((o = outbound_find(sid, id, idlen)) == NULL)
+		return;		/* not asked here, or answered already */
+	if (json != NULL)
+		msg = cJSON_ParseWithLength(json, len);
+	if (!cJSON_IsObject(msg)) {
+		cJSON_Delete(msg);
+		outbound_poll_now(o);
+		return;
+	}
+	log_debug("session=%s request %s answered through another process",
+	    o->sid, o->id);
+	outbound_complete(o, cJSON_GetObjectItemCaseSensitive(msg, "result"),
+	    cJSON_GetObjectItemCaseSensitive(msg, "error"));
+	cJSON_Delete(msg);
+}
+
+/* Session sid's watch was re-established: answers may have been missed. */
+void
+outbound_resync(const char *sid)
+{
+	struct outbound	*o, *o1;
+
+	RB_FOREACH_SAFE(o, outbound_tree, &outbound_pending, o1) {
+		if (strcmp(o->sid, sid) == 0)
+			outbound_poll_now(o);
+	}
 }
 
 /* A client's answer (msg) posted in session sid. */

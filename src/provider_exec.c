@@ -42,6 +42,7 @@
 #define EXECTOOL_INTEGER_MAX	9007199254740992.0
 
 struct exectool_call {
+	const struct conf	*conf;		/* holds tool's definition */
 	const struct conf_tool	*tool;
 	struct call		*call;		/* NULL once released */
 	struct exec_job		*job;		/* NULL once done */
@@ -370,6 +371,7 @@ exectool_maybe_free(struct exectool_call *t)
 		return;
 	event_free(t->timer);
 	free(t->out);
+	conf_release(t->conf);
 	free(t);
 }
 
@@ -590,15 +592,18 @@ exectool_timeout_cb(evutil_socket_t fd, short events, void *arg)
 		exec_kill(t->job);
 }
 
-/* Calls of tool whose programs are not done. */
+/*
+ * Calls of the tool named name whose programs are not done, those started
+ * before a reload (with the tool's definition of then) included.
+ */
 static long long
-exectool_count(const struct conf_tool *tool)
+exectool_count(const char *name)
 {
 	struct exectool_call	*t;
 	long long		 n = 0;
 
 	TAILQ_FOREACH(t, &exectool_running, entry) {
-		if (t->tool == tool)
+		if (strcmp(t->tool->name, name) == 0)
 			n++;
 	}
 	return (n);
@@ -626,7 +631,7 @@ exectool_call_tool(struct call *c, const char *name, const cJSON *args)
 		return (0);
 	}
 	if (tool->max_concurrency > 0 &&
-	    exectool_count(tool) >= tool->max_concurrency) {
+	    exectool_count(tool->name) >= tool->max_concurrency) {
 		xasprintf(&text, "tool busy: %s is running %lld calls "
 		    "(max_concurrency); try again later", tool->name,
 		    tool->max_concurrency);
@@ -659,6 +664,7 @@ exectool_call_tool(struct call *c, const char *name, const cJSON *args)
 	}
 	provider_exec_argv_free(argv);
 
+	t->conf = conf_ref(conf);
 	t->tool = tool;
 	t->call = c;
 	t->job = job;

@@ -12,7 +12,15 @@
  *   mcpd:{SID}:s:K	a Redis Stream; entry N has the explicit id K-N (so
  *			the XADD id is the SSE id) and one field, d.
  *   mcpd:{SID}:events	pub/sub channel: "K-N" after each commit (an
- *			append of several entries publishes its last id).
+ *			append of several entries publishes its last id);
+ *			"!deleted" when delete removed the session; "m "
+ *			then the text of a process's message to the others
+ *			(eventlog_publish: a plain PUBLISH, not the
+ *			script; the messages are in peer.h).
+ *   mcpd:{SID}:x:NAME	notes (eventlog_note_set: plain SET with PX, not
+ *			the script): leases l:K and r:K (lease.c), answers
+ *			a:ID (outbound.c), delivery progress p:K
+ *			(progress.c).
  *
  * Lifetimes: the meta hash lives session_ttl past the session's last write;
  * open streams live longer (the caller passes 1.5 x session_ttl) and are
@@ -176,6 +184,8 @@ static const char redis_script_lua[] =
 "		end\n"
 "	end\n"
 "	redis.call('UNLINK', meta)\n"
+"	-- Every process holding the session drops it at once.\n"
+"	redis.call('PUBLISH', channel, '" EVENTLOG_MESSAGE_DELETED "')\n"
 "	return {'ok'}\n"
 "end\n"
 "\n"
@@ -532,12 +542,22 @@ redis_script_pubsub(const struct redisReply *reply, struct redis_pubsub *ps)
 		ps->kind = REDIS_PUBSUB_UNSUBSCRIBE;
 	else if (redis_script_is(kind, "message")) {
 		ps->kind = REDIS_PUBSUB_MESSAGE;
-		if (payload->type != REDIS_REPLY_STRING ||
-		    cursor_parse_len(payload->str, payload->len, &c) != 0 ||
-		    c.stream == 0)
+		if (payload->type != REDIS_REPLY_STRING)
 			return (-1);
-		ps->k = c.stream;
-		ps->seq = c.seq;
+		if (payload->len > 2 && memcmp(payload->str,
+		    REDIS_SCRIPT_MESSAGE_HEAD, 2) == 0) {
+			ps->data = payload->str + 2;	/* a process's */
+			ps->len = payload->len - 2;
+		} else if (payload->len > 1 && payload->str[0] == '!') {
+			ps->data = payload->str;	/* the script's */
+			ps->len = payload->len;
+		} else if (cursor_parse_len(payload->str, payload->len,
+		    &c) != 0 || c.stream == 0)
+			return (-1);
+		else {
+			ps->k = c.stream;
+			ps->seq = c.seq;
+		}
 	} else
 		ps->kind = REDIS_PUBSUB_OTHER;
 	return (0);

@@ -10,8 +10,86 @@
 #include <event2/buffer.h>
 #include <event2/http.h>
 
+#include "access.h"
 #include "jsonrpc.h"
+#include "metrics.h"
 #include "reply.h"
+
+/* The method as the access log and the metrics name it. */
+const char *
+reply_method(struct evhttp_request *req)
+{
+	switch (evhttp_request_get_command(req)) {
+	case EVHTTP_REQ_GET:
+		return ("GET");
+	case EVHTTP_REQ_POST:
+		return ("POST");
+	case EVHTTP_REQ_DELETE:
+		return ("DELETE");
+	case EVHTTP_REQ_PUT:
+		return ("PUT");
+	case EVHTTP_REQ_PATCH:
+		return ("PATCH");
+	case EVHTTP_REQ_OPTIONS:
+		return ("OPTIONS");
+	case EVHTTP_REQ_HEAD:
+		return ("HEAD");
+	default:
+		return ("other");
+	}
+}
+
+/* The session a response is about: the one it names, or the request's. */
+const char *
+reply_session(struct evhttp_request *req)
+{
+	const char	*sid;
+
+	if ((sid = evhttp_find_header(evhttp_request_get_output_headers(req),
+	    "Mcp-Session-Id")) == NULL)
+		sid = evhttp_find_header(evhttp_request_get_input_headers(req),
+		    "Mcp-Session-Id");
+	return (sid);
+}
+
+/* Every response that starts is counted by method and status here. */
+void
+reply_count(struct evhttp_request *req, int status)
+{
+	enum metrics_method	m;
+
+	switch (evhttp_request_get_command(req)) {
+	case EVHTTP_REQ_GET:
+		m = METRICS_GET;
+		break;
+	case EVHTTP_REQ_POST:
+		m = METRICS_POST;
+		break;
+	case EVHTTP_REQ_DELETE:
+		m = METRICS_DELETE;
+		break;
+	default:
+		m = METRICS_OTHER_METHOD;
+		break;
+	}
+	metrics_http(m, status);
+}
+
+/* A whole reply (body NULL: none). */
+void
+reply_send(struct evhttp_request *req, int status, struct evbuffer *body)
+{
+	char	path[ACCESS_PATH_MAX + 1];
+
+	reply_count(req, status);
+	if (access_enabled()) {
+		access_path(path, evhttp_request_get_uri(req));
+		access_line(reply_method(req), path, status,
+		    reply_session(req), 0, body != NULL ?
+		    evbuffer_get_length(body) : 0, access_take(req));
+	}
+	evhttp_send_reply(req, status, NULL, body);
+}
 
 void
 reply_json(struct evhttp_request *req, int status, cJSON *json)
@@ -25,7 +103,7 @@ reply_json(struct evhttp_request *req, int status, cJSON *json)
 	free(text);
 	evhttp_add_header(evhttp_request_get_output_headers(req),
 	    "Content-Type", "application/json");
-	evhttp_send_reply(req, status, NULL, buf);
+	reply_send(req, status, buf);
 	evbuffer_free(buf);
 }
 
@@ -39,7 +117,7 @@ reply_error(struct evhttp_request *req, int status, int code,
 void
 reply_empty(struct evhttp_request *req, int status)
 {
-	evhttp_send_reply(req, status, NULL, NULL);
+	reply_send(req, status, NULL);
 }
 
 void

@@ -1,8 +1,9 @@
 /*
  * The process around the loop: one event_base, the HTTP listener, signals
- * as loop events, and one cron a second for timeouts and limits. Shutdown
- * closes sessions (ending their calls and streams) before the log goes, so
- * every pending callback still finds its owner.
+ * as loop events (handed to drain.c), one cron a second for timeouts and
+ * limits, and with a shared log the lease timers. Shutdown closes sessions
+ * (ending their calls and streams) before the log goes, so every pending
+ * callback still finds its owner.
  */
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -13,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 #include <event2/http.h>
@@ -20,10 +23,16 @@
 
 #include "clock.h"
 #include "conf.h"
+#include "dispatch.h"
+#include "drain.h"
 #include "eventlog.h"
 #include "exec.h"
+#include "health.h"
+#include "lease.h"
 #include "log.h"
+#include "notify.h"
 #include "provider.h"
+#include "reload.h"
 #include "server.h"
 #include "session.h"
 #include "transport.h"
@@ -55,10 +64,51 @@ server_init(struct event_base *base, const struct conf *conf,
 static void
 server_signal_cb(evutil_socket_t sig, short events, void *arg)
 {
-	struct event_base	*base = arg;
+	drain_signal((int)sig);
+}
 
-	log_info("signal %d: shutting down", (int)sig);
-	event_base_loopexit(base, NULL);
+/* Leaves the loop: server_run shuts down. */
+static void
+server_stop(void)
+{
+	event_base_loopexit(server.base, NULL);
+}
+
+/*
+ * Closes the listening socket: new connections are refused (a balancer
+ * retries them elsewhere); those open stay.
+ */
+static void
+server_stop_listening(void)
+{
+	if (server.resume_ev != NULL)
+		evtimer_del(server.resume_ev);
+	if (server.bound != NULL)
+		evhttp_del_accept_socket(server.http, server.bound);
+	server.bound = NULL;
+	server.lev = NULL;
+}
+
+/* The service manager's watchdog: the loop still turns. */
+static void
+server_watchdog_cb(evutil_socket_t fd, short events, void *arg)
+{
+	notify_send("WATCHDOG=1");
+}
+
+/* SIGHUP: the configuration file again (reload.c). */
+static void
+server_reload_cb(evutil_socket_t sig, short events, void *arg)
+{
+	if (reload_conf() == 0)
+		server_http_limits(server.http, server.conf);
+}
+
+/* SIGUSR1: the log file was moved away (rotation); open it again. */
+static void
+server_reopen_cb(evutil_socket_t sig, short events, void *arg)
+{
+	log_reopen();
 }
 
 /*
@@ -117,10 +167,46 @@ server_accept_cron(void)
 static void
 server_cron_cb(evutil_socket_t fd, short events, void *arg)
 {
+	health_cron();
 	session_cron();
 	view_cron();
 	server_accept_cron();
 	log_cron();
+}
+
+/* Shared logs: leases are renewed, and checked, more often than the cron. */
+static void
+server_lease_renew_cb(evutil_socket_t fd, short events, void *arg)
+{
+	session_renew_leases();
+}
+
+static void
+server_lease_check_cb(evutil_socket_t fd, short events, void *arg)
+{
+	view_check_orphans();
+}
+
+static struct event *
+server_every(struct event_base *base, uint64_t ms, event_callback_fn cb)
+{
+	struct timeval	 tv = { (time_t)(ms / 1000),
+			     (suseconds_t)(ms % 1000) * 1000 };
+	struct event	*ev;
+
+	ev = event_new(base, -1, EV_PERSIST, cb, NULL);
+	event_add(ev, &tv);
+	return (ev);
+}
+
+/* The event log as start-up and the service manager's status say it. */
+static const char *
+server_log_state(void)
+{
+	if (!server.shared)
+		return ("memory");
+	return (eventlog_available(server.eventlog) ? "redis (connected)" :
+	    "redis (not connected yet: not ready until it is)");
 }
 
 /* Raises the descriptor limit as far as allowed, as long-lived streams
@@ -130,15 +216,23 @@ server_raise_nofile(void)
 {
 	struct rlimit	rl;
 
+	unsigned long long	before;
+
 	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
 		return;
+	before = (unsigned long long)rl.rlim_cur;
 	if (rl.rlim_cur < rl.rlim_max) {
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
 		getrlimit(RLIMIT_NOFILE, &rl);
 	}
 	server.nofile = (unsigned long long)rl.rlim_cur;
-	log_info("open file limit %llu", server.nofile);
+	if (server.nofile > before)
+		log_info("open file limit raised from %llu to %llu (the hard "
+		    "limit)", before, server.nofile);
+	else
+		log_info("open file limit %llu (the hard limit)",
+		    server.nofile);
 }
 
 static struct evhttp_bound_socket *
@@ -165,16 +259,33 @@ server_listen(struct evhttp *http, const struct conf *conf)
 		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr,
 		    addr, sizeof addr);
 		port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+		server.port = port;
 		log_info("listening on [%s]:%d endpoint %s", addr, port,
 		    conf->endpoint);
 	} else {
 		inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr,
 		    addr, sizeof addr);
 		port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+		server.port = port;
 		log_info("listening on %s:%d endpoint %s", addr, port,
 		    conf->endpoint);
 	}
 	return (bound);
+}
+
+/* What evhttp refuses by itself; set again by a reload. */
+void
+server_http_limits(struct evhttp *http, const struct conf *conf)
+{
+	evhttp_set_max_headers_size(http, conf->max_header_size);
+	/*
+	 * evhttp answers bodies over its limit itself, with an HTML page and
+	 * before any callback. Its limit is set at twice max_body so that
+	 * most oversized bodies reach transport.c, which answers them 413
+	 * with a JSON-RPC body; memory per request stays bounded all the
+	 * same.
+	 */
+	evhttp_set_max_body_size(http, conf->max_body * 2);
 }
 
 /*
@@ -188,15 +299,7 @@ server_http_new(struct event_base *base, const struct conf *conf)
 
 	if ((http = evhttp_new(base)) == NULL)
 		fatalx("evhttp_new failed");
-	evhttp_set_max_headers_size(http, conf->max_header_size);
-	/*
-	 * evhttp answers bodies over its limit itself, with an HTML page and
-	 * before any callback. Its limit is set at twice max_body so that
-	 * most oversized bodies reach transport.c, which answers them 413
-	 * with a JSON-RPC body; memory per request stays bounded all the
-	 * same.
-	 */
-	evhttp_set_max_body_size(http, conf->max_body * 2);
+	server_http_limits(http, conf);
 	evhttp_set_timeout(http, SERVER_REQUEST_TIMEOUT);
 	evhttp_set_allowed_methods(http, EVHTTP_REQ_GET | EVHTTP_REQ_POST |
 	    EVHTTP_REQ_DELETE | EVHTTP_REQ_PUT | EVHTTP_REQ_PATCH |
@@ -236,19 +339,25 @@ server_drain(struct event_base *base)
 	event_free(timer);
 }
 
+/* Runs until stopped; owns conf (a reload replaces it) and frees it. */
 int
-server_run(const struct conf *conf)
+server_run(struct conf *conf)
 {
 	struct event_base	*base;
-	struct event		*sigterm, *sigint, *cron;
+	struct event		*sigterm, *sigint, *sigusr1, *sigusr2, *sighup;
+	struct event		*cron, *watchdog = NULL;
+	struct event		*renew = NULL, *check = NULL;
 	struct evhttp		*http;
-	struct evhttp_bound_socket *bound;
 	struct eventlog		*el;
 	struct timeval		 second = { 1, 0 };
 	char			*cause = NULL;
 	int			 i, rc = 0;
 
 	signal(SIGPIPE, SIG_IGN);
+	server.start_time = (long long)time(NULL);
+	log_info("mcpd %s starting: pid %ld, configuration %s", MCPD_VERSION,
+	    (long)getpid(), conf->path);
+	notify_init();
 	server_raise_nofile();
 	if ((base = event_base_new()) == NULL)
 		fatalx("event_base_new failed");
@@ -256,6 +365,7 @@ server_run(const struct conf *conf)
 		log_error("event log: %s", cause);
 		free(cause);
 		event_base_free(base);
+		conf_free(conf);
 		return (1);
 	}
 	server_init(base, conf, el);
@@ -263,33 +373,64 @@ server_run(const struct conf *conf)
 	exec_init(base);
 	provider_init(conf);
 
+	drain_init(server_stop_listening, server_stop);
 	http = server_http_new(base, conf);
+	server.http = http;
+	health_init();
 
-	sigterm = evsignal_new(base, SIGTERM, server_signal_cb, base);
-	sigint = evsignal_new(base, SIGINT, server_signal_cb, base);
+	sigterm = evsignal_new(base, SIGTERM, server_signal_cb, NULL);
+	sigint = evsignal_new(base, SIGINT, server_signal_cb, NULL);
+	sigusr2 = evsignal_new(base, SIGUSR2, server_signal_cb, NULL);
+	sigusr1 = evsignal_new(base, SIGUSR1, server_reopen_cb, NULL);
+	sighup = evsignal_new(base, SIGHUP, server_reload_cb, NULL);
 	cron = event_new(base, -1, EV_PERSIST, server_cron_cb, NULL);
 	evsignal_add(sigterm, NULL);
 	evsignal_add(sigint, NULL);
+	evsignal_add(sigusr2, NULL);
+	evsignal_add(sigusr1, NULL);
+	evsignal_add(sighup, NULL);
 	event_add(cron, &second);
+	if (server.shared) {
+		renew = server_every(base, lease_renew_ms(),
+		    server_lease_renew_cb);
+		check = server_every(base, LEASE_CHECK_MS,
+		    server_lease_check_cb);
+	}
 	server.resume_ev = evtimer_new(base, server_accept_resume_cb, NULL);
 
-	if ((bound = server_listen(http, conf)) != NULL) {
-		log_info("mcpd %s ready: eventlog %s, builtin tools %s",
-		    "0.1.0", conf->eventlog == CONF_EVENTLOG_MEMORY ? "memory" :
-		    "redis", conf->builtin_tools ? "on" : "off");
+	if ((server.bound = server_listen(http, conf)) != NULL) {
+		log_info("mcpd %s ready: event log %s, builtin tools %s, "
+		    "%zu exec tools, drain_delay %llds, drain_timeout %llds",
+		    MCPD_VERSION, server_log_state(), conf->builtin_tools ?
+		    "on" : "off", conf->ntools, conf->drain_delay,
+		    conf->drain_timeout);
+		notify_send("READY=1\nSTATUS=listening on %s:%d, event log %s",
+		    conf->listen_host, server.port, server_log_state());
+		if (notify_watchdog_usec() > 0) {
+			struct timeval	tv = {
+				(time_t)(notify_watchdog_usec() / 2000000),
+				(suseconds_t)(notify_watchdog_usec() / 2 %
+				    1000000) };
+
+			watchdog = event_new(base, -1, EV_PERSIST,
+			    server_watchdog_cb, NULL);
+			event_add(watchdog, &tv);
+			notify_send("WATCHDOG=1");
+		}
 		event_base_dispatch(base);
 	} else
 		rc = 1;
 
 	/*
-	 * No new work while the old finishes. Streams are cut first: to their
-	 * clients the end of this process is no end of a stream.
+	 * No new work while the old finishes. After a drain (drain.c) no
+	 * call runs and no response is open any more. Otherwise (a second
+	 * SIGTERM) streams are cut first: to their clients the end of this
+	 * process is no end of a stream.
 	 */
+	server_stop_listening();
 	event_free(server.resume_ev);
 	server.resume_ev = NULL;
-	if (bound != NULL)
-		evhttp_del_accept_socket(http, bound);
-	server.lev = NULL;
+	drain_free();
 	view_shutdown();
 	session_shutdown();
 	exec_shutdown();	/* cancelled calls: their programs reaped */
@@ -300,9 +441,21 @@ server_run(const struct conf *conf)
 		event_base_loop(base, EVLOOP_NONBLOCK);
 	event_free(sigterm);
 	event_free(sigint);
+	event_free(sigusr2);
+	event_free(sigusr1);
+	event_free(sighup);
+	if (watchdog != NULL)
+		event_free(watchdog);
 	event_free(cron);
+	if (renew != NULL) {
+		event_free(renew);
+		event_free(check);
+	}
 	event_base_free(base);
 	log_limit_end();
-	log_info("stopped");
+	log_info("stopped: exit status %d", rc);
+	notify_close();
+	conf_release(server.conf);	/* the last one read, maybe by a reload */
+	server.conf = NULL;
 	return (rc);
 }

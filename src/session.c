@@ -9,6 +9,11 @@
  * (a light record per K: views may show streams this process has no
  * stream object for). It calls no view code: commits go from the stream
  * to its watcher's hooks (stream.h).
+ *
+ * With a shared log the session watches its commits and the messages
+ * other processes send on it (peer.h), and hands each to whom it
+ * concerns: delivery progress to the stream, an answer to outbound.c, a
+ * deletion to its own teardown.
  */
 #include <sys/queue.h>
 #include <sys/tree.h>
@@ -26,6 +31,8 @@
 #include "lease.h"
 #include "log.h"
 #include "mcp.h"
+#include "outbound.h"
+#include "peer.h"
 #include "random.h"
 #include "server.h"
 #include "session.h"
@@ -77,9 +84,20 @@ static struct {
 	size_t			 allocated;	/* not yet freed */
 } sessions;
 
+/* How a session leaves this process (session_teardown). */
+enum session_end {
+	SESSION_RELEASE,	/* the log keeps it for another process */
+	SESSION_END,		/* ended for everyone: the log forgets it */
+	SESSION_GONE		/* the log already forgot it */
+};
+
 static struct session	*session_new(const char *, const char *);
 static void		 session_watch_cb(const char *, uint64_t, uint64_t,
 			     void *);
+static void		 session_message_cb(const char *, const char *, size_t,
+			     void *);
+static void		 session_teardown(struct session *, const char *,
+			     enum session_end);
 
 static int
 session_cmp(struct session *a, struct session *b)
@@ -162,6 +180,11 @@ session_create(const char *version, const cJSON *params,
 }
 
 static void
+session_live_refreshed_cb(struct session *s, int status, void *arg)
+{
+}
+
+static void
 session_watch_cb(const char *sid, uint64_t k, uint64_t seq, void *arg)
 {
 	struct session		*s = arg;
@@ -174,9 +197,47 @@ session_watch_cb(const char *sid, uint64_t k, uint64_t seq, void *arg)
 			stream_watcher_published(w, seq);
 		return;
 	}
-	/* The watch was (re-)established: commits may have been missed. */
+	/*
+	 * The watch was (re-)established: commits and messages may have
+	 * been missed. Views re-read; producers waiting for a view elsewhere
+	 * re-read its progress; requests waiting for an answer look for it;
+	 * and the session itself may have been deleted meanwhile (or while
+	 * it was being loaded here).
+	 */
 	for (i = 0; i < s->nattached; i++)
 		stream_watcher_missed(s->attached[i].watcher);
+	for (i = 0; i < s->nstreams; i++)
+		stream_progress_check(s->streams[i], 1);
+	outbound_resync(s->id);
+	session_refresh(s, session_live_refreshed_cb, NULL);
+}
+
+/* What another process says of the session (peer.h). */
+static void
+session_message_cb(const char *sid, const char *text, size_t len, void *arg)
+{
+	struct session		*s = arg;
+	struct peer_message	 m;
+
+	if (s->closed)
+		return;
+	peer_parse(text, len, &m);
+	switch (m.kind) {
+	case PEER_DELETED:
+		session_teardown(s, "gone from the shared log (deleted "
+		    "through another process)", SESSION_GONE);
+		break;
+	case PEER_DELIVERED:
+		stream_progress(s, m.k, m.seq);
+		break;
+	case PEER_ANSWER:
+		outbound_pushed(s->id, m.id, m.idlen, m.json, m.len);
+		break;
+	case PEER_UNKNOWN:
+		log_limited(LOG_LEVEL_DEBUG, "peer-message", "session=%s: "
+		    "message not understood (%zu bytes)", s->id, len);
+		break;
+	}
 }
 
 /* A session object in the table; id NULL draws a fresh one. */
@@ -202,7 +263,8 @@ session_new(const char *id, const char *version)
 	sessions.allocated++;
 	if (server.shared) {
 		s->watching = 1;
-		eventlog_watch(server.eventlog, s->id, session_watch_cb, s);
+		eventlog_watch(server.eventlog, s->id, session_watch_cb,
+		    session_message_cb, s);
 	}
 	return (s);
 }
@@ -416,15 +478,19 @@ session_deleted_cb(enum eventlog_status status, void *arg)
 }
 
 /*
- * Takes a session out of this process. `end` also ends it for everyone
- * (DELETE, expiry): its calls are cancelled and the log forgets it. Else
- * (shutdown, a shared log's idle eviction) the log keeps it for the next
- * process, and calls still running get an error response: the client
- * hears that the call was interrupted instead of waiting forever.
+ * Takes a session out of this process. SESSION_END also ends it for
+ * everyone (DELETE, expiry): its calls are cancelled and the log forgets
+ * it; SESSION_GONE does the same here for a session the log has already
+ * forgotten (deleted through another process). SESSION_RELEASE (shutdown,
+ * a shared log's idle eviction) leaves it in the log for the next process,
+ * and calls still running get an error response: the client hears that
+ * the call was interrupted instead of waiting forever.
  */
 static void
-session_teardown(struct session *s, const char *reason, int end)
+session_teardown(struct session *s, const char *reason, enum session_end how)
 {
+	int	end = how != SESSION_RELEASE;
+
 	if (s->closed)
 		return;
 	s->closed = 1;
@@ -434,7 +500,8 @@ session_teardown(struct session *s, const char *reason, int end)
 	    s->id, end ? "closed" : "released", reason);
 	if (s->watching) {
 		s->watching = 0;
-		eventlog_unwatch(server.eventlog, s->id, session_watch_cb, s);
+		eventlog_unwatch(server.eventlog, s->id, session_watch_cb,
+		    session_message_cb, s);
 	}
 
 	while (s->ncalls > 0) {
@@ -455,7 +522,7 @@ session_teardown(struct session *s, const char *reason, int end)
 	}
 	s->standalone = NULL;
 
-	if (!end) {
+	if (how != SESSION_END) {
 		session_unref(s);
 		return;
 	}
@@ -468,7 +535,7 @@ session_teardown(struct session *s, const char *reason, int end)
 void
 session_close(struct session *s, const char *reason)
 {
-	session_teardown(s, reason, 1);
+	session_teardown(s, reason, SESSION_END);
 }
 
 void
@@ -762,14 +829,14 @@ session_cron_shared(struct session *s, uint64_t now, uint64_t ttl)
 {
 	size_t	i;
 
-	for (i = 0; i < s->nstreams; i++) {
-		if (stream_is_request_open(s->streams[i]))
-			lease_renew(s->id, stream_id(s->streams[i]));
-	}
+	/* Leases are renewed on their own timer (session_renew_leases). */
+	for (i = 0; i < s->nstreams; i++)
+		stream_progress_check(s->streams[i], 0);
 	if (s->last_active_ms > s->stored_ms && now - s->stored_ms >= ttl / 4)
 		session_store(s);
 	else if (now - s->last_active_ms >= ttl && s->ncalls == 0)
-		session_teardown(s, "idle here for session_ttl", 0);
+		session_teardown(s, "idle here for session_ttl",
+		    SESSION_RELEASE);
 }
 
 /*
@@ -797,11 +864,62 @@ session_cron(void)
 	}
 }
 
+/*
+ * With a shared log, every lease_renew_ms() (server.c's lease timer, not
+ * the cron: a lease may be shorter than three cron ticks): the leases of
+ * the request streams this process still writes.
+ */
+void
+session_renew_leases(void)
+{
+	struct session	*s;
+	size_t		 i;
+
+	RB_FOREACH(s, session_tree, &sessions.tree) {
+		for (i = 0; i < s->nstreams; i++) {
+			if (stream_is_request_open(s->streams[i]))
+				lease_renew(s->id, stream_id(s->streams[i]));
+		}
+	}
+}
+
+/* Calls running in this process, over all sessions: a drain waits. */
+size_t
+session_running_calls(void)
+{
+	struct session	*s;
+	size_t		 n = 0;
+
+	RB_FOREACH(s, session_tree, &sessions.tree)
+		n += s->ncalls;
+	return (n);
+}
+
+/*
+ * A drain ran out of time: every running call ends with an error response
+ * saying why, committed like any response; sessions and views stay, so
+ * the clients read it.
+ */
+void
+session_interrupt_calls(const char *reason)
+{
+	struct session	*s;
+	size_t		 i;
+
+	/* Each call leaves the array as it answers: from the top down. */
+	RB_FOREACH(s, session_tree, &sessions.tree) {
+		for (i = s->ncalls; i > 0; i--) {
+			if (i <= s->ncalls)
+				call_interrupt(s->calls[i - 1], reason);
+		}
+	}
+}
+
 void
 session_shutdown(void)
 {
 	struct session	*s, *s1;
 
 	RB_FOREACH_SAFE(s, session_tree, &sessions.tree, s1)
-		session_teardown(s, "shutdown", 0);
+		session_teardown(s, "shutdown", SESSION_RELEASE);
 }

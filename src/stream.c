@@ -30,12 +30,14 @@
 
 #include <event2/event.h>
 
+#include "clock.h"
 #include "conf.h"
 #include "eventlog.h"
 #include "jsonrpc.h"
 #include "lease.h"
 #include "log.h"
 #include "metrics.h"
+#include "progress.h"
 #include "server.h"
 #include "session.h"
 #include "stream.h"
@@ -50,6 +52,7 @@ struct stream_op {
 	char			*data;	/* queued; shared standalone: a retry */
 	size_t			 len;
 	int			 retries;
+	uint64_t		 sent_us;	/* handed to the log */
 	cJSON			*response_id;	/* a response: its request */
 	TAILQ_ENTRY(stream_op)	 entry;
 };
@@ -127,6 +130,7 @@ stream_free_cb(evutil_socket_t fd, short events, void *arg)
 	session_unref(st->session);
 	cJSON_Delete(st->ids);
 	free(st);
+	metrics.streams--;
 }
 
 static void
@@ -251,6 +255,7 @@ stream_new(struct session *s, enum stream_kind kind, uint64_t k,
 	struct stream	*st;
 
 	st = xcalloc(1, sizeof *st);
+	metrics.streams++;
 	st->session = s;
 	st->kind = kind;
 	st->k = k;
@@ -304,6 +309,7 @@ stream_restore(struct session *s, enum stream_kind kind, uint64_t k,
 	struct stream	*st;
 
 	st = xcalloc(1, sizeof *st);
+	metrics.streams++;
 	st->session = s;
 	st->kind = kind;
 	st->k = k;
@@ -395,6 +401,7 @@ stream_submit(struct stream *st, struct stream_op *op, const char *data,
 	if (op->flags & EVENTLOG_FINAL)
 		st->finished = 1;
 	st->appending++;
+	op->sent_us = clock_now_us();
 	eventlog_append(server.eventlog, session_id(st->session), st->k,
 	    op->seq, data, len, op->flags, stream_appended_cb, op);
 	if (!stream_keeps_data(st)) {
@@ -796,6 +803,7 @@ stream_appended_cb(enum eventlog_status status,
 	struct eventlog_entry	 entry;
 	int			 ok = (status == EVENTLOG_OK), told = 1;
 
+	metrics_append(clock_now_us() - op->sent_us, ok);
 	st->appending--;
 	if (info != NULL && info->head > st->log_head)
 		st->log_head = info->head;
@@ -1037,13 +1045,22 @@ stream_unwatch(struct stream_watcher *w)
 	free(w);
 }
 
-/* The watcher wrote entries up to seq to its client. */
+/*
+ * The watcher wrote entries up to seq to its client. When another process
+ * writes the stream (a request stream without an object here; every
+ * process may write the standalone one) and waits for its client under
+ * block, it is told.
+ */
 void
 stream_watcher_delivered(struct stream_watcher *w, uint64_t seq)
 {
 	stream_watcher_link(w);
 	if (w->stream != NULL)
 		stream_delivered(w->stream, seq);
+	if (server.shared && (w->stream == NULL ||
+	    w->stream->kind == STREAM_STANDALONE) &&
+	    stream_policy_blocks(w->session, w->k))
+		progress_tell(session_id(w->session), w->k, seq);
 }
 
 /*
@@ -1062,6 +1079,13 @@ void
 stream_watcher_missed(struct stream_watcher *w)
 {
 	w->hooks->wakeup(w->arg, 0);
+}
+
+/* Whether the watcher shows a request stream this process writes. */
+int
+stream_watcher_local(const struct stream_watcher *w)
+{
+	return (w->stream != NULL && w->stream->kind == STREAM_REQUEST);
 }
 
 /* The session closes. */
@@ -1117,6 +1141,52 @@ stream_policy_blocks(struct session *s, uint64_t k)
 
 	return (stream_kind_blocks(st != NULL && st->k == k ?
 	    STREAM_STANDALONE : STREAM_REQUEST));
+}
+
+/* ---------------------------------------------------------------------
+ * Delivery progress from views of other processes (progress.h).
+ */
+
+/* A view elsewhere wrote entries up to seq of stream K to its client. */
+void
+stream_progress(struct session *s, uint64_t k, uint64_t seq)
+{
+	struct stream	*st;
+
+	if ((st = session_stream(s, k)) != NULL)
+		stream_delivered(st, seq);
+}
+
+static void
+stream_progress_read_cb(const char *sid, uint64_t k, uint64_t seq, void *arg)
+{
+	struct session	*s;
+
+	if (seq > 0 && (s = session_find(sid)) != NULL)
+		stream_progress(s, k, seq);
+}
+
+/* Whether producers of st wait for a client to receive more. */
+static int
+stream_waits(const struct stream *st)
+{
+	return (st->blocks && !st->broken &&
+	    (!TAILQ_EMPTY(&st->paused) || !TAILQ_EMPTY(&st->queue)));
+}
+
+/*
+ * Messages may have been missed (missed: the session's watch was
+ * re-established), or the stream's producers have waited a cron period
+ * with no view here: the note says how far views elsewhere got.
+ */
+void
+stream_progress_check(struct stream *st, int missed)
+{
+	if (!server.shared || !stream_waits(st) ||
+	    (!missed && st->watcher != NULL))
+		return;
+	progress_read(session_id(st->session), st->k, stream_progress_read_cb,
+	    NULL);
 }
 
 /* ---------------------------------------------------------------------

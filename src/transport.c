@@ -13,14 +13,18 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
+#include "access.h"
 #include "conf.h"
 #include "cursor.h"
 #include "dispatch.h"
+#include "drain.h"
 #include "eventlog.h"
+#include "health.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "mcp.h"
 #include "metrics.h"
+#include "prometheus.h"
 #include "reply.h"
 #include "server.h"
 #include "session.h"
@@ -576,9 +580,26 @@ transport_delete(struct evhttp_request *req)
 	transport_with_session(req, NULL, NULL);
 }
 
+/*
+ * Every request starts here, and the access log notes when. Once a drain
+ * has closed the listening socket, each reply says Connection: close, and
+ * evhttp closes the connection after it (an SSE response after its end):
+ * the client's next request opens a connection the balancer sends to
+ * another instance.
+ */
+static void
+transport_begin(struct evhttp_request *req)
+{
+	access_begin(req);
+	if (drain_closing())
+		evhttp_add_header(evhttp_request_get_output_headers(req),
+		    "Connection", "close");
+}
+
 static void
 transport_endpoint_cb(struct evhttp_request *req, void *arg)
 {
+	transport_begin(req);
 	if (transport_check_common(req) != 0)
 		return;
 	switch (evhttp_request_get_command(req)) {
@@ -600,21 +621,75 @@ transport_endpoint_cb(struct evhttp_request *req, void *arg)
 	}
 }
 
+/*
+ * The counters, and the event log's state: 503 while the log cannot take
+ * operations (nothing can be committed, so nothing can be served).
+ */
 static void
 transport_healthz_cb(struct evhttp_request *req, void *arg)
 {
-	cJSON	*health = cJSON_CreateObject();
+	cJSON	*health = cJSON_CreateObject(), *log;
+	int	 up = health_log_available();
 
-	cJSON_AddStringToObject(health, "status", "ok");
+	transport_begin(req);
+	cJSON_AddStringToObject(health, "status", up ? "ok" :
+	    "eventlog unavailable");
+	log = cJSON_AddObjectToObject(health, "eventlog");
+	cJSON_AddStringToObject(log, "backend",
+	    eventlog_name(server.eventlog));
+	cJSON_AddStringToObject(log, "state", up ? "ready" : "unavailable");
 	cJSON_AddNumberToObject(health, "sessions", (double)session_count());
 	cJSON_AddNumberToObject(health, "streams", (double)view_count());
 	cJSON_AddItemToObject(health, "metrics", metrics_json());
-	reply_json(req, 200, health);
+	reply_json(req, up ? 200 : 503, health);
+}
+
+/* Whether a balancer should send this instance new work (health.c). */
+static void
+transport_readyz_cb(struct evhttp_request *req, void *arg)
+{
+	cJSON		*ready = cJSON_CreateObject();
+	const char	*why = health_not_ready();
+
+	transport_begin(req);
+	cJSON_AddStringToObject(ready, "status", why != NULL ? why : "ready");
+	reply_json(req, why != NULL ? 503 : 200, ready);
+}
+
+/* Whether the loop turns: its cron ran lately (health.c). */
+static void
+transport_livez_cb(struct evhttp_request *req, void *arg)
+{
+	cJSON	*live = cJSON_CreateObject();
+	int	 ok = health_live();
+
+	transport_begin(req);
+	cJSON_AddStringToObject(live, "status", ok ? "live" : "stalled");
+	reply_json(req, ok ? 200 : 503, live);
+}
+
+/* Prometheus scrapes this (prometheus.c). */
+static void
+transport_metrics_cb(struct evhttp_request *req, void *arg)
+{
+	struct evbuffer	*buf = evbuffer_new();
+	char		*text;
+	size_t		 len;
+
+	transport_begin(req);
+	text = prometheus_text(&len);
+	evbuffer_add(buf, text, len);
+	free(text);
+	evhttp_add_header(evhttp_request_get_output_headers(req),
+	    "Content-Type", PROMETHEUS_CONTENT_TYPE);
+	reply_send(req, 200, buf);
+	evbuffer_free(buf);
 }
 
 static void
 transport_other_cb(struct evhttp_request *req, void *arg)
 {
+	transport_begin(req);
 	reply_error(req, 404, JSONRPC_INVALID_REQUEST,
 	    "Not Found: no such endpoint", NULL);
 }
@@ -633,5 +708,8 @@ transport_init(struct evhttp *http, const char *endpoint)
 	transport.loopback = transport_is_loopback(server.conf->listen_host);
 	evhttp_set_cb(http, endpoint, transport_endpoint_cb, NULL);
 	evhttp_set_cb(http, "/healthz", transport_healthz_cb, NULL);
+	evhttp_set_cb(http, "/readyz", transport_readyz_cb, NULL);
+	evhttp_set_cb(http, "/livez", transport_livez_cb, NULL);
+	evhttp_set_cb(http, "/metrics", transport_metrics_cb, NULL);
 	evhttp_set_gencb(http, transport_other_cb, NULL);
 }

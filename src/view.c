@@ -26,11 +26,13 @@
 #include <event2/event.h>
 #include <event2/http.h>
 
+#include "access.h"
 #include "clock.h"
 #include "conf.h"
 #include "cursor.h"
 #include "eventlog.h"
 #include "jsonrpc.h"
+#include "lease.h"
 #include "log.h"
 #include "mcp.h"
 #include "metrics.h"
@@ -44,8 +46,6 @@
 
 /* Entries pulled per log read. */
 #define VIEW_BATCH		64
-/* How often a view of a stream written elsewhere checks its writer. */
-#define VIEW_ORPHAN_CHECK_MS	2000
 /* Bytes a client may send on a streaming connection before it is cut. */
 #define VIEW_MAX_INPUT		(64 * 1024)
 
@@ -81,10 +81,15 @@ struct view {
 	int			 blocks;	/* policy block, else close */
 	int64_t			 close_after;	/* polling: end after it; -1 */
 	int			 open;		/* the log says more will come */
-	uint64_t		 orphan_check_ms;
 	struct event		*grace_ev;	/* close: over-watermark timer */
 	uint64_t		 last_write_ms;
 	uint64_t		 last_drain_ms;	/* output last seen empty */
+	/* The access log's line, written when the response ends. */
+	int			 access;	/* a line is owed */
+	uint64_t		 access_start;
+	size_t			 access_bytes;
+	const char		*access_method;
+	char			*access_path;
 	TAILQ_ENTRY(view)	 entry;
 	TAILQ_ENTRY(view)	 tentry;	/* on view_takenq */
 };
@@ -164,6 +169,7 @@ view_free_cb(evutil_socket_t fd, short events, void *arg)
 		evbuffer_free(v->taken);
 	event_free(v->grace_ev);
 	session_unref(v->session);
+	free(v->access_path);
 	free(v);
 }
 
@@ -193,6 +199,12 @@ view_detach(struct view *v)
 	if (v->watch != NULL) {
 		stream_unwatch(v->watch);
 		v->watch = NULL;
+	}
+	if (v->access) {
+		access_line(v->access_method, v->access_path, 200,
+		    session_id(v->session), v->k, v->access_bytes,
+		    v->access_start);
+		v->access = 0;
 	}
 	view_set_state(v, VIEW_CLOSED);
 	v->req = NULL;
@@ -260,6 +272,7 @@ view_grace_arm(struct view *v, uint64_t ms)
 static void
 view_send(struct view *v, struct evbuffer *buf)
 {
+	v->access_bytes += evbuffer_get_length(buf);
 	evhttp_send_reply_chunk_with_cb(v->req, buf, view_drained_cb, v);
 	v->last_write_ms = clock_now_ms();
 	if (!v->blocks && view_output_len(v) > 0 &&
@@ -335,6 +348,14 @@ view_start(struct view *v)
 	evhttp_add_header(headers, "Cache-Control", "no-cache");
 	evhttp_add_header(headers, "X-Accel-Buffering", "no");
 	evhttp_add_header(headers, "Mcp-Session-Id", session_id(v->session));
+	reply_count(v->req, 200);
+	if (access_enabled()) {
+		v->access = 1;
+		v->access_start = access_take(v->req);
+		v->access_method = reply_method(v->req);
+		v->access_path = xmalloc(ACCESS_PATH_MAX + 1);
+		access_path(v->access_path, evhttp_request_get_uri(v->req));
+	}
 	evhttp_send_reply_start(v->req, 200, "OK");
 
 	/* An idle stream is healthy; stalls are the cron's business. */
@@ -843,12 +864,6 @@ view_cron(void)
 			view_abort(v, "client sends on a stream");
 			continue;
 		}
-		/* A stream nobody here writes may have lost its writer. */
-		if (v->open && server.shared &&
-		    now - v->orphan_check_ms >= VIEW_ORPHAN_CHECK_MS) {
-			v->orphan_check_ms = now;
-			stream_check_orphan(v->session, v->k);
-		}
 		if (now - v->last_write_ms < idle ||
 		    view_output_len(v) > 0)
 			continue;
@@ -859,6 +874,105 @@ view_cron(void)
 	}
 	metrics.bytes_queued = queued;
 	metrics_log_changes();
+}
+
+/*
+ * Every LEASE_CHECK_MS, with a shared log (server.c's lease timer, not the
+ * cron: it bounds how late a dead writer is found): a stream nobody here
+ * writes may have lost its writer.
+ */
+void
+view_check_orphans(void)
+{
+	struct view	*v;
+
+	TAILQ_FOREACH(v, &view_all, entry) {
+		if (v->state == VIEW_STREAMING && v->open)
+			stream_check_orphan(v->session, v->k);
+	}
+}
+
+/*
+ * Ends a response for its client to resume elsewhere: what is taken goes
+ * out (it is committed), then a retry: field and the chunked end. Whatever
+ * the view had not written yet waits in the log for that resume. The
+ * connection stays as its head said (view_finish): a response begun once
+ * the drain closed the listener announced Connection: close, so evhttp
+ * closes it after the end; an older one stays reusable, and the client's
+ * resume on it is answered with Connection: close (the drain ends that
+ * response again), so the one after goes through the balancer.
+ */
+static void
+view_retry_end(struct view *v)
+{
+	struct evbuffer	*buf;
+
+	log_debug("session=%s stream=%llu view ended by the drain after %lld",
+	    session_id(v->session), (unsigned long long)v->k,
+	    (long long)v->last_written);
+	view_flush(v);
+	buf = evbuffer_new();
+	sse_retry(buf, server.conf->sse_retry_ms);
+	evhttp_send_reply_chunk(v->req, buf);
+	evbuffer_free(buf);
+	view_finish(v);
+}
+
+/*
+ * Whether a view's client waits here, during a drain, for the rest of its
+ * stream: a request stream this process writes, whose calls are over (or
+ * interrupted) and whose end is coming, or one whose read is in flight
+ * (asked again next time). With the memory log every request stream is
+ * such, as no other process could show it. The standalone stream never
+ * ends, and one written elsewhere is shown as well by another instance.
+ */
+static int
+view_drain_stays(struct view *v)
+{
+	struct stream	*sa = session_standalone(v->session);
+
+	if (sa != NULL && stream_id(sa) == v->k)
+		return (0);
+	return (!server.shared || v->reading ||
+	    (v->watch != NULL && stream_watcher_local(v->watch)));
+}
+
+/*
+ * The drain's calls are over: responses that will not end here soon end
+ * now, with retry:. Returns how many stay for their stream's end (the
+ * drain asks again until none does).
+ */
+size_t
+view_drain_step(void)
+{
+	struct view	*v, *v1;
+	size_t		 n = 0;
+
+	TAILQ_FOREACH_SAFE(v, &view_all, entry, v1) {
+		if (v->state != VIEW_STREAMING)
+			continue;
+		if (view_drain_stays(v))
+			n++;
+		else
+			view_retry_end(v);
+	}
+	return (n);
+}
+
+/* The drain is over: every response still open ends with retry:. */
+size_t
+view_drain_end(void)
+{
+	struct view	*v, *v1;
+	size_t		 n = 0;
+
+	TAILQ_FOREACH_SAFE(v, &view_all, entry, v1) {
+		if (v->state != VIEW_STREAMING)
+			continue;
+		view_retry_end(v);
+		n++;
+	}
+	return (n);
 }
 
 void

@@ -623,6 +623,15 @@ DEFAULT_CONF = (
     ("builtin_tools", "on"),
 )
 
+# What a started daemon has unless its test says otherwise (after the
+# DEFAULT_CONF lines, which tests count): no drain, so SIGTERM (stop())
+# interrupts running calls at once, as the tests written before the drain
+# expect; tests of the drain set drain_delay and drain_timeout themselves.
+DAEMON_CONF = (
+    ("drain_delay", "0"),
+    ("drain_timeout", "0"),
+)
+
 
 def conf_text(overrides=None, extra_lines=()):
     """The conf file: defaults, overridden (None drops a key), then extra
@@ -682,6 +691,9 @@ class Daemon:
                  sanitized=False, name="mcpd"):
         self.mcpd = mcpd
         self.sanitized = sanitized
+        conf = dict(conf or {})
+        for key, value in DAEMON_CONF:
+            conf.setdefault(key, value)
         self.conf = conf_text(conf, extra_lines)
         self.conf_path = os.path.join(workdir, f"{name}.conf")
         with open(self.conf_path, "w") as f:

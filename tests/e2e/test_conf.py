@@ -74,3 +74,30 @@ def test_start_with_bad_conf_fails_fast(h):
         raise AssertionError("mcpd -c on a bad conf kept running") from None
     expect(rc != 0, f"mcpd -c on a bad conf exited 0:\n{out}")
     expect(f"{path}:2" in out, f"error does not name {path}:2:\n{out}")
+
+
+def test_drain_and_lease_keys(h):
+    """drain_delay, drain_timeout and lease_ttl (issue 12): times with the
+    usual suffixes, within their ranges; anything else is refused naming
+    file, line and key."""
+    good = GOOD + "drain_delay 10s\ndrain_timeout 2m\nlease_ttl 2\n"
+    rc, out = h.run_mcpd("-t", "-c", h.write("drain-good.conf", good))
+    expect(rc == 0, f"mcpd -t refused good drain/lease keys:\n{out}")
+    edges = GOOD + "drain_delay 0\ndrain_timeout 0\nlease_ttl 300\n"
+    rc, out = h.run_mcpd("-t", "-c", h.write("drain-edges.conf", edges))
+    expect(rc == 0, f"mcpd -t refused drain/lease keys at their bounds:\n"
+           f"{out}")
+    bad = [("drain_delay", "-1"), ("drain_delay", "3601"),
+           ("drain_delay", "soon"), ("drain_timeout", "86401"),
+           ("drain_timeout", "1x"), ("lease_ttl", "0"),
+           ("lease_ttl", "301"), ("lease_ttl", "5ms")]
+    for i, (key, value) in enumerate(bad):
+        lines = ["listen 127.0.0.1:0", "eventlog memory", f"{key} {value}"]
+        path = h.write(f"drain-bad{i}.conf", "\n".join(lines) + "\n")
+        rc, out = h.run_mcpd("-t", "-c", path)
+        expect(rc != 0, f"mcpd -t accepted '{key} {value}':\n{out}")
+        expect(f"{path}:3" in out and key in out, f"'{key} {value}': the "
+               f"error does not name {path}:3 and {key}:\n{out}")
+    dup = GOOD + "lease_ttl 2\nlease_ttl 3\n"
+    rc, out = h.run_mcpd("-t", "-c", h.write("drain-dup.conf", dup))
+    expect(rc != 0, f"mcpd -t accepted lease_ttl twice:\n{out}")

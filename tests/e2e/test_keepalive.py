@@ -13,6 +13,7 @@ Each test reads an SSE response to its end and then, without waiting,
 sends the next request on the same socket.
 """
 
+import signal
 import time
 
 from mcpd_harness import (LATEST, REDIS_URL, expect, is_log,
@@ -218,13 +219,19 @@ def test_takeover_cuts_old_view(h):
 
 
 def test_shutdown_cuts_streams(h):
-    d = h.start()
+    # The stop that does not drain: a second SIGTERM during a drain exits
+    # at once (a drain ends its responses cleanly, with retry:; see
+    # test_drain.py).
+    d = h.start(drain_delay=60)
     sid = d.initialize(LATEST)
     g = d.get_sse(sid)
     expect(g.status == 200, f"GET -> HTTP {g.status}")
     g.next_event(3)
     id, r = d.call_open(sid, "stream", {"n": 1000, "interval_ms": 20}, "s")
     expect(r.next_message(5) is not None, "stream call: no message")
+    d.signal(signal.SIGTERM)
+    d.wait_log(lambda line: "drain: /readyz answers 503" in line, 5,
+               "the drain's start")
     problems = d.stop(timeout=5, close_clients=False)
     expect(not problems, f"SIGTERM with open streams: {problems}")
     _cut(g, "GET stream at shutdown")

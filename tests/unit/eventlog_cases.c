@@ -1230,6 +1230,48 @@ START_TEST(test_not_found)
 }
 END_TEST
 
+/*
+ * A message is answered once, later, in order with the ops around it,
+ * whether or not anybody hears it (nobody does here); a message to a
+ * session the log does not have is sent all the same.
+ */
+START_TEST(test_publish)
+{
+	struct res	r[4];
+	int		order = 0, i;
+
+	memset(r, 0, sizeof r);
+	for (i = 0; i < 4; i++)
+		r[i].order = &order;
+	eventlog_session_store(el, SID, "m", 1, done_cb, &r[0]);
+	eventlog_publish(el, SID, "d 42 1", 6, done_cb, &r[1]);
+	eventlog_session_load(el, SID, load_cb, &r[2]);
+	eventlog_publish(el, OTHER_SID, "a x", 3, done_cb, &r[3]);
+	for (i = 0; i < 4; i++)
+		ck_assert_int_eq(r[i].calls, 0);
+	for (i = 0; i < 4; i++)
+		wait_for(&r[i]);
+	spin();
+	for (i = 0; i < 4; i++) {
+		ck_assert_int_eq(r[i].calls, 1);
+		expect_status(r[i].status, EVENTLOG_OK);
+		ck_assert_int_eq(r[i].rank, i + 1);
+	}
+	ck_assert_str_eq(r[2].meta, "m");
+	for (i = 0; i < 4; i++)
+		res_clear(&r[i]);
+
+	/* Freeing the log answers a message not sent yet: CANCELLED. */
+	memset(r, 0, sizeof r);
+	eventlog_publish(el, SID, "d 42 2", 6, done_cb, &r[0]);
+	eventlog_free(el);
+	el = NULL;
+	ck_assert_int_eq(r[0].calls, 1);
+	expect_status(r[0].status, EVENTLOG_CANCELLED);
+	res_clear(&r[0]);
+}
+END_TEST
+
 /* Freeing the log answers every queued op once, with CANCELLED. */
 START_TEST(test_free_cancels)
 {
@@ -1330,6 +1372,7 @@ eventlog_cases_add(Suite *s, const struct eventlog_cases_backend *b)
 	tcase_add_test(tc, test_free_cancels);
 	tcase_add_test(tc, test_free_cancels_nested);
 	tcase_add_test(tc, test_free_idle);
+	tcase_add_test(tc, test_publish);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("semantics");

@@ -108,12 +108,12 @@ START_TEST(test_watch_memory)
 	int	calls = 0;
 
 	ck_assert_int_eq(eventlog_shared(el), 0);
-	eventlog_watch(el, SID, watch_cb, &calls);
+	eventlog_watch(el, SID, watch_cb, NULL, &calls);
 	expect_status(store(SID, "m", 1), EVENTLOG_OK);
 	fill(K, 2);
 	expect_status(end(SID, K, NULL), EVENTLOG_OK);
 	run_for(100);
-	eventlog_unwatch(el, SID, watch_cb, &calls);
+	eventlog_unwatch(el, SID, watch_cb, NULL, &calls);
 	ck_assert_int_eq(calls, 0);
 }
 END_TEST

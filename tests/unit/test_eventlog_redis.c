@@ -959,7 +959,30 @@ struct watcher {
 	uint64_t	 seq[MAX_NOTES];
 	char		 sid[33];
 	int		 unwatch_in_cb;
+	size_t		 nmsgs;		/* messages (message_cb) */
+	char		 msgs[MAX_NOTES][32];
 };
+
+static void
+message_cb(const char *sid, const char *msg, size_t len, void *arg)
+{
+	struct watcher	*w = arg;
+
+	snprintf(w->sid, sizeof w->sid, "%s", sid);
+	if (w->nmsgs < MAX_NOTES)
+		snprintf(w->msgs[w->nmsgs++], sizeof w->msgs[0], "%.*s",
+		    (int)len, msg);
+}
+
+static void
+messages_wait(struct watcher *w, size_t n)
+{
+	uint64_t	start = clock_now_ms();
+
+	while (w->nmsgs < n && clock_now_ms() - start < WAIT_MS)
+		turn();
+	ck_assert_msg(w->nmsgs == n, "%zu messages, want %zu", w->nmsgs, n);
+}
 
 static void
 watch_cb(const char *sid, uint64_t k, uint64_t seq, void *arg)
@@ -978,7 +1001,7 @@ watch_cb(const char *sid, uint64_t k, uint64_t seq, void *arg)
 		w->n++;
 	}
 	if (w->unwatch_in_cb)
-		eventlog_unwatch(el, sid, watch_cb, w);
+		eventlog_unwatch(el, sid, watch_cb, NULL, w);
 }
 
 /* Waits until w has n notes. */
@@ -1014,7 +1037,7 @@ START_TEST(test_watch)
 	memset(&w1, 0, sizeof w1);
 	memset(&w2, 0, sizeof w2);
 
-	eventlog_watch(a, SID, watch_cb, &w1);
+	eventlog_watch(a, SID, watch_cb, NULL, &w1);
 	ck_assert_int_eq(w1.calls, 0);
 	resync_wait(&w1, 1);		/* live now */
 	ck_assert_str_eq(w1.sid, SID);
@@ -1048,7 +1071,7 @@ START_TEST(test_watch)
 	ck_assert_uint_eq(w1.n, 6);
 
 	/* A second watcher of the same session: told it is live, alone. */
-	eventlog_watch(a, SID, watch_cb, &w2);
+	eventlog_watch(a, SID, watch_cb, NULL, &w2);
 	resync_wait(&w2, 1);
 	ck_assert_int_eq(w1.resyncs, 1);
 	expect_status(create(SID, K + 2, NULL), EVENTLOG_OK);
@@ -1061,23 +1084,23 @@ START_TEST(test_watch)
 	 * Counted: one unwatch leaves the other watching. (Were w1 told of
 	 * this commit late, its next note below would not be its next one.)
 	 */
-	eventlog_unwatch(a, SID, watch_cb, &w1);
+	eventlog_unwatch(a, SID, watch_cb, NULL, &w1);
 	expect_status(append(SID, K + 2, 1, "x", 0, NULL, NULL), EVENTLOG_OK);
 	notes_wait(&w2, 2);
 	ck_assert_uint_eq(w1.n, 7);
 
 	/* The last unwatch: nothing more; unknown unwatches are harmless. */
-	eventlog_unwatch(a, SID, watch_cb, &w2);
-	eventlog_unwatch(a, SID, watch_cb, &w2);
-	eventlog_unwatch(a, OTHER_SID, watch_cb, &w2);
+	eventlog_unwatch(a, SID, watch_cb, NULL, &w2);
+	eventlog_unwatch(a, SID, watch_cb, NULL, &w2);
+	eventlog_unwatch(a, OTHER_SID, watch_cb, NULL, &w2);
 	expect_status(append(SID, K + 2, 2, "y", 0, NULL, NULL), EVENTLOG_OK);
 	run_for(200);
 	ck_assert_uint_eq(w2.n, 2);
 
 	/* Watching again after that works (unsubscribe, then subscribe). */
-	eventlog_watch(a, SID, watch_cb, &w1);
-	eventlog_unwatch(a, SID, watch_cb, &w1);
-	eventlog_watch(a, SID, watch_cb, &w1);
+	eventlog_watch(a, SID, watch_cb, NULL, &w1);
+	eventlog_unwatch(a, SID, watch_cb, NULL, &w1);
+	eventlog_watch(a, SID, watch_cb, NULL, &w1);
 	resync_wait(&w1, 2);
 	expect_status(append(SID, K + 2, 3, "z", 0, NULL, NULL), EVENTLOG_OK);
 	notes_wait(&w1, 8);
@@ -1086,13 +1109,90 @@ START_TEST(test_watch)
 
 	/* The instance that commits hears itself too. */
 	memset(&w2, 0, sizeof w2);
-	eventlog_watch(b, SID, watch_cb, &w2);
+	eventlog_watch(b, SID, watch_cb, NULL, &w2);
 	resync_wait(&w2, 1);
 	expect_status(append(SID, K + 2, 4, "w", 0, NULL, NULL), EVENTLOG_OK);
 	notes_wait(&w2, 1);
 	notes_wait(&w1, 9);
 
 	/* Freeing a log with watches is clean. */
+	eventlog_free(a);
+}
+END_TEST
+
+/*
+ * Messages: what one instance publishes on a session reaches every
+ * watcher of it that takes messages (the publisher's too), in order with
+ * commits, and a delete tells them the session is gone; a watcher without
+ * a message callback hears commits only.
+ */
+START_TEST(test_watch_messages)
+{
+	struct eventlog	*a, *b = el;
+	struct watcher	 w1, w2, w3;
+	struct res	 r;
+
+	a = open_on(server_port, 0);
+	ck_assert(wait_ready(a, 5000));
+	memset(&w1, 0, sizeof w1);
+	memset(&w2, 0, sizeof w2);
+	memset(&w3, 0, sizeof w3);
+	eventlog_watch(a, SID, watch_cb, message_cb, &w1);
+	eventlog_watch(a, SID, watch_cb, NULL, &w2);
+	eventlog_watch(b, SID, watch_cb, message_cb, &w3);
+	resync_wait(&w1, 1);
+	resync_wait(&w2, 1);
+	resync_wait(&w3, 1);
+
+	expect_status(store(SID, "m", 1), EVENTLOG_OK);
+	memset(&r, 0, sizeof r);
+	eventlog_publish(b, SID, "d 42 7", 6, done_cb, &r);
+	ck_assert_int_eq(r.calls, 0);
+	wait_for(&r);
+	expect_status(r.status, EVENTLOG_OK);
+	fill(K, 0);
+	messages_wait(&w1, 1);
+	ck_assert_str_eq(w1.msgs[0], "d 42 7");
+	ck_assert_str_eq(w1.sid, SID);
+	messages_wait(&w3, 1);
+	ck_assert_str_eq(w3.msgs[0], "d 42 7");
+	notes_wait(&w2, 1);
+	ck_assert_uint_eq(w2.nmsgs, 0);
+
+	/* A message that looks like a commit id is a message all the same. */
+	memset(&r, 0, sizeof r);
+	eventlog_publish(b, SID, "42-9", 4, done_cb, &r);
+	wait_for(&r);
+	messages_wait(&w1, 2);
+	ck_assert_str_eq(w1.msgs[1], "42-9");
+	ck_assert_uint_eq(w1.n, 1);
+
+	/* The unwatch matches the message callback too. */
+	eventlog_unwatch(a, SID, watch_cb, NULL, &w1);
+	memset(&r, 0, sizeof r);
+	eventlog_publish(b, SID, "x", 1, done_cb, &r);
+	wait_for(&r);
+	messages_wait(&w1, 3);
+	eventlog_unwatch(a, SID, watch_cb, message_cb, &w1);
+
+	/* A delete says so to every watcher, after the data is gone. */
+	memset(&r, 0, sizeof r);
+	eventlog_session_delete(b, SID, done_cb, &r);
+	wait_for(&r);
+	expect_status(r.status, EVENTLOG_OK);
+	messages_wait(&w3, 4);
+	ck_assert_str_eq(w3.msgs[3], EVENTLOG_MESSAGE_DELETED);
+	ck_assert_uint_eq(w1.nmsgs, 3);
+	/* A delete of what is not there says nothing. */
+	memset(&r, 0, sizeof r);
+	eventlog_session_delete(b, SID, done_cb, &r);
+	wait_for(&r);
+	expect_status(r.status, EVENTLOG_NOT_FOUND);
+	run_for(200);
+	ck_assert_uint_eq(w3.nmsgs, 4);
+
+	eventlog_unwatch(a, SID, watch_cb, NULL, &w2);
+	eventlog_unwatch(b, SID, watch_cb, message_cb, &w3);
 	eventlog_free(a);
 }
 END_TEST
@@ -1105,15 +1205,15 @@ START_TEST(test_watch_unwatch_in_cb)
 	memset(&w1, 0, sizeof w1);
 	memset(&w2, 0, sizeof w2);
 	w1.unwatch_in_cb = 1;
-	eventlog_watch(el, SID, watch_cb, &w1);
-	eventlog_watch(el, SID, watch_cb, &w2);
+	eventlog_watch(el, SID, watch_cb, NULL, &w1);
+	eventlog_watch(el, SID, watch_cb, NULL, &w2);
 	resync_wait(&w1, 1);
 	resync_wait(&w2, 1);
 	expect_status(store(SID, "m", 1), EVENTLOG_OK);
 	fill(K, 1);
 	notes_wait(&w2, 2);
 	ck_assert_uint_eq(w1.n, 1);
-	eventlog_unwatch(el, SID, watch_cb, &w2);
+	eventlog_unwatch(el, SID, watch_cb, NULL, &w2);
 	expect_status(append(SID, K, 2, "x", 0, NULL, NULL), EVENTLOG_OK);
 	run_for(100);
 	ck_assert_uint_eq(w1.n, 1);
@@ -1136,7 +1236,7 @@ START_TEST(test_kill_restart)
 	if (!own_server)
 		return;
 	memset(&w, 0, sizeof w);
-	eventlog_watch(el, SID, watch_cb, &w);
+	eventlog_watch(el, SID, watch_cb, NULL, &w);
 	resync_wait(&w, 1);
 	expect_status(store(SID, "m", 1), EVENTLOG_OK);
 	fill(K, 1);
@@ -1195,7 +1295,7 @@ START_TEST(test_kill_restart)
 	notes_wait(&w, 4);
 	ck_assert_uint_eq(w.k[3], K + 1);
 	ck_assert_uint_eq(w.seq[3], 1);
-	eventlog_unwatch(el, SID, watch_cb, &w);
+	eventlog_unwatch(el, SID, watch_cb, NULL, &w);
 }
 END_TEST
 
@@ -1226,6 +1326,7 @@ eventlog_redis_suite(void)
 	tcase_add_test(tc, test_setup_refused);
 	tcase_add_test(tc, test_select_refused);
 	tcase_add_test(tc, test_watch);
+	tcase_add_test(tc, test_watch_messages);
 	tcase_add_test(tc, test_watch_unwatch_in_cb);
 	suite_add_tcase(s, tc);
 

@@ -369,6 +369,24 @@ START_TEST(test_pubsub)
 	ck_assert_uint_eq(ps.k, 42);
 	ck_assert_uint_eq(ps.seq, 7);
 
+	/* A process's message ("m " then its text), and the script's. */
+	ck_assert_int_eq(redis_script_pubsub(rep_array(rep_str("message"),
+	    rep_str("mcpd:{a}:events"), rep_str("m d 42 7"), NULL), &ps), 0);
+	ck_assert_int_eq(ps.kind, REDIS_PUBSUB_MESSAGE);
+	ck_assert_uint_eq(ps.k, 0);
+	ck_assert_uint_eq(ps.len, 6);
+	ck_assert(memcmp(ps.data, "d 42 7", 6) == 0);
+	ck_assert_int_eq(redis_script_pubsub(rep_array(rep_str("message"),
+	    rep_str("mcpd:{a}:events"), rep_str(EVENTLOG_MESSAGE_DELETED),
+	    NULL), &ps), 0);
+	ck_assert_uint_eq(ps.k, 0);
+	ck_assert_uint_eq(ps.len, strlen(EVENTLOG_MESSAGE_DELETED));
+	ck_assert(memcmp(ps.data, EVENTLOG_MESSAGE_DELETED, ps.len) == 0);
+	ck_assert_int_eq(redis_script_pubsub(rep_array(rep_str("message"),
+	    rep_str("c"), rep_str("m "), NULL), &ps), -1);
+	ck_assert_int_eq(redis_script_pubsub(rep_array(rep_str("message"),
+	    rep_str("c"), rep_str("!"), NULL), &ps), -1);
+
 	ck_assert_int_eq(redis_script_pubsub(rep_array(rep_str("psubscribe"),
 	    rep_str("x*"), rep_int(1), NULL), &ps), 0);
 	ck_assert_int_eq(ps.kind, REDIS_PUBSUB_OTHER);

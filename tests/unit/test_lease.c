@@ -289,6 +289,30 @@ START_TEST(test_settle_forgotten)
 }
 END_TEST
 
+/*
+ * The lease lives lease_ttl; its owner renews it three times per lease,
+ * but never less often than every second (two renewals may be lost or
+ * late before it lapses), and a check every LEASE_CHECK_MS finds a dead
+ * owner within lease_ttl + 1 s.
+ */
+START_TEST(test_renewal_cadence)
+{
+	struct conf	*def = conf_default();
+
+	ck_assert_int_eq(def->lease_ttl, 5);
+	conf_free(def);
+	conf->lease_ttl = 1;
+	ck_assert_uint_eq(lease_ttl_ms(), 1000);
+	ck_assert_uint_eq(lease_renew_ms(), 333);
+	conf->lease_ttl = 3;
+	ck_assert_uint_eq(lease_renew_ms(), 1000);
+	conf->lease_ttl = 300;
+	ck_assert_uint_eq(lease_ttl_ms(), 300000);
+	ck_assert_uint_eq(lease_renew_ms(), 1000);
+	ck_assert_uint_lt(LEASE_CHECK_MS, 1000);
+}
+END_TEST
+
 static Suite *
 lease_suite(void)
 {
@@ -300,6 +324,7 @@ lease_suite(void)
 	tcase_add_test(tc, test_answer_after_head);
 	tcase_add_test(tc, test_answer_twice_is_refused);
 	tcase_add_test(tc, test_answer_nothing_owed_ends);
+	tcase_add_test(tc, test_renewal_cadence);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("settle");

@@ -11,6 +11,10 @@
 
 #include "unit.h"
 
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
 #include "log.h"
 
 #define T0	1000000		/* an arbitrary monotonic start, in ms */
@@ -183,6 +187,99 @@ START_TEST(test_log_limited_checks_the_level_first)
 }
 END_TEST
 
+/* One line of a file, read whole (JSON lines may be long). */
+static char *
+read_file(const char *path)
+{
+	static char	 buf[65536];
+	FILE		*f = fopen(path, "r");
+	size_t		 n;
+
+	ck_assert_ptr_nonnull(f);
+	n = fread(buf, 1, sizeof buf - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	return (buf);
+}
+
+START_TEST(test_json_lines_are_json_whatever_the_message)
+{
+	char	 dir[] = "/tmp/mcpd-test-logj.XXXXXX", path[256], *cause;
+	char	*text, *nl, big[6000];
+	cJSON	*j;
+	int	 lines = 0;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/json.log", dir);
+	ck_assert_int_eq(log_open(path, 1, &cause), 0);
+	log_write(LOG_LEVEL_WARN, "quote \" backslash \\ tab\t nl\n ctl\x01 "
+	    "utf8 \xc3\xa9 bad \xff\xc3 end");
+	memset(big, 'x', sizeof big - 1);
+	big[sizeof big - 1] = '\0';
+	log_write(LOG_LEVEL_INFO, "%s", big);
+	ck_assert_int_eq(log_open(NULL, 0, &cause), 0);
+
+	for (text = read_file(path); (nl = strchr(text, '\n')) != NULL;
+	    text = nl + 1) {
+		*nl = '\0';
+		j = cJSON_Parse(text);
+		ck_assert_msg(j != NULL, "not JSON: %s", text);
+		ck_assert(cJSON_IsString(cJSON_GetObjectItem(j, "time")));
+		ck_assert(cJSON_IsString(cJSON_GetObjectItem(j, "level")));
+		ck_assert(cJSON_IsString(cJSON_GetObjectItem(j, "msg")));
+		if (lines == 0) {
+			ck_assert_str_eq(cJSON_GetObjectItem(j,
+			    "level")->valuestring, "warn");
+			/* Valid UTF-8 stays; a stray byte is \u00XX. */
+			ck_assert_str_eq(cJSON_GetObjectItem(j,
+			    "msg")->valuestring, "quote \" backslash \\ tab\t "
+			    "nl\n ctl\x01 utf8 \xc3\xa9 bad \xc3\xbf\xc3\x83 end");
+		} else {
+			/* Cut at the bound, and saying so. */
+			ck_assert_uint_lt(strlen(cJSON_GetObjectItem(j,
+			    "msg")->valuestring), sizeof big - 1);
+			ck_assert_ptr_nonnull(strstr(cJSON_GetObjectItem(j,
+			    "msg")->valuestring, "[...]"));
+		}
+		cJSON_Delete(j);
+		lines++;
+	}
+	ck_assert_int_eq(lines, 2);
+}
+END_TEST
+
+START_TEST(test_reopen_follows_the_path_after_rotation)
+{
+	char	 dir[] = "/tmp/mcpd-test-logr.XXXXXX", path[256], old[256];
+	char	*cause;
+	struct stat sb;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/mcpd.log", dir);
+	snprintf(old, sizeof old, "%s/mcpd.log.1", dir);
+	ck_assert_int_eq(log_open(path, 0, &cause), 0);
+	ck_assert_int_eq(stat(path, &sb), 0);
+	ck_assert_int_eq(sb.st_mode & 0777, 0640);
+	log_write(LOG_LEVEL_INFO, "before rotation");
+	ck_assert_int_eq(rename(path, old), 0);
+	log_write(LOG_LEVEL_INFO, "rotated, not reopened");
+	log_reopen();
+	log_write(LOG_LEVEL_INFO, "after reopen");
+	ck_assert_ptr_nonnull(strstr(read_file(old), "before rotation"));
+	ck_assert_ptr_nonnull(strstr(read_file(old), "rotated, not reopened"));
+	ck_assert_ptr_null(strstr(read_file(old), "after reopen"));
+	ck_assert_ptr_nonnull(strstr(read_file(path), "after reopen"));
+
+	/* A path that cannot be opened: refused, lines go on as before. */
+	ck_assert_int_eq(log_open("/nonexistent-dir/x.log", 0, &cause), -1);
+	ck_assert_ptr_nonnull(strstr(cause, "/nonexistent-dir/x.log"));
+	free(cause);
+	log_write(LOG_LEVEL_INFO, "still here");
+	ck_assert_ptr_nonnull(strstr(read_file(path), "still here"));
+	ck_assert_int_eq(log_open(NULL, 0, &cause), 0);
+}
+END_TEST
+
 static Suite *
 log_suite(void)
 {
@@ -197,6 +294,8 @@ log_suite(void)
 	tcase_add_test(tc, test_summary_takes_the_highest_level);
 	tcase_add_test(tc, test_many_causes_stay_bounded);
 	tcase_add_test(tc, test_log_limited_checks_the_level_first);
+	tcase_add_test(tc, test_json_lines_are_json_whatever_the_message);
+	tcase_add_test(tc, test_reopen_follows_the_path_after_rotation);
 	suite_add_tcase(s, tc);
 	return (s);
 }
