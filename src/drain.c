@@ -1,7 +1,8 @@
 /*
  * Draining: how an instance leaves a load balancer's pool without losing
- * a call. SIGTERM or SIGINT drain, then exit; SIGUSR2 drains and stays up,
- * not ready and not accepting, until SIGTERM. One state machine:
+ * a call. SIGTERM, SIGINT or SIGQUIT drain, then exit; SIGUSR2 drains
+ * and stays up, not ready and not accepting, until SIGTERM. One state
+ * machine:
  *
  *   serving -> delay    /readyz answers 503 at once; everything else is
  *                       served as usual for drain_delay, so the balancer

@@ -112,6 +112,24 @@ server_reopen_cb(evutil_socket_t sig, short events, void *arg)
 }
 
 /*
+ * Every signal an operator might send does what its name promises, and
+ * none kills mcpd by accident. SIGQUIT is nginx's graceful stop, and what
+ * some container runtimes and supervisors send: a drain, like SIGTERM.
+ */
+static const struct {
+	int	 sig;
+	void	(*cb)(evutil_socket_t, short, void *);
+} server_signals[] = {
+	{ SIGTERM, server_signal_cb },
+	{ SIGINT, server_signal_cb },
+	{ SIGQUIT, server_signal_cb },
+	{ SIGUSR2, server_signal_cb },
+	{ SIGUSR1, server_reopen_cb },
+	{ SIGHUP, server_reload_cb },
+};
+#define SERVER_NSIGNALS	(sizeof server_signals / sizeof server_signals[0])
+
+/*
  * accept() failed for a reason that does not pass by itself at once: most
  * often the open file limit, with the pending connection left in the
  * kernel's queue, so the listening socket stays readable and the loop
@@ -344,7 +362,7 @@ int
 server_run(struct conf *conf)
 {
 	struct event_base	*base;
-	struct event		*sigterm, *sigint, *sigusr1, *sigusr2, *sighup;
+	struct event		*sigev[SERVER_NSIGNALS];
 	struct event		*cron, *watchdog = NULL;
 	struct event		*renew = NULL, *check = NULL;
 	struct evhttp		*http;
@@ -378,17 +396,12 @@ server_run(struct conf *conf)
 	server.http = http;
 	health_init();
 
-	sigterm = evsignal_new(base, SIGTERM, server_signal_cb, NULL);
-	sigint = evsignal_new(base, SIGINT, server_signal_cb, NULL);
-	sigusr2 = evsignal_new(base, SIGUSR2, server_signal_cb, NULL);
-	sigusr1 = evsignal_new(base, SIGUSR1, server_reopen_cb, NULL);
-	sighup = evsignal_new(base, SIGHUP, server_reload_cb, NULL);
+	for (i = 0; i < (int)SERVER_NSIGNALS; i++) {
+		sigev[i] = evsignal_new(base, server_signals[i].sig,
+		    server_signals[i].cb, NULL);
+		evsignal_add(sigev[i], NULL);
+	}
 	cron = event_new(base, -1, EV_PERSIST, server_cron_cb, NULL);
-	evsignal_add(sigterm, NULL);
-	evsignal_add(sigint, NULL);
-	evsignal_add(sigusr2, NULL);
-	evsignal_add(sigusr1, NULL);
-	evsignal_add(sighup, NULL);
 	event_add(cron, &second);
 	if (server.shared) {
 		renew = server_every(base, lease_renew_ms(),
@@ -439,11 +452,8 @@ server_run(struct conf *conf)
 	eventlog_free(el);
 	for (i = 0; i < 4; i++)
 		event_base_loop(base, EVLOOP_NONBLOCK);
-	event_free(sigterm);
-	event_free(sigint);
-	event_free(sigusr2);
-	event_free(sigusr1);
-	event_free(sighup);
+	for (i = 0; i < (int)SERVER_NSIGNALS; i++)
+		event_free(sigev[i]);
 	if (watchdog != NULL)
 		event_free(watchdog);
 	event_free(cron);

@@ -398,3 +398,21 @@ def test_redis_readyz_follows_the_log(h):
             except Exception:
                 d.kill()
         rs.stop()
+
+
+def test_sigquit_drains_like_sigterm(h):
+    # nginx's graceful stop, and what some supervisors send: it must drain,
+    # not dump core (its default action) with a call running.
+    d = h.start(drain_delay=0, drain_timeout=30)
+    sid = d.initialize(LATEST)
+    n = 10
+    id, r = d.call_open(sid, "stream", {"n": n, "interval_ms": 100}, "q")
+    expect(r.status == 200 and r.is_sse, f"stream -> HTTP {r.status}")
+    expect(r.next_message(5) is not None, "no first message")
+    d.signal(signal.SIGQUIT)
+    d.wait_log(lambda line: f"signal {int(signal.SIGQUIT)}: draining" in line,
+               3, "the SIGQUIT drain's start")
+    expect(d.alive(), "mcpd exited on SIGQUIT with a call running")
+    _stream_whole(r, id, n, "q", 10)
+    rc = _wait_exit(d, 5, "once its call finished")
+    expect(rc == 0, f"mcpd exited {rc} after a SIGQUIT drain")
