@@ -5,8 +5,8 @@ file changes nothing, and a running call keeps its tool's definition."""
 import signal
 import time
 
-from mcpd_harness import (DAEMON_CONF, conf_text, expect, result_text, rpc,
-                          tmo, tool_call)
+from mcpd_harness import (DAEMON_CONF, LATEST, conf_text, expect,
+                          result_text, rpc, tmo, tool_call)
 
 
 def _reload(d, lines, outcome="applied", overrides=None):
@@ -96,3 +96,70 @@ def test_running_call_keeps_its_definition(h):
     msg = r.rpc(id)
     expect("done" in result_text(msg),
            f"the running call did not finish with its definition: {msg}")
+
+
+def _first_retry(g):
+    ev = g.next_event(3)
+    expect(ev is not None, "GET: no first event")
+    return ev.retry
+
+
+def test_sse_retry_and_max_views_apply_to_new_responses(h):
+    d = h.start(sse_retry_ms=1111)
+    s = d.initialize()
+    g = d.get_sse(s)
+    expect(g.status == 200, f"GET -> HTTP {g.status}")
+    expect(_first_retry(g) == 1111, "retry: before the reload")
+    _reload(d, [], overrides={"sse_retry_ms": "2222", "max_views": "1"})
+    # The open view fills the one place max_views now leaves.
+    r = d.post(s, tool_call("echo", {"text": "x"}, d.new_id()))
+    expect(r.status == 503, f"a second SSE response over max_views 1 -> "
+           f"HTTP {r.status}")
+    expect(r.header("Retry-After") is not None, "503 without Retry-After")
+    g.close()
+    # Once mcpd has seen the connection go, the place is free again, and
+    # the new response carries the new retry: (awaited, not slept for).
+    deadline = time.monotonic() + tmo(5)
+    while True:
+        g = d.get_sse(s)
+        if g.status == 200:
+            break
+        g.close()
+        expect(time.monotonic() < deadline, "the freed view's place never "
+               f"came back (GET -> HTTP {g.status})")
+        time.sleep(0.05)
+    expect(_first_retry(g) == 2222, "retry: after the reload")
+    g.close()
+
+
+def test_allowed_origins_apply_to_new_requests(h):
+    d = h.start()
+    origin = {"Origin": "http://app.example"}
+    s = d.initialize()
+    r = d.ping(s, origin)
+    expect(r.status == 403, f"a non-loopback Origin before the reload -> "
+           f"HTTP {r.status}")
+    _reload(d, [], overrides={"allowed_origins": "http://app.example"})
+    r = d.ping(s, origin)
+    expect(r.status == 200, f"the Origin the reload allowed -> "
+           f"HTTP {r.status}")
+    r = d.ping(s, {"Origin": "http://other.example"})
+    expect(r.status == 403, f"an Origin still not allowed -> "
+           f"HTTP {r.status}")
+
+
+def test_request_timeout_applies_to_new_requests(h):
+    fixtures = ["fixtures conformance"]
+    d = h.start(extra_lines=fixtures, request_timeout=60)
+    s = d.initialize(LATEST)
+    _reload(d, fixtures, overrides={"request_timeout": "1"})
+    id, r = d.call_open(s, "test_elicitation", {"message": "m"})
+    got = r.next_message(5)
+    expect(got is not None and got[1].get("method") == "elicitation/create",
+           f"the call's first message: {got!r}")
+    # Not answered: request_timeout 1 (the reloaded value, not 60) ends it
+    # within the test's 30 s.
+    final = r.rpc(id)
+    text = result_text(final)
+    expect("did not answer the request in time" in text,
+           f"unanswered elicitation after request_timeout 1: {final!r}")
