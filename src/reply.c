@@ -15,28 +15,44 @@
 #include "metrics.h"
 #include "reply.h"
 
-/* The method as the access log and the metrics name it. */
+/*
+ * The methods the access log names and the metrics count one by one; any
+ * other is "other" in both.
+ */
+static const struct {
+	enum evhttp_cmd_type	 cmd;
+	const char		*name;
+	enum metrics_method	 metric;
+} reply_methods[] = {
+	{ EVHTTP_REQ_GET, "GET", METRICS_GET },
+	{ EVHTTP_REQ_POST, "POST", METRICS_POST },
+	{ EVHTTP_REQ_DELETE, "DELETE", METRICS_DELETE },
+	{ EVHTTP_REQ_PUT, "PUT", METRICS_OTHER_METHOD },
+	{ EVHTTP_REQ_PATCH, "PATCH", METRICS_OTHER_METHOD },
+	{ EVHTTP_REQ_OPTIONS, "OPTIONS", METRICS_OTHER_METHOD },
+	{ EVHTTP_REQ_HEAD, "HEAD", METRICS_OTHER_METHOD },
+};
+#define REPLY_NMETHODS	(sizeof reply_methods / sizeof reply_methods[0])
+
+static int
+reply_method_index(struct evhttp_request *req)
+{
+	enum evhttp_cmd_type	cmd = evhttp_request_get_command(req);
+	size_t			i;
+
+	for (i = 0; i < REPLY_NMETHODS; i++) {
+		if (reply_methods[i].cmd == cmd)
+			return ((int)i);
+	}
+	return (-1);
+}
+
 const char *
 reply_method(struct evhttp_request *req)
 {
-	switch (evhttp_request_get_command(req)) {
-	case EVHTTP_REQ_GET:
-		return ("GET");
-	case EVHTTP_REQ_POST:
-		return ("POST");
-	case EVHTTP_REQ_DELETE:
-		return ("DELETE");
-	case EVHTTP_REQ_PUT:
-		return ("PUT");
-	case EVHTTP_REQ_PATCH:
-		return ("PATCH");
-	case EVHTTP_REQ_OPTIONS:
-		return ("OPTIONS");
-	case EVHTTP_REQ_HEAD:
-		return ("HEAD");
-	default:
-		return ("other");
-	}
+	int	i = reply_method_index(req);
+
+	return (i == -1 ? "other" : reply_methods[i].name);
 }
 
 /* The session a response is about: the one it names, or the request's. */
@@ -56,23 +72,10 @@ reply_session(struct evhttp_request *req)
 void
 reply_count(struct evhttp_request *req, int status)
 {
-	enum metrics_method	m;
+	int	i = reply_method_index(req);
 
-	switch (evhttp_request_get_command(req)) {
-	case EVHTTP_REQ_GET:
-		m = METRICS_GET;
-		break;
-	case EVHTTP_REQ_POST:
-		m = METRICS_POST;
-		break;
-	case EVHTTP_REQ_DELETE:
-		m = METRICS_DELETE;
-		break;
-	default:
-		m = METRICS_OTHER_METHOD;
-		break;
-	}
-	metrics_http(m, status);
+	metrics_http(i == -1 ? METRICS_OTHER_METHOD : reply_methods[i].metric,
+	    status);
 }
 
 /* A whole reply (body NULL: none). */
