@@ -139,6 +139,8 @@ void		 conf_print_man(FILE *, const char *);
  * configured, a loopback origin. NULL (no header) is allowed; "null" never.
  */
 int		 conf_origin_allowed(const struct conf *, const char *);
+/* log_init and log_open as its log_level, log_file and log_format say. */
+int		 conf_log_open(const struct conf *, char **);
 /* The tool block named NAME, or NULL. */
 const struct conf_tool *conf_tool_find(const struct conf *, const char *);
 const char	*conf_param_type_name(enum conf_param_type);

@@ -2076,6 +2076,15 @@ conf_param_type_name(enum conf_param_type type)
 	return ("?");
 }
 
+/* Log lines from now on go where and as this configuration says. */
+int
+conf_log_open(const struct conf *conf, char **cause)
+{
+	log_init(conf->log_level);
+	return (log_open(strcmp(conf->log_file, "stderr") == 0 ? NULL :
+	    conf->log_file, conf->log_format == CONF_LOG_JSON, cause));
+}
+
 int
 conf_origin_allowed(const struct conf *conf, const char *origin)
 {

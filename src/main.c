@@ -76,9 +76,7 @@ main(int argc, char **argv)
 		conf_free(conf);
 		return (0);
 	}
-	log_init(conf->log_level);
-	if (log_open(strcmp(conf->log_file, "stderr") == 0 ? NULL :
-	    conf->log_file, conf->log_format == CONF_LOG_JSON, &cause) != 0) {
+	if (conf_log_open(conf, &cause) != 0) {
 		fprintf(stderr, "mcpd: %s\n", cause);
 		free(cause);
 		conf_free(conf);

@@ -35,9 +35,7 @@ reload_log(const struct conf *conf)
 {
 	char	*cause;
 
-	log_init(conf->log_level);
-	if (log_open(strcmp(conf->log_file, "stderr") == 0 ? NULL :
-	    conf->log_file, conf->log_format == CONF_LOG_JSON, &cause) != 0) {
+	if (conf_log_open(conf, &cause) != 0) {
 		log_error("reload: %s; logging on where it did", cause);
 		free(cause);
 	}
