@@ -22,17 +22,6 @@ from mcpd_harness import (Timeout, assert_rpc_error, check_ids, expect,
 SIZE = 65536        # 400 such events: far beyond loopback's socket buffers
 
 
-def _messages(r, count, timeout=10, what="stream"):
-    """The next `count` message events of an open SSE reply."""
-    got = []
-    while len(got) < count:
-        m = r.next_message(timeout)
-        expect(m is not None, f"{what}: SSE stream ended after {len(got)} "
-               f"of {count} messages: {r.events[-3:]!r}")
-        got.append(m[0])
-    return got
-
-
 def _check_stream_call(events, id, n, token, what):
     """The message events of a `stream` call (n, progress token) seen by a
     client across all its connections: ids K-1..K-(n+1) of one stream, each
@@ -130,7 +119,7 @@ def test_400_event_call_cut_early_completes_on_other_instances(c):
                                            id, "big"), chunk=4096,
                     pause=0.001)
     expect(r.status == 200 and r.is_sse, f"stream on A -> HTTP {r.status}")
-    got = _messages(r, 10, what="on A")
+    got = r.next_messages(10, timeout=10, what="on A")
     r.cut()
     for d, count in ((b, 150), (cc, None)):
         k, last = check_ids(got, 1, what="so far")
@@ -139,8 +128,8 @@ def test_400_event_call_cut_early_completes_on_other_instances(c):
         expect(g.status == 200 and g.is_sse, f"resume {cursor} on {d.name} "
                f"-> HTTP {g.status} {'' if g.is_sse else g.body[:300]!r}")
         if count is not None:
-            got += _messages(g, count, what=f"resumed from {cursor} on "
-                             f"{d.name}")
+            got += g.next_messages(count, timeout=10,
+                              what=f"resumed from {cursor} on {d.name}")
             g.cut()
             continue
         try:
@@ -183,7 +172,7 @@ def test_delete_through_one_instance_404_on_every_other(c):
                               "running")
     expect(running.status == 200 and running.is_sse,
            f"stream on C -> HTTP {running.status}")
-    _messages(running, 1, what="the call on C")
+    running.next_messages(1, timeout=10, what="the call on C")
 
     r = a.delete(sid)
     expect(r.status in (200, 204), f"DELETE through A -> HTTP {r.status}")
@@ -539,7 +528,7 @@ def test_kill9_of_the_running_instance_answers_within_lease_ttl(c):
     id, r = a.call_open(sid, "stream", {"n": 1000, "interval_ms": 50},
                         "k9")
     expect(r.status == 200 and r.is_sse, f"stream on A -> HTTP {r.status}")
-    got = _messages(r, 5, what="on A")
+    got = r.next_messages(5, timeout=10, what="on A")
     c.kill9(0)
     killed = time.monotonic()
     try:

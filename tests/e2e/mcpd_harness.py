@@ -557,6 +557,17 @@ class Reply:
             if ev.is_message:
                 return ev, ev.json
 
+    def next_messages(self, count, timeout=5, what="SSE stream"):
+        """The next `count` message events; fails if the stream ends
+        first."""
+        got = []
+        while len(got) < count:
+            m = self.next_message(timeout)
+            expect(m is not None, f"{what}: ended after {len(got)} of "
+                   f"{count} messages: {self.events[-3:]!r}")
+            got.append(m[0])
+        return got
+
     def events_until_close(self, timeout=10):
         """All further events until the server ends the stream."""
         deadline = time.monotonic() + tmo(timeout)

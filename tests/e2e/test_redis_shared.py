@@ -28,16 +28,6 @@ def _adopt(d, other, sid):
     d.versions[sid] = other.versions.get(sid, LATEST)
 
 
-def _read_messages(r, count, timeout=5):
-    got = []
-    while len(got) < count:
-        m = r.next_message(timeout)
-        expect(m is not None, f"SSE stream ended after {len(got)} of "
-               f"{count} messages: {r.events[-3:]!r}")
-        got.append(m[0])
-    return got
-
-
 # --------------------------------------------------------------------------
 # 1. delivery progress under block
 
@@ -56,7 +46,7 @@ def test_redis_block_stream_resumed_on_another_process_completes(h):
     _adopt(b, a, sid)
     id, r = a.call_open(sid, "stream", {"n": 400}, "blk")
     expect(r.status == 200 and r.is_sse, f"stream on A -> HTTP {r.status}")
-    got = _read_messages(r, 10)
+    got = r.next_messages(10)
     k, last = check_ids(got, 1, what="stream on A")
     r.cut()
     g = b.get_sse(sid, f"{k}-{last}")
