@@ -43,6 +43,7 @@ struct http_client {
 	struct event		*finish;
 	const char		*error;	/* static; NULL: none (yet) */
 	int			 status;
+	int			 complete;	/* the whole response is in */
 	int			 ending;	/* finish is active */
 	struct evbuffer		*body;	/* gathered */
 	size_t			 received;
@@ -104,7 +105,7 @@ http_client_ssl(void)
 static void
 http_client_end(struct http_client *hc, const char *error)
 {
-	if (hc->error == NULL && hc->status == 0)
+	if (hc->error == NULL && !hc->complete)
 		hc->error = error;
 	if (hc->ending)
 		return;
@@ -235,8 +236,8 @@ http_client_done_evcb(struct evhttp_request *req, void *arg)
 	http_client_take(hc, req);
 	evhttp_request_own(req);
 	hc->resp = req;
-	if (hc->error == NULL)
-		hc->status = evhttp_request_get_response_code(req);
+	hc->status = evhttp_request_get_response_code(req);
+	hc->complete = hc->error == NULL;
 	http_client_end(hc, NULL);
 }
 
