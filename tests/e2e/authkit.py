@@ -234,6 +234,8 @@ class JwksServer(_Server):
         super().__init__()
         self.keyset = keyset
         self.fetches = 0
+        self.gate = threading.Event()   # cleared: fetches are held
+        self.gate.set()
 
     def set_keys(self, keyset):
         with self.lock:
@@ -244,8 +246,10 @@ class JwksServer(_Server):
             return super().on_get(req)
         with self.cond:
             self.fetches += 1
-            keyset = self.keyset
             self.cond.notify_all()
+        self.gate.wait(60)
+        with self.lock:
+            keyset = self.keyset
         req._send(200, keyset)
 
     def wait_fetches(self, n, timeout):
