@@ -9,6 +9,10 @@
  * callbacks (freeing it inside one is the classic bug).
  */
 #include <sys/queue.h>
+#include <sys/socket.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -274,6 +278,8 @@ http_client_connect(const char *scheme, const char *host, int port,
 	struct evhttp_connection *evcon;
 	SSL_CTX			*ctx;
 	SSL			*ssl;
+	struct in_addr		 in4;
+	struct in6_addr		 in6;
 
 	if (strcasecmp(scheme, "https") == 0) {
 		if ((ctx = http_client_ssl()) == NULL ||
@@ -281,8 +287,19 @@ http_client_connect(const char *scheme, const char *host, int port,
 			xasprintf(cause, "cannot set up TLS");
 			return (NULL);
 		}
-		SSL_set_tlsext_host_name(ssl, host);
-		SSL_set1_host(ssl, host);
+		/*
+		 * The certificate must name the host: an IP address in its
+		 * iPAddress entries, a name in its DNS ones. Names get SNI,
+		 * addresses may not (RFC 6066, 3).
+		 */
+		if (inet_pton(AF_INET, host, &in4) == 1 ||
+		    inet_pton(AF_INET6, host, &in6) == 1)
+			X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl),
+			    host);
+		else {
+			SSL_set_tlsext_host_name(ssl, host);
+			SSL_set1_host(ssl, host);
+		}
 		bev = bufferevent_openssl_socket_new(http_client.base, -1, ssl,
 		    BUFFEREVENT_SSL_CONNECTING,
 		    BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);

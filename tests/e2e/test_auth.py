@@ -556,6 +556,55 @@ def test_auth_tool_scope_in_a_batch(h):
     expect(r.status == 200, f"the batch with deploy: HTTP {r.status}")
 
 
+def _start_env(h, env, **auth):
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update({k: v for k, v in env.items() if v is not None})
+    for k, v in env.items():
+        if v is None:
+            os.environ.pop(k, None)
+    try:
+        return start(h, keyset=None, **auth)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def test_auth_jwks_uri_over_https(h):
+    """jwks_uri over https: the server's certificate is verified against
+    the trust store (here SSL_CERT_FILE naming the test's own CA) and must
+    name the host; an untrusted certificate, or one for another address,
+    gets no key set fetched (503), never a pass."""
+    a = key("rsa1")
+    good = authkit.make_cert(h.workdir, "IP:127.0.0.1", "good")
+    other = authkit.make_cert(h.workdir, "IP:127.0.0.2", "other")
+    servers = [authkit.JwksServer(authkit.jwks(a.jwk()), tls=good),
+               authkit.JwksServer(authkit.jwks(a.jwk()), tls=other),
+               authkit.JwksServer(authkit.jwks(a.jwk()), tls=good)]
+    try:
+        expect(servers[0].url("/jwks").startswith("https://"), "not https")
+        d = _start_env(h, {"SSL_CERT_FILE": good[0]},
+                       jwks_uri=servers[0].url("/jwks"))
+        tok = token(a)
+        expect(ping_status(d, session(d, tok), tok) == 200,
+               "a token verified with a key set fetched over https")
+        expect(servers[0].fetches >= 1, "no fetch over https")
+        for srv, env, what in (
+                (servers[1], {"SSL_CERT_FILE": other[0]},
+                 "a certificate for another address"),
+                (servers[2], {"SSL_CERT_FILE": other[0]},
+                 "a certificate no CA in the store signed")):
+            d = _start_env(h, env, jwks_uri=srv.url("/jwks"), timeout=3)
+            r = d.initialize_reply(headers=bearer(tok))
+            expect(r.status == 503, f"{what}: HTTP {r.status}")
+            expect(srv.fetches == 0, f"{what}: the key set was served")
+    finally:
+        for srv in servers:
+            srv.close()
+
+
 def test_auth_jwks_uri_down_is_503(h):
     """No key set can be fetched: 503, not 401 (the token may be good)."""
     srv = authkit.JwksServer(authkit.jwks())
