@@ -27,8 +27,9 @@
  *
  * http_client_cancel ends a request early: done runs on a later turn with
  * the error "cancelled", or with the response if it was in already (once
- * done has run the handle is gone, and cancel must not be called). Headers, body and URL are copied
- * by http_client_start; nothing the caller passes is kept.
+ * done has run the handle is gone, and cancel must not be called).
+ * Headers, body and URL are copied by http_client_start; nothing the
+ * caller passes is kept.
  */
 #ifndef MCPD_HTTP_CLIENT_H
 #define MCPD_HTTP_CLIENT_H

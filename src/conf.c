@@ -319,8 +319,8 @@ static const struct conf_entry conf_auth_entries[] = {
 	  "hex, the principal (subject) it stands for, and its scopes, "
 	  "separated by blanks; \"#\" starts a comment. Make the hash with "
 	  "printf %s TOKEN | sha256sum. Read at start-up." },
-	{ .name = "leeway", .type = CONF_SECONDS, .offset = CONF_AUTH_OFF(leeway),
-	  .min = 0, .max = 600, .def = "60",
+	{ .name = "leeway", .type = CONF_SECONDS,
+	  .offset = CONF_AUTH_OFF(leeway), .min = 0, .max = 600, .def = "60",
 	  .help = "Clock skew allowed when checking a token's exp and nbf." },
 	{ .name = "max_token", .type = CONF_SIZE,
 	  .offset = CONF_AUTH_OFF(max_token), .min = 256, .max = 64 * CONF_KIB,

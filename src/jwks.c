@@ -17,7 +17,7 @@
 
 struct jwks_key {
 	char		*kid;		/* NULL if the JWK has none */
-	int		 alg;		/* enum jwt_alg, or -1: any of its kty */
+	int		 alg;		/* enum jwt_alg; -1: any of its kty */
 	struct jwt_key	*key;
 };
 
@@ -57,7 +57,8 @@ jwks_for_verify(const cJSON *jwk)
 	if ((ops = cJSON_GetObjectItemCaseSensitive(jwk, "key_ops")) == NULL)
 		return (1);
 	cJSON_ArrayForEach(op, ops) {
-		if (cJSON_IsString(op) && strcmp(op->valuestring, "verify") == 0)
+		if (cJSON_IsString(op) &&
+		    strcmp(op->valuestring, "verify") == 0)
 			return (1);
 	}
 	return (0);

@@ -455,7 +455,8 @@ jwt_verify(const struct jwt *j, const struct jwt_key *key)
 		goto out;
 	if (j->alg == JWT_PS256 &&
 	    (EVP_PKEY_CTX_set_rsa_padding(pctx, RSA_PKCS1_PSS_PADDING) != 1 ||
-	    EVP_PKEY_CTX_set_rsa_pss_saltlen(pctx, RSA_PSS_SALTLEN_DIGEST) != 1 ||
+	    EVP_PKEY_CTX_set_rsa_pss_saltlen(pctx,
+	    RSA_PSS_SALTLEN_DIGEST) != 1 ||
 	    EVP_PKEY_CTX_set_rsa_mgf1_md(pctx, EVP_sha256()) != 1))
 		goto out;
 	ok = EVP_DigestVerify(md, sig, siglen,

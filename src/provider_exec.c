@@ -642,7 +642,8 @@ exectool_env(const struct conf_tool *tool, const struct auth_principal *p)
 		    auth_principal_issuer(p));
 		xasprintf(&env[n++], "MCPD_SUBJECT=%s",
 		    auth_principal_subject(p));
-		xasprintf(&env[n++], "MCPD_CLIENT_ID=%s", cid != NULL ? cid : "");
+		xasprintf(&env[n++], "MCPD_CLIENT_ID=%s",
+		    cid != NULL ? cid : "");
 		xasprintf(&env[n++], "MCPD_SCOPES=%s", scopes);
 		free(scopes);
 	}

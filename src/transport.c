@@ -218,7 +218,7 @@ struct transport_start {
 	struct evhttp_request	*req;
 	struct session		*session;
 	cJSON			*msg;	/* a request, or a batch */
-	struct auth_principal	*who;	/* the request's, NULL without auth */
+	struct auth_principal	*who;	/* NULL without auth */
 };
 
 /*
