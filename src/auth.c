@@ -14,6 +14,12 @@
  *   principal ── lacks a required scope ─────────► AUTH_FORBIDDEN (403)
  *             └─────────────────────────────────► AUTH_OK
  *
+ * A JWT verified once is remembered under its SHA-256 until it expires
+ * (jwks_cache at most), like an introspection answer: a client sends the
+ * same token with every request, and a signature costs more than the
+ * rest of the request. A new key set from jwks_uri forgets them all, so a
+ * key taken out of the set stops its tokens at once.
+ *
  * Every check is answered on a later loop turn through its own event,
  * also when nothing had to be waited for, so transport.c meets one
  * interleaving. Checks that wait (for a key set, an introspection answer)
@@ -73,6 +79,7 @@ struct auth_check {
 	struct jwt		*jwt;		/* waiting for keys */
 	struct auth_cache	*waiting;	/* for an introspection */
 	int			 counted;	/* in auth.pending */
+	unsigned char		 hash[JWT_SHA256_LEN];	/* the token's */
 	char			*scope_text;
 	TAILQ_ENTRY(auth_check)	 entry;		/* auth.checks */
 	TAILQ_ENTRY(auth_check)	 wait;		/* a waiting list */
@@ -84,6 +91,7 @@ struct auth_cache {
 	unsigned char		 hash[JWT_SHA256_LEN];
 	struct auth_principal	*principal;	/* NULL: inactive */
 	const char		*why;		/* inactive: why */
+	int			 jwt;		/* a verified JWT */
 	uint64_t		 expires_ms;	/* monotonic */
 	struct http_client	*request;	/* on its way */
 	struct auth_checks	 waiters;
@@ -121,6 +129,10 @@ auth_cache_cmp(struct auth_cache *x, struct auth_cache *y)
 	return (memcmp(x->hash, y->hash, sizeof x->hash));
 }
 RB_GENERATE_STATIC(auth_cache_tree, auth_cache, tree, auth_cache_cmp);
+
+static void		 auth_cache_remove(struct auth_cache *);
+static void		 auth_cache_room(void);
+static struct auth_cache *auth_cache_find(const unsigned char *);
 
 /* ---------------------------------------------------------------------
  * Principals.
@@ -590,7 +602,7 @@ auth_claim_time(const cJSON *claims, const char *name, double *t)
 
 /* The claims of a verified JWT: its principal, or NULL and why not. */
 static struct auth_principal *
-auth_jwt_principal(const struct jwt *j, const char **why)
+auth_jwt_principal(const struct jwt *j, double *expp, const char **why)
 {
 	const cJSON	*claims = jwt_claims(j);
 	const char	*iss, *sub, *cid;
@@ -617,6 +629,7 @@ auth_jwt_principal(const struct jwt *j, const char **why)
 		*why = "the token has expired";
 		return (NULL);
 	}
+	*expp = exp;
 	if ((r = auth_claim_time(claims, "nbf", &nbf)) < 0) {
 		*why = "nbf is not a number";
 		return (NULL);
@@ -652,12 +665,54 @@ auth_try_keys(const struct jwt *j, const struct jwks *keys)
 	return (-1);
 }
 
+/* A verified JWT, remembered until it expires (jwks_cache at most). */
+static void
+auth_jwt_remember(const unsigned char *hash, struct auth_principal *p,
+    double exp)
+{
+	struct auth_cache	*e;
+	double			 left;
+	uint64_t		 ttl = (uint64_t)auth.a->jwks_cache * 1000;
+
+	if (auth_cache_find(hash) != NULL)
+		return;
+	left = (exp + (double)auth.a->leeway) * 1000 -
+	    (double)clock_wall_ms();
+	if (left <= 0)
+		return;
+	if (left < (double)ttl)
+		ttl = (uint64_t)left;
+	auth_cache_room();
+	e = xcalloc(1, sizeof *e);
+	memcpy(e->hash, hash, sizeof e->hash);
+	e->principal = auth_principal_ref(p);
+	e->jwt = 1;
+	e->expires_ms = clock_now_ms() + ttl;
+	TAILQ_INIT(&e->waiters);
+	RB_INSERT(auth_cache_tree, &auth.cache, e);
+	TAILQ_INSERT_TAIL(&auth.cache_order, e, order);
+	auth.ncache++;
+}
+
+/* A new key set: what the old one verified is verified again. */
+static void
+auth_jwt_forget(void)
+{
+	struct auth_cache	*e, *next;
+
+	TAILQ_FOREACH_SAFE(e, &auth.cache_order, order, next) {
+		if (e->jwt)
+			auth_cache_remove(e);
+	}
+}
+
 /* Verifies with the keys there are now; answers c. */
 static void
 auth_jwt_verify(struct auth_check *c)
 {
 	struct auth_principal	*p;
 	const char		*why = "invalid token";
+	double			 exp = 0;
 
 	if (auth_try_keys(c->jwt, auth.file_keys) != 0 &&
 	    auth_try_keys(c->jwt, auth.uri_keys) != 0) {
@@ -673,10 +728,11 @@ auth_jwt_verify(struct auth_check *c)
 			auth_answer(c, AUTH_INVALID, "bad signature");
 		return;
 	}
-	if ((p = auth_jwt_principal(c->jwt, &why)) == NULL) {
+	if ((p = auth_jwt_principal(c->jwt, &exp, &why)) == NULL) {
 		auth_answer(c, AUTH_INVALID, why);
 		return;
 	}
+	auth_jwt_remember(c->hash, p, exp);
 	auth_found(c, p);
 }
 
@@ -696,9 +752,14 @@ auth_may_refresh(void)
 static void
 auth_jwt(struct auth_check *c, const char *token, size_t len)
 {
-	const char	*why, *kid;
-	int		 known;
+	struct auth_cache	*e;
+	const char		*why, *kid;
+	int			 known;
 
+	if ((e = auth_cache_find(c->hash)) != NULL && e->jwt) {
+		auth_found(c, auth_principal_ref(e->principal));
+		return;
+	}
 	if ((c->jwt = jwt_parse(token, len, &why)) == NULL) {
 		auth_answer(c, AUTH_INVALID, why);
 		return;
@@ -772,6 +833,7 @@ auth_jwks_fetched_cb(struct http_client *hc, void *arg)
 		} else {
 			jwks_free(auth.uri_keys);
 			auth.uri_keys = keys;
+			auth_jwt_forget();
 			auth.uri_fetched_ms = clock_now_ms();
 			log_info("auth: jwks_uri %s: %zu keys",
 			    auth.a->jwks_uri, jwks_count(keys));
@@ -817,6 +879,21 @@ auth_cache_remove(struct auth_cache *e)
 	auth.ncache--;
 	auth_principal_unref(e->principal);
 	free(e);
+}
+
+/* The entry of a token's hash, unless it has expired. */
+static struct auth_cache *
+auth_cache_find(const unsigned char *hash)
+{
+	struct auth_cache	 find, *e;
+
+	memcpy(find.hash, hash, sizeof find.hash);
+	if ((e = RB_FIND(auth_cache_tree, &auth.cache, &find)) != NULL &&
+	    e->request == NULL && e->expires_ms <= clock_now_ms()) {
+		auth_cache_remove(e);
+		e = NULL;
+	}
+	return (e);
 }
 
 /* Room for one more entry: the expired go, then the oldest answered. */
@@ -983,18 +1060,16 @@ static void
 auth_introspect(struct auth_check *c, const char *token, size_t len,
     const unsigned char hash[JWT_SHA256_LEN])
 {
-	struct auth_cache		 find, *e;
+	struct auth_cache		*e;
 	struct http_client_request	 r;
 	struct http_client_header	 h[3];
 	char				*body, *tok, *id, *secret, *pair;
 	char				*basic = NULL, *cause;
 	size_t				 nh = 0;
 
-	memcpy(find.hash, hash, sizeof find.hash);
-	if ((e = RB_FIND(auth_cache_tree, &auth.cache, &find)) != NULL &&
-	    e->request == NULL && e->expires_ms <= clock_now_ms()) {
-		auth_cache_remove(e);
-		e = NULL;
+	if ((e = auth_cache_find(hash)) != NULL && e->jwt) {
+		auth_found(c, auth_principal_ref(e->principal));
+		return;
 	}
 	if (e != NULL && e->request == NULL) {
 		if (e->principal != NULL)
@@ -1127,6 +1202,7 @@ auth_check(const char *header, auth_check_cb *cb, void *arg)
 		return;
 	}
 	jwt_sha256(token, len, hash);
+	memcpy(c->hash, hash, sizeof c->hash);
 	for (i = 0; i < auth.nstatics; i++) {
 		if (jwt_equal(hash, auth.statics[i].hash, sizeof hash)) {
 			auth_found(c, auth_principal_ref(

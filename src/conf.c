@@ -330,8 +330,9 @@ static const struct conf_entry conf_auth_entries[] = {
 	{ .name = "jwks_cache", .type = CONF_SECONDS,
 	  .offset = CONF_AUTH_OFF(jwks_cache), .min = 10, .max = 86400,
 	  .def = "300",
-	  .help = "How long a key set fetched from jwks_uri, or an "
-	  "introspection answer, is used before it is asked for again." },
+	  .help = "How long a key set fetched from jwks_uri, an "
+	  "introspection answer or a verified JWT is used before it is "
+	  "asked for or checked again (a JWT at most until its exp)." },
 	{ .name = "jwks_refresh_min", .type = CONF_SECONDS,
 	  .offset = CONF_AUTH_OFF(jwks_refresh_min), .min = 1, .max = 86400,
 	  .def = "10",
@@ -342,7 +343,8 @@ static const struct conf_entry conf_auth_entries[] = {
 	{ .name = "cache_max", .type = CONF_INTEGER,
 	  .offset = CONF_AUTH_OFF(cache_max), .min = 1, .max = 1000000,
 	  .def = "10000",
-	  .help = "Introspection answers kept at once." },
+	  .help = "Introspection answers and verified JWTs remembered at "
+	  "once (by the token's SHA-256, never the token)." },
 	{ .name = "max_pending", .type = CONF_INTEGER,
 	  .offset = CONF_AUTH_OFF(max_pending), .min = 1, .max = 1000000,
 	  .def = "1024",

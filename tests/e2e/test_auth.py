@@ -235,6 +235,25 @@ def test_auth_bad_tokens_are_401_and_mcpd_keeps_serving(h):
                f"the {what} token is in the log")
 
 
+def test_auth_remembered_token_still_expires(h):
+    """A JWT verified once is remembered, but not past its exp: the same
+    token is refused once it has expired (well before jwks_cache)."""
+    d = start(h, leeway=0)
+    tok = token(lifetime=2)
+    sid = session(d, tok)
+    expect(ping_status(d, sid, tok) == 200, "the token, remembered")
+    deadline = time.monotonic() + tmo(15)
+    while True:
+        status = ping_status(d, sid, tok)
+        if status == 401:
+            break
+        expect(status == 200, f"HTTP {status}")
+        expect(time.monotonic() < deadline, "an expired token still passes "
+               "(remembered past its exp)")
+        time.sleep(0.1)
+    expect(ping_status(d, sid, token()) == 200, "a fresh token")
+
+
 def test_auth_scopes_required_403(h):
     """scopes: a valid token without one of them is 403 with
     error="insufficient_scope" and the scopes to ask for."""
