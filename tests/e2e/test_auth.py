@@ -15,6 +15,7 @@ import tempfile
 import time
 
 import authkit
+import test_metrics
 from mcpd_harness import (LATEST, REDIS_URL, Reply, expect,
                           random_session_id, rpc, result_text, tmo, tool_call)
 
@@ -541,6 +542,12 @@ def test_auth_waiting_requests_share_a_fetch_and_are_bounded(h):
                    f"{who}, after the fetch: HTTP {r.status} {r.body!r}")
         expect(srv.fetches == 1, f"{srv.fetches} fetches for one set")
         expect(d.healthz()["auth_waiting"] == 0, "still waiting")
+        text, series = test_metrics.scrape(d)
+        expect(series.get("mcpd_auth_waiting") == 0.0, f"{series!r}")
+        p = subprocess.run([test_metrics.promtool(), "check", "metrics"],
+                           input=text.encode(), capture_output=True,
+                           timeout=tmo(30))
+        expect(p.returncode == 0, f"promtool: {p.stdout!r} {p.stderr!r}")
     finally:
         srv.gate.set()
         srv.close()
