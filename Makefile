@@ -3,7 +3,7 @@
 # (memory and redis event logs) under ASan/UBSan/LSan.
 
 CC	?= cc
-PKGS	 = libevent libcjson hiredis libbsd-overlay
+PKGS	 = libevent libevent_openssl libcjson hiredis libbsd-overlay libssl libcrypto
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
@@ -158,7 +158,7 @@ asan-check: asan
 # libFuzzer harnesses (tests/fuzz/, see tests/fuzz/README.md). They need
 # clang: the library is built again in build-fuzz/ with coverage and the
 # sanitizers, and each harness is linked with libFuzzer.
-FUZZ_NAMES	 = cursor sse jsonrpc conf pagination http
+FUZZ_NAMES	 = cursor sse jsonrpc conf pagination http jwt
 FUZZ_SECONDS	?= 60
 FUZZ_REPLAY_SECONDS ?= 10
 FUZZ_FLAGS	?= -timeout=30
