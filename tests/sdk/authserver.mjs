@@ -183,13 +183,16 @@ function metadata() {
 	const base = issuer.url;
 	return {
 		issuer: base,
+		authorization_endpoint: `${base}/authorize`,
 		token_endpoint: `${base}/token`,
 		jwks_uri: `${base}/jwks`,
 		introspection_endpoint: `${base}/introspect`,
-		grant_types_supported: ['client_credentials'],
+		grant_types_supported: ['client_credentials',
+		    'authorization_code'],
 		token_endpoint_auth_methods_supported: ['client_secret_basic',
 		    'client_secret_post'],
-		response_types_supported: ['token'],
+		response_types_supported: ['code'],
+		code_challenge_methods_supported: ['S256'],
 		scopes_supported: ['mcp', 'deploy']
 	};
 }

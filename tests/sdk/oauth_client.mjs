@@ -2,23 +2,29 @@
 // mcpd that wants tokens (run by tests/e2e/test_auth_peers.py).
 //
 //   node tests/sdk/oauth_client.mjs --url URL --client-id ID
-//       --client-secret SECRET --issuer AS_URL [--call NAME JSON]...
+//       --client-secret SECRET --issuer AS_URL [--scope SCOPES]
+//       [--call NAME JSON]...
 //
 // The client starts with no token at all.  The SDK's ClientCredentialsProvider
-// (client_secret_basic, bound to --issuer) has to do the rest itself: take
-// the 401 and its WWW-Authenticate resource_metadata, fetch mcpd's RFC 9728
-// metadata, then the authorization server's RFC 8414 metadata, get a token
-// from its token endpoint, and retry; for a tool with a scope of its own,
-// take the 403 insufficient_scope and get a token with that scope (the SDK's
-// step-up).  Then it lists the tools and makes each --call.
+// (client_secret_basic, bound to --issuer, asking for --scope) has to do the
+// rest itself: take the 401 and its WWW-Authenticate resource_metadata,
+// fetch mcpd's RFC 9728 metadata, then the authorization server's RFC 8414
+// metadata, get a token from its token endpoint, and retry.  Then it lists
+// the tools and makes each --call; a call that fails is written down and
+// the next one made.  (In SDK 1.32.2 this provider always asks for its own
+// --scope: the scope of a 401 or 403 challenge, or of the metadata, does
+// not reach its token request, so its step-up on a 403 insufficient_scope
+// asks for the same token again.)
 //
 // Prints one JSON document on stdout:
 //   {"fetches":[{"method":M,"url":U,"status":S,"www_authenticate":W,
 //                "authorization":"Bearer"|null,"body":TOKEN_REQUEST_FORM},...],
-//    "tools":[NAME,...], "calls":[{"name":N,"result":R},...],
-//    "token":{"scope":...}, "error":null|STRING}
-// and exits 0 when every step worked, 1 otherwise (the document says where
-// it stopped).  The test reads it and checks what the SDK did on the wire.
+//    "tools":[NAME,...],
+//    "calls":[{"name":N,"result":R}|{"name":N,"error":E},...],
+//    "error":null|STRING}
+// and exits 0 when it connected and listed the tools, 1 otherwise ("error"
+// says where it stopped).  The test reads it and checks what the SDK did on
+// the wire.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ClientCredentialsProvider } from '@modelcontextprotocol/sdk/client/auth-extensions.js';
@@ -44,6 +50,8 @@ for (let i = 0; i < argv.length; i++) {
 		opts.clientSecret = next();
 	else if (a === '--issuer')
 		opts.issuer = next();
+	else if (a === '--scope')
+		opts.scope = next();
 	else if (a === '--call') {
 		const name = next();
 		opts.calls.push({ name, args: JSON.parse(next()) });
@@ -59,7 +67,7 @@ for (const k of ['url', 'clientId', 'clientSecret', 'issuer']) {
 	}
 }
 
-const out = { fetches: [], tools: [], calls: [], token: null, error: null };
+const out = { fetches: [], tools: [], calls: [], error: null };
 
 function done(code) {
 	process.stdout.write(JSON.stringify(out) + '\n', () =>
@@ -96,6 +104,7 @@ const provider = new ClientCredentialsProvider({
 	clientId: opts.clientId,
 	clientSecret: opts.clientSecret,
 	clientName: 'mcpd-oauth-test',
+	scope: opts.scope,
 	expectedIssuer: opts.issuer
 });
 
@@ -110,13 +119,14 @@ try {
 	const listed = await client.listTools();
 	out.tools = listed.tools.map((t) => t.name);
 	for (const c of opts.calls) {
-		const result = await client.callTool({ name: c.name,
-		    arguments: c.args });
-		out.calls.push({ name: c.name, result });
+		try {
+			const result = await client.callTool({ name: c.name,
+			    arguments: c.args });
+			out.calls.push({ name: c.name, result });
+		} catch (e) {
+			out.calls.push({ name: c.name, error: String(e) });
+		}
 	}
-	const t = provider.tokens();
-	out.token = t ? { scope: t.scope ?? null,
-	    token_type: t.token_type } : null;
 	await transport.terminateSession().catch(() => {});
 	await client.close();
 	done(0);
