@@ -330,9 +330,18 @@ def test_auth_peer_session_bound_to_principal(h):
         r = two.delete(sid, headers=_bearer(ta))
         expect(r.status in (200, 204), f"Alice's DELETE on instance 2 -> "
                f"HTTP {r.status}")
-        r = _ping(one, sid, ta)
-        expect(r.status == 404, f"Alice's session on instance 1 after her "
-               f"DELETE on 2 -> HTTP {r.status}, expected 404")
+        # Instance 1 drops its copy when the delete's message on the
+        # session's Redis channel reaches it (README, Known limitations).
+        deadline = time.monotonic() + tmo(5)
+        while True:
+            r = _ping(one, sid, ta)
+            if r.status == 404:
+                break
+            expect(r.status == 200 and time.monotonic() < deadline,
+                   f"Alice's session on instance 1 after her DELETE on 2 "
+                   f"-> HTTP {r.status}, expected 404 within "
+                   f"{tmo(5):.0f}s")
+            time.sleep(0.02)
 
 
 # --------------------------------------------------------------------------
