@@ -21,7 +21,7 @@ import urllib.parse
 from mcpd_harness import (REDIS_URL, Reply, expect, free_port, is_progress,
                           is_response, parse_event_id, result_text, rpc,
                           tmo, tool_call)
-from oauth_peer import (AuthServer, auth_lines, jwt_parts,
+from oauth_peer import (AuthServer, auth_lines, http, jwt_parts,
                         run_oauth_client)
 
 # The audience mcpd wants in tests 1 and 2 (RFC 8707 resource): a name,
@@ -177,6 +177,31 @@ def test_auth_peer_jwks_uri_token_accepted(h):
         r = _ping(d, sid, tok)
         expect(r.status == 200, f"the good token after the bad ones -> "
                f"HTTP {r.status}")
+
+
+def test_auth_peer_jwks_file_from_the_as(h):
+    # The AS's published key set saved to a file (jwks_file, no jwks_uri):
+    # its tokens pass without mcpd ever asking the AS. After a rotation
+    # the file lacks the new kid and mcpd has nowhere to look: the new
+    # key's tokens are 401 invalid_token until the file is updated and
+    # mcpd restarted, the old key's still pass.
+    with AuthServer(h.workdir, dict([ALICE])) as asrv:
+        r = http("GET", asrv.jwks_uri)
+        expect(r.status == 200 and len(r.json.get("keys", [])) == 1,
+               f"the AS's JWKS -> HTTP {r.status} {r.body[:200]!r}")
+        path = h.write("jwks.json", r.body.decode())
+        fetched = asrv.jwks_fetches()
+        d = h.start(extra_lines=auth_lines(RESOURCE, asrv, jwks=path))
+        tok1 = asrv.token("alice", scope="mcp", resource=RESOURCE)
+        sid = _session(d, tok1)
+        _echo(d, sid, tok1, "verified with the AS's keys from a file")
+        asrv.rotate()
+        tok2 = asrv.token("alice", scope="mcp", resource=RESOURCE)
+        _expect_401(_ping(d, sid, tok2), "a token of the rotated key, "
+                    "which jwks_file lacks")
+        _echo(d, sid, tok1, "the old key's token after the rotation")
+        expect(asrv.jwks_fetches() == fetched, "mcpd fetched the AS's "
+               "JWKS with only jwks_file configured")
 
 
 def test_auth_peer_jwks_key_rotation(h):
