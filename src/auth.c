@@ -736,10 +736,21 @@ auth_jwt(struct auth_check *c, const char *token, size_t len)
 	auth_jwt_verify(c);
 }
 
+/* The fetch is over (or never started): its waiters verify now. */
+static void
+auth_jwks_waiters(void)
+{
+	struct auth_check	*c;
+
+	while ((c = TAILQ_FIRST(&auth.key_waiters)) != NULL) {
+		TAILQ_REMOVE(&auth.key_waiters, c, wait);
+		auth_jwt_verify(c);
+	}
+}
+
 static void
 auth_jwks_fetched_cb(struct http_client *hc, void *arg)
 {
-	struct auth_check	*c;
 	struct jwks		*keys;
 	const char		*body;
 	size_t			 len;
@@ -764,10 +775,7 @@ auth_jwks_fetched_cb(struct http_client *hc, void *arg)
 			    auth.a->jwks_uri, jwks_count(keys));
 		}
 	}
-	while ((c = TAILQ_FIRST(&auth.key_waiters)) != NULL) {
-		TAILQ_REMOVE(&auth.key_waiters, c, wait);
-		auth_jwt_verify(c);
-	}
+	auth_jwks_waiters();
 }
 
 static void
@@ -791,6 +799,7 @@ auth_jwks_fetch(void)
 		log_limited(LOG_LEVEL_WARN, "auth-jwks", "auth: jwks_uri: %s",
 		    cause);
 		free(cause);
+		auth_jwks_waiters();
 	}
 }
 

@@ -9,6 +9,10 @@
  * callbacks (freeing it inside one is the classic bug).
  */
 #include <sys/queue.h>
+#include <sys/socket.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +47,7 @@ struct http_client {
 	struct event		*finish;
 	const char		*error;	/* static; NULL: none (yet) */
 	int			 status;
+	int			 complete;	/* the whole response is in */
 	int			 ending;	/* finish is active */
 	struct evbuffer		*body;	/* gathered */
 	size_t			 received;
@@ -104,7 +109,7 @@ http_client_ssl(void)
 static void
 http_client_end(struct http_client *hc, const char *error)
 {
-	if (hc->error == NULL && hc->status == 0)
+	if (hc->error == NULL && !hc->complete)
 		hc->error = error;
 	if (hc->ending)
 		return;
@@ -235,8 +240,8 @@ http_client_done_evcb(struct evhttp_request *req, void *arg)
 	http_client_take(hc, req);
 	evhttp_request_own(req);
 	hc->resp = req;
-	if (hc->error == NULL)
-		hc->status = evhttp_request_get_response_code(req);
+	hc->status = evhttp_request_get_response_code(req);
+	hc->complete = hc->error == NULL;
 	http_client_end(hc, NULL);
 }
 
@@ -273,6 +278,8 @@ http_client_connect(const char *scheme, const char *host, int port,
 	struct evhttp_connection *evcon;
 	SSL_CTX			*ctx;
 	SSL			*ssl;
+	struct in_addr		 in4;
+	struct in6_addr		 in6;
 
 	if (strcasecmp(scheme, "https") == 0) {
 		if ((ctx = http_client_ssl()) == NULL ||
@@ -280,8 +287,19 @@ http_client_connect(const char *scheme, const char *host, int port,
 			xasprintf(cause, "cannot set up TLS");
 			return (NULL);
 		}
-		SSL_set_tlsext_host_name(ssl, host);
-		SSL_set1_host(ssl, host);
+		/*
+		 * The certificate must name the host: an IP address in its
+		 * iPAddress entries, a name in its DNS ones. Names get SNI,
+		 * addresses may not (RFC 6066, 3).
+		 */
+		if (inet_pton(AF_INET, host, &in4) == 1 ||
+		    inet_pton(AF_INET6, host, &in6) == 1)
+			X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl),
+			    host);
+		else {
+			SSL_set_tlsext_host_name(ssl, host);
+			SSL_set1_host(ssl, host);
+		}
 		bev = bufferevent_openssl_socket_new(http_client.base, -1, ssl,
 		    BUFFEREVENT_SSL_CONNECTING,
 		    BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "conf.h"
 #include "dispatch.h"
 #include "drain.h"
@@ -277,6 +278,10 @@ prometheus_text(size_t *len)
 	    (double)(health_not_ready() == NULL));
 	prom_value(&p, "mcpd_draining", "gauge", "1 from the start of a drain "
 	    "(SIGTERM, SIGUSR2) on.", (double)drain_active());
+	if (auth_enabled())
+		prom_value(&p, "mcpd_auth_waiting", "gauge", "Requests waiting "
+		    "for a key set or an introspection answer (max_pending "
+		    "bounds them).", (double)auth_pending());
 	prom_head(&p, "mcpd_eventlog_appends_total", "counter",
 	    "Event-log appends answered, committed or failed.");
 	prom_printf(&p, "mcpd_eventlog_appends_total{result=\"committed\"} "

@@ -778,6 +778,9 @@ transport_healthz_cb(struct evhttp_request *req, void *arg)
 	cJSON_AddNumberToObject(health, "sessions", (double)session_count());
 	cJSON_AddNumberToObject(health, "streams", (double)view_count());
 	cJSON_AddItemToObject(health, "metrics", metrics_json());
+	if (auth_enabled())
+		cJSON_AddNumberToObject(health, "auth_waiting",
+		    (double)auth_pending());
 	reply_json(req, up ? 200 : 503, health);
 }
 

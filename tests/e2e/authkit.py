@@ -16,6 +16,7 @@ import http.server
 import json
 import os
 import re
+import ssl
 import subprocess
 import threading
 import time
@@ -200,10 +201,30 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.server.owner.on_post(self, body)
 
 
+def make_cert(workdir, san, name):
+    """A self-signed P-256 certificate for san ("IP:127.0.0.1"): (cert,
+    key) paths; the certificate is its own CA."""
+    cert = os.path.join(workdir, f"{name}.crt")
+    key = os.path.join(workdir, f"{name}.key")
+    _openssl("req", "-x509", "-newkey", "ec", "-pkeyopt",
+             "ec_paramgen_curve:P-256", "-nodes", "-keyout", key, "-out",
+             cert, "-days", "2", "-subj", f"/CN={name}", "-addext",
+             f"subjectAltName={san}", "-addext",
+             "basicConstraints=critical,CA:TRUE")
+    return cert, key
+
+
 class _Server:
-    def __init__(self):
+    def __init__(self, tls=None):
         self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
                                                      _Handler)
+        self.scheme = "http"
+        if tls is not None:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(*tls)
+            self.httpd.socket = ctx.wrap_socket(self.httpd.socket,
+                                                server_side=True)
+            self.scheme = "https"
         self.httpd.owner = self
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]
@@ -214,7 +235,7 @@ class _Server:
         self.thread.start()
 
     def url(self, path):
-        return f"http://127.0.0.1:{self.port}{path}"
+        return f"{self.scheme}://127.0.0.1:{self.port}{path}"
 
     def close(self):
         self.httpd.shutdown()
@@ -230,10 +251,12 @@ class _Server:
 class JwksServer(_Server):
     """Serves a key set at /jwks and counts the fetches."""
 
-    def __init__(self, keyset):
-        super().__init__()
+    def __init__(self, keyset, tls=None):
+        super().__init__(tls)
         self.keyset = keyset
         self.fetches = 0
+        self.gate = threading.Event()   # cleared: fetches are held
+        self.gate.set()
 
     def set_keys(self, keyset):
         with self.lock:
@@ -244,8 +267,10 @@ class JwksServer(_Server):
             return super().on_get(req)
         with self.cond:
             self.fetches += 1
-            keyset = self.keyset
             self.cond.notify_all()
+        self.gate.wait(60)
+        with self.lock:
+            keyset = self.keyset
         req._send(200, keyset)
 
     def wait_fetches(self, n, timeout):

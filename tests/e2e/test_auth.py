@@ -9,13 +9,14 @@ served by the test over HTTP on 127.0.0.1."""
 
 import json
 import os
+import signal
 import subprocess
 import tempfile
 import time
 
 import authkit
-from mcpd_harness import (LATEST, REDIS_URL, expect, random_session_id, rpc,
-                          result_text, tmo, tool_call)
+from mcpd_harness import (LATEST, REDIS_URL, Reply, expect,
+                          random_session_id, rpc, result_text, tmo, tool_call)
 
 ISSUER = "https://as.example.test"
 RESOURCE = "https://mcp.example.test/mcp"
@@ -471,6 +472,137 @@ def test_auth_jwks_uri_fetch_rotation_and_bounded_refresh(h):
                    "kid a, rotated out")
     finally:
         srv.close()
+
+
+def _send_initialize(d, tok):
+    """An initialize sent on its own connection, its reply not read."""
+    conn = d.connect()
+    params = {"protocolVersion": LATEST, "capabilities": {},
+              "clientInfo": {"name": "mcpd-e2e", "version": "0.1"}}
+    conn.send(d.build_request("POST", None,
+                              rpc("initialize", params, d.new_id()),
+                              bearer(tok)))
+    return conn
+
+
+def _wait_waiting(d, n):
+    deadline = time.monotonic() + tmo(10)
+    while d.healthz().get("auth_waiting") != n:
+        expect(time.monotonic() < deadline, f"auth_waiting never {n}: "
+               f"{d.healthz().get('auth_waiting')}")
+        time.sleep(0.02)
+
+
+def test_auth_waiting_requests_share_a_fetch_and_are_bounded(h):
+    """Tokens arriving while the key set is being fetched wait for that
+    one fetch (max_pending of them; the next is 503), and pass once it
+    is in."""
+    a = key("rsa1")
+    srv = authkit.JwksServer(authkit.jwks(a.jwk()))
+    srv.gate.clear()
+    try:
+        d = start(h, keyset=None, jwks_uri=srv.url("/jwks"), max_pending=2,
+                  timeout=60)
+        srv.wait_fetches(1, tmo(10))
+        first = _send_initialize(d, token(a, sub="one"))
+        _wait_waiting(d, 1)
+        second = _send_initialize(d, token(a, sub="two"))
+        _wait_waiting(d, 2)
+        r = d.initialize_reply(headers=bearer(token(a, sub="three")))
+        expect(r.status == 503 and r.header("Retry-After"),
+               f"beyond max_pending: HTTP {r.status}")
+        srv.gate.set()
+        for conn, who in ((first, "one"), (second, "two")):
+            r = Reply(conn, "POST", time.monotonic() + tmo(10))
+            r.read_body()
+            expect(r.status == 200 and r.session_id,
+                   f"{who}, after the fetch: HTTP {r.status} {r.body!r}")
+        expect(srv.fetches == 1, f"{srv.fetches} fetches for one set")
+        expect(d.healthz()["auth_waiting"] == 0, "still waiting")
+    finally:
+        srv.gate.set()
+        srv.close()
+
+
+def test_auth_reload_keeps_the_running_block(h):
+    """SIGHUP: the auth block needs a restart; the running one stays."""
+    d = start(h, scopes="mcp")
+    tok = token(scope="mcp")
+    sid = session(d, tok)
+    with open(d.conf_path) as f:
+        text = f.read()
+    expect("    scopes mcp\n" in text, "the conf has no scopes line")
+    with open(d.conf_path, "w") as f:
+        f.write(text.replace("    scopes mcp\n", "    scopes mcp admin\n"))
+    d.signal(signal.SIGHUP)
+    d.wait_log(lambda line: "auth changed in" in line, 5,
+               "the reload's line about auth")
+    expect(ping_status(d, sid, tok) == 200, "the running block changed")
+
+
+def test_auth_tool_scope_in_a_batch(h):
+    """2025-03-26 batches: a tools/call of a tool whose scope the token
+    lacks makes the whole batch 403, and nothing runs."""
+    d = start(h, extra=[
+        "tool deploy {", "    exec /bin/sh -c \"echo ran\"",
+        "    scope deploy", "}"])
+    tok = token(scope="mcp")
+    sid = d.initialize("2025-03-26", headers=bearer(tok), initialized=False)
+    r = d.post(sid, [rpc("ping", None, 1), tool_call("deploy", {}, 2)],
+               bearer(tok))
+    assert_403(r, "deploy", "a batch calling deploy")
+    r = d.post(sid, [rpc("ping", None, 3), tool_call("deploy", {}, 4)],
+               bearer(token(scope="deploy")))
+    expect(r.status == 200, f"the batch with deploy: HTTP {r.status}")
+
+
+def _start_env(h, env, **auth):
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update({k: v for k, v in env.items() if v is not None})
+    for k, v in env.items():
+        if v is None:
+            os.environ.pop(k, None)
+    try:
+        return start(h, keyset=None, **auth)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def test_auth_jwks_uri_over_https(h):
+    """jwks_uri over https: the server's certificate is verified against
+    the trust store (here SSL_CERT_FILE naming the test's own CA) and must
+    name the host; an untrusted certificate, or one for another address,
+    gets no key set fetched (503), never a pass."""
+    a = key("rsa1")
+    good = authkit.make_cert(h.workdir, "IP:127.0.0.1", "good")
+    other = authkit.make_cert(h.workdir, "IP:127.0.0.2", "other")
+    servers = [authkit.JwksServer(authkit.jwks(a.jwk()), tls=good),
+               authkit.JwksServer(authkit.jwks(a.jwk()), tls=other),
+               authkit.JwksServer(authkit.jwks(a.jwk()), tls=good)]
+    try:
+        expect(servers[0].url("/jwks").startswith("https://"), "not https")
+        d = _start_env(h, {"SSL_CERT_FILE": good[0]},
+                       jwks_uri=servers[0].url("/jwks"))
+        tok = token(a)
+        expect(ping_status(d, session(d, tok), tok) == 200,
+               "a token verified with a key set fetched over https")
+        expect(servers[0].fetches >= 1, "no fetch over https")
+        for srv, env, what in (
+                (servers[1], {"SSL_CERT_FILE": other[0]},
+                 "a certificate for another address"),
+                (servers[2], {"SSL_CERT_FILE": other[0]},
+                 "a certificate no CA in the store signed")):
+            d = _start_env(h, env, jwks_uri=srv.url("/jwks"), timeout=3)
+            r = d.initialize_reply(headers=bearer(tok))
+            expect(r.status == 503, f"{what}: HTTP {r.status}")
+            expect(srv.fetches == 0, f"{what}: the key set was served")
+    finally:
+        for srv in servers:
+            srv.close()
 
 
 def test_auth_jwks_uri_down_is_503(h):
