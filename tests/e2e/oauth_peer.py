@@ -87,8 +87,14 @@ def http(method, url, body=None, headers=None, timeout=10):
 class AuthServer:
     """tests/sdk/authserver.mjs, started and stopped by the test."""
 
-    def __init__(self, workdir, clients=None):
+    def __init__(self, workdir, clients=None, opaque=(),
+                 resource_servers=None):
+        """clients: id -> secret; opaque: the ids among them whose tokens
+        are opaque (for introspection); resource_servers: id -> secret of
+        those who may call /introspect."""
         self.clients = dict(clients or {"mcp-client": "mcp-secret"})
+        self.opaque = set(opaque)
+        self.resource_servers = dict(resource_servers or {})
         self.workdir = workdir
         self.proc = None
         self.lines = []             # its stdout, one decoded JSON per line
@@ -104,7 +110,10 @@ class AuthServer:
         node = node_ready()
         argv = [node, AUTHSERVER]
         for cid, secret in self.clients.items():
-            argv += ["--client", f"{cid}:{secret}"]
+            argv += ["--client", f"{cid}:{secret}" +
+                     (":opaque" if cid in self.opaque else "")]
+        for rid, secret in self.resource_servers.items():
+            argv += ["--resource-server", f"{rid}:{secret}"]
         self.err = open(self.errpath, "wb")
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=self.err,
@@ -215,8 +224,11 @@ class AuthServer:
         expect(r.status == 200, f"token for {client_id} -> HTTP {r.status} "
                f"{r.body[:300]!r}")
         tok = r.json.get("access_token")
-        expect(isinstance(tok, str) and tok.count(".") == 2,
-               f"token reply without a JWT access_token: {r.body[:300]!r}")
+        kind = "an opaque" if client_id in self.opaque else "a JWT"
+        expect(isinstance(tok, str) and
+               (tok.count(".") == 2) == (client_id not in self.opaque),
+               f"token reply without {kind} access_token: "
+               f"{r.body[:300]!r}")
         return tok
 
     def rotate(self):

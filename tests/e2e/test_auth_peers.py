@@ -1,7 +1,8 @@
 """End-to-end tests of mcpd's `auth` block against real peers (issue 14):
 a real authorization server (oauth2-mock-server, tests/sdk/authserver.mjs,
 see oauth_peer.py) that issues JWT access tokens by client credentials and
-publishes its keys at a jwks_uri mcpd fetches over HTTP; two mcpd on one
+publishes its keys at a jwks_uri mcpd fetches over HTTP (and answers its
+introspection endpoint for the opaque tokens it issues); two mcpd on one
 Redis that must keep a session to the principal that created it; and the
 official TypeScript SDK client finding its own way from a bare 401 to a
 tool call (tests/sdk/oauth_client.mjs).
@@ -272,6 +273,57 @@ def test_auth_peer_unknown_kid_fetch_rate_bounded(h):
                f"jwks_uri {extra} times, expected once (for the first; "
                "then jwks_refresh_min)")
         _echo(d, sid, tok, "after the unknown kids")
+
+
+def test_auth_peer_introspection_of_opaque_tokens(h):
+    # Clients whose tokens are opaque: mcpd asks the AS's introspection
+    # endpoint (RFC 7662, as client mcpd with the secret from its file)
+    # once per token, then answers from its cache; JWTs of another client
+    # are still verified locally. An opaque token the AS never issued, or
+    # issued for another resource, is 401; one without scope mcp 403; and
+    # an opaque principal is bound to its session like any other.
+    clients = {"alice": "alice-secret", "bob": "bob-secret",
+               "carol": "carol-secret"}
+    with AuthServer(h.workdir, clients, opaque={"alice", "bob"},
+                    resource_servers={"mcpd": "rs-secret"}) as asrv:
+        secret = h.write("introspection.secret", "rs-secret\n")
+        d = _start(h, asrv, extra=[f"introspection {asrv.url('/introspect')}"
+                                   f" mcpd {secret}"])
+        ta = asrv.token("alice", scope="mcp", resource=RESOURCE)
+        sid = _session(d, ta)
+        asked = asrv.count("/introspect", "POST")
+        expect(asked == 1, f"the AS was asked {asked} times about one "
+               "opaque token, expected once")
+        _echo(d, sid, ta, "with an opaque token")
+        r = _ping(d, sid, ta)
+        expect(r.status == 200, f"opaque token again -> HTTP {r.status}")
+        expect(asrv.count("/introspect", "POST") == 1, "the answer for a "
+               "token already introspected was not cached")
+
+        tc = asrv.token("carol", scope="mcp", resource=RESOURCE)
+        sc = _session(d, tc)
+        _echo(d, sc, tc, "a JWT next to opaque tokens")
+        expect(asrv.count("/introspect", "POST") == 1,
+               "a JWT was sent to introspection")
+
+        tb = asrv.token("bob", scope="mcp", resource=RESOURCE)
+        r = _ping(d, sid, tb)
+        expect(r.status == 404, f"Bob's opaque token on Alice's session "
+               f"-> HTTP {r.status}, expected 404")
+        _expect_401(_ping(d, sid, "never-issued-by-the-as-0123456789"),
+                    "an opaque token the AS never issued")
+        other = asrv.token("alice", scope="mcp",
+                           resource="https://other.test/mcp")
+        _expect_401(_ping(d, sid, other),
+                    "an opaque token for another resource")
+        narrow = asrv.token("alice", scope="profile", resource=RESOURCE)
+        _expect_403(_ping(d, sid, narrow), "an opaque token without scope "
+                    "mcp", "mcp")
+        expect(asrv.count("/introspect", "POST") == 5,
+               f"introspection requests: "
+               f"{asrv.count('/introspect', 'POST')}, expected 5 (one "
+               "per distinct opaque token)")
+        _echo(d, sid, ta, "Alice's opaque token after all that")
 
 
 # --------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 // A real OAuth 2 authorization server for mcpd's tests: oauth2-mock-server
 // (pinned in package.json) on 127.0.0.1, on a free port.
 //
-//   node tests/sdk/authserver.mjs [--client ID:SECRET]... [--port N]
+//   node tests/sdk/authserver.mjs [--client ID:SECRET[:opaque]]...
+//       [--resource-server ID:SECRET]... [--port N]
 //
 // It prints one JSON line on stdout once it listens:
 //   {"ready":true,"port":P,"issuer":"http://127.0.0.1:P","kid":"...",
@@ -22,7 +23,12 @@
 //     authentication there);
 //   - key rotation: a new key is published in the JWKS next to the old one
 //     and signs every token from then on (the library would take turns
-//     between its keys).
+//     between its keys);
+//   - opaque tokens and RFC 7662 introspection: a client marked :opaque
+//     gets a random string instead of its JWT, and POST /introspect, which
+//     only the --resource-server pairs may call (HTTP Basic), answers the
+//     JWT's claims for it with "active": true (the library's endpoint
+//     answers active for anything); any other token is inactive.
 // The test's own controls are under /test/:
 //   POST /test/rotate     new signing key; answers {"kid":NEW,"previous":OLD}
 //   GET  /test/stats      {"requests":{PATH:COUNT,...},"kid":CURRENT}
@@ -31,6 +37,7 @@
 //                         nbf and exp, then the given claims (a null claim
 //                         is left out), signed with the current key, key K,
 //                         or a key that no JWKS ever shows.
+import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 import { OAuth2Issuer, OAuth2Service, JWKStore } from 'oauth2-mock-server';
 
@@ -43,16 +50,27 @@ function usage(msg) {
 }
 
 const clients = new Map();
+const opaqueClients = new Set();
+const resourceServers = new Map();
 let listenPort = 0;
 const argv = process.argv.slice(2);
 for (let i = 0; i < argv.length; i++) {
 	const a = argv[i];
-	if (a === '--client' && i + 1 < argv.length) {
-		const v = argv[++i];
-		const c = v.indexOf(':');
-		if (c <= 0)
-			usage(`--client wants ID:SECRET, not ${v}`);
-		clients.set(v.slice(0, c), v.slice(c + 1));
+	if ((a === '--client' || a === '--resource-server') &&
+	    i + 1 < argv.length) {
+		const parts = argv[++i].split(':');
+		if (parts.length < 2 || parts[0] === '' || parts.length > 3 ||
+		    (parts.length === 3 && (a !== '--client' ||
+		    parts[2] !== 'opaque')))
+			usage(`${a} wants ID:SECRET${a === '--client' ?
+			    '[:opaque]' : ''}, not ${argv[i]}`);
+		if (a === '--resource-server')
+			resourceServers.set(parts[0], parts[1]);
+		else {
+			clients.set(parts[0], parts[1]);
+			if (parts.length === 3)
+				opaqueClients.add(parts[0]);
+		}
 	} else if (a === '--port' && i + 1 < argv.length) {
 		listenPort = Number(argv[++i]);
 		if (!Number.isInteger(listenPort) || listenPort < 0 ||
@@ -138,13 +156,61 @@ service.on('beforeTokenSigning', (token, req) => {
 		delete token.payload.scope;
 });
 
+// Opaque token -> the claims of the JWT it stands for.
+const opaque = new Map();
+
 service.on('beforeResponse', (response, req) => {
-	if (!authenticated(tokenClient(req))) {
+	const client = tokenClient(req);
+	if (!authenticated(client)) {
 		response.statusCode = 401;
 		response.body = { error: 'invalid_client',
 		    error_description: 'unknown client or wrong secret' };
+		return;
+	}
+	const jwt = response.body?.access_token;
+	if (response.statusCode === 200 && opaqueClients.has(client.id) &&
+	    typeof jwt === 'string') {
+		const claims = JSON.parse(Buffer.from(jwt.split('.')[1],
+		    'base64url').toString('utf8'));
+		const token = randomBytes(32).toString('base64url');
+		opaque.set(token, claims);
+		response.body.access_token = token;
 	}
 });
+
+function readForm(req) {
+	return new Promise((resolve, reject) => {
+		const chunks = [];
+		let n = 0;
+		req.on('data', (c) => {
+			n += c.length;
+			if (n > 65536) {
+				reject(new Error('body too large'));
+				req.destroy();
+				return;
+			}
+			chunks.push(c);
+		});
+		req.on('end', () => resolve(new URLSearchParams(
+		    Buffer.concat(chunks).toString('utf8'))));
+		req.on('error', reject);
+	});
+}
+
+async function introspect(req, res) {
+	const rs = basicCredentials(req);
+	if (rs === undefined || resourceServers.get(rs.id) !== rs.secret) {
+		res.setHeader('WWW-Authenticate', 'Basic realm="introspection"');
+		return send(res, 401, { error: 'invalid_client' });
+	}
+	const form = await readForm(req);
+	const claims = opaque.get(form.get('token') ?? '');
+	if (claims === undefined ||
+	    claims.exp <= Math.floor(Date.now() / 1000))
+		return send(res, 200, { active: false });
+	return send(res, 200, { active: true, token_type: 'Bearer',
+	    ...claims });
+}
 
 function send(res, status, obj) {
 	const body = JSON.stringify(obj);
@@ -259,6 +325,11 @@ const server = createServer((req, res) => {
 	if (req.method === 'GET' &&
 	    path === '/.well-known/oauth-authorization-server')
 		return send(res, 200, metadata());
+	if (req.method === 'POST' && path === '/introspect') {
+		introspect(req, res).catch((e) => send(res, 400,
+		    { error: 'invalid_request', error_description: String(e) }));
+		return;
+	}
 	service.requestHandler(req, res);
 });
 
