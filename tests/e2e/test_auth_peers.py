@@ -19,9 +19,9 @@ import re
 import time
 import urllib.parse
 
-from mcpd_harness import (REDIS_URL, Reply, expect, free_port, is_progress,
-                          is_response, parse_event_id, result_text, rpc,
-                          tmo, tool_call)
+from mcpd_harness import (REDIS_URL, SANITIZER_MARKERS, Reply, expect,
+                          free_port, is_progress, is_response,
+                          parse_event_id, result_text, rpc, tmo, tool_call)
 from oauth_peer import (AuthServer, auth_lines, http, jwt_parts,
                         run_oauth_client)
 
@@ -437,7 +437,9 @@ def _start_on_free_port(h, extra_lines):
             return d, port
         except AssertionError:
             d = h.daemons.pop()
-            if "in use" not in d.stderr_text():
+            text = d.stderr_text()
+            if f"cannot listen on 127.0.0.1:{port}" not in text or \
+                    any(m in text for m in SANITIZER_MARKERS):
                 h.daemons.append(d)
                 raise
     raise AssertionError("no free port for mcpd in 5 tries")
