@@ -18,6 +18,7 @@ import base64
 import json
 import os
 import shutil
+import ssl
 import subprocess
 import threading
 import time
@@ -66,9 +67,9 @@ class HTTPReply:
         return json.loads(self.body)
 
 
-def http(method, url, body=None, headers=None, timeout=10):
-    """One HTTP request with urllib; every status is returned, not
-    raised."""
+def http(method, url, body=None, headers=None, timeout=10, cafile=None):
+    """One HTTP request with urllib (https: verified against cafile, or
+    the system's store); every status is returned, not raised."""
     data = body
     if isinstance(body, dict):
         data = json.dumps(body).encode()
@@ -77,8 +78,11 @@ def http(method, url, body=None, headers=None, timeout=10):
         data = body.encode()
     req = urllib.request.Request(url, data=data, method=method,
                                  headers=headers or {})
+    ctx = ssl.create_default_context(cafile=cafile) \
+        if url.startswith("https:") else None
     try:
-        with urllib.request.urlopen(req, timeout=tmo(timeout)) as r:
+        with urllib.request.urlopen(req, timeout=tmo(timeout),
+                                    context=ctx) as r:
             return HTTPReply(r.status, r.headers, r.read())
     except urllib.error.HTTPError as e:
         return HTTPReply(e.code, e.headers, e.read())
@@ -88,10 +92,13 @@ class AuthServer:
     """tests/sdk/authserver.mjs, started and stopped by the test."""
 
     def __init__(self, workdir, clients=None, opaque=(),
-                 resource_servers=None):
+                 resource_servers=None, tls=None):
         """clients: id -> secret; opaque: the ids among them whose tokens
         are opaque (for introspection); resource_servers: id -> secret of
-        those who may call /introspect."""
+        those who may call /introspect; tls: (certificate, key) PEM
+        files to serve https with (the certificate is its own CA)."""
+        self.tls = tls
+        self.cafile = tls[0] if tls else None
         self.clients = dict(clients or {"mcp-client": "mcp-secret"})
         self.opaque = set(opaque)
         self.resource_servers = dict(resource_servers or {})
@@ -114,6 +121,8 @@ class AuthServer:
                      (":opaque" if cid in self.opaque else "")]
         for rid, secret in self.resource_servers.items():
             argv += ["--resource-server", f"{rid}:{secret}"]
+        if self.tls:
+            argv += ["--tls", *self.tls]
         self.err = open(self.errpath, "wb")
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=self.err,
@@ -126,7 +135,8 @@ class AuthServer:
         self.kid = ready["kid"]
         self.jwks_uri = ready["jwks_uri"]
         self.token_endpoint = ready["token_endpoint"]
-        expect(self.issuer == f"http://127.0.0.1:{self.port}",
+        scheme = "https" if self.tls else "http"
+        expect(self.issuer == f"{scheme}://127.0.0.1:{self.port}",
                f"authorization server issuer {self.issuer!r}")
         return self
 
@@ -216,7 +226,8 @@ class AuthServer:
             form["client_id"] = client_id
             form["client_secret"] = secret or ""
         return http("POST", self.token_endpoint,
-                    urllib.parse.urlencode(form), headers)
+                    urllib.parse.urlencode(form), headers,
+                    cafile=self.cafile)
 
     def token(self, client_id, scope=None, resource=None):
         """An access token by client credentials (client_secret_basic)."""
@@ -233,7 +244,7 @@ class AuthServer:
 
     def rotate(self):
         """A new signing key (published next to the old one); its kid."""
-        r = http("POST", self.url("/test/rotate"), b"")
+        r = http("POST", self.url("/test/rotate"), b"", cafile=self.cafile)
         expect(r.status == 200, f"/test/rotate -> HTTP {r.status}")
         kid = r.json["kid"]
         expect(kid != self.kid, "rotation kept the kid")
@@ -249,13 +260,13 @@ class AuthServer:
             spec["expires_in"] = expires_in
         if kid is not None:
             spec["kid"] = kid
-        r = http("POST", self.url("/test/sign"), spec)
+        r = http("POST", self.url("/test/sign"), spec, cafile=self.cafile)
         expect(r.status == 200, f"/test/sign -> HTTP {r.status} "
                f"{r.body[:200]!r}")
         return r.json["token"]
 
     def stats(self):
-        r = http("GET", self.url("/test/stats"))
+        r = http("GET", self.url("/test/stats"), cafile=self.cafile)
         expect(r.status == 200, f"/test/stats -> HTTP {r.status}")
         return r.json
 
@@ -299,9 +310,9 @@ def auth_lines(resource, asrv, scopes="mcp", jwks="uri", extra=()):
 
 
 def run_oauth_client(url, client_id, secret, issuer, scope=None, calls=(),
-                     timeout=40):
+                     timeout=40, cafile=None):
     """tests/sdk/oauth_client.mjs; (exit status, its JSON document,
-    stderr)."""
+    stderr). cafile: a CA node trusts besides its own (an https AS)."""
     node = node_ready()
     argv = [node, OAUTH_CLIENT, "--url", url, "--client-id", client_id,
             "--client-secret", secret, "--issuer", issuer]
@@ -311,6 +322,8 @@ def run_oauth_client(url, client_id, secret, issuer, scope=None, calls=(),
         argv += ["--call", name, json.dumps(args)]
     env = os.environ.copy()
     env["TEST_TIMEOUT_MS"] = str(int(tmo(timeout - 5) * 1000))
+    if cafile:
+        env["NODE_EXTRA_CA_CERTS"] = cafile
     p = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True,
                        cwd=SDK_DIR, env=env, timeout=tmo(timeout))
     out = p.stdout.decode(errors="replace").strip().splitlines()
@@ -324,3 +337,22 @@ def run_oauth_client(url, client_id, secret, issuer, scope=None, calls=(),
            f"(exit {p.returncode}); stdout:\n{p.stdout[-2000:]!r}\n"
            f"stderr:\n{p.stderr[-2000:]!r}")
     return p.returncode, doc, p.stderr.decode(errors="replace")
+
+
+class environ:
+    """os.environ with these variables set while the block runs (the
+    harness gives a daemon the test's environment)."""
+
+    def __init__(self, **env):
+        self.env = env
+
+    def __enter__(self):
+        self.saved = {k: os.environ.get(k) for k in self.env}
+        os.environ.update(self.env)
+
+    def __exit__(self, *exc):
+        for k, v in self.saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v

@@ -22,8 +22,9 @@ import urllib.parse
 from mcpd_harness import (REDIS_URL, SANITIZER_MARKERS, Reply, expect,
                           free_port, is_progress, is_response,
                           parse_event_id, result_text, rpc, tmo, tool_call)
-from oauth_peer import (AuthServer, auth_lines, http, jwt_parts,
+from oauth_peer import (AuthServer, auth_lines, environ, http, jwt_parts,
                         run_oauth_client)
+import authkit
 
 # The audience mcpd wants in tests 1 and 2 (RFC 8707 resource): a name,
 # never connected to, so that nothing but aud ties a token to it.
@@ -580,6 +581,41 @@ def test_auth_peer_sdk_client_credentials(h):
 
 
 test_auth_peer_sdk_client_credentials.timeout = 60
+
+
+def test_auth_peer_over_https(h):
+    # The AS on https, as it would be deployed, with a CA of the test's
+    # own: mcpd trusts it through SSL_CERT_FILE, the SDK through
+    # NODE_EXTRA_CA_CERTS. mcpd fetches the key set over https, the SDK
+    # discovers and gets its token over https and calls a tool, and a
+    # rotated key is fetched over https on its first token.
+    cert, key = authkit.make_cert(h.workdir, "IP:127.0.0.1", "as")
+    with AuthServer(h.workdir, dict([SDK_CLIENT]), tls=(cert, key)) as asrv:
+        expect(asrv.jwks_uri.startswith("https://127.0.0.1:"),
+               f"the AS is not on https: {asrv.jwks_uri}")
+        with environ(SSL_CERT_FILE=cert):
+            d, url, _ = _sdk_setup(h, asrv)
+        rc, doc, err = run_oauth_client(
+            url, *SDK_CLIENT, asrv.issuer, scope="mcp deploy",
+            calls=[("echo", {"text": "over https"})], cafile=cert)
+        fetches = doc["fetches"]
+        expect(rc == 0 and doc["error"] is None,
+               f"SDK client with an https AS failed (exit {rc}): "
+               f"{doc['error']}\n{_trace(fetches)}\nstderr: {err[-1500:]}")
+        _check_discovery(asrv, url, fetches, "mcp deploy")
+        echo = doc["calls"][0].get("result", {}).get("content", [{}])[0]
+        expect(echo.get("text") == "over https", f"echo -> {doc['calls']!r}")
+
+        fetched = asrv.jwks_fetches()
+        asrv.rotate()
+        tok = asrv.token(SDK_CLIENT[0], scope="mcp", resource=url)
+        sid = _session(d, tok)
+        _echo(d, sid, tok, "the rotated key, fetched over https")
+        expect(asrv.jwks_fetches() == fetched + 1, "the rotated key's set "
+               "was not fetched once")
+
+
+test_auth_peer_over_https.timeout = 60
 
 
 def test_auth_peer_sdk_wrong_secret(h):

@@ -2,7 +2,10 @@
 // (pinned in package.json) on 127.0.0.1, on a free port.
 //
 //   node tests/sdk/authserver.mjs [--client ID:SECRET[:opaque]]...
-//       [--resource-server ID:SECRET]... [--port N]
+//       [--resource-server ID:SECRET]... [--port N] [--tls CERT KEY]
+//
+// With --tls it serves https (the PEM certificate and key files) and its
+// issuer is https://127.0.0.1:P.
 //
 // It prints one JSON line on stdout once it listens:
 //   {"ready":true,"port":P,"issuer":"http://127.0.0.1:P","kid":"...",
@@ -38,14 +41,17 @@
 //                         is left out), signed with the current key, key K,
 //                         or a key that no JWKS ever shows.
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 import { OAuth2Issuer, OAuth2Service, JWKStore } from 'oauth2-mock-server';
 
 const ALG = 'RS256';
 
 function usage(msg) {
 	process.stderr.write(`authserver: ${msg}\n` +
-	    'usage: node authserver.mjs [--client ID:SECRET]... [--port N]\n');
+	    'usage: node authserver.mjs [--client ID:SECRET[:opaque]]...\n' +
+	    '    [--resource-server ID:SECRET]... [--port N] [--tls CERT KEY]\n');
 	process.exit(2);
 }
 
@@ -53,6 +59,7 @@ const clients = new Map();
 const opaqueClients = new Set();
 const resourceServers = new Map();
 let listenPort = 0;
+let tls;
 const argv = process.argv.slice(2);
 for (let i = 0; i < argv.length; i++) {
 	const a = argv[i];
@@ -71,6 +78,10 @@ for (let i = 0; i < argv.length; i++) {
 			if (parts.length === 3)
 				opaqueClients.add(parts[0]);
 		}
+	} else if (a === '--tls' && i + 2 < argv.length) {
+		tls = { cert: readFileSync(argv[i + 1]),
+		    key: readFileSync(argv[i + 2]) };
+		i += 2;
 	} else if (a === '--port' && i + 1 < argv.length) {
 		listenPort = Number(argv[++i]);
 		if (!Number.isInteger(listenPort) || listenPort < 0 ||
@@ -309,7 +320,7 @@ async function control(req, res, path) {
 	return send(res, 404, { error: 'no such test control' });
 }
 
-const server = createServer((req, res) => {
+function handle(req, res) {
 	const path = new URL(req.url, 'http://x').pathname;
 	if (!path.startsWith('/test/')) {
 		const key = `${req.method} ${path}`;
@@ -331,12 +342,14 @@ const server = createServer((req, res) => {
 		return;
 	}
 	service.requestHandler(req, res);
-});
+}
+
+const server = tls ? createTlsServer(tls, handle) : createServer(handle);
 
 await rotate();
 server.listen(listenPort, '127.0.0.1', () => {
 	const port = server.address().port;
-	issuer.url = `http://127.0.0.1:${port}`;
+	issuer.url = `${tls ? 'https' : 'http'}://127.0.0.1:${port}`;
 	emit({ ready: true, port, issuer: issuer.url, kid: signingKid,
 	    jwks_uri: `${issuer.url}/jwks`,
 	    token_endpoint: `${issuer.url}/token` });
