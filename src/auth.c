@@ -625,12 +625,14 @@ auth_jwt_principal(const struct jwt *j, const char **why)
 		*why = "the token is not valid yet (nbf)";
 		return (NULL);
 	}
-	if ((sub = auth_claim_string(claims, "sub")) == NULL) {
-		*why = "no subject (sub)";
-		return (NULL);
-	}
 	if ((cid = auth_claim_string(claims, "client_id")) == NULL)
 		cid = auth_claim_string(claims, "azp");
+	/* A client acting for itself (client credentials) may have no sub. */
+	if ((sub = auth_claim_string(claims, "sub")) == NULL &&
+	    (sub = cid) == NULL) {
+		*why = "no subject (sub) nor client_id";
+		return (NULL);
+	}
 	scopes = auth_claim_scopes(claims);
 	p = auth_principal_new(iss, sub, cid, scopes);
 	free(scopes);

@@ -181,6 +181,9 @@ def test_auth_jwt_each_algorithm_accepted(h):
         expect(result_text(r.rpc(id)) == alg, f"{alg}: {r.rpc(id)!r}")
     tok = token(aud=["https://other.example.test", RESOURCE])
     expect(ping_status(d, session(d, tok), tok) == 200, "aud array")
+    # Client credentials: no sub, the client is the subject.
+    tok = token(sub=None, client_id="svc")
+    expect(ping_status(d, session(d, tok), tok) == 200, "client_id alone")
 
 
 def test_auth_bad_tokens_are_401_and_mcpd_keeps_serving(h):
