@@ -8,8 +8,11 @@ node_modules) in a child process on 127.0.0.1, on a free port.
         tok = asrv.token("alice", scope="mcp", resource=RESOURCE)
         asrv.rotate()
 
-Also: the SDK OAuth client script (tests/sdk/oauth_client.mjs) and the
-lines of mcpd's auth block for a given authorization server.
+It can serve https (tls=(cert, key)), issue opaque tokens that its
+introspection endpoint answers for, and rotate its signing key. Also: the
+SDK OAuth client script (tests/sdk/oauth_client.mjs), the lines of mcpd's
+auth block for a given authorization server, and environ() to start a
+daemon with a variable set (SSL_CERT_FILE).
 
 Python 3.11 standard library only.
 """
