@@ -901,6 +901,12 @@ upstream_provider_request(struct upstream *u, const cJSON *msg, void *arg)
 	u_int		 n;
 
 	if ((uc = upcall_guess(inst, &n)) == NULL) {
+		if (n == 0 && strcmp(method, "roots/list") == 0) {
+			/* Asked outside any call (at start): no client's. */
+			upstream_answer(u, cJSON_GetObjectItemCaseSensitive(
+			    msg, "id"), cJSON_Parse("{\"roots\":[]}"), NULL);
+			return;
+		}
 		if (n == 0)
 			xasprintf(&text, "mcpd: %s reaches clients only "
 			    "during a call of theirs, and none is in flight",

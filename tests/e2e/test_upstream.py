@@ -12,8 +12,8 @@ import os
 import sys
 import time
 
-from mcpd_harness import (LATEST, cancelled, expect, is_progress,
-                          is_response, rpc, tmo)
+from mcpd_harness import (cancelled, expect, is_progress, is_response, rpc,
+                          tmo, tool_call)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FAKE = os.path.join(HERE, "upstream_fake.py")
@@ -500,3 +500,33 @@ def _pid_or_none(d, sid):
     if "result" in msg and text_of(msg).isdigit():
         return text_of(msg)
     return None
+
+
+def test_upstream_slow_client_does_not_stall_others(h):
+    """A client that does not read its call's stream: the shared upstream
+    goes on, another session's calls are answered, and the slow call ends
+    with an error once its backlog is 2 x stream_window + 64."""
+    d, sid = start_ready(h, upstream("fake"), stream_window=8,
+                         stream_maxlen=200, sse_high_watermark="4k")
+    sid2 = d.initialize()
+    id = d.new_id()
+    r = d.open("POST", sid, tool_call("slow", {
+        "n": 3000, "pad": 8000, "interval_ms": 0}, id, "tok"), rcvbuf=4096)
+    expect(r.status == 200, f"slow call -> {r.status}")
+    d.wait_log(lambda t: "not yet delivered to its client; the call ends"
+               in t, what="the slow call ended", timeout=15)
+    rss = d.rss_kib()
+    for i in range(5):
+        msg, _ = d.call(sid2, "echo", {"text": f"other {i}"})
+    msg, _ = d.call(sid2, "pid", {})
+    expect(text_of(msg).isdigit(), f"another session stalled: {msg!r}")
+    r.events_until_close(20)
+    msgs = r.messages()
+    prog = [m for m in msgs if is_progress(m)]
+    # What the sockets took before the window closed, and the backlog.
+    expect(len(prog) < 3000, f"{len(prog)} progress messages: the slow "
+           "call was not cut")
+    last = msgs[-1]
+    expect(is_response(last, id) and "error" in last and "too slow" in
+           last["error"]["message"], f"{last!r}")
+    expect(d.rss_kib() < rss + 50000, "memory grew with the slow client")
