@@ -484,14 +484,31 @@ def test_upstream_children_stopped_on_shutdown(h):
             "State", "").startswith("Z") and False, f"pid {p} gone")
 
 
-def test_upstream_reload_restarts(h):
-    d, sid = start_ready(h, upstream("fake"))
+def test_upstream_reload(h):
+    """SIGHUP: an unchanged upstream goes on running; a changed one is
+    restarted, one removed is stopped, and no child is left over."""
+    d, sid = start_ready(h, upstream("fake") + upstream(
+        "gone", 'prefix "g_"'))
+    wait_for(lambda: "g_pid" in tool_names(d, sid), "g_pid listed")
     p1 = int(text_of(d.call(sid, "pid", {})[0]))
+    pg = int(text_of(d.call(sid, "g_pid", {})[0]))
     d.signal(1)
-    d.wait_log(lambda t: "reload:" in t and "applied" in t, what="reload")
-    wait_for(lambda: proc_status(p1) is None, "the old program reaped")
+    d.wait_log(lambda t: "upstream fake: unchanged" in t, what="reload")
+    expect(int(text_of(d.call(sid, "pid", {})[0])) == p1 and
+           int(text_of(d.call(sid, "g_pid", {})[0])) == pg,
+           "an unchanged upstream was restarted on reload")
+    with open(d.conf_path) as f:
+        text = f.read()
+    cut = text.index("upstream gone")
+    with open(d.conf_path, "w") as f:
+        f.write(text[:cut].replace("upstream fake {", "upstream fake {\n"
+                                   "    timeout 30"))
+    d.signal(1)
+    wait_for(lambda: proc_status(pg) is None, "the removed one reaped")
+    wait_for(lambda: proc_status(p1) is None, "the changed one reaped")
     p2 = int(wait_for(lambda: _pid_or_none(d, sid), "a call after reload"))
-    expect(p2 != p1, "the program was not restarted on reload")
+    expect(p2 != p1, "a changed upstream was not restarted")
+    expect("g_pid" not in tool_names(d, sid), "a removed upstream's tools")
     expect(len(live_children(d)) == 1, f"{live_children(d)}")
 
 
