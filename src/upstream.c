@@ -44,6 +44,7 @@
 #include "mcp.h"
 #include "server.h"
 #include "upstream.h"
+#include "upstream_http.h"
 #include "xmalloc.h"
 
 /* A run this long resets the back-off. */
@@ -96,6 +97,7 @@ struct upstream {
 	enum upstream_state	 state;
 
 	struct exec_job		*job;		/* NULL while not running */
+	struct upstream_http	*http;		/* url: NULL while not running */
 	long			 pid;
 	uint64_t		 started_ms;
 	u_int			 failures;	/* runs in a row not stable */
@@ -313,16 +315,26 @@ upstream_req_fail(struct upstream_req *r, const char *fmt, ...)
 /* The program's stdin is full or closed: the run cannot go on. */
 static void	upstream_broken(struct upstream *, const char *);
 
+/* Whether a run is under way: a program, or an HTTP session. */
+static int
+upstream_running(const struct upstream *u)
+{
+	return (u->job != NULL || u->http != NULL);
+}
+
+/* A message to the server; id: of a request (its answer is awaited). */
 static void
-upstream_write(struct upstream *u, const cJSON *msg)
+upstream_write(struct upstream *u, const cJSON *msg, int64_t id)
 {
 	char	*line;
 	size_t	 len;
 
-	if (u->job == NULL)
+	if (!upstream_running(u))
 		return;
 	line = upstream_frame(msg, &len);
-	if (exec_write(u->job, line, len) != 0)
+	if (u->http != NULL)
+		upstream_http_send(u->http, line, len - 1, id);
+	else if (exec_write(u->job, line, len) != 0)
 		upstream_broken(u, "it does not read its input (stdin full or "
 		    "closed)");
 	free(line);
@@ -337,7 +349,7 @@ upstream_send(struct upstream *u, struct upstream_req *r)
 	r->params = NULL;
 	cJSON_AddNumberToObject(msg, "id", (double)r->id);
 	r->sent = 1;
-	upstream_write(u, msg);
+	upstream_write(u, msg, r->id);
 	cJSON_Delete(msg);
 }
 
@@ -351,11 +363,13 @@ upstream_timeout_cb(evutil_socket_t fd, short events, void *arg)
 	log_limited(LOG_LEVEL_WARN, "upstream-timeout", "upstream=%s "
 	    "session=%s: %s id=%lld: no answer within %lld s", u->name,
 	    upstream_sid(u), r->method, (long long)r->id, u->def->timeout);
-	if (r->sent && u->job != NULL) {
+	if (r->sent && upstream_running(u)) {
 		params = cJSON_CreateObject();
 		cJSON_AddNumberToObject(params, "requestId", (double)r->id);
 		cJSON_AddStringToObject(params, "reason", "timed out");
 		upstream_notify(u, "notifications/cancelled", params);
+		if (u->http != NULL)
+			upstream_http_forget(u->http, r->id);
 	}
 	upstream_req_fail(r, "upstream %s: no answer to %s within %lld s "
 	    "(timeout)", u->name, r->method, u->def->timeout);
@@ -441,11 +455,13 @@ upstream_cancel(struct upstream *u, int64_t id, const char *reason)
 
 	if ((r = upstream_req_find(u, id)) == NULL || r->error != NULL)
 		return;
-	if (r->sent && u->job != NULL) {
+	if (r->sent && upstream_running(u)) {
 		params = cJSON_CreateObject();
 		cJSON_AddNumberToObject(params, "requestId", (double)id);
 		cJSON_AddStringToObject(params, "reason", reason);
 		upstream_notify(u, "notifications/cancelled", params);
+		if (u->http != NULL)
+			upstream_http_forget(u->http, id);
 	}
 	upstream_req_fail(r, "cancelled: %s", reason);
 }
@@ -457,7 +473,7 @@ upstream_notify(struct upstream *u, const char *method, cJSON *params)
 
 	if (u->state == UPSTREAM_READY || u->state == UPSTREAM_LISTING ||
 	    strcmp(method, "notifications/initialized") == 0)
-		upstream_write(u, msg);
+		upstream_write(u, msg, 0);
 	cJSON_Delete(msg);
 }
 
@@ -476,8 +492,8 @@ upstream_answer(struct upstream *u, const cJSON *id, cJSON *result,
 	} else
 		cJSON_AddItemToObject(msg, "result", result != NULL ? result :
 		    cJSON_CreateObject());
-	if (u->job != NULL && u->state != UPSTREAM_STOPPING)
-		upstream_write(u, msg);
+	if (u->state != UPSTREAM_STOPPING)
+		upstream_write(u, msg, 0);
 	cJSON_Delete(msg);
 }
 
@@ -646,7 +662,11 @@ upstream_initialized_cb(const cJSON *result, const cJSON *error, void *arg)
 	u->capabilities = cJSON_Duplicate(caps, 1);
 	log_debug("upstream=%s session=%s: initialized, revision %s", u->name,
 	    upstream_sid(u), version->valuestring);
+	if (u->http != NULL)
+		upstream_http_set_version(u->http, version->valuestring);
 	upstream_notify(u, "notifications/initialized", NULL);
+	if (u->http != NULL)
+		upstream_http_listen(u->http);
 	/* mcpd filters log messages per client session itself. */
 	if (cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(caps, "logging"))) {
 		params = cJSON_CreateObject();
@@ -901,16 +921,28 @@ upstream_err_cb(const char *p, size_t len, void *arg)
  * The program.
  */
 
-/* The run cannot go on: kill it; the exit is handled in upstream_done_cb. */
+static void	upstream_run_ended(struct upstream *, char *);
+
+/*
+ * The run cannot go on: a program is killed (its exit is handled in
+ * upstream_done_cb), an HTTP session is closed and the run ends now.
+ */
 static void
 upstream_broken(struct upstream *u, const char *why)
 {
-	if (u->job == NULL || u->state == UPSTREAM_STOPPING)
+	if (!upstream_running(u) || u->state == UPSTREAM_STOPPING)
 		return;
 	log_limited(LOG_LEVEL_WARN, "upstream-broken", "upstream=%s session=%s "
-	    "pid=%ld: %s; killing it", u->name, upstream_sid(u), u->pid, why);
+	    "pid=%ld: %s; %s", u->name, upstream_sid(u), u->pid, why,
+	    u->http != NULL ? "a new session follows" : "killing it");
 	free(u->last_error);
 	xasprintf(&u->last_error, "%s", why);
+	if (u->http != NULL) {
+		upstream_http_close(u->http);
+		u->http = NULL;
+		upstream_run_ended(u, xstrdup(why));
+		return;
+	}
 	exec_kill(u->job);
 }
 
@@ -924,27 +956,36 @@ static void
 upstream_done_cb(const struct exec_result *res, void *arg)
 {
 	struct upstream	*u = arg;
-	struct timeval	 tv;
-	char		*how, *text;
-	int		 ms;
+	char		*how;
 
 	u->job = NULL;
 	u->linelen = 0;
-	u->generation++;
 	if (u->state == UPSTREAM_STOPPING) {
+		u->generation++;
 		upstream_fail_requests(u, "upstream stopped", 1);
 		upstream_set_state(u, UPSTREAM_STOPPED);
 		event_active(u->fail_ev, EV_TIMEOUT, 0);
 		return;
 	}
-
 	if (u->last_error != NULL && res->killed)
 		how = xstrdup(u->last_error);
 	else if (res->exited)
 		xasprintf(&how, "exited with status %d", res->status);
 	else
 		xasprintf(&how, "killed by signal %d", res->status);
-	xasprintf(&text, "upstream %s %s", u->name, how);
+	upstream_run_ended(u, how);
+}
+
+/* A run is over (how, taken): its requests fail, a restart is due. */
+static void
+upstream_run_ended(struct upstream *u, char *how)
+{
+	struct timeval	 tv;
+	char		*text;
+	int		 ms;
+
+	u->generation++;
+	xasprintf(&text, "upstream %s: %s", u->name, how);
 	free(u->last_error);
 	u->last_error = how;
 
@@ -1008,6 +1049,40 @@ upstream_env_free(char **env)
 }
 
 static void
+upstream_http_message_cb(const char *text, size_t len, void *arg)
+{
+	upstream_message(arg, text, len);
+}
+
+static void
+upstream_http_lost_cb(int64_t id, const char *why, void *arg)
+{
+	struct upstream		*u = arg;
+	struct upstream_req	*r;
+
+	if ((r = upstream_req_find(u, id)) == NULL)
+		return;
+	log_limited(LOG_LEVEL_WARN, "upstream-lost", "upstream=%s session=%s: "
+	    "%s id=%lld: %s", u->name, upstream_sid(u), r->method,
+	    (long long)id, why);
+	upstream_req_fail(r, "upstream %s: %s", u->name, why);
+	if (r->internal)
+		upstream_broken(u, why);
+}
+
+static void
+upstream_http_failed_cb(const char *why, void *arg)
+{
+	upstream_broken(arg, why);
+}
+
+static const struct upstream_http_cbs upstream_http_cbs = {
+	upstream_http_message_cb,
+	upstream_http_lost_cb,
+	upstream_http_failed_cb
+};
+
+static void
 upstream_spawn(struct upstream *u)
 {
 	struct exec_spec	 spec;
@@ -1015,6 +1090,15 @@ upstream_spawn(struct upstream *u)
 	struct timeval		 tv;
 	int			 ms;
 
+	if (u->def->url != NULL) {
+		u->http = upstream_http_open(u->def->url, u->name,
+		    (size_t)u->def->max_line, &upstream_http_cbs, u);
+		u->started_ms = clock_now_ms();
+		u->pid = 0;
+		upstream_set_state(u, UPSTREAM_STARTING);
+		upstream_handshake(u);
+		return;
+	}
 	memset(&spec, 0, sizeof spec);
 	env = upstream_env(u->def);
 	spec.path = u->def->program;
@@ -1107,6 +1191,10 @@ upstream_stop(struct upstream *u)
 		return;
 	u->hooks = &upstream_no_hooks;
 	evtimer_del(u->restart_ev);
+	if (u->http != NULL) {
+		upstream_http_close(u->http);
+		u->http = NULL;
+	}
 	if (u->job == NULL) {
 		upstream_set_state(u, UPSTREAM_STOPPED);
 		upstream_fail_requests(u, "upstream stopped", 1);

@@ -547,3 +547,124 @@ def test_upstream_slow_client_does_not_stall_others(h):
     expect(is_response(last, id) and "error" in last and "too slow" in
            last["error"]["message"], f"{last!r}")
     expect(d.rss_kib() < rss + 50000, "memory grew with the slow client")
+
+
+# --------------------------------------------------------------------------
+# HTTP upstreams (upstream_fake_http.py)
+
+
+FAKE_HTTP = os.path.join(HERE, "upstream_fake_http.py")
+
+
+class HttpFake:
+    """The fake server over Streamable HTTP, a child of the test."""
+
+    def __init__(self, h, *args):
+        import subprocess
+        self.portfile = os.path.join(h.workdir, f"port{time.time_ns()}")
+        self.logfile = self.portfile + ".log"
+        self.proc = subprocess.Popen(
+            [sys.executable, FAKE_HTTP, self.portfile, "--log",
+             self.logfile] + list(args), stdin=subprocess.DEVNULL)
+        wait_for(lambda: os.path.exists(self.portfile), "the fake's port")
+        with open(self.portfile) as f:
+            self.port = int(f.read())
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+
+    def log(self):
+        try:
+            with open(self.logfile) as f:
+                return f.read()
+        except FileNotFoundError:
+            return ""
+
+    def stop(self):
+        self.proc.kill()
+        self.proc.wait()
+
+
+def http_upstream(name, url, *lines):
+    return [f"upstream {name} {{", f"    url {url}"] + \
+        [f"    {ln}" for ln in lines] + ["}"]
+
+
+def test_upstream_http_calls(h):
+    f = HttpFake(h)
+    try:
+        d, sid = start_ready(h, http_upstream("web", f.url))
+        msg, _ = d.call(sid, "pid", {})
+        expect(text_of(msg) == str(f.proc.pid), f"{msg!r}")
+        msg, r = d.call(sid, "slow", {"n": 3}, "tk")
+        prog = [m for m in r.messages() if is_progress(m)]
+        expect([p["params"]["progress"] for p in prog] == [1, 2, 3] and
+               all(p["params"]["progressToken"] == "tk" for p in prog),
+               f"{prog!r}")
+        expect(text_of(msg) == "slow done 3", f"{msg!r}")
+        # The session id and the revision go with every later request.
+        log = f.log()
+        expect("POST tools/call session=" in log and "session=None" not
+               in log.split("POST initialize")[1].split("\n", 1)[1] and
+               "version=2025-06-18" in log, f"headers: {log}")
+        # Sampling through the client over HTTP.
+        id, r, req = _ask(d, sid, "sample", "sampling/createMessage")
+        _answer(d, sid, req["id"], {"role": "assistant", "model": "m",
+                                    "content": {"type": "text",
+                                                "text": "via http"}})
+        expect(text_of(_last(r, id)) == "sampled: via http", "sampling")
+        id = d.new_id()
+        res = d.post(sid, rpc("resources/list", {}, id)).rpc(id)["result"]
+        expect(len(res["resources"]) == 2, f"{res!r}")
+        d.stop()
+        wait_for(lambda: "DELETE" in f.log(), "the session deleted on "
+                 "shutdown")
+    finally:
+        f.stop()
+
+
+def test_upstream_http_stream_resumed(h):
+    f = HttpFake(h)
+    try:
+        d, sid = start_ready(h, http_upstream("web", f.url))
+        msg, r = d.call(sid, "drop", {"n": 2}, "tk")
+        expect(text_of(msg) == "dropped after 2", f"{msg!r}")
+        prog = [m["params"]["progress"] for m in r.messages()
+                if is_progress(m)]
+        expect(prog == [1, 2, 3], f"each progress exactly once: {prog}")
+        expect("GET resume" in f.log(), "no Last-Event-ID resume")
+    finally:
+        f.stop()
+
+
+def test_upstream_http_stream_lost_without_ids(h):
+    f = HttpFake(h, "--no-event-ids")
+    try:
+        d, sid = start_ready(h, http_upstream("web", f.url))
+        err = error_of(d.call(sid, "drop", {"n": 2})[0])
+        expect("upstream web" in err["message"] and "no event ids" in
+               err["message"], f"{err!r}")
+        msg, _ = d.call(sid, "pid", {})
+        expect(text_of(msg).isdigit(), "the next call fails too")
+    finally:
+        f.stop()
+
+
+def test_upstream_http_session_forgotten_and_server_down(h):
+    f = HttpFake(h)
+    try:
+        d, sid = start_ready(h, http_upstream("web", f.url,
+                                              "restart_delay 1"))
+        msg, _ = d.call(sid, "forget", {})
+        expect(text_of(msg) == "forgotten", f"{msg!r}")
+        # The next request gets 404: it fails naming the upstream, and a
+        # new session is made.
+        err = error_of(d.call(sid, "pid", {})[0])
+        expect("upstream web" in err["message"] and "404" in
+               err["message"], f"{err!r}")
+        msg = wait_for(lambda: _pid_or_none(d, sid), "a new session")
+        expect(f.log().count("POST initialize") == 2, f.log())
+    finally:
+        f.stop()
+    # The server is gone: calls fail loudly, at once or within the timeout.
+    err = error_of(d.call(sid, "pid", {}, timeout=15)[0])
+    expect("upstream web" in err["message"], f"{err!r}")
+    d.assert_alive(sid)

@@ -20,10 +20,19 @@ PENDING = {}            # our request id -> [event, response]
 PENDING_LOCK = threading.Lock()
 STATE = {"next_id": 0, "extra_tool": False, "initialized": False}
 
-ARGS = sys.argv[1:]
+ARGS = sys.argv[1:] if __name__ == "__main__" else []
 PREFIX = ARGS[ARGS.index("--tools-prefix") + 1] if "--tools-prefix" in ARGS \
     else ""
 RESOURCES = "--no-resources" not in ARGS
+def answered(msg):
+    """A response of the client to one of our requests."""
+    with PENDING_LOCK:
+        p = PENDING.get(msg.get("id"))
+        if p is not None:
+            p[1] = msg
+            p[0].set()
+
+
 if "--pidfile" in ARGS:
     with open(ARGS[ARGS.index("--pidfile") + 1], "a") as f:
         f.write(f"{os.getpid()}\n")
@@ -32,7 +41,15 @@ if "--fail-init" in ARGS:
     sys.exit(3)
 
 
+# Where the current thread's messages go: stdout, or (upstream_fake_http)
+# the SSE stream of the HTTP request being served.
+SINK = threading.local()
+
+
 def send(msg):
+    sink = getattr(SINK, "send", None)
+    if sink is not None:
+        return sink(msg)
     data = json.dumps(msg, separators=(",", ":")) + "\n"
     with OUT:
         sys.stdout.write(data)
@@ -107,6 +124,11 @@ TOOLS = [
     {"name": "pid", "description": "its pid", "inputSchema":
      {"type": "object"}},
     {"name": "error", "description": "a JSON-RPC error",
+     "inputSchema": {"type": "object"}},
+    # Served by upstream_fake_http.py only.
+    {"name": "drop", "description": "HTTP: cut the stream mid-call",
+     "inputSchema": {"type": "object"}},
+    {"name": "forget", "description": "HTTP: forget the session",
      "inputSchema": {"type": "object"}},
 ]
 
@@ -261,11 +283,7 @@ def main():
             continue
         msg = json.loads(line)
         if "method" not in msg:
-            with PENDING_LOCK:
-                p = PENDING.get(msg.get("id"))
-                if p is not None:
-                    p[1] = msg
-                    p[0].set()
+            answered(msg)
             continue
         if msg["method"] == "notifications/cancelled":
             sys.stderr.write("fake cancelled " +
@@ -277,4 +295,5 @@ def main():
         threading.Thread(target=handle, args=(msg,), daemon=True).start()
 
 
-main()
+if __name__ == "__main__":
+    main()

@@ -289,7 +289,7 @@ START_TEST(test_state_machine)
 	ck_assert_uint_eq(upstream_inflight(u), 1);
 	loop_until(&st3.answered, 1);
 	ck_assert_ptr_nonnull(st3.error);
-	ck_assert_msg(strstr(st3.error, "upstream s exited with status 5") !=
+	ck_assert_msg(strstr(st3.error, "upstream s: exited with status 5") !=
 	    NULL, "%s", st3.error);
 	ck_assert_int_eq(upstream_state(u), UPSTREAM_BACKOFF);
 	ck_assert_uint_eq(upstream_inflight(u), 0);
