@@ -479,9 +479,10 @@ def test_upstream_children_stopped_on_shutdown(h):
     _, r = d.call_open(sid, "hang", {})
     time.sleep(0.2)
     d.stop()
+    expect(d.proc.returncode == 0, f"mcpd exited {d.proc.returncode}")
     for p in pids:
-        wait_for(lambda: proc_status(p) is None or proc_status(p).get(
-            "State", "").startswith("Z") and False, f"pid {p} gone")
+        # Gone, not a zombie: mcpd reaped it before exiting.
+        wait_for(lambda: proc_status(p) is None, f"pid {p} gone")
 
 
 def test_upstream_reload(h):
@@ -668,3 +669,25 @@ def test_upstream_http_session_forgotten_and_server_down(h):
     err = error_of(d.call(sid, "pid", {}, timeout=15)[0])
     expect("upstream web" in err["message"], f"{err!r}")
     d.assert_alive(sid)
+
+
+# --------------------------------------------------------------------------
+# Two instances on one Redis
+
+
+def test_upstream_sampling_answered_through_another_instance(h):
+    from mcpd_harness import REDIS_URL
+    if REDIS_URL is None:
+        print("SKIP upstream across instances: needs MCPD_TEST_REDIS_URL "
+              "(run it under scripts/with-redis)")
+        return
+    a, sid = start_ready(h, upstream("fake"))
+    b = h.start(extra_lines=upstream("fake"))
+    b.versions[sid] = a.versions[sid]
+    b.assert_alive(sid, "on B (B loads the session)")
+    id, r, req = _ask(a, sid, "sample", "sampling/createMessage")
+    _answer(b, sid, req["id"], {"role": "assistant", "model": "m",
+                                "content": {"type": "text",
+                                            "text": "from B"}})
+    expect(text_of(_last(r, id)) == "sampled: from B",
+           "the answer posted to B did not reach A's upstream")
