@@ -1,8 +1,9 @@
 /*
  * Upstreams: one MCP session with an MCP server mcpd is a client of (the
- * conf's "upstream NAME { }"), over the program's stdin and stdout. This
- * module runs the program (through exec.c), frames newline-delimited
- * JSON-RPC with a bounded message size, does the initialize handshake,
+ * conf's "upstream NAME { }"), over a program's stdin and stdout or over
+ * Streamable HTTP (upstream_http.c). This module runs the program
+ * (through exec.c), frames newline-delimited JSON-RPC with a bounded
+ * message size, does the initialize handshake,
  * keeps the server's catalog (tools, prompts, resources, templates) and
  * restarts the program with back-off when it exits. What the catalog means
  * to clients, and which client a message is for, is provider_upstream.c's.

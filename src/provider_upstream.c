@@ -157,18 +157,11 @@ uplist_find(const cJSON *list, const char *key, const char *name)
 	return (NULL);
 }
 
-/* The served name's key in a list: tools and prompts by name. */
+/* What names an item of a list: a resource its URI, the others a name. */
 static const char *
 uplist_key(enum upstream_list l)
 {
-	switch (l) {
-	case UPSTREAM_RESOURCES:
-		return ("uri");
-	case UPSTREAM_TEMPLATES:
-		return ("name");
-	default:
-		return ("name");
-	}
+	return (l == UPSTREAM_RESOURCES ? "uri" : "name");
 }
 
 /*

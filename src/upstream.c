@@ -1,9 +1,11 @@
 /*
- * Upstreams: mcpd as the MCP client of a stdio server. The program runs
- * through exec.c (own process group, reaped through SIGCHLD, killed with
- * its group); its stdin carries our messages, its stdout theirs, one JSON
- * object per line, and its stderr goes to the log a line at a time,
- * rate-limited per upstream.
+ * Upstreams: mcpd as the MCP client of a server. A stdio server's program
+ * runs through exec.c (own process group, reaped through SIGCHLD, killed
+ * with its group); its stdin carries our messages, its stdout theirs, one
+ * JSON object per line, and its stderr goes to the log a line at a time,
+ * rate-limited per upstream. A url upstream's messages go through
+ * upstream_http.c instead; a run is then one HTTP session, and what ends a
+ * program's run (exit) is the session failing there.
  *
  * An upstream's state:
  *
@@ -134,8 +136,7 @@ static const struct upstream_hooks upstream_no_hooks;
 
 static void	upstream_spawn(struct upstream *);
 static void	upstream_fail_requests(struct upstream *, const char *, int);
-static void	upstream_load_list(struct upstream *, enum upstream_list,
-		    const char *);
+static void	upstream_load_list(struct upstream *, enum upstream_list);
 
 /* ---------------------------------------------------------------------
  * Pure helpers.
@@ -536,6 +537,18 @@ struct upstream_page {
 	int			 pages;
 };
 
+/* READY at last: the callers' requests that waited for it go out. */
+static void
+upstream_send_waiting(struct upstream *u)
+{
+	struct upstream_req	*r;
+
+	TAILQ_FOREACH(r, &u->reqs, entry) {
+		if (!r->sent && r->error == NULL)
+			upstream_send(u, r);
+	}
+}
+
 static void
 upstream_list_done(struct upstream *u, enum upstream_list l)
 {
@@ -555,14 +568,7 @@ upstream_list_done(struct upstream *u, enum upstream_list l)
 		    cJSON_GetArraySize(u->lists[UPSTREAM_PROMPTS]),
 		    cJSON_GetArraySize(u->lists[UPSTREAM_RESOURCES]),
 		    cJSON_GetArraySize(u->lists[UPSTREAM_TEMPLATES]));
-		{
-			struct upstream_req	*r;
-
-			TAILQ_FOREACH(r, &u->reqs, entry) {
-				if (!r->sent && r->error == NULL)
-					upstream_send(u, r);
-			}
-		}
+		upstream_send_waiting(u);
 	}
 	if (u->hooks->catalog != NULL)
 		u->hooks->catalog(u, u->arg);
@@ -612,8 +618,7 @@ upstream_page_cb(const cJSON *result, const cJSON *error, void *arg)
 }
 
 static void
-upstream_load_list(struct upstream *u, enum upstream_list l,
-    const char *cursor)
+upstream_load_list(struct upstream *u, enum upstream_list l)
 {
 	struct upstream_page	*pg;
 
@@ -679,7 +684,7 @@ upstream_initialized_cb(const cJSON *result, const cJSON *error, void *arg)
 	u->pending_lists = 0;
 	for (l = 0; l < UPSTREAM_LIST_MAX; l++) {
 		if (upstream_has_cap(u, l))
-			upstream_load_list(u, l, NULL);
+			upstream_load_list(u, l);
 		else {
 			cJSON_Delete(u->lists[l]);
 			u->lists[l] = cJSON_CreateArray();
@@ -772,8 +777,8 @@ upstream_notification(struct upstream *u, const cJSON *msg)
 			return;
 		if (l == UPSTREAM_RESOURCES && upstream_has_cap(u,
 		    UPSTREAM_TEMPLATES))
-			upstream_load_list(u, UPSTREAM_TEMPLATES, NULL);
-		upstream_load_list(u, l, NULL);
+			upstream_load_list(u, UPSTREAM_TEMPLATES);
+		upstream_load_list(u, l);
 		return;
 	}
 	if (u->hooks->notification != NULL)
