@@ -58,6 +58,7 @@ struct upinst {
 	struct upsrv		*srv;
 	struct upstream		*u;
 	char			*sid;		/* sharing session: its session */
+	cJSON			*lists[UPSTREAM_LIST_MAX]; /* sid: as served */
 	TAILQ_ENTRY(upinst)	 entry;
 	RB_ENTRY(upinst)	 tree;
 };
@@ -193,7 +194,8 @@ upname_taken(const struct upsrv *srv, enum upstream_list l, const char *name)
 
 /* The upstream's list as served: prefixed, collisions left out. */
 static cJSON *
-uplist_served(struct upsrv *srv, enum upstream_list l, const cJSON *from)
+uplist_served(struct upsrv *srv, enum upstream_list l, const cJSON *from,
+    int quiet)
 {
 	static const char *const what[UPSTREAM_LIST_MAX] = {
 		"tool", "prompt", "resource", "resource template"
@@ -212,6 +214,10 @@ uplist_served(struct upsrv *srv, enum upstream_list l, const cJSON *from)
 			xasprintf(&full, "%s%s", srv->def->prefix, name);
 		if ((owner = upname_taken(srv, l, full)) != NULL ||
 		    uplist_find(out, uplist_key(l), full) != NULL) {
+			if (quiet) {
+				free(full);
+				continue;
+			}
 			log_limited(LOG_LEVEL_ERROR, "upstream-collision",
 			    "upstream %s: %s %s is also served by %s; not "
 			    "served from upstream %s (set a prefix to serve "
@@ -234,16 +240,69 @@ uplist_served(struct upsrv *srv, enum upstream_list l, const cJSON *from)
  * The catalog, and list_changed for clients.
  */
 
+static const char *const upsrv_changed[UPSTREAM_LIST_MAX] = {
+	"notifications/tools/list_changed",
+	"notifications/prompts/list_changed",
+	"notifications/resources/list_changed",
+	"notifications/resources/list_changed"
+};
+
+/* A notification to session s's standalone stream, or every session's. */
 static void
-upsrv_broadcast(const char *method)
+upsrv_broadcast(struct session *s, const char *method)
 {
 	cJSON		*msg = jsonrpc_notification(method, NULL);
 	const char	*text;
 	size_t		 len;
 
 	text = jsonrpc_print_shared(msg, &len);
-	session_broadcast(text, len);
+	if (s != NULL)
+		session_notify(s, text, len);
+	else
+		session_broadcast(text, len);
 	cJSON_Delete(msg);
+}
+
+/* Tells s (NULL: everyone) of the kinds of list that differ. */
+static void
+upsrv_tell(struct session *s, const int *differ)
+{
+	int	l;
+
+	for (l = 0; l < UPSTREAM_TEMPLATES; l++) {
+		if (differ[l] || (l == UPSTREAM_RESOURCES &&
+		    differ[UPSTREAM_TEMPLATES]))
+			upsrv_broadcast(s, upsrv_changed[l]);
+	}
+}
+
+/*
+ * With sharing session, a session's own upstream serves its own lists
+ * (tools it registered, resources it made): they are kept as served, and
+ * only that session hears that they changed.
+ */
+static void
+upinst_catalog(struct upinst *inst)
+{
+	struct session	*s;
+	cJSON		*served;
+	int		 l, loaded = inst->lists[0] != NULL;
+	int		 differ[UPSTREAM_LIST_MAX] = { 0 };
+
+	for (l = 0; l < UPSTREAM_LIST_MAX; l++) {
+		served = uplist_served(inst->srv, l, upstream_catalog(inst->u,
+		    l), 1);
+		if (inst->lists[l] != NULL && cJSON_Compare(served,
+		    inst->lists[l], 1)) {
+			cJSON_Delete(served);
+			continue;
+		}
+		cJSON_Delete(inst->lists[l]);
+		inst->lists[l] = served;
+		differ[l] = 1;
+	}
+	if (loaded && (s = session_find(inst->sid)) != NULL)
+		upsrv_tell(s, differ);
 }
 
 /*
@@ -254,27 +313,23 @@ upsrv_broadcast(const char *method)
 static void
 upstream_provider_catalog(struct upstream *u, void *arg)
 {
-	static const char *const changed[UPSTREAM_LIST_MAX] = {
-		"notifications/tools/list_changed",
-		"notifications/prompts/list_changed",
-		"notifications/resources/list_changed",
-		"notifications/resources/list_changed"
-	};
 	struct upinst	*inst = arg;
 	struct upsrv	*srv;
 	cJSON		*served;
 	size_t		 i;
 	int		 l, differ[UPSTREAM_LIST_MAX] = { 0 };
 
-	if (inst != inst->srv->main)
-		return;		/* a session's own: the main one's list serves */
+	if (inst->sid != NULL) {
+		upinst_catalog(inst);
+		return;
+	}
 	for (i = 0; i < up.nsrvs; i++) {
 		srv = up.srvs[i];
 		if (srv->main == NULL || (srv != inst->srv && !srv->loaded))
 			continue;
 		for (l = 0; l < UPSTREAM_LIST_MAX; l++) {
 			served = uplist_served(srv, l, upstream_catalog(
-			    srv->main->u, l));
+			    srv->main->u, l), 0);
 			if (cJSON_Compare(served, srv->lists[l], 1)) {
 				cJSON_Delete(served);
 				continue;
@@ -284,12 +339,9 @@ upstream_provider_catalog(struct upstream *u, void *arg)
 			differ[l] = 1;
 		}
 	}
+	if (inst->srv->loaded)
+		upsrv_tell(NULL, differ);
 	inst->srv->loaded = 1;
-	for (l = 0; l < UPSTREAM_TEMPLATES; l++) {
-		if (differ[l] || (l == UPSTREAM_RESOURCES &&
-		    differ[UPSTREAM_TEMPLATES]))
-			upsrv_broadcast(changed[l]);
-	}
 }
 
 /* ---------------------------------------------------------------------
@@ -316,6 +368,7 @@ upinst_stop(struct upinst *inst)
 {
 	struct upcall	*uc;
 	struct upask	*ua;
+	int		 l;
 
 	TAILQ_FOREACH(uc, &up.calls, entry) {
 		if (uc->inst == inst)
@@ -331,6 +384,8 @@ upinst_stop(struct upinst *inst)
 	}
 	TAILQ_REMOVE(&up.insts, inst, entry);
 	upstream_stop(inst->u);
+	for (l = 0; l < UPSTREAM_LIST_MAX; l++)
+		cJSON_Delete(inst->lists[l]);
 	free(inst->sid);
 	free(inst);
 }
@@ -551,16 +606,44 @@ upcall_params(const char *name, const cJSON *args)
 	return (params);
 }
 
-/* The upstream serving a name of list l, and its own name for it. */
+/* Session s's own instance of srv (sharing session), or NULL. */
+static struct upinst *
+upinst_of(struct upsrv *srv, struct session *s)
+{
+	struct upinst	 key;
+
+	if (s == NULL || srv->def->sharing != CONF_SHARING_SESSION)
+		return (NULL);
+	key.sid = (char *)session_id(s);
+	return (RB_FIND(upinst_tree, &srv->sessions, &key));
+}
+
+/* What srv serves of list l to session s (NULL: to any). */
+static const cJSON *
+upsrv_list(struct upsrv *srv, enum upstream_list l, struct session *s)
+{
+	struct upinst	*inst;
+
+	if ((inst = upinst_of(srv, s)) != NULL && inst->lists[l] != NULL)
+		return (inst->lists[l]);
+	return (srv->lists[l]);
+}
+
+/*
+ * The upstream serving a name of list l to session s (NULL: to any), and
+ * its own name for it.
+ */
 static struct upsrv *
-upsrv_find(enum upstream_list l, const char *name, const char **own)
+upsrv_find(enum upstream_list l, const char *name, const char **own,
+    struct session *s)
 {
 	struct upsrv	*srv;
 	size_t		 i;
 
 	for (i = 0; i < up.nsrvs; i++) {
 		srv = up.srvs[i];
-		if (uplist_find(srv->lists[l], uplist_key(l), name) == NULL)
+		if (uplist_find(upsrv_list(srv, l, s), uplist_key(l),
+		    name) == NULL)
 			continue;
 		*own = l == UPSTREAM_RESOURCES ? name : upname_strip(srv, name);
 		return (srv);
@@ -578,30 +661,25 @@ upprov_enabled(const struct conf *conf)
 	return (conf->nupstreams > 0);
 }
 
-#define UPPROV_LIST(fn, l)						\
-static void								\
-fn(cJSON *all)								\
-{									\
-	const cJSON	*item;						\
-	size_t		 i;						\
-									\
-	for (i = 0; i < up.nsrvs; i++) {				\
-		cJSON_ArrayForEach(item, up.srvs[i]->lists[l])		\
-			cJSON_AddItemToArray(all,			\
-			    cJSON_Duplicate(item, 1));			\
-	}								\
+/* The lists as session s sees them (provider_list is upstream_list). */
+static void
+upprov_list_for(struct session *s, int l, cJSON *all)
+{
+	const cJSON	*item;
+	size_t		 i;
+
+	for (i = 0; i < up.nsrvs; i++) {
+		cJSON_ArrayForEach(item, upsrv_list(up.srvs[i], l, s))
+			cJSON_AddItemToArray(all, cJSON_Duplicate(item, 1));
+	}
 }
-UPPROV_LIST(upprov_list_tools, UPSTREAM_TOOLS)
-UPPROV_LIST(upprov_list_prompts, UPSTREAM_PROMPTS)
-UPPROV_LIST(upprov_list_resources, UPSTREAM_RESOURCES)
-UPPROV_LIST(upprov_list_templates, UPSTREAM_TEMPLATES)
 
 static int
 upprov_has_tool(const char *name)
 {
 	const char	*own;
 
-	return (upsrv_find(UPSTREAM_TOOLS, name, &own) != NULL);
+	return (upsrv_find(UPSTREAM_TOOLS, name, &own, NULL) != NULL);
 }
 
 /* Which upstream serves tool name (NULL: none): for per-tool scopes. */
@@ -611,7 +689,7 @@ provider_upstream_tool_owner(const char *name)
 	const char	*own;
 	struct upsrv	*srv;
 
-	if ((srv = upsrv_find(UPSTREAM_TOOLS, name, &own)) == NULL)
+	if ((srv = upsrv_find(UPSTREAM_TOOLS, name, &own, NULL)) == NULL)
 		return (NULL);
 	return (srv->def->name);
 }
@@ -622,7 +700,8 @@ upprov_call_tool(struct call *c, const char *name, const cJSON *args)
 	struct upsrv	*srv;
 	const char	*own;
 
-	if ((srv = upsrv_find(UPSTREAM_TOOLS, name, &own)) == NULL)
+	if ((srv = upsrv_find(UPSTREAM_TOOLS, name, &own,
+	    call_session(c))) == NULL)
 		return (-1);
 	upcall_forward(srv, c, "tools/call", upcall_params(own, args));
 	return (0);
@@ -634,7 +713,8 @@ upprov_get_prompt(struct call *c, const char *name, const cJSON *args)
 	struct upsrv	*srv;
 	const char	*own;
 
-	if ((srv = upsrv_find(UPSTREAM_PROMPTS, name, &own)) == NULL)
+	if ((srv = upsrv_find(UPSTREAM_PROMPTS, name, &own,
+	    call_session(c))) == NULL)
 		return (-1);
 	upcall_forward(srv, c, "prompts/get", upcall_params(own, args));
 	return (0);
@@ -749,7 +829,8 @@ upprov_complete(struct call *c, const cJSON *ref, const cJSON *arg,
 		return (-1);
 	if (strcmp(type, "ref/prompt") == 0 &&
 	    (name = upname_of(ref, "name")) != NULL)
-		srv = upsrv_find(UPSTREAM_PROMPTS, name, &own);
+		srv = upsrv_find(UPSTREAM_PROMPTS, name, &own,
+		    call_session(c));
 	else if (strcmp(type, "ref/resource") == 0 &&
 	    (name = upname_of(ref, "uri")) != NULL) {
 		for (i = 0; srv == NULL && i < up.nsrvs; i++) {
@@ -1086,13 +1167,10 @@ upprov_lists_change(void)
 const struct provider provider_upstream = {
 	.name = "upstream",
 	.enabled = upprov_enabled,
-	.list_tools = upprov_list_tools,
+	.list_for = upprov_list_for,
 	.call_tool = upprov_call_tool,
-	.list_resources = upprov_list_resources,
-	.list_resource_templates = upprov_list_templates,
 	.read_resource = upprov_read_resource,
 	.subscribe = upprov_subscribe,
-	.list_prompts = upprov_list_prompts,
 	.get_prompt = upprov_get_prompt,
 	.complete = upprov_complete,
 	.configure = upprov_configure,

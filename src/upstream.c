@@ -804,7 +804,9 @@ upstream_server_request(struct upstream *u, const cJSON *msg)
 		upstream_answer(u, id, cJSON_CreateObject(), NULL);
 		return;
 	}
-	if (u->hooks->request != NULL && u->state == UPSTREAM_READY) {
+	/* Servers ask (roots/list) as soon as they are initialized. */
+	if (u->hooks->request != NULL && (u->state == UPSTREAM_READY ||
+	    u->state == UPSTREAM_LISTING)) {
 		u->hooks->request(u, msg, u->arg);
 		return;
 	}

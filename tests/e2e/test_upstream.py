@@ -691,3 +691,50 @@ def test_upstream_sampling_answered_through_another_instance(h):
                                             "text": "from B"}})
     expect(text_of(_last(r, id)) == "sampled: from B",
            "the answer posted to B did not reach A's upstream")
+
+
+def test_upstream_session_roots_at_start_and_own_lists(h):
+    """sharing session: the roots/list a server asks right after its
+    handshake goes to the session whose first call started it; a shared
+    one, asked with no call in flight, gets no roots. A session's own
+    child serves that session its own lists, and list_changed from it
+    reaches only that session."""
+    d, sid = start_ready(h, upstream("own", "sharing session",
+                                     args=["--ask-roots"]) +
+                         upstream("all", 'prefix "all_"',
+                                  args=["--ask-roots"]),
+                         tool="all_pid")
+    id, r, req = _ask(d, sid, "roots_at_start", "roots/list")
+    _answer(d, sid, req["id"], {"roots": [{"uri": "file:///mine"}]})
+    t = text_of(_last(r, id))
+    expect(json.loads(t) == {"roots": [{"uri": "file:///mine"}]}, t)
+    t = text_of(d.call(sid, "all_roots_at_start", {})[0])
+    expect(json.loads(t) == {"roots": []}, f"shared: {t}")
+
+    sid2 = d.initialize()
+    g1 = d.get_sse(sid)
+    g2 = d.get_sse(sid2)
+    text_of(d.call(sid2, "pid", {})[0])
+    d.call(sid, "change", {})
+    got = None
+    while got is None:
+        m = g1.next_message(5)
+        expect(m is not None, "session 1 heard no list_changed")
+        if m[1].get("method") == "notifications/tools/list_changed":
+            got = m[1]
+    expect("extra" in tool_names(d, sid), "session 1 lacks its new tool")
+    expect("extra" not in tool_names(d, sid2),
+           "session 2 lists session 1's tool")
+    expect(text_of(d.call(sid, "extra", {})[0]) == "extra", "extra")
+    err = error_of(d.call(sid2, "extra", {})[0])
+    expect("Unknown tool" in err["message"], f"{err!r}")
+    try:
+        m = g2.next_message(0.5)
+        expect(m is None or m[1].get("method") !=
+               "notifications/tools/list_changed",
+               "session 2 heard session 1's list_changed")
+    except Exception as e:
+        if "no SSE event" not in str(e):
+            raise
+    g1.close()
+    g2.close()

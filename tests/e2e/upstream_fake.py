@@ -18,7 +18,8 @@ import time
 OUT = threading.Lock()
 PENDING = {}            # our request id -> [event, response]
 PENDING_LOCK = threading.Lock()
-STATE = {"next_id": 0, "extra_tool": False, "initialized": False}
+STATE = {"next_id": 0, "extra_tool": False, "initialized": False,
+         "roots": None, "roots_done": threading.Event()}
 
 ARGS = sys.argv[1:] if __name__ == "__main__" else []
 PREFIX = ARGS[ARGS.index("--tools-prefix") + 1] if "--tools-prefix" in ARGS \
@@ -123,6 +124,9 @@ TOOLS = [
      "inputSchema": {"type": "object"}},
     {"name": "pid", "description": "its pid", "inputSchema":
      {"type": "object"}},
+    {"name": "roots_at_start", "description": "the answer to the "
+     "roots/list asked right after initialized (--ask-roots)",
+     "inputSchema": {"type": "object"}},
     {"name": "error", "description": "a JSON-RPC error",
      "inputSchema": {"type": "object"}},
     # Served by upstream_fake_http.py only.
@@ -210,6 +214,9 @@ def call_tool(id, name, args, meta):
         return None
     if name == "pid":
         return result(id, text(str(os.getpid())))
+    if name == "roots_at_start":
+        STATE["roots_done"].wait(10)
+        return result(id, text(json.dumps(STATE["roots"])))
     if name == "error":
         return error(id, -32099, "fake failure")
     if name == "extra" and STATE["extra_tool"]:
@@ -276,6 +283,14 @@ def handle(msg):
         return error(id, -32601, "Method not found")
 
 
+def ask_roots():
+    r = ask("roots/list", {})
+    STATE["roots"] = r.get("result") if r is not None else None
+    if r is not None and "error" in r:
+        STATE["roots"] = {"error": r["error"].get("message")}
+    STATE["roots_done"].set()
+
+
 def main():
     for line in sys.stdin:
         line = line.strip()
@@ -290,6 +305,9 @@ def main():
                              json.dumps(msg["params"]) + "\n")
             sys.stderr.flush()
             continue
+        if msg["method"] == "notifications/initialized" and \
+                "--ask-roots" in ARGS:
+            threading.Thread(target=ask_roots, daemon=True).start()
         if "id" not in msg:
             continue
         threading.Thread(target=handle, args=(msg,), daemon=True).start()
