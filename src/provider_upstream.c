@@ -16,9 +16,10 @@
  * Which call a message from the upstream belongs to: progress carries our
  * token. A log message or a request carries nothing on stdio, so it goes
  * to the one call in flight on that upstream session; with sharing
- * session, to the session's latest call; with several calls of different
+ * session, to the session's latest call (a log message outside any call
+ * to the session's standalone stream); with several calls of different
  * clients in flight on a shared upstream it cannot be placed: a log
- * message is dropped (counted in the debug log) and a request is answered
+ * message is dropped (a debug line says so) and a request is answered
  * with an error saying so (docs/upstreams.md).
  *
  * The slow-client rule: a shared upstream's output is never paused for
@@ -902,6 +903,32 @@ upcall_guess(struct upinst *inst, u_int *n)
 	return (NULL);
 }
 
+/*
+ * A log message outside any call: a session's own upstream's goes to
+ * that session's standalone stream (at its level); a shared one's is for
+ * no one in particular and is dropped.
+ */
+static void
+upmsg_outside_call(struct upstream *u, struct upinst *inst, const cJSON *msg,
+    const char *level, u_int n)
+{
+	struct session	*s;
+	const char	*text;
+	size_t		 len;
+	int		 lv = level != NULL ? mcp_log_level_parse(level) : -1;
+
+	if (inst->sid == NULL || n > 0 || (s = session_find(inst->sid)) ==
+	    NULL) {
+		log_debug("upstream=%s: a log message with %u calls in flight "
+		    "is for no one call; dropped", upstream_name(u), n);
+		return;
+	}
+	if (lv < 0 || lv < session_log_level(s))
+		return;
+	text = jsonrpc_print_shared(msg, &len);
+	session_notify(s, text, len);
+}
+
 static void
 upstream_provider_notification(struct upstream *u, const cJSON *msg,
     void *arg)
@@ -930,9 +957,7 @@ upstream_provider_notification(struct upstream *u, const cJSON *msg,
 	if (strcmp(method, "notifications/message") == 0) {
 		level = upname_of(params, "level");
 		if ((uc = upcall_guess(inst, &n)) == NULL) {
-			log_debug("upstream=%s: a log message with %u calls in "
-			    "flight is for no one call; dropped",
-			    upstream_name(u), n);
+			upmsg_outside_call(u, inst, msg, level, n);
 			return;
 		}
 		if (level == NULL || uc->call == NULL || !call_log_enabled(

@@ -738,3 +738,17 @@ def test_upstream_session_roots_at_start_and_own_lists(h):
             raise
     g1.close()
     g2.close()
+
+
+def test_upstream_session_log_outside_calls_to_standalone(h):
+    d, sid = start_ready(h, upstream("own", "sharing session"))
+    g = d.get_sse(sid)
+    expect(text_of(d.call(sid, "log_later", {"n": 3})[0]) == "later", "")
+    got = []
+    while len(got) < 3:
+        m = g.next_message(5)
+        expect(m is not None, f"standalone stream ended after {got}")
+        if m[1].get("method") == "notifications/message":
+            got.append(m[1]["params"]["data"]["later"])
+    expect(got == [0, 1, 2], f"{got}")
+    g.close()

@@ -124,6 +124,8 @@ TOOLS = [
      "inputSchema": {"type": "object"}},
     {"name": "pid", "description": "its pid", "inputSchema":
      {"type": "object"}},
+    {"name": "log_later", "description": "n log messages after the answer",
+     "inputSchema": {"type": "object"}},
     {"name": "roots_at_start", "description": "the answer to the "
      "roots/list asked right after initialized (--ask-roots)",
      "inputSchema": {"type": "object"}},
@@ -214,6 +216,16 @@ def call_tool(id, name, args, meta):
         return None
     if name == "pid":
         return result(id, text(str(os.getpid())))
+    if name == "log_later":
+        def later(n):
+            time.sleep(0.2)
+            for i in range(n):
+                notify("notifications/message", {
+                    "level": "warning", "logger": "fake",
+                    "data": {"later": i}})
+        threading.Thread(target=later, args=(int(args.get("n", 2)),),
+                         daemon=True).start()
+        return result(id, text("later"))
     if name == "roots_at_start":
         STATE["roots_done"].wait(10)
         return result(id, text(json.dumps(STATE["roots"])))
