@@ -704,6 +704,7 @@ def test_upstream_session_roots_at_start_and_own_lists(h):
                          upstream("all", 'prefix "all_"',
                                   args=["--ask-roots"]),
                          tool="all_pid")
+    wait_for(lambda: "roots_at_start" in tool_names(d, sid), "own listed")
     id, r, req = _ask(d, sid, "roots_at_start", "roots/list")
     _answer(d, sid, req["id"], {"roots": [{"uri": "file:///mine"}]})
     t = text_of(_last(r, id))
