@@ -340,8 +340,8 @@ upstream_provider_catalog(struct upstream *u, void *arg)
 			differ[l] = 1;
 		}
 	}
-	if (inst->srv->loaded)
-		upsrv_tell(NULL, differ);
+	/* Also the first time: sessions opened before it saw none of it. */
+	upsrv_tell(NULL, differ);
 	inst->srv->loaded = 1;
 }
 

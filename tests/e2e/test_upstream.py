@@ -753,3 +753,20 @@ def test_upstream_session_log_outside_calls_to_standalone(h):
             got.append(m[1]["params"]["data"]["later"])
     expect(got == [0, 1, 2], f"{got}")
     g.close()
+
+
+def test_upstream_late_catalog_announced(h):
+    """A session opened before the upstream answered hears of its tools:
+    list_changed on its standalone stream once the catalog arrives."""
+    d = h.start(extra_lines=upstream("slowstart", args=["--start-delay"]))
+    sid = d.initialize()
+    g = d.get_sse(sid)
+    expect("pid" not in tool_names(d, sid), "listed before it answered")
+    got = None
+    while got is None:
+        m = g.next_message(10)
+        expect(m is not None, "no list_changed once the catalog came")
+        if m[1].get("method") == "notifications/tools/list_changed":
+            got = m[1]
+    expect("pid" in tool_names(d, sid), "still not listed")
+    g.close()

@@ -37,6 +37,8 @@ def answered(msg):
 if "--pidfile" in ARGS:
     with open(ARGS[ARGS.index("--pidfile") + 1], "a") as f:
         f.write(f"{os.getpid()}\n")
+if "--start-delay" in ARGS:
+    time.sleep(1)
 if "--fail-init" in ARGS:
     sys.stderr.write("fake: refusing to start\n")
     sys.exit(3)
