@@ -67,6 +67,7 @@ long		 upstream_pid(const struct upstream *);
 const cJSON	*upstream_capabilities(const struct upstream *);
 const cJSON	*upstream_catalog(const struct upstream *, enum upstream_list);
 u_int		 upstream_inflight(const struct upstream *);
+u_int		 upstream_ended(const struct upstream *);
 
 int64_t		 upstream_request(struct upstream *, const char *, cJSON *,
 		     upstream_cb, void *);

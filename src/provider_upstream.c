@@ -81,6 +81,7 @@ struct upsrv {
 	u_int			 nsessions;
 	cJSON			*lists[UPSTREAM_LIST_MAX];	/* as served */
 	int			 loaded;
+	unsigned long long	 exits_gone;	/* of instances stopped */
 };
 
 /* A client's call forwarded to an upstream. */
@@ -384,6 +385,7 @@ upinst_stop(struct upinst *inst)
 		inst->srv->nsessions--;
 	}
 	TAILQ_REMOVE(&up.insts, inst, entry);
+	inst->srv->exits_gone += upstream_ended(inst->u);
 	upstream_stop(inst->u);
 	for (l = 0; l < UPSTREAM_LIST_MAX; l++)
 		cJSON_Delete(inst->lists[l]);
@@ -693,6 +695,32 @@ provider_upstream_tool_owner(const char *name)
 	if ((srv = upsrv_find(UPSTREAM_TOOLS, name, &own, NULL)) == NULL)
 		return (NULL);
 	return (srv->def->name);
+}
+
+size_t
+provider_upstream_count(void)
+{
+	return (up.nsrvs);
+}
+
+void
+provider_upstream_stats(size_t i, struct provider_upstream_stats *st)
+{
+	struct upsrv	*srv = up.srvs[i];
+	struct upinst	*inst;
+
+	memset(st, 0, sizeof *st);
+	st->name = srv->def->name;
+	st->up = srv->main != NULL &&
+	    upstream_state(srv->main->u) == UPSTREAM_READY;
+	st->exits = srv->exits_gone;
+	TAILQ_FOREACH(inst, &up.insts, entry) {
+		if (inst->srv != srv)
+			continue;
+		st->instances++;
+		st->inflight += upstream_inflight(inst->u);
+		st->exits += upstream_ended(inst->u);
+	}
 }
 
 static int

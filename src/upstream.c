@@ -103,6 +103,7 @@ struct upstream {
 	long			 pid;
 	uint64_t		 started_ms;
 	u_int			 failures;	/* runs in a row not stable */
+	u_int			 ended;		/* runs that ended, in all */
 	int			 start_failed;	/* the last never got READY */
 	char			*last_error;	/* how the last run ended */
 	struct event		*restart_ev;
@@ -241,6 +242,13 @@ u_int
 upstream_inflight(const struct upstream *u)
 {
 	return (u->inflight);
+}
+
+/* Runs that ended other than by upstream_stop (exits, failures). */
+u_int
+upstream_ended(const struct upstream *u)
+{
+	return (u->ended);
 }
 
 /* ---------------------------------------------------------------------
@@ -999,6 +1007,7 @@ upstream_run_ended(struct upstream *u, char *how)
 	int		 ms;
 
 	u->generation++;
+	u->ended++;
 	xasprintf(&text, "upstream %s: %s", u->name, how);
 	free(u->last_error);
 	u->last_error = how;

@@ -240,6 +240,12 @@ def test_upstream_exit_mid_call_restarts(h):
     expect(pid2 != pid1, "the same program answered after its exit")
     wait_for(lambda: proc_status(pid1) is None, "the old program reaped")
     d.assert_alive(sid, "after the upstream's restart")
+    text = d.request("GET", path="/metrics").body.decode()
+    for line in ('mcpd_upstream_exits_total{upstream="fake"} 1',
+                 'mcpd_upstream_up{upstream="fake"} 1',
+                 'mcpd_upstream_instances{upstream="fake"} 1',
+                 'mcpd_upstream_requests_inflight{upstream="fake"} 0'):
+        expect(line in text.splitlines(), f"/metrics lacks {line!r}")
 
 
 def test_upstream_exit_with_calls_in_flight(h):
@@ -770,3 +776,18 @@ def test_upstream_late_catalog_announced(h):
             got = m[1]
     expect("pid" in tool_names(d, sid), "still not listed")
     g.close()
+
+
+def test_upstream_metrics_pass_promtool(h):
+    import subprocess
+    from test_metrics import promtool
+    d, sid = start_ready(h, upstream("fake") + upstream(
+        "per", "sharing session", 'prefix "p_"'))
+    wait_for(lambda: "p_pid" in tool_names(d, sid), "p_pid listed")
+    d.call(sid, "p_pid", {})
+    text = d.request("GET", path="/metrics").body.decode()
+    expect('mcpd_upstream_instances{upstream="per"} 2' in text,
+           "the catalog instance and the session's")
+    r = subprocess.run([promtool(), "check", "metrics"], input=text,
+                       capture_output=True, text=True)
+    expect(r.returncode == 0, f"promtool: {r.stdout}{r.stderr}")
