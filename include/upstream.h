@@ -58,7 +58,7 @@ typedef void (*upstream_cb)(const cJSON *, const cJSON *, void *);
 
 struct upstream	*upstream_start(const struct conf_upstream *, const char *,
 		     const struct upstream_hooks *, void *);
-void		 upstream_stop(struct upstream *);
+void		 upstream_stop(struct upstream *, const char *);
 const char	*upstream_name(const struct upstream *);
 const char	*upstream_key(const struct upstream *);
 enum upstream_state upstream_state(const struct upstream *);

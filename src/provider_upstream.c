@@ -366,7 +366,7 @@ upinst_new(struct upsrv *srv, const char *sid)
 
 /* Stops an instance; calls and asks still holding it forget it. */
 static void
-upinst_stop(struct upinst *inst)
+upinst_stop(struct upinst *inst, const char *why)
 {
 	struct upcall	*uc;
 	struct upask	*ua;
@@ -386,7 +386,7 @@ upinst_stop(struct upinst *inst)
 	}
 	TAILQ_REMOVE(&up.insts, inst, entry);
 	inst->srv->exits_gone += upstream_ended(inst->u);
-	upstream_stop(inst->u);
+	upstream_stop(inst->u, why);
 	for (l = 0; l < UPSTREAM_LIST_MAX; l++)
 		cJSON_Delete(inst->lists[l]);
 	free(inst->sid);
@@ -1077,14 +1077,14 @@ static const struct upstream_hooks upstream_provider_hooks = {
  */
 
 static void
-upsrv_free(struct upsrv *srv)
+upsrv_free(struct upsrv *srv, const char *why)
 {
 	struct upinst	*inst, *inst1;
 	int		 l;
 
 	TAILQ_FOREACH_SAFE(inst, &up.insts, entry, inst1) {
 		if (inst->srv == srv)
-			upinst_stop(inst);
+			upinst_stop(inst, why);
 	}
 	for (l = 0; l < UPSTREAM_LIST_MAX; l++)
 		cJSON_Delete(srv->lists[l]);
@@ -1097,7 +1097,7 @@ upprov_stop_all(void)
 	size_t	i;
 
 	for (i = 0; i < up.nsrvs; i++)
-		upsrv_free(up.srvs[i]);
+		upsrv_free(up.srvs[i], "mcpd is shutting down");
 	free(up.srvs);
 	up.srvs = NULL;
 	up.nsrvs = 0;
@@ -1179,7 +1179,8 @@ upprov_configure(const struct conf *conf)
 	}
 	for (j = 0; j < nold; j++) {
 		if (old[j] != NULL)
-			upsrv_free(old[j]);
+			upsrv_free(old[j], "its block changed or went away "
+			    "in a reload");
 	}
 	free(old);
 	if (up.conf != NULL)
@@ -1201,7 +1202,7 @@ upprov_session_closed(struct session *s)
 	for (i = 0; i < up.nsrvs; i++) {
 		if ((inst = RB_FIND(upinst_tree, &up.srvs[i]->sessions,
 		    &key)) != NULL)
-			upinst_stop(inst);
+			upinst_stop(inst, "its client session ended");
 	}
 }
 

@@ -984,7 +984,6 @@ upstream_done_cb(const struct exec_result *res, void *arg)
 	u->linelen = 0;
 	if (u->state == UPSTREAM_STOPPING) {
 		u->generation++;
-		upstream_fail_requests(u, "upstream stopped", 1);
 		upstream_set_state(u, UPSTREAM_STOPPED);
 		event_active(u->fail_ev, EV_TIMEOUT, 0);
 		return;
@@ -1208,8 +1207,10 @@ upstream_maybe_free(struct upstream *u)
  * program has been reaped. No hook runs after this.
  */
 void
-upstream_stop(struct upstream *u)
+upstream_stop(struct upstream *u, const char *why)
 {
+	char	*text;
+
 	if (u->state == UPSTREAM_STOPPING || u->state == UPSTREAM_STOPPED)
 		return;
 	u->hooks = &upstream_no_hooks;
@@ -1218,14 +1219,15 @@ upstream_stop(struct upstream *u)
 		upstream_http_close(u->http);
 		u->http = NULL;
 	}
+	xasprintf(&text, "upstream %s stopped (%s)", u->name, why);
+	upstream_fail_requests(u, text, 1);
+	free(text);
 	if (u->job == NULL) {
 		upstream_set_state(u, UPSTREAM_STOPPED);
-		upstream_fail_requests(u, "upstream stopped", 1);
 		event_active(u->fail_ev, EV_TIMEOUT, 0);
 		return;
 	}
 	upstream_set_state(u, UPSTREAM_STOPPING);
-	upstream_fail_requests(u, "upstream stopped", 1);
 	exec_close_stdin(u->job);
 	exec_kill(u->job);
 }

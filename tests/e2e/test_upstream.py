@@ -504,6 +504,8 @@ def test_upstream_reload(h):
     expect(int(text_of(d.call(sid, "pid", {})[0])) == p1 and
            int(text_of(d.call(sid, "g_pid", {})[0])) == pg,
            "an unchanged upstream was restarted on reload")
+    _, r = d.call_open(sid, "hang", {})
+    time.sleep(0.2)
     with open(d.conf_path) as f:
         text = f.read()
     cut = text.index("upstream gone")
@@ -513,6 +515,10 @@ def test_upstream_reload(h):
     d.signal(1)
     wait_for(lambda: proc_status(pg) is None, "the removed one reaped")
     wait_for(lambda: proc_status(p1) is None, "the changed one reaped")
+    r.events_until_close(10)
+    last = r.messages()[-1]
+    expect("error" in last and "upstream fake stopped (its block changed"
+           in last["error"]["message"], f"the call in flight: {last!r}")
     p2 = int(wait_for(lambda: _pid_or_none(d, sid), "a call after reload"))
     expect(p2 != p1, "a changed upstream was not restarted")
     expect("g_pid" not in tool_names(d, sid), "a removed upstream's tools")

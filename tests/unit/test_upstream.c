@@ -365,10 +365,11 @@ START_TEST(test_state_machine)
 	upstream_request(u, "tools/call", cJSON_CreateObject(), u_answer_cb,
 	    &st3);
 	loop_until(&st3.answered, 0);
-	upstream_stop(u);
+	upstream_stop(u, "the test is over");
 	ck_assert_int_eq(st3.answered, 0);
 	loop_until(&st3.answered, 1);
-	ck_assert_msg(strstr(st3.error, "stopped") != NULL, "%s", st3.error);
+	ck_assert_msg(strstr(st3.error, "upstream s stopped (the test is "
+	    "over)") != NULL, "%s", st3.error);
 	for (i = 0; i < 50 && exec_count() > 0; i++)
 		loop_until(&st3.answered, 1);
 	free(st2.error);
