@@ -47,10 +47,15 @@ enum upstream_list {
 struct upstream_hooks {
 	/* The catalog was loaded (first start, restart, list_changed). */
 	void	(*catalog)(struct upstream *, void *);
-	/* A notification from the server (list_changed is handled here). */
-	void	(*notification)(struct upstream *, const cJSON *, void *);
-	/* A request from the server; answer it with upstream_answer. */
-	void	(*request)(struct upstream *, const cJSON *, void *);
+	/*
+	 * A notification from the server (list_changed is handled here),
+	 * and the id of our request it came with (HTTP: on that request's
+	 * stream), 0 when the transport does not say (stdio).
+	 */
+	void	(*notification)(struct upstream *, const cJSON *, int64_t,
+		    void *);
+	/* A request from the server, the same; answer: upstream_answer. */
+	void	(*request)(struct upstream *, const cJSON *, int64_t, void *);
 };
 
 /* result or error (the other NULL); valid only during the callback. */

@@ -19,8 +19,11 @@
 struct upstream_http;
 
 struct upstream_http_cbs {
-	/* One JSON-RPC message from the server (text, not NUL-ended). */
-	void	(*message)(const char *, size_t, void *);
+	/*
+	 * One JSON-RPC message from the server (text, not NUL-ended), and
+	 * the request whose stream it came on (0: none, the GET stream).
+	 */
+	void	(*message)(const char *, size_t, int64_t, void *);
 	/* Request id will get no answer: why. */
 	void	(*lost)(int64_t, const char *, void *);
 	/* The session is unusable (the server forgot it): why. */

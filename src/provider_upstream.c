@@ -14,8 +14,10 @@
  * brings the answer back, which goes to the upstream under its own id.
  *
  * Which call a message from the upstream belongs to: progress carries our
- * token. A log message or a request carries nothing on stdio, so it goes
- * to the one call in flight on that upstream session; with sharing
+ * token. Over HTTP a log message or a request comes on the stream of the
+ * request it is for, or carries our progress token. Otherwise (stdio) it
+ * carries nothing, so it goes to the one call in flight on that upstream
+ * session; with sharing
  * session, to the session's latest call (a log message outside any call
  * to the session's standalone stream); with several calls of different
  * clients in flight on a shared upstream it cannot be placed: a log
@@ -910,15 +912,33 @@ upcall_by_token(struct upinst *inst, const cJSON *token)
 }
 
 /*
- * The call a message without a link belongs to: the only one in flight on
- * the instance, or with sharing session the session's latest.
+ * The call a message of the server belongs to: the one whose request it
+ * came with (HTTP tells), or whose progress token it carries; else the
+ * only one in flight on the instance, or with sharing session the
+ * session's latest.
  */
 static struct upcall *
-upcall_guess(struct upinst *inst, u_int *n)
+upcall_guess(struct upinst *inst, const cJSON *msg, int64_t related,
+    u_int *n)
 {
 	struct upcall	*uc, *last = NULL;
+	const cJSON	*meta;
 
 	*n = 0;
+	TAILQ_FOREACH(uc, &up.calls, entry) {
+		if (related > 0 && uc->inst == inst && uc->id == related &&
+		    uc->call != NULL && !uc->ended) {
+			*n = 1;
+			return (uc);
+		}
+	}
+	meta = cJSON_GetObjectItemCaseSensitive(
+	    cJSON_GetObjectItemCaseSensitive(msg, "params"), "_meta");
+	if ((uc = upcall_by_token(inst, cJSON_GetObjectItemCaseSensitive(meta,
+	    "progressToken"))) != NULL && uc->call != NULL && !uc->ended) {
+		*n = 1;
+		return (uc);
+	}
 	TAILQ_FOREACH(uc, &up.calls, entry) {
 		if (uc->inst != inst || uc->call == NULL || uc->ended)
 			continue;
@@ -959,7 +979,7 @@ upmsg_outside_call(struct upstream *u, struct upinst *inst, const cJSON *msg,
 
 static void
 upstream_provider_notification(struct upstream *u, const cJSON *msg,
-    void *arg)
+    int64_t related, void *arg)
 {
 	struct upinst	*inst = arg;
 	struct upcall	*uc;
@@ -984,7 +1004,7 @@ upstream_provider_notification(struct upstream *u, const cJSON *msg,
 	}
 	if (strcmp(method, "notifications/message") == 0) {
 		level = upname_of(params, "level");
-		if ((uc = upcall_guess(inst, &n)) == NULL) {
+		if ((uc = upcall_guess(inst, msg, related, &n)) == NULL) {
 			upmsg_outside_call(u, inst, msg, level, n);
 			return;
 		}
@@ -1018,7 +1038,8 @@ upask_answered_cb(const cJSON *result, const cJSON *error, void *arg)
 }
 
 static void
-upstream_provider_request(struct upstream *u, const cJSON *msg, void *arg)
+upstream_provider_request(struct upstream *u, const cJSON *msg,
+    int64_t related, void *arg)
 {
 	struct upinst	*inst = arg;
 	struct upcall	*uc;
@@ -1030,7 +1051,7 @@ upstream_provider_request(struct upstream *u, const cJSON *msg, void *arg)
 	char		*text;
 	u_int		 n;
 
-	if ((uc = upcall_guess(inst, &n)) == NULL) {
+	if ((uc = upcall_guess(inst, msg, related, &n)) == NULL) {
 		if (n == 0 && strcmp(method, "roots/list") == 0) {
 			/* Asked outside any call (at start): no client's. */
 			upstream_answer(u, cJSON_GetObjectItemCaseSensitive(

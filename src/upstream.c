@@ -774,7 +774,7 @@ upstream_response(struct upstream *u, const cJSON *msg)
 }
 
 static void
-upstream_notification(struct upstream *u, const cJSON *msg)
+upstream_notification(struct upstream *u, const cJSON *msg, int64_t related)
 {
 	const char	*method = cJSON_GetStringValue(
 			    cJSON_GetObjectItemCaseSensitive(msg, "method"));
@@ -797,11 +797,12 @@ upstream_notification(struct upstream *u, const cJSON *msg)
 		return;
 	}
 	if (u->hooks->notification != NULL)
-		u->hooks->notification(u, msg, u->arg);
+		u->hooks->notification(u, msg, related, u->arg);
 }
 
 static void
-upstream_server_request(struct upstream *u, const cJSON *msg)
+upstream_server_request(struct upstream *u, const cJSON *msg,
+    int64_t related)
 {
 	const char	*method = cJSON_GetStringValue(
 			    cJSON_GetObjectItemCaseSensitive(msg, "method"));
@@ -815,7 +816,7 @@ upstream_server_request(struct upstream *u, const cJSON *msg)
 	/* Servers ask (roots/list) as soon as they are initialized. */
 	if (u->hooks->request != NULL && (u->state == UPSTREAM_READY ||
 	    u->state == UPSTREAM_LISTING)) {
-		u->hooks->request(u, msg, u->arg);
+		u->hooks->request(u, msg, related, u->arg);
 		return;
 	}
 	error = cJSON_CreateObject();
@@ -825,8 +826,10 @@ upstream_server_request(struct upstream *u, const cJSON *msg)
 	upstream_answer(u, id, NULL, error);
 }
 
+/* A message of the server; related: our request it came with, or 0. */
 static void
-upstream_message(struct upstream *u, const char *line, size_t len)
+upstream_message(struct upstream *u, const char *line, size_t len,
+    int64_t related)
 {
 	cJSON		*msg;
 	const char	*cause;
@@ -849,10 +852,10 @@ upstream_message(struct upstream *u, const char *line, size_t len)
 		upstream_response(u, msg);
 		break;
 	case JSONRPC_NOTIFICATION:
-		upstream_notification(u, msg);
+		upstream_notification(u, msg, related);
 		break;
 	case JSONRPC_REQUEST:
-		upstream_server_request(u, msg);
+		upstream_server_request(u, msg, related);
 		break;
 	default:
 		log_limited(LOG_LEVEL_WARN, "upstream-garbage", "upstream=%s "
@@ -876,7 +879,7 @@ upstream_line_cb(const char *p, size_t len, int newline, void *arg)
 	if (u->state == UPSTREAM_STOPPING || u->job == NULL)
 		return;
 	if (u->linelen == 0 && newline) {
-		upstream_message(u, p, len);
+		upstream_message(u, p, len, 0);
 		return;
 	}
 	if (u->linelen + len > max) {
@@ -898,7 +901,7 @@ upstream_line_cb(const char *p, size_t len, int newline, void *arg)
 		return;		/* more of it comes */
 	len = u->linelen;
 	u->linelen = 0;
-	upstream_message(u, u->line, len);
+	upstream_message(u, u->line, len, 0);
 	if (u->linesize > 4 * EXEC_LINE_MAX) {
 		free(u->line);
 		u->line = NULL;
@@ -1071,9 +1074,10 @@ upstream_env_free(char **env)
 }
 
 static void
-upstream_http_message_cb(const char *text, size_t len, void *arg)
+upstream_http_message_cb(const char *text, size_t len, int64_t related,
+    void *arg)
 {
-	upstream_message(arg, text, len);
+	upstream_message(arg, text, len, related);
 }
 
 static void

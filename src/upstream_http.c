@@ -293,7 +293,7 @@ uhpost_event_cb(const char *data, size_t len, const char *id, void *arg)
 	}
 	if (uhpost_is_answer(data, len, p->id))
 		p->answered = 1;
-	h->cbs->message(data, len, h->arg);
+	h->cbs->message(data, len, p->id > 0 ? p->id : 0, h->arg);
 }
 
 static int
@@ -344,7 +344,7 @@ uhpost_json(struct uhpost *p)
 	if (!cJSON_IsArray(json)) {
 		if (uhpost_is_answer(p->body, p->bodylen, p->id))
 			p->answered = 1;
-		h->cbs->message(p->body, p->bodylen, h->arg);
+		h->cbs->message(p->body, p->bodylen, p->id, h->arg);
 		cJSON_Delete(json);
 		return;
 	}
@@ -353,7 +353,7 @@ uhpost_json(struct uhpost *p)
 			continue;
 		if (uhpost_is_answer(text, strlen(text), p->id))
 			p->answered = 1;
-		h->cbs->message(text, strlen(text), h->arg);
+		h->cbs->message(text, strlen(text), p->id, h->arg);
 		free(text);
 	}
 	cJSON_Delete(json);

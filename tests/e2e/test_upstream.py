@@ -797,3 +797,23 @@ def test_upstream_metrics_pass_promtool(h):
     r = subprocess.run([promtool(), "check", "metrics"], input=text,
                        capture_output=True, text=True)
     expect(r.returncode == 0, f"promtool: {r.stdout}{r.stderr}")
+
+
+def test_upstream_http_request_placed_by_its_stream(h):
+    """Over HTTP a server's request comes on the stream of the request it
+    is for: with calls of two clients in flight on a shared upstream it
+    still reaches the right one (over stdio it would be refused)."""
+    f = HttpFake(h)
+    try:
+        d, sid = start_ready(h, http_upstream("web", f.url))
+        sid2 = d.initialize()
+        _, r2 = d.call_open(sid2, "slow", {"n": 40, "interval_ms": 100})
+        time.sleep(0.3)
+        id, r, req = _ask(d, sid, "sample", "sampling/createMessage")
+        _answer(d, sid, req["id"], {"role": "assistant", "model": "m",
+                                    "content": {"type": "text",
+                                                "text": "placed"}})
+        expect(text_of(_last(r, id)) == "sampled: placed", "sampling")
+        r2.close()
+    finally:
+        f.stop()
