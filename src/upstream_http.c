@@ -405,8 +405,9 @@ uhpost_done_cb(struct http_client *hc, void *arg)
 	    p->id != UPHTTP_LISTEN) {
 		uhpost_lost(p, "the server answered 404: it no longer knows "
 		    "its session");
-		h->cbs->failed("the server no longer knows its session (404)",
-		    h->arg);
+		if (!h->closed)
+			h->cbs->failed("the server no longer knows its session "
+			    "(404)", h->arg);
 		uhpost_free(p);
 		return;
 	}
