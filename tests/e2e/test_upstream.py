@@ -849,3 +849,23 @@ def test_upstream_http_server_restarted(h):
         f.stop()
         if f2 is not None:
             f2.stop()
+
+
+def test_upstream_session_request_outside_calls_to_standalone(h):
+    """sharing session: a request the session's own upstream makes when
+    none of the session's calls is in flight goes to its client on the
+    session's standalone stream, and the answer back to the upstream."""
+    d, sid = start_ready(h, upstream("own", "sharing session",
+                                     args=["--ask-roots-after", "500"]))
+    g = d.get_sse(sid)
+    expect(text_of(d.call(sid, "pid", {})[0]).isdigit(), "pid")
+    req = None
+    while req is None:
+        m = g.next_message(10)
+        expect(m is not None, "no roots/list on the standalone stream")
+        if m[1].get("method") == "roots/list":
+            req = m[1]
+    _answer(d, sid, req["id"], {"roots": [{"uri": "file:///late"}]})
+    t = text_of(d.call(sid, "roots_at_start", {})[0])
+    expect(json.loads(t) == {"roots": [{"uri": "file:///late"}]}, t)
+    g.close()
