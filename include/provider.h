@@ -38,24 +38,53 @@ struct provider {
 	/* completion/complete: ref object, argument object, context. */
 	int		(*complete)(struct call *, const cJSON *, const cJSON *,
 			    const cJSON *);
+
+	/* The configuration was loaded (start, reload); enabled or not. */
+	void		(*configure)(const struct conf *);
+	/* A session ends here (closed, or released to another process). */
+	void		(*session_closed)(struct session *);
+	/* Shutdown: stop what runs (before exec.c reaps the programs). */
+	void		(*shutdown)(void);
+	/* Whether the lists may change while a session lives. */
+	int		(*lists_change)(void);
+	/* Whether this provider serves tool NAME. */
+	int		(*has_tool)(const char *);
+	/*
+	 * The lists as one session sees them (enum provider_list); when
+	 * set, used in place of list_tools and the others.
+	 */
+	void		(*list_for)(struct session *, int, cJSON *);
+};
+
+enum provider_list {
+	PROVIDER_TOOLS,
+	PROVIDER_PROMPTS,
+	PROVIDER_RESOURCES,
+	PROVIDER_TEMPLATES
 };
 
 extern const struct provider provider_builtin;
 extern const struct provider provider_fixtures;
 extern const struct provider provider_exec;
+extern const struct provider provider_upstream;
 
 void	 provider_init(const struct conf *);
 int	 provider_has_resources(void);
 int	 provider_has_prompts(void);
 int	 provider_has_completions(void);
+int	 provider_lists_change(void);
+void	 provider_session_closed(struct session *);
+void	 provider_shutdown(void);
+/* Which provider serves tool NAME, besides self (NULL: none). */
+const char *provider_tool_owner(const char *, const struct provider *);
 
-cJSON	*provider_list_tools(void);
+cJSON	*provider_list_tools(struct session *);
 int	 provider_call_tool(struct call *, const char *, const cJSON *);
-cJSON	*provider_list_resources(void);
-cJSON	*provider_list_resource_templates(void);
+cJSON	*provider_list_resources(struct session *);
+cJSON	*provider_list_resource_templates(struct session *);
 int	 provider_read_resource(struct call *, const char *);
 int	 provider_subscribe(struct session *, const char *);
-cJSON	*provider_list_prompts(void);
+cJSON	*provider_list_prompts(struct session *);
 int	 provider_get_prompt(struct call *, const char *, const cJSON *);
 int	 provider_complete(struct call *, const cJSON *, const cJSON *,
 	    const cJSON *);

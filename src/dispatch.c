@@ -70,17 +70,18 @@ dispatch_capabilities(void)
 	cJSON	*tools = cJSON_AddObjectToObject(caps, "tools");
 
 	cJSON	*resources, *prompts;
+	int	 changes = provider_lists_change();
 
-	cJSON_AddBoolToObject(tools, "listChanged", 0);
+	cJSON_AddBoolToObject(tools, "listChanged", changes);
 	cJSON_AddObjectToObject(caps, "logging");
 	if (provider_has_resources()) {
 		resources = cJSON_AddObjectToObject(caps, "resources");
 		cJSON_AddBoolToObject(resources, "subscribe", 1);
-		cJSON_AddBoolToObject(resources, "listChanged", 0);
+		cJSON_AddBoolToObject(resources, "listChanged", changes);
 	}
 	if (provider_has_prompts()) {
 		prompts = cJSON_AddObjectToObject(caps, "prompts");
-		cJSON_AddBoolToObject(prompts, "listChanged", 0);
+		cJSON_AddBoolToObject(prompts, "listChanged", changes);
 	}
 	if (provider_has_completions())
 		cJSON_AddObjectToObject(caps, "completions");
@@ -221,7 +222,7 @@ static cJSON *
 dispatch_tools_list(struct session *s, const cJSON *params,
     struct dispatch_error *err)
 {
-	cJSON		*all = provider_list_tools(), *tool, *next;
+	cJSON		*all = provider_list_tools(s), *tool, *next;
 	const cJSON	*name;
 
 	for (tool = auth_enabled() ? all->child : NULL; tool != NULL;
@@ -239,7 +240,7 @@ static cJSON *
 dispatch_resources_list(struct session *s, const cJSON *params,
     struct dispatch_error *err)
 {
-	return (dispatch_page(provider_list_resources(), params, "resources",
+	return (dispatch_page(provider_list_resources(s), params, "resources",
 	    err));
 }
 
@@ -247,7 +248,7 @@ static cJSON *
 dispatch_templates_list(struct session *s, const cJSON *params,
     struct dispatch_error *err)
 {
-	return (dispatch_page(provider_list_resource_templates(), params,
+	return (dispatch_page(provider_list_resource_templates(s), params,
 	    "resourceTemplates", err));
 }
 
@@ -255,7 +256,7 @@ static cJSON *
 dispatch_prompts_list(struct session *s, const cJSON *params,
     struct dispatch_error *err)
 {
-	return (dispatch_page(provider_list_prompts(), params, "prompts", err));
+	return (dispatch_page(provider_list_prompts(s), params, "prompts", err));
 }
 
 static cJSON *

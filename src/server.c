@@ -391,8 +391,8 @@ server_run(struct conf *conf)
 	server_init(base, conf, el);
 	session_init();
 	exec_init(base);
+	http_client_init(base);	/* before the providers: HTTP upstreams */
 	provider_init(conf);
-	http_client_init(base);
 	if (auth_init(base, conf, &cause) != 0) {
 		log_error("auth: %s", cause);
 		free(cause);
@@ -461,6 +461,7 @@ server_run(struct conf *conf)
 	http_client_shutdown();
 	view_shutdown();
 	session_shutdown();
+	provider_shutdown();	/* upstreams stopped */
 	exec_shutdown();	/* cancelled calls: their programs reaped */
 	server_drain(base);
 	evhttp_free(http);
