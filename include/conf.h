@@ -114,6 +114,7 @@ struct conf_upstream {
 	long long		 restart_delay;	/* seconds, back-off base */
 	long long		 max_instances;	/* sharing session: children */
 	long long		 max_line;	/* bytes of one message */
+	char			*scope;		/* its tools' OAuth scope */
 };
 
 enum conf_log_format {

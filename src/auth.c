@@ -44,6 +44,7 @@
 #include "jwks.h"
 #include "jwt.h"
 #include "log.h"
+#include "provider_upstream.h"
 #include "server.h"
 #include "xmalloc.h"
 
@@ -1296,6 +1297,10 @@ auth_metadata(void)
 		if (server.conf->tools[i].scope != NULL)
 			auth_add_scope(list, server.conf->tools[i].scope);
 	}
+	for (i = 0; i < server.conf->nupstreams; i++) {
+		if (server.conf->upstreams[i].scope != NULL)
+			auth_add_scope(list, server.conf->upstreams[i].scope);
+	}
 	list = cJSON_AddArrayToObject(md, "bearer_methods_supported");
 	cJSON_AddItemToArray(list, cJSON_CreateString("header"));
 	cJSON_AddStringToObject(md, "resource_name", "mcpd");
@@ -1335,11 +1340,17 @@ auth_metadata_where(const char *resource)
 const char *
 auth_tool_scope(const char *tool)
 {
-	const struct conf_tool	*t;
+	const struct conf_tool		*t;
+	const struct conf_upstream	*u;
+	const char			*owner;
 
-	if ((t = conf_tool_find(server.conf, tool)) == NULL)
-		return (NULL);
-	return (t->scope);
+	if ((t = conf_tool_find(server.conf, tool)) != NULL)
+		return (t->scope);
+	/* The running configuration's block: a reload changes it live. */
+	if ((owner = provider_upstream_tool_owner(tool)) != NULL &&
+	    (u = conf_upstream_find(server.conf, owner)) != NULL)
+		return (u->scope);
+	return (NULL);
 }
 
 int

@@ -492,6 +492,16 @@ static const struct conf_entry conf_upstream_entries[] = {
 	  .help = "With sharing session, programs of this upstream running "
 	  "at once (one per client session using it); a session's first "
 	  "call beyond this ends with a JSON-RPC error saying so." },
+	{ .name = "scope", .type = CONF_STRING,
+	  .offset = CONF_UPSTREAM_OFF(scope), .check = conf_check_scope,
+	  .args = "SCOPE",
+	  .def_text = "none: every token that passes auth may call them",
+	  .help = "With an auth block, the OAuth scope a token needs to "
+	  "call any tool of this upstream, as scope in a tool block: "
+	  "tools/list shows them only to tokens that have it, and a "
+	  "tools/call without it is answered 403 with "
+	  "error=\"insufficient_scope\". Without an auth block it has no "
+	  "effect." },
 	{ .name = "max_message", .type = CONF_SIZE,
 	  .offset = CONF_UPSTREAM_OFF(max_line), .min = 64 * CONF_KIB,
 	  .max = 64 * CONF_MIB, .def = "4m",
@@ -2289,6 +2299,7 @@ conf_upstream_clear(struct conf_upstream *up)
 	free(up->prefix);
 	conf_free_words(up->env);
 	free(up->cwd);
+	free(up->scope);
 	memset(up, 0, sizeof *up);
 }
 

@@ -692,3 +692,30 @@ def test_auth_conf_check_and_warning(h):
         rc, out = _check(h, what.replace(" ", "_") + ".conf", text)
         expect(rc != 0 and where in out and word in out,
                f"{what}: {rc} {out!r}")
+
+
+def test_auth_upstream_scope_covers_its_tools(h):
+    """scope in an upstream block is every one of its tools' scope: listed
+    only to tokens that have it, 403 insufficient_scope without it, the
+    upstream never asked; the other tools stay as they were."""
+    import test_upstream
+    d = start(h, scopes="mcp", extra=test_upstream.upstream(
+        "fake", "prefix up_", "scope upstream"))
+    md = d.request("GET", path="/.well-known/oauth-protected-resource").json
+    expect(md["scopes_supported"] == ["mcp", "upstream"], f"{md!r}")
+    full = token(scope="mcp upstream")
+    sid = session(d, full)
+    test_upstream.wait_for(lambda: "up_echo" in tools_names(d, sid, full),
+                           "up_echo listed with its scope")
+    plain = token(scope="mcp")
+    names = tools_names(d, sid, plain)
+    expect("echo" in names, f"builtin echo without the scope: {names}")
+    expect(not any(n.startswith("up_") for n in names),
+           f"the upstream's tools listed without its scope: {names}")
+    r = d.post(sid, tool_call("up_echo", {"text": "hi"}, d.new_id()),
+               bearer(plain))
+    assert_403(r, "mcp upstream", "up_echo without the upstream's scope")
+    id = d.new_id()
+    r = d.post(sid, tool_call("up_echo", {"text": "hi"}, id), bearer(full))
+    expect(r.status == 200, f"up_echo with its scope: HTTP {r.status}")
+    expect("hi" in result_text(r.rpc(id)), "up_echo's result")
