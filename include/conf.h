@@ -110,6 +110,10 @@ struct conf {
 	long long		 drain_timeout;	/* seconds calls may finish */
 	long long		 lease_ttl;	/* seconds, a call's lease */
 
+	long long		 task_ttl;	/* seconds, from creation */
+	long long		 max_tasks;	/* running here; memory: kept */
+	long long		 task_poll_ms;
+
 	int			 log_level;	/* enum log_level */
 	char			*log_file;	/* "stderr" or a path */
 	int			 log_format;	/* enum conf_log_format */

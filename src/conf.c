@@ -474,6 +474,24 @@ static const struct conf_entry conf_entries[] = {
 	    "lease_ttl, other instances take a live call for dead and "
 	    "answer it with that error while it still runs."),
 
+	{ .name = "task_ttl", .type = CONF_SECONDS,
+	  .offset = CONF_OFF(task_ttl), .min = 10, .max = 2592000,
+	  .def = "3600", .section = "Tasks",
+	  .help = "How long a task (io.modelcontextprotocol/tasks) and its "
+	  "result stay readable with tasks/get, from its creation: the "
+	  "ttlMs it reports. After that tasks/get answers that the task is "
+	  "not found. A task still running then is failed." },
+	CONF_NUMBER("max_tasks", CONF_INTEGER, max_tasks, 1, 1000000, "1000",
+	    "Tasks one instance runs at once; a tools/call that would start "
+	    "another is answered with an error. The memory event log also "
+	    "keeps at most this many task records, finished ones included, "
+	    "until their task_ttl ends."),
+	CONF_NUMBER("task_poll_ms", CONF_MILLISECONDS, task_poll_ms, 10,
+	    600000, "1000", "The pollIntervalMs tasks suggest to clients; "
+	    "with the redis event log also how often the instance running "
+	    "a task looks for a tasks/cancel or tasks/update received by "
+	    "another instance (every 250 ms at most)."),
+
 	{ .name = "log_level", .type = CONF_CUSTOM,
 	  .parse = conf_parse_log_level, .args = "debug|info|warn|error",
 	  .def = "info", .section = "Logging",
