@@ -26,8 +26,28 @@ typedef void (*call_cancel_cb)(void *);
 /* A client's answer: result or error (the other NULL). */
 typedef void (*call_response_cb)(const cJSON *, const cJSON *, void *);
 
+/*
+ * A call with no session and no stream: a task's (task.c). Its response
+ * goes to respond (the JSON-RPC message, taken), its requests to request
+ * (which answers them once, later, like call_request); what it sends is
+ * dropped, as tasks carry no notifications; finish runs when the call
+ * ends (answered or cancelled: the requests it left unanswered are owed
+ * an error, later), gone when it is freed. The sink must not re-enter
+ * the call from any of them.
+ */
+struct call_sink {
+	void	(*respond)(cJSON *, void *);
+	void	(*request)(const char *, cJSON *, call_response_cb, void *,
+		    void *);
+	void	(*finish)(void *);
+	void	(*gone)(void *);
+};
+
 struct call	*call_start(struct session *, struct stream *, const cJSON *,
 		     const cJSON *);
+struct call	*call_start_sink(const struct call_sink *, void *,
+		     const char *);
+const char	*call_owner(const struct call *);
 void		 call_set_tool(struct call *, const char *);
 struct session	*call_session(const struct call *);
 struct stream	*call_stream(const struct call *);
@@ -49,6 +69,8 @@ int		 call_close_view(struct call *);
 void		 call_respond(struct call *, cJSON *);
 void		 call_respond_text(struct call *, const char *, int);
 void		 call_respond_error(struct call *, int, const char *);
+void		 call_respond_error_data(struct call *, int, const char *,
+		     cJSON *);
 void		 call_release(struct call *);
 
 #endif

@@ -40,6 +40,13 @@ struct conf_param {
  * written (argv[0] is PROGRAM); a word that is exactly "{NAME}" is replaced
  * by the value of param argv_param[i] (-1 for a literal word).
  */
+/* A tool's execution.taskSupport. */
+enum conf_task_support {
+	CONF_TASK_FORBIDDEN,
+	CONF_TASK_OPTIONAL,
+	CONF_TASK_REQUIRED
+};
+
 struct conf_tool {
 	char			*name;
 	int			 line;		/* of "tool NAME {" */
@@ -56,6 +63,7 @@ struct conf_tool {
 	long long		 timeout;	/* seconds */
 	long long		 max_output;	/* bytes of stdout kept */
 	long long		 max_concurrency; /* 0: only max_children */
+	int			 task_support;	/* enum conf_task_support */
 };
 
 enum conf_log_format {

@@ -42,6 +42,7 @@ struct provider {
 
 extern const struct provider provider_builtin;
 extern const struct provider provider_fixtures;
+extern const struct provider provider_taskfix;
 extern const struct provider provider_exec;
 
 void	 provider_init(const struct conf *);
@@ -50,6 +51,14 @@ int	 provider_has_prompts(void);
 int	 provider_has_completions(void);
 
 cJSON	*provider_list_tools(void);
+/*
+ * A tool's execution.taskSupport (io.modelcontextprotocol/tasks): a
+ * listing hook marks a tool definition with provider_task_support;
+ * provider_tool_task reads it back: "forbidden" (the default, also for a
+ * tool nobody has), "optional" or "required".
+ */
+void	 provider_task_support(cJSON *, const char *);
+const char *provider_tool_task(const char *);
 int	 provider_call_tool(struct call *, const char *, const cJSON *);
 cJSON	*provider_list_resources(void);
 cJSON	*provider_list_resource_templates(void);

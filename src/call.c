@@ -7,10 +7,12 @@
  * refused send or request is answered on a later loop turn, and so is the
  * cancel hook, and the requests a call leaves unanswered (outbound_end).
  * A call is freed by its last reference: its provider's (call_release)
- * and one for a cancel notice on its way.
+ * and one for a cancel notice on its way. A task's call has a sink
+ * instead of a session and a stream (call_start_sink).
  */
 #include <sys/types.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,6 +41,9 @@ struct call {
 	void		*cancel_arg;
 	char		*tool;		/* a tools/call of a known tool */
 	uint64_t	 start_ms;
+	const struct call_sink *sink;	/* or session and stream */
+	void		*sink_arg;
+	char		*owner;		/* the sink's: for log lines */
 };
 
 struct call *
@@ -59,6 +64,33 @@ call_start(struct session *s, struct stream *st, const cJSON *id,
 	session_call_add(s, c);
 	stream_expect_response(st, id);
 	return (c);
+}
+
+struct call *
+call_start_sink(const struct call_sink *sink, void *arg, const char *owner)
+{
+	struct call	*c;
+
+	c = xcalloc(1, sizeof *c);
+	c->sink = sink;
+	c->sink_arg = arg;
+	c->owner = xstrdup(owner);
+	c->refs = 1;
+	c->start_ms = clock_now_ms();
+	c->id = cJSON_CreateString(owner);
+	return (c);
+}
+
+/* Who the call is for, in log lines: "session=SID" or the sink's name. */
+const char *
+call_owner(const struct call *c)
+{
+	static char	buf[80];
+
+	if (c->sink != NULL)
+		return (c->owner);
+	snprintf(buf, sizeof buf, "session=%s", session_id(c->session));
+	return (buf);
 }
 
 struct session *
@@ -101,7 +133,11 @@ call_set_cancel(struct call *c, call_cancel_cb cb, void *arg)
 static void
 call_free(struct call *c)
 {
-	session_unref(c->session);
+	if (c->sink != NULL) {
+		c->sink->gone(c->sink_arg);
+		free(c->owner);
+	} else
+		session_unref(c->session);
 	cJSON_Delete(c->id);
 	cJSON_Delete(c->progress_token);
 	free(c->tool);
@@ -141,6 +177,10 @@ static int
 call_finish(struct call *c)
 {
 	c->finished = 1;
+	if (c->sink != NULL) {
+		c->sink->finish(c->sink_arg);
+		return (0);
+	}
 	session_call_remove(c->session, c);
 	if (c->asked)
 		outbound_end(c);
@@ -184,8 +224,8 @@ call_cancel(struct call *c, const char *reason)
 	if (c->finished)
 		return;
 	id = cJSON_PrintUnformatted(c->id);
-	log_limited(LOG_LEVEL_INFO, "call-cancelled", "session=%s call id=%s "
-	    "cancelled: %s", session_id(c->session), id, reason);
+	log_limited(LOG_LEVEL_INFO, "call-cancelled", "%s call id=%s "
+	    "cancelled: %s", call_owner(c), id, reason);
 	free(id);
 	call_tell_cancel(c);
 	call_count(c, METRICS_TOOL_CANCELLED);
@@ -257,7 +297,12 @@ call_refuse(cJSON *msg, call_sent_cb cb, void *arg)
 void
 call_send(struct call *c, cJSON *msg, call_sent_cb cb, void *arg)
 {
-	if (c->finished)
+	if (c->sink != NULL) {
+		/* Tasks carry no notifications: as good as sent. */
+		cJSON_Delete(msg);
+		if (cb != NULL)
+			call_refuse_later(cb, NULL, arg);
+	} else if (c->finished)
 		call_refuse(msg, cb, arg);
 	else
 		call_append(c, c->stream, msg, 0, cb, arg);
@@ -266,8 +311,13 @@ call_send(struct call *c, cJSON *msg, call_sent_cb cb, void *arg)
 void
 call_send_standalone(struct call *c, cJSON *msg, call_sent_cb cb, void *arg)
 {
-	struct stream	*st = session_standalone(c->session);
+	struct stream	*st;
 
+	if (c->sink != NULL) {
+		call_send(c, msg, cb, arg);
+		return;
+	}
+	st = session_standalone(c->session);
 	if (c->finished || st == NULL)
 		call_refuse(msg, cb, arg);
 	else
@@ -291,6 +341,10 @@ call_request(struct call *c, const char *method, cJSON *params,
 		call_refuse_later(NULL, cb, arg);
 		return;
 	}
+	if (c->sink != NULL) {
+		c->sink->request(method, params, cb, arg, c->sink_arg);
+		return;
+	}
 	c->asked = 1;
 	id = outbound_new(c, session_id(c->session), cb, arg);
 	msg = jsonrpc_notification(method, params);
@@ -303,6 +357,8 @@ call_request(struct call *c, const char *method, cJSON *params,
 int
 call_log_enabled(const struct call *c, int level)
 {
+	if (c->sink != NULL)
+		return (0);
 	return (level >= session_log_level(c->session));
 }
 
@@ -320,7 +376,7 @@ call_log_enabled(const struct call *c, int level)
 int
 call_close_view(struct call *c)
 {
-	if (c->finished)
+	if (c->finished || c->sink != NULL)
 		return (-1);
 	return (stream_close_after(c->stream, stream_head(c->stream)));
 }
@@ -342,6 +398,10 @@ call_send_response(struct call *c, cJSON *msg)
 	else
 		call_count(c, METRICS_TOOL_OK);
 
+	if (c->sink != NULL) {
+		c->sink->respond(msg, c->sink_arg);
+		return;
+	}
 	/* The stream copies the text before it returns. */
 	text = jsonrpc_print_shared(msg, &len);
 	stream_append_response(c->stream, text, len, last, c->id);
@@ -384,6 +444,18 @@ call_respond_error(struct call *c, int code, const char *message)
 	if (c->finished)
 		return;
 	call_send_response(c, jsonrpc_error(c->id, code, message, NULL));
+}
+
+/* An error with data (taken). */
+void
+call_respond_error_data(struct call *c, int code, const char *message,
+    cJSON *data)
+{
+	if (c->finished) {
+		cJSON_Delete(data);
+		return;
+	}
+	call_send_response(c, jsonrpc_error(c->id, code, message, data));
 }
 
 /*

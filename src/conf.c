@@ -184,6 +184,13 @@ static const struct conf_enum conf_fixtures_values[] = {
 	{ NULL, 0 }
 };
 
+static const struct conf_enum conf_task_support_values[] = {
+	{ "forbidden", CONF_TASK_FORBIDDEN },
+	{ "optional", CONF_TASK_OPTIONAL },
+	{ "required", CONF_TASK_REQUIRED },
+	{ NULL, 0 }
+};
+
 static const struct conf_enum conf_param_types[] = {
 	{ "string", CONF_PARAM_STRING },
 	{ "integer", CONF_PARAM_INTEGER },
@@ -250,6 +257,18 @@ static const struct conf_entry conf_tool_entries[] = {
 	  .def_text = "no limit of its own, only max_children",
 	  .help = "Calls of this tool running at once; a call beyond this "
 	  "gets the isError result \"tool busy\"." },
+	{ .name = "task", .type = CONF_ENUM,
+	  .offset = CONF_TOOL_OFF(task_support),
+	  .values = conf_task_support_values, .def = "forbidden",
+	  .help = "Whether a call may run as a task (the "
+	  "io.modelcontextprotocol/tasks extension; tools/list says it as "
+	  "execution.taskSupport): optional runs it as a task when the "
+	  "client's request declares the extension, and as a plain call "
+	  "otherwise; required refuses a call whose request does not "
+	  "declare it (-32021); forbidden never makes it a task. A task's "
+	  "call answers at once with the task, its program runs on, and "
+	  "its result is kept for task_ttl, readable from any instance "
+	  "with the redis event log." },
 };
 
 /* Commented out in the example file: "# " goes before each line. */

@@ -20,6 +20,7 @@
 #include "provider.h"
 #include "session.h"
 #include "stream.h"
+#include "task.h"
 #include "xmalloc.h"
 
 /* tools/list page size; small lists fit on one page. */
@@ -307,6 +308,55 @@ dispatch_set_level(struct session *s, const cJSON *params,
 
 static void	dispatch_call_error(struct call *, int, const char *);
 
+/* A task method's answer (task.h), the call's response. */
+static void
+dispatch_task_answer(cJSON *result, int code, const char *message,
+    cJSON *data, void *arg)
+{
+	struct call	*c = arg;
+
+	if (result != NULL)
+		call_respond(c, result);
+	else
+		call_respond_error_data(c, code, message, data);
+	call_release(c);
+}
+
+/*
+ * tasks/get, tasks/update, tasks/cancel: for requests that declare the
+ * extension in their _meta, as the extension says of every request.
+ */
+static void
+dispatch_task_method(struct call *c, const char *method, const cJSON *params)
+{
+	if (!task_declared(params)) {
+		call_respond_error_data(c, TASK_MISSING_CAPABILITY,
+		    "Missing required client capability",
+		    task_missing_capability());
+		call_release(c);
+		return;
+	}
+	task_run_method(method, params, dispatch_task_answer, c);
+}
+
+static void
+dispatch_tasks_get(struct call *c, const cJSON *params)
+{
+	dispatch_task_method(c, "tasks/get", params);
+}
+
+static void
+dispatch_tasks_update(struct call *c, const cJSON *params)
+{
+	dispatch_task_method(c, "tasks/update", params);
+}
+
+static void
+dispatch_tasks_cancel(struct call *c, const cJSON *params)
+{
+	dispatch_task_method(c, "tasks/cancel", params);
+}
+
 static void
 dispatch_tools_call(struct call *c, const cJSON *params)
 {
@@ -320,6 +370,20 @@ dispatch_tools_call(struct call *c, const cJSON *params)
 		    "Invalid params: tools/call needs a name and object "
 		    "arguments");
 		return;
+	}
+	switch (task_mode(name->valuestring, params)) {
+	case TASK_MODE_TASK:
+		task_call_tool(name->valuestring, args, dispatch_task_answer,
+		    c);
+		return;
+	case TASK_MODE_REFUSE:
+		call_respond_error_data(c, TASK_MISSING_CAPABILITY,
+		    "Missing required client capability",
+		    task_missing_capability());
+		call_release(c);
+		return;
+	case TASK_MODE_CALL:
+		break;
 	}
 	call_set_tool(c, name->valuestring);
 	if (provider_call_tool(c, name->valuestring, args) != 0) {
@@ -468,6 +532,9 @@ static const struct dispatch_method dispatch_methods[] = {
 	CALL("resources/read", dispatch_resources_read),
 	CALL("prompts/get", dispatch_prompts_get),
 	CALL("completion/complete", dispatch_complete),
+	CALL("tasks/get", dispatch_tasks_get),
+	CALL("tasks/update", dispatch_tasks_update),
+	CALL("tasks/cancel", dispatch_tasks_cancel),
 	NOTIFICATION("notifications/cancelled", dispatch_cancelled),
 	NOTIFICATION("notifications/initialized", dispatch_initialized),
 };

@@ -1,5 +1,6 @@
 /* The provider table and the lookups across it. */
 #include <stddef.h>
+#include <string.h>
 
 #include "conf.h"
 #include "provider.h"
@@ -7,6 +8,7 @@
 static const struct provider *provider_table[] = {
 	&provider_builtin,
 	&provider_fixtures,
+	&provider_taskfix,
 	&provider_exec,
 };
 #define PROVIDER_COUNT (sizeof provider_table / sizeof provider_table[0])
@@ -124,4 +126,43 @@ provider_complete(struct call *c, const cJSON *ref, const cJSON *arg,
 			return (0);
 	}
 	return (-1);
+}
+
+void
+provider_task_support(cJSON *tool, const char *support)
+{
+	cJSON	*execution = cJSON_AddObjectToObject(tool, "execution");
+
+	cJSON_AddStringToObject(execution, "taskSupport", support);
+}
+
+/*
+ * Read from the listing, so the hooks say it in one place; a call pays
+ * for one listing, which is a few definitions.
+ */
+const char *
+provider_tool_task(const char *name)
+{
+	static const char	*supports[] = { "optional", "required" };
+	cJSON			*all, *tool;
+	const cJSON		*n, *support;
+	const char		*found = "forbidden";
+	size_t			 i;
+
+	all = provider_list_tools();
+	cJSON_ArrayForEach(tool, all) {
+		n = cJSON_GetObjectItemCaseSensitive(tool, "name");
+		if (!cJSON_IsString(n) || strcmp(n->valuestring, name) != 0)
+			continue;
+		support = cJSON_GetObjectItemCaseSensitive(
+		    cJSON_GetObjectItemCaseSensitive(tool, "execution"),
+		    "taskSupport");
+		for (i = 0; i < 2 && cJSON_IsString(support); i++) {
+			if (strcmp(support->valuestring, supports[i]) == 0)
+				found = supports[i];
+		}
+		break;
+	}
+	cJSON_Delete(all);
+	return (found);
 }

@@ -86,6 +86,9 @@ builtin_list_tools(cJSON *tools)
 	    "\"interval_ms\":{\"type\":\"integer\",\"minimum\":0},"
 	    "\"size\":{\"type\":\"integer\",\"minimum\":0}},"
 	    "\"required\":[\"n\"]}");
+	/* Long enough to be worth a task when the client can take one. */
+	provider_task_support(cJSON_GetArrayItem(tools,
+	    cJSON_GetArraySize(tools) - 1), "optional");
 	builtin_add_tool(tools, "notify",
 	    "Send n log messages on the session's standalone stream, then "
 	    "`queued n`.",

@@ -570,7 +570,9 @@ fixtures_ask(struct fixtures_job *job, const cJSON *args)
 		return;
 	}
 	form = fixtures_form(job->kind);
-	version = session_version(call_session(job->call));
+	/* A task's call has no session: its client is of a later revision. */
+	version = call_session(job->call) != NULL ?
+	    session_version(call_session(job->call)) : "2025-11-25";
 	if (mcp_version_at_least(version, "2025-11-25"))
 		cJSON_AddStringToObject(params, "mode", "form");
 	if (fixtures_forms[form].message != NULL)
@@ -607,9 +609,8 @@ static void
 fixtures_reconnect(struct fixtures_job *job)
 {
 	if (call_close_view(job->call) != 0)
-		log_debug("session=%s test_reconnection: connection kept "
-		    "(the client cannot resume)",
-		    session_id(call_session(job->call)));
+		log_debug("%s test_reconnection: connection kept "
+		    "(the client cannot resume)", call_owner(job->call));
 	fixtures_wait(job, FIXTURES_RECONNECT_MS);
 }
 

@@ -35,6 +35,7 @@
 #include "reload.h"
 #include "server.h"
 #include "session.h"
+#include "task.h"
 #include "transport.h"
 #include "view.h"
 
@@ -388,6 +389,7 @@ server_run(struct conf *conf)
 	}
 	server_init(base, conf, el);
 	session_init();
+	task_init();
 	exec_init(base);
 	provider_init(conf);
 
@@ -446,6 +448,7 @@ server_run(struct conf *conf)
 	drain_free();
 	view_shutdown();
 	session_shutdown();
+	task_shutdown();
 	exec_shutdown();	/* cancelled calls: their programs reaped */
 	server_drain(base);
 	evhttp_free(http);
