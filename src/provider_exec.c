@@ -361,7 +361,7 @@ exectool_refuse(struct call *c, char *text)
 static const char *
 exectool_sid(const struct exectool_call *t)
 {
-	return (t->call != NULL ? session_id(call_session(t->call)) : "-");
+	return (t->call != NULL ? call_owner(t->call) : "-");
 }
 
 static void
@@ -653,7 +653,7 @@ exectool_call_tool(struct call *c, const char *name, const cJSON *args)
 	if ((job = exec_start(&spec, exectool_line_cb, exectool_done_cb, t,
 	    &cause)) == NULL) {
 		log_limited(LOG_LEVEL_WARN, "exec-start", "session=%s tool=%s: "
-		    "cannot run: %s", session_id(call_session(c)), tool->name,
+		    "cannot run: %s", call_owner(c), tool->name,
 		    cause);
 		xasprintf(&text, "cannot run %s: %s", tool->name, cause);
 		free(cause);
@@ -676,12 +676,12 @@ exectool_call_tool(struct call *c, const char *name, const cJSON *args)
 	TAILQ_INSERT_TAIL(&exectool_running, t, entry);
 	call_set_cancel(c, exectool_cancel_cb, t);
 	log_limited(LOG_LEVEL_INFO, "exec-start", "session=%s tool=%s pid=%ld: "
-	    "started", session_id(call_session(c)), tool->name, t->pid);
+	    "started", call_owner(c), tool->name, t->pid);
 	return (0);
 
 busy:
 	log_limited(LOG_LEVEL_INFO, "exec-busy", "session=%s %s",
-	    session_id(call_session(c)), text);
+	    call_owner(c), text);
 	provider_exec_argv_free(argv);
 	exectool_refuse(c, text);
 	return (0);

@@ -570,7 +570,7 @@ fixtures_ask(struct fixtures_job *job, const cJSON *args)
 		return;
 	}
 	form = fixtures_form(job->kind);
-	version = session_version(call_session(job->call));
+	version = call_version(job->call);
 	if (mcp_version_at_least(version, "2025-11-25"))
 		cJSON_AddStringToObject(params, "mode", "form");
 	if (fixtures_forms[form].message != NULL)
@@ -609,7 +609,7 @@ fixtures_reconnect(struct fixtures_job *job)
 	if (call_close_view(job->call) != 0)
 		log_debug("session=%s test_reconnection: connection kept "
 		    "(the client cannot resume)",
-		    session_id(call_session(job->call)));
+		    call_owner(job->call));
 	fixtures_wait(job, FIXTURES_RECONNECT_MS);
 }
 

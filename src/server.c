@@ -30,6 +30,7 @@
 #include "health.h"
 #include "lease.h"
 #include "log.h"
+#include "modern.h"
 #include "notify.h"
 #include "provider.h"
 #include "reload.h"
@@ -445,6 +446,7 @@ server_run(struct conf *conf)
 	server.resume_ev = NULL;
 	drain_free();
 	view_shutdown();
+	modern_shutdown();
 	session_shutdown();
 	exec_shutdown();	/* cancelled calls: their programs reaped */
 	server_drain(base);
