@@ -7,6 +7,8 @@ struct evhttp_request;
 
 int	 modern_claims(struct evhttp_request *, const cJSON *);
 void	 modern_serve(struct evhttp_request *, cJSON *);
+void	 modern_init(void);
+void	 modern_cron(void);
 void	 modern_shutdown(void);
 
 /* What a listen stream can be told (its filter's fields). */

@@ -33,6 +33,7 @@
 #include "clock.h"
 #include "conf.h"
 #include "dispatch.h"
+#include "eventlog.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "mcp.h"
@@ -118,6 +119,12 @@ struct modern_req {
 
 static TAILQ_HEAD(, modern_req)	modern_listeners =
     TAILQ_HEAD_INITIALIZER(modern_listeners);
+
+/* Changes heard from other instances (a shared log): see modern_notify. */
+static struct {
+	int	watching;
+	int	live;		/* the subscription went live once */
+} modern_fanout;
 
 /* --- helpers ------------------------------------------------------------ */
 
@@ -755,6 +762,14 @@ modern_listen(struct modern_req *mr, const cJSON *params)
 		cJSON_AddItemToObject(honoured, "resourceSubscriptions",
 		    cJSON_Duplicate(mr->uris, 1));
 	}
+	if (modern_fanout.watching && (!modern_fanout.live ||
+	    !eventlog_available(server.eventlog))) {
+		cJSON_Delete(ack);
+		mr->state = MODERN_DONE;
+		reply_unavailable(mr->req, 1, "Cannot hear other instances' "
+		    "changes now, listen again later");
+		return;
+	}
 	mr->listen = 1;
 	TAILQ_INSERT_TAIL(&modern_listeners, mr, entry);
 	modern_stream_start(mr);
@@ -763,12 +778,12 @@ modern_listen(struct modern_req *mr, const cJSON *params)
 }
 
 /*
- * A change this process saw: every listen stream whose filter asks for
- * it hears of it. One that cannot keep up is ended (its client listens
- * again and re-reads what it lists) rather than buffered without bound.
+ * A change: every listen stream here whose filter asks for it hears of
+ * it. One that cannot keep up is ended (its client listens again and
+ * re-reads what it lists) rather than buffered without bound.
  */
-void
-modern_notify(enum modern_change change, const char *uri)
+static void
+modern_deliver(enum modern_change change, const char *uri)
 {
 	static const char	*methods[] = {
 		"notifications/tools/list_changed",
@@ -813,11 +828,115 @@ modern_notify(enum modern_change change, const char *uri)
 }
 
 /*
- * The process stops (or has lost what feeds the streams): listen streams
- * end with their result, so clients listen again, elsewhere if need be.
+ * With a shared log, changes go to every instance through the log's
+ * messages (Redis PUBLISH on one channel, MODERN_CHANNEL); each delivers
+ * to its own listen streams, this one included, when the message comes
+ * back. "C<change><uri>".
  */
+#define MODERN_CHANNEL	"listen"
+
+
+struct modern_published {
+	enum modern_change	 change;
+	char			*uri;
+};
+
+static void
+modern_published_cb(enum eventlog_status status, void *arg)
+{
+	struct modern_published	*p = arg;
+
+	if (status != EVENTLOG_OK) {
+		/* The others cannot hear it; this instance's listeners can. */
+		log_limited(LOG_LEVEL_WARN, "listen-publish", "a change could "
+		    "not be published to other instances: %s",
+		    eventlog_status_name(status));
+		modern_deliver(p->change, p->uri);
+	}
+	free(p->uri);
+	free(p);
+}
+
 void
-modern_shutdown(void)
+modern_notify(enum modern_change change, const char *uri)
+{
+	struct modern_published	*p;
+	char			*msg;
+	int			 len;
+
+	if (uri == NULL)
+		uri = "";
+	if (!modern_fanout.watching ||
+	    strlen(uri) + 2 > EVENTLOG_MESSAGE_MAX) {
+		modern_deliver(change, uri);
+		return;
+	}
+	len = xasprintf(&msg, "C%d%s", (int)change, uri);
+	p = xmalloc(sizeof *p);
+	p->change = change;
+	p->uri = xstrdup(uri);
+	eventlog_publish(server.eventlog, MODERN_CHANNEL, msg, (size_t)len,
+	    modern_published_cb, p);
+	free(msg);
+}
+
+static void
+modern_message_cb(const char *sid, const char *msg, size_t len, void *arg)
+{
+	char	*uri;
+
+	if (len < 2 || msg[0] != 'C' || msg[1] < '0' ||
+	    msg[1] > '0' + MODERN_RESOURCE_UPDATED)
+		return;		/* a newer instance's, or not ours */
+	uri = xstrndup(msg + 2, len - 2);
+	modern_deliver((enum modern_change)(msg[1] - '0'), uri);
+	free(uri);
+}
+
+static void	modern_listen_end_all(const char *);
+
+/*
+ * The subscription is (again) live: k = 0 says what was published
+ * meanwhile may be lost. Listen streams cannot be resumed, so those open
+ * across the gap end, and their clients listen again.
+ */
+static void
+modern_watch_cb(const char *sid, uint64_t k, uint64_t seq, void *arg)
+{
+	if (k != 0)
+		return;
+	if (modern_fanout.live)
+		modern_listen_end_all("the subscription to other instances' "
+		    "changes was lost");
+	modern_fanout.live = 1;
+}
+
+void
+modern_init(void)
+{
+	if (!server.shared)
+		return;
+	eventlog_watch(server.eventlog, MODERN_CHANNEL, modern_watch_cb,
+	    modern_message_cb, NULL);
+	modern_fanout.watching = 1;
+}
+
+/* Once a second: a log that cannot be reached ends the listen streams. */
+void
+modern_cron(void)
+{
+	if (modern_fanout.watching && !eventlog_available(server.eventlog) &&
+	    !TAILQ_EMPTY(&modern_listeners))
+		modern_listen_end_all("the event log is unavailable");
+}
+
+/*
+ * Listen streams end with their result, so clients listen again
+ * (elsewhere if need be): the process stops, or can no longer hear what
+ * other instances announce.
+ */
+static void
+modern_listen_end_all(const char *why)
 {
 	struct modern_req	*mr, *mr1;
 	cJSON			*result, *meta;
@@ -825,6 +944,7 @@ modern_shutdown(void)
 	TAILQ_FOREACH_SAFE(mr, &modern_listeners, entry, mr1) {
 		if (mr->state != MODERN_STREAMING)
 			continue;
+		log_info("listen stream ended: %s", why);
 		result = cJSON_CreateObject();
 		cJSON_AddStringToObject(result, "resultType", "complete");
 		meta = cJSON_AddObjectToObject(result, "_meta");
@@ -836,6 +956,16 @@ modern_shutdown(void)
 		modern_stream_end(mr);
 		modern_maybe_free(mr);
 	}
+}
+
+void
+modern_shutdown(void)
+{
+	modern_listen_end_all("the server stops");
+	if (modern_fanout.watching)
+		eventlog_unwatch(server.eventlog, MODERN_CHANNEL,
+		    modern_watch_cb, modern_message_cb, NULL);
+	modern_fanout.watching = 0;
 }
 
 /* --- the table ---------------------------------------------------------- */

@@ -189,6 +189,7 @@ server_cron_cb(evutil_socket_t fd, short events, void *arg)
 	health_cron();
 	session_cron();
 	view_cron();
+	modern_cron();
 	server_accept_cron();
 	log_cron();
 }
@@ -389,6 +390,7 @@ server_run(struct conf *conf)
 	}
 	server_init(base, conf, el);
 	session_init();
+	modern_init();
 	exec_init(base);
 	provider_init(conf);
 

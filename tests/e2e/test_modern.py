@@ -7,9 +7,10 @@ continue, a changed one refused)."""
 
 import base64
 import json
+import time
 
 from mcpd_harness import (LATEST, REDIS_URL, expect, is_response,
-                          result_text, rpc)
+                          redis_command, result_text, rpc, tmo)
 
 V = "2026-07-28"
 FIXTURES = ("fixtures conformance",)
@@ -317,9 +318,19 @@ def test_modern_legacy_requests_keep_their_path(h):
 
 
 def _listen(d, filt, id):
+    """A listen stream, after its acknowledgement. With a shared log an
+    instance takes listens once its subscription to the others is live
+    (503 until then): polled, with a deadline."""
     params = {"notifications": filt, "_meta": _meta()}
-    r = d.post_open(None, rpc("subscriptions/listen", params, id),
-                    _headers("subscriptions/listen", params))
+    deadline = time.monotonic() + tmo(10)
+    while True:
+        r = d.post_open(None, rpc("subscriptions/listen", params, id),
+                        _headers("subscriptions/listen", params))
+        if r.status != 503 or time.monotonic() > deadline:
+            break
+        r.read_body()
+        r.close()
+        time.sleep(0.05)
     expect(r.status == 200 and r.is_sse, f"listen HTTP {r.status}")
     ack = r.next_message(5)[1]
     expect(ack.get("method") == "notifications/subscriptions/acknowledged"
@@ -367,8 +378,40 @@ def test_modern_listen_across_instances_on_redis(h):
     _post(a, "tools/call", {"name": "test_trigger_tool_change",
                             "arguments": {}})
     m = r.next_message(10)[1]
+    expect(m.get("method") == "notifications/tools/list_changed" and
+           m["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"]
+           == 60, f"B's listen stream got {m!r} for a change raised on A")
+    # and A's own listeners hear it once, through the same channel
+    ra, _ = _listen(a, {"toolsListChanged": True}, 61)
+    _post(b, "tools/call", {"name": "test_trigger_tool_change",
+                            "arguments": {}})
+    m = ra.next_message(10)[1]
     expect(m.get("method") == "notifications/tools/list_changed",
-           f"B's listen stream got {m!r} for a change raised on A")
+           f"A's listen stream got {m!r} for a change raised on B")
+
+
+def test_modern_listen_ends_when_the_subscription_is_lost(h):
+    # Listen streams are not resumable: an instance that may have missed
+    # a change ends them (with their result), and clients listen again
+    if REDIS_URL is None:
+        print("SKIP listen ends on a lost subscription: needs "
+              "MCPD_TEST_REDIS_URL")
+        return
+    d = h.start(extra_lines=FIXTURES)
+    r, _ = _listen(d, {"toolsListChanged": True}, 62)
+    redis_command(REDIS_URL, "CLIENT", "KILL", "TYPE", "pubsub")
+    m = r.next_message(15)
+    expect(m is not None and is_response(m[1], 62) and
+           m[1]["result"]["_meta"][
+               "io.modelcontextprotocol/subscriptionId"] == 62,
+           f"after the subscription was cut: {m!r}")
+    expect(r.next_event(10) is None, "the listen stream did not end")
+    r2, _ = _listen(d, {"toolsListChanged": True}, 63)
+    _post(d, "tools/call", {"name": "test_trigger_tool_change",
+                            "arguments": {}})
+    m = r2.next_message(10)[1]
+    expect(m.get("method") == "notifications/tools/list_changed",
+           f"a new listen after the loss got {m!r}")
 
 
 # --------------------------------------------------------------------------
