@@ -674,41 +674,41 @@ struct fixtures_question {
 
 static const struct fixtures_question fixtures_q_name[] = {
 	{ "user_name", "elicitation/create",
-	  FIXTURES_NAME_FORM("What is your name?", "name") }, { NULL } };
+	  FIXTURES_NAME_FORM("What is your name?", "name") }, { NULL, NULL, NULL } };
 static const struct fixtures_question fixtures_q_capital[] = {
 	{ "capital_question", "sampling/createMessage",
-	  FIXTURES_SAMPLE("What is the capital of France?", 100) }, { NULL } };
+	  FIXTURES_SAMPLE("What is the capital of France?", 100) }, { NULL, NULL, NULL } };
 static const struct fixtures_question fixtures_q_roots[] = {
-	{ "client_roots", "roots/list", "{}" }, { NULL } };
+	{ "client_roots", "roots/list", "{}" }, { NULL, NULL, NULL } };
 static const struct fixtures_question fixtures_q_confirm[] = {
 	{ "confirm", "elicitation/create",
 	  "{\"message\":\"Please confirm\",\"requestedSchema\":{\"type\":"
 	  "\"object\",\"properties\":{\"ok\":{\"type\":\"boolean\"}},"
-	  "\"required\":[\"ok\"]}}" }, { NULL } };
+	  "\"required\":[\"ok\"]}}" }, { NULL, NULL, NULL } };
 static const struct fixtures_question fixtures_q_multiple[] = {
 	{ "user_name", "elicitation/create",
 	  FIXTURES_NAME_FORM("What is your name?", "name") },
 	{ "greeting", "sampling/createMessage",
 	  FIXTURES_SAMPLE("Generate a greeting", 50) },
-	{ "client_roots", "roots/list", "{}" }, { NULL } };
+	{ "client_roots", "roots/list", "{}" }, { NULL, NULL, NULL } };
 static const struct fixtures_question fixtures_q_step1[] = {
 	{ "step1", "elicitation/create",
 	  FIXTURES_NAME_FORM("Step 1: What is your name?", "name") },
-	{ NULL } };
+	{ NULL, NULL, NULL } };
 static const struct fixtures_question fixtures_q_step2[] = {
 	{ "step2", "elicitation/create",
 	  FIXTURES_NAME_FORM("Step 2: What is your favorite color?",
-	  "color") }, { NULL } };
+	  "color") }, { NULL, NULL, NULL } };
 static const struct fixtures_question fixtures_q_caps[] = {
 	{ "sampling_input", "sampling/createMessage",
 	  FIXTURES_SAMPLE("Say hello", 20) },
 	{ "elicitation_input", "elicitation/create",
 	  FIXTURES_NAME_FORM("What is your name?", "name") },
-	{ "roots_input", "roots/list", "{}" }, { NULL } };
+	{ "roots_input", "roots/list", "{}" }, { NULL, NULL, NULL } };
 static const struct fixtures_question fixtures_q_context[] = {
 	{ "user_context", "elicitation/create",
 	  FIXTURES_NAME_FORM("What context should the prompt use?",
-	  "context") }, { NULL } };
+	  "context") }, { NULL, NULL, NULL } };
 
 /*
  * A tool (or prompt) that asks its questions round by round (all of one
