@@ -26,28 +26,43 @@ typedef void (*call_cancel_cb)(void *);
 /* A client's answer: result or error (the other NULL). */
 typedef void (*call_response_cb)(const cJSON *, const cJSON *, void *);
 
-/*
- * A call with no session and no stream: a task's (task.c). Its response
- * goes to respond (the JSON-RPC message, taken), its requests to request
- * (which answers them once, later, like call_request); what it sends is
- * dropped, as tasks carry no notifications; finish runs when the call
- * ends (answered or cancelled: the requests it left unanswered are owed
- * an error, later), gone when it is freed. The sink must not re-enter
- * the call from any of them.
- */
-struct call_sink {
-	void	(*respond)(cJSON *, void *);
-	void	(*request)(const char *, cJSON *, call_response_cb, void *,
-		    void *);
-	void	(*finish)(void *);
-	void	(*gone)(void *);
+/* The revision of stateless requests. */
+#define CALL_MODERN_VERSION	"2026-07-28"
+
+enum call_ask {
+	CALL_ASK_ANSWERED,	/* *answer: the client's result */
+	CALL_ASK_PENDING,	/* for an input_required result */
+	CALL_ASK_REFUSED	/* the sink has ended the call */
 };
 
+/* Where a stateless request's call sends (modern.c). */
+struct call_sink {
+	/* A message before the response (taken); cb(ok) on a later turn. */
+	void		(*send)(void *, cJSON *, call_sent_cb, void *);
+	/* The response (taken); NULL: the call ended without one. */
+	void		(*respond)(void *, cJSON *);
+	/* A question for the client (params taken), by MRTR. */
+	enum call_ask	(*ask)(void *, struct call *, const char *,
+			    const char *, cJSON *, const cJSON **);
+	/* Optional: the call is freed (a task's sink outlives its call). */
+	void		(*gone)(void *);
+};
+
+struct call	*call_start_sink(const struct call_sink *, void *,
+		     const cJSON *, const cJSON *, int, const cJSON *, int);
+const char	*call_owner(const struct call *);
+void		 call_set_owner(struct call *, const char *);
+int		 call_answer(struct call *, const char *, const cJSON *);
+const char	*call_version(const struct call *);
+int		 call_stateless(const struct call *);
+int		 call_client_capable(const struct call *, const char *);
+int		 call_resumed(const struct call *);
+void		 call_request_keyed(struct call *, const char *,
+		     const char *, cJSON *, call_response_cb, void *);
+void		 call_respond_error_data(struct call *, int, const char *,
+		     cJSON *);
 struct call	*call_start(struct session *, struct stream *, const cJSON *,
 		     const cJSON *);
-struct call	*call_start_sink(const struct call_sink *, void *,
-		     const char *);
-const char	*call_owner(const struct call *);
 void		 call_set_tool(struct call *, const char *);
 struct session	*call_session(const struct call *);
 struct stream	*call_stream(const struct call *);
@@ -69,8 +84,6 @@ int		 call_close_view(struct call *);
 void		 call_respond(struct call *, cJSON *);
 void		 call_respond_text(struct call *, const char *, int);
 void		 call_respond_error(struct call *, int, const char *);
-void		 call_respond_error_data(struct call *, int, const char *,
-		     cJSON *);
 void		 call_release(struct call *);
 
 #endif

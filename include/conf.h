@@ -126,6 +126,9 @@ struct conf {
 	char			*log_file;	/* "stderr" or a path */
 	int			 log_format;	/* enum conf_log_format */
 	int			 access_log;
+
+	char			*state_key_file;	/* NULL: none */
+	char			*state_key_previous_file;
 };
 
 /*

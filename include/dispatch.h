@@ -6,6 +6,7 @@
 
 #include "session.h"
 
+struct call;
 struct session;
 struct stream;
 
@@ -22,6 +23,8 @@ cJSON	*dispatch_initialize(const cJSON *, enum dispatch_refusal *,
 int	 dispatch_streams(const cJSON *);
 int	 dispatch_sessionless(const cJSON *);
 cJSON	*dispatch_quick(struct session *, const cJSON *);
+cJSON	*dispatch_capabilities(void);
+void	 dispatch_start_call(struct call *, const cJSON *);
 void	 dispatch_start(struct session *, struct stream *, const cJSON *);
 void	 dispatch_start_batch(struct session *, struct stream *,
 	    const cJSON *);

@@ -60,7 +60,8 @@ cJSON		*task_missing_capability(void);
 void		 task_capabilities(cJSON *);
 
 /*
- * Starts tool name with args as a task: answers the CreateTaskResult once
+ * Starts tool name as a task, with the arguments and the client's
+ * capabilities of a tools/call's params: answers the CreateTaskResult once
  * the task is committed (a tasks/get anywhere finds it), or an error.
  */
 void		 task_call_tool(const char *, const cJSON *, task_answer_cb,

@@ -7,12 +7,11 @@
  * refused send or request is answered on a later loop turn, and so is the
  * cancel hook, and the requests a call leaves unanswered (outbound_end).
  * A call is freed by its last reference: its provider's (call_release)
- * and one for a cancel notice on its way. A task's call has a sink
- * instead of a session and a stream (call_start_sink).
+ * and one for a cancel notice on its way.
  */
 #include <sys/types.h>
 
-#include <stdio.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,9 +40,27 @@ struct call {
 	void		*cancel_arg;
 	char		*tool;		/* a tools/call of a known tool */
 	uint64_t	 start_ms;
-	const struct call_sink *sink;	/* or session and stream */
+
+	/*
+	 * A stateless (2026-07-28) request's call has no session nor
+	 * stream: what it sends and answers goes to its sink (modern.c).
+	 */
+	const struct call_sink *sink;
 	void		*sink_arg;
-	char		*owner;		/* the sink's: for log lines */
+	int		 log_level;	/* INT_MAX: the client set none */
+	cJSON		*client_caps;
+	int		 resumed;	/* a valid requestState came with it */
+	u_int		 asks;		/* questions put to the client */
+	struct call_waiter *waiters;	/* asked; answered by a new round */
+	size_t		 nwaiters;
+	char		*owner;		/* a sink's name for log lines */
+};
+
+/* A question left for the client's next round: its asker hears so. */
+struct call_waiter {
+	char		*key;
+	call_response_cb cb;
+	void		*arg;
 };
 
 struct call *
@@ -66,31 +83,83 @@ call_start(struct session *s, struct stream *st, const cJSON *id,
 	return (c);
 }
 
+/*
+ * A call of a stateless request: its messages go to sink, its log level
+ * (from the request's _meta; INT_MAX for none) and the client's declared
+ * capabilities come with the request.
+ */
 struct call *
-call_start_sink(const struct call_sink *sink, void *arg, const char *owner)
+call_start_sink(const struct call_sink *sink, void *arg, const cJSON *id,
+    const cJSON *progress_token, int level, const cJSON *client_caps,
+    int resumed)
 {
 	struct call	*c;
 
 	c = xcalloc(1, sizeof *c);
 	c->sink = sink;
 	c->sink_arg = arg;
-	c->owner = xstrdup(owner);
 	c->refs = 1;
 	c->start_ms = clock_now_ms();
-	c->id = cJSON_CreateString(owner);
+	c->id = cJSON_Duplicate(id, 1);
+	if (progress_token != NULL)
+		c->progress_token = cJSON_Duplicate(progress_token, 1);
+	c->log_level = level;
+	if (client_caps != NULL)
+		c->client_caps = cJSON_Duplicate(client_caps, 1);
+	c->resumed = resumed;
 	return (c);
 }
 
-/* Who the call is for, in log lines: "session=SID" or the sink's name. */
+/* Names the call's owner in log lines: its session, or "stateless". */
 const char *
 call_owner(const struct call *c)
 {
-	static char	buf[80];
+	if (c->session != NULL)
+		return (session_id(c->session));
+	return (c->owner != NULL ? c->owner : "stateless");
+}
 
-	if (c->sink != NULL)
-		return (c->owner);
-	snprintf(buf, sizeof buf, "session=%s", session_id(c->session));
-	return (buf);
+/* A sink's call names its owner in log lines as name (a task's id). */
+void
+call_set_owner(struct call *c, const char *name)
+{
+	free(c->owner);
+	c->owner = xstrdup(name);
+}
+
+/* The protocol revision the call's client speaks. */
+const char *
+call_version(const struct call *c)
+{
+	return (c->session != NULL ? session_version(c->session) :
+	    CALL_MODERN_VERSION);
+}
+
+int
+call_stateless(const struct call *c)
+{
+	return (c->sink != NULL);
+}
+
+/*
+ * Whether the client declared capability name for this request; a
+ * session's client is taken at its word (its capabilities are checked
+ * where they were before).
+ */
+int
+call_client_capable(const struct call *c, const char *name)
+{
+	if (c->sink == NULL)
+		return (1);
+	return (cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(
+	    c->client_caps, name)));
+}
+
+/* Whether a stateless request came back with a requestState we signed. */
+int
+call_resumed(const struct call *c)
+{
+	return (c->resumed);
 }
 
 struct session *
@@ -133,11 +202,17 @@ call_set_cancel(struct call *c, call_cancel_cb cb, void *arg)
 static void
 call_free(struct call *c)
 {
-	if (c->sink != NULL) {
-		c->sink->gone(c->sink_arg);
-		free(c->owner);
-	} else
+	size_t	i;
+
+	if (c->session != NULL)
 		session_unref(c->session);
+	else if (c->sink->gone != NULL)
+		c->sink->gone(c->sink_arg);
+	cJSON_Delete(c->client_caps);
+	for (i = 0; i < c->nwaiters; i++)
+		free(c->waiters[i].key);
+	free(c->waiters);
+	free(c->owner);
 	cJSON_Delete(c->id);
 	cJSON_Delete(c->progress_token);
 	free(c->tool);
@@ -172,13 +247,23 @@ call_unref(struct call *c)
 		call_free(c);
 }
 
+static void	call_refuse_later(call_sent_cb, call_response_cb, void *);
+
 /* Marks the call done and settles the stream; returns 1 if it was last. */
 static int
 call_finish(struct call *c)
 {
+	size_t	i;
+
 	c->finished = 1;
 	if (c->sink != NULL) {
-		c->sink->finish(c->sink_arg);
+		/* Its questions are answered by the client's next round. */
+		for (i = 0; i < c->nwaiters; i++) {
+			call_refuse_later(NULL, c->waiters[i].cb,
+			    c->waiters[i].arg);
+			free(c->waiters[i].key);
+		}
+		c->nwaiters = 0;
 		return (0);
 	}
 	session_call_remove(c->session, c);
@@ -224,13 +309,15 @@ call_cancel(struct call *c, const char *reason)
 	if (c->finished)
 		return;
 	id = cJSON_PrintUnformatted(c->id);
-	log_limited(LOG_LEVEL_INFO, "call-cancelled", "%s call id=%s "
+	log_limited(LOG_LEVEL_INFO, "call-cancelled", "session=%s call id=%s "
 	    "cancelled: %s", call_owner(c), id, reason);
 	free(id);
 	call_tell_cancel(c);
 	call_count(c, METRICS_TOOL_CANCELLED);
 	if (call_finish(c))
 		stream_close(c->stream);
+	if (c->sink != NULL)
+		c->sink->respond(c->sink_arg, NULL);
 }
 
 static void
@@ -297,27 +384,21 @@ call_refuse(cJSON *msg, call_sent_cb cb, void *arg)
 void
 call_send(struct call *c, cJSON *msg, call_sent_cb cb, void *arg)
 {
-	if (c->sink != NULL) {
-		/* Tasks carry no notifications: as good as sent. */
-		cJSON_Delete(msg);
-		if (cb != NULL)
-			call_refuse_later(cb, NULL, arg);
-	} else if (c->finished)
+	if (c->finished)
 		call_refuse(msg, cb, arg);
+	else if (c->sink != NULL)
+		c->sink->send(c->sink_arg, msg, cb, arg);
 	else
 		call_append(c, c->stream, msg, 0, cb, arg);
 }
 
+/* A stateless request has no standalone stream: refused. */
 void
 call_send_standalone(struct call *c, cJSON *msg, call_sent_cb cb, void *arg)
 {
 	struct stream	*st;
 
-	if (c->sink != NULL) {
-		call_send(c, msg, cb, arg);
-		return;
-	}
-	st = session_standalone(c->session);
+	st = c->sink == NULL ? session_standalone(c->session) : NULL;
 	if (c->finished || st == NULL)
 		call_refuse(msg, cb, arg);
 	else
@@ -333,6 +414,108 @@ void
 call_request(struct call *c, const char *method, cJSON *params,
     call_response_cb cb, void *arg)
 {
+	call_request_keyed(c, NULL, method, params, cb, arg);
+}
+
+/* An answer found in the request itself, told on a later turn. */
+struct call_answer {
+	call_response_cb cb;
+	void		*arg;
+	cJSON		*result;
+};
+
+static void
+call_answered_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct call_answer	*a = arg;
+
+	a->cb(a->result, NULL, a->arg);
+	cJSON_Delete(a->result);
+	free(a);
+}
+
+/*
+ * A stateless request asks through MRTR (modern.c): the sink finds the
+ * answer among the request's inputResponses, or leaves the question for
+ * an input_required result and the client's next round (the asker hears
+ * an error once the call has ended), or refuses it (the call has ended,
+ * with -32021 say). key names the question in inputRequests; NULL: one
+ * is made from the order of the call's questions, which a provider
+ * running the same way again asks in the same order.
+ */
+static void
+call_ask(struct call *c, const char *key, const char *method, cJSON *params,
+    call_response_cb cb, void *arg)
+{
+	struct call_answer	*a;
+	const cJSON		*answer = NULL;
+	char			*made = NULL;
+
+	if (key == NULL) {
+		xasprintf(&made, "input-%u", c->asks);
+		key = made;
+	}
+	c->asks++;
+	switch (c->sink->ask(c->sink_arg, c, key, method, params, &answer)) {
+	case CALL_ASK_ANSWERED:
+		a = xmalloc(sizeof *a);
+		a->cb = cb;
+		a->arg = arg;
+		a->result = cJSON_Duplicate(answer, 1);
+		event_base_once(server.base, -1, EV_TIMEOUT, call_answered_cb,
+		    a, NULL);
+		break;
+	case CALL_ASK_PENDING:
+		if (!c->finished) {
+			c->waiters = xreallocarray(c->waiters, c->nwaiters + 1,
+			    sizeof *c->waiters);
+			c->waiters[c->nwaiters].key = xstrdup(key);
+			c->waiters[c->nwaiters].cb = cb;
+			c->waiters[c->nwaiters++].arg = arg;
+			break;
+		}
+		/* FALLTHROUGH */
+	case CALL_ASK_REFUSED:
+		call_refuse_later(NULL, cb, arg);
+		break;
+	}
+	free(made);
+}
+
+/*
+ * The answer to the question key that a sink left pending (a task's, from
+ * tasks/update): its asker hears it on a later turn. -1 if no question of
+ * that key is pending.
+ */
+int
+call_answer(struct call *c, const char *key, const cJSON *result)
+{
+	struct call_answer	*a;
+	size_t			 i;
+
+	for (i = 0; i < c->nwaiters; i++) {
+		if (strcmp(c->waiters[i].key, key) == 0)
+			break;
+	}
+	if (i == c->nwaiters || c->finished)
+		return (-1);
+	a = xmalloc(sizeof *a);
+	a->cb = c->waiters[i].cb;
+	a->arg = c->waiters[i].arg;
+	a->result = cJSON_Duplicate(result, 1);
+	free(c->waiters[i].key);
+	memmove(&c->waiters[i], &c->waiters[i + 1],
+	    (c->nwaiters - i - 1) * sizeof *c->waiters);
+	c->nwaiters--;
+	event_base_once(server.base, -1, EV_TIMEOUT, call_answered_cb, a,
+	    NULL);
+	return (0);
+}
+
+void
+call_request_keyed(struct call *c, const char *key, const char *method,
+    cJSON *params, call_response_cb cb, void *arg)
+{
 	const char	*id;
 	cJSON		*msg;
 
@@ -342,7 +525,7 @@ call_request(struct call *c, const char *method, cJSON *params,
 		return;
 	}
 	if (c->sink != NULL) {
-		c->sink->request(method, params, cb, arg, c->sink_arg);
+		call_ask(c, key, method, params, cb, arg);
 		return;
 	}
 	c->asked = 1;
@@ -358,7 +541,7 @@ int
 call_log_enabled(const struct call *c, int level)
 {
 	if (c->sink != NULL)
-		return (0);
+		return (level >= c->log_level);
 	return (level >= session_log_level(c->session));
 }
 
@@ -399,7 +582,7 @@ call_send_response(struct call *c, cJSON *msg)
 		call_count(c, METRICS_TOOL_OK);
 
 	if (c->sink != NULL) {
-		c->sink->respond(msg, c->sink_arg);
+		c->sink->respond(c->sink_arg, msg);
 		return;
 	}
 	/* The stream copies the text before it returns. */
@@ -441,12 +624,10 @@ call_respond_text(struct call *c, const char *text, int is_error)
 void
 call_respond_error(struct call *c, int code, const char *message)
 {
-	if (c->finished)
-		return;
-	call_send_response(c, jsonrpc_error(c->id, code, message, NULL));
+	call_respond_error_data(c, code, message, NULL);
 }
 
-/* An error with data (taken). */
+/* An error response with a data member (taken). */
 void
 call_respond_error_data(struct call *c, int code, const char *message,
     cJSON *data)

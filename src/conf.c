@@ -150,6 +150,7 @@ struct conf_scope {
 static conf_check_cb	conf_check_path;
 static conf_check_cb	conf_check_log_file;
 static conf_check_cb	conf_check_origin;
+static conf_check_cb	conf_check_key_file;
 static conf_check_cb	conf_check_dir;
 static conf_parse_cb	conf_parse_eventlog;
 static conf_parse_cb	conf_parse_commit;
@@ -522,6 +523,26 @@ static const struct conf_entry conf_entries[] = {
 	  "the runtime's log in a container), or the file at the absolute "
 	  "PATH, appended to and created (mode 0640) if needed. SIGUSR1 "
 	  "reopens the file, after log rotation moved it away." },
+	{ .name = "state_key_file", .type = CONF_STRING,
+	  .offset = CONF_OFF(state_key_file), .check = conf_check_key_file,
+	  .args = "none|PATH", .def = "none", .section = "Stateless requests",
+	  .example = "/etc/mcpd/state.key",
+	  .help = "The key (a file of 32 to 1023 bytes, say 64 random hex "
+	  "digits) that signs the requestState of input_required results "
+	  "(2026-07-28 multi round-trip requests) with HMAC-SHA256, so that "
+	  "any instance holding the same key can continue a round another "
+	  "began, and a changed state is refused. none: a key drawn at "
+	  "start-up, fine for one instance; instances behind one balancer "
+	  "need the same file. Read again on reload." },
+	{ .name = "state_key_previous_file", .type = CONF_STRING,
+	  .offset = CONF_OFF(state_key_previous_file),
+	  .check = conf_check_key_file, .args = "none|PATH", .def = "none",
+	  .example = "/etc/mcpd/state.key.old",
+	  .help = "The key state_key_file held before a rotation: states it "
+	  "signed are still accepted (new ones are signed with "
+	  "state_key_file). Rotate by giving every instance the new key with "
+	  "the old one here, then, once the rounds in flight are over, "
+	  "dropping this line." },
 	{ .name = "access_log", .type = CONF_BOOL,
 	  .offset = CONF_OFF(access_log), .values = conf_bool_values,
 	  .def = "off",
@@ -1252,6 +1273,22 @@ conf_check_log_file(const char *s, char **value, char **why)
 {
 	if (strcmp(s, "stderr") != 0 && *s != '/') {
 		xasprintf(why, "log_file must be stderr or an absolute path, "
+		    "not \"%s\"", s);
+		return (-1);
+	}
+	*value = xstrdup(s);
+	return (0);
+}
+
+static int
+conf_check_key_file(const char *s, char **value, char **why)
+{
+	if (strcmp(s, "none") == 0) {
+		*value = NULL;
+		return (0);
+	}
+	if (*s != '/') {
+		xasprintf(why, "a key file must be none or an absolute path, "
 		    "not \"%s\"", s);
 		return (-1);
 	}

@@ -63,7 +63,8 @@ dispatch_params_ok(const cJSON *req, struct dispatch_error *err)
 	return (0);
 }
 
-static cJSON *
+/* The server's capabilities, as initialize and server/discover say them. */
+cJSON *
 dispatch_capabilities(void)
 {
 	cJSON	*caps = cJSON_CreateObject();
@@ -373,8 +374,8 @@ dispatch_tools_call(struct call *c, const cJSON *params)
 	}
 	switch (task_mode(name->valuestring, params)) {
 	case TASK_MODE_TASK:
-		task_call_tool(name->valuestring, args, dispatch_task_answer,
-		    c);
+		task_call_tool(name->valuestring, params,
+		    dispatch_task_answer, c);
 		return;
 	case TASK_MODE_REFUSE:
 		call_respond_error_data(c, TASK_MISSING_CAPABILITY,
@@ -407,12 +408,24 @@ dispatch_resources_read(struct call *c, const cJSON *params)
 {
 	const cJSON	*uri = cJSON_GetObjectItemCaseSensitive(params, "uri");
 
+	cJSON		*data;
+
 	if (!cJSON_IsString(uri))
 		dispatch_call_error(c, JSONRPC_INVALID_PARAMS,
 		    "Invalid params: uri must be a string");
-	else if (provider_read_resource(c, uri->valuestring) != 0)
+	else if (provider_read_resource(c, uri->valuestring) == 0)
+		return;
+	else if (!call_stateless(c))
 		dispatch_call_error(c, JSONRPC_RESOURCE_NOT_FOUND,
 		    "Resource not found");
+	else {
+		/* 2026-07-28 (SEP-2164): invalid params, naming the URI. */
+		data = cJSON_CreateObject();
+		cJSON_AddStringToObject(data, "uri", uri->valuestring);
+		call_respond_error_data(c, JSONRPC_INVALID_PARAMS,
+		    "Resource not found", data);
+		call_release(c);
+	}
 }
 
 static void
@@ -645,6 +658,16 @@ dispatch_run_call(struct session *s, struct call *c, const cJSON *req)
 	else
 		call_respond_error(c, err.code, err.message);
 	call_release(c);
+}
+
+/*
+ * Starts a stateless request's call (modern.c), which owes its response
+ * to its sink: a call method, or a quick one answered through the call.
+ */
+void
+dispatch_start_call(struct call *c, const cJSON *req)
+{
+	dispatch_run_call(NULL, c, req);
 }
 
 /* Starts a request whose response goes onto stream st. */

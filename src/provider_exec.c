@@ -361,11 +361,11 @@ exectool_refuse(struct call *c, char *text)
 	free(text);
 }
 
-/* Whom the call is for (a session or a task), for log lines. */
+/* The call's session, for log lines. */
 static const char *
 exectool_sid(const struct exectool_call *t)
 {
-	return (t->call != NULL ? call_owner(t->call) : "session=-");
+	return (t->call != NULL ? call_owner(t->call) : "-");
 }
 
 static void
@@ -435,7 +435,7 @@ exectool_sent_cb(int ok, void *arg)
 
 	t->inflight--;
 	if (!ok && !t->cancelled && !t->done && !t->failed) {
-		log_limited(LOG_LEVEL_WARN, "exec-refused", "%s "
+		log_limited(LOG_LEVEL_WARN, "exec-refused", "session=%s "
 		    "tool=%s pid=%ld: the event log refused a progress "
 		    "message; killing the program", exectool_sid(t),
 		    t->tool->name, t->pid);
@@ -555,7 +555,7 @@ exectool_done_cb(const struct exec_result *r, void *arg)
 	t->done = 1;
 	TAILQ_REMOVE(&exectool_running, t, entry);
 	evtimer_del(t->timer);
-	log_limited(LOG_LEVEL_INFO, "exec-exit", "%s tool=%s pid=%ld: "
+	log_limited(LOG_LEVEL_INFO, "exec-exit", "session=%s tool=%s pid=%ld: "
 	    "%s %d, %lld lines, %zu bytes%s", exectool_sid(t), t->tool->name,
 	    t->pid, r->exited ? "exit status" : "killed by signal", r->status,
 	    t->lines, t->outtotal, t->cancelled ? " (cancelled)" :
@@ -588,7 +588,7 @@ exectool_timeout_cb(evutil_socket_t fd, short events, void *arg)
 {
 	struct exectool_call	*t = arg;
 
-	log_limited(LOG_LEVEL_WARN, "exec-timeout", "%s tool=%s "
+	log_limited(LOG_LEVEL_WARN, "exec-timeout", "session=%s tool=%s "
 	    "pid=%ld: timed out after %lld s", exectool_sid(t), t->tool->name,
 	    t->pid, t->tool->timeout);
 	t->timed_out = 1;
@@ -656,7 +656,7 @@ exectool_call_tool(struct call *c, const char *name, const cJSON *args)
 	spec.name = tool->name;
 	if ((job = exec_start(&spec, exectool_line_cb, exectool_done_cb, t,
 	    &cause)) == NULL) {
-		log_limited(LOG_LEVEL_WARN, "exec-start", "%s tool=%s: "
+		log_limited(LOG_LEVEL_WARN, "exec-start", "session=%s tool=%s: "
 		    "cannot run: %s", call_owner(c), tool->name,
 		    cause);
 		xasprintf(&text, "cannot run %s: %s", tool->name, cause);
@@ -679,12 +679,12 @@ exectool_call_tool(struct call *c, const char *name, const cJSON *args)
 	evtimer_add(t->timer, &tv);
 	TAILQ_INSERT_TAIL(&exectool_running, t, entry);
 	call_set_cancel(c, exectool_cancel_cb, t);
-	log_limited(LOG_LEVEL_INFO, "exec-start", "%s tool=%s pid=%ld: "
+	log_limited(LOG_LEVEL_INFO, "exec-start", "session=%s tool=%s pid=%ld: "
 	    "started", call_owner(c), tool->name, t->pid);
 	return (0);
 
 busy:
-	log_limited(LOG_LEVEL_INFO, "exec-busy", "%s %s",
+	log_limited(LOG_LEVEL_INFO, "exec-busy", "session=%s %s",
 	    call_owner(c), text);
 	provider_exec_argv_free(argv);
 	exectool_refuse(c, text);

@@ -30,6 +30,7 @@
 #include "health.h"
 #include "lease.h"
 #include "log.h"
+#include "modern.h"
 #include "notify.h"
 #include "provider.h"
 #include "reload.h"
@@ -189,6 +190,7 @@ server_cron_cb(evutil_socket_t fd, short events, void *arg)
 	health_cron();
 	session_cron();
 	view_cron();
+	modern_cron();
 	server_accept_cron();
 	log_cron();
 }
@@ -389,6 +391,7 @@ server_run(struct conf *conf)
 	}
 	server_init(base, conf, el);
 	session_init();
+	modern_init();
 	task_init();
 	exec_init(base);
 	provider_init(conf);
@@ -447,6 +450,7 @@ server_run(struct conf *conf)
 	server.resume_ev = NULL;
 	drain_free();
 	view_shutdown();
+	modern_shutdown();
 	session_shutdown();
 	task_shutdown();
 	exec_shutdown();	/* cancelled calls: their programs reaped */

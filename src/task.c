@@ -29,6 +29,7 @@
 #include <sys/types.h>
 #include <sys/tree.h>
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +55,8 @@
 /* Writes of one change that may lose a race before it gives up. */
 #define TASK_CHANGE_TRIES	16
 #define TASK_LEASE_NOTE		"lease"
+/* Questions one task may have pending at once. */
+#define TASK_MAX_QUESTIONS	64
 #define TASK_NOT_FOUND		"Failed to retrieve task: Task not found"
 
 /* ---------------------------------------------------------------------
@@ -600,23 +603,16 @@ task_change_taken(cJSON *rec, void *ctx)
  * Runs: the tasks this instance owns.
  */
 
-struct task_pending {
-	char			 key[16];
-	call_response_cb	 cb;
-	void			*arg;
-};
-
 struct task_run {
 	char			 tid[TASK_ID_LEN + 1];
 	char			*tool;
 	cJSON			*args;
+	cJSON			*caps;		/* the creating request's */
 	struct call		*call;		/* NULL: gone */
 	int			 ended;		/* the call finished */
 	int			 closing;	/* shutdown: no more ticks */
 	u_int			 refs;
-	struct task_pending	*pending;
-	size_t			 npending;
-	u_int			 next_key;
+	cJSON			*keys;		/* its questions pending */
 	uint64_t		 created_ms;	/* wall clock */
 	uint64_t		 ttl_ms;
 	uint64_t		 renewed_ms;
@@ -656,9 +652,10 @@ task_run_unref(struct task_run *run)
 	task_nruns--;
 	if (run->timer != NULL)
 		event_free(run->timer);
-	free(run->pending);
+	cJSON_Delete(run->keys);
 	free(run->tool);
 	cJSON_Delete(run->args);
+	cJSON_Delete(run->caps);
 	free(run);
 }
 
@@ -718,32 +715,31 @@ task_taken_cb(enum eventlog_status status, const cJSON *rec, int wrote,
 	free(tt);
 }
 
-/* Hands the owner's calls the answers the record holds for them. */
+/* Hands the owner's call the answers the record holds for it. */
 static void
 task_run_deliver(struct task_run *run, const cJSON *rec)
 {
 	const cJSON		*owed, *answer;
-	struct task_pending	 p;
 	struct task_taken	*tt;
-	cJSON			*taken = NULL;
-	size_t			 i;
+	cJSON			*taken = NULL, *key;
+	int			 i;
 
+	if (run->call == NULL || run->ended)
+		return;
 	owed = cJSON_GetObjectItemCaseSensitive(task_mcpd(rec), "responses");
-	for (i = 0; i < run->npending; /* nothing */) {
+	for (i = 0; i < cJSON_GetArraySize(run->keys); /* nothing */) {
+		key = cJSON_GetArrayItem(run->keys, i);
 		answer = cJSON_GetObjectItemCaseSensitive(owed,
-		    run->pending[i].key);
-		if (answer == NULL) {
+		    key->valuestring);
+		if (answer == NULL ||
+		    call_answer(run->call, key->valuestring, answer) != 0) {
 			i++;
 			continue;
 		}
-		p = run->pending[i];
-		memmove(&run->pending[i], &run->pending[i + 1],
-		    (run->npending - i - 1) * sizeof *run->pending);
-		run->npending--;
 		if (taken == NULL)
 			taken = cJSON_CreateArray();
-		cJSON_AddItemToArray(taken, cJSON_CreateString(p.key));
-		p.cb(answer, NULL, p.arg);
+		cJSON_AddItemToArray(taken, cJSON_DetachItemFromArray(
+		    run->keys, i));
 	}
 	if (taken == NULL)
 		return;
@@ -809,6 +805,35 @@ task_run_tick_cb(evutil_socket_t fd, short events, void *arg)
 
 /* The sink: where a task's call sends. */
 
+struct task_sent {
+	call_sent_cb	 cb;
+	void		*arg;
+};
+
+static void
+task_sent_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct task_sent	*ts = arg;
+
+	ts->cb(1, ts->arg);
+	free(ts);
+}
+
+/* Tasks carry no notifications (the extension): as good as sent. */
+static void
+task_sink_send(void *arg, cJSON *msg, call_sent_cb cb, void *cbarg)
+{
+	struct task_sent	*ts;
+
+	cJSON_Delete(msg);
+	if (cb == NULL)
+		return;
+	ts = xmalloc(sizeof *ts);
+	ts->cb = cb;
+	ts->arg = cbarg;
+	event_base_once(server.base, -1, EV_TIMEOUT, task_sent_cb, ts, NULL);
+}
+
 struct task_complete {
 	struct task_run	*run;
 	cJSON		*msg;
@@ -832,12 +857,17 @@ task_completed_cb(enum eventlog_status status, const cJSON *rec, int wrote,
 	free(tcm);
 }
 
+/* The call's response (taken), or NULL: it was cancelled. */
 static void
-task_sink_respond(cJSON *msg, void *arg)
+task_sink_respond(void *arg, cJSON *msg)
 {
 	struct task_run		*run = arg;
-	struct task_complete	*tcm = xmalloc(sizeof *tcm);
+	struct task_complete	*tcm;
 
+	run->ended = 1;
+	if (msg == NULL)
+		return;
+	tcm = xmalloc(sizeof *tcm);
 	tcm->run = run;
 	tcm->msg = msg;
 	run->refs++;
@@ -854,92 +884,73 @@ static void
 task_asked_cb(enum eventlog_status status, const cJSON *rec, int wrote,
     void *arg)
 {
-	struct task_ask		*ta = arg;
-	struct task_run		*run = ta->run;
-	const char		*key = task_string(ta->ask, "key");
-	struct task_pending	 p;
-	cJSON			*error;
-	size_t			 i;
+	struct task_ask	*ta = arg;
 
-	if (!wrote) {
-		for (i = 0; i < run->npending; i++) {
-			if (strcmp(run->pending[i].key, key) != 0)
-				continue;
-			p = run->pending[i];
-			memmove(&run->pending[i], &run->pending[i + 1],
-			    (run->npending - i - 1) * sizeof *run->pending);
-			run->npending--;
-			error = cJSON_CreateObject();
-			cJSON_AddNumberToObject(error, "code",
-			    JSONRPC_SERVER_ERROR);
-			cJSON_AddStringToObject(error, "message",
-			    "The task could not ask its client");
-			p.cb(NULL, error, p.arg);
-			cJSON_Delete(error);
-			break;
-		}
-	}
+	/* Not asked (the task has ended): its call is being stopped. */
+	if (!wrote)
+		log_debug("task=%s: question %s not asked", ta->run->tid,
+		    task_string(ta->ask, "key"));
 	cJSON_Delete(ta->ask);
-	task_run_unref(run);
+	task_run_unref(ta->run);
 	free(ta);
 }
 
-static void
-task_sink_request(const char *method, cJSON *params, call_response_cb cb,
-    void *cbarg, void *arg)
+/* The client capability a question needs, as on the stateless path. */
+static const char *
+task_ask_capability(const char *method)
 {
-	struct task_run		*run = arg;
-	struct task_pending	*p;
-	struct task_ask		*ta;
+	if (strcmp(method, "sampling/createMessage") == 0)
+		return ("sampling");
+	if (strcmp(method, "elicitation/create") == 0)
+		return ("elicitation");
+	if (strcmp(method, "roots/list") == 0)
+		return ("roots");
+	return (NULL);
+}
 
-	run->pending = xreallocarray(run->pending, run->npending + 1,
-	    sizeof *run->pending);
-	p = &run->pending[run->npending++];
-	snprintf(p->key, sizeof p->key, "input-%u", ++run->next_key);
-	p->cb = cb;
-	p->arg = cbarg;
+/*
+ * A question of the call becomes an entry of the task's inputRequests;
+ * the answer comes with a tasks/update (task_run_deliver).
+ */
+static enum call_ask
+task_sink_ask(void *arg, struct call *c, const char *key, const char *method,
+    cJSON *params, const cJSON **answer)
+{
+	struct task_run	*run = arg;
+	struct task_ask	*ta;
+	const char	*cap = task_ask_capability(method);
+	cJSON		*data;
+	char		*message;
 
+	if (cap != NULL && !call_client_capable(c, cap)) {
+		cJSON_Delete(params);
+		data = cJSON_CreateObject();
+		cJSON_AddObjectToObject(cJSON_AddObjectToObject(data,
+		    "requiredCapabilities"), cap);
+		xasprintf(&message, "Missing required client capability: %s",
+		    cap);
+		call_respond_error_data(c, TASK_MISSING_CAPABILITY, message,
+		    data);
+		free(message);
+		return (CALL_ASK_REFUSED);
+	}
+	if (cJSON_GetArraySize(run->keys) >= TASK_MAX_QUESTIONS) {
+		cJSON_Delete(params);
+		call_respond_error(c, JSONRPC_INTERNAL_ERROR, "The task asked "
+		    "too many questions at once");
+		return (CALL_ASK_REFUSED);
+	}
+	cJSON_AddItemToArray(run->keys, cJSON_CreateString(key));
 	ta = xmalloc(sizeof *ta);
 	ta->run = run;
 	ta->ask = cJSON_CreateObject();
-	cJSON_AddStringToObject(ta->ask, "key", p->key);
+	cJSON_AddStringToObject(ta->ask, "key", key);
 	cJSON_AddStringToObject(ta->ask, "method", method);
-	cJSON_AddItemToObject(ta->ask, "params", params);
+	cJSON_AddItemToObject(ta->ask, "params", params != NULL ? params :
+	    cJSON_CreateObject());
 	run->refs++;
 	task_change(run->tid, task_change_ask, ta->ask, task_asked_cb, ta);
-}
-
-/* The call ended: what it asked and was not answered fails, later. */
-static void
-task_unasked_cb(evutil_socket_t fd, short events, void *arg)
-{
-	struct task_run		*run = arg;
-	struct task_pending	 p;
-	cJSON			*error;
-
-	while (run->npending > 0) {
-		p = run->pending[--run->npending];
-		error = cJSON_CreateObject();
-		cJSON_AddNumberToObject(error, "code", JSONRPC_SERVER_ERROR);
-		cJSON_AddStringToObject(error, "message",
-		    "The request's call has ended");
-		p.cb(NULL, error, p.arg);
-		cJSON_Delete(error);
-	}
-	task_run_unref(run);
-}
-
-static void
-task_sink_finish(void *arg)
-{
-	struct task_run	*run = arg;
-
-	run->ended = 1;
-	if (run->npending == 0)
-		return;
-	run->refs++;
-	event_base_once(server.base, -1, EV_TIMEOUT, task_unasked_cb, run,
-	    NULL);
+	return (CALL_ASK_PENDING);
 }
 
 static void
@@ -952,9 +963,9 @@ task_sink_gone(void *arg)
 }
 
 static const struct call_sink task_sink = {
+	.send = task_sink_send,
 	.respond = task_sink_respond,
-	.request = task_sink_request,
-	.finish = task_sink_finish,
+	.ask = task_sink_ask,
 	.gone = task_sink_gone,
 };
 
@@ -977,6 +988,7 @@ task_create_put_cb(enum eventlog_status status, void *arg)
 	struct task_run		*run = tcr->run;
 	struct timeval		 tv = { 0, TASK_TICK_MS * 1000 };
 	struct call		*c;
+	cJSON			*id;
 	char			 owner[TASK_ID_LEN + 8], *message;
 
 	if (status != EVENTLOG_OK) {
@@ -996,7 +1008,11 @@ task_create_put_cb(enum eventlog_status status, void *arg)
 	log_info("task=%s tool=%s created", run->tid, run->tool);
 
 	snprintf(owner, sizeof owner, "task=%s", run->tid);
-	c = run->call = call_start_sink(&task_sink, run, owner);
+	id = cJSON_CreateString(owner);
+	c = run->call = call_start_sink(&task_sink, run, id, NULL, INT_MAX,
+	    run->caps, 0);
+	cJSON_Delete(id);
+	call_set_owner(c, owner);
 	call_set_tool(c, run->tool);
 	run->timer = evtimer_new(server.base, task_run_tick_cb, run);
 	evtimer_add(run->timer, &tv);
@@ -1009,15 +1025,18 @@ task_create_put_cb(enum eventlog_status status, void *arg)
 	}
 	cJSON_Delete(run->args);
 	run->args = NULL;
+	cJSON_Delete(run->caps);
+	run->caps = NULL;
 	tcr->cb(task_result(tcr->rec, "task", 0), 0, NULL, NULL, tcr->arg);
 	cJSON_Delete(tcr->rec);
 	free(tcr);
 }
 
 void
-task_call_tool(const char *name, const cJSON *args, task_answer_cb cb,
+task_call_tool(const char *name, const cJSON *params, task_answer_cb cb,
     void *arg)
 {
+	const cJSON		*args, *caps;
 	struct task_run		*run;
 	struct task_create	*tcr;
 	char			*text;
@@ -1031,8 +1050,14 @@ task_call_tool(const char *name, const cJSON *args, task_answer_cb cb,
 	run = xcalloc(1, sizeof *run);
 	random_hex(run->tid, sizeof run->tid);
 	run->tool = xstrdup(name);
+	args = cJSON_GetObjectItemCaseSensitive(params, "arguments");
 	run->args = args != NULL ? cJSON_Duplicate(args, 1) :
 	    cJSON_CreateObject();
+	caps = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(
+	    params, "_meta"), "io.modelcontextprotocol/clientCapabilities");
+	run->caps = caps != NULL ? cJSON_Duplicate(caps, 1) :
+	    cJSON_CreateObject();
+	run->keys = cJSON_CreateArray();
 	run->refs = 1;		/* its call's, once it has one */
 	RB_INSERT(task_runs, &task_runs, run);
 	task_nruns++;

@@ -24,6 +24,7 @@
 #include "log.h"
 #include "mcp.h"
 #include "metrics.h"
+#include "modern.h"
 #include "prometheus.h"
 #include "reply.h"
 #include "server.h"
@@ -97,12 +98,29 @@ transport_host_allowed(struct evhttp_request *req)
 	return (0);
 }
 
-/* Checks shared by every method; answers and returns -1 on refusal. */
+/* A legacy request's MCP-Protocol-Version; answers and returns -1 if not. */
+static int
+transport_check_version(struct evhttp_request *req)
+{
+	const char	*version = transport_header(req, "MCP-Protocol-Version");
+
+	if (version != NULL && !mcp_version_supported(version)) {
+		reply_error(req, 400, JSONRPC_INVALID_REQUEST,
+		    "Bad Request: unsupported MCP-Protocol-Version", NULL);
+		return (-1);
+	}
+	return (0);
+}
+
+/*
+ * Checks shared by every method; answers and returns -1 on refusal. The
+ * version of a POST without a session is checked once its body says
+ * which path it takes (modern.c answers versions of its own).
+ */
 static int
 transport_check_common(struct evhttp_request *req)
 {
 	const char	*origin = transport_header(req, "Origin");
-	const char	*version = transport_header(req, "MCP-Protocol-Version");
 
 	if (!transport_host_allowed(req)) {
 		reply_error(req, 403, JSONRPC_SERVER_ERROR,
@@ -114,12 +132,10 @@ transport_check_common(struct evhttp_request *req)
 		    "Forbidden: Origin not allowed", NULL);
 		return (-1);
 	}
-	if (version != NULL && !mcp_version_supported(version)) {
-		reply_error(req, 400, JSONRPC_INVALID_REQUEST,
-		    "Bad Request: unsupported MCP-Protocol-Version", NULL);
-		return (-1);
-	}
-	return (0);
+	if (evhttp_request_get_command(req) == EVHTTP_REQ_POST &&
+	    transport_header(req, "Mcp-Session-Id") == NULL)
+		return (0);
+	return (transport_check_version(req));
 }
 
 static int
@@ -436,6 +452,16 @@ transport_post(struct evhttp_request *req)
 	    &code, &cause);
 	if (msg == NULL) {
 		reply_error(req, 400, code, cause, NULL);
+		return;
+	}
+	/* A 2026-07-28 request: the stateless path (modern.c) from here. */
+	if (modern_claims(req, msg)) {
+		modern_serve(req, msg);
+		return;
+	}
+	if (transport_header(req, "Mcp-Session-Id") == NULL &&
+	    transport_check_version(req) != 0) {
+		cJSON_Delete(msg);
 		return;
 	}
 	if (dispatch_sessionless(msg)) {

@@ -17,7 +17,7 @@ from mcpd_harness import REDIS_URL, LATEST, expect, result_text, rpc, tmo
 
 EXT_NAME = "io.modelcontextprotocol/tasks"
 EXT = {"io.modelcontextprotocol/clientCapabilities":
-       {"extensions": {EXT_NAME: {}}}}
+       {"elicitation": {}, "extensions": {EXT_NAME: {}}}}
 ISO = re.compile(r"\A\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z\Z")
 TERMINAL = ("completed", "failed", "cancelled")
 FIXTURES = {"fixtures": "conformance"}

@@ -1,0 +1,23 @@
+#ifndef MCPD_MODERN_H
+#define MCPD_MODERN_H
+
+#include <cjson/cJSON.h>
+
+struct evhttp_request;
+
+int	 modern_claims(struct evhttp_request *, const cJSON *);
+void	 modern_serve(struct evhttp_request *, cJSON *);
+void	 modern_init(void);
+void	 modern_cron(void);
+void	 modern_shutdown(void);
+
+/* What a listen stream can be told (its filter's fields). */
+enum modern_change {
+	MODERN_TOOLS_CHANGED,
+	MODERN_PROMPTS_CHANGED,
+	MODERN_RESOURCES_CHANGED,
+	MODERN_RESOURCE_UPDATED
+};
+void	 modern_notify(enum modern_change, const char *);
+
+#endif
