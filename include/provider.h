@@ -38,6 +38,12 @@ struct provider {
 	/* completion/complete: ref object, argument object, context. */
 	int		(*complete)(struct call *, const cJSON *, const cJSON *,
 			    const cJSON *);
+
+	/*
+	 * Whether a tool with taskSupport makes its task itself (it asks
+	 * by MRTR first, then task_escalate): called as a plain call.
+	 */
+	int		(*task_self)(const char *);
 };
 
 extern const struct provider provider_builtin;
@@ -59,6 +65,7 @@ cJSON	*provider_list_tools(void);
  */
 void	 provider_task_support(cJSON *, const char *);
 const char *provider_tool_task(const char *);
+int	 provider_tool_task_self(const char *);
 int	 provider_call_tool(struct call *, const char *, const cJSON *);
 cJSON	*provider_list_resources(void);
 cJSON	*provider_list_resource_templates(void);

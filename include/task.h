@@ -67,6 +67,13 @@ void		 task_capabilities(cJSON *);
 void		 task_call_tool(const char *, const cJSON *, task_answer_cb,
 		     void *);
 
+struct call;
+/*
+ * A tool that asked by MRTR first (provider task_self) goes on as a task:
+ * call answers with the task once it is committed, then is released.
+ */
+void		 task_escalate(struct call *, const char *, cJSON *);
+
 /*
  * tasks/get, tasks/update, tasks/cancel: whether method is one of them,
  * and running one (the caller has checked task_declared).

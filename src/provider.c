@@ -166,3 +166,16 @@ provider_tool_task(const char *name)
 	cJSON_Delete(all);
 	return (found);
 }
+
+int
+provider_tool_task_self(const char *name)
+{
+	const struct provider	*p;
+	size_t			 i;
+
+	PROVIDER_FOREACH(i, p, task_self) {
+		if (p->task_self(name))
+			return (1);
+	}
+	return (0);
+}

@@ -5,7 +5,8 @@
  * task; slow_compute sleeps `seconds` (cancellable); failing_job ends
  * with an isError result, protocol_error_job with a JSON-RPC error;
  * confirm_delete asks one question, multi_input two at once (as task
- * input requests when they run as tasks).
+ * input requests when they run as tasks); test_tool_with_task asks for a
+ * name by MRTR, then goes on as a task (task_escalate) that greets it.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 #include "jsonrpc.h"
 #include "provider.h"
 #include "server.h"
+#include "task.h"
 #include "xmalloc.h"
 
 /* failing_job and protocol_error_job end this long after they start. */
@@ -30,7 +32,9 @@ enum taskfix_kind {
 	TASKFIX_FAILING,
 	TASKFIX_PROTOCOL_ERROR,
 	TASKFIX_CONFIRM,
-	TASKFIX_MULTI
+	TASKFIX_MULTI,
+	TASKFIX_ESCALATE,	/* test_tool_with_task, asking */
+	TASKFIX_GREET_LATER	/* test_tool_with_task, as its task */
 };
 
 /* A call that answers later: after a sleep, or its client's answers. */
@@ -88,6 +92,15 @@ taskfix_list_tools(cJSON *tools)
 	    "\"string\"}}}", "optional");
 	taskfix_add(tools, "multi_input", "Asks the user two questions at "
 	    "once.", TASKFIX_NO_ARGS, "optional");
+	taskfix_add(tools, "test_tool_with_task", "Asks for a name, then "
+	    "greets it from a task.", TASKFIX_NO_ARGS, "required");
+}
+
+/* test_tool_with_task makes its task itself, once it has its answer. */
+static int
+taskfix_task_self(const char *name)
+{
+	return (strcmp(name, "test_tool_with_task") == 0);
 }
 
 static void
@@ -128,6 +141,11 @@ taskfix_timer_cb(evutil_socket_t fd, short events, void *arg)
 	case TASKFIX_FAILING:
 		call_respond_text(job->call, "failing_job: the job failed", 1);
 		break;
+	case TASKFIX_GREET_LATER:
+		xasprintf(&text, "Hello, %s! (from a task)", job->label);
+		call_respond_text(job->call, text, 0);
+		free(text);
+		break;
 	default:
 		call_respond_error(job->call, JSONRPC_INTERNAL_ERROR,
 		    "protocol_error_job: internal failure");
@@ -151,6 +169,7 @@ taskfix_answered_cb(const cJSON *result, const cJSON *error, void *arg)
 {
 	struct taskfix_job	*job = arg;
 	const cJSON		*action, *content, *value;
+	cJSON			*args;
 	char			*text, **slot;
 
 	job->asked--;
@@ -163,6 +182,21 @@ taskfix_answered_cb(const cJSON *result, const cJSON *error, void *arg)
 	action = cJSON_GetObjectItemCaseSensitive(result, "action");
 	content = cJSON_GetObjectItemCaseSensitive(result, "content");
 	value = cJSON_GetObjectItemCaseSensitive(content, "name");
+	if (job->kind == TASKFIX_ESCALATE) {
+		if (error != NULL || !cJSON_IsString(value)) {
+			call_respond_text(job->call, "test_tool_with_task: no "
+			    "name given", 1);
+			taskfix_done(job);
+			return;
+		}
+		/* The call is the task's to answer and release now. */
+		args = cJSON_CreateObject();
+		cJSON_AddStringToObject(args, "user_name", value->valuestring);
+		call_set_cancel(job->call, NULL, NULL);
+		task_escalate(job->call, "test_tool_with_task", args);
+		taskfix_free(job);
+		return;
+	}
 	if (error != NULL || !cJSON_IsString(action))
 		*slot = xstrdup("no answer");
 	else if (cJSON_IsString(value))
@@ -216,6 +250,7 @@ taskfix_call_tool(struct call *c, const char *name, const cJSON *args)
 		{ "protocol_error_job", TASKFIX_PROTOCOL_ERROR },
 		{ "confirm_delete", TASKFIX_CONFIRM },
 		{ "multi_input", TASKFIX_MULTI },
+		{ "test_tool_with_task", TASKFIX_ESCALATE },
 	};
 	const cJSON		*arg;
 	struct taskfix_job	*job;
@@ -242,8 +277,15 @@ taskfix_call_tool(struct call *c, const char *name, const cJSON *args)
 	job = xcalloc(1, sizeof *job);
 	job->kind = kinds[i].kind;
 	job->call = c;
-	arg = cJSON_GetObjectItemCaseSensitive(args, job->kind ==
-	    TASKFIX_CONFIRM ? "filename" : "label");
+	/* Run again as its task, it has the name it asked for. */
+	if (job->kind == TASKFIX_ESCALATE &&
+	    cJSON_IsString(cJSON_GetObjectItemCaseSensitive(args,
+	    "user_name"))) {
+		job->kind = TASKFIX_GREET_LATER;
+		arg = cJSON_GetObjectItemCaseSensitive(args, "user_name");
+	} else
+		arg = cJSON_GetObjectItemCaseSensitive(args, job->kind ==
+		    TASKFIX_CONFIRM ? "filename" : "label");
 	job->label = xstrdup(cJSON_IsString(arg) ? arg->valuestring : "-");
 	call_set_cancel(c, taskfix_cancel_cb, job);
 	switch (job->kind) {
@@ -257,6 +299,7 @@ taskfix_call_tool(struct call *c, const char *name, const cJSON *args)
 		/* FALLTHROUGH */
 	case TASKFIX_FAILING:
 	case TASKFIX_PROTOCOL_ERROR:
+	case TASKFIX_GREET_LATER:
 		job->timer = evtimer_new(server.base, taskfix_timer_cb, job);
 		evtimer_add(job->timer, &tv);
 		break;
@@ -269,6 +312,9 @@ taskfix_call_tool(struct call *c, const char *name, const cJSON *args)
 		taskfix_ask(job, "What is your name?", "name");
 		taskfix_ask(job, "What is your quest?", "name");
 		break;
+	case TASKFIX_ESCALATE:
+		taskfix_ask(job, "What is your name?", "name");
+		break;
 	}
 	return (0);
 }
@@ -278,4 +324,5 @@ const struct provider provider_taskfix = {
 	.enabled = taskfix_enabled,
 	.list_tools = taskfix_list_tools,
 	.call_tool = taskfix_call_tool,
+	.task_self = taskfix_task_self,
 };

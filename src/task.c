@@ -1078,6 +1078,34 @@ task_call_tool(const char *name, const cJSON *params, task_answer_cb cb,
 	free(text);
 }
 
+/*
+ * A call that gathered its input (by MRTR) goes on as a task: tool name
+ * runs again with args (taken) as the task's call, and call c answers
+ * with the CreateTaskResult (or an error) once the task is committed.
+ */
+static void
+task_escalated_cb(cJSON *result, int code, const char *message, cJSON *data,
+    void *arg)
+{
+	struct call	*c = arg;
+
+	if (result != NULL)
+		call_respond(c, result);
+	else
+		call_respond_error_data(c, code, message, data);
+	call_release(c);
+}
+
+void
+task_escalate(struct call *c, const char *name, cJSON *args)
+{
+	cJSON	*params = cJSON_CreateObject();
+
+	cJSON_AddItemToObject(params, "arguments", args);
+	task_call_tool(name, params, task_escalated_cb, c);
+	cJSON_Delete(params);
+}
+
 /* ---------------------------------------------------------------------
  * The client's methods.
  */
@@ -1286,7 +1314,8 @@ task_mode(const char *tool, const cJSON *params)
 	if (strcmp(support, "forbidden") == 0)
 		return (TASK_MODE_CALL);
 	if (task_declared(params))
-		return (TASK_MODE_TASK);
+		return (provider_tool_task_self(tool) ? TASK_MODE_CALL :
+		    TASK_MODE_TASK);
 	if (strcmp(support, "required") == 0)
 		return (TASK_MODE_REFUSE);
 	return (TASK_MODE_CALL);
