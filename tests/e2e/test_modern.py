@@ -302,6 +302,23 @@ def test_modern_exec_tool_killed_when_the_client_leaves(h):
     wait_gone(pid, "the program of a stateless call whose client left")
 
 
+def test_modern_drain_lets_a_stateless_call_finish(h):
+    # SIGTERM: the listener closes, and a running stateless call is waited
+    # for (drain_timeout) as a session's is; its client gets its result
+    import signal
+    d = h.start(drain_delay=0, drain_timeout=20)
+    params = {"name": "stream", "arguments": {"n": 5, "interval_ms": 100},
+              "_meta": _meta(progressToken="d")}
+    r = d.post_open(None, rpc("tools/call", params, 32),
+                    _headers("tools/call", params))
+    r.next_message(5)
+    d.signal(signal.SIGTERM)
+    d.wait_log(lambda line: "1 call(s) running" in line, 5,
+               "the drain counting the stateless call")
+    msg = r.rpc(32)
+    expect(result_text(msg) == "done 5", f"after the drain: {msg!r}")
+
+
 def test_modern_exec_tool(h):
     d = h.start(extra_lines=("tool greet {", "    exec /bin/echo hello",
                              "}"))
