@@ -1,6 +1,8 @@
 #ifndef MCPD_MODERN_H
 #define MCPD_MODERN_H
 
+#include <stddef.h>
+
 #include <cjson/cJSON.h>
 
 struct evhttp_request;
@@ -10,6 +12,8 @@ void	 modern_serve(struct evhttp_request *, cJSON *);
 void	 modern_init(void);
 void	 modern_cron(void);
 void	 modern_shutdown(void);
+size_t	 modern_running_calls(void);
+void	 modern_interrupt_calls(const char *);
 
 /* What a listen stream can be told (its filter's fields). */
 enum modern_change {

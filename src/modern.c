@@ -112,6 +112,9 @@ struct modern_req {
 	call_sent_cb			 sent_cb;  /* waiting for a drain */
 	void				*sent_arg;
 
+	int				 running;  /* on modern_calls */
+	TAILQ_ENTRY(modern_req)		 call_entry;
+
 	int				 listen;
 	int				 filter[MODERN_RESOURCE_UPDATED];
 	cJSON				*uris;	/* resourceSubscriptions */
@@ -120,6 +123,9 @@ struct modern_req {
 
 static TAILQ_HEAD(, modern_req)	modern_listeners =
     TAILQ_HEAD_INITIALIZER(modern_listeners);
+/* Requests whose call has not answered: what a drain waits for. */
+static TAILQ_HEAD(, modern_req)	modern_calls =
+    TAILQ_HEAD_INITIALIZER(modern_calls);
 
 /* Changes heard from other instances (a shared log): see modern_notify. */
 static struct {
@@ -444,6 +450,10 @@ modern_sink_respond(void *arg, cJSON *msg)
 	struct modern_req	*mr = arg;
 
 	mr->call_done = 1;
+	if (mr->running) {
+		TAILQ_REMOVE(&modern_calls, mr, call_entry);
+		mr->running = 0;
+	}
 	if (mr->sent_cb != NULL) {
 		modern_sent_later(mr->sent_cb, mr->sent_arg, 0);
 		mr->sent_cb = NULL;
@@ -961,9 +971,32 @@ modern_listen_end_all(const char *why)
 	}
 }
 
+/* Stateless calls running (a drain waits for them as for sessions'). */
+size_t
+modern_running_calls(void)
+{
+	struct modern_req	*mr;
+	size_t			 n = 0;
+
+	TAILQ_FOREACH(mr, &modern_calls, call_entry)
+		n++;
+	return (n);
+}
+
+/* Each running call answers an error saying why, and its provider stops. */
+void
+modern_interrupt_calls(const char *reason)
+{
+	struct modern_req	*mr, *mr1;
+
+	TAILQ_FOREACH_SAFE(mr, &modern_calls, call_entry, mr1)
+		call_interrupt(mr->call, reason);
+}
+
 void
 modern_shutdown(void)
 {
+	modern_interrupt_calls("the server is shutting down");
 	modern_listen_end_all("the server stops");
 	if (modern_fanout.watching)
 		eventlog_unwatch(server.eventlog, MODERN_CHANNEL,
@@ -1276,6 +1309,8 @@ modern_start_call(struct modern_req *mr, const cJSON *msg, int resumed)
 		token = NULL;
 	mr->call = call_start_sink(&modern_sink, mr, mr->id, token, n,
 	    modern_get(meta, MODERN_META_CAPS), resumed);
+	TAILQ_INSERT_TAIL(&modern_calls, mr, call_entry);
+	mr->running = 1;
 	mr->starting = 1;
 	dispatch_start_call(mr->call, msg);
 	mr->starting = 0;

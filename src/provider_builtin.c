@@ -357,7 +357,12 @@ builtin_call_tool(struct call *c, const char *name, const cJSON *args)
 		builtin_echo(c, args);
 	else if (strcmp(name, "stream") == 0)
 		builtin_start(c, BUILTIN_STREAM, args);
-	else if (strcmp(name, "notify") == 0)
+	else if (strcmp(name, "notify") == 0 && call_stateless(c)) {
+		/* A tool execution error: 2026-07-28 has no such stream. */
+		call_respond_text(c, "notify needs a session: a stateless "
+		    "(2026-07-28) request has no standalone stream", 1);
+		call_release(c);
+	} else if (strcmp(name, "notify") == 0)
 		builtin_start(c, BUILTIN_NOTIFY, args);
 	else
 		return (-1);

@@ -264,6 +264,15 @@ def test_modern_tools_call_json_and_sse(h):
            result_text(msgs[-1]) == "done 2", f"progress {msgs!r}")
 
 
+def test_modern_notify_needs_a_session(h):
+    d = h.start()
+    _, msg = _post(d, "tools/call", {"name": "notify",
+                                     "arguments": {"n": 1}})
+    res = _result(msg, "notify")
+    expect(res.get("isError") is True and "session" in result_text(msg),
+           f"notify on the stateless path {msg!r}")
+
+
 def test_modern_client_disconnect_cancels_the_call(h):
     d = h.start()
     params = {"name": "stream", "arguments": {"n": 50, "interval_ms": 100},
@@ -278,6 +287,36 @@ def test_modern_client_disconnect_cancels_the_call(h):
     _, msg = _post(d, "tools/call", {"name": "echo",
                                      "arguments": {"text": "on"}})
     expect(result_text(msg) == "on", "serving after the disconnect")
+
+
+def test_modern_exec_tool_killed_when_the_client_leaves(h):
+    from test_exec import PIDSLEEP, first_progress, wait_gone
+    d = h.start(extra_lines=PIDSLEEP)
+    params = {"name": "pidsleep", "arguments": {},
+              "_meta": _meta(progressToken="x")}
+    r = d.post_open(None, rpc("tools/call", params, 31),
+                    _headers("tools/call", params))
+    expect(r.status == 200 and r.is_sse, f"HTTP {r.status}")
+    pid = int(first_progress(r))
+    r.cut()
+    wait_gone(pid, "the program of a stateless call whose client left")
+
+
+def test_modern_drain_lets_a_stateless_call_finish(h):
+    # SIGTERM: the listener closes, and a running stateless call is waited
+    # for (drain_timeout) as a session's is; its client gets its result
+    import signal
+    d = h.start(drain_delay=0, drain_timeout=20)
+    params = {"name": "stream", "arguments": {"n": 5, "interval_ms": 100},
+              "_meta": _meta(progressToken="d")}
+    r = d.post_open(None, rpc("tools/call", params, 32),
+                    _headers("tools/call", params))
+    r.next_message(5)
+    d.signal(signal.SIGTERM)
+    d.wait_log(lambda line: "1 call(s) running" in line, 5,
+               "the drain counting the stateless call")
+    msg = r.rpc(32)
+    expect(result_text(msg) == "done 5", f"after the drain: {msg!r}")
 
 
 def test_modern_exec_tool(h):
