@@ -507,10 +507,10 @@ static const struct conf_entry conf_entries[] = {
 	    "keeps at most this many task records, finished ones included, "
 	    "until their task_ttl ends."),
 	CONF_NUMBER("task_poll_ms", CONF_MILLISECONDS, task_poll_ms, 10,
-	    600000, "1000", "The pollIntervalMs tasks suggest to clients; "
-	    "with the redis event log also how often the instance running "
-	    "a task looks for a tasks/cancel or tasks/update received by "
-	    "another instance (every 250 ms at most)."),
+	    600000, "1000", "The pollIntervalMs tasks suggest to clients: "
+	    "how often they should ask tasks/get. (With the redis event "
+	    "log, the instance running a task reads its record every 250 "
+	    "ms for a tasks/cancel or tasks/update another instance took.)"),
 
 	{ .name = "log_level", .type = CONF_CUSTOM,
 	  .parse = conf_parse_log_level, .args = "debug|info|warn|error",

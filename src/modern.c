@@ -1007,7 +1007,7 @@ modern_shutdown(void)
 /* --- the table ---------------------------------------------------------- */
 
 static const struct modern_method modern_methods[] = {
-	{ "server/discover", NULL, 0, NULL, modern_discover },
+	{ "server/discover", NULL, MODERN_CACHEABLE, NULL, modern_discover },
 	{ "subscriptions/listen", NULL, 0, NULL, modern_listen },
 	{ "tools/list", NULL, MODERN_CACHEABLE, NULL, NULL },
 	{ "tools/call", "name", MODERN_CALL, NULL, NULL },
