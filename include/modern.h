@@ -20,7 +20,8 @@ enum modern_change {
 	MODERN_TOOLS_CHANGED,
 	MODERN_PROMPTS_CHANGED,
 	MODERN_RESOURCES_CHANGED,
-	MODERN_RESOURCE_UPDATED
+	MODERN_RESOURCE_UPDATED,
+	MODERN_TASK_CHANGED	/* the tasks extension: uri is the task id */
 };
 void	 modern_notify(enum modern_change, const char *);
 

@@ -85,8 +85,8 @@ void		 task_run_method(const char *, const cJSON *, task_answer_cb,
 /*
  * Status notifications: fn runs with a task's id and its DetailedTask
  * (what tasks/get would answer, without resultType) after every change
- * committed by this instance; with a shared log the change is also
- * published on the task's channel of the event log.
+ * committed by this instance (modern.c tells every instance's listen
+ * streams).
  */
 typedef void (*task_listener_fn)(const char *, const cJSON *);
 void		 task_set_listener(task_listener_fn);

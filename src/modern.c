@@ -118,6 +118,7 @@ struct modern_req {
 	int				 listen;
 	int				 filter[MODERN_RESOURCE_UPDATED];
 	cJSON				*uris;	/* resourceSubscriptions */
+	cJSON				*tasks;	/* taskIds */
 	TAILQ_ENTRY(modern_req)		 entry;
 };
 
@@ -234,6 +235,7 @@ modern_free(struct modern_req *mr)
 	cJSON_Delete(mr->answers);
 	cJSON_Delete(mr->asked);
 	cJSON_Delete(mr->uris);
+	cJSON_Delete(mr->tasks);
 	free(mr);
 }
 
@@ -775,6 +777,27 @@ modern_listen(struct modern_req *mr, const cJSON *params)
 		cJSON_AddItemToObject(honoured, "resourceSubscriptions",
 		    cJSON_Duplicate(mr->uris, 1));
 	}
+	f = modern_get(filter, "taskIds");
+	if (cJSON_IsArray(f) && cJSON_GetArraySize(f) > 0) {
+		/* The extension says: only for clients that declare it. */
+		if (!task_declared(params)) {
+			cJSON_Delete(ack);
+			mr->state = MODERN_DONE;
+			modern_error(mr->req, 400, mr->id, MODERN_MISSING_CAP,
+			    "Missing required client capability",
+			    task_missing_capability());
+			return;
+		}
+		mr->tasks = cJSON_CreateArray();
+		cJSON_ArrayForEach(uri, f) {
+			if (cJSON_IsString(uri) && cJSON_GetArraySize(mr->tasks)
+			    < SESSION_MAX_SUBSCRIPTIONS)
+				cJSON_AddItemToArray(mr->tasks,
+				    cJSON_CreateString(uri->valuestring));
+		}
+		cJSON_AddItemToObject(honoured, "taskIds",
+		    cJSON_Duplicate(mr->tasks, 1));
+	}
 	if (modern_fanout.watching && (!modern_fanout.live ||
 	    !eventlog_available(server.eventlog))) {
 		cJSON_Delete(ack);
@@ -788,6 +811,80 @@ modern_listen(struct modern_req *mr, const cJSON *params)
 	modern_stream_start(mr);
 	modern_listen_send(mr, "notifications/subscriptions/acknowledged",
 	    ack);
+}
+
+static int
+modern_listens(const cJSON *list, const char *s)
+{
+	const cJSON	*u;
+
+	cJSON_ArrayForEach(u, list) {
+		if (strcmp(u->valuestring, s) == 0)
+			return (1);
+	}
+	return (0);
+}
+
+/*
+ * A task's state, read for the listen streams here that asked for it:
+ * each hears notifications/tasks with the DetailedTask tasks/get gives.
+ * The listeners are found again once the record is read (no pointer to
+ * them is kept meanwhile).
+ */
+static void
+modern_task_read_cb(cJSON *result, int code, const char *message,
+    cJSON *data, void *arg)
+{
+	char			*tid = arg;
+	struct modern_req	*mr, *mr1;
+
+	cJSON_Delete(data);
+	if (result != NULL)
+		cJSON_DeleteItemFromObjectCaseSensitive(result, "resultType");
+	TAILQ_FOREACH_SAFE(mr, &modern_listeners, entry, mr1) {
+		if (result == NULL || mr->state != MODERN_STREAMING ||
+		    !modern_listens(mr->tasks, tid))
+			continue;
+		if ((long long)modern_queued(mr) >=
+		    server.conf->sse_high_watermark) {
+			log_limited(LOG_LEVEL_WARN, "listen-slow", "a listen "
+			    "stream is too far behind; ending it");
+			modern_stream_end(mr);
+			modern_maybe_free(mr);
+			continue;
+		}
+		modern_listen_send(mr, "notifications/tasks",
+		    cJSON_Duplicate(result, 1));
+	}
+	cJSON_Delete(result);
+	free(tid);
+}
+
+static void
+modern_task_changed(const char *tid)
+{
+	struct modern_req	*mr;
+	cJSON			*params;
+
+	TAILQ_FOREACH(mr, &modern_listeners, entry) {
+		if (mr->state == MODERN_STREAMING &&
+		    modern_listens(mr->tasks, tid))
+			break;
+	}
+	if (mr == NULL)
+		return;
+	params = cJSON_CreateObject();
+	cJSON_AddStringToObject(params, "taskId", tid);
+	task_run_method("tasks/get", params, modern_task_read_cb,
+	    xstrdup(tid));
+	cJSON_Delete(params);
+}
+
+/* task.c's hook: a change it committed goes to every instance's listens. */
+static void
+modern_task_listener(const char *tid, const cJSON *task)
+{
+	modern_notify(MODERN_TASK_CHANGED, tid);
 }
 
 /*
@@ -809,6 +906,10 @@ modern_deliver(enum modern_change change, const char *uri)
 	cJSON			*params;
 	int			 match;
 
+	if (change == MODERN_TASK_CHANGED) {
+		modern_task_changed(uri);
+		return;
+	}
 	TAILQ_FOREACH_SAFE(mr, &modern_listeners, entry, mr1) {
 		if (mr->state != MODERN_STREAMING)
 			continue;
@@ -899,7 +1000,7 @@ modern_message_cb(const char *sid, const char *msg, size_t len, void *arg)
 	char	*uri;
 
 	if (len < 2 || msg[0] != 'C' || msg[1] < '0' ||
-	    msg[1] > '0' + MODERN_RESOURCE_UPDATED)
+	    msg[1] > '0' + MODERN_TASK_CHANGED)
 		return;		/* a newer instance's, or not ours */
 	uri = xstrndup(msg + 2, len - 2);
 	modern_deliver((enum modern_change)(msg[1] - '0'), uri);
@@ -927,6 +1028,7 @@ modern_watch_cb(const char *sid, uint64_t k, uint64_t seq, void *arg)
 void
 modern_init(void)
 {
+	task_set_listener(modern_task_listener);
 	if (!server.shared)
 		return;
 	eventlog_watch(server.eventlog, MODERN_CHANNEL, modern_watch_cb,

@@ -337,11 +337,6 @@ task_set_listener(task_listener_fn fn)
 	task_listener = fn;
 }
 
-static void
-task_published_cb(enum eventlog_status status, void *arg)
-{
-}
-
 /* A change is committed: whoever listens hears of it. */
 static void
 task_announce(const char *tid, const cJSON *rec)
@@ -353,9 +348,6 @@ task_announce(const char *tid, const cJSON *rec)
 		task_listener(tid, view);
 		cJSON_Delete(view);
 	}
-	if (server.shared)
-		eventlog_publish(server.eventlog, tid, "task", 4,
-		    task_published_cb, NULL);
 }
 
 /* 1: write the record as changed; 0: leave it as it is. */

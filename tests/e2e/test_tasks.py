@@ -438,3 +438,198 @@ def test_task_owner_killed(h):
            "gone" in t["error"]["message"], f"after kill -9: {t!r}")
     # And it stays so.
     expect(_get(b, sb, tid)["status"] == "failed", "still failed")
+
+
+# --------------------------------------------------------------------------
+# The stateless path (2026-07-28)
+
+V = "2026-07-28"
+
+
+def _mmeta(ext=True):
+    caps = {"elicitation": {}}
+    if ext:
+        caps["extensions"] = {EXT_NAME: {}}
+    return {"io.modelcontextprotocol/protocolVersion": V,
+            "io.modelcontextprotocol/clientCapabilities": caps}
+
+
+def _mpost(d, method, params, ext=True, name=True, headers=None):
+    """A stateless request: returns (reply, its JSON-RPC response)."""
+    params = dict(params)
+    params["_meta"] = _mmeta(ext)
+    h = {"MCP-Protocol-Version": V, "Mcp-Method": method}
+    if name and method == "tools/call":
+        h["Mcp-Name"] = params["name"]
+    elif name and method.startswith("tasks/"):
+        h["Mcp-Name"] = params["taskId"]
+    h.update(headers or {})
+    id = d.new_id()
+    r = d.post(None, rpc(method, params, id), h)
+    return r, (r.rpc(id) if r.is_sse else r.json)
+
+
+def _mlisten(d, filt, id, ext=True):
+    params = {"notifications": filt, "_meta": _mmeta(ext)}
+    h = {"MCP-Protocol-Version": V, "Mcp-Method": "subscriptions/listen"}
+    deadline = time.monotonic() + tmo(10)
+    while True:
+        r = d.post_open(None, rpc("subscriptions/listen", params, id), h)
+        # With a shared log, 503 until the instance hears the others.
+        if r.status != 503 or time.monotonic() > deadline:
+            return r
+        r.read_body()
+        r.close()
+        time.sleep(0.05)
+
+
+def _next_task_note(r, tid, what, timeout=10):
+    """The next notifications/tasks for tid on listen stream r."""
+    deadline = time.monotonic() + tmo(timeout)
+    while True:
+        left = deadline - time.monotonic()
+        expect(left > 0, f"{what}: no notifications/tasks for {tid}")
+        m = r.next_message(left)
+        expect(m is not None, f"{what}: the listen stream ended")
+        msg = m[1]
+        if msg.get("method") == "notifications/tasks" and \
+                msg["params"].get("taskId") == tid:
+            return msg
+
+
+def test_task_stateless_path(h):
+    d = h.start(**FIXTURES)
+    r, msg = _mpost(d, "server/discover", {})
+    caps = msg["result"]["capabilities"]
+    expect(caps.get("extensions") == {EXT_NAME: {}} and "tasks" not in caps,
+           f"server/discover capabilities {caps!r}")
+
+    r, msg = _mpost(d, "tools/call", {"name": "slow_compute",
+                                      "arguments": {"seconds": 60}})
+    created = _result(msg, "stateless tools/call")
+    expect(created["resultType"] == "task" and "requestState" not in
+           created and created["_meta"][
+               "io.modelcontextprotocol/serverInfo"]["name"] == "mcpd",
+           f"CreateTaskResult {created!r}")
+    _check_task(created, "stateless CreateTaskResult")
+    tid = created["taskId"]
+    r, msg = _mpost(d, "tasks/get", {"taskId": tid})
+    expect(_result(msg, "tasks/get")["status"] == "working", f"{msg!r}")
+
+    # Mcp-Name must be the taskId; the extension must be declared.
+    r, msg = _mpost(d, "tasks/get", {"taskId": tid}, name=False)
+    expect(r.status == 400, f"no Mcp-Name: HTTP {r.status}")
+    _error(msg, -32020, "tasks/get without Mcp-Name")
+    r, msg = _mpost(d, "tasks/get", {"taskId": tid},
+                    headers={"Mcp-Name": "0" * 32})
+    _error(msg, -32020, "tasks/get with another Mcp-Name")
+    r, msg = _mpost(d, "tasks/cancel", {"taskId": tid}, ext=False)
+    expect(r.status == 400, f"tasks/cancel without the extension: HTTP "
+           f"{r.status}")
+    _error(msg, -32021, "tasks/cancel without the extension")
+    r, msg = _mpost(d, "tasks/result", {"taskId": tid})
+    expect(r.status == 404, f"tasks/result: HTTP {r.status}")
+    _error(msg, -32601, "tasks/result")
+
+    r, msg = _mpost(d, "tasks/cancel", {"taskId": tid})
+    expect(_result(msg, "tasks/cancel")["resultType"] == "complete",
+           f"cancel {msg!r}")
+    r, msg = _mpost(d, "tasks/get", {"taskId": tid})
+    expect(msg["result"]["status"] == "cancelled", f"after cancel {msg!r}")
+
+    # MRTR first, then the task: the rounds stay apart.
+    r, msg = _mpost(d, "tools/call", {"name": "test_tool_with_task",
+                                      "arguments": {}})
+    first = msg["result"]
+    expect(first["resultType"] == "input_required" and "taskId" not in
+           first, f"round 1 {first!r}")
+    key = next(iter(first["inputRequests"]))
+    r, msg = _mpost(d, "tools/call", {
+        "name": "test_tool_with_task", "arguments": {},
+        "inputResponses": {key: {"action": "accept",
+                                 "content": {"name": "Alice"}}},
+        "requestState": first["requestState"]})
+    second = msg["result"]
+    expect(second["resultType"] == "task" and "requestState" not in second
+           and "inputRequests" not in second, f"round 2 {second!r}")
+    deadline = time.monotonic() + tmo(10)
+    while True:
+        r, msg = _mpost(d, "tasks/get", {"taskId": second["taskId"]})
+        if msg["result"]["status"] in TERMINAL:
+            break
+        expect(time.monotonic() < deadline, "test_tool_with_task's task")
+        time.sleep(0.05)
+    expect(msg["result"]["result"]["content"][0]["text"] ==
+           "Hello, Alice! (from a task)", f"the task's result {msg!r}")
+
+
+def test_task_status_notifications(h):
+    d = h.start(**FIXTURES)
+    r, msg = _mpost(d, "tools/call", {"name": "confirm_delete",
+                                      "arguments": {"filename": "n"}})
+    tid = msg["result"]["taskId"]
+    # Asking for task notifications needs the extension.
+    r = _mlisten(d, {"taskIds": [tid]}, 70, ext=False)
+    r.read_body()
+    expect(r.status == 400, f"listen for tasks without the extension: "
+           f"HTTP {r.status}")
+    _error(r.json, -32021, "listen without the extension")
+
+    r = _mlisten(d, {"taskIds": [tid, "0" * 32]}, 71)
+    expect(r.status == 200 and r.is_sse, f"listen HTTP {r.status}")
+    ack = r.next_message(5)[1]
+    expect(ack["params"]["notifications"].get("taskIds") == [tid, "0" * 32],
+           f"ack {ack!r}")
+    # Changes after the listen are told: the answer, then the result.
+    t = _wait_modern(d, tid, lambda t: t["status"] == "input_required")
+    key = next(iter(t["inputRequests"]))
+    _mpost(d, "tasks/update", {"taskId": tid, "inputResponses": {
+        key: {"action": "accept", "content": {"confirm": True}}}})
+    note = _next_task_note(r, tid, "after the update")
+    expect(note["params"]["_meta"][
+        "io.modelcontextprotocol/subscriptionId"] == 71,
+        f"notification not tagged: {note!r}")
+    while note["params"]["status"] not in TERMINAL:
+        note = _next_task_note(r, tid, "completed")
+    p = note["params"]
+    expect(p["status"] == "completed" and
+           p["result"]["content"][0]["text"] == "confirm_delete n: accept"
+           and "resultType" not in p, f"the last notification {note!r}")
+    r.close()
+
+
+def _wait_modern(d, tid, until, timeout=10, what="status"):
+    deadline = time.monotonic() + tmo(timeout)
+    while True:
+        r, msg = _mpost(d, "tasks/get", {"taskId": tid})
+        t = _result(msg, "tasks/get")
+        if until(t):
+            return t
+        expect(time.monotonic() < deadline, f"{tid}: no {what}: {t!r}")
+        time.sleep(0.05)
+
+
+def test_task_notifications_across_instances(h):
+    # A listen on B hears of a task that A runs, through the shared log.
+    if not _shared_redis("task notifications across instances"):
+        return
+    a = h.start(**FIXTURES)
+    b = h.start(**FIXTURES)
+    r, msg = _mpost(a, "tools/call", {"name": "confirm_delete",
+                                      "arguments": {"filename": "ab"}})
+    tid = msg["result"]["taskId"]
+    t = _wait_modern(a, tid, lambda t: t["status"] == "input_required")
+    r = _mlisten(b, {"taskIds": [tid]}, 80)
+    expect(r.status == 200 and r.is_sse, f"listen on B: HTTP {r.status}")
+    r.next_message(5)
+    # Answered on A, completed on A: B's listener hears it.
+    _mpost(a, "tasks/update", {"taskId": tid, "inputResponses": {
+        next(iter(t["inputRequests"])): {"action": "accept",
+                                         "content": {"confirm": True}}}})
+    note = _next_task_note(r, tid, "a change on A")
+    while note["params"]["status"] not in TERMINAL:
+        note = _next_task_note(r, tid, "completed on A")
+    expect(note["params"]["status"] == "completed" and
+           note["params"]["result"]["content"][0]["text"] ==
+           "confirm_delete ab: accept", f"B heard {note!r}")
+    r.close()
