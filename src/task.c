@@ -27,6 +27,7 @@
  * at most max_tasks records; an instance runs at most max_tasks at once.
  */
 #include <sys/types.h>
+#include <sys/queue.h>
 #include <sys/tree.h>
 
 #include <limits.h>
@@ -55,6 +56,8 @@
 /* Writes of one change that may lose a race before it gives up. */
 #define TASK_CHANGE_TRIES	16
 #define TASK_LEASE_NOTE		"lease"
+/* How often a result the log did not take is written again. */
+#define TASK_RETRY_MS		500
 /* Questions one task may have pending at once. */
 #define TASK_MAX_QUESTIONS	64
 #define TASK_NOT_FOUND		"Failed to retrieve task: Task not found"
@@ -826,27 +829,76 @@ task_sink_send(void *arg, cJSON *msg, call_sent_cb cb, void *cbarg)
 	event_base_once(server.base, -1, EV_TIMEOUT, task_sent_cb, ts, NULL);
 }
 
+/*
+ * A result on its way to the record. One the log could not take now
+ * (down, slow) is written again every TASK_RETRY_MS while the task's
+ * time lasts: the run holds on meanwhile, and so does its lease, so no
+ * instance takes the task for dead while its result waits.
+ */
 struct task_complete {
-	struct task_run	*run;
-	cJSON		*msg;
+	struct task_run		*run;
+	cJSON			*msg;
+	struct event		*retry;
+	int			 writing;	/* a change in flight */
+	TAILQ_ENTRY(task_complete) entry;
 };
+static TAILQ_HEAD(, task_complete) task_retries =
+    TAILQ_HEAD_INITIALIZER(task_retries);
+
+static void	task_completed_cb(enum eventlog_status, const cJSON *, int,
+		    void *);
+
+static void
+task_complete_free(struct task_complete *tcm)
+{
+	if (tcm->retry != NULL) {
+		TAILQ_REMOVE(&task_retries, tcm, entry);
+		event_free(tcm->retry);
+	}
+	cJSON_Delete(tcm->msg);
+	task_run_unref(tcm->run);
+	free(tcm);
+}
+
+static void
+task_retry_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct task_complete	*tcm = arg;
+
+	tcm->writing = 1;
+	task_change(tcm->run->tid, task_change_complete, tcm->msg,
+	    task_completed_cb, tcm);
+}
 
 static void
 task_completed_cb(enum eventlog_status status, const cJSON *rec, int wrote,
     void *arg)
 {
 	struct task_complete	*tcm = arg;
+	struct task_run		*run = tcm->run;
+	struct timeval		 tv = { 0, TASK_RETRY_MS * 1000 };
 
+	tcm->writing = 0;
+	if ((status == EVENTLOG_UNAVAILABLE || status == EVENTLOG_CONFLICT) &&
+	    !run->closing && clock_wall_ms() < run->created_ms + run->ttl_ms) {
+		log_limited(LOG_LEVEL_WARN, "task-result", "task=%s: result "
+		    "not written yet (%s); trying again", run->tid,
+		    eventlog_status_name(status));
+		if (tcm->retry == NULL) {
+			tcm->retry = evtimer_new(server.base, task_retry_cb,
+			    tcm);
+			TAILQ_INSERT_TAIL(&task_retries, tcm, entry);
+		}
+		evtimer_add(tcm->retry, &tv);
+		return;
+	}
 	if (status != EVENTLOG_OK)
 		log_limited(LOG_LEVEL_WARN, "task-result", "task=%s: result "
-		    "not kept: %s", tcm->run->tid,
-		    eventlog_status_name(status));
+		    "not kept: %s", run->tid, eventlog_status_name(status));
 	else if (!wrote)
 		log_debug("task=%s result dropped: the task had ended",
-		    tcm->run->tid);
-	cJSON_Delete(tcm->msg);
-	task_run_unref(tcm->run);
-	free(tcm);
+		    run->tid);
+	task_complete_free(tcm);
 }
 
 /* The call's response (taken), or NULL: it was cancelled. */
@@ -859,10 +911,11 @@ task_sink_respond(void *arg, cJSON *msg)
 	run->ended = 1;
 	if (msg == NULL)
 		return;
-	tcm = xmalloc(sizeof *tcm);
+	tcm = xcalloc(1, sizeof *tcm);
 	tcm->run = run;
 	tcm->msg = msg;
 	run->refs++;
+	tcm->writing = 1;
 	task_change(run->tid, task_change_complete, msg, task_completed_cb,
 	    tcm);
 }
@@ -1361,12 +1414,22 @@ task_interrupt(const char *reason)
 	}
 }
 
-/* The process is going: no run ticks again. */
+/* The process is going: no run ticks again, no result is retried. */
 void
 task_shutdown(void)
 {
-	struct task_run	*run;
+	struct task_run		*run;
+	struct task_complete	*tcm, *tcm1;
 
+	/* One being written hears back from the log (it is going too). */
+	TAILQ_FOREACH_SAFE(tcm, &task_retries, entry, tcm1) {
+		tcm->run->closing = 1;
+		if (tcm->writing)
+			continue;
+		log_warn("task=%s: its result is lost: the server stops while "
+		    "the event log cannot take it", tcm->run->tid);
+		task_complete_free(tcm);
+	}
 	task_interrupt("the server is shutting down");
 	RB_FOREACH(run, task_runs, &task_runs) {
 		run->closing = 1;

@@ -13,7 +13,8 @@ request. Tests that need two instances on one Redis return early with a
 import re
 import time
 
-from mcpd_harness import REDIS_URL, LATEST, expect, result_text, rpc, tmo
+from mcpd_harness import (REDIS_URL, LATEST, RedisServer, expect,
+                          redis_server_path, result_text, rpc, tmo)
 
 EXT_NAME = "io.modelcontextprotocol/tasks"
 EXT = {"io.modelcontextprotocol/clientCapabilities":
@@ -290,6 +291,10 @@ def test_task_bad_ids(h):
     expect(_get(d, sid, real)["status"] == "working",
            "the real task was touched")
     d.assert_alive(sid, "after bad task ids")
+    # Left running and waiting for an answer at the stop: nothing leaks
+    # (under --sanitized).
+    asking = _start(d, sid, "multi_input", {})["taskId"]
+    _wait(d, sid, asking, lambda t: t["status"] == "input_required")
 
 
 def test_task_retention(h):
@@ -633,3 +638,39 @@ def test_task_notifications_across_instances(h):
            note["params"]["result"]["content"][0]["text"] ==
            "confirm_delete ab: accept", f"B heard {note!r}")
     r.close()
+
+
+def test_task_result_waits_for_redis(h):
+    # Redis goes away while a task runs: its result is written once Redis
+    # is back (AOF keeps the record), not lost; meanwhile the task stays
+    # working, its owner alive.
+    if redis_server_path() is None:
+        print("SKIP task result waits for redis: no redis-server binary")
+        return
+    rs = RedisServer(h.workdir, aof=True)
+    rs.start()
+    try:
+        d = h.start(eventlog=rs.url, **FIXTURES)
+        sid = d.initialize(LATEST)
+        tid = _start(d, sid, "slow_compute", {"seconds": 1})["taskId"]
+        rs.shutdown()
+        d.wait_log(lambda s: f"task={tid}: result not written yet" in s,
+                   timeout=tmo(10), what="the result waiting for Redis")
+        rs.start()
+        deadline = time.monotonic() + tmo(20)
+        while True:
+            id = d.new_id()
+            r = d.post(sid, rpc("tasks/get", {"taskId": tid, "_meta": EXT},
+                                id))
+            msg = r.rpc(id) if r.status == 200 else {}
+            if msg.get("result", {}).get("status") in TERMINAL:
+                break
+            expect(time.monotonic() < deadline, f"no result: {msg!r}")
+            time.sleep(0.1)
+        expect(msg["result"]["status"] == "completed" and
+               msg["result"]["result"]["content"][0]["text"] ==
+               "slow_compute -: done after 1 s", f"after Redis: {msg!r}")
+    finally:
+        for x in h.daemons:
+            x.stop()
+        rs.stop()
