@@ -298,6 +298,19 @@ modern_queued(struct modern_req *mr)
 	    evhttp_connection_get_bufferevent(mr->evcon))));
 }
 
+static void	modern_drained_cb(struct evhttp_connection *, void *);
+
+/*
+ * Every chunk names the drain callback: the connection has one slot, and
+ * a chunk sent without it would leave a paused sender waiting forever
+ * (the end of the reply takes the slot back).
+ */
+static void
+modern_chunk(struct modern_req *mr, struct evbuffer *buf)
+{
+	evhttp_send_reply_chunk_with_cb(mr->req, buf, modern_drained_cb, mr);
+}
+
 static void
 modern_write(struct modern_req *mr, const cJSON *msg)
 {
@@ -307,7 +320,7 @@ modern_write(struct modern_req *mr, const cJSON *msg)
 
 	text = jsonrpc_print_shared(msg, &len);
 	sse_event(buf, NULL, "message", text, len, -1);
-	evhttp_send_reply_chunk(mr->req, buf);
+	modern_chunk(mr, buf);
 	evbuffer_free(buf);
 }
 
@@ -331,7 +344,7 @@ modern_keepalive_cb(evutil_socket_t fd, short events, void *arg)
 		return;
 	buf = evbuffer_new();
 	sse_comment(buf, "keepalive");
-	evhttp_send_reply_chunk(mr->req, buf);
+	modern_chunk(mr, buf);
 	evbuffer_free(buf);
 }
 
@@ -407,9 +420,6 @@ static void
 modern_sink_send(void *arg, cJSON *msg, call_sent_cb cb, void *cbarg)
 {
 	struct modern_req	*mr = arg;
-	struct evbuffer		*buf;
-	const char		*text;
-	size_t			 len;
 
 	if (mr->state == MODERN_DONE) {
 		cJSON_Delete(msg);
@@ -418,19 +428,13 @@ modern_sink_send(void *arg, cJSON *msg, call_sent_cb cb, void *cbarg)
 	}
 	if (mr->state == MODERN_WAITING)
 		modern_stream_start(mr);
+	modern_write(mr, msg);
 	if ((long long)modern_queued(mr) < server.conf->sse_high_watermark ||
-	    cb == NULL || mr->sent_cb != NULL) {
-		modern_write(mr, msg);
+	    cb == NULL || mr->sent_cb != NULL)
 		modern_sent_later(cb, cbarg, 1);
-	} else {
-		buf = evbuffer_new();
-		text = jsonrpc_print_shared(msg, &len);
-		sse_event(buf, NULL, "message", text, len, -1);
+	else {
 		mr->sent_cb = cb;
 		mr->sent_arg = cbarg;
-		evhttp_send_reply_chunk_with_cb(mr->req, buf,
-		    modern_drained_cb, mr);
-		evbuffer_free(buf);
 	}
 	cJSON_Delete(msg);
 }

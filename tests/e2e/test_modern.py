@@ -264,6 +264,23 @@ def test_modern_tools_call_json_and_sse(h):
            result_text(msgs[-1]) == "done 2", f"progress {msgs!r}")
 
 
+def test_modern_slow_client_pauses_the_call_and_loses_nothing(h):
+    # Past sse_high_watermark queued, the call's next message waits for
+    # the client to drain: all of them arrive, in order, then the result
+    d = h.start(sse_high_watermark=8192)
+    params = {"name": "stream", "arguments": {"n": 200, "size": 2000},
+              "_meta": _meta(progressToken="s")}
+    r = d.open("POST", None, rpc("tools/call", params, 33),
+               _headers("tools/call", params), rcvbuf=4096, timeout=30)
+    expect(r.status == 200 and r.is_sse, f"HTTP {r.status}")
+    msg = r.rpc(33)
+    progress = [m["params"]["progress"] for m in r.messages()
+                if m.get("method") == "notifications/progress"]
+    expect(progress == list(range(1, 201)) and
+           result_text(msg) == "done 200",
+           f"{len(progress)} progress notifications, then {msg!r}")
+
+
 def test_modern_notify_needs_a_session(h):
     d = h.start()
     _, msg = _post(d, "tools/call", {"name": "notify",
