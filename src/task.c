@@ -98,7 +98,7 @@ task_state_terminal(enum task_state state)
 	    state == TASK_CANCELLED);
 }
 
-/* The extension's diagram: working and input_required both ways, then one end. */
+/* The extension's diagram: working <-> input_required, then one end. */
 int
 task_state_allowed(enum task_state from, enum task_state to)
 {
@@ -111,14 +111,18 @@ task_state_allowed(enum task_state from, enum task_state to)
 static enum task_state
 task_state_of(const cJSON *rec)
 {
-	const cJSON	*status = cJSON_GetObjectItemCaseSensitive(rec, "status");
+	const cJSON	*status;
 	int		 state;
+
+	status = cJSON_GetObjectItemCaseSensitive(rec, "status");
 
 	if (!cJSON_IsString(status) ||
 	    (state = task_state_parse(status->valuestring)) < 0)
 		return (TASK_FAILED);
 	return ((enum task_state)state);
 }
+
+static const char	*task_string(const cJSON *, const char *);
 
 static void
 task_set_string(cJSON *obj, const char *key, const char *value)
@@ -136,12 +140,12 @@ static int
 task_set_state(cJSON *rec, enum task_state to, const char *message)
 {
 	enum task_state	 from = task_state_of(rec);
-	const cJSON	*id = cJSON_GetObjectItemCaseSensitive(rec, "taskId");
+	const char	*id = task_string(rec, "taskId");
 
 	if (!task_state_allowed(from, to))
 		return (0);
-	log_debug("task=%s %s -> %s%s%s", cJSON_IsString(id) ?
-	    id->valuestring : "?", task_state_name(from), task_state_name(to),
+	log_debug("task=%s %s -> %s%s%s", id != NULL ? id : "?",
+	    task_state_name(from), task_state_name(to),
 	    message != NULL ? ": " : "", message != NULL ? message : "");
 	task_set_string(rec, "status", task_state_name(to));
 	task_set_string(rec, "statusMessage", message);
@@ -231,7 +235,8 @@ task_view(const cJSON *rec, int detailed)
 {
 	static const char	*fields[] = { "taskId", "status",
 				    "statusMessage", "createdAt",
-				    "lastUpdatedAt", "ttlMs", "pollIntervalMs" };
+				    "lastUpdatedAt", "ttlMs",
+				    "pollIntervalMs" };
 	static const char	*payload[] = { "result", "error",
 				    "inputRequests" };
 	cJSON			*view = cJSON_CreateObject();
@@ -480,7 +485,8 @@ task_change_complete(cJSON *rec, void *ctx)
 	error = cJSON_GetObjectItemCaseSensitive(msg, "error");
 	if (result != NULL) {
 		task_set_state(rec, TASK_COMPLETED, NULL);
-		cJSON_AddItemToObject(rec, "result", cJSON_Duplicate(result, 1));
+		cJSON_AddItemToObject(rec, "result",
+		    cJSON_Duplicate(result, 1));
 	} else {
 		message = cJSON_GetObjectItemCaseSensitive(error, "message");
 		task_set_state(rec, TASK_FAILED, cJSON_IsString(message) ?
@@ -602,12 +608,12 @@ struct task_run {
 	char			 tid[TASK_ID_LEN + 1];
 	char			*tool;
 	cJSON			*args;
-	cJSON			*caps;		/* the creating request's */
+	cJSON			*caps;	/* the creating request's */
 	struct call		*call;		/* NULL: gone */
-	int			 ended;		/* the call finished */
-	int			 closing;	/* shutdown: no more ticks */
+	int			 ended;	/* the call finished */
+	int			 closing; /* shutdown: no more ticks */
 	u_int			 refs;
-	cJSON			*keys;		/* its questions pending */
+	cJSON			*keys;	/* its questions pending */
 	uint64_t		 created_ms;	/* wall clock */
 	uint64_t		 ttl_ms;
 	uint64_t		 renewed_ms;
@@ -757,7 +763,8 @@ task_run_sync(struct task_run *run, const cJSON *rec)
 		return;
 	}
 	if (task_state_terminal(task_state_of(rec))) {
-		task_run_stop(run, "the task ended (tasks/cancel, or its owner taken for dead)");
+		task_run_stop(run, "the task ended (tasks/cancel, or its "
+		    "owner taken for dead)");
 		return;
 	}
 	task_run_deliver(run, rec);
@@ -1098,8 +1105,9 @@ task_call_tool(const char *name, const cJSON *params, task_answer_cb cb,
 	args = cJSON_GetObjectItemCaseSensitive(params, "arguments");
 	run->args = args != NULL ? cJSON_Duplicate(args, 1) :
 	    cJSON_CreateObject();
-	caps = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(
-	    params, "_meta"), "io.modelcontextprotocol/clientCapabilities");
+	caps = cJSON_GetObjectItemCaseSensitive(
+	    cJSON_GetObjectItemCaseSensitive(params, "_meta"),
+	    "io.modelcontextprotocol/clientCapabilities");
 	run->caps = caps != NULL ? cJSON_Duplicate(caps, 1) :
 	    cJSON_CreateObject();
 	run->keys = cJSON_CreateArray();
@@ -1158,7 +1166,7 @@ task_escalate(struct call *c, const char *name, cJSON *args)
 struct task_request {
 	char		 tid[TASK_ID_LEN + 1];
 	const char	*method;
-	cJSON		*ctx;		/* a change's: inputResponses */
+	cJSON		*ctx;	/* a change's: inputResponses */
 	task_answer_cb	 cb;
 	void		*arg;
 };
@@ -1380,8 +1388,9 @@ task_missing_capability(void)
 void
 task_capabilities(cJSON *caps)
 {
-	cJSON	*ext = cJSON_GetObjectItemCaseSensitive(caps, "extensions");
+	cJSON	*ext;
 
+	ext = cJSON_GetObjectItemCaseSensitive(caps, "extensions");
 	if (ext == NULL)
 		ext = cJSON_AddObjectToObject(caps, "extensions");
 	cJSON_AddObjectToObject(ext, TASK_EXTENSION);
