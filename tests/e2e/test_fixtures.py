@@ -40,6 +40,9 @@ TOOLS = {
     "test_streaming_elicitation", "test_logging_tool",
     "test_trigger_tool_change", "test_trigger_prompt_change",
     "test_mcp_header_param",
+    # the tasks extension's scenarios (provider_taskfix.c)
+    "greet", "slow_compute", "failing_job", "protocol_error_job",
+    "confirm_delete", "multi_input", "test_tool_with_task",
 }
 BUILTIN = {"echo", "stream", "notify"}
 
