@@ -43,6 +43,7 @@
 #include "seal.h"
 #include "server.h"
 #include "sse.h"
+#include "view.h"
 #include "xmalloc.h"
 
 #define MODERN_VERSION		CALL_MODERN_VERSION
@@ -1323,6 +1324,25 @@ modern_start_call(struct modern_req *mr, const cJSON *msg, int resumed)
 	}
 }
 
+/*
+ * Stateless calls and listen streams hold a connection each, as views
+ * do: together they stay within max_views.
+ */
+static int
+modern_room(void)
+{
+	struct modern_req	*mr;
+	size_t			 n = view_count() + modern_running_calls();
+
+	TAILQ_FOREACH(mr, &modern_listeners, entry)
+		n++;
+	if ((long long)n < server.conf->max_views)
+		return (1);
+	log_limited(LOG_LEVEL_WARN, "max-views", "open stream limit reached "
+	    "(max_views %lld)", server.conf->max_views);
+	return (0);
+}
+
 /* A POST modern_claims took (msg taken): validated, then carried out. */
 void
 modern_serve(struct evhttp_request *req, cJSON *msg)
@@ -1359,6 +1379,11 @@ modern_serve(struct evhttp_request *req, cJSON *msg)
 	}
 	if (modern_validate(req, msg, id, &m) != 0)
 		goto out;
+	if ((m->flags & MODERN_CALL || m->run == modern_listen) &&
+	    !modern_room()) {
+		reply_unavailable(req, 1, "Too many open streams, retry later");
+		goto out;
+	}
 	mr = xcalloc(1, sizeof *mr);
 	mr->req = req;
 	mr->evcon = evhttp_request_get_connection(req);
