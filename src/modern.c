@@ -684,6 +684,28 @@ modern_reply(struct modern_req *mr, cJSON *msg)
 	reply_json(mr->req, 200, msg);
 }
 
+/*
+ * For a method handler in another file (a line of modern_methods): the
+ * request's id, and its answer (a whole JSON-RPC response, taken), given
+ * in the handler or on a later turn; the request is freed with it.
+ */
+const cJSON *
+modern_request_id(const struct modern_req *mr)
+{
+	return (mr->id);
+}
+
+void
+modern_respond(struct modern_req *mr, cJSON *msg)
+{
+	if (mr->state != MODERN_WAITING) {
+		cJSON_Delete(msg);
+		return;
+	}
+	modern_reply(mr, msg);
+	modern_maybe_free(mr);
+}
+
 /* --- methods of our own ------------------------------------------------- */
 
 static void
@@ -1395,7 +1417,9 @@ modern_serve(struct evhttp_request *req, cJSON *msg)
 		    NULL;
 	}
 	if (m->run != NULL) {
+		mr->starting = 1;
 		m->run(mr, modern_get(msg, "params"));
+		mr->starting = 0;
 		modern_maybe_free(mr);
 	} else if (!(m->flags & MODERN_CALL)) {
 		modern_reply(mr, dispatch_quick(NULL, msg));
