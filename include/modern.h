@@ -6,9 +6,12 @@
 #include <cjson/cJSON.h>
 
 struct evhttp_request;
+struct modern_req;
 
 int	 modern_claims(struct evhttp_request *, const cJSON *);
 void	 modern_serve(struct evhttp_request *, cJSON *);
+const cJSON *modern_request_id(const struct modern_req *);
+void	 modern_respond(struct modern_req *, cJSON *);
 void	 modern_init(void);
 void	 modern_cron(void);
 void	 modern_shutdown(void);

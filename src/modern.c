@@ -44,6 +44,7 @@
 #include "server.h"
 #include "sse.h"
 #include "task.h"
+#include "view.h"
 #include "xmalloc.h"
 
 #define MODERN_VERSION		CALL_MODERN_VERSION
@@ -685,6 +686,28 @@ modern_reply(struct modern_req *mr, cJSON *msg)
 	    "result"));
 	mr->state = MODERN_DONE;
 	reply_json(mr->req, 200, msg);
+}
+
+/*
+ * For a method handler in another file (a line of modern_methods): the
+ * request's id, and its answer (a whole JSON-RPC response, taken), given
+ * in the handler or on a later turn; the request is freed with it.
+ */
+const cJSON *
+modern_request_id(const struct modern_req *mr)
+{
+	return (mr->id);
+}
+
+void
+modern_respond(struct modern_req *mr, cJSON *msg)
+{
+	if (mr->state != MODERN_WAITING) {
+		cJSON_Delete(msg);
+		return;
+	}
+	modern_reply(mr, msg);
+	modern_maybe_free(mr);
 }
 
 /* --- methods of our own ------------------------------------------------- */
@@ -1432,6 +1455,25 @@ modern_start_call(struct modern_req *mr, const cJSON *msg, int resumed)
 	}
 }
 
+/*
+ * Stateless calls and listen streams hold a connection each, as views
+ * do: together they stay within max_views.
+ */
+static int
+modern_room(void)
+{
+	struct modern_req	*mr;
+	size_t			 n = view_count() + modern_running_calls();
+
+	TAILQ_FOREACH(mr, &modern_listeners, entry)
+		n++;
+	if ((long long)n < server.conf->max_views)
+		return (1);
+	log_limited(LOG_LEVEL_WARN, "max-views", "open stream limit reached "
+	    "(max_views %lld)", server.conf->max_views);
+	return (0);
+}
+
 /* A POST modern_claims took (msg taken): validated, then carried out. */
 void
 modern_serve(struct evhttp_request *req, cJSON *msg)
@@ -1468,6 +1510,11 @@ modern_serve(struct evhttp_request *req, cJSON *msg)
 	}
 	if (modern_validate(req, msg, id, &m) != 0)
 		goto out;
+	if ((m->flags & MODERN_CALL || m->run == modern_listen) &&
+	    !modern_room()) {
+		reply_unavailable(req, 1, "Too many open streams, retry later");
+		goto out;
+	}
 	mr = xcalloc(1, sizeof *mr);
 	mr->req = req;
 	mr->evcon = evhttp_request_get_connection(req);
@@ -1479,7 +1526,9 @@ modern_serve(struct evhttp_request *req, cJSON *msg)
 		    NULL;
 	}
 	if (m->run != NULL) {
+		mr->starting = 1;
 		m->run(mr, modern_get(msg, "params"));
+		mr->starting = 0;
 		modern_maybe_free(mr);
 	} else if (!(m->flags & MODERN_CALL)) {
 		modern_reply(mr, dispatch_quick(NULL, msg));

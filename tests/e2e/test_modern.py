@@ -424,6 +424,28 @@ def test_modern_listen_ack_tag_and_filter(h):
            f"watched stream {m!r}")
 
 
+def test_modern_streams_count_against_max_views(h):
+    d = h.start(max_views=2)
+    a, _ = _listen(d, {"toolsListChanged": True}, 53)
+    b, _ = _listen(d, {"toolsListChanged": True}, 54)
+    r, msg = _post(d, "tools/call", {"name": "echo",
+                                     "arguments": {"text": "x"}}, id=55)
+    expect(r.status == 503 and r.header("Retry-After"),
+           f"a call past max_views: HTTP {r.status} {r.body[:200]!r}")
+    _, msg = _post(d, "tools/list")
+    _result(msg, "a quick method past max_views")
+    a.cut()
+    deadline = time.monotonic() + tmo(5)
+    while True:
+        r, msg = _post(d, "tools/call", {"name": "echo",
+                                         "arguments": {"text": "y"}})
+        if r.status != 503 or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    expect(result_text(msg) == "y", f"once a stream closed: {msg!r}")
+    b.close()
+
+
 def test_modern_listen_across_instances_on_redis(h):
     if REDIS_URL is None:
         print("SKIP listen across instances: needs MCPD_TEST_REDIS_URL")
