@@ -624,7 +624,6 @@ struct task_run {
 RB_HEAD(task_runs, task_run);
 
 static struct task_runs	task_runs = RB_INITIALIZER(&task_runs);
-static size_t		task_nruns;
 
 static int
 task_run_cmp(struct task_run *a, struct task_run *b)
@@ -650,7 +649,6 @@ task_run_unref(struct task_run *run)
 	if (--run->refs > 0)
 		return;
 	RB_REMOVE(task_runs, &task_runs, run);
-	task_nruns--;
 	if (run->timer != NULL)
 		event_free(run->timer);
 	cJSON_Delete(run->keys);
@@ -1113,7 +1111,6 @@ task_call_tool(const char *name, const cJSON *params, task_answer_cb cb,
 	run->keys = cJSON_CreateArray();
 	run->refs = 1;		/* its call's, once it has one */
 	RB_INSERT(task_runs, &task_runs, run);
-	task_nruns++;
 
 	tcr = xcalloc(1, sizeof *tcr);
 	tcr->run = run;
