@@ -40,6 +40,12 @@ struct provider {
 			    const cJSON *);
 
 	/*
+	 * A tool's taskSupport: "optional" or "required", NULL if the name
+	 * is not one of this provider's task tools (then it is forbidden).
+	 * What the listing marks (provider_task_support) must agree.
+	 */
+	const char	*(*task_support)(const char *);
+	/*
 	 * Whether a tool with taskSupport makes its task itself (it asks
 	 * by MRTR first, then task_escalate): called as a plain call.
 	 */
@@ -60,8 +66,9 @@ cJSON	*provider_list_tools(void);
 /*
  * A tool's execution.taskSupport (io.modelcontextprotocol/tasks): a
  * listing hook marks a tool definition with provider_task_support;
- * provider_tool_task reads it back: "forbidden" (the default, also for a
- * tool nobody has), "optional" or "required".
+ * provider_tool_task asks the providers' task_support hooks (no listing
+ * is built on a call's path): "forbidden" (the default, also for a tool
+ * nobody has), "optional" or "required".
  */
 void	 provider_task_support(cJSON *, const char *);
 const char *provider_tool_task(const char *);

@@ -136,35 +136,18 @@ provider_task_support(cJSON *tool, const char *support)
 	cJSON_AddStringToObject(execution, "taskSupport", support);
 }
 
-/*
- * Read from the listing, so the hooks say it in one place; a call pays
- * for one listing, which is a few definitions.
- */
 const char *
 provider_tool_task(const char *name)
 {
-	static const char	*supports[] = { "optional", "required" };
-	cJSON			*all, *tool;
-	const cJSON		*n, *support;
-	const char		*found = "forbidden";
+	const struct provider	*p;
+	const char		*support;
 	size_t			 i;
 
-	all = provider_list_tools();
-	cJSON_ArrayForEach(tool, all) {
-		n = cJSON_GetObjectItemCaseSensitive(tool, "name");
-		if (!cJSON_IsString(n) || strcmp(n->valuestring, name) != 0)
-			continue;
-		support = cJSON_GetObjectItemCaseSensitive(
-		    cJSON_GetObjectItemCaseSensitive(tool, "execution"),
-		    "taskSupport");
-		for (i = 0; i < 2 && cJSON_IsString(support); i++) {
-			if (strcmp(support->valuestring, supports[i]) == 0)
-				found = supports[i];
-		}
-		break;
+	PROVIDER_FOREACH(i, p, task_support) {
+		if ((support = p->task_support(name)) != NULL)
+			return (support);
 	}
-	cJSON_Delete(all);
-	return (found);
+	return ("forbidden");
 }
 
 int

@@ -72,6 +72,13 @@ builtin_add_tool(cJSON *tools, const char *name, const char *description,
 	cJSON_AddItemToArray(tools, tool);
 }
 
+/* stream is long enough to be worth a task when the client can take one. */
+static const char *
+builtin_task_support(const char *name)
+{
+	return (strcmp(name, "stream") == 0 ? "optional" : NULL);
+}
+
 static void
 builtin_list_tools(cJSON *tools)
 {
@@ -86,9 +93,8 @@ builtin_list_tools(cJSON *tools)
 	    "\"interval_ms\":{\"type\":\"integer\",\"minimum\":0},"
 	    "\"size\":{\"type\":\"integer\",\"minimum\":0}},"
 	    "\"required\":[\"n\"]}");
-	/* Long enough to be worth a task when the client can take one. */
 	provider_task_support(cJSON_GetArrayItem(tools,
-	    cJSON_GetArraySize(tools) - 1), "optional");
+	    cJSON_GetArraySize(tools) - 1), builtin_task_support("stream"));
 	builtin_add_tool(tools, "notify",
 	    "Send n log messages on the session's standalone stream, then "
 	    "`queued n`.",
@@ -374,4 +380,5 @@ const struct provider provider_builtin = {
 	.enabled = builtin_enabled,
 	.list_tools = builtin_list_tools,
 	.call_tool = builtin_call_tool,
+	.task_support = builtin_task_support,
 };

@@ -327,6 +327,18 @@ exectool_enabled(const struct conf *conf)
 	return (conf->ntools > 0);
 }
 
+/* What the tool block's task key says. */
+static const char *
+exectool_task_support(const char *name)
+{
+	const struct conf_tool	*tool = conf_tool_find(server.conf, name);
+
+	if (tool == NULL || tool->task_support == CONF_TASK_FORBIDDEN)
+		return (NULL);
+	return (tool->task_support == CONF_TASK_REQUIRED ? "required" :
+	    "optional");
+}
+
 static void
 exectool_list_tools(cJSON *tools)
 {
@@ -344,10 +356,9 @@ exectool_list_tools(cJSON *tools)
 			    tool->description);
 		cJSON_AddItemToObject(item, "inputSchema",
 		    provider_exec_schema(tool));
-		if (tool->task_support == CONF_TASK_OPTIONAL)
-			provider_task_support(item, "optional");
-		else if (tool->task_support == CONF_TASK_REQUIRED)
-			provider_task_support(item, "required");
+		if (exectool_task_support(tool->name) != NULL)
+			provider_task_support(item,
+			    exectool_task_support(tool->name));
 		cJSON_AddItemToArray(tools, item);
 	}
 }
@@ -696,4 +707,5 @@ const struct provider provider_exec = {
 	.enabled = exectool_enabled,
 	.list_tools = exectool_list_tools,
 	.call_tool = exectool_call_tool,
+	.task_support = exectool_task_support,
 };

@@ -55,10 +55,38 @@ taskfix_enabled(const struct conf *conf)
 	return (conf->fixtures_conformance);
 }
 
+/* The fixtures' taskSupport, as the scenarios want it. */
+static const struct {
+	const char	*name;
+	const char	*support;
+} taskfix_supports[] = {
+	{ "slow_compute", "optional" },
+	{ "failing_job", "required" },
+	{ "protocol_error_job", "optional" },
+	{ "confirm_delete", "optional" },
+	{ "multi_input", "optional" },
+	{ "test_tool_with_task", "required" },
+};
+
+static const char *
+taskfix_task_support(const char *name)
+{
+	size_t	i;
+
+	for (i = 0; i < sizeof taskfix_supports / sizeof taskfix_supports[0];
+	    i++) {
+		if (strcmp(name, taskfix_supports[i].name) == 0)
+			return (taskfix_supports[i].support);
+	}
+	return (NULL);
+}
+
 static void
 taskfix_add(cJSON *tools, const char *name, const char *description,
-    const char *schema, const char *support)
+    const char *schema)
 {
+	const char	*support = taskfix_task_support(name);
+
 	cJSON	*tool = cJSON_CreateObject();
 
 	cJSON_AddStringToObject(tool, "name", name);
@@ -76,24 +104,23 @@ taskfix_list_tools(cJSON *tools)
 {
 	taskfix_add(tools, "greet", "Says hello to name, at once.",
 	    "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":"
-	    "\"string\"}},\"required\":[\"name\"]}", NULL);
+	    "\"string\"}},\"required\":[\"name\"]}");
 	taskfix_add(tools, "slow_compute", "Sleeps seconds, then answers "
 	    "with label.",
 	    "{\"type\":\"object\",\"properties\":{\"seconds\":{\"type\":"
-	    "\"number\",\"minimum\":0},\"label\":{\"type\":\"string\"}}}",
-	    "optional");
+	    "\"number\",\"minimum\":0},\"label\":{\"type\":\"string\"}}}");
 	taskfix_add(tools, "failing_job", "Ends with a tool execution error.",
-	    TASKFIX_NO_ARGS, "required");
+	    TASKFIX_NO_ARGS);
 	taskfix_add(tools, "protocol_error_job", "Ends with a JSON-RPC "
-	    "error.", TASKFIX_NO_ARGS, "optional");
+	    "error.", TASKFIX_NO_ARGS);
 	taskfix_add(tools, "confirm_delete", "Asks the user to confirm the "
 	    "deletion of filename.",
 	    "{\"type\":\"object\",\"properties\":{\"filename\":{\"type\":"
-	    "\"string\"}}}", "optional");
+	    "\"string\"}}}");
 	taskfix_add(tools, "multi_input", "Asks the user two questions at "
-	    "once.", TASKFIX_NO_ARGS, "optional");
+	    "once.", TASKFIX_NO_ARGS);
 	taskfix_add(tools, "test_tool_with_task", "Asks for a name, then "
-	    "greets it from a task.", TASKFIX_NO_ARGS, "required");
+	    "greets it from a task.", TASKFIX_NO_ARGS);
 }
 
 /* test_tool_with_task makes its task itself, once it has its answer. */
@@ -324,5 +351,6 @@ const struct provider provider_taskfix = {
 	.enabled = taskfix_enabled,
 	.list_tools = taskfix_list_tools,
 	.call_tool = taskfix_call_tool,
+	.task_support = taskfix_task_support,
 	.task_self = taskfix_task_self,
 };
