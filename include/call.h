@@ -17,6 +17,7 @@
 
 #include <cjson/cJSON.h>
 
+struct auth_principal;
 struct call;
 struct session;
 struct stream;
@@ -26,6 +27,48 @@ typedef void (*call_cancel_cb)(void *);
 /* A client's answer: result or error (the other NULL). */
 typedef void (*call_response_cb)(const cJSON *, const cJSON *, void *);
 
+/* The revision of stateless requests. */
+#define CALL_MODERN_VERSION	"2026-07-28"
+
+enum call_ask {
+	CALL_ASK_ANSWERED,	/* *answer: the client's result */
+	CALL_ASK_PENDING,	/* for an input_required result */
+	CALL_ASK_REFUSED	/* the sink has ended the call */
+};
+
+/* Where a stateless request's call sends (modern.c). */
+struct call_sink {
+	/* A message before the response (taken); cb(ok) on a later turn. */
+	void		(*send)(void *, cJSON *, call_sent_cb, void *);
+	/* The response (taken); NULL: the call ended without one. */
+	void		(*respond)(void *, cJSON *);
+	/* A question for the client (params taken), by MRTR. */
+	enum call_ask	(*ask)(void *, struct call *, const char *,
+			    const char *, cJSON *, const cJSON **);
+	/* Optional: the call is freed (a task's sink outlives its call). */
+	void		(*gone)(void *);
+};
+
+struct call	*call_start_sink(const struct call_sink *, void *,
+		     const cJSON *, const cJSON *, int, const cJSON *, int);
+const char	*call_owner(const struct call *);
+/*
+ * Who the call runs for (auth.c): its session's principal, or the one a
+ * stateless request or a task set (a reference is taken). NULL without
+ * authorization.
+ */
+void		 call_set_principal(struct call *, struct auth_principal *);
+struct auth_principal *call_principal(const struct call *);
+void		 call_set_owner(struct call *, const char *);
+int		 call_answer(struct call *, const char *, const cJSON *);
+const char	*call_version(const struct call *);
+int		 call_stateless(const struct call *);
+int		 call_client_capable(const struct call *, const char *);
+int		 call_resumed(const struct call *);
+void		 call_request_keyed(struct call *, const char *,
+		     const char *, cJSON *, call_response_cb, void *);
+void		 call_respond_error_data(struct call *, int, const char *,
+		     cJSON *);
 struct call	*call_start(struct session *, struct stream *, const cJSON *,
 		     const cJSON *);
 void		 call_set_tool(struct call *, const char *);

@@ -40,6 +40,13 @@ struct conf_param {
  * written (argv[0] is PROGRAM); a word that is exactly "{NAME}" is replaced
  * by the value of param argv_param[i] (-1 for a literal word).
  */
+/* A tool's execution.taskSupport. */
+enum conf_task_support {
+	CONF_TASK_FORBIDDEN,
+	CONF_TASK_OPTIONAL,
+	CONF_TASK_REQUIRED
+};
+
 struct conf_tool {
 	char			*name;
 	int			 line;		/* of "tool NAME {" */
@@ -57,6 +64,7 @@ struct conf_tool {
 	long long		 max_output;	/* bytes of stdout kept */
 	long long		 max_concurrency; /* 0: only max_children */
 	char			*scope;		/* NULL: no scope of its own */
+	int			 task_support;	/* enum conf_task_support */
 };
 
 /*
@@ -172,10 +180,17 @@ struct conf {
 	long long		 drain_timeout;	/* seconds calls may finish */
 	long long		 lease_ttl;	/* seconds, a call's lease */
 
+	long long		 task_ttl;	/* seconds, from creation */
+	long long		 max_tasks;	/* running here; memory: kept */
+	long long		 task_poll_ms;
+
 	int			 log_level;	/* enum log_level */
 	char			*log_file;	/* "stderr" or a path */
 	int			 log_format;	/* enum conf_log_format */
 	int			 access_log;
+
+	char			*state_key_file;	/* NULL: none */
+	char			*state_key_previous_file;
 };
 
 /*

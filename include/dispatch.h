@@ -7,6 +7,7 @@
 #include "session.h"
 
 struct auth_principal;
+struct call;
 struct session;
 struct stream;
 
@@ -23,6 +24,11 @@ cJSON	*dispatch_initialize(const cJSON *, struct auth_principal *,
 int	 dispatch_streams(const cJSON *);
 int	 dispatch_sessionless(const cJSON *);
 cJSON	*dispatch_quick(struct session *, const cJSON *);
+/* The same without a session, for a principal (NULL: no auth). */
+cJSON	*dispatch_quick_stateless(const struct auth_principal *,
+	    const cJSON *);
+cJSON	*dispatch_capabilities(void);
+void	 dispatch_start_call(struct call *, const cJSON *);
 void	 dispatch_start(struct session *, struct stream *, const cJSON *);
 void	 dispatch_start_batch(struct session *, struct stream *,
 	    const cJSON *);

@@ -65,6 +65,9 @@ typedef void (*eventlog_watch_cb)(const char *, uint64_t, uint64_t, void *);
  */
 typedef void (*eventlog_message_cb)(const char *, const char *, size_t,
 		    void *);
+/* A task record: (status, its revision, the record, its length, arg). */
+typedef void (*eventlog_task_cb)(enum eventlog_status, uint64_t,
+		    const char *, size_t, void *);
 
 /* The log's own message; callers' messages never start with '!'. */
 #define EVENTLOG_MESSAGE_DELETED	"!deleted"
@@ -100,6 +103,10 @@ struct eventlog_ops {
 		    size_t, uint64_t, eventlog_done_cb, void *);
 	void	(*note_get)(void *, const char *, const char *,
 		    eventlog_load_cb, void *);
+	/* Task records (task.c). */
+	void	(*task_put)(void *, const char *, uint64_t, const char *,
+		    size_t, uint64_t, eventlog_done_cb, void *);
+	void	(*task_get)(void *, const char *, eventlog_task_cb, void *);
 	/* Optional (NULL: always): whether operations may succeed now. */
 	int	(*available)(void *);
 };
@@ -175,6 +182,21 @@ void	eventlog_note_set(struct eventlog *, const char *, const char *,
 	    const char *, size_t, uint64_t, eventlog_done_cb, void *);
 void	eventlog_note_get(struct eventlog *, const char *, const char *,
 	    eventlog_load_cb, void *);
+
+/*
+ * Task records: one value per task id (its own namespace, apart from
+ * sessions), each with a revision number and a lifetime. A put of
+ * revision rev is compare-and-set: rev 1 creates the record (CONFLICT if
+ * one is there; FULL if the log holds as many as it may, max_tasks, in
+ * memory), any later rev replaces revision rev - 1 (CONFLICT if another
+ * revision is there, NOT_FOUND if the record is gone). The record then
+ * lives ttl_ms from this put. A get answers the revision and the record,
+ * or NOT_FOUND once it is gone (never written, or its lifetime ended).
+ */
+void	eventlog_task_put(struct eventlog *, const char *, uint64_t,
+	    const char *, size_t, uint64_t, eventlog_done_cb, void *);
+void	eventlog_task_get(struct eventlog *, const char *, eventlog_task_cb,
+	    void *);
 
 /* Backend constructors. */
 void	*eventlog_memory_create(struct event_base *, const struct conf *,

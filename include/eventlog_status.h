@@ -17,6 +17,7 @@ enum eventlog_status {
 	EVENTLOG_AHEAD,		/* read: requested entry beyond the head */
 	EVENTLOG_ENDED,		/* append: stream already has its last entry */
 	EVENTLOG_CANCELLED,	/* the log is shutting down */
+	EVENTLOG_FULL,		/* task: no room for another record */
 	EVENTLOG_STATUS_MAX
 };
 

@@ -54,6 +54,19 @@ struct provider {
 	 * set, used in place of list_tools and the others.
 	 */
 	void		(*list_for)(struct session *, int, cJSON *);
+	/*
+	 * A tool's taskSupport: "optional" or "required", NULL if the name
+	 * is not one of this provider's task tools (then it is forbidden).
+	 * What the listing marks (provider_task_support) must agree.
+	 */
+	const char	*(*task_support)(const char *);
+	/*
+	 * Whether a tool with taskSupport makes its task itself (it asks
+	 * by MRTR first, then task_escalate): called as a plain call.
+	 */
+	int		(*task_self)(const char *);
+	/* The OAuth scope a tool of this provider needs (NULL: none). */
+	const char	*(*tool_scope)(const char *);
 };
 
 enum provider_list {
@@ -65,6 +78,7 @@ enum provider_list {
 
 extern const struct provider provider_builtin;
 extern const struct provider provider_fixtures;
+extern const struct provider provider_taskfix;
 extern const struct provider provider_exec;
 extern const struct provider provider_upstream;
 
@@ -77,8 +91,19 @@ void	 provider_session_closed(struct session *);
 void	 provider_shutdown(void);
 /* Which provider serves tool NAME, besides self (NULL: none). */
 const char *provider_tool_owner(const char *, const struct provider *);
+const char *provider_tool_scope(const char *);
 
 cJSON	*provider_list_tools(struct session *);
+/*
+ * A tool's execution.taskSupport (io.modelcontextprotocol/tasks): a
+ * listing hook marks a tool definition with provider_task_support;
+ * provider_tool_task asks the providers' task_support hooks (no listing
+ * is built on a call's path): "forbidden" (the default, also for a tool
+ * nobody has), "optional" or "required".
+ */
+void	 provider_task_support(cJSON *, const char *);
+const char *provider_tool_task(const char *);
+int	 provider_tool_task_self(const char *);
 int	 provider_call_tool(struct call *, const char *, const cJSON *);
 cJSON	*provider_list_resources(struct session *);
 cJSON	*provider_list_resource_templates(struct session *);

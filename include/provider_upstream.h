@@ -1,11 +1,9 @@
 /*
- * Upstream MCP servers as a provider (provider_upstream.c). Which upstream
- * serves a tool, by the name clients call it: per-tool rules look it up.
+ * Upstream MCP servers as a provider (provider_upstream.c): what it tells
+ * besides the provider hooks.
  */
 #ifndef MCPD_PROVIDER_UPSTREAM_H
 #define MCPD_PROVIDER_UPSTREAM_H
-
-const char	*provider_upstream_tool_owner(const char *);
 
 /* What /metrics says of upstream i (0 to provider_upstream_count - 1). */
 struct provider_upstream_stats {

@@ -58,6 +58,7 @@ const char	*redis_script_source(void);
 #define REDIS_SCRIPT_STREAM_PREFIX	"mcpd:{%s}:s:"
 #define REDIS_SCRIPT_CHANNEL		"mcpd:{%s}:events"
 #define REDIS_SCRIPT_NOTE_KEY		"mcpd:{%s}:x:%s"
+#define REDIS_SCRIPT_TASK_KEY		"mcpd:{%s}:task"
 /* On the channel, before a message of eventlog_publish (2 bytes). */
 #define REDIS_SCRIPT_MESSAGE_HEAD	"m "
 char		*redis_script_meta_key(const char *);
@@ -65,6 +66,7 @@ char		*redis_script_note_key(const char *, const char *);
 char		*redis_script_stream_key(const char *, uint64_t);
 char		*redis_script_stream_prefix(const char *);
 char		*redis_script_channel(const char *);
+char		*redis_script_task_key(const char *);
 
 /*
  * Parses the script's answer: {status} or {status, head, oldest, ended,

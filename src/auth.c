@@ -44,7 +44,7 @@
 #include "jwks.h"
 #include "jwt.h"
 #include "log.h"
-#include "provider_upstream.h"
+#include "provider.h"
 #include "server.h"
 #include "xmalloc.h"
 
@@ -1340,17 +1340,11 @@ auth_metadata_where(const char *resource)
 const char *
 auth_tool_scope(const char *tool)
 {
-	const struct conf_tool		*t;
-	const struct conf_upstream	*u;
-	const char			*owner;
+	const struct conf_tool	*t;
 
 	if ((t = conf_tool_find(server.conf, tool)) != NULL)
 		return (t->scope);
-	/* The running configuration's block: a reload changes it live. */
-	if ((owner = provider_upstream_tool_owner(tool)) != NULL &&
-	    (u = conf_upstream_find(server.conf, owner)) != NULL)
-		return (u->scope);
-	return (NULL);
+	return (provider_tool_scope(tool));
 }
 
 int

@@ -11,11 +11,13 @@
  */
 #include <sys/types.h>
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <event2/event.h>
 
+#include "auth.h"
 #include "call.h"
 #include "clock.h"
 #include "jsonrpc.h"
@@ -39,6 +41,28 @@ struct call {
 	void		*cancel_arg;
 	char		*tool;		/* a tools/call of a known tool */
 	uint64_t	 start_ms;
+
+	/*
+	 * A stateless (2026-07-28) request's call has no session nor
+	 * stream: what it sends and answers goes to its sink (modern.c).
+	 */
+	const struct call_sink *sink;
+	void		*sink_arg;
+	int		 log_level;	/* INT_MAX: the client set none */
+	cJSON		*client_caps;
+	int		 resumed;	/* a valid requestState came with it */
+	u_int		 asks;		/* questions put to the client */
+	struct call_waiter *waiters;	/* asked; answered by a new round */
+	size_t		 nwaiters;
+	char		*owner;		/* a sink's name for log lines */
+	struct auth_principal *principal; /* a sink's call: who it is for */
+};
+
+/* A question left for the client's next round: its asker hears so. */
+struct call_waiter {
+	char		*key;
+	call_response_cb cb;
+	void		*arg;
 };
 
 struct call *
@@ -59,6 +83,103 @@ call_start(struct session *s, struct stream *st, const cJSON *id,
 	session_call_add(s, c);
 	stream_expect_response(st, id);
 	return (c);
+}
+
+/*
+ * A call of a stateless request: its messages go to sink, its log level
+ * (from the request's _meta; INT_MAX for none) and the client's declared
+ * capabilities come with the request.
+ */
+struct call *
+call_start_sink(const struct call_sink *sink, void *arg, const cJSON *id,
+    const cJSON *progress_token, int level, const cJSON *client_caps,
+    int resumed)
+{
+	struct call	*c;
+
+	c = xcalloc(1, sizeof *c);
+	c->sink = sink;
+	c->sink_arg = arg;
+	c->refs = 1;
+	c->start_ms = clock_now_ms();
+	c->id = cJSON_Duplicate(id, 1);
+	if (progress_token != NULL)
+		c->progress_token = cJSON_Duplicate(progress_token, 1);
+	c->log_level = level;
+	if (client_caps != NULL)
+		c->client_caps = cJSON_Duplicate(client_caps, 1);
+	c->resumed = resumed;
+	return (c);
+}
+
+/* Names the call's owner in log lines: its session, or "stateless". */
+const char *
+call_owner(const struct call *c)
+{
+	if (c->session != NULL)
+		return (session_id(c->session));
+	return (c->owner != NULL ? c->owner : "stateless");
+}
+
+void
+call_set_principal(struct call *c, struct auth_principal *p)
+{
+	if (p != NULL)
+		auth_principal_ref(p);
+	if (c->principal != NULL)
+		auth_principal_unref(c->principal);
+	c->principal = p;
+}
+
+struct auth_principal *
+call_principal(const struct call *c)
+{
+	if (c->session != NULL)
+		return (session_principal(c->session));
+	return (c->principal);
+}
+
+/* A sink's call names its owner in log lines as name (a task's id). */
+void
+call_set_owner(struct call *c, const char *name)
+{
+	free(c->owner);
+	c->owner = xstrdup(name);
+}
+
+/* The protocol revision the call's client speaks. */
+const char *
+call_version(const struct call *c)
+{
+	return (c->session != NULL ? session_version(c->session) :
+	    CALL_MODERN_VERSION);
+}
+
+int
+call_stateless(const struct call *c)
+{
+	return (c->sink != NULL);
+}
+
+/*
+ * Whether the client declared capability name for this request; a
+ * session's client is taken at its word (its capabilities are checked
+ * where they were before).
+ */
+int
+call_client_capable(const struct call *c, const char *name)
+{
+	if (c->sink == NULL)
+		return (1);
+	return (cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(
+	    c->client_caps, name)));
+}
+
+/* Whether a stateless request came back with a requestState we signed. */
+int
+call_resumed(const struct call *c)
+{
+	return (c->resumed);
 }
 
 struct session *
@@ -101,7 +222,19 @@ call_set_cancel(struct call *c, call_cancel_cb cb, void *arg)
 static void
 call_free(struct call *c)
 {
-	session_unref(c->session);
+	size_t	i;
+
+	if (c->session != NULL)
+		session_unref(c->session);
+	else if (c->sink->gone != NULL)
+		c->sink->gone(c->sink_arg);
+	cJSON_Delete(c->client_caps);
+	for (i = 0; i < c->nwaiters; i++)
+		free(c->waiters[i].key);
+	free(c->waiters);
+	free(c->owner);
+	if (c->principal != NULL)
+		auth_principal_unref(c->principal);
 	cJSON_Delete(c->id);
 	cJSON_Delete(c->progress_token);
 	free(c->tool);
@@ -136,11 +269,25 @@ call_unref(struct call *c)
 		call_free(c);
 }
 
+static void	call_refuse_later(call_sent_cb, call_response_cb, void *);
+
 /* Marks the call done and settles the stream; returns 1 if it was last. */
 static int
 call_finish(struct call *c)
 {
+	size_t	i;
+
 	c->finished = 1;
+	if (c->sink != NULL) {
+		/* Its questions are answered by the client's next round. */
+		for (i = 0; i < c->nwaiters; i++) {
+			call_refuse_later(NULL, c->waiters[i].cb,
+			    c->waiters[i].arg);
+			free(c->waiters[i].key);
+		}
+		c->nwaiters = 0;
+		return (0);
+	}
 	session_call_remove(c->session, c);
 	if (c->asked)
 		outbound_end(c);
@@ -185,12 +332,14 @@ call_cancel(struct call *c, const char *reason)
 		return;
 	id = cJSON_PrintUnformatted(c->id);
 	log_limited(LOG_LEVEL_INFO, "call-cancelled", "session=%s call id=%s "
-	    "cancelled: %s", session_id(c->session), id, reason);
+	    "cancelled: %s", call_owner(c), id, reason);
 	free(id);
 	call_tell_cancel(c);
 	call_count(c, METRICS_TOOL_CANCELLED);
 	if (call_finish(c))
 		stream_close(c->stream);
+	if (c->sink != NULL)
+		c->sink->respond(c->sink_arg, NULL);
 }
 
 static void
@@ -259,15 +408,19 @@ call_send(struct call *c, cJSON *msg, call_sent_cb cb, void *arg)
 {
 	if (c->finished)
 		call_refuse(msg, cb, arg);
+	else if (c->sink != NULL)
+		c->sink->send(c->sink_arg, msg, cb, arg);
 	else
 		call_append(c, c->stream, msg, 0, cb, arg);
 }
 
+/* A stateless request has no standalone stream: refused. */
 void
 call_send_standalone(struct call *c, cJSON *msg, call_sent_cb cb, void *arg)
 {
-	struct stream	*st = session_standalone(c->session);
+	struct stream	*st;
 
+	st = c->sink == NULL ? session_standalone(c->session) : NULL;
 	if (c->finished || st == NULL)
 		call_refuse(msg, cb, arg);
 	else
@@ -283,12 +436,118 @@ void
 call_request(struct call *c, const char *method, cJSON *params,
     call_response_cb cb, void *arg)
 {
+	call_request_keyed(c, NULL, method, params, cb, arg);
+}
+
+/* An answer found in the request itself, told on a later turn. */
+struct call_answer {
+	call_response_cb cb;
+	void		*arg;
+	cJSON		*result;
+};
+
+static void
+call_answered_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct call_answer	*a = arg;
+
+	a->cb(a->result, NULL, a->arg);
+	cJSON_Delete(a->result);
+	free(a);
+}
+
+/*
+ * A stateless request asks through MRTR (modern.c): the sink finds the
+ * answer among the request's inputResponses, or leaves the question for
+ * an input_required result and the client's next round (the asker hears
+ * an error once the call has ended), or refuses it (the call has ended,
+ * with -32021 say). key names the question in inputRequests; NULL: one
+ * is made from the order of the call's questions, which a provider
+ * running the same way again asks in the same order.
+ */
+static void
+call_ask(struct call *c, const char *key, const char *method, cJSON *params,
+    call_response_cb cb, void *arg)
+{
+	struct call_answer	*a;
+	const cJSON		*answer = NULL;
+	char			*made = NULL;
+
+	if (key == NULL) {
+		xasprintf(&made, "input-%u", c->asks);
+		key = made;
+	}
+	c->asks++;
+	switch (c->sink->ask(c->sink_arg, c, key, method, params, &answer)) {
+	case CALL_ASK_ANSWERED:
+		a = xmalloc(sizeof *a);
+		a->cb = cb;
+		a->arg = arg;
+		a->result = cJSON_Duplicate(answer, 1);
+		event_base_once(server.base, -1, EV_TIMEOUT, call_answered_cb,
+		    a, NULL);
+		break;
+	case CALL_ASK_PENDING:
+		if (!c->finished) {
+			c->waiters = xreallocarray(c->waiters, c->nwaiters + 1,
+			    sizeof *c->waiters);
+			c->waiters[c->nwaiters].key = xstrdup(key);
+			c->waiters[c->nwaiters].cb = cb;
+			c->waiters[c->nwaiters++].arg = arg;
+			break;
+		}
+		/* FALLTHROUGH */
+	case CALL_ASK_REFUSED:
+		call_refuse_later(NULL, cb, arg);
+		break;
+	}
+	free(made);
+}
+
+/*
+ * The answer to the question key that a sink left pending (a task's, from
+ * tasks/update): its asker hears it on a later turn. -1 if no question of
+ * that key is pending.
+ */
+int
+call_answer(struct call *c, const char *key, const cJSON *result)
+{
+	struct call_answer	*a;
+	size_t			 i;
+
+	for (i = 0; i < c->nwaiters; i++) {
+		if (strcmp(c->waiters[i].key, key) == 0)
+			break;
+	}
+	if (i == c->nwaiters || c->finished)
+		return (-1);
+	a = xmalloc(sizeof *a);
+	a->cb = c->waiters[i].cb;
+	a->arg = c->waiters[i].arg;
+	a->result = cJSON_Duplicate(result, 1);
+	free(c->waiters[i].key);
+	memmove(&c->waiters[i], &c->waiters[i + 1],
+	    (c->nwaiters - i - 1) * sizeof *c->waiters);
+	c->nwaiters--;
+	event_base_once(server.base, -1, EV_TIMEOUT, call_answered_cb, a,
+	    NULL);
+	return (0);
+}
+
+void
+call_request_keyed(struct call *c, const char *key, const char *method,
+    cJSON *params, call_response_cb cb, void *arg)
+{
 	const char	*id;
 	cJSON		*msg;
 
 	if (c->finished) {
 		cJSON_Delete(params);
 		call_refuse_later(NULL, cb, arg);
+		return;
+	}
+	if (c->sink != NULL) {
+		call_ask(c, key, method, params, cb, arg);
 		return;
 	}
 	c->asked = 1;
@@ -303,6 +562,8 @@ call_request(struct call *c, const char *method, cJSON *params,
 int
 call_log_enabled(const struct call *c, int level)
 {
+	if (c->sink != NULL)
+		return (level >= c->log_level);
 	return (level >= session_log_level(c->session));
 }
 
@@ -320,7 +581,7 @@ call_log_enabled(const struct call *c, int level)
 int
 call_close_view(struct call *c)
 {
-	if (c->finished)
+	if (c->finished || c->sink != NULL)
 		return (-1);
 	return (stream_close_after(c->stream, stream_head(c->stream)));
 }
@@ -342,6 +603,10 @@ call_send_response(struct call *c, cJSON *msg)
 	else
 		call_count(c, METRICS_TOOL_OK);
 
+	if (c->sink != NULL) {
+		c->sink->respond(c->sink_arg, msg);
+		return;
+	}
 	/* The stream copies the text before it returns. */
 	text = jsonrpc_print_shared(msg, &len);
 	stream_append_response(c->stream, text, len, last, c->id);

@@ -151,6 +151,7 @@ struct conf_scope {
 static conf_check_cb	conf_check_path;
 static conf_check_cb	conf_check_log_file;
 static conf_check_cb	conf_check_origin;
+static conf_check_cb	conf_check_key_file;
 static conf_check_cb	conf_check_dir;
 static conf_check_cb	conf_check_url;
 static conf_check_cb	conf_check_file;
@@ -198,6 +199,13 @@ static const struct conf_enum conf_fixtures_values[] = {
 static const struct conf_enum conf_sharing_values[] = {
 	{ "shared", CONF_SHARING_SHARED },
 	{ "session", CONF_SHARING_SESSION },
+	{ NULL, 0 }
+};
+
+static const struct conf_enum conf_task_support_values[] = {
+	{ "forbidden", CONF_TASK_FORBIDDEN },
+	{ "optional", CONF_TASK_OPTIONAL },
+	{ "required", CONF_TASK_REQUIRED },
 	{ NULL, 0 }
 };
 
@@ -275,6 +283,18 @@ static const struct conf_entry conf_tool_entries[] = {
 	  "have it, and a tools/call without it is answered 403 with "
 	  "error=\"insufficient_scope\". Without an auth block it has no "
 	  "effect." },
+	{ .name = "task", .type = CONF_ENUM,
+	  .offset = CONF_TOOL_OFF(task_support),
+	  .values = conf_task_support_values, .def = "forbidden",
+	  .help = "Whether a call may run as a task (the "
+	  "io.modelcontextprotocol/tasks extension; tools/list says it as "
+	  "execution.taskSupport): optional runs it as a task when the "
+	  "client's request declares the extension, and as a plain call "
+	  "otherwise; required refuses a call whose request does not "
+	  "declare it (-32021); forbidden never makes it a task. A task's "
+	  "call answers at once with the task, its program runs on, and "
+	  "its result is kept for task_ttl, readable from any instance "
+	  "with the redis event log." },
 };
 
 /* The directives inside "auth { }"; offsets into struct conf_auth. */
@@ -736,6 +756,24 @@ static const struct conf_entry conf_entries[] = {
 	    "lease_ttl, other instances take a live call for dead and "
 	    "answer it with that error while it still runs."),
 
+	{ .name = "task_ttl", .type = CONF_SECONDS,
+	  .offset = CONF_OFF(task_ttl), .min = 10, .max = 2592000,
+	  .def = "3600", .section = "Tasks",
+	  .help = "How long a task (io.modelcontextprotocol/tasks) and its "
+	  "result stay readable with tasks/get, from its creation: the "
+	  "ttlMs it reports. After that tasks/get answers that the task is "
+	  "not found. A task still running then is failed." },
+	CONF_NUMBER("max_tasks", CONF_INTEGER, max_tasks, 1, 1000000, "1000",
+	    "Tasks one instance runs at once; a tools/call that would start "
+	    "another is answered with an error. The memory event log also "
+	    "keeps at most this many task records, finished ones included, "
+	    "until their task_ttl ends."),
+	CONF_NUMBER("task_poll_ms", CONF_MILLISECONDS, task_poll_ms, 10,
+	    600000, "1000", "The pollIntervalMs tasks suggest to clients: "
+	    "how often they should ask tasks/get. (With the redis event "
+	    "log, the instance running a task reads its record every 250 "
+	    "ms for a tasks/cancel or tasks/update another instance took.)"),
+
 	{ .name = "log_level", .type = CONF_CUSTOM,
 	  .parse = conf_parse_log_level, .args = "debug|info|warn|error",
 	  .def = "info", .section = "Logging",
@@ -747,6 +785,26 @@ static const struct conf_entry conf_entries[] = {
 	  "the runtime's log in a container), or the file at the absolute "
 	  "PATH, appended to and created (mode 0640) if needed. SIGUSR1 "
 	  "reopens the file, after log rotation moved it away." },
+	{ .name = "state_key_file", .type = CONF_STRING,
+	  .offset = CONF_OFF(state_key_file), .check = conf_check_key_file,
+	  .args = "none|PATH", .def = "none", .section = "Stateless requests",
+	  .example = "/etc/mcpd/state.key",
+	  .help = "The key (a file of 32 to 1023 bytes, say 64 random hex "
+	  "digits) that signs the requestState of input_required results "
+	  "(2026-07-28 multi round-trip requests) with HMAC-SHA256, so that "
+	  "any instance holding the same key can continue a round another "
+	  "began, and a changed state is refused. none: a key drawn at "
+	  "start-up, fine for one instance; instances behind one balancer "
+	  "need the same file. Read again on reload." },
+	{ .name = "state_key_previous_file", .type = CONF_STRING,
+	  .offset = CONF_OFF(state_key_previous_file),
+	  .check = conf_check_key_file, .args = "none|PATH", .def = "none",
+	  .example = "/etc/mcpd/state.key.old",
+	  .help = "The key state_key_file held before a rotation: states it "
+	  "signed are still accepted (new ones are signed with "
+	  "state_key_file). Rotate by giving every instance the new key with "
+	  "the old one here, then, once the rounds in flight are over, "
+	  "dropping this line." },
 	{ .name = "access_log", .type = CONF_BOOL,
 	  .offset = CONF_OFF(access_log), .values = conf_bool_values,
 	  .def = "off",
@@ -1477,6 +1535,22 @@ conf_check_log_file(const char *s, char **value, char **why)
 {
 	if (strcmp(s, "stderr") != 0 && *s != '/') {
 		xasprintf(why, "log_file must be stderr or an absolute path, "
+		    "not \"%s\"", s);
+		return (-1);
+	}
+	*value = xstrdup(s);
+	return (0);
+}
+
+static int
+conf_check_key_file(const char *s, char **value, char **why)
+{
+	if (strcmp(s, "none") == 0) {
+		*value = NULL;
+		return (0);
+	}
+	if (*s != '/') {
+		xasprintf(why, "a key file must be none or an absolute path, "
 		    "not \"%s\"", s);
 		return (-1);
 	}

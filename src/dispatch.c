@@ -21,6 +21,7 @@
 #include "provider.h"
 #include "session.h"
 #include "stream.h"
+#include "task.h"
 #include "xmalloc.h"
 
 /* tools/list page size; small lists fit on one page. */
@@ -63,7 +64,8 @@ dispatch_params_ok(const cJSON *req, struct dispatch_error *err)
 	return (0);
 }
 
-static cJSON *
+/* The server's capabilities, as initialize and server/discover say them. */
+cJSON *
 dispatch_capabilities(void)
 {
 	cJSON	*caps = cJSON_CreateObject();
@@ -217,6 +219,12 @@ dispatch_reinitialize(struct session *s, const cJSON *params,
 	return (NULL);
 }
 
+/*
+ * Who a quick method without a session answers for: set only while
+ * dispatch_quick_stateless runs (quick methods answer at once).
+ */
+static const struct auth_principal *dispatch_stateless_who;
+
 /* Only the tools the session's principal may call (auth_tool_allowed). */
 static cJSON *
 dispatch_tools_list(struct session *s, const cJSON *params,
@@ -229,8 +237,9 @@ dispatch_tools_list(struct session *s, const cJSON *params,
 	    tool = next) {
 		next = tool->next;
 		name = cJSON_GetObjectItemCaseSensitive(tool, "name");
-		if (cJSON_IsString(name) && !auth_tool_allowed(
-		    session_principal(s), name->valuestring))
+		if (cJSON_IsString(name) && !auth_tool_allowed(s != NULL ?
+		    session_principal(s) : dispatch_stateless_who,
+		    name->valuestring))
 			cJSON_Delete(cJSON_DetachItemViaPointer(all, tool));
 	}
 	return (dispatch_page(all, params, "tools", err));
@@ -322,6 +331,55 @@ dispatch_set_level(struct session *s, const cJSON *params,
 
 static void	dispatch_call_error(struct call *, int, const char *);
 
+/* A task method's answer (task.h), the call's response. */
+static void
+dispatch_task_answer(cJSON *result, int code, const char *message,
+    cJSON *data, void *arg)
+{
+	struct call	*c = arg;
+
+	if (result != NULL)
+		call_respond(c, result);
+	else
+		call_respond_error_data(c, code, message, data);
+	call_release(c);
+}
+
+/*
+ * tasks/get, tasks/update, tasks/cancel: for requests that declare the
+ * extension in their _meta, as the extension says of every request.
+ */
+static void
+dispatch_task_method(struct call *c, const char *method, const cJSON *params)
+{
+	if (!task_declared(params)) {
+		call_respond_error_data(c, TASK_MISSING_CAPABILITY,
+		    "Missing required client capability",
+		    task_missing_capability());
+		call_release(c);
+		return;
+	}
+	task_run_method(method, params, dispatch_task_answer, c);
+}
+
+static void
+dispatch_tasks_get(struct call *c, const cJSON *params)
+{
+	dispatch_task_method(c, "tasks/get", params);
+}
+
+static void
+dispatch_tasks_update(struct call *c, const cJSON *params)
+{
+	dispatch_task_method(c, "tasks/update", params);
+}
+
+static void
+dispatch_tasks_cancel(struct call *c, const cJSON *params)
+{
+	dispatch_task_method(c, "tasks/cancel", params);
+}
+
 static void
 dispatch_tools_call(struct call *c, const cJSON *params)
 {
@@ -335,6 +393,20 @@ dispatch_tools_call(struct call *c, const cJSON *params)
 		    "Invalid params: tools/call needs a name and object "
 		    "arguments");
 		return;
+	}
+	switch (task_mode(name->valuestring, params)) {
+	case TASK_MODE_TASK:
+		task_call_tool(name->valuestring, params, call_principal(c),
+		    dispatch_task_answer, c);
+		return;
+	case TASK_MODE_REFUSE:
+		call_respond_error_data(c, TASK_MISSING_CAPABILITY,
+		    "Missing required client capability",
+		    task_missing_capability());
+		call_release(c);
+		return;
+	case TASK_MODE_CALL:
+		break;
 	}
 	call_set_tool(c, name->valuestring);
 	if (provider_call_tool(c, name->valuestring, args) != 0) {
@@ -358,12 +430,24 @@ dispatch_resources_read(struct call *c, const cJSON *params)
 {
 	const cJSON	*uri = cJSON_GetObjectItemCaseSensitive(params, "uri");
 
+	cJSON		*data;
+
 	if (!cJSON_IsString(uri))
 		dispatch_call_error(c, JSONRPC_INVALID_PARAMS,
 		    "Invalid params: uri must be a string");
-	else if (provider_read_resource(c, uri->valuestring) != 0)
+	else if (provider_read_resource(c, uri->valuestring) == 0)
+		return;
+	else if (!call_stateless(c))
 		dispatch_call_error(c, JSONRPC_RESOURCE_NOT_FOUND,
 		    "Resource not found");
+	else {
+		/* 2026-07-28 (SEP-2164): invalid params, naming the URI. */
+		data = cJSON_CreateObject();
+		cJSON_AddStringToObject(data, "uri", uri->valuestring);
+		call_respond_error_data(c, JSONRPC_INVALID_PARAMS,
+		    "Resource not found", data);
+		call_release(c);
+	}
 }
 
 static void
@@ -483,6 +567,9 @@ static const struct dispatch_method dispatch_methods[] = {
 	CALL("resources/read", dispatch_resources_read),
 	CALL("prompts/get", dispatch_prompts_get),
 	CALL("completion/complete", dispatch_complete),
+	CALL("tasks/get", dispatch_tasks_get),
+	CALL("tasks/update", dispatch_tasks_update),
+	CALL("tasks/cancel", dispatch_tasks_cancel),
 	NOTIFICATION("notifications/cancelled", dispatch_cancelled),
 	NOTIFICATION("notifications/initialized", dispatch_initialized),
 };
@@ -543,6 +630,17 @@ dispatch_run(struct session *s, const cJSON *req, struct dispatch_error *err)
 }
 
 cJSON *
+dispatch_quick_stateless(const struct auth_principal *who, const cJSON *req)
+{
+	cJSON	*answer;
+
+	dispatch_stateless_who = who;
+	answer = dispatch_quick(NULL, req);
+	dispatch_stateless_who = NULL;
+	return (answer);
+}
+
+cJSON *
 dispatch_quick(struct session *s, const cJSON *req)
 {
 	const cJSON		*id = cJSON_GetObjectItemCaseSensitive(req, "id");
@@ -593,6 +691,16 @@ dispatch_run_call(struct session *s, struct call *c, const cJSON *req)
 	else
 		call_respond_error(c, err.code, err.message);
 	call_release(c);
+}
+
+/*
+ * Starts a stateless request's call (modern.c), which owes its response
+ * to its sink: a call method, or a quick one answered through the call.
+ */
+void
+dispatch_start_call(struct call *c, const cJSON *req)
+{
+	dispatch_run_call(NULL, c, req);
 }
 
 /* Starts a request whose response goes onto stream st. */

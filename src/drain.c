@@ -35,9 +35,11 @@
 #include "conf.h"
 #include "drain.h"
 #include "log.h"
+#include "modern.h"
 #include "notify.h"
 #include "server.h"
 #include "session.h"
+#include "task.h"
 #include "view.h"
 
 /* How often the calls and views phases look whether they are over. */
@@ -96,7 +98,9 @@ drain_timer_cb(evutil_socket_t fd, short events, void *arg)
 		    (uint64_t)server.conf->drain_timeout * 1000;
 		log_info("drain: listening socket closed after drain_delay; "
 		    "%zu call(s) running, waiting up to %llds (drain_timeout)",
-		    session_running_calls(), server.conf->drain_timeout);
+		    session_running_calls() + modern_running_calls() +
+		    task_running(),
+		    server.conf->drain_timeout);
 	}
 	drain_step();
 }
@@ -125,7 +129,8 @@ drain_step(void)
 	size_t		n, left;
 
 	if (drain.state == DRAIN_CALLS) {
-		if ((n = session_running_calls()) > 0) {
+		if ((n = session_running_calls() +
+		    modern_running_calls() + task_running()) > 0) {
 			if (now < drain.deadline_ms) {
 				drain_arm(DRAIN_POLL_MS);
 				return;
@@ -133,6 +138,10 @@ drain_step(void)
 			log_info("drain: drain_timeout reached; interrupting "
 			    "%zu call(s)", n);
 			session_interrupt_calls("the server is shutting down "
+			    "(drain_timeout)");
+			modern_interrupt_calls("the server is shutting down "
+			    "(drain_timeout)");
+			task_interrupt("the server is shutting down "
 			    "(drain_timeout)");
 		} else
 			log_info("drain: no call running");

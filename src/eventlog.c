@@ -168,3 +168,20 @@ eventlog_note_get(struct eventlog *el, const char *sid, const char *name,
 {
 	el->ops->note_get(el->backend, sid, name, cb, arg);
 }
+
+void
+eventlog_task_put(struct eventlog *el, const char *tid, uint64_t rev,
+    const char *rec, size_t len, uint64_t ttl_ms, eventlog_done_cb cb,
+    void *arg)
+{
+	if (rev == 0)
+		fatalx("task=%s: revision 0 is never written", tid);
+	el->ops->task_put(el->backend, tid, rev, rec, len, ttl_ms, cb, arg);
+}
+
+void
+eventlog_task_get(struct eventlog *el, const char *tid, eventlog_task_cb cb,
+    void *arg)
+{
+	el->ops->task_get(el->backend, tid, cb, arg);
+}

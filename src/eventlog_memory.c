@@ -7,6 +7,8 @@
  * the Redis backend. Retention is what the conf says: stream_maxlen entries
  * per stream, stream_ttl seconds after a stream ends. An expired stream
  * leaves a tombstone so a late cursor is answered "expired", not "unknown".
+ * Task records live in a tree of their own, at most max_tasks of them,
+ * each until its lifetime ends.
  */
 #include <sys/queue.h>
 #include <sys/tree.h>
@@ -65,6 +67,16 @@ struct mem_session {
 };
 RB_HEAD(mem_sessions, mem_session);
 
+struct mem_task {
+	char			*tid;
+	uint64_t		 rev;
+	char			*data;
+	size_t			 len;
+	uint64_t		 expires_ms;
+	RB_ENTRY(mem_task)	 entry;
+};
+RB_HEAD(mem_tasks, mem_task);
+
 enum mem_op_type {
 	MEM_SESSION_STORE,
 	MEM_SESSION_LOAD,
@@ -73,7 +85,9 @@ enum mem_op_type {
 	MEM_APPEND,
 	MEM_STREAM_END,
 	MEM_READ,
-	MEM_PUBLISH		/* nobody else to tell: answered OK */
+	MEM_PUBLISH,		/* nobody else to tell: answered OK */
+	MEM_TASK_PUT,
+	MEM_TASK_GET
 };
 
 struct mem_op {
@@ -92,6 +106,7 @@ struct mem_op {
 		eventlog_append_cb	append;
 		eventlog_read_cb	read;
 		eventlog_load_cb	load;
+		eventlog_task_cb	task;
 	} cb;
 	void			*arg;
 	TAILQ_ENTRY(mem_op)	 entry;
@@ -105,6 +120,9 @@ struct mem {
 	size_t			 max_streams;	/* per session, open or ended */
 	uint64_t		 ttl_ms;
 	struct mem_sessions	 sessions;
+	struct mem_tasks	 tasks;
+	size_t			 ntasks;
+	size_t			 max_tasks;
 	struct mem_ops		 ops;
 	struct mem_ops		 running;	/* taken from ops this turn */
 	struct event		*run_ev;
@@ -120,6 +138,13 @@ mem_stream_cmp(struct mem_stream *a, struct mem_stream *b)
 	return (a->k < b->k ? -1 : a->k > b->k);
 }
 RB_GENERATE_STATIC(mem_streams, mem_stream, entry, mem_stream_cmp);
+
+static int
+mem_task_cmp(struct mem_task *a, struct mem_task *b)
+{
+	return (strcmp(a->tid, b->tid));
+}
+RB_GENERATE_STATIC(mem_tasks, mem_task, entry, mem_task_cmp);
 
 static int
 mem_session_cmp(struct mem_session *a, struct mem_session *b)
@@ -487,6 +512,93 @@ mem_do_read(struct mem *m, struct mem_op *op)
 }
 
 static void
+mem_task_free(struct mem *m, struct mem_task *t)
+{
+	RB_REMOVE(mem_tasks, &m->tasks, t);
+	m->ntasks--;
+	free(t->tid);
+	free(t->data);
+	free(t);
+}
+
+/* The record of a task, unless its lifetime has ended (then dropped). */
+static struct mem_task *
+mem_task_find(struct mem *m, const char *tid)
+{
+	struct mem_task	find, *t;
+
+	find.tid = (char *)tid;
+	if ((t = RB_FIND(mem_tasks, &m->tasks, &find)) == NULL)
+		return (NULL);
+	if (t->expires_ms <= clock_now_ms()) {
+		mem_task_free(m, t);
+		return (NULL);
+	}
+	return (t);
+}
+
+static void
+mem_task_expire(struct mem *m)
+{
+	struct mem_task	*t, *t1;
+	uint64_t	 now = clock_now_ms();
+
+	RB_FOREACH_SAFE(t, mem_tasks, &m->tasks, t1) {
+		if (t->expires_ms <= now)
+			mem_task_free(m, t);
+	}
+}
+
+static void
+mem_do_task_put(struct mem *m, struct mem_op *op)
+{
+	struct mem_task	*t = mem_task_find(m, op->sid);
+
+	if (op->seq == 1 && t != NULL) {
+		op->cb.done(EVENTLOG_CONFLICT, op->arg);
+		return;
+	}
+	if (op->seq > 1 && t == NULL) {
+		op->cb.done(EVENTLOG_NOT_FOUND, op->arg);
+		return;
+	}
+	if (op->seq > 1 && t->rev != op->seq - 1) {
+		op->cb.done(EVENTLOG_CONFLICT, op->arg);
+		return;
+	}
+	if (t == NULL) {
+		if (m->ntasks >= m->max_tasks)
+			mem_task_expire(m);
+		if (m->ntasks >= m->max_tasks) {
+			op->cb.done(EVENTLOG_FULL, op->arg);
+			return;
+		}
+		t = xcalloc(1, sizeof *t);
+		t->tid = xstrdup(op->sid);
+		RB_INSERT(mem_tasks, &m->tasks, t);
+		m->ntasks++;
+	}
+	free(t->data);
+	t->data = op->data;
+	t->len = op->len;
+	op->data = NULL;
+	t->rev = op->seq;
+	t->expires_ms = clock_now_ms() + op->max;
+	op->cb.done(EVENTLOG_OK, op->arg);
+}
+
+static void
+mem_do_task_get(struct mem *m, struct mem_op *op)
+{
+	struct mem_task	*t = mem_task_find(m, op->sid);
+
+	if (t == NULL)
+		op->cb.task(EVENTLOG_NOT_FOUND, 0, NULL, 0, op->arg);
+	else
+		op->cb.task(EVENTLOG_OK, t->rev, t->data, t->len, op->arg);
+}
+
+static void
 mem_op_free(struct mem_op *op)
 {
 	free(op->data);
@@ -525,6 +637,12 @@ mem_op_execute(struct mem *m, struct mem_op *op)
 	case MEM_PUBLISH:
 		op->cb.done(EVENTLOG_OK, op->arg);
 		break;
+	case MEM_TASK_PUT:
+		mem_do_task_put(m, op);
+		break;
+	case MEM_TASK_GET:
+		mem_do_task_get(m, op);
+		break;
 	}
 }
 
@@ -536,7 +654,11 @@ mem_op_cancel(struct mem_op *op)
 	case MEM_SESSION_STORE:
 	case MEM_SESSION_DELETE:
 	case MEM_PUBLISH:
+	case MEM_TASK_PUT:
 		op->cb.done(EVENTLOG_CANCELLED, op->arg);
+		break;
+	case MEM_TASK_GET:
+		op->cb.task(EVENTLOG_CANCELLED, 0, NULL, 0, op->arg);
 		break;
 	case MEM_SESSION_LOAD:
 		op->cb.load(EVENTLOG_CANCELLED, NULL, 0, op->arg);
@@ -593,6 +715,7 @@ mem_cron_cb(evutil_socket_t fd, short events, void *arg)
 				mem_stream_expire(ms, st);
 		}
 	}
+	mem_task_expire(m);
 }
 
 /*
@@ -719,11 +842,34 @@ mem_publish(void *p, const char *sid, const char *msg, size_t len,
 }
 
 static void
+mem_task_put(void *p, const char *tid, uint64_t rev, const char *rec,
+    size_t len, uint64_t ttl_ms, eventlog_done_cb cb, void *arg)
+{
+	struct mem_op	*op = mem_op_new(p, MEM_TASK_PUT, tid, 0);
+
+	op->seq = rev;
+	op->max = ttl_ms;
+	mem_op_set_data(op, rec, len);
+	op->cb.done = cb;
+	op->arg = arg;
+}
+
+static void
+mem_task_get(void *p, const char *tid, eventlog_task_cb cb, void *arg)
+{
+	struct mem_op	*op = mem_op_new(p, MEM_TASK_GET, tid, 0);
+
+	op->cb.task = cb;
+	op->arg = arg;
+}
+
+static void
 mem_free(void *p)
 {
 	struct mem		*m = p;
 	struct mem_op		*op;
 	struct mem_session	*ms, *ms1;
+	struct mem_task		*t, *t1;
 
 	/* In order; what the callbacks queue meanwhile goes last. */
 	for (;;) {
@@ -736,6 +882,8 @@ mem_free(void *p)
 	}
 	RB_FOREACH_SAFE(ms, mem_sessions, &m->sessions, ms1)
 		mem_session_free(m, ms);
+	RB_FOREACH_SAFE(t, mem_tasks, &m->tasks, t1)
+		mem_task_free(m, t);
 	event_free(m->run_ev);
 	event_free(m->cron_ev);
 	free(m);
@@ -752,6 +900,8 @@ static const struct eventlog_ops mem_ops = {
 	.stream_end = mem_stream_end,
 	.read = mem_read,
 	.publish = mem_publish,
+	.task_put = mem_task_put,
+	.task_get = mem_task_get,
 };
 
 void *
@@ -766,7 +916,9 @@ eventlog_memory_create(struct event_base *base, const struct conf *conf,
 	m->maxlen = (size_t)conf->stream_maxlen;
 	m->max_streams = (size_t)conf->session_max_streams;
 	m->ttl_ms = (uint64_t)conf->stream_ttl * 1000;
+	m->max_tasks = (size_t)conf->max_tasks;
 	RB_INIT(&m->sessions);
+	RB_INIT(&m->tasks);
 	TAILQ_INIT(&m->ops);
 	TAILQ_INIT(&m->running);
 	m->run_ev = evtimer_new(base, mem_run_cb, m);

@@ -95,7 +95,9 @@ enum redis_op_type {
 	REDIS_OP_END,
 	REDIS_OP_READ,
 	REDIS_OP_NOTE_SET,	/* plain SET, answered "OK" */
-	REDIS_OP_PUBLISH	/* plain PUBLISH, answered a count */
+	REDIS_OP_PUBLISH,	/* plain PUBLISH, answered a count */
+	REDIS_OP_TASK_PUT,
+	REDIS_OP_TASK_GET	/* plain GET: "REV RECORD" or nil */
 };
 
 TAILQ_HEAD(redis_ops, redis_op);
@@ -151,6 +153,7 @@ struct redis_op {
 		eventlog_append_cb	append;
 		eventlog_read_cb	read;
 		eventlog_load_cb	load;
+		eventlog_task_cb	task;
 	} cb;
 	void			*arg;
 	TAILQ_ENTRY(redis_op)	 entry;
@@ -875,6 +878,30 @@ redis_create_answered(struct redis_op *create, enum eventlog_status status)
 	redis_release(r);
 }
 
+/* A task's value is "REV RECORD" (redis_script.c): split it. */
+static void
+redis_task_answer(struct redis_op *op, enum eventlog_status status,
+    const char *data, size_t len)
+{
+	uint64_t	rev = 0;
+	size_t		i = 0;
+
+	if (status == EVENTLOG_OK) {
+		while (i < len && data[i] >= '0' && data[i] <= '9' &&
+		    rev < UINT64_MAX / 10)
+			rev = rev * 10 + (uint64_t)(data[i++] - '0');
+		if (i == 0 || i >= len || data[i] != ' ' || rev == 0) {
+			log_limited(LOG_LEVEL_WARN, "redis-reply", "eventlog=%s: "
+			    "task=%s: not a task record", op->r->name, op->sid);
+			status = EVENTLOG_UNAVAILABLE;
+		}
+	}
+	if (status != EVENTLOG_OK)
+		op->cb.task(status, 0, NULL, 0, op->arg);
+	else
+		op->cb.task(status, rev, data + i + 1, len - i - 1, op->arg);
+}
+
 /* Runs the caller's callback, once. */
 static void
 redis_op_answer(struct redis_op *op, enum eventlog_status status,
@@ -894,10 +921,14 @@ redis_op_answer(struct redis_op *op, enum eventlog_status status,
 	case REDIS_OP_DELETE:
 	case REDIS_OP_NOTE_SET:
 	case REDIS_OP_PUBLISH:
+	case REDIS_OP_TASK_PUT:
 		op->cb.done(status, op->arg);
 		break;
 	case REDIS_OP_LOAD:
 		op->cb.load(status, data, len, op->arg);
+		break;
+	case REDIS_OP_TASK_GET:
+		redis_task_answer(op, status, data, len);
 		break;
 	case REDIS_OP_CREATE:
 		redis_create_answered(op, status);
@@ -1312,7 +1343,8 @@ redis_reply_cb(redisAsyncContext *ac, void *p, void *privdata)
 	else if (!op->answered) {
 		if (!redis_op_is_user(op))
 			redis_setup_reply(op, reply);
-		else if (op->type == REDIS_OP_LOAD)
+		else if (op->type == REDIS_OP_LOAD ||
+		    op->type == REDIS_OP_TASK_GET)
 			redis_load_reply(op, reply);
 		else if (op->type == REDIS_OP_NOTE_SET)
 			redis_op_answer(op, reply->type == REDIS_REPLY_STATUS ?
@@ -1487,6 +1519,44 @@ redis_publish(void *p, const char *sid, const char *msg, size_t len,
 	memcpy(payload + 2, msg, len);
 	redis_op_end_arg(op, i);
 	op->cb.done = cb;
+	op->arg = arg;
+	redis_op_submit(op);
+}
+
+/*
+ * A task's record is one key of its own, {TID} its hash tag, written by
+ * the script (compare-and-set on the revision) and read with a plain GET.
+ */
+static void
+redis_task_put(void *p, const char *tid, uint64_t rev, const char *rec,
+    size_t len, uint64_t ttl_ms, eventlog_done_cb cb, void *arg)
+{
+	struct redis	*r = p;
+	struct redis_op	*op = redis_op_new(r, REDIS_OP_TASK_PUT, tid, 0);
+
+	op->script = 1;
+	redis_op_arg(op, "EVALSHA", 7);
+	redis_op_arg(op, r->sha, strlen(r->sha));
+	redis_op_arg(op, "1", 1);
+	redis_op_take(op, redis_script_task_key(tid));
+	redis_op_arg(op, "task", 4);
+	redis_op_argu(op, rev);
+	redis_op_argu(op, ttl_ms > 0 ? ttl_ms : 1);
+	redis_op_arg(op, rec, len);
+	op->wait = 1;
+	op->cb.done = cb;
+	op->arg = arg;
+	redis_op_submit(op);
+}
+
+static void
+redis_task_get(void *p, const char *tid, eventlog_task_cb cb, void *arg)
+{
+	struct redis_op	*op = redis_op_new(p, REDIS_OP_TASK_GET, tid, 0);
+
+	redis_op_arg(op, "GET", 3);
+	redis_op_take(op, redis_script_task_key(tid));
+	op->cb.task = cb;
 	op->arg = arg;
 	redis_op_submit(op);
 }
@@ -2092,6 +2162,8 @@ static const struct eventlog_ops redis_ops = {
 	.publish = redis_publish,
 	.note_set = redis_note_set,
 	.note_get = redis_note_get,
+	.task_put = redis_task_put,
+	.task_get = redis_task_get,
 	.available = redis_available,
 };
 

@@ -6,7 +6,7 @@
 
 static const char *eventlog_status_names[EVENTLOG_STATUS_MAX] = {
 	"ok", "conflict", "unavailable", "not-found", "trimmed", "expired",
-	"ahead", "ended", "cancelled"
+	"ahead", "ended", "cancelled", "full"
 };
 
 const char *

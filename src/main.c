@@ -11,6 +11,7 @@
 #include "conf.h"
 #include "dispatch.h"
 #include "log.h"
+#include "seal.h"
 #include "server.h"
 #include "xmalloc.h"
 
@@ -88,6 +89,12 @@ main(int argc, char **argv)
 	}
 	if (conf_log_open(conf, &cause) != 0) {
 		fprintf(stderr, "mcpd: %s\n", cause);
+		free(cause);
+		conf_free(conf);
+		return (1);
+	}
+	if (seal_load(conf, 1, &cause) != 0) {
+		fprintf(stderr, "mcpd: state_key_file: %s\n", cause);
 		free(cause);
 		conf_free(conf);
 		return (1);

@@ -8,6 +8,7 @@
 static const struct provider *provider_table[] = {
 	&provider_builtin,
 	&provider_fixtures,
+	&provider_taskfix,
 	&provider_exec,
 	&provider_upstream,
 };
@@ -101,6 +102,21 @@ provider_tool_owner(const char *name, const struct provider *self)
 	PROVIDER_FOREACH(i, p, list_tools) {
 		if (p != self && provider_lists_tool(p, name))
 			return (p->name);
+	}
+	return (NULL);
+}
+
+/* The first tool_scope hook that knows the tool (auth.c's per-tool scope). */
+const char *
+provider_tool_scope(const char *name)
+{
+	const struct provider	*p;
+	const char		*scope;
+	size_t			 i;
+
+	PROVIDER_FOREACH(i, p, tool_scope) {
+		if ((scope = p->tool_scope(name)) != NULL)
+			return (scope);
 	}
 	return (NULL);
 }
@@ -210,4 +226,39 @@ provider_complete(struct call *c, const cJSON *ref, const cJSON *arg,
 			return (0);
 	}
 	return (-1);
+}
+
+void
+provider_task_support(cJSON *tool, const char *support)
+{
+	cJSON	*execution = cJSON_AddObjectToObject(tool, "execution");
+
+	cJSON_AddStringToObject(execution, "taskSupport", support);
+}
+
+const char *
+provider_tool_task(const char *name)
+{
+	const struct provider	*p;
+	const char		*support;
+	size_t			 i;
+
+	PROVIDER_FOREACH(i, p, task_support) {
+		if ((support = p->task_support(name)) != NULL)
+			return (support);
+	}
+	return ("forbidden");
+}
+
+int
+provider_tool_task_self(const char *name)
+{
+	const struct provider	*p;
+	size_t			 i;
+
+	PROVIDER_FOREACH(i, p, task_self) {
+		if (p->task_self(name))
+			return (1);
+	}
+	return (0);
 }

@@ -72,6 +72,13 @@ builtin_add_tool(cJSON *tools, const char *name, const char *description,
 	cJSON_AddItemToArray(tools, tool);
 }
 
+/* stream is long enough to be worth a task when the client can take one. */
+static const char *
+builtin_task_support(const char *name)
+{
+	return (strcmp(name, "stream") == 0 ? "optional" : NULL);
+}
+
 static void
 builtin_list_tools(cJSON *tools)
 {
@@ -86,6 +93,8 @@ builtin_list_tools(cJSON *tools)
 	    "\"interval_ms\":{\"type\":\"integer\",\"minimum\":0},"
 	    "\"size\":{\"type\":\"integer\",\"minimum\":0}},"
 	    "\"required\":[\"n\"]}");
+	provider_task_support(cJSON_GetArrayItem(tools,
+	    cJSON_GetArraySize(tools) - 1), builtin_task_support("stream"));
 	builtin_add_tool(tools, "notify",
 	    "Send n log messages on the session's standalone stream, then "
 	    "`queued n`.",
@@ -354,7 +363,12 @@ builtin_call_tool(struct call *c, const char *name, const cJSON *args)
 		builtin_echo(c, args);
 	else if (strcmp(name, "stream") == 0)
 		builtin_start(c, BUILTIN_STREAM, args);
-	else if (strcmp(name, "notify") == 0)
+	else if (strcmp(name, "notify") == 0 && call_stateless(c)) {
+		/* A tool execution error: 2026-07-28 has no such stream. */
+		call_respond_text(c, "notify needs a session: a stateless "
+		    "(2026-07-28) request has no standalone stream", 1);
+		call_release(c);
+	} else if (strcmp(name, "notify") == 0)
 		builtin_start(c, BUILTIN_NOTIFY, args);
 	else
 		return (-1);
@@ -366,4 +380,5 @@ const struct provider provider_builtin = {
 	.enabled = builtin_enabled,
 	.list_tools = builtin_list_tools,
 	.call_tool = builtin_call_tool,
+	.task_support = builtin_task_support,
 };

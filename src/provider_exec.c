@@ -328,6 +328,18 @@ exectool_enabled(const struct conf *conf)
 	return (conf->ntools > 0);
 }
 
+/* What the tool block's task key says. */
+static const char *
+exectool_task_support(const char *name)
+{
+	const struct conf_tool	*tool = conf_tool_find(server.conf, name);
+
+	if (tool == NULL || tool->task_support == CONF_TASK_FORBIDDEN)
+		return (NULL);
+	return (tool->task_support == CONF_TASK_REQUIRED ? "required" :
+	    "optional");
+}
+
 static void
 exectool_list_tools(cJSON *tools)
 {
@@ -345,6 +357,9 @@ exectool_list_tools(cJSON *tools)
 			    tool->description);
 		cJSON_AddItemToObject(item, "inputSchema",
 		    provider_exec_schema(tool));
+		if (exectool_task_support(tool->name) != NULL)
+			provider_task_support(item,
+			    exectool_task_support(tool->name));
 		cJSON_AddItemToArray(tools, item);
 	}
 }
@@ -362,7 +377,7 @@ exectool_refuse(struct call *c, char *text)
 static const char *
 exectool_sid(const struct exectool_call *t)
 {
-	return (t->call != NULL ? session_id(call_session(t->call)) : "-");
+	return (t->call != NULL ? call_owner(t->call) : "-");
 }
 
 static void
@@ -698,7 +713,7 @@ exectool_call_tool(struct call *c, const char *name, const cJSON *args)
 	memset(&spec, 0, sizeof spec);
 	spec.path = tool->program;
 	spec.argv = argv;
-	env = exectool_env(tool, session_principal(call_session(c)));
+	env = exectool_env(tool, call_principal(c));
 	spec.envp = env;
 	spec.cwd = tool->cwd;
 	spec.name = tool->name;
@@ -706,7 +721,7 @@ exectool_call_tool(struct call *c, const char *name, const cJSON *args)
 	exectool_env_free(env);
 	if (job == NULL) {
 		log_limited(LOG_LEVEL_WARN, "exec-start", "session=%s tool=%s: "
-		    "cannot run: %s", session_id(call_session(c)), tool->name,
+		    "cannot run: %s", call_owner(c), tool->name,
 		    cause);
 		xasprintf(&text, "cannot run %s: %s", tool->name, cause);
 		free(cause);
@@ -729,12 +744,12 @@ exectool_call_tool(struct call *c, const char *name, const cJSON *args)
 	TAILQ_INSERT_TAIL(&exectool_running, t, entry);
 	call_set_cancel(c, exectool_cancel_cb, t);
 	log_limited(LOG_LEVEL_INFO, "exec-start", "session=%s tool=%s pid=%ld: "
-	    "started", session_id(call_session(c)), tool->name, t->pid);
+	    "started", call_owner(c), tool->name, t->pid);
 	return (0);
 
 busy:
 	log_limited(LOG_LEVEL_INFO, "exec-busy", "session=%s %s",
-	    session_id(call_session(c)), text);
+	    call_owner(c), text);
 	provider_exec_argv_free(argv);
 	exectool_refuse(c, text);
 	return (0);
@@ -745,4 +760,5 @@ const struct provider provider_exec = {
 	.enabled = exectool_enabled,
 	.list_tools = exectool_list_tools,
 	.call_tool = exectool_call_tool,
+	.task_support = exectool_task_support,
 };

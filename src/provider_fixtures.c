@@ -21,6 +21,7 @@
 #include "jsonrpc.h"
 #include "log.h"
 #include "mcp.h"
+#include "modern.h"
 #include "provider.h"
 #include "server.h"
 #include "session.h"
@@ -237,7 +238,7 @@ fixtures_schema_tool(struct call *c, const struct fixtures_tool *t,
 	char	*json, *text;
 
 	json = args != NULL ? cJSON_PrintUnformatted(args) : xstrdup("{}");
-	xasprintf(&text, "json_schema_2020_12_tool received: %s", json);
+	xasprintf(&text, "%s received: %s", t->name, json);
 	fixtures_answer_text(c, text, 0);
 	free(text);
 	free(json);
@@ -262,6 +263,7 @@ fixtures_update_watched(struct call *c, const struct fixtures_tool *t,
 
 	fixtures_watched_revision++;
 	session_resource_updated(FIXTURES_WATCHED);
+	modern_notify(MODERN_RESOURCE_UPDATED, FIXTURES_WATCHED);
 	xasprintf(&text, "Updated %s to revision %ld", FIXTURES_WATCHED,
 	    fixtures_watched_revision);
 	fixtures_answer_text(c, text, 0);
@@ -570,7 +572,7 @@ fixtures_ask(struct fixtures_job *job, const cJSON *args)
 		return;
 	}
 	form = fixtures_form(job->kind);
-	version = session_version(call_session(job->call));
+	version = call_version(job->call);
 	if (mcp_version_at_least(version, "2025-11-25"))
 		cJSON_AddStringToObject(params, "mode", "form");
 	if (fixtures_forms[form].message != NULL)
@@ -609,7 +611,7 @@ fixtures_reconnect(struct fixtures_job *job)
 	if (call_close_view(job->call) != 0)
 		log_debug("session=%s test_reconnection: connection kept "
 		    "(the client cannot resume)",
-		    session_id(call_session(job->call)));
+		    call_owner(job->call));
 	fixtures_wait(job, FIXTURES_RECONNECT_MS);
 }
 
@@ -653,6 +655,304 @@ fixtures_start(struct call *c, const struct fixtures_tool *t,
 	}
 }
 
+/* --- MRTR (2026-07-28 input_required) ------------------------------------ */
+
+/* One question: its key in inputRequests, method and params. */
+struct fixtures_question {
+	const char	*key;
+	const char	*method;
+	const char	*params;
+};
+
+#define FIXTURES_NAME_FORM(message, field)				\
+	"{\"message\":\"" message "\",\"requestedSchema\":{\"type\":"	\
+	"\"object\",\"properties\":{\"" field "\":{\"type\":\"string\"}},"	\
+	"\"required\":[\"" field "\"]}}"
+#define FIXTURES_SAMPLE(text, n)					\
+	"{\"messages\":[{\"role\":\"user\",\"content\":{\"type\":"	\
+	"\"text\",\"text\":\"" text "\"}}],\"maxTokens\":" #n "}"
+
+static const struct fixtures_question fixtures_q_name[] = {
+	{ "user_name", "elicitation/create",
+	  FIXTURES_NAME_FORM("What is your name?", "name") }, { NULL, NULL, NULL } };
+static const struct fixtures_question fixtures_q_capital[] = {
+	{ "capital_question", "sampling/createMessage",
+	  FIXTURES_SAMPLE("What is the capital of France?", 100) }, { NULL, NULL, NULL } };
+static const struct fixtures_question fixtures_q_roots[] = {
+	{ "client_roots", "roots/list", "{}" }, { NULL, NULL, NULL } };
+static const struct fixtures_question fixtures_q_confirm[] = {
+	{ "confirm", "elicitation/create",
+	  "{\"message\":\"Please confirm\",\"requestedSchema\":{\"type\":"
+	  "\"object\",\"properties\":{\"ok\":{\"type\":\"boolean\"}},"
+	  "\"required\":[\"ok\"]}}" }, { NULL, NULL, NULL } };
+static const struct fixtures_question fixtures_q_multiple[] = {
+	{ "user_name", "elicitation/create",
+	  FIXTURES_NAME_FORM("What is your name?", "name") },
+	{ "greeting", "sampling/createMessage",
+	  FIXTURES_SAMPLE("Generate a greeting", 50) },
+	{ "client_roots", "roots/list", "{}" }, { NULL, NULL, NULL } };
+static const struct fixtures_question fixtures_q_step1[] = {
+	{ "step1", "elicitation/create",
+	  FIXTURES_NAME_FORM("Step 1: What is your name?", "name") },
+	{ NULL, NULL, NULL } };
+static const struct fixtures_question fixtures_q_step2[] = {
+	{ "step2", "elicitation/create",
+	  FIXTURES_NAME_FORM("Step 2: What is your favorite color?",
+	  "color") }, { NULL, NULL, NULL } };
+static const struct fixtures_question fixtures_q_caps[] = {
+	{ "sampling_input", "sampling/createMessage",
+	  FIXTURES_SAMPLE("Say hello", 20) },
+	{ "elicitation_input", "elicitation/create",
+	  FIXTURES_NAME_FORM("What is your name?", "name") },
+	{ "roots_input", "roots/list", "{}" }, { NULL, NULL, NULL } };
+static const struct fixtures_question fixtures_q_context[] = {
+	{ "user_context", "elicitation/create",
+	  FIXTURES_NAME_FORM("What context should the prompt use?",
+	  "context") }, { NULL, NULL, NULL } };
+
+/*
+ * A tool (or prompt) that asks its questions round by round (all of one
+ * round at once) and answers from what the client said. On the stateless
+ * path each question not yet answered becomes part of an input_required
+ * result; on a session each is a real request to the client.
+ */
+struct fixtures_mrtr {
+	const char			*name;
+	const struct fixtures_question	*rounds[2];
+	int				 only_declared;	/* skip undeclared */
+	int				 prompt;
+};
+
+static const struct fixtures_mrtr fixtures_mrtrs[] = {
+	{ "test_input_required_result_elicitation", { fixtures_q_name }, 0, 0 },
+	{ "test_input_required_result_sampling", { fixtures_q_capital }, 0, 0 },
+	{ "test_input_required_result_list_roots", { fixtures_q_roots }, 0, 0 },
+	{ "test_input_required_result_request_state", { fixtures_q_confirm },
+	  0, 0 },
+	{ "test_input_required_result_multiple_inputs",
+	  { fixtures_q_multiple }, 0, 0 },
+	{ "test_input_required_result_multi_round",
+	  { fixtures_q_step1, fixtures_q_step2 }, 0, 0 },
+	{ "test_input_required_result_tampered_state", { fixtures_q_confirm },
+	  0, 0 },
+	{ "test_input_required_result_capabilities", { fixtures_q_caps }, 1,
+	  0 },
+	{ "test_input_required_result_prompt", { fixtures_q_context }, 0, 1 },
+};
+#define FIXTURES_NMRTRS	(sizeof fixtures_mrtrs / sizeof fixtures_mrtrs[0])
+
+struct fixtures_asking {
+	const struct fixtures_mrtr	*t;
+	struct call			*call;
+	int				 round;
+	int				 outstanding;
+	int				 failed;
+	cJSON				*answers;
+};
+
+static void	fixtures_mrtr_round(struct fixtures_asking *);
+static void	fixtures_add_message(cJSON *, cJSON *);
+
+/* The client capability a question's method needs. */
+static const char *
+fixtures_mrtr_capability(const char *method)
+{
+	if (method[0] == 's')
+		return ("sampling");
+	if (method[0] == 'e')
+		return ("elicitation");
+	return ("roots");
+}
+
+
+/* A short text of what the answers say. */
+static char *
+fixtures_mrtr_text(struct fixtures_asking *a)
+{
+	const cJSON	*content, *v, *r;
+	char		*s, *json;
+
+	if (strcmp(a->t->name, "test_input_required_result_elicitation") ==
+	    0) {
+		content = cJSON_GetObjectItemCaseSensitive(
+		    cJSON_GetObjectItemCaseSensitive(a->answers, "user_name"),
+		    "content");
+		v = cJSON_GetObjectItemCaseSensitive(content, "name");
+		xasprintf(&s, "Hello, %s!", cJSON_IsString(v) ?
+		    v->valuestring : "stranger");
+		return (s);
+	}
+	r = cJSON_GetObjectItemCaseSensitive(a->answers, "capital_question");
+	if (r != NULL) {
+		content = cJSON_GetObjectItemCaseSensitive(r, "content");
+		v = cJSON_GetObjectItemCaseSensitive(content, "text");
+		xasprintf(&s, "LLM response: %s", cJSON_IsString(v) ?
+		    v->valuestring : "(no text)");
+		return (s);
+	}
+	json = cJSON_PrintUnformatted(a->answers);
+	if (strcmp(a->t->name, "test_input_required_result_request_state") ==
+	    0 || strcmp(a->t->name,
+	    "test_input_required_result_tampered_state") == 0)
+		xasprintf(&s, "%s: %s", call_resumed(a->call) ||
+		    !call_stateless(a->call) ? "state-ok" : "state-missing",
+		    json);
+	else
+		xasprintf(&s, "Input received: %s", json);
+	free(json);
+	return (s);
+}
+
+static void
+fixtures_mrtr_done(struct fixtures_asking *a)
+{
+	cJSON	*result, *messages;
+	char	*text;
+
+	if (a->failed || call_finished(a->call)) {
+		/* An input_required result (or the call ended): next round. */
+		if (!call_finished(a->call))
+			call_respond_text(a->call, "The client did not answer",
+			    1);
+		call_release(a->call);
+	} else if (a->t->prompt) {
+		text = fixtures_mrtr_text(a);
+		result = cJSON_CreateObject();
+		cJSON_AddStringToObject(result, "description",
+		    "A prompt built from the client's answer");
+		messages = cJSON_AddArrayToObject(result, "messages");
+		fixtures_add_message(messages, fixtures_text(text));
+		free(text);
+		fixtures_answer(a->call, result);
+	} else {
+		text = fixtures_mrtr_text(a);
+		fixtures_answer_text(a->call, text, 0);
+		free(text);
+	}
+	cJSON_Delete(a->answers);
+	free(a);
+}
+
+static void
+fixtures_mrtr_answered_cb(const cJSON *result, const cJSON *error, void *arg)
+{
+	struct fixtures_asking		*a = arg;
+	const struct fixtures_question	*q;
+
+	q = &a->t->rounds[a->round][0];
+	if (error != NULL || !cJSON_IsObject(result))
+		a->failed = 1;
+	else {
+		/* The key of the answer: the first question still unanswered. */
+		for (; q->key != NULL; q++) {
+			if (!cJSON_HasObjectItem(a->answers, q->key) &&
+			    (!a->t->only_declared || call_client_capable(a->call,
+			    fixtures_mrtr_capability(q->method))))
+				break;
+		}
+		if (q->key != NULL)
+			cJSON_AddItemToObject(a->answers, q->key,
+			    cJSON_Duplicate(result, 1));
+	}
+	if (--a->outstanding > 0)
+		return;
+	if (!a->failed && a->round == 0 && a->t->rounds[1] != NULL) {
+		a->round = 1;
+		fixtures_mrtr_round(a);
+		return;
+	}
+	fixtures_mrtr_done(a);
+}
+
+static void
+fixtures_mrtr_round(struct fixtures_asking *a)
+{
+	const struct fixtures_question	*q;
+	int				 asked = 0;
+
+	for (q = a->t->rounds[a->round]; q->key != NULL; q++) {
+		if (a->t->only_declared && !call_client_capable(a->call,
+		    fixtures_mrtr_capability(q->method)))
+			continue;
+		asked++;
+	}
+	if (asked == 0) {
+		fixtures_mrtr_done(a);
+		return;
+	}
+	a->outstanding = asked;
+	for (q = a->t->rounds[a->round]; q->key != NULL; q++) {
+		if (a->t->only_declared && !call_client_capable(a->call,
+		    fixtures_mrtr_capability(q->method)))
+			continue;
+		call_request_keyed(a->call, q->key, q->method,
+		    fixtures_json(q->params), fixtures_mrtr_answered_cb, a);
+	}
+}
+
+static const struct fixtures_mrtr *
+fixtures_mrtr_find(const char *name, int prompt)
+{
+	size_t	i;
+
+	for (i = 0; i < FIXTURES_NMRTRS; i++) {
+		if (fixtures_mrtrs[i].prompt == prompt &&
+		    strcmp(fixtures_mrtrs[i].name, name) == 0)
+			return (&fixtures_mrtrs[i]);
+	}
+	return (NULL);
+}
+
+static void
+fixtures_mrtr_start(struct call *c, const struct fixtures_mrtr *t)
+{
+	struct fixtures_asking	*a;
+
+	a = xcalloc(1, sizeof *a);
+	a->t = t;
+	a->call = c;
+	a->answers = cJSON_CreateObject();
+	fixtures_mrtr_round(a);
+}
+
+static void
+fixtures_mrtr_tool(struct call *c, const struct fixtures_tool *t,
+    const cJSON *args)
+{
+	const struct fixtures_mrtr	*m = fixtures_mrtr_find(t->name, 0);
+
+	if (m == NULL)	/* test_streaming_elicitation */
+		m = fixtures_mrtr_find(
+		    "test_input_required_result_elicitation", 0);
+	fixtures_mrtr_start(c, m);
+}
+
+/*
+ * test_missing_capability needs sampling: a client that did not declare
+ * it is refused with -32021 by the stateless path's MRTR.
+ */
+static void
+fixtures_missing_capability(struct call *c, const struct fixtures_tool *t,
+    const cJSON *args)
+{
+	if (!call_client_capable(c, "sampling")) {
+		fixtures_mrtr_start(c, fixtures_mrtr_find(
+		    "test_input_required_result_sampling", 0));
+		return;
+	}
+	fixtures_answer_text(c, "sampling declared", 0);
+}
+
+/* Lists change (as far as listen streams hear): the triggers. */
+static void
+fixtures_trigger(struct call *c, const struct fixtures_tool *t,
+    const cJSON *args)
+{
+	modern_notify(strstr(t->name, "prompt") != NULL ?
+	    MODERN_PROMPTS_CHANGED : MODERN_TOOLS_CHANGED, NULL);
+	fixtures_answer_text(c, "list change announced", 0);
+}
+
 static const struct fixtures_tool fixtures_tools[] = {
 	{ "test_simple_text", "Returns a simple text response.",
 	  FIXTURES_NO_ARGS, fixtures_simple_text, 0 },
@@ -693,11 +993,22 @@ static const struct fixtures_tool fixtures_tools[] = {
 	  FIXTURES_NO_ARGS, fixtures_start, FIXTURES_ELICITATION_ENUMS },
 	{ "json_schema_2020_12_tool", "Tool with JSON Schema 2020-12 features",
 	  "{\"$schema\":\"https://json-schema.org/draft/2020-12/schema\","
-	  "\"type\":\"object\",\"$defs\":{\"address\":{\"type\":\"object\","
+	  "\"type\":\"object\",\"$defs\":{\"address\":{"
+	  "\"$anchor\":\"addressDef\",\"type\":\"object\","
 	  "\"properties\":{\"street\":{\"type\":\"string\"},"
 	  "\"city\":{\"type\":\"string\"}}}},"
 	  "\"properties\":{\"name\":{\"type\":\"string\"},"
-	  "\"address\":{\"$ref\":\"#/$defs/address\"}},"
+	  "\"address\":{\"$ref\":\"#/$defs/address\"},"
+	  "\"contactMethod\":{\"type\":\"string\","
+	  "\"enum\":[\"phone\",\"email\"]},"
+	  "\"phone\":{\"type\":\"string\"},"
+	  "\"email\":{\"type\":\"string\"}},"
+	  "\"allOf\":[{\"anyOf\":[{\"required\":[\"phone\"]},"
+	  "{\"required\":[\"email\"]}]}],"
+	  "\"if\":{\"properties\":{\"contactMethod\":{\"const\":\"phone\"}},"
+	  "\"required\":[\"contactMethod\"]},"
+	  "\"then\":{\"required\":[\"phone\"]},"
+	  "\"else\":{\"required\":[\"email\"]},"
 	  "\"additionalProperties\":false}", fixtures_schema_tool, 0 },
 	{ "test_reconnection",
 	  "Closes the request's SSE connection after the priming event and "
@@ -707,6 +1018,52 @@ static const struct fixtures_tool fixtures_tools[] = {
 	  "Changes test://watched-resource; subscribers get "
 	  "notifications/resources/updated.",
 	  FIXTURES_NO_ARGS, fixtures_update_watched, 0 },
+	{ "test_input_required_result_elicitation",
+	  "Asks the user's name through an input_required result.",
+	  FIXTURES_NO_ARGS, fixtures_mrtr_tool, 0 },
+	{ "test_input_required_result_sampling",
+	  "Asks the client's LLM through an input_required result.",
+	  FIXTURES_NO_ARGS, fixtures_mrtr_tool, 0 },
+	{ "test_input_required_result_list_roots",
+	  "Asks the client's roots through an input_required result.",
+	  FIXTURES_NO_ARGS, fixtures_mrtr_tool, 0 },
+	{ "test_input_required_result_request_state",
+	  "Asks a confirmation; answers state-ok once requestState is back.",
+	  FIXTURES_NO_ARGS, fixtures_mrtr_tool, 0 },
+	{ "test_input_required_result_multiple_inputs",
+	  "Asks an elicitation, a sampling and the roots at once.",
+	  FIXTURES_NO_ARGS, fixtures_mrtr_tool, 0 },
+	{ "test_input_required_result_multi_round",
+	  "Asks in two rounds (name, then colour).",
+	  FIXTURES_NO_ARGS, fixtures_mrtr_tool, 0 },
+	{ "test_input_required_result_tampered_state",
+	  "Asks a confirmation; a changed requestState is refused.",
+	  FIXTURES_NO_ARGS, fixtures_mrtr_tool, 0 },
+	{ "test_input_required_result_capabilities",
+	  "Asks only what the client declared capabilities for.",
+	  FIXTURES_NO_ARGS, fixtures_mrtr_tool, 0 },
+	{ "test_missing_capability",
+	  "Needs the client's sampling capability (-32021 without it).",
+	  FIXTURES_NO_ARGS, fixtures_missing_capability, 0 },
+	{ "test_streaming_elicitation",
+	  "Asks the user's name (input_required on the stateless path).",
+	  FIXTURES_NO_ARGS, fixtures_mrtr_tool, 0 },
+	{ "test_logging_tool",
+	  "Sends three info log messages, then answers.",
+	  FIXTURES_NO_ARGS, fixtures_start, FIXTURES_LOGGING },
+	{ "test_mcp_header_param",
+	  "Echoes its arguments; region is mirrored in Mcp-Param-Region "
+	  "(x-mcp-header).",
+	  "{\"type\":\"object\",\"properties\":{\"region\":{\"type\":"
+	  "\"string\",\"description\":\"Where to run\","
+	  "\"x-mcp-header\":\"Region\"},\"query\":{\"type\":\"string\"}},"
+	  "\"required\":[\"region\"]}", fixtures_schema_tool, 0 },
+	{ "test_trigger_tool_change",
+	  "Announces a tools list change to listen streams.",
+	  FIXTURES_NO_ARGS, fixtures_trigger, 0 },
+	{ "test_trigger_prompt_change",
+	  "Announces a prompts list change to listen streams.",
+	  FIXTURES_NO_ARGS, fixtures_trigger, 0 },
 };
 #define FIXTURES_NTOOLS	(sizeof fixtures_tools / sizeof fixtures_tools[0])
 
@@ -892,6 +1249,8 @@ static const struct {
 	  "\"description\":\"URI of the resource to embed\","
 	  "\"required\":true}]" },
 	{ "test_prompt_with_image", "A prompt that includes an image.", NULL },
+	{ "test_input_required_result_prompt",
+	  "A prompt built from an elicited context (input_required).", NULL },
 };
 #define FIXTURES_NPROMPTS (sizeof fixtures_prompts / sizeof fixtures_prompts[0])
 
@@ -973,6 +1332,10 @@ fixtures_get_prompt(struct call *c, const char *name, const cJSON *args)
 		    "Embedded resource content for testing.")));
 		fixtures_add_message(messages, fixtures_text(
 		    "Please process the embedded resource above."));
+	} else if (fixtures_mrtr_find(name, 1) != NULL) {
+		cJSON_Delete(result);
+		fixtures_mrtr_start(c, fixtures_mrtr_find(name, 1));
+		return (0);
 	} else if (strcmp(name, "test_prompt_with_image") == 0) {
 		fixtures_add_message(messages, fixtures_media("image",
 		    fixtures_png, "image/png"));

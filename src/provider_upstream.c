@@ -688,16 +688,21 @@ upprov_has_tool(const char *name)
 	return (upsrv_find(UPSTREAM_TOOLS, name, &own, NULL) != NULL);
 }
 
-/* Which upstream serves tool name (NULL: none): for per-tool scopes. */
-const char *
-provider_upstream_tool_owner(const char *name)
+/*
+ * The scope of the upstream block serving tool name, from the running
+ * configuration: a reload changes it live.
+ */
+static const char *
+upprov_tool_scope(const char *name)
 {
-	const char	*own;
-	struct upsrv	*srv;
+	const struct conf_upstream	*u;
+	const char			*own;
+	struct upsrv			*srv;
 
-	if ((srv = upsrv_find(UPSTREAM_TOOLS, name, &own, NULL)) == NULL)
+	if ((srv = upsrv_find(UPSTREAM_TOOLS, name, &own, NULL)) == NULL ||
+	    (u = conf_upstream_find(server.conf, srv->def->name)) == NULL)
 		return (NULL);
-	return (srv->def->name);
+	return (u->scope);
 }
 
 size_t
@@ -1263,6 +1268,7 @@ const struct provider provider_upstream = {
 	.name = "upstream",
 	.enabled = upprov_enabled,
 	.list_for = upprov_list_for,
+	.tool_scope = upprov_tool_scope,
 	.call_tool = upprov_call_tool,
 	.read_resource = upprov_read_resource,
 	.subscribe = upprov_subscribe,

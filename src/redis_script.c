@@ -21,6 +21,12 @@
  *			the script): leases l:K and r:K (lease.c), answers
  *			a:ID (outbound.c), delivery progress p:K
  *			(progress.c).
+ *   mcpd:{TID}:task	a task's record (task.c), its hash tag the task id
+ *			(apart from every session): "REV RECORD", REV the
+ *			revision, written only by the script's task
+ *			operation (compare-and-set on REV) with the
+ *			record's lifetime as PX; the task's lease is the
+ *			note mcpd:{TID}:x:lease.
  *
  * Lifetimes: the meta hash lives session_ttl past the session's last write;
  * open streams live longer (the caller passes 1.5 x session_ttl) and are
@@ -165,6 +171,23 @@ static const char redis_script_lua[] =
 "	return ARGV[n - 1]\n"
 "end\n"
 "\n"
+"if op == 'task' then\n"
+"	-- KEYS[1] the task's key, holding 'REV RECORD'; ARGV[2] the\n"
+"	-- revision to write (1: the key must not exist, else the key's REV\n"
+"	-- must be one less), ARGV[3] its lifetime (ms), ARGV[4] the record.\n"
+"	local cur = redis.call('GET', meta)\n"
+"	local rev = tonumber(ARGV[2])\n"
+"	if cur then\n"
+"		if tonumber(string.match(cur, '^(%d+) ')) ~= rev - 1 then\n"
+"			return {'conflict'}\n"
+"		end\n"
+"	elseif rev ~= 1 then\n"
+"		return {'not-found'}\n"
+"	end\n"
+"	redis.call('SET', meta, ARGV[2] .. ' ' .. ARGV[4], 'PX', ARGV[3])\n"
+"	return {'ok'}\n"
+"end\n"
+"\n"
 "if op == 'store' then\n"
 "	-- ARGV[8] the session's meta\n"
 "	local t = redis.call('HGET', meta, 't')\n"
@@ -300,6 +323,15 @@ redis_script_meta_key(const char *sid)
 	char	*s;
 
 	xasprintf(&s, REDIS_SCRIPT_META_KEY, sid);
+	return (s);
+}
+
+char *
+redis_script_task_key(const char *tid)
+{
+	char	*s;
+
+	xasprintf(&s, REDIS_SCRIPT_TASK_KEY, tid);
 	return (s);
 }
 

@@ -23,6 +23,7 @@
 #include "log.h"
 #include "notify.h"
 #include "provider.h"
+#include "seal.h"
 #include "reload.h"
 #include "server.h"
 
@@ -56,7 +57,7 @@ reload_conf(void)
 	log_info("reload: reading %s", old->path);
 	if ((new = conf_load(old->path, &cause)) == NULL ||
 	    conf_keep_restart_only(new, old, kept, RELOAD_KEPT_MAX, &nkept,
-	    &cause) != 0) {
+	    &cause) != 0 || seal_load(new, 0, &cause) != 0) {
 		log_error("reload: %s; the running configuration stays",
 		    cause);
 		free(cause);

@@ -32,11 +32,13 @@
 #include "http_client.h"
 #include "lease.h"
 #include "log.h"
+#include "modern.h"
 #include "notify.h"
 #include "provider.h"
 #include "reload.h"
 #include "server.h"
 #include "session.h"
+#include "task.h"
 #include "transport.h"
 #include "view.h"
 
@@ -190,6 +192,7 @@ server_cron_cb(evutil_socket_t fd, short events, void *arg)
 	health_cron();
 	session_cron();
 	view_cron();
+	modern_cron();
 	server_accept_cron();
 	log_cron();
 }
@@ -390,6 +393,8 @@ server_run(struct conf *conf)
 	}
 	server_init(base, conf, el);
 	session_init();
+	modern_init();
+	task_init();
 	exec_init(base);
 	http_client_init(base);	/* before the providers: HTTP upstreams */
 	provider_init(conf);
@@ -460,7 +465,9 @@ server_run(struct conf *conf)
 	auth_shutdown();	/* requests still waiting for a check: 503 */
 	http_client_shutdown();
 	view_shutdown();
+	modern_shutdown();
 	session_shutdown();
+	task_shutdown();
 	provider_shutdown();	/* upstreams stopped */
 	exec_shutdown();	/* cancelled calls: their programs reaped */
 	server_drain(base);

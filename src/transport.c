@@ -25,6 +25,7 @@
 #include "log.h"
 #include "mcp.h"
 #include "metrics.h"
+#include "modern.h"
 #include "prometheus.h"
 #include "reply.h"
 #include "server.h"
@@ -98,12 +99,29 @@ transport_host_allowed(struct evhttp_request *req)
 	return (0);
 }
 
-/* Checks shared by every method; answers and returns -1 on refusal. */
+/* A legacy request's MCP-Protocol-Version; answers and returns -1 if not. */
+static int
+transport_check_version(struct evhttp_request *req)
+{
+	const char	*version = transport_header(req, "MCP-Protocol-Version");
+
+	if (version != NULL && !mcp_version_supported(version)) {
+		reply_error(req, 400, JSONRPC_INVALID_REQUEST,
+		    "Bad Request: unsupported MCP-Protocol-Version", NULL);
+		return (-1);
+	}
+	return (0);
+}
+
+/*
+ * Checks shared by every method; answers and returns -1 on refusal. The
+ * version of a POST without a session is checked once its body says
+ * which path it takes (modern.c answers versions of its own).
+ */
 static int
 transport_check_common(struct evhttp_request *req)
 {
 	const char	*origin = transport_header(req, "Origin");
-	const char	*version = transport_header(req, "MCP-Protocol-Version");
 
 	if (!transport_host_allowed(req)) {
 		reply_error(req, 403, JSONRPC_SERVER_ERROR,
@@ -115,12 +133,10 @@ transport_check_common(struct evhttp_request *req)
 		    "Forbidden: Origin not allowed", NULL);
 		return (-1);
 	}
-	if (version != NULL && !mcp_version_supported(version)) {
-		reply_error(req, 400, JSONRPC_INVALID_REQUEST,
-		    "Bad Request: unsupported MCP-Protocol-Version", NULL);
-		return (-1);
-	}
-	return (0);
+	if (evhttp_request_get_command(req) == EVHTTP_REQ_POST &&
+	    transport_header(req, "Mcp-Session-Id") == NULL)
+		return (0);
+	return (transport_check_version(req));
 }
 
 static int
@@ -321,8 +337,8 @@ transport_open_stream(struct evhttp_request *req, struct session *s,
  * the scopes to ask for, before anything starts. 1 if it was refused.
  */
 static int
-transport_tool_refused(struct evhttp_request *req, struct session *s,
-    const cJSON *msg)
+transport_tool_refused(struct evhttp_request *req,
+    const struct auth_principal *who, const char *sid, const cJSON *msg)
 {
 	const cJSON		*method, *params, *name;
 	struct auth_result	 r;
@@ -337,7 +353,7 @@ transport_tool_refused(struct evhttp_request *req, struct session *s,
 	params = cJSON_GetObjectItemCaseSensitive(msg, "params");
 	name = cJSON_GetObjectItemCaseSensitive(params, "name");
 	if (!cJSON_IsString(name) ||
-	    auth_tool_allowed(session_principal(s), name->valuestring))
+	    auth_tool_allowed(who, name->valuestring))
 		return (0);
 	scopes = auth_tool_scopes_needed(name->valuestring);
 	memset(&r, 0, sizeof r);
@@ -348,7 +364,8 @@ transport_tool_refused(struct evhttp_request *req, struct session *s,
 	evhttp_add_header(evhttp_request_get_output_headers(req),
 	    "WWW-Authenticate", challenge);
 	log_limited(LOG_LEVEL_INFO, "auth-tool-scope", "session=%s: "
-	    "tools/call refused: the token lacks scope %s", session_id(s),
+	    "tools/call refused: the token lacks scope %s", sid != NULL ?
+	    sid : "(stateless)",
 	    auth_tool_scope(name->valuestring));
 	reply_error(req, 403, JSONRPC_SERVER_ERROR,
 	    "Forbidden: insufficient scope for this tool", NULL);
@@ -386,7 +403,8 @@ transport_single(struct evhttp_request *req, struct session *s, cJSON *msg)
 		reply_json(req, 200, dispatch_quick(s, msg));
 		return;
 	}
-	if (transport_tool_refused(req, s, msg) ||
+	if (transport_tool_refused(req, session_principal(s), session_id(s),
+	    msg) ||
 	    !transport_stream_room(req, s))
 		return;
 	transport_open_stream(req, s, msg);
@@ -416,7 +434,8 @@ transport_batch(struct evhttp_request *req, struct session *s, cJSON *batch)
 		if (kind == JSONRPC_REQUEST) {
 			requests++;
 			streams += dispatch_streams(msg);
-			if (transport_tool_refused(req, s, msg))
+			if (transport_tool_refused(req, session_principal(s),
+			    session_id(s), msg))
 				return;
 		}
 	}
@@ -489,6 +508,19 @@ transport_post(struct evhttp_request *req, struct auth_principal *who)
 	    &code, &cause);
 	if (msg == NULL) {
 		reply_error(req, 400, code, cause, NULL);
+		return;
+	}
+	/* A 2026-07-28 request: the stateless path (modern.c) from here. */
+	if (modern_claims(req, msg)) {
+		if (transport_tool_refused(req, who, NULL, msg))
+			cJSON_Delete(msg);
+		else
+			modern_serve(req, msg, who);
+		return;
+	}
+	if (transport_header(req, "Mcp-Session-Id") == NULL &&
+	    transport_check_version(req) != 0) {
+		cJSON_Delete(msg);
 		return;
 	}
 	if (dispatch_sessionless(msg)) {

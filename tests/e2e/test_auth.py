@@ -719,3 +719,44 @@ def test_auth_upstream_scope_covers_its_tools(h):
     r = d.post(sid, tool_call("up_echo", {"text": "hi"}, id), bearer(full))
     expect(r.status == 200, f"up_echo with its scope: HTTP {r.status}")
     expect("hi" in result_text(r.rpc(id)), "up_echo's result")
+
+
+def test_auth_stateless_requests_scopes_and_exec_env(h):
+    """A 2026-07-28 request (no session) is authorized as a session's is:
+    401 without a token, tools/list filtered by the token's scopes, 403
+    for a scoped tool, and an exec tool sees the token's principal."""
+    import test_modern
+    q = '"echo sub=$MCPD_SUBJECT scopes=$MCPD_SCOPES"'
+    d = start(h, scopes="mcp", extra=[
+        "tool deploy {", f"    exec /bin/sh -c {q}", "    scope deploy",
+        "}"])
+
+    def post(tok, method, params=None):
+        params = dict(params or {})
+        params["_meta"] = test_modern._meta()
+        headers = test_modern._headers(method, params)
+        if tok is not None:
+            headers.update(bearer(tok))
+        id = d.new_id()
+        r = d.post(None, rpc(method, params, id), headers)
+        return r, id
+
+    r, _ = post(None, "tools/list")
+    assert_401(r, False, "stateless tools/list without a token")
+    plain = token(scope="mcp")
+    r, id = post(plain, "tools/list")
+    expect(r.status == 200, f"stateless tools/list: HTTP {r.status}")
+    names = [t["name"] for t in r.rpc(id)["result"]["tools"]]
+    expect("echo" in names and "deploy" not in names,
+           f"stateless tools/list without deploy's scope: {names}")
+    r, _ = post(plain, "tools/call", {"name": "deploy", "arguments": {}})
+    assert_403(r, "mcp deploy", "stateless tools/call deploy without it")
+    full = token(scope="mcp deploy")
+    r, id = post(full, "tools/list")
+    names = [t["name"] for t in r.rpc(id)["result"]["tools"]]
+    expect("deploy" in names, f"stateless tools/list with deploy: {names}")
+    r, id = post(full, "tools/call", {"name": "deploy", "arguments": {}})
+    expect(r.status == 200, f"stateless deploy: HTTP {r.status}")
+    out = result_text(r.rpc(id))
+    expect(out.strip() == "sub=alice scopes=mcp deploy",
+           f"deploy's environment on the stateless path: {out!r}")

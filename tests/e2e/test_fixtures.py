@@ -28,16 +28,41 @@ TOOLS = {
     "test_elicitation_sep1034_defaults", "test_elicitation_sep1330_enums",
     "json_schema_2020_12_tool", "test_reconnection",
     "test_update_watched_resource",
+    # the 2026-07-28 scenarios' (MRTR, capabilities, listen triggers)
+    "test_input_required_result_elicitation",
+    "test_input_required_result_sampling",
+    "test_input_required_result_list_roots",
+    "test_input_required_result_request_state",
+    "test_input_required_result_multiple_inputs",
+    "test_input_required_result_multi_round",
+    "test_input_required_result_tampered_state",
+    "test_input_required_result_capabilities", "test_missing_capability",
+    "test_streaming_elicitation", "test_logging_tool",
+    "test_trigger_tool_change", "test_trigger_prompt_change",
+    "test_mcp_header_param",
+    # the tasks extension's scenarios (provider_taskfix.c)
+    "greet", "slow_compute", "failing_job", "protocol_error_job",
+    "confirm_delete", "multi_input", "test_tool_with_task",
 }
 BUILTIN = {"echo", "stream", "notify"}
 
 SCHEMA_2020_12 = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "type": "object",
-    "$defs": {"address": {"type": "object", "properties": {
-        "street": {"type": "string"}, "city": {"type": "string"}}}},
+    "$defs": {"address": {"$anchor": "addressDef", "type": "object",
+                          "properties": {"street": {"type": "string"},
+                                         "city": {"type": "string"}}}},
     "properties": {"name": {"type": "string"},
-                   "address": {"$ref": "#/$defs/address"}},
+                   "address": {"$ref": "#/$defs/address"},
+                   "contactMethod": {"type": "string",
+                                     "enum": ["phone", "email"]},
+                   "phone": {"type": "string"},
+                   "email": {"type": "string"}},
+    "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+    "if": {"properties": {"contactMethod": {"const": "phone"}},
+           "required": ["contactMethod"]},
+    "then": {"required": ["phone"]},
+    "else": {"required": ["email"]},
     "additionalProperties": False,
 }
 
@@ -814,7 +839,10 @@ def test_fixtures_prompts(h):
                             "description": "URI of the resource to embed",
                             "required": True}]},
             {"name": "test_prompt_with_image",
-             "description": "A prompt that includes an image."}]},
+             "description": "A prompt that includes an image."},
+            {"name": "test_input_required_result_prompt",
+             "description": "A prompt built from an elicited context "
+                            "(input_required)."}]},
             f"{v}: {res!r}")
 
         def get(name, arguments=None):

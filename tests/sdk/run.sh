@@ -1,5 +1,7 @@
 #!/bin/sh
-# Run the official MCP TypeScript SDK client against a real mcpd.
+# Run the official MCP TypeScript SDK clients against a real mcpd: the v1
+# SDK on sessions (client_test.mjs), the v2 client on the stateless
+# 2026-07-28 path (client_v2_test.mjs).
 #
 #   sh tests/sdk/run.sh MCPD_BINARY
 #
@@ -30,7 +32,8 @@ if ! command -v node >/dev/null 2>&1; then
 	echo "0 passed, 1 failed"
 	exit 1
 fi
-if [ ! -d "$dir/node_modules/@modelcontextprotocol/sdk" ]; then
+if [ ! -d "$dir/node_modules/@modelcontextprotocol/sdk" ] ||
+    [ ! -d "$dir/node_modules/@modelcontextprotocol/client" ]; then
 	echo "== npm ci in $dir (node_modules missing)"
 	(cd "$dir" && npm ci --no-audit --no-fund --loglevel=error) >&2
 fi
@@ -70,6 +73,7 @@ listen 127.0.0.1:0
 endpoint /mcp
 eventlog memory
 builtin_tools on
+fixtures conformance
 backpressure_standalone close
 sse_high_watermark 65536
 slow_consumer_grace_ms 300
@@ -99,21 +103,26 @@ fi
 ok "mcpd started, listening on 127.0.0.1:$port"
 
 status=0
-node "$dir/client_test.mjs" "http://127.0.0.1:$port/mcp" | tee "$tmp/client.out" ||
-    status=$?
-# tee hides node's status from a plain sh pipeline: read it from the output.
-counts=$(sed -n 's/^client_test: \([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' \
-    "$tmp/client.out" | tail -n 1)
-if [ -n "$counts" ]; then
-	passed=$((passed + ${counts% *}))
-	failed=$((failed + ${counts#* }))
-	if [ "${counts#* }" -ne 0 ] || [ "${counts% *}" -eq 0 ]; then
+# One test file: its output, and its "NAME: N passed, N failed" summary
+# added to the counts (tee hides node's status from a plain sh pipeline).
+run_client() {
+	node "$dir/$1.mjs" "http://127.0.0.1:$port/mcp" | tee "$tmp/$1.out" ||
+	    status=$?
+	counts=$(sed -n "s/^$1: \\([0-9]*\\) passed, \\([0-9]*\\) failed\$/\\1 \\2/p" \
+	    "$tmp/$1.out" | tail -n 1)
+	if [ -n "$counts" ]; then
+		passed=$((passed + ${counts% *}))
+		failed=$((failed + ${counts#* }))
+		if [ "${counts#* }" -ne 0 ] || [ "${counts% *}" -eq 0 ]; then
+			status=1
+		fi
+	else
+		fail "$1.mjs printed its summary"
 		status=1
 	fi
-else
-	fail "client_test.mjs printed its summary"
-	status=1
-fi
+}
+run_client client_test
+run_client client_v2_test
 
 # Stop the daemon: SIGTERM, then at most 5 s for it to exit.
 kill -TERM "$pid" 2>/dev/null || true

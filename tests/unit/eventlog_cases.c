@@ -1339,6 +1339,128 @@ START_TEST(test_free_cancels_nested)
 }
 END_TEST
 
+/* Task records: what one task put or get said. */
+static void
+task_cb(enum eventlog_status status, uint64_t rev, const char *rec,
+    size_t len, void *arg)
+{
+	struct res	*r = arg;
+
+	res_called(r, status, NULL);
+	r->seq[0] = rev;
+	free(r->meta);
+	r->meta = rec != NULL ? copy(rec, len) : NULL;
+	r->metalen = len;
+}
+
+enum eventlog_status
+tput(const char *tid, uint64_t rev, const char *rec, uint64_t ttl_ms)
+{
+	struct res		r;
+	enum eventlog_status	status;
+
+	memset(&r, 0, sizeof r);
+	eventlog_task_put(el, tid, rev, rec, strlen(rec), ttl_ms, done_cb, &r);
+	ck_assert_int_eq(r.calls, 0);
+	wait_for(&r);
+	status = r.status;
+	res_clear(&r);
+	return (status);
+}
+
+/* The record (allocated, or NULL) and its revision in *rev. */
+enum eventlog_status
+tget(const char *tid, uint64_t *rev, char **rec)
+{
+	struct res		r;
+	enum eventlog_status	status;
+
+	memset(&r, 0, sizeof r);
+	eventlog_task_get(el, tid, task_cb, &r);
+	ck_assert_int_eq(r.calls, 0);
+	wait_for(&r);
+	status = r.status;
+	*rev = r.seq[0];
+	*rec = r.meta;
+	r.meta = NULL;
+	res_clear(&r);
+	return (status);
+}
+
+/*
+ * A task record is compare-and-set on its revision: created once, each
+ * later revision written over the one before it only, and apart from
+ * sessions of the same id.
+ */
+START_TEST(test_task_records)
+{
+	uint64_t	 rev;
+	char		*rec;
+
+	expect_status(tget(SID, &rev, &rec), EVENTLOG_NOT_FOUND);
+	ck_assert_ptr_null(rec);
+	/* No revision 2 of a record that does not exist. */
+	expect_status(tput(SID, 2, "{\"v\":2}", 60000), EVENTLOG_NOT_FOUND);
+	expect_status(tget(SID, &rev, &rec), EVENTLOG_NOT_FOUND);
+
+	expect_status(tput(SID, 1, "{\"v\":1}", 60000), EVENTLOG_OK);
+	expect_status(tget(SID, &rev, &rec), EVENTLOG_OK);
+	ck_assert_uint_eq(rev, 1);
+	ck_assert_str_eq(rec, "{\"v\":1}");
+	free(rec);
+
+	/* Created once; a stale or a skipped revision is refused. */
+	expect_status(tput(SID, 1, "{\"v\":\"again\"}", 60000),
+	    EVENTLOG_CONFLICT);
+	expect_status(tput(SID, 3, "{\"v\":3}", 60000), EVENTLOG_CONFLICT);
+	expect_status(tput(SID, 2, "{\"v\":2} with a space", 60000),
+	    EVENTLOG_OK);
+	expect_status(tput(SID, 2, "{\"v\":\"lost race\"}", 60000),
+	    EVENTLOG_CONFLICT);
+	expect_status(tget(SID, &rev, &rec), EVENTLOG_OK);
+	ck_assert_uint_eq(rev, 2);
+	ck_assert_str_eq(rec, "{\"v\":2} with a space");
+	free(rec);
+
+	/* Tasks and sessions of one id are separate; so are two tasks. */
+	expect_status(tget(OTHER_SID, &rev, &rec), EVENTLOG_NOT_FOUND);
+	expect_status(store(SID, "m", 1), EVENTLOG_OK);
+	expect_status(delete(SID), EVENTLOG_OK);
+	expect_status(tget(SID, &rev, &rec), EVENTLOG_OK);
+	ck_assert_uint_eq(rev, 2);
+	free(rec);
+}
+END_TEST
+
+/* A record lives ttl_ms from its last put; then it reads as not found. */
+START_TEST(test_task_expiry)
+{
+	uint64_t		 rev, start;
+	char			*rec;
+	enum eventlog_status	 status;
+
+	expect_status(tput(SID, 1, "short", 300), EVENTLOG_OK);
+	expect_status(tput(OTHER_SID, 1, "long", 600000), EVENTLOG_OK);
+	start = clock_now_ms();
+	for (;;) {
+		status = tget(SID, &rev, &rec);
+		free(rec);
+		if (status == EVENTLOG_NOT_FOUND)
+			break;
+		expect_status(status, EVENTLOG_OK);
+		ck_assert_msg(clock_now_ms() - start < WAIT_MS,
+		    "task record not expired");
+		run_for(50);
+	}
+	/* Gone: no later revision, and its id may be created again. */
+	expect_status(tput(SID, 2, "late", 60000), EVENTLOG_NOT_FOUND);
+	expect_status(tput(SID, 1, "new", 60000), EVENTLOG_OK);
+	expect_status(tget(OTHER_SID, &rev, &rec), EVENTLOG_OK);
+	ck_assert_str_eq(rec, "long");
+	free(rec);
+}
+END_TEST
+
 /* Freeing an idle log, and one with data in it, is clean (valgrind). */
 START_TEST(test_free_idle)
 {
@@ -1347,6 +1469,7 @@ START_TEST(test_free_idle)
 	expect_status(end(SID, K, NULL), EVENTLOG_OK);
 	fill(K + 1, 3);
 	expect_status(store(OTHER_SID, "m", 1), EVENTLOG_OK);
+	expect_status(tput(SID, 1, "task", 60000), EVENTLOG_OK);
 	eventlog_free(el);
 	el = NULL;
 	eventlog_free(NULL);
@@ -1393,5 +1516,7 @@ eventlog_cases_add(Suite *s, const struct eventlog_cases_backend *b)
 	tcase_add_test(tc, test_stream_end);
 	tcase_add_test(tc, test_expiry);
 	tcase_add_test(tc, test_not_found);
+	tcase_add_test(tc, test_task_records);
+	tcase_add_test(tc, test_task_expiry);
 	suite_add_tcase(s, tc);
 }

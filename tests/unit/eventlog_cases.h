@@ -103,6 +103,9 @@ enum eventlog_status	end(const char *, uint64_t, struct eventlog_info *);
 enum eventlog_status	readr(const char *, uint64_t, uint64_t, size_t,
 			    struct res *);
 
+enum eventlog_status	tput(const char *, uint64_t, const char *, uint64_t);
+enum eventlog_status	tget(const char *, uint64_t *, char **);
+
 void	expect_status(enum eventlog_status, enum eventlog_status);
 void	entry_text(char *, size_t, uint64_t);
 void	fill(uint64_t, uint64_t);

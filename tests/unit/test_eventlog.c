@@ -40,6 +40,7 @@ START_TEST(test_status_names)
 	ck_assert_str_eq(eventlog_status_name(EVENTLOG_ENDED), "ended");
 	ck_assert_str_eq(eventlog_status_name(EVENTLOG_CANCELLED),
 	    "cancelled");
+	ck_assert_str_eq(eventlog_status_name(EVENTLOG_FULL), "full");
 	ck_assert_str_eq(eventlog_status_name(EVENTLOG_STATUS_MAX), "unknown");
 }
 END_TEST
@@ -93,6 +94,34 @@ START_TEST(test_stream_budget)
 }
 END_TEST
 
+/*
+ * The memory log holds at most max_tasks task records: a create beyond
+ * is FULL, never an eviction of a live record; an expired one makes room.
+ */
+START_TEST(test_task_budget)
+{
+	uint64_t	 rev;
+	char		*rec;
+
+	conf->max_tasks = 2;
+	reopen(1000, 300);
+	expect_status(tput("t1", 1, "a", 600000), EVENTLOG_OK);
+	expect_status(tput("t2", 1, "b", 200), EVENTLOG_OK);
+	expect_status(tput("t3", 1, "c", 600000), EVENTLOG_FULL);
+	/* Later revisions of records it holds still go in. */
+	expect_status(tput("t1", 2, "a2", 600000), EVENTLOG_OK);
+	while (tget("t2", &rev, &rec) == EVENTLOG_OK) {
+		free(rec);
+		run_for(50);
+	}
+	expect_status(tput("t3", 1, "c", 600000), EVENTLOG_OK);
+	expect_status(tget("t1", &rev, &rec), EVENTLOG_OK);
+	ck_assert_uint_eq(rev, 2);
+	ck_assert_str_eq(rec, "a2");
+	free(rec);
+}
+END_TEST
+
 static void
 watch_cb(const char *sid, uint64_t k, uint64_t seq, void *arg)
 {
@@ -136,6 +165,7 @@ eventlog_suite(void)
 	    eventlog_cases_teardown);
 	tcase_add_test(tc, test_stream_budget);
 	tcase_add_test(tc, test_watch_memory);
+	tcase_add_test(tc, test_task_budget);
 	suite_add_tcase(s, tc);
 	return (s);
 }

@@ -425,6 +425,48 @@ START_TEST(test_layout)
 }
 END_TEST
 
+/*
+ * A task's record is one key, mcpd:{TID}:task, "REV RECORD", with the
+ * lifetime of the last put; a value that is not one reads as unavailable,
+ * never as a record.
+ */
+START_TEST(test_task_layout)
+{
+	redisReply	*reply;
+	long long	 ttl;
+	uint64_t	 rev;
+	char		*rec;
+
+	expect_status(tput(SID, 1, "{\"a\":1}", 60000), EVENTLOG_OK);
+	reply = sync_command("GET mcpd:{%s}:task", SID);
+	ck_assert_int_eq(reply->type, REDIS_REPLY_STRING);
+	ck_assert_str_eq(reply->str, "1 {\"a\":1}");
+	freeReplyObject(reply);
+	ttl = sync_integer(sync_command("PTTL mcpd:{%s}:task", SID));
+	ck_assert(ttl > 0 && ttl <= 60000);
+	expect_status(tput(SID, 2, "two words\nand a line", 5000),
+	    EVENTLOG_OK);
+	ttl = sync_integer(sync_command("PTTL mcpd:{%s}:task", SID));
+	ck_assert(ttl > 0 && ttl <= 5000);
+	expect_status(tget(SID, &rev, &rec), EVENTLOG_OK);
+	ck_assert_uint_eq(rev, 2);
+	ck_assert_str_eq(rec, "two words\nand a line");
+	free(rec);
+	/* Nothing of a session is made for it. */
+	reply = sync_command("KEYS mcpd:{%s}:*", SID);
+	ck_assert_uint_eq(reply->elements, 1);
+	freeReplyObject(reply);
+
+	freeReplyObject(sync_command("SET mcpd:{%s}:task garbage", SID));
+	expect_status(tget(SID, &rev, &rec), EVENTLOG_UNAVAILABLE);
+	ck_assert_ptr_null(rec);
+	freeReplyObject(sync_command("SET mcpd:{%s}:task 0", SID));
+	expect_status(tget(SID, &rev, &rec), EVENTLOG_UNAVAILABLE);
+	/* The script does not take it for a revision either. */
+	expect_status(tput(SID, 3, "x", 5000), EVENTLOG_CONFLICT);
+}
+END_TEST
+
 /* How many EVALSHA the server has run, from INFO commandstats. */
 static long long
 evalsha_calls(void)
@@ -1313,6 +1355,7 @@ eventlog_redis_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_free_connecting);
 	tcase_add_test(tc, test_layout);
+	tcase_add_test(tc, test_task_layout);
 	tcase_add_test(tc, test_pipeline);
 	tcase_add_test(tc, test_append_batches);
 	tcase_add_test(tc, test_append_batch_maxlen);

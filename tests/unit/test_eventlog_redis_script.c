@@ -144,6 +144,9 @@ START_TEST(test_keys)
 	s = redis_script_channel("abc");
 	ck_assert_str_eq(s, "mcpd:{abc}:events");
 	free(s);
+	s = redis_script_task_key("abc");
+	ck_assert_str_eq(s, "mcpd:{abc}:task");
+	free(s);
 }
 END_TEST
 

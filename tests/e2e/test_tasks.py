@@ -1,0 +1,676 @@
+"""The tasks extension (io.modelcontextprotocol/tasks, docs/protocol.md
+"Tasks"): a tools/call answered with a task handle, the task's state and
+result kept in the event log, tasks/get, tasks/update and tasks/cancel;
+retention; bad task ids; across two instances on one Redis, and an
+instance killed with SIGKILL.
+
+The requests here go through the session path (initialize first); each
+declares the extension in its _meta, as the extension asks of every
+request. Tests that need two instances on one Redis return early with a
+"SKIP" note without MCPD_TEST_REDIS_URL (scripts/with-redis).
+"""
+
+import re
+import time
+
+from mcpd_harness import (REDIS_URL, LATEST, RedisServer, expect,
+                          redis_server_path, result_text, rpc, tmo)
+
+EXT_NAME = "io.modelcontextprotocol/tasks"
+EXT = {"io.modelcontextprotocol/clientCapabilities":
+       {"elicitation": {}, "extensions": {EXT_NAME: {}}}}
+ISO = re.compile(r"\A\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z\Z")
+TERMINAL = ("completed", "failed", "cancelled")
+FIXTURES = {"fixtures": "conformance"}
+
+
+def _req(d, sid, method, params, ext=True):
+    """One request (the extension declared unless ext is False); returns
+    the JSON-RPC response."""
+    params = dict(params)
+    if ext:
+        params["_meta"] = EXT
+    id = d.new_id()
+    r = d.post(sid, rpc(method, params, id))
+    expect(r.status == 200, f"{method} -> HTTP {r.status} {r.body[:300]!r}")
+    return r.rpc(id)
+
+
+def _result(msg, what):
+    expect("result" in msg, f"{what}: an error, not a result: {msg!r}")
+    return msg["result"]
+
+
+def _error(msg, code, what):
+    expect("error" in msg and msg["error"].get("code") == code,
+           f"{what}: expected error {code}, got {msg!r}")
+    return msg["error"]
+
+
+def _start(d, sid, name, args, ext=True):
+    """tools/call expected to create a task; returns the CreateTaskResult."""
+    res = _result(_req(d, sid, "tools/call",
+                       {"name": name, "arguments": args}, ext),
+                  f"tools/call {name}")
+    expect(res.get("resultType") == "task" and "taskId" in res,
+           f"tools/call {name}: not a CreateTaskResult: {res!r}")
+    return res
+
+
+def _get(d, sid, tid):
+    return _result(_req(d, sid, "tasks/get", {"taskId": tid}),
+                   f"tasks/get {tid}")
+
+
+def _wait(d, sid, tid, until, timeout=10, what="status"):
+    """Polls tasks/get until until(task) holds; returns the task."""
+    deadline = time.monotonic() + tmo(timeout)
+    while True:
+        t = _get(d, sid, tid)
+        if until(t):
+            return t
+        expect(time.monotonic() < deadline,
+               f"task {tid}: no {what} within {timeout} s; last {t!r}")
+        time.sleep(0.05)
+
+
+def _terminal(d, sid, tid, timeout=10):
+    return _wait(d, sid, tid, lambda t: t["status"] in TERMINAL, timeout,
+                 "terminal status")
+
+
+def _check_task(t, what):
+    expect(re.fullmatch(r"[0-9a-f]{32}", t.get("taskId", "")),
+           f"{what}: taskId {t.get('taskId')!r} is not 128 bits of hex")
+    expect(ISO.match(t.get("createdAt", "")) and
+           ISO.match(t.get("lastUpdatedAt", "")),
+           f"{what}: timestamps {t!r}")
+    expect(isinstance(t.get("ttlMs"), int) and t["ttlMs"] > 0,
+           f"{what}: ttlMs {t.get('ttlMs')!r}")
+    expect(isinstance(t.get("pollIntervalMs"), int) and
+           t["pollIntervalMs"] > 0, f"{what}: pollIntervalMs {t!r}")
+    expect("mcpd" not in t and "requestState" not in t,
+           f"{what}: internal fields leak: {t!r}")
+
+
+# --------------------------------------------------------------------------
+# One instance
+
+
+def test_task_lifecycle(h):
+    d = h.start(**FIXTURES)
+    sid = d.initialize(LATEST)
+    tools = _result(_req(d, sid, "tools/list", {}), "tools/list")["tools"]
+    support = {t["name"]: t.get("execution", {}).get("taskSupport")
+               for t in tools}
+    expect(support.get("slow_compute") == "optional" and
+           support.get("failing_job") == "required" and
+           support.get("greet") is None and
+           support.get("stream") == "optional",
+           f"tools/list taskSupport {support!r}")
+
+    # A tool without task support answers as a plain call.
+    res = _result(_req(d, sid, "tools/call",
+                       {"name": "greet", "arguments": {"name": "W"}}),
+                  "greet")
+    expect("taskId" not in res and res["content"][0]["text"] ==
+           "Hello, W!", f"greet: {res!r}")
+
+    created = _start(d, sid, "slow_compute", {"seconds": 1, "label": "lc"})
+    _check_task(created, "CreateTaskResult")
+    expect(created["status"] == "working", f"created {created!r}")
+    for key in ("result", "error", "inputRequests", "task"):
+        expect(key not in created, f"CreateTaskResult carries {key}")
+    tid = created["taskId"]
+
+    # Durable before it is reported: found at once.
+    t = _get(d, sid, tid)
+    expect(t["taskId"] == tid and t["status"] == "working" and
+           t["resultType"] == "complete" and "result" not in t,
+           f"tasks/get while working: {t!r}")
+    t = _terminal(d, sid, tid)
+    _check_task(t, "completed task")
+    expect(t["status"] == "completed" and
+           t["result"]["content"][0]["text"] ==
+           "slow_compute lc: done after 1 s", f"completed: {t!r}")
+    expect(t["createdAt"] == created["createdAt"], "createdAt changed")
+
+    # Tool errors complete with isError; JSON-RPC errors fail.
+    t = _terminal(d, sid, _start(d, sid, "failing_job", {})["taskId"])
+    expect(t["status"] == "completed" and t["result"].get("isError") is
+           True, f"failing_job: {t!r}")
+    t = _terminal(d, sid, _start(d, sid, "protocol_error_job", {})["taskId"])
+    expect(t["status"] == "failed" and "result" not in t and
+           t["error"]["code"] == -32603 and
+           isinstance(t["error"]["message"], str), f"protocol error: {t!r}")
+
+
+def test_task_needs_the_extension(h):
+    d = h.start(**FIXTURES)
+    sid = d.initialize(LATEST)
+    # Without it an optional tool runs as a plain call...
+    msg = _req(d, sid, "tools/call",
+               {"name": "slow_compute", "arguments": {"seconds": 0}},
+               ext=False)
+    res = _result(msg, "slow_compute without the extension")
+    expect("taskId" not in res and res.get("content"),
+           f"slow_compute without the extension: {res!r}")
+    # ... a required one is refused, saying what is missing ...
+    err = _error(_req(d, sid, "tools/call",
+                      {"name": "failing_job", "arguments": {}}, ext=False),
+                 -32021, "failing_job without the extension")
+    expect(err["data"] == {"requiredCapabilities":
+                           {"extensions": {EXT_NAME: {}}}},
+           f"-32021 data {err!r}")
+    # ... and so are the task methods, whatever the id.
+    tid = _start(d, sid, "slow_compute", {"seconds": 60})["taskId"]
+    for method, params in (("tasks/get", {"taskId": tid}),
+                           ("tasks/cancel", {"taskId": tid}),
+                           ("tasks/update", {"taskId": tid,
+                                             "inputResponses": {}})):
+        _error(_req(d, sid, method, params, ext=False), -32021, method)
+    expect(_get(d, sid, tid)["status"] == "working",
+           "a refused tasks/cancel cancelled the task")
+
+
+def test_task_cancel(h):
+    d = h.start(**FIXTURES)
+    sid = d.initialize(LATEST)
+    tid = _start(d, sid, "slow_compute", {"seconds": 60})["taskId"]
+    ack = _result(_req(d, sid, "tasks/cancel", {"taskId": tid}), "cancel")
+    expect(ack == {"resultType": "complete"}, f"cancel ack {ack!r}")
+    t = _terminal(d, sid, tid)
+    expect(t["status"] == "cancelled" and "result" not in t,
+           f"after cancel: {t!r}")
+    d.wait_log(lambda s: f"task={tid}" in s and "cancelled" in s,
+               what="the task's call cancelled")
+    # Idempotent on a terminal task, which stays as it was.
+    ack = _result(_req(d, sid, "tasks/cancel", {"taskId": tid}), "cancel 2")
+    expect(ack == {"resultType": "complete"}, f"second cancel {ack!r}")
+    done = _terminal(d, sid, _start(d, sid, "slow_compute",
+                                    {"seconds": 0})["taskId"])
+    _result(_req(d, sid, "tasks/cancel", {"taskId": done["taskId"]}),
+            "cancel of a completed task")
+    t = _get(d, sid, done["taskId"])
+    expect(t["status"] == "completed", f"cancel changed a completed task: "
+           f"{t!r}")
+
+
+def test_task_update(h):
+    d = h.start(**FIXTURES)
+    sid = d.initialize(LATEST)
+    tid = _start(d, sid, "confirm_delete", {"filename": "a.txt"})["taskId"]
+    t = _wait(d, sid, tid, lambda t: t["status"] != "working")
+    expect(t["status"] == "input_required", f"confirm_delete: {t!r}")
+    reqs = t["inputRequests"]
+    expect(len(reqs) == 1, f"inputRequests {reqs!r}")
+    key, ask = next(iter(reqs.items()))
+    expect(ask["method"] == "elicitation/create" and
+           ask["params"]["message"] == "Delete a.txt?", f"request {ask!r}")
+
+    # Unknown keys are ignored (and acknowledged); a bad shape is refused.
+    ack = _result(_req(d, sid, "tasks/update",
+                       {"taskId": tid,
+                        "inputResponses": {"nope": {"action": "accept"}}}),
+                  "update with an unknown key")
+    expect(ack == {"resultType": "complete"}, f"ack {ack!r}")
+    _error(_req(d, sid, "tasks/update", {"taskId": tid,
+                                         "inputResponses": [1]}),
+           -32602, "inputResponses an array")
+    expect(_get(d, sid, tid)["status"] == "input_required",
+           "an ignored update moved the task on")
+
+    _result(_req(d, sid, "tasks/update",
+                 {"taskId": tid, "inputResponses": {
+                     key: {"action": "accept",
+                           "content": {"confirm": True}}}}), "update")
+    t = _terminal(d, sid, tid)
+    expect(t["status"] == "completed" and
+           t["result"]["content"][0]["text"] == "confirm_delete a.txt: "
+           "accept", f"after the answer: {t!r}")
+
+    # Two questions at once, answered one at a time.
+    tid = _start(d, sid, "multi_input", {})["taskId"]
+    t = _wait(d, sid, tid, lambda t: len(t.get("inputRequests", {})) == 2,
+              what="two input requests")
+    first, second = sorted(t["inputRequests"])
+    _req(d, sid, "tasks/update", {"taskId": tid, "inputResponses": {
+        first: {"action": "accept", "content": {"name": "one"}}}})
+    t = _get(d, sid, tid)
+    expect(t["status"] == "input_required" and
+           list(t["inputRequests"]) == [second],
+           f"after a partial update: {t!r}")
+    _req(d, sid, "tasks/update", {"taskId": tid, "inputResponses": {
+        second: {"action": "accept", "content": {"name": "two"}}}})
+    t = _terminal(d, sid, tid)
+    expect(t["status"] == "completed" and
+           t["result"]["content"][0]["text"] ==
+           "multi_input: accept one; accept two", f"multi_input: {t!r}")
+
+
+def test_task_outlives_its_connection_and_session(h):
+    # The result is in the log, not in a stream: the POST's connection
+    # ends, the session is deleted, and another session reads it.
+    d = h.start(**FIXTURES)
+    sid = d.initialize(LATEST)
+    id = d.new_id()
+    r = d.post_open(sid, rpc("tools/call", {
+        "name": "stream", "arguments": {"n": 3, "interval_ms": 200},
+        "_meta": EXT}, id))
+    created = _result(r.rpc(id), "stream as a task")
+    expect(created.get("resultType") == "task", f"stream: {created!r}")
+    r.cut()
+    tid = created["taskId"]
+    expect(d.delete(sid).status in (200, 204), "DELETE session")
+    other = d.initialize(LATEST)
+    t = _terminal(d, other, tid)
+    expect(t["status"] == "completed" and
+           t["result"]["content"][0]["text"] == "done 3",
+           f"stream task: {t!r}")
+
+
+def test_task_bad_ids(h):
+    d = h.start(**FIXTURES)
+    sid = d.initialize(LATEST)
+    real = _start(d, sid, "slow_compute", {"seconds": 60})["taskId"]
+    for bad in ("nope", "0" * 32, real.upper(), real + "0", "../" + real,
+                "tasks-conformance-nonexistent-12345", "", "x" * 5000):
+        for method in ("tasks/get", "tasks/cancel", "tasks/update"):
+            params = {"taskId": bad}
+            if method == "tasks/update":
+                params["inputResponses"] = {}
+            err = _error(_req(d, sid, method, params), -32602,
+                         f"{method} {bad[:40]!r}")
+            expect(real not in err["message"] and "data" not in err,
+                   f"{method}: the error tells too much: {err!r}")
+    for params in ({}, {"taskId": 7}, {"taskId": None}):
+        _error(_req(d, sid, "tasks/get", params), -32602, f"{params!r}")
+    # The methods the extension removed are unknown.
+    for method in ("tasks/result", "tasks/list"):
+        _error(_req(d, sid, method, {"taskId": real}), -32601, method)
+    expect(_get(d, sid, real)["status"] == "working",
+           "the real task was touched")
+    d.assert_alive(sid, "after bad task ids")
+    # Left running and waiting for an answer at the stop: nothing leaks
+    # (under --sanitized).
+    asking = _start(d, sid, "multi_input", {})["taskId"]
+    _wait(d, sid, asking, lambda t: t["status"] == "input_required")
+
+
+def test_task_retention(h):
+    # A task lives task_ttl from its creation (ttlMs), then is not found.
+    d = h.start(task_ttl=10, task_poll_ms=50, **FIXTURES)
+    sid = d.initialize(LATEST)
+    created = _start(d, sid, "slow_compute", {"seconds": 0})
+    expect(created["ttlMs"] == 10000 and created["pollIntervalMs"] == 50,
+           f"ttlMs/pollIntervalMs {created!r}")
+    tid = created["taskId"]
+    expect(_terminal(d, sid, tid)["status"] == "completed", "completed")
+    deadline = time.monotonic() + tmo(30)
+    while True:
+        msg = _req(d, sid, "tasks/get", {"taskId": tid})
+        if "error" in msg:
+            break
+        expect(time.monotonic() < deadline, "task kept past its task_ttl")
+        time.sleep(0.5)
+    _error(msg, -32602, "tasks/get after task_ttl")
+
+
+def test_task_limits(h):
+    # max_tasks running at once; the memory log keeps as many records.
+    d = h.start(max_tasks=2, **FIXTURES)
+    sid = d.initialize(LATEST)
+    a = _start(d, sid, "slow_compute", {"seconds": 60})["taskId"]
+    _start(d, sid, "slow_compute", {"seconds": 60})
+    err = _error(_req(d, sid, "tools/call",
+                      {"name": "slow_compute", "arguments": {"seconds": 1}}),
+                 -32603, "a third task")
+    expect("max_tasks" in err["message"], f"third task: {err!r}")
+    # A plain call still runs.
+    res = _result(_req(d, sid, "tools/call",
+                       {"name": "slow_compute", "arguments": {"seconds": 0}},
+                       ext=False), "plain call at max_tasks")
+    expect(res.get("content"), f"plain call {res!r}")
+    _req(d, sid, "tasks/cancel", {"taskId": a})
+    _terminal(d, sid, a)
+    if REDIS_URL is not None:
+        return
+    # Its record is still kept: the memory log is full of records.
+    err = _error(_req(d, sid, "tools/call",
+                      {"name": "slow_compute", "arguments": {"seconds": 1}}),
+                 -32603, "a task with the log full")
+    expect("max_tasks" in err["message"], f"log full: {err!r}")
+    expect(_get(d, sid, a)["status"] == "cancelled", "record lost")
+    d.assert_alive(sid, "at max_tasks")
+
+
+def test_task_exec_tool(h):
+    d = h.start(extra_lines=[
+        "tool slow_echo {",
+        "    task optional",
+        "    param text string required",
+        "    exec /bin/sh -c \"sleep 0.3; printf '%s' \\\"$1\\\"\" sh {text}",
+        "}",
+        "tool quick {",
+        "    exec /bin/echo quick",
+        "}"])
+    sid = d.initialize(LATEST)
+    tools = {t["name"]: t for t in
+             _result(_req(d, sid, "tools/list", {}), "list")["tools"]}
+    expect(tools["slow_echo"].get("execution") == {"taskSupport":
+                                                   "optional"} and
+           "execution" not in tools["quick"], f"tools {tools!r}")
+    tid = _start(d, sid, "slow_echo", {"text": "from a task"})["taskId"]
+    t = _terminal(d, sid, tid)
+    expect(t["status"] == "completed" and
+           t["result"]["content"][0]["text"].strip() == "from a task",
+           f"exec task {t!r}")
+    msg = _req(d, sid, "tools/call", {"name": "quick", "arguments": {}})
+    expect(result_text(msg).strip() == "quick" and
+           "taskId" not in msg["result"], f"quick {msg!r}")
+    # Cancelled, its program is killed.
+    tid = _start(d, sid, "slow_echo", {"text": "x"})["taskId"]
+    _req(d, sid, "tasks/cancel", {"taskId": tid})
+    expect(_terminal(d, sid, tid)["status"] == "cancelled", "cancel")
+
+
+# --------------------------------------------------------------------------
+# Two instances on one Redis
+
+
+def _shared_redis(what):
+    if REDIS_URL is None:
+        print(f"SKIP {what}: needs MCPD_TEST_REDIS_URL (run it under "
+              "scripts/with-redis)")
+    return REDIS_URL
+
+
+def test_task_across_instances(h):
+    if not _shared_redis("task across instances"):
+        return
+    a = h.start(**FIXTURES)
+    b = h.start(**FIXTURES)
+    sa, sb = a.initialize(LATEST), b.initialize(LATEST)
+
+    # Created on A, read on B, cancelled on B: A's call stops.
+    tid = _start(a, sa, "slow_compute", {"seconds": 60})["taskId"]
+    expect(_get(b, sb, tid)["status"] == "working", "B reads A's task")
+    _result(_req(b, sb, "tasks/cancel", {"taskId": tid}), "cancel on B")
+    expect(_terminal(a, sa, tid)["status"] == "cancelled",
+           "A sees B's cancel")
+    a.wait_log(lambda s: f"task={tid}" in s and "cancelled" in s,
+               timeout=tmo(5), what="A's call cancelled")
+
+    # Asked on A, answered on B, completed on A, read on B.
+    tid = _start(a, sa, "confirm_delete", {"filename": "x"})["taskId"]
+    t = _wait(b, sb, tid, lambda t: t["status"] == "input_required")
+    key = next(iter(t["inputRequests"]))
+    _req(b, sb, "tasks/update", {"taskId": tid, "inputResponses": {
+        key: {"action": "decline"}}})
+    t = _terminal(b, sb, tid)
+    expect(t["status"] == "completed" and
+           t["result"]["content"][0]["text"] == "confirm_delete x: decline",
+           f"answered on B: {t!r}")
+
+    # A result committed on A is B's to read, after A is gone.
+    tid = _start(a, sa, "slow_compute", {"seconds": 0})["taskId"]
+    _terminal(a, sa, tid)
+    a.stop()
+    expect(_get(b, sb, tid)["status"] == "completed", "result after A")
+
+
+def test_task_owner_killed(h):
+    # kill -9 of the instance running a task: its lease lapses, and the
+    # next tasks/get on another instance ends it failed.
+    if not _shared_redis("task owner killed"):
+        return
+    a = h.start(lease_ttl=1, **FIXTURES)
+    b = h.start(lease_ttl=1, **FIXTURES)
+    sa, sb = a.initialize(LATEST), b.initialize(LATEST)
+    tid = _start(a, sa, "slow_compute", {"seconds": 600})["taskId"]
+    # Alive, it is not taken for dead: its lease is renewed, for longer
+    # than one lease_ttl.
+    until = time.monotonic() + 2.5
+    while time.monotonic() < until:
+        t = _get(b, sb, tid)
+        expect(t["status"] == "working", f"a live owner's task: {t!r}")
+        time.sleep(0.1)
+    a.kill()
+    a.stopped = True
+    t = _wait(b, sb, tid, lambda t: t["status"] in TERMINAL, timeout=15,
+              what="failed after its owner died")
+    expect(t["status"] == "failed" and t["error"]["code"] == -32603 and
+           "gone" in t["error"]["message"], f"after kill -9: {t!r}")
+    # And it stays so.
+    expect(_get(b, sb, tid)["status"] == "failed", "still failed")
+
+
+# --------------------------------------------------------------------------
+# The stateless path (2026-07-28)
+
+V = "2026-07-28"
+
+
+def _mmeta(ext=True):
+    caps = {"elicitation": {}}
+    if ext:
+        caps["extensions"] = {EXT_NAME: {}}
+    return {"io.modelcontextprotocol/protocolVersion": V,
+            "io.modelcontextprotocol/clientCapabilities": caps}
+
+
+def _mpost(d, method, params, ext=True, name=True, headers=None):
+    """A stateless request: returns (reply, its JSON-RPC response)."""
+    params = dict(params)
+    params["_meta"] = _mmeta(ext)
+    h = {"MCP-Protocol-Version": V, "Mcp-Method": method}
+    if name and method == "tools/call":
+        h["Mcp-Name"] = params["name"]
+    elif name and method.startswith("tasks/"):
+        h["Mcp-Name"] = params["taskId"]
+    h.update(headers or {})
+    id = d.new_id()
+    r = d.post(None, rpc(method, params, id), h)
+    return r, (r.rpc(id) if r.is_sse else r.json)
+
+
+def _mlisten(d, filt, id, ext=True):
+    params = {"notifications": filt, "_meta": _mmeta(ext)}
+    h = {"MCP-Protocol-Version": V, "Mcp-Method": "subscriptions/listen"}
+    deadline = time.monotonic() + tmo(10)
+    while True:
+        r = d.post_open(None, rpc("subscriptions/listen", params, id), h)
+        # With a shared log, 503 until the instance hears the others.
+        if r.status != 503 or time.monotonic() > deadline:
+            return r
+        r.read_body()
+        r.close()
+        time.sleep(0.05)
+
+
+def _next_task_note(r, tid, what, timeout=10):
+    """The next notifications/tasks for tid on listen stream r."""
+    deadline = time.monotonic() + tmo(timeout)
+    while True:
+        left = deadline - time.monotonic()
+        expect(left > 0, f"{what}: no notifications/tasks for {tid}")
+        m = r.next_message(left)
+        expect(m is not None, f"{what}: the listen stream ended")
+        msg = m[1]
+        if msg.get("method") == "notifications/tasks" and \
+                msg["params"].get("taskId") == tid:
+            return msg
+
+
+def test_task_stateless_path(h):
+    d = h.start(**FIXTURES)
+    r, msg = _mpost(d, "server/discover", {})
+    caps = msg["result"]["capabilities"]
+    expect(caps.get("extensions") == {EXT_NAME: {}} and "tasks" not in caps,
+           f"server/discover capabilities {caps!r}")
+
+    r, msg = _mpost(d, "tools/call", {"name": "slow_compute",
+                                      "arguments": {"seconds": 60}})
+    created = _result(msg, "stateless tools/call")
+    expect(created["resultType"] == "task" and "requestState" not in
+           created and created["_meta"][
+               "io.modelcontextprotocol/serverInfo"]["name"] == "mcpd",
+           f"CreateTaskResult {created!r}")
+    _check_task(created, "stateless CreateTaskResult")
+    tid = created["taskId"]
+    r, msg = _mpost(d, "tasks/get", {"taskId": tid})
+    expect(_result(msg, "tasks/get")["status"] == "working", f"{msg!r}")
+
+    # Mcp-Name must be the taskId; the extension must be declared.
+    r, msg = _mpost(d, "tasks/get", {"taskId": tid}, name=False)
+    expect(r.status == 400, f"no Mcp-Name: HTTP {r.status}")
+    _error(msg, -32020, "tasks/get without Mcp-Name")
+    r, msg = _mpost(d, "tasks/get", {"taskId": tid},
+                    headers={"Mcp-Name": "0" * 32})
+    _error(msg, -32020, "tasks/get with another Mcp-Name")
+    r, msg = _mpost(d, "tasks/cancel", {"taskId": tid}, ext=False)
+    expect(r.status == 400, f"tasks/cancel without the extension: HTTP "
+           f"{r.status}")
+    _error(msg, -32021, "tasks/cancel without the extension")
+    r, msg = _mpost(d, "tasks/result", {"taskId": tid})
+    expect(r.status == 404, f"tasks/result: HTTP {r.status}")
+    _error(msg, -32601, "tasks/result")
+
+    r, msg = _mpost(d, "tasks/cancel", {"taskId": tid})
+    expect(_result(msg, "tasks/cancel")["resultType"] == "complete",
+           f"cancel {msg!r}")
+    r, msg = _mpost(d, "tasks/get", {"taskId": tid})
+    expect(msg["result"]["status"] == "cancelled", f"after cancel {msg!r}")
+
+    # MRTR first, then the task: the rounds stay apart.
+    r, msg = _mpost(d, "tools/call", {"name": "test_tool_with_task",
+                                      "arguments": {}})
+    first = msg["result"]
+    expect(first["resultType"] == "input_required" and "taskId" not in
+           first, f"round 1 {first!r}")
+    key = next(iter(first["inputRequests"]))
+    r, msg = _mpost(d, "tools/call", {
+        "name": "test_tool_with_task", "arguments": {},
+        "inputResponses": {key: {"action": "accept",
+                                 "content": {"name": "Alice"}}},
+        "requestState": first["requestState"]})
+    second = msg["result"]
+    expect(second["resultType"] == "task" and "requestState" not in second
+           and "inputRequests" not in second, f"round 2 {second!r}")
+    deadline = time.monotonic() + tmo(10)
+    while True:
+        r, msg = _mpost(d, "tasks/get", {"taskId": second["taskId"]})
+        if msg["result"]["status"] in TERMINAL:
+            break
+        expect(time.monotonic() < deadline, "test_tool_with_task's task")
+        time.sleep(0.05)
+    expect(msg["result"]["result"]["content"][0]["text"] ==
+           "Hello, Alice! (from a task)", f"the task's result {msg!r}")
+
+
+def test_task_status_notifications(h):
+    d = h.start(**FIXTURES)
+    r, msg = _mpost(d, "tools/call", {"name": "confirm_delete",
+                                      "arguments": {"filename": "n"}})
+    tid = msg["result"]["taskId"]
+    # Asking for task notifications needs the extension.
+    r = _mlisten(d, {"taskIds": [tid]}, 70, ext=False)
+    r.read_body()
+    expect(r.status == 400, f"listen for tasks without the extension: "
+           f"HTTP {r.status}")
+    _error(r.json, -32021, "listen without the extension")
+
+    r = _mlisten(d, {"taskIds": [tid, "0" * 32]}, 71)
+    expect(r.status == 200 and r.is_sse, f"listen HTTP {r.status}")
+    ack = r.next_message(5)[1]
+    expect(ack["params"]["notifications"].get("taskIds") == [tid, "0" * 32],
+           f"ack {ack!r}")
+    # Changes after the listen are told: the answer, then the result.
+    t = _wait_modern(d, tid, lambda t: t["status"] == "input_required")
+    key = next(iter(t["inputRequests"]))
+    _mpost(d, "tasks/update", {"taskId": tid, "inputResponses": {
+        key: {"action": "accept", "content": {"confirm": True}}}})
+    note = _next_task_note(r, tid, "after the update")
+    expect(note["params"]["_meta"][
+        "io.modelcontextprotocol/subscriptionId"] == 71,
+        f"notification not tagged: {note!r}")
+    while note["params"]["status"] not in TERMINAL:
+        note = _next_task_note(r, tid, "completed")
+    p = note["params"]
+    expect(p["status"] == "completed" and
+           p["result"]["content"][0]["text"] == "confirm_delete n: accept"
+           and "resultType" not in p, f"the last notification {note!r}")
+    r.close()
+
+
+def _wait_modern(d, tid, until, timeout=10, what="status"):
+    deadline = time.monotonic() + tmo(timeout)
+    while True:
+        r, msg = _mpost(d, "tasks/get", {"taskId": tid})
+        t = _result(msg, "tasks/get")
+        if until(t):
+            return t
+        expect(time.monotonic() < deadline, f"{tid}: no {what}: {t!r}")
+        time.sleep(0.05)
+
+
+def test_task_notifications_across_instances(h):
+    # A listen on B hears of a task that A runs, through the shared log.
+    if not _shared_redis("task notifications across instances"):
+        return
+    a = h.start(**FIXTURES)
+    b = h.start(**FIXTURES)
+    r, msg = _mpost(a, "tools/call", {"name": "confirm_delete",
+                                      "arguments": {"filename": "ab"}})
+    tid = msg["result"]["taskId"]
+    t = _wait_modern(a, tid, lambda t: t["status"] == "input_required")
+    r = _mlisten(b, {"taskIds": [tid]}, 80)
+    expect(r.status == 200 and r.is_sse, f"listen on B: HTTP {r.status}")
+    r.next_message(5)
+    # Answered on A, completed on A: B's listener hears it.
+    _mpost(a, "tasks/update", {"taskId": tid, "inputResponses": {
+        next(iter(t["inputRequests"])): {"action": "accept",
+                                         "content": {"confirm": True}}}})
+    note = _next_task_note(r, tid, "a change on A")
+    while note["params"]["status"] not in TERMINAL:
+        note = _next_task_note(r, tid, "completed on A")
+    expect(note["params"]["status"] == "completed" and
+           note["params"]["result"]["content"][0]["text"] ==
+           "confirm_delete ab: accept", f"B heard {note!r}")
+    r.close()
+
+
+def test_task_result_waits_for_redis(h):
+    # Redis goes away while a task runs: its result is written once Redis
+    # is back (AOF keeps the record), not lost; meanwhile the task stays
+    # working, its owner alive.
+    if redis_server_path() is None:
+        print("SKIP task result waits for redis: no redis-server binary")
+        return
+    rs = RedisServer(h.workdir, aof=True)
+    rs.start()
+    try:
+        d = h.start(eventlog=rs.url, **FIXTURES)
+        sid = d.initialize(LATEST)
+        tid = _start(d, sid, "slow_compute", {"seconds": 1})["taskId"]
+        rs.shutdown()
+        d.wait_log(lambda s: f"task={tid}: result not written yet" in s,
+                   timeout=tmo(10), what="the result waiting for Redis")
+        rs.start()
+        deadline = time.monotonic() + tmo(20)
+        while True:
+            id = d.new_id()
+            r = d.post(sid, rpc("tasks/get", {"taskId": tid, "_meta": EXT},
+                                id))
+            msg = r.rpc(id) if r.status == 200 else {}
+            if msg.get("result", {}).get("status") in TERMINAL:
+                break
+            expect(time.monotonic() < deadline, f"no result: {msg!r}")
+            time.sleep(0.1)
+        expect(msg["result"]["status"] == "completed" and
+               msg["result"]["result"]["content"][0]["text"] ==
+               "slow_compute -: done after 1 s", f"after Redis: {msg!r}")
+    finally:
+        for x in h.daemons:
+            x.stop()
+        rs.stop()
