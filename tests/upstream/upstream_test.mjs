@@ -183,7 +183,8 @@ async function everythingBasics(url, { prefix = '', mcpdSide = true } = {}) {
 	const p = n => prefix + n;
 	let c;
 	try {
-		c = await connect(url, 'basics');
+		c = await connect(url, 'basics',
+		    { roots: [{ uri: 'file:///srv/basics-root', name: 'basics root' }] });
 		check('initialize through the upstream server', true);
 	} catch (err) {
 		check('initialize through the upstream server', false, errText(err));
@@ -344,6 +345,12 @@ async function everythingBasics(url, { prefix = '', mcpdSide = true } = {}) {
 	    r.err?.code === -32042 &&
 	    r.err?.elicitations?.[0]?.url === 'https://modelcontextprotocol.io', r.err ?? r.res);
 
+	/* roots, asked of this client during the call */
+	r = await call(client, p('get-roots-list'), {});
+	check('get-roots-list: the client\'s roots',
+	    textOf(r.res).includes('Current MCP Roots (1 total)') &&
+	    textOf(r.res).includes('URI: file:///srv/basics-root'), r.res ?? errText(r.err));
+
 	/* toggles: state in the server, answered in turn */
 	r = await call(client, p('toggle-subscriber-updates'), {});
 	const t1 = textOf(r.res);
@@ -489,6 +496,29 @@ async function groupEverything() {
 	await everythingBasics(d.url);
 	const kids = childrenOf(d.pid, 'server-everything');
 	check('one child for the shared upstream', kids.length === 1, kids);
+
+	/*
+	 * Two clients' calls in flight on the shared upstream: whose a
+	 * sampling request is cannot be told, and it is refused, not sent to
+	 * the wrong client nor left hanging (docs/upstreams.md).
+	 */
+	const x = await connect(d.url, 'X');
+	const y = await connect(d.url, 'Y');
+	const progress = [];
+	const long = call(x.client, 'trigger-long-running-operation', { duration: 3, steps: 30 },
+	    { onprogress: p => progress.push(p.progress) });
+	await waitFor(() => progress.length >= 1, 10000);
+	const r = await call(y.client, 'trigger-sampling-request', { prompt: 'whose?' });
+	check('a sampling request with two clients\' calls in flight: refused, naming sharing session',
+	    (r.res?.isError === true && /sharing session/.test(textOf(r.res))) ||
+	    /sharing session/.test(r.err?.message ?? ''), r.res ?? errText(r.err));
+	check('neither client was asked', x.asked.sampling.length === 0 &&
+	    y.asked.sampling.length === 0, [x.asked.sampling, y.asked.sampling]);
+	const lr = await long;
+	check('the other client\'s call completes', textOf(lr.res).startsWith(
+	    'Long running operation completed.') && progress.length === 30, lr.res ?? errText(lr.err));
+	await x.close();
+	await y.close();
 }
 
 async function groupFilesystem() {
@@ -614,6 +644,7 @@ async function groupCrash() {
 	    { onprogress: x => progress.push(x.progress), timeout: 30000 });
 	const started = await waitFor(() => progress.length >= 2, 10000);
 	check('the long call is running (2 progress notifications)', started, progress);
+	const logAt = d.stderr.length;
 	process.kill(old, 'SIGKILL');
 	const t0 = Date.now();
 	r = await running;
@@ -642,7 +673,9 @@ async function groupCrash() {
 	r = await call(client, 'trigger-long-running-operation', { duration: 0.2, steps: 2 });
 	check('a long call on the new child completes',
 	    textOf(r.res).startsWith('Long running operation completed.'), r.res ?? errText(r.err));
-	check('mcpd logged the upstream\'s exit', /everything/.test(d.stderr), d.tail(10));
+	check('mcpd logged the upstream\'s exit, naming it',
+	    /everything.*(exit|signal|kill|died)|(exit|signal|kill|died).*everything/i
+		.test(d.stderr.slice(logAt)), d.stderr.slice(logAt, logAt + 2000));
 	await c.close();
 }
 
@@ -706,11 +739,17 @@ async function groupSession() {
 	/* server-filesystem takes its client's roots as its directories. */
 	const realA = fs.realpathSync(rootA);
 	const realB = fs.realpathSync(rootB);
-	const fsA = await waitFor(async () => textOf((await call(a.client,
-	    'fs_list_allowed_directories', {})).res), 10000);
+	let fsA = '';
+	await waitFor(async () => {
+		fsA = textOf((await call(a.client, 'fs_list_allowed_directories', {})).res);
+		return fsA.includes(realA);
+	}, 10000, 100);
 	check('server-filesystem of A took A\'s roots', fsA.includes(realA) && !fsA.includes(realB), fsA);
-	const fsB = await waitFor(async () => textOf((await call(b.client,
-	    'fs_list_allowed_directories', {})).res), 10000);
+	let fsB = '';
+	await waitFor(async () => {
+		fsB = textOf((await call(b.client, 'fs_list_allowed_directories', {})).res);
+		return fsB.includes(realB);
+	}, 10000, 100);
 	check('server-filesystem of B took B\'s roots', fsB.includes(realB) && !fsB.includes(realA), fsB);
 	check('the clients were asked for roots', a.asked.roots >= 1 && b.asked.roots >= 1,
 	    [a.asked.roots, b.asked.roots]);
