@@ -58,6 +58,36 @@ struct conf_tool {
 	long long		 max_concurrency; /* 0: only max_children */
 };
 
+/* upstream NAME { sharing shared|session } */
+enum conf_sharing {
+	CONF_SHARING_SHARED,
+	CONF_SHARING_SESSION
+};
+
+/*
+ * upstream NAME { ... }: an MCP server mcpd is a client of. Either a
+ * program speaking MCP on its stdin and stdout (argv[0] is PROGRAM, no
+ * shell) or a Streamable HTTP endpoint (url).
+ */
+struct conf_upstream {
+	char			*name;
+	int			 line;		/* of "upstream NAME {" */
+	char			*program;	/* resolved path, NULL for url */
+	char			**argv;		/* NULL-terminated */
+	size_t			 argc;
+	char			*url;		/* NULL for exec */
+	int			 sharing;	/* enum conf_sharing */
+	char			*prefix;	/* "" if none */
+	char			**env;		/* NAME=VALUE, NULL at the end */
+	size_t			 nenv;
+	char			*cwd;		/* NULL: mcpd's own */
+	long long		 timeout;	/* seconds, per request */
+	long long		 max_concurrency; /* requests in flight */
+	long long		 restart_delay;	/* seconds, back-off base */
+	long long		 max_instances;	/* sharing session: children */
+	long long		 max_line;	/* bytes of one message */
+};
+
 enum conf_log_format {
 	CONF_LOG_TEXT,
 	CONF_LOG_JSON
@@ -103,6 +133,8 @@ struct conf {
 	long long		 max_children;	/* exec tool programs running */
 	struct conf_tool	*tools;		/* tool blocks, in file order */
 	size_t			 ntools;
+	struct conf_upstream	*upstreams;	/* in file order */
+	size_t			 nupstreams;
 	char			**allowed_origins;	/* NULL-terminated */
 	size_t			 nallowed_origins;
 
@@ -142,5 +174,8 @@ int		 conf_origin_allowed(const struct conf *, const char *);
 /* The tool block named NAME, or NULL. */
 const struct conf_tool *conf_tool_find(const struct conf *, const char *);
 const char	*conf_param_type_name(enum conf_param_type);
+/* The upstream block named NAME, or NULL. */
+const struct conf_upstream *conf_upstream_find(const struct conf *,
+		     const char *);
 
 #endif

@@ -38,16 +38,33 @@ struct provider {
 	/* completion/complete: ref object, argument object, context. */
 	int		(*complete)(struct call *, const cJSON *, const cJSON *,
 			    const cJSON *);
+
+	/* The configuration was loaded (start, reload); enabled or not. */
+	void		(*configure)(const struct conf *);
+	/* A session ends here (closed, or released to another process). */
+	void		(*session_closed)(struct session *);
+	/* Shutdown: stop what runs (before exec.c reaps the programs). */
+	void		(*shutdown)(void);
+	/* Whether the lists may change while a session lives. */
+	int		(*lists_change)(void);
+	/* Whether this provider serves tool NAME. */
+	int		(*has_tool)(const char *);
 };
 
 extern const struct provider provider_builtin;
 extern const struct provider provider_fixtures;
 extern const struct provider provider_exec;
+extern const struct provider provider_upstream;
 
 void	 provider_init(const struct conf *);
 int	 provider_has_resources(void);
 int	 provider_has_prompts(void);
 int	 provider_has_completions(void);
+int	 provider_lists_change(void);
+void	 provider_session_closed(struct session *);
+void	 provider_shutdown(void);
+/* Which provider serves tool NAME, besides self (NULL: none). */
+const char *provider_tool_owner(const char *, const struct provider *);
 
 cJSON	*provider_list_tools(void);
 int	 provider_call_tool(struct call *, const char *, const cJSON *);

@@ -78,5 +78,6 @@ struct call	*session_call_find(struct session *, const cJSON *);
 int		 session_subscribe(struct session *, const char *);
 void		 session_unsubscribe(struct session *, const char *);
 void		 session_resource_updated(const char *);
+void		 session_broadcast(const char *, size_t);
 
 #endif

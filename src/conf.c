@@ -44,6 +44,7 @@
 #define CONF_REPLICAS_MAX	16
 #define CONF_TOOL_NAME_MAX	128		/* as MCP allows */
 #define CONF_PARAM_NAME_MAX	64
+#define CONF_PREFIX_MAX		64
 #define CONF_DEFAULT_PATH	"/usr/local/bin:/usr/bin:/bin"
 
 #define CONF_KIB		1024LL
@@ -158,6 +159,11 @@ static conf_parse_cb	conf_parse_env;
 static conf_line_cb	conf_line_param;
 static conf_line_cb	conf_line_exec;
 static conf_block_cb	conf_block_tool;
+static conf_check_cb	conf_check_prefix;
+static conf_check_cb	conf_check_url;
+static conf_parse_cb	conf_parse_upstream_env;
+static conf_line_cb	conf_line_upstream_exec;
+static conf_block_cb	conf_block_upstream;
 static int		conf_scope_line(struct conf_scope *, const char *);
 
 static const struct conf_enum conf_bool_values[] = {
@@ -181,6 +187,12 @@ static const struct conf_enum conf_log_format_values[] = {
 static const struct conf_enum conf_fixtures_values[] = {
 	{ "conformance", 1 },
 	{ "off", 0 },
+	{ NULL, 0 }
+};
+
+static const struct conf_enum conf_sharing_values[] = {
+	{ "shared", CONF_SHARING_SHARED },
+	{ "session", CONF_SHARING_SESSION },
 	{ NULL, 0 }
 };
 
@@ -298,6 +310,99 @@ static const char conf_tool_example_active[] =
 "    description \"The server's current date and time in UTC (ISO 8601)\"\n"
 "    exec /bin/date -u +%Y-%m-%dT%H:%M:%SZ\n"
 "    timeout 5\n"
+"}\n";
+
+/* The directives inside "upstream NAME { }"; into struct conf_upstream. */
+#define CONF_UPSTREAM_OFF(f)	offsetof(struct conf_upstream, f)
+static const struct conf_entry conf_upstream_entries[] = {
+	{ .name = "exec", .type = CONF_LINE, .line = conf_line_upstream_exec,
+	  .args = "PROGRAM [ARG...]",
+	  .help = "A server speaking MCP on its standard input and output "
+	  "(newline-delimited JSON-RPC), run directly, no shell involved. "
+	  "PROGRAM is an absolute path or a name looked up in mcpd's PATH "
+	  "when the file is read. Its standard error goes to mcpd's log, "
+	  "each line with the upstream's name, rate-limited. Exactly one of "
+	  "exec and url." },
+	{ .name = "url", .type = CONF_STRING, .offset = CONF_UPSTREAM_OFF(url),
+	  .check = conf_check_url, .args = "URL",
+	  .help = "A Streamable HTTP MCP server, http://HOST[:PORT]/PATH. "
+	  "Exactly one of exec and url." },
+	{ .name = "sharing", .type = CONF_ENUM,
+	  .offset = CONF_UPSTREAM_OFF(sharing), .values = conf_sharing_values,
+	  .def = "shared",
+	  .help = "shared: one upstream session, started with mcpd, serves "
+	  "every client session. session: each client session gets its own, "
+	  "started on its first call and stopped when the session ends (or "
+	  "is released by this instance)." },
+	{ .name = "prefix", .type = CONF_STRING,
+	  .offset = CONF_UPSTREAM_OFF(prefix), .check = conf_check_prefix,
+	  .args = "STRING", .def = "",
+	  .help = "Put before the names of the upstream's tools, prompts and "
+	  "resource templates as clients see them (and taken off again on the "
+	  "way to it): how two upstreams with a tool of the same name are "
+	  "served side by side. Letters, digits, \"_\", \"-\" and \".\"; "
+	  "\"\" for none." },
+	{ .name = "env", .type = CONF_CUSTOM, .parse = conf_parse_upstream_env,
+	  .flags = CONF_REPEAT, .args = "NAME=VALUE",
+	  .help = "One variable of the program's environment. The program "
+	  "gets HOME, LOGNAME, PATH, SHELL, TERM and USER from mcpd's "
+	  "environment (as the MCP SDKs give their stdio servers) and these; "
+	  "an env line overrides one of them." },
+	{ .name = "cwd", .type = CONF_STRING, .offset = CONF_UPSTREAM_OFF(cwd),
+	  .check = conf_check_dir, .args = "DIR",
+	  .def_text = "mcpd's working directory",
+	  .help = "Working directory of the program, an absolute path to a "
+	  "directory that exists when the file is read." },
+	{ .name = "timeout", .type = CONF_SECONDS,
+	  .offset = CONF_UPSTREAM_OFF(timeout), .min = 1, .max = 86400,
+	  .def = "60",
+	  .help = "How long one request to the upstream may take. Then the "
+	  "client's call ends with a JSON-RPC error naming the upstream, and "
+	  "the upstream gets notifications/cancelled." },
+	{ .name = "max_concurrency", .type = CONF_INTEGER,
+	  .offset = CONF_UPSTREAM_OFF(max_concurrency), .min = 1,
+	  .max = 65536, .def = "64",
+	  .help = "Requests in flight to one upstream session at once; a "
+	  "request beyond this ends at once with a JSON-RPC error saying "
+	  "the upstream is busy." },
+	{ .name = "restart_delay", .type = CONF_SECONDS,
+	  .offset = CONF_UPSTREAM_OFF(restart_delay), .min = 1, .max = 3600,
+	  .def = "1",
+	  .help = "After the program exits (or fails its handshake) mcpd "
+	  "starts it again after this long, doubled after each failure in a "
+	  "row up to 60 times this; a run that stayed up for a minute "
+	  "resets it." },
+	{ .name = "max_instances", .type = CONF_INTEGER,
+	  .offset = CONF_UPSTREAM_OFF(max_instances), .min = 1, .max = 4096,
+	  .def = "64",
+	  .help = "With sharing session, programs of this upstream running "
+	  "at once (one per client session using it); a session's first "
+	  "call beyond this ends with a JSON-RPC error saying so." },
+	{ .name = "max_message", .type = CONF_SIZE,
+	  .offset = CONF_UPSTREAM_OFF(max_line), .min = 64 * CONF_KIB,
+	  .max = 64 * CONF_MIB, .def = "4m",
+	  .help = "Longest message accepted from the upstream (one line on "
+	  "stdio). A longer one is a protocol failure: the upstream is "
+	  "restarted and its calls end with an error." },
+};
+
+static const char conf_upstream_examples[] =
+"Examples: remove the \"# \" before the lines of a block to use it.\n"
+"\n"
+"upstream everything {\n"
+"    exec node /opt/everything/dist/index.js stdio\n"
+"    sharing shared\n"
+"    timeout 60\n"
+"    max_concurrency 64\n"
+"}\n"
+"\n"
+"upstream files {\n"
+"    exec /usr/bin/node /opt/server-filesystem/dist/index.js /srv\n"
+"    sharing session\n"
+"    prefix \"fs_\"\n"
+"    cwd /srv\n"
+"    env NODE_OPTIONS=--max-old-space-size=256\n"
+"    restart_delay 2\n"
 "}\n";
 
 #define CONF_OFF(f)	offsetof(struct conf, f)
@@ -443,6 +548,21 @@ static const struct conf_entry conf_entries[] = {
 	  "digits, \"_\", \"-\" or \".\"; it is unique, and not echo, "
 	  "stream or notify while builtin_tools is on. Inside the block, "
 	  "one directive per line; param and env may repeat:" },
+	{ .name = "upstream", .type = CONF_BLOCK, .block = conf_block_upstream,
+	  .sub = conf_upstream_entries,
+	  .nsub = CONF_NITEMS(conf_upstream_entries),
+	  .example = conf_upstream_examples, .args = "NAME { ... }",
+	  .help = "An MCP server mcpd is a client of: its tools, resources, "
+	  "resource templates, prompts and completions are served to clients "
+	  "with the others, every message it sends committed to the event "
+	  "log like mcpd's own. Requests are forwarded with their ids "
+	  "remapped, progress and log notifications reach the call's "
+	  "stream, its sampling, elicitation and roots requests reach the "
+	  "client whose call it serves. A name served by two providers is "
+	  "an error naming both at start-up (prefix resolves it). NAME is 1 "
+	  "to 128 letters, digits, \"_\", \"-\" or \".\", unique among "
+	  "upstreams. See docs/upstreams.md. Inside the block, one "
+	  "directive per line; env may repeat:" },
 
 	{ .name = "drain_delay", .type = CONF_SECONDS,
 	  .offset = CONF_OFF(drain_delay), .min = 0, .max = 3600, .def = "5",
@@ -1509,14 +1629,12 @@ conf_check_dir(const char *s, char **value, char **why)
 	return (0);
 }
 
-/* env NAME=VALUE; each NAME once per tool. */
+/* NAME=VALUE onto an environment list; each NAME once. */
 static int
-conf_parse_env(void *base, const struct conf_entry *ce, const char *s,
-    char **why)
+conf_env_add(char ***env, size_t *nenv, const char *s, char **why)
 {
-	struct conf_tool	*tool = base;
-	const char		*eq = strchr(s, '=');
-	size_t			 n, i;
+	const char	*eq = strchr(s, '=');
+	size_t		 n, i;
 
 	if (eq == NULL) {
 		xasprintf(why, "expected NAME=VALUE, not \"%s\"", s);
@@ -1530,16 +1648,26 @@ conf_parse_env(void *base, const struct conf_entry *ce, const char *s,
 		    "digits and \"_\", not starting with a digit)", (int)n, s);
 		return (-1);
 	}
-	for (i = 0; i < tool->nenv; i++) {
-		if (strncmp(tool->env[i], s, n + 1) == 0) {
+	for (i = 0; i < *nenv; i++) {
+		if (strncmp((*env)[i], s, n + 1) == 0) {
 			xasprintf(why, "%.*s is set twice", (int)n, s);
 			return (-1);
 		}
 	}
-	tool->env = xrealloc(tool->env, (tool->nenv + 2) * sizeof *tool->env);
-	tool->env[tool->nenv++] = xstrdup(s);
-	tool->env[tool->nenv] = NULL;
+	*env = xrealloc(*env, (*nenv + 2) * sizeof **env);
+	(*env)[(*nenv)++] = xstrdup(s);
+	(*env)[*nenv] = NULL;
 	return (0);
+}
+
+/* env NAME=VALUE; each NAME once per tool. */
+static int
+conf_parse_env(void *base, const struct conf_entry *ce, const char *s,
+    char **why)
+{
+	struct conf_tool	*tool = base;
+
+	return (conf_env_add(&tool->env, &tool->nenv, s, why));
 }
 
 /* param NAME TYPE [required] [STRING] */
@@ -1769,6 +1897,165 @@ conf_block_tool(void *base, const struct conf_entry *ce,
 
 fail:
 	conf_tool_clear(&tool);
+	return (-1);
+}
+
+/* ---------------------------------------------------------------------
+ * Upstream blocks: upstream NAME { ... }.
+ */
+
+static void
+conf_upstream_clear(struct conf_upstream *up)
+{
+	free(up->name);
+	free(up->program);
+	conf_free_words(up->argv);
+	free(up->url);
+	free(up->prefix);
+	conf_free_words(up->env);
+	free(up->cwd);
+	memset(up, 0, sizeof *up);
+}
+
+/* Names as tool names are, or "" for no prefix. */
+static int
+conf_check_prefix(const char *s, char **value, char **why)
+{
+	if (*s != '\0' && !conf_name_ok(s, "_-.", CONF_PREFIX_MAX)) {
+		xasprintf(why, "invalid prefix \"%s\" (up to %d letters, "
+		    "digits, \"_\", \"-\" or \".\")", s, CONF_PREFIX_MAX);
+		return (-1);
+	}
+	*value = xstrdup(s);
+	return (0);
+}
+
+/* http://HOST[:PORT][/PATH]: mcpd talks plain HTTP to its upstreams. */
+static int
+conf_check_url(const char *s, char **value, char **why)
+{
+	const char	*host = s + strlen("http://");
+	size_t		 i;
+
+	if (strncmp(s, "http://", strlen("http://")) != 0) {
+		xasprintf(why, "\"%s\" is not an http:// URL", s);
+		return (-1);
+	}
+	if (*host == '\0' || *host == '/' || *host == ':') {
+		xasprintf(why, "\"%s\" has no host", s);
+		return (-1);
+	}
+	for (i = 0; s[i] != '\0'; i++) {
+		if ((u_char)s[i] <= ' ' || (u_char)s[i] >= 0x7f) {
+			xasprintf(why, "\"%s\" has a blank or non-ASCII "
+			    "character", s);
+			return (-1);
+		}
+	}
+	*value = xstrdup(s);
+	return (0);
+}
+
+static int
+conf_parse_upstream_env(void *base, const struct conf_entry *ce,
+    const char *s, char **why)
+{
+	struct conf_upstream	*up = base;
+
+	return (conf_env_add(&up->env, &up->nenv, s, why));
+}
+
+/* exec PROGRAM [ARG...], as written: no argument substitution here. */
+static int
+conf_line_upstream_exec(void *base, const struct conf_entry *ce, int argc,
+    char **argv, char **why)
+{
+	struct conf_upstream	*up = base;
+	char			*path;
+	int			 i;
+
+	if (conf_find_program(argv[0], &path, why) != 0)
+		return (-1);
+	up->program = path;
+	up->argc = argc;
+	up->argv = xcalloc(argc + 1, sizeof *up->argv);
+	for (i = 0; i < argc; i++)
+		up->argv[i] = xstrdup(argv[i]);
+	return (0);
+}
+
+static int
+conf_block_upstream(void *base, const struct conf_entry *ce,
+    const struct conf_directive *cd, const char *file, char **cause)
+{
+	struct conf		*conf = base;
+	struct conf_upstream	 up;
+	struct conf_scope	 cs;
+	int			 seen[CONF_NITEMS(conf_upstream_entries)];
+	int			 exec_line, url_line;
+	size_t			 i;
+
+	if (cd->argc != 2) {
+		xasprintf(cause, "%s:%d: upstream: expected \"upstream %s\"",
+		    file, cd->line, ce->args);
+		return (-1);
+	}
+	if (!conf_name_ok(cd->argv[1], "_-.", CONF_TOOL_NAME_MAX)) {
+		xasprintf(cause, "%s:%d: upstream: invalid name \"%s\" (1 to "
+		    "%d letters, digits, \"_\", \"-\" or \".\")", file,
+		    cd->line, cd->argv[1], CONF_TOOL_NAME_MAX);
+		return (-1);
+	}
+	for (i = 0; i < conf->nupstreams; i++) {
+		if (strcmp(conf->upstreams[i].name, cd->argv[1]) != 0)
+			continue;
+		xasprintf(cause, "%s:%d: duplicate upstream %s (first "
+		    "declared on line %d)", file, cd->line, cd->argv[1],
+		    conf->upstreams[i].line);
+		return (-1);
+	}
+
+	memset(&up, 0, sizeof up);
+	up.name = xstrdup(cd->argv[1]);
+	up.line = cd->line;
+	conf_set_defaults(&up, conf_upstream_entries,
+	    CONF_NITEMS(conf_upstream_entries));
+	memset(seen, 0, sizeof seen);
+	cs.entries = conf_upstream_entries;
+	cs.nentries = CONF_NITEMS(conf_upstream_entries);
+	cs.base = &up;
+	cs.seen = seen;
+	for (i = 0; i < cd->nchildren; i++) {
+		if (conf_apply(&cs, &cd->children[i], file, cause) != 0)
+			goto fail;
+	}
+
+	exec_line = conf_scope_line(&cs, "exec");
+	url_line = conf_scope_line(&cs, "url");
+	if (exec_line == 0 && url_line == 0) {
+		xasprintf(cause, "%s:%d: upstream %s: missing \"exec PROGRAM "
+		    "[ARG...]\" or \"url URL\"", file, cd->line, up.name);
+		goto fail;
+	}
+	if (exec_line != 0 && url_line != 0) {
+		xasprintf(cause, "%s:%d: upstream %s: exec (line %d) and url "
+		    "exclude each other", file, url_line, up.name, exec_line);
+		goto fail;
+	}
+	if (url_line != 0 && (conf_scope_line(&cs, "env") != 0 ||
+	    conf_scope_line(&cs, "cwd") != 0)) {
+		xasprintf(cause, "%s:%d: upstream %s: env and cwd are for an "
+		    "exec upstream, not a url one", file, cd->line, up.name);
+		goto fail;
+	}
+
+	conf->upstreams = xrealloc(conf->upstreams,
+	    (conf->nupstreams + 1) * sizeof *conf->upstreams);
+	conf->upstreams[conf->nupstreams++] = up;
+	return (0);
+
+fail:
+	conf_upstream_clear(&up);
 	return (-1);
 }
 
@@ -2047,6 +2334,9 @@ conf_free(struct conf *conf)
 	for (i = 0; i < conf->ntools; i++)
 		conf_tool_clear(&conf->tools[i]);
 	free(conf->tools);
+	for (i = 0; i < conf->nupstreams; i++)
+		conf_upstream_clear(&conf->upstreams[i]);
+	free(conf->upstreams);
 	free(conf->redis_host);
 	free(conf->path);
 	free(conf);
@@ -2060,6 +2350,18 @@ conf_tool_find(const struct conf *conf, const char *name)
 	for (i = 0; i < conf->ntools; i++) {
 		if (strcmp(conf->tools[i].name, name) == 0)
 			return (&conf->tools[i]);
+	}
+	return (NULL);
+}
+
+const struct conf_upstream *
+conf_upstream_find(const struct conf *conf, const char *name)
+{
+	size_t	i;
+
+	for (i = 0; i < conf->nupstreams; i++) {
+		if (strcmp(conf->upstreams[i].name, name) == 0)
+			return (&conf->upstreams[i]);
 	}
 	return (NULL);
 }

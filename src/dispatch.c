@@ -69,17 +69,18 @@ dispatch_capabilities(void)
 	cJSON	*tools = cJSON_AddObjectToObject(caps, "tools");
 
 	cJSON	*resources, *prompts;
+	int	 changes = provider_lists_change();
 
-	cJSON_AddBoolToObject(tools, "listChanged", 0);
+	cJSON_AddBoolToObject(tools, "listChanged", changes);
 	cJSON_AddObjectToObject(caps, "logging");
 	if (provider_has_resources()) {
 		resources = cJSON_AddObjectToObject(caps, "resources");
 		cJSON_AddBoolToObject(resources, "subscribe", 1);
-		cJSON_AddBoolToObject(resources, "listChanged", 0);
+		cJSON_AddBoolToObject(resources, "listChanged", changes);
 	}
 	if (provider_has_prompts()) {
 		prompts = cJSON_AddObjectToObject(caps, "prompts");
-		cJSON_AddBoolToObject(prompts, "listChanged", 0);
+		cJSON_AddBoolToObject(prompts, "listChanged", changes);
 	}
 	if (provider_has_completions())
 		cJSON_AddObjectToObject(caps, "completions");

@@ -67,6 +67,17 @@ struct exec_job {
 
 	int			 out_fd;	/* -1 once closed */
 	int			 err_fd;
+	int			 in_fd;		/* -1: none, or closed */
+	struct event		*in_ev;
+	char			*wbuf;		/* queued for stdin */
+	size_t			 woff;
+	size_t			 wlen;
+	size_t			 wsize;		/* allocated */
+	size_t			 wmax;
+
+	char			 errline[EXEC_ERRLINE_MAX];
+	size_t			 errlinelen;
+	void			(*err_cb)(const char *, size_t, void *);
 	struct event		*out_ev;
 	struct event		*err_ev;
 	struct event		*wake_ev;	/* run exec_job_update */
@@ -120,6 +131,11 @@ exec_job_free(struct exec_job *job)
 	event_free(job->wake_ev);
 	event_free(job->kill_ev);
 	event_free(job->linger_ev);
+	if (job->in_ev != NULL)
+		event_free(job->in_ev);
+	if (job->in_fd != -1)
+		close(job->in_fd);
+	free(job->wbuf);
 	if (job->out_fd != -1)
 		close(job->out_fd);
 	if (job->err_fd != -1)
@@ -155,6 +171,17 @@ exec_close_err(struct exec_job *job)
 	job->err_fd = -1;
 }
 
+void
+exec_close_stdin(struct exec_job *job)
+{
+	if (job->in_fd == -1)
+		return;
+	event_del(job->in_ev);
+	close(job->in_fd);
+	job->in_fd = -1;
+	job->woff = job->wlen = 0;
+}
+
 static void
 exec_wake(struct exec_job *job)
 {
@@ -186,6 +213,7 @@ exec_finish(struct exec_job *job)
 	exec_set_state(job, EXEC_DONE);
 	TAILQ_REMOVE(&exec.jobs, job, entry);
 	exec.count--;
+	exec_close_stdin(job);
 	exec_close_out(job);
 	exec_close_err(job);
 	evtimer_del(job->kill_ev);
@@ -337,6 +365,25 @@ exec_out_cb(evutil_socket_t fd, short events, void *arg)
 	exec_job_update(job);
 }
 
+/* Standard error handed over a line at a time, long lines cut. */
+static void
+exec_err_lines(struct exec_job *job, const char *p, size_t n)
+{
+	size_t	i;
+
+	for (i = 0; i < n; i++) {
+		if (p[i] == '\n') {
+			job->err_cb(job->errline, job->errlinelen, job->arg);
+			job->errlinelen = 0;
+			if (job->killed || job->err_fd == -1)
+				return;
+			continue;
+		}
+		if (job->errlinelen < sizeof job->errline)
+			job->errline[job->errlinelen++] = p[i];
+	}
+}
+
 static void
 exec_err_cb(evutil_socket_t fd, short events, void *arg)
 {
@@ -353,12 +400,75 @@ exec_err_cb(evutil_socket_t fd, short events, void *arg)
 		memcpy(job->err + job->errlen, buf, keep);
 		job->errlen += keep;
 		job->errtotal += n;
+		if (job->err_cb != NULL)
+			exec_err_lines(job, buf, n);
 		return;
+	}
+	if (job->err_cb != NULL && job->errlinelen > 0 &&
+	    (n == 0 || (errno != EAGAIN && errno != EINTR))) {
+		job->err_cb(job->errline, job->errlinelen, job->arg);
+		job->errlinelen = 0;
 	}
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
 	exec_close_err(job);
 	exec_job_update(job);
+}
+
+static void
+exec_in_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct exec_job	*job = arg;
+	ssize_t		 n;
+
+	while (job->wlen > 0) {
+		n = write(job->in_fd, job->wbuf + job->woff, job->wlen);
+		if (n > 0) {
+			job->woff += n;
+			job->wlen -= n;
+			continue;
+		}
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		log_limited(LOG_LEVEL_WARN, "exec-write", "exec pid=%ld (%s): "
+		    "stdin: %s", (long)job->pid, job->name,
+		    n < 0 ? strerror(errno) : "short write");
+		exec_close_stdin(job);
+		return;
+	}
+	job->woff = 0;
+	event_del(job->in_ev);
+}
+
+int
+exec_write(struct exec_job *job, const char *p, size_t len)
+{
+	size_t	size;
+
+	if (job->in_fd == -1 || job->killed || len > job->wmax - job->wlen)
+		return (-1);
+	if (job->woff > 0 && job->woff + job->wlen + len > job->wmax) {
+		memmove(job->wbuf, job->wbuf + job->woff, job->wlen);
+		job->woff = 0;
+	}
+	size = job->woff + job->wlen + len;
+	if (size > job->wsize) {
+		if (job->wsize == 0)
+			job->wsize = 4096;
+		while (job->wsize < size)
+			job->wsize *= 2;
+		job->wbuf = xrealloc(job->wbuf, job->wsize);
+	}
+	memcpy(job->wbuf + job->woff + job->wlen, p, len);
+	job->wlen += len;
+	event_add(job->in_ev, NULL);
+	return (0);
+}
+
+size_t
+exec_write_queued(const struct exec_job *job)
+{
+	return (job->wlen);
 }
 
 static void
@@ -500,11 +610,11 @@ exec_count(void)
 
 /*
  * A pipe whose ends are above stderr (so the child's dup2 onto 0, 1 and 2
- * cannot clobber one with another even if mcpd runs without them), the
- * reading end non-blocking, both close-on-exec.
+ * cannot clobber one with another even if mcpd runs without them), our end
+ * (fds[nonblock]) non-blocking, both close-on-exec.
  */
 static int
-exec_pipe(int fds[2], char **cause)
+exec_pipe(int fds[2], int nonblock, char **cause)
 {
 	int	i, fd;
 
@@ -525,7 +635,7 @@ exec_pipe(int fds[2], char **cause)
 		close(fds[i]);
 		fds[i] = fd;
 	}
-	if (fcntl(fds[0], F_SETFL, O_NONBLOCK) != 0) {
+	if (fcntl(fds[nonblock], F_SETFL, O_NONBLOCK) != 0) {
 		xasprintf(cause, "fcntl: %s", strerror(errno));
 		close(fds[0]);
 		close(fds[1]);
@@ -534,9 +644,19 @@ exec_pipe(int fds[2], char **cause)
 	return (0);
 }
 
+static void
+exec_close_pair(int fds[2])
+{
+	if (fds[0] != -1)
+		close(fds[0]);
+	if (fds[1] != -1)
+		close(fds[1]);
+}
+
 /* posix_spawn: the child's own group, default signals, no other fds. */
 static int
-exec_spawn(const struct exec_spec *spec, int out, int err, pid_t *pid)
+exec_spawn(const struct exec_spec *spec, int in, int out, int err,
+    pid_t *pid)
 {
 	posix_spawn_file_actions_t	 fa;
 	posix_spawnattr_t		 sa;
@@ -544,8 +664,11 @@ exec_spawn(const struct exec_spec *spec, int out, int err, pid_t *pid)
 	int				 r;
 
 	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_addopen(&fa, STDIN_FILENO, "/dev/null",
-	    O_RDONLY, 0);
+	if (in == -1)
+		posix_spawn_file_actions_addopen(&fa, STDIN_FILENO,
+		    "/dev/null", O_RDONLY, 0);
+	else
+		posix_spawn_file_actions_adddup2(&fa, in, STDIN_FILENO);
 	posix_spawn_file_actions_adddup2(&fa, out, STDOUT_FILENO);
 	posix_spawn_file_actions_adddup2(&fa, err, STDERR_FILENO);
 	if (spec->cwd != NULL)
@@ -572,25 +695,33 @@ exec_start(const struct exec_spec *spec, exec_line_cb line_cb,
     exec_done_cb done_cb, void *arg, char **cause)
 {
 	struct exec_job	*job;
-	int		 out[2], err[2], r;
+	int		 in[2] = { -1, -1 }, out[2], err[2], r;
 	pid_t		 pid;
 
 	if (exec.shutdown) {
 		*cause = xstrdup("shutting down");
 		return (NULL);
 	}
-	if (exec_pipe(out, cause) != 0)
+	if (spec->stdin_max > 0 && exec_pipe(in, 1, cause) != 0)
 		return (NULL);
-	if (exec_pipe(err, cause) != 0) {
-		close(out[0]);
-		close(out[1]);
+	if (exec_pipe(out, 0, cause) != 0) {
+		exec_close_pair(in);
 		return (NULL);
 	}
-	r = exec_spawn(spec, out[1], err[1], &pid);
+	if (exec_pipe(err, 0, cause) != 0) {
+		exec_close_pair(in);
+		exec_close_pair(out);
+		return (NULL);
+	}
+	r = exec_spawn(spec, in[0], out[1], err[1], &pid);
+	if (in[0] != -1)
+		close(in[0]);
 	close(out[1]);
 	close(err[1]);
 	if (r != 0) {
 		xasprintf(cause, "%s: %s", spec->path, strerror(r));
+		if (in[1] != -1)
+			close(in[1]);
 		close(out[0]);
 		close(err[0]);
 		return (NULL);
@@ -602,6 +733,12 @@ exec_start(const struct exec_spec *spec, exec_line_cb line_cb,
 	job->name = xstrdup(spec->name != NULL ? spec->name : spec->path);
 	job->out_fd = out[0];
 	job->err_fd = err[0];
+	job->in_fd = in[1];
+	job->wmax = spec->stdin_max;
+	job->err_cb = spec->err_cb;
+	if (job->in_fd != -1)
+		job->in_ev = event_new(exec.base, job->in_fd, EV_WRITE |
+		    EV_PERSIST, exec_in_cb, job);
 	job->buf = xmalloc(EXEC_LINE_MAX);
 	job->line_cb = line_cb;
 	job->done_cb = done_cb;
@@ -652,6 +789,7 @@ exec_kill(struct exec_job *job)
 	if (job->state == EXEC_KILLING || job->state == EXEC_DONE)
 		return;
 	job->killed = 1;
+	exec_close_stdin(job);
 	exec_close_out(job);
 	exec_close_err(job);
 	job->len = 0;

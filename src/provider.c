@@ -1,5 +1,6 @@
 /* The provider table and the lookups across it. */
 #include <stddef.h>
+#include <string.h>
 
 #include "conf.h"
 #include "provider.h"
@@ -8,6 +9,7 @@ static const struct provider *provider_table[] = {
 	&provider_builtin,
 	&provider_fixtures,
 	&provider_exec,
+	&provider_upstream,
 };
 #define PROVIDER_COUNT (sizeof provider_table / sizeof provider_table[0])
 
@@ -24,8 +26,83 @@ provider_init(const struct conf *conf)
 {
 	size_t	i;
 
-	for (i = 0; i < PROVIDER_COUNT; i++)
+	for (i = 0; i < PROVIDER_COUNT; i++) {
 		provider_on[i] = provider_table[i]->enabled(conf);
+		if (provider_table[i]->configure != NULL)
+			provider_table[i]->configure(conf);
+	}
+}
+
+void
+provider_session_closed(struct session *s)
+{
+	const struct provider	*p;
+	size_t			 i;
+
+	PROVIDER_FOREACH(i, p, session_closed)
+		p->session_closed(s);
+}
+
+void
+provider_shutdown(void)
+{
+	size_t	i;
+
+	for (i = 0; i < PROVIDER_COUNT; i++) {
+		if (provider_table[i]->shutdown != NULL)
+			provider_table[i]->shutdown();
+	}
+}
+
+int
+provider_lists_change(void)
+{
+	const struct provider	*p;
+	size_t			 i;
+
+	PROVIDER_FOREACH(i, p, lists_change) {
+		if (p->lists_change())
+			return (1);
+	}
+	return (0);
+}
+
+/* Tools of the providers that list them, searched by name. */
+static int
+provider_lists_tool(const struct provider *p, const char *name)
+{
+	cJSON		*all;
+	const cJSON	*t;
+	int		 found = 0;
+
+	if (p->has_tool != NULL)
+		return (p->has_tool(name));
+	all = cJSON_CreateArray();
+	p->list_tools(all);
+	cJSON_ArrayForEach(t, all) {
+		if (strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+		    t, "name")) != NULL ? cJSON_GetStringValue(
+		    cJSON_GetObjectItemCaseSensitive(t, "name")) : "",
+		    name) == 0) {
+			found = 1;
+			break;
+		}
+	}
+	cJSON_Delete(all);
+	return (found);
+}
+
+const char *
+provider_tool_owner(const char *name, const struct provider *self)
+{
+	const struct provider	*p;
+	size_t			 i;
+
+	PROVIDER_FOREACH(i, p, list_tools) {
+		if (p != self && provider_lists_tool(p, name))
+			return (p->name);
+	}
+	return (NULL);
 }
 
 #define PROVIDER_HAS(fn, h)						\

@@ -433,6 +433,7 @@ server_run(struct conf *conf)
 	drain_free();
 	view_shutdown();
 	session_shutdown();
+	provider_shutdown();	/* upstreams stopped */
 	exec_shutdown();	/* cancelled calls: their programs reaped */
 	server_drain(base);
 	evhttp_free(http);

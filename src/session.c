@@ -35,6 +35,7 @@
 #include "peer.h"
 #include "random.h"
 #include "server.h"
+#include "provider.h"
 #include "session.h"
 #include "stream.h"
 #include "xmalloc.h"
@@ -511,6 +512,7 @@ session_teardown(struct session *s, const char *reason, enum session_end how)
 			call_interrupt(s->calls[s->ncalls - 1], reason);
 	}
 	lease_forget(s->id);
+	provider_session_closed(s);
 	while (s->nattached > 0)
 		stream_watcher_close(s->attached[s->nattached - 1].watcher,
 		    reason);
@@ -816,6 +818,18 @@ session_resource_updated(const char *uri)
 		cJSON_Delete(msg);
 		stream_append(s->standalone, text, strlen(text), 0, NULL, NULL);
 		free(text);
+	}
+}
+
+/* A notification (text) on the standalone stream of every session here. */
+void
+session_broadcast(const char *text, size_t len)
+{
+	struct session	*s;
+
+	RB_FOREACH(s, session_tree, &sessions.tree) {
+		if (s->standalone != NULL)
+			stream_append(s->standalone, text, len, 0, NULL, NULL);
 	}
 }
 

@@ -1,0 +1,81 @@
+/*
+ * Upstreams: one MCP session with an MCP server mcpd is a client of (the
+ * conf's "upstream NAME { }"), over the program's stdin and stdout. This
+ * module runs the program (through exec.c), frames newline-delimited
+ * JSON-RPC with a bounded message size, does the initialize handshake,
+ * keeps the server's catalog (tools, prompts, resources, templates) and
+ * restarts the program with back-off when it exits. What the catalog means
+ * to clients, and which client a message is for, is provider_upstream.c's.
+ *
+ * The callback rule: a request's callback runs exactly once, on a later
+ * loop turn, with the server's result or error, or with an error of
+ * mcpd's own (the program exited, the request timed out or was cancelled,
+ * the upstream was stopped). Hooks run from loop callbacks, never inside
+ * an upstream_* call.
+ */
+#ifndef MCPD_UPSTREAM_H
+#define MCPD_UPSTREAM_H
+
+#include <sys/types.h>
+
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+struct conf_upstream;
+struct upstream;
+
+enum upstream_state {
+	UPSTREAM_STARTING,	/* initialize sent */
+	UPSTREAM_LISTING,	/* fetching the catalog */
+	UPSTREAM_READY,
+	UPSTREAM_BACKOFF,	/* exited; restart timer set */
+	UPSTREAM_STOPPING,	/* upstream_stop: waiting for the reaping */
+	UPSTREAM_STOPPED,
+	UPSTREAM_STATE_MAX
+};
+
+enum upstream_list {
+	UPSTREAM_TOOLS,
+	UPSTREAM_PROMPTS,
+	UPSTREAM_RESOURCES,
+	UPSTREAM_TEMPLATES,
+	UPSTREAM_LIST_MAX
+};
+
+struct upstream_hooks {
+	/* The catalog was loaded (first start, restart, list_changed). */
+	void	(*catalog)(struct upstream *, void *);
+	/* A notification from the server (list_changed is handled here). */
+	void	(*notification)(struct upstream *, const cJSON *, void *);
+	/* A request from the server; answer it with upstream_answer. */
+	void	(*request)(struct upstream *, const cJSON *, void *);
+};
+
+/* result or error (the other NULL); valid only during the callback. */
+typedef void (*upstream_cb)(const cJSON *, const cJSON *, void *);
+
+struct upstream	*upstream_start(const struct conf_upstream *, const char *,
+		     const struct upstream_hooks *, void *);
+void		 upstream_stop(struct upstream *);
+const char	*upstream_name(const struct upstream *);
+const char	*upstream_key(const struct upstream *);
+enum upstream_state upstream_state(const struct upstream *);
+const char	*upstream_state_name(enum upstream_state);
+long		 upstream_pid(const struct upstream *);
+const cJSON	*upstream_capabilities(const struct upstream *);
+const cJSON	*upstream_catalog(const struct upstream *, enum upstream_list);
+u_int		 upstream_inflight(const struct upstream *);
+
+int64_t		 upstream_request(struct upstream *, const char *, cJSON *,
+		     upstream_cb, void *);
+void		 upstream_cancel(struct upstream *, int64_t, const char *);
+void		 upstream_notify(struct upstream *, const char *, cJSON *);
+void		 upstream_answer(struct upstream *, const cJSON *, cJSON *,
+		     cJSON *);
+
+/* Pure helpers, for the unit tests too. */
+char		*upstream_frame(const cJSON *, size_t *);
+int		 upstream_backoff_ms(long long, u_int);
+
+#endif

@@ -1,0 +1,1033 @@
+/*
+ * Upstream MCP servers as a provider: the conf's "upstream NAME { }"
+ * blocks. Their catalogs (upstream.c keeps them) are merged with the other
+ * providers' under each upstream's prefix; a client's tools/call,
+ * resources/read, prompts/get and completion/complete are forwarded to
+ * the upstream that serves the name, with a new id (upstream.c numbers its
+ * own requests) and a progress token of ours in place of the client's.
+ *
+ * What an upstream sends back reaches the client through its call (the
+ * call API, so it is committed to the call's stream like any producer's):
+ * progress with the client's own token, log messages at the session's
+ * level, and its server-to-client requests (sampling, elicitation, roots)
+ * through call_request, so the existing routing (across instances too)
+ * brings the answer back, which goes to the upstream under its own id.
+ *
+ * Which call a message from the upstream belongs to: progress carries our
+ * token. A log message or a request carries nothing on stdio, so it goes
+ * to the one call in flight on that upstream session; with sharing
+ * session, to the session's latest call; with several calls of different
+ * clients in flight on a shared upstream it cannot be placed: a log
+ * message is dropped (counted in the debug log) and a request is answered
+ * with an error saying so (docs/upstreams.md).
+ *
+ * The slow-client rule: a shared upstream's output is never paused for
+ * one client. What a call sends goes to its stream, which under the block
+ * policy holds what its client has not received; a call with more than
+ * UPSTREAM_BACKLOG(window) sends not committed ends with an error and the
+ * upstream is told it was cancelled. So one slow client costs at most that
+ * many messages of memory, and other sessions' calls flow on.
+ */
+#include <sys/types.h>
+#include <sys/queue.h>
+#include <sys/tree.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "call.h"
+#include "conf.h"
+#include "jsonrpc.h"
+#include "log.h"
+#include "mcp.h"
+#include "provider.h"
+#include "provider_upstream.h"
+#include "server.h"
+#include "session.h"
+#include "upstream.h"
+#include "xmalloc.h"
+
+/* Sends of one call not yet committed before it is ended (slow client). */
+#define UPSTREAM_BACKLOG(window)	(2 * (window) + 64)
+
+struct upsrv;
+
+/* One upstream session: a shared one, a session's, or the catalog probe. */
+struct upinst {
+	struct upsrv		*srv;
+	struct upstream		*u;
+	char			*sid;		/* sharing session: its session */
+	TAILQ_ENTRY(upinst)	 entry;
+	RB_ENTRY(upinst)	 tree;
+};
+TAILQ_HEAD(upinsts, upinst);
+RB_HEAD(upinst_tree, upinst);
+
+static int
+upinst_cmp(struct upinst *a, struct upinst *b)
+{
+	return (strcmp(a->sid, b->sid));
+}
+RB_GENERATE_STATIC(upinst_tree, upinst, tree, upinst_cmp);
+
+/* One upstream block. */
+struct upsrv {
+	const struct conf_upstream *def;
+	struct upinst		*main;		/* shared, or the probe */
+	struct upinst_tree	 sessions;	/* sharing session */
+	u_int			 nsessions;
+	cJSON			*lists[UPSTREAM_LIST_MAX];	/* as served */
+	int			 loaded;
+};
+
+/* A client's call forwarded to an upstream. */
+struct upcall {
+	struct call		*call;		/* NULL once released */
+	struct upinst		*inst;		/* NULL once it is gone */
+	char			*upname;
+	int64_t			 id;		/* upstream.c's */
+	uint64_t		 token;		/* our progress token, or 0 */
+	cJSON			*client_token;
+	u_int			 inflight;	/* sends not called back */
+	int			 answered;	/* the upstream's cb ran */
+	int			 ended;		/* we answered the call */
+	uint64_t		 seq;		/* start order */
+	TAILQ_ENTRY(upcall)	 entry;
+};
+TAILQ_HEAD(upcalls, upcall);
+
+/* A server-to-client request of an upstream, waiting for the client. */
+struct upask {
+	struct upinst		*inst;		/* NULL once it is gone */
+	cJSON			*id;		/* the upstream's */
+	TAILQ_ENTRY(upask)	 entry;
+};
+TAILQ_HEAD(upasks, upask);
+
+static struct {
+	const struct conf	*conf;		/* holds the defs */
+	struct upsrv		*srvs;
+	size_t			 nsrvs;
+	struct upinsts		 insts;		/* every instance */
+	struct upcalls		 calls;		/* not yet answered */
+	struct upasks		 asks;
+	uint64_t		 next_token;
+	uint64_t		 next_seq;
+} up = {
+	.insts = TAILQ_HEAD_INITIALIZER(up.insts),
+	.calls = TAILQ_HEAD_INITIALIZER(up.calls),
+	.asks = TAILQ_HEAD_INITIALIZER(up.asks),
+};
+
+static const struct upstream_hooks upstream_provider_hooks;
+
+/* ---------------------------------------------------------------------
+ * Names: the prefix on the way to clients, off on the way back.
+ */
+
+static const char *
+upname_of(const cJSON *item, const char *key)
+{
+	return (cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(item,
+	    key)));
+}
+
+/* The upstream's own name for name, or NULL if it has no such prefix. */
+static const char *
+upname_strip(const struct upsrv *srv, const char *name)
+{
+	size_t	n = strlen(srv->def->prefix);
+
+	if (strncmp(name, srv->def->prefix, n) != 0)
+		return (NULL);
+	return (name + n);
+}
+
+static const cJSON *
+uplist_find(const cJSON *list, const char *key, const char *name)
+{
+	const cJSON	*item;
+	const char	*v;
+
+	cJSON_ArrayForEach(item, list) {
+		if ((v = upname_of(item, key)) != NULL && strcmp(v, name) == 0)
+			return (item);
+	}
+	return (NULL);
+}
+
+/* The served name's key in a list: tools and prompts by name. */
+static const char *
+uplist_key(enum upstream_list l)
+{
+	switch (l) {
+	case UPSTREAM_RESOURCES:
+		return ("uri");
+	case UPSTREAM_TEMPLATES:
+		return ("name");
+	default:
+		return ("name");
+	}
+}
+
+/*
+ * Another provider, or an earlier upstream, serves a name: the later one
+ * does not, and the log says who has it.
+ */
+static const char *
+upname_taken(const struct upsrv *srv, enum upstream_list l, const char *name)
+{
+	static char	 owner[256];
+	const char	*other;
+	size_t		 i;
+
+	for (i = 0; i < up.nsrvs && &up.srvs[i] != srv; i++) {
+		if (uplist_find(up.srvs[i].lists[l], uplist_key(l),
+		    name) != NULL) {
+			snprintf(owner, sizeof owner, "upstream %s",
+			    up.srvs[i].def->name);
+			return (owner);
+		}
+	}
+	if (l == UPSTREAM_TOOLS &&
+	    (other = provider_tool_owner(name, &provider_upstream)) != NULL) {
+		snprintf(owner, sizeof owner, "the %s provider", other);
+		return (owner);
+	}
+	return (NULL);
+}
+
+/* The upstream's list as served: prefixed, collisions left out. */
+static cJSON *
+uplist_served(struct upsrv *srv, enum upstream_list l, const cJSON *from)
+{
+	static const char *const what[UPSTREAM_LIST_MAX] = {
+		"tool", "prompt", "resource", "resource template"
+	};
+	const cJSON	*item;
+	cJSON		*out = cJSON_CreateArray(), *copy;
+	const char	*name, *owner;
+	char		*full;
+
+	cJSON_ArrayForEach(item, from) {
+		if ((name = upname_of(item, uplist_key(l))) == NULL)
+			continue;
+		if (l == UPSTREAM_RESOURCES)
+			full = xstrdup(name);
+		else
+			xasprintf(&full, "%s%s", srv->def->prefix, name);
+		if ((owner = upname_taken(srv, l, full)) != NULL ||
+		    uplist_find(out, uplist_key(l), full) != NULL) {
+			log_limited(LOG_LEVEL_ERROR, "upstream-collision",
+			    "upstream %s: %s %s is also served by %s; not "
+			    "served from upstream %s (set a prefix to serve "
+			    "both)", srv->def->name, what[l], full,
+			    owner != NULL ? owner : "itself", srv->def->name);
+			free(full);
+			continue;
+		}
+		copy = cJSON_Duplicate(item, 1);
+		if (l != UPSTREAM_RESOURCES)
+			cJSON_ReplaceItemInObjectCaseSensitive(copy,
+			    uplist_key(l), cJSON_CreateString(full));
+		cJSON_AddItemToArray(out, copy);
+		free(full);
+	}
+	return (out);
+}
+
+/* ---------------------------------------------------------------------
+ * The catalog, and list_changed for clients.
+ */
+
+static void
+upsrv_broadcast(const char *method)
+{
+	cJSON		*msg = jsonrpc_notification(method, NULL);
+	const char	*text;
+	size_t		 len;
+
+	text = jsonrpc_print_shared(msg, &len);
+	session_broadcast(text, len);
+	cJSON_Delete(msg);
+}
+
+/*
+ * A catalog arrived: every upstream's lists as served are made again, in
+ * conf order (an earlier upstream keeps a name), and clients hear of the
+ * kinds of list that changed.
+ */
+static void
+upstream_provider_catalog(struct upstream *u, void *arg)
+{
+	static const char *const changed[UPSTREAM_LIST_MAX] = {
+		"notifications/tools/list_changed",
+		"notifications/prompts/list_changed",
+		"notifications/resources/list_changed",
+		"notifications/resources/list_changed"
+	};
+	struct upinst	*inst = arg;
+	struct upsrv	*srv;
+	cJSON		*served;
+	size_t		 i;
+	int		 l, differ[UPSTREAM_LIST_MAX] = { 0 };
+
+	if (inst != inst->srv->main)
+		return;		/* a session's own: the main one's list serves */
+	for (i = 0; i < up.nsrvs; i++) {
+		srv = &up.srvs[i];
+		if (srv->main == NULL || (srv != inst->srv && !srv->loaded))
+			continue;
+		for (l = 0; l < UPSTREAM_LIST_MAX; l++) {
+			served = uplist_served(srv, l, upstream_catalog(
+			    srv->main->u, l));
+			if (cJSON_Compare(served, srv->lists[l], 1)) {
+				cJSON_Delete(served);
+				continue;
+			}
+			cJSON_Delete(srv->lists[l]);
+			srv->lists[l] = served;
+			differ[l] = 1;
+		}
+	}
+	inst->srv->loaded = 1;
+	for (l = 0; l < UPSTREAM_TEMPLATES; l++) {
+		if (differ[l] || (l == UPSTREAM_RESOURCES &&
+		    differ[UPSTREAM_TEMPLATES]))
+			upsrv_broadcast(changed[l]);
+	}
+}
+
+/* ---------------------------------------------------------------------
+ * Instances.
+ */
+
+static struct upinst *
+upinst_new(struct upsrv *srv, const char *sid)
+{
+	struct upinst	*inst;
+
+	inst = xcalloc(1, sizeof *inst);
+	inst->srv = srv;
+	inst->sid = sid != NULL ? xstrdup(sid) : NULL;
+	TAILQ_INSERT_TAIL(&up.insts, inst, entry);
+	inst->u = upstream_start(srv->def, sid, &upstream_provider_hooks,
+	    inst);
+	return (inst);
+}
+
+/* Stops an instance; calls and asks still holding it forget it. */
+static void
+upinst_stop(struct upinst *inst)
+{
+	struct upcall	*uc;
+	struct upask	*ua;
+
+	TAILQ_FOREACH(uc, &up.calls, entry) {
+		if (uc->inst == inst)
+			uc->inst = NULL;
+	}
+	TAILQ_FOREACH(ua, &up.asks, entry) {
+		if (ua->inst == inst)
+			ua->inst = NULL;
+	}
+	if (inst->sid != NULL) {
+		RB_REMOVE(upinst_tree, &inst->srv->sessions, inst);
+		inst->srv->nsessions--;
+	}
+	TAILQ_REMOVE(&up.insts, inst, entry);
+	upstream_stop(inst->u);
+	free(inst->sid);
+	free(inst);
+}
+
+/* The instance a call of session s uses, or NULL with *why set. */
+static struct upinst *
+upinst_for(struct upsrv *srv, struct session *s, char **why)
+{
+	struct upinst	 key, *inst;
+
+	if (srv->def->sharing == CONF_SHARING_SHARED)
+		return (srv->main);
+	key.sid = (char *)session_id(s);
+	if ((inst = RB_FIND(upinst_tree, &srv->sessions, &key)) != NULL)
+		return (inst);
+	if (srv->nsessions >= (u_int)srv->def->max_instances) {
+		xasprintf(why, "upstream %s: %lld sessions have their own "
+		    "instance already (max_instances); try again later",
+		    srv->def->name, srv->def->max_instances);
+		return (NULL);
+	}
+	inst = upinst_new(srv, session_id(s));
+	RB_INSERT(upinst_tree, &srv->sessions, inst);
+	srv->nsessions++;
+	return (inst);
+}
+
+/* ---------------------------------------------------------------------
+ * Calls.
+ */
+
+static void
+upcall_free(struct upcall *uc)
+{
+	cJSON_Delete(uc->client_token);
+	free(uc->upname);
+	free(uc);
+}
+
+static void
+upcall_maybe_free(struct upcall *uc)
+{
+	if (uc->call != NULL || !uc->answered || uc->inflight > 0)
+		return;
+	upcall_free(uc);
+}
+
+/* The call is over for the client: answered (or cancelled) and let go. */
+static void
+upcall_release(struct upcall *uc)
+{
+	if (uc->call == NULL)
+		return;
+	call_release(uc->call);
+	uc->call = NULL;
+}
+
+static void
+upcall_sent_cb(int ok, void *arg)
+{
+	struct upcall	*uc = arg;
+
+	uc->inflight--;
+	upcall_maybe_free(uc);
+}
+
+/*
+ * A message for the client on the call's stream. Its client too slow
+ * (UPSTREAM_BACKLOG): the call ends with an error, the upstream is told.
+ */
+static void
+upcall_send(struct upcall *uc, cJSON *msg)
+{
+	long long	 window = server.conf->stream_window;
+	char		*text;
+
+	if (uc->call == NULL || uc->ended) {
+		cJSON_Delete(msg);
+		return;
+	}
+	if (uc->inflight >= UPSTREAM_BACKLOG(window)) {
+		cJSON_Delete(msg);
+		log_limited(LOG_LEVEL_WARN, "upstream-slow", "session=%s "
+		    "upstream=%s: %u messages of a call not yet delivered to "
+		    "its client; the call ends", session_id(call_session(
+		    uc->call)), uc->upname, uc->inflight);
+		xasprintf(&text, "upstream %s: the client is too slow: %u "
+		    "messages of this call were not delivered yet (at most "
+		    "2 x stream_window + 64); the call was ended", uc->upname,
+		    uc->inflight);
+		uc->ended = 1;
+		call_respond_error(uc->call, JSONRPC_SERVER_ERROR, text);
+		free(text);
+		if (uc->inst != NULL && !uc->answered)
+			upstream_cancel(uc->inst->u, uc->id, "the client is "
+			    "too slow");
+		upcall_release(uc);
+		return;
+	}
+	uc->inflight++;
+	call_send(uc->call, msg, upcall_sent_cb, uc);
+}
+
+static void
+upcall_done_cb(const cJSON *result, const cJSON *error, void *arg)
+{
+	struct upcall	*uc = arg;
+	const cJSON	*code, *message;
+	char		*text;
+
+	uc->answered = 1;
+	TAILQ_REMOVE(&up.calls, uc, entry);
+	if (uc->call != NULL && !uc->ended) {
+		uc->ended = 1;
+		if (result != NULL)
+			call_respond(uc->call, cJSON_Duplicate(result, 1));
+		else {
+			code = cJSON_GetObjectItemCaseSensitive(error, "code");
+			message = cJSON_GetObjectItemCaseSensitive(error,
+			    "message");
+			if (cJSON_IsString(message) && strncmp(
+			    message->valuestring, "upstream ", 9) == 0)
+				text = xstrdup(message->valuestring);
+			else
+				xasprintf(&text, "upstream %s: %s", uc->upname,
+				    cJSON_IsString(message) ?
+				    message->valuestring : "error");
+			call_respond_error(uc->call, cJSON_IsNumber(code) ?
+			    code->valueint : JSONRPC_INTERNAL_ERROR, text);
+			free(text);
+		}
+		upcall_release(uc);
+	}
+	upcall_maybe_free(uc);
+}
+
+static void
+upcall_cancel_cb(void *arg)
+{
+	struct upcall	*uc = arg;
+
+	uc->ended = 1;
+	if (uc->inst != NULL && !uc->answered)
+		upstream_cancel(uc->inst->u, uc->id, "cancelled by the client");
+	upcall_release(uc);
+	upcall_maybe_free(uc);
+}
+
+/* An error for the client, the call let go: nothing was forwarded. */
+static void
+upcall_refuse(struct call *c, int code, const char *text)
+{
+	call_respond_error(c, code, text);
+	call_release(c);
+}
+
+/*
+ * Forwards method with params (taken) for call c to an instance of srv.
+ * _meta.progressToken becomes ours when the client gave one.
+ */
+static void
+upcall_forward(struct upsrv *srv, struct call *c, const char *method,
+    cJSON *params)
+{
+	struct upinst	*inst;
+	struct upcall	*uc;
+	cJSON		*meta;
+	const cJSON	*token;
+	char		*why = NULL;
+
+	if ((inst = upinst_for(srv, call_session(c), &why)) == NULL) {
+		upcall_refuse(c, JSONRPC_SERVER_ERROR, why);
+		free(why);
+		cJSON_Delete(params);
+		return;
+	}
+	if (upstream_inflight(inst->u) >= (u_int)srv->def->max_concurrency) {
+		xasprintf(&why, "upstream %s is busy: %lld requests in flight "
+		    "(max_concurrency); try again later", srv->def->name,
+		    srv->def->max_concurrency);
+		upcall_refuse(c, JSONRPC_SERVER_ERROR, why);
+		free(why);
+		cJSON_Delete(params);
+		return;
+	}
+
+	uc = xcalloc(1, sizeof *uc);
+	uc->call = c;
+	uc->inst = inst;
+	uc->upname = xstrdup(srv->def->name);
+	uc->seq = ++up.next_seq;
+	cJSON_DeleteItemFromObjectCaseSensitive(params, "_meta");
+	if ((token = call_progress_token(c)) != NULL) {
+		uc->client_token = cJSON_Duplicate(token, 1);
+		uc->token = ++up.next_token;
+		meta = cJSON_AddObjectToObject(params, "_meta");
+		cJSON_AddNumberToObject(meta, "progressToken",
+		    (double)uc->token);
+	}
+	TAILQ_INSERT_TAIL(&up.calls, uc, entry);
+	call_set_cancel(c, upcall_cancel_cb, uc);
+	uc->id = upstream_request(inst->u, method, params, upcall_done_cb, uc);
+}
+
+/* The client's params, copied, for the upstream. */
+static cJSON *
+upcall_params(const char *name, const cJSON *args)
+{
+	cJSON	*params = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(params, "name", name);
+	if (args != NULL)
+		cJSON_AddItemToObject(params, "arguments",
+		    cJSON_Duplicate(args, 1));
+	return (params);
+}
+
+/* The upstream serving a name of list l, and its own name for it. */
+static struct upsrv *
+upsrv_find(enum upstream_list l, const char *name, const char **own)
+{
+	struct upsrv	*srv;
+	size_t		 i;
+
+	for (i = 0; i < up.nsrvs; i++) {
+		srv = &up.srvs[i];
+		if (uplist_find(srv->lists[l], uplist_key(l), name) == NULL)
+			continue;
+		*own = l == UPSTREAM_RESOURCES ? name : upname_strip(srv, name);
+		return (srv);
+	}
+	return (NULL);
+}
+
+/* ---------------------------------------------------------------------
+ * The provider's hooks.
+ */
+
+static int
+upprov_enabled(const struct conf *conf)
+{
+	return (conf->nupstreams > 0);
+}
+
+#define UPPROV_LIST(fn, l)						\
+static void								\
+fn(cJSON *all)								\
+{									\
+	const cJSON	*item;						\
+	size_t		 i;						\
+									\
+	for (i = 0; i < up.nsrvs; i++) {				\
+		cJSON_ArrayForEach(item, up.srvs[i].lists[l])		\
+			cJSON_AddItemToArray(all,			\
+			    cJSON_Duplicate(item, 1));			\
+	}								\
+}
+UPPROV_LIST(upprov_list_tools, UPSTREAM_TOOLS)
+UPPROV_LIST(upprov_list_prompts, UPSTREAM_PROMPTS)
+UPPROV_LIST(upprov_list_resources, UPSTREAM_RESOURCES)
+UPPROV_LIST(upprov_list_templates, UPSTREAM_TEMPLATES)
+
+static int
+upprov_has_tool(const char *name)
+{
+	const char	*own;
+
+	return (upsrv_find(UPSTREAM_TOOLS, name, &own) != NULL);
+}
+
+/* Which upstream serves tool name (NULL: none): for per-tool scopes. */
+const char *
+provider_upstream_tool_owner(const char *name)
+{
+	const char	*own;
+	struct upsrv	*srv;
+
+	if ((srv = upsrv_find(UPSTREAM_TOOLS, name, &own)) == NULL)
+		return (NULL);
+	return (srv->def->name);
+}
+
+static int
+upprov_call_tool(struct call *c, const char *name, const cJSON *args)
+{
+	struct upsrv	*srv;
+	const char	*own;
+
+	if ((srv = upsrv_find(UPSTREAM_TOOLS, name, &own)) == NULL)
+		return (-1);
+	upcall_forward(srv, c, "tools/call", upcall_params(own, args));
+	return (0);
+}
+
+static int
+upprov_get_prompt(struct call *c, const char *name, const cJSON *args)
+{
+	struct upsrv	*srv;
+	const char	*own;
+
+	if ((srv = upsrv_find(UPSTREAM_PROMPTS, name, &own)) == NULL)
+		return (-1);
+	upcall_forward(srv, c, "prompts/get", upcall_params(own, args));
+	return (0);
+}
+
+/* The literal start of a URI template, before its first expression. */
+static size_t
+uptemplate_stem(const char *t)
+{
+	const char	*brace = strchr(t, '{');
+
+	return (brace != NULL ? (size_t)(brace - t) : strlen(t));
+}
+
+/*
+ * The upstream of a URI: the one listing it, else the one with the
+ * longest template stem it starts with, else the only one with resources.
+ */
+static struct upsrv *
+upsrv_for_uri(const char *uri)
+{
+	struct upsrv	*srv, *best = NULL, *only = NULL;
+	const cJSON	*t;
+	const char	*tmpl;
+	size_t		 i, n, bestn = 0, nres = 0;
+
+	for (i = 0; i < up.nsrvs; i++) {
+		srv = &up.srvs[i];
+		if (uplist_find(srv->lists[UPSTREAM_RESOURCES], "uri",
+		    uri) != NULL)
+			return (srv);
+		if (srv->main != NULL && cJSON_IsObject(
+		    cJSON_GetObjectItemCaseSensitive(upstream_capabilities(
+		    srv->main->u), "resources"))) {
+			nres++;
+			only = srv;
+		}
+		cJSON_ArrayForEach(t, srv->lists[UPSTREAM_TEMPLATES]) {
+			if ((tmpl = upname_of(t, "uriTemplate")) == NULL)
+				continue;
+			n = uptemplate_stem(tmpl);
+			if (n > bestn && strncmp(uri, tmpl, n) == 0) {
+				best = srv;
+				bestn = n;
+			}
+		}
+	}
+	if (best != NULL)
+		return (best);
+	return (nres == 1 ? only : NULL);
+}
+
+static int
+upprov_read_resource(struct call *c, const char *uri)
+{
+	struct upsrv	*srv;
+	cJSON		*params;
+
+	if ((srv = upsrv_for_uri(uri)) == NULL)
+		return (-1);
+	params = cJSON_CreateObject();
+	cJSON_AddStringToObject(params, "uri", uri);
+	upcall_forward(srv, c, "resources/read", params);
+	return (0);
+}
+
+/*
+ * resources/subscribe: the upstream is asked (its answer is not waited
+ * for); its notifications/resources/updated reach subscribed sessions.
+ */
+static void
+upprov_subscribed_cb(const cJSON *result, const cJSON *error, void *arg)
+{
+	if (error != NULL)
+		log_limited(LOG_LEVEL_INFO, "upstream-subscribe", "upstream: "
+		    "resources/subscribe refused: %s", cJSON_GetStringValue(
+		    cJSON_GetObjectItemCaseSensitive(error, "message")));
+}
+
+static int
+upprov_subscribe(struct session *s, const char *uri)
+{
+	struct upsrv	*srv;
+	struct upinst	*inst;
+	cJSON		*params;
+	char		*why = NULL;
+
+	if ((srv = upsrv_for_uri(uri)) == NULL)
+		return (-1);
+	if ((inst = upinst_for(srv, s, &why)) == NULL) {
+		free(why);
+		return (-1);
+	}
+	params = cJSON_CreateObject();
+	cJSON_AddStringToObject(params, "uri", uri);
+	upstream_request(inst->u, "resources/subscribe", params,
+	    upprov_subscribed_cb, NULL);
+	return (0);
+}
+
+static int
+upprov_complete(struct call *c, const cJSON *ref, const cJSON *arg,
+    const cJSON *context)
+{
+	struct upsrv	*srv = NULL;
+	const char	*type = upname_of(ref, "type"), *name, *own = NULL;
+	const cJSON	*t;
+	cJSON		*params, *r;
+	size_t		 i;
+
+	if (type == NULL)
+		return (-1);
+	if (strcmp(type, "ref/prompt") == 0 &&
+	    (name = upname_of(ref, "name")) != NULL)
+		srv = upsrv_find(UPSTREAM_PROMPTS, name, &own);
+	else if (strcmp(type, "ref/resource") == 0 &&
+	    (name = upname_of(ref, "uri")) != NULL) {
+		for (i = 0; srv == NULL && i < up.nsrvs; i++) {
+			cJSON_ArrayForEach(t, up.srvs[i].lists[
+			    UPSTREAM_TEMPLATES]) {
+				if (strcmp(upname_of(t, "uriTemplate") != NULL ?
+				    upname_of(t, "uriTemplate") : "",
+				    name) == 0) {
+					srv = &up.srvs[i];
+					break;
+				}
+			}
+		}
+	}
+	if (srv == NULL)
+		return (-1);
+	params = cJSON_CreateObject();
+	r = cJSON_Duplicate(ref, 1);
+	if (own != NULL)
+		cJSON_ReplaceItemInObjectCaseSensitive(r, "name",
+		    cJSON_CreateString(own));
+	cJSON_AddItemToObject(params, "ref", r);
+	cJSON_AddItemToObject(params, "argument", cJSON_Duplicate(arg, 1));
+	if (context != NULL)
+		cJSON_AddItemToObject(params, "context",
+		    cJSON_Duplicate(context, 1));
+	upcall_forward(srv, c, "completion/complete", params);
+	return (0);
+}
+
+/* ---------------------------------------------------------------------
+ * What upstreams send that is not an answer.
+ */
+
+static struct upcall *
+upcall_by_token(struct upinst *inst, const cJSON *token)
+{
+	struct upcall	*uc;
+	uint64_t	 n;
+
+	if (jsonrpc_whole_number(token, 9007199254740992.0, &n) != 0)
+		return (NULL);
+	TAILQ_FOREACH(uc, &up.calls, entry) {
+		if (uc->inst == inst && uc->token == n)
+			return (uc);
+	}
+	return (NULL);
+}
+
+/*
+ * The call a message without a link belongs to: the only one in flight on
+ * the instance, or with sharing session the session's latest.
+ */
+static struct upcall *
+upcall_guess(struct upinst *inst, u_int *n)
+{
+	struct upcall	*uc, *last = NULL;
+
+	*n = 0;
+	TAILQ_FOREACH(uc, &up.calls, entry) {
+		if (uc->inst != inst || uc->call == NULL || uc->ended)
+			continue;
+		(*n)++;
+		if (last == NULL || uc->seq > last->seq)
+			last = uc;
+	}
+	if (*n == 1 || (inst->sid != NULL && last != NULL))
+		return (last);
+	return (NULL);
+}
+
+static void
+upstream_provider_notification(struct upstream *u, const cJSON *msg,
+    void *arg)
+{
+	struct upinst	*inst = arg;
+	struct upcall	*uc;
+	const char	*method = upname_of(msg, "method");
+	const cJSON	*params = cJSON_GetObjectItemCaseSensitive(msg,
+			    "params");
+	const char	*level, *uri;
+	cJSON		*copy;
+	u_int		 n;
+
+	if (strcmp(method, "notifications/progress") == 0) {
+		uc = upcall_by_token(inst, cJSON_GetObjectItemCaseSensitive(
+		    params, "progressToken"));
+		if (uc == NULL || uc->client_token == NULL)
+			return;
+		copy = cJSON_Duplicate(msg, 1);
+		cJSON_ReplaceItemInObjectCaseSensitive(cJSON_GetObjectItem(
+		    copy, "params"), "progressToken",
+		    cJSON_Duplicate(uc->client_token, 1));
+		upcall_send(uc, copy);
+		return;
+	}
+	if (strcmp(method, "notifications/message") == 0) {
+		level = upname_of(params, "level");
+		if ((uc = upcall_guess(inst, &n)) == NULL) {
+			log_debug("upstream=%s: a log message with %u calls in "
+			    "flight is for no one call; dropped",
+			    upstream_name(u), n);
+			return;
+		}
+		if (level == NULL || uc->call == NULL || !call_log_enabled(
+		    uc->call, mcp_log_level_parse(level)))
+			return;
+		upcall_send(uc, cJSON_Duplicate(msg, 1));
+		return;
+	}
+	if (strcmp(method, "notifications/resources/updated") == 0) {
+		if ((uri = upname_of(params, "uri")) != NULL)
+			session_resource_updated(uri);
+		return;
+	}
+	log_debug("upstream=%s: notification %s ignored", upstream_name(u),
+	    method);
+}
+
+static void
+upask_answered_cb(const cJSON *result, const cJSON *error, void *arg)
+{
+	struct upask	*ua = arg;
+
+	TAILQ_REMOVE(&up.asks, ua, entry);
+	if (ua->inst != NULL)
+		upstream_answer(ua->inst->u, ua->id, result != NULL ?
+		    cJSON_Duplicate(result, 1) : NULL, error != NULL ?
+		    cJSON_Duplicate(error, 1) : NULL);
+	cJSON_Delete(ua->id);
+	free(ua);
+}
+
+static void
+upstream_provider_request(struct upstream *u, const cJSON *msg, void *arg)
+{
+	struct upinst	*inst = arg;
+	struct upcall	*uc;
+	struct upask	*ua;
+	const char	*method = upname_of(msg, "method");
+	const cJSON	*params = cJSON_GetObjectItemCaseSensitive(msg,
+			    "params");
+	cJSON		*error;
+	char		*text;
+	u_int		 n;
+
+	if ((uc = upcall_guess(inst, &n)) == NULL) {
+		if (n == 0)
+			xasprintf(&text, "mcpd: %s reaches clients only "
+			    "during a call of theirs, and none is in flight",
+			    method);
+		else
+			xasprintf(&text, "mcpd: %u calls of different "
+			    "clients are in flight on shared upstream %s, so "
+			    "which one %s is for is unknown (use sharing "
+			    "session)", n, upstream_name(u), method);
+		log_limited(LOG_LEVEL_WARN, "upstream-ask", "upstream=%s: %s",
+		    upstream_name(u), text);
+		error = cJSON_CreateObject();
+		cJSON_AddNumberToObject(error, "code", JSONRPC_INTERNAL_ERROR);
+		cJSON_AddStringToObject(error, "message", text);
+		free(text);
+		upstream_answer(u, cJSON_GetObjectItemCaseSensitive(msg, "id"),
+		    NULL, error);
+		return;
+	}
+	ua = xcalloc(1, sizeof *ua);
+	ua->inst = inst;
+	ua->id = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(msg, "id"),
+	    1);
+	TAILQ_INSERT_TAIL(&up.asks, ua, entry);
+	call_request(uc->call, method, params != NULL ?
+	    cJSON_Duplicate(params, 1) : cJSON_CreateObject(),
+	    upask_answered_cb, ua);
+}
+
+static const struct upstream_hooks upstream_provider_hooks = {
+	upstream_provider_catalog,
+	upstream_provider_notification,
+	upstream_provider_request
+};
+
+/* ---------------------------------------------------------------------
+ * Start, reload, sessions, shutdown.
+ */
+
+static void
+upprov_stop_all(void)
+{
+	struct upinst	*inst;
+	size_t		 i, l;
+
+	while ((inst = TAILQ_FIRST(&up.insts)) != NULL)
+		upinst_stop(inst);
+	for (i = 0; i < up.nsrvs; i++) {
+		for (l = 0; l < UPSTREAM_LIST_MAX; l++)
+			cJSON_Delete(up.srvs[i].lists[l]);
+	}
+	free(up.srvs);
+	up.srvs = NULL;
+	up.nsrvs = 0;
+	if (up.conf != NULL)
+		conf_release(up.conf);
+	up.conf = NULL;
+}
+
+/*
+ * Start and reload: every upstream of conf starts anew (a reload stops
+ * the running ones first; their calls end with an error naming them).
+ */
+static void
+upprov_configure(const struct conf *conf)
+{
+	struct upsrv	*srv;
+	size_t		 i, l;
+
+	upprov_stop_all();
+	if (conf->nupstreams == 0)
+		return;
+	up.conf = conf_ref(conf);
+	up.srvs = xcalloc(conf->nupstreams, sizeof *up.srvs);
+	up.nsrvs = conf->nupstreams;
+	for (i = 0; i < up.nsrvs; i++) {
+		srv = &up.srvs[i];
+		srv->def = &conf->upstreams[i];
+		RB_INIT(&srv->sessions);
+		for (l = 0; l < UPSTREAM_LIST_MAX; l++)
+			srv->lists[l] = cJSON_CreateArray();
+	}
+	for (i = 0; i < up.nsrvs; i++)
+		up.srvs[i].main = upinst_new(&up.srvs[i], NULL);
+}
+
+static void
+upprov_session_closed(struct session *s)
+{
+	struct upinst	 key, *inst;
+	size_t		 i;
+
+	key.sid = (char *)session_id(s);
+	for (i = 0; i < up.nsrvs; i++) {
+		if ((inst = RB_FIND(upinst_tree, &up.srvs[i].sessions,
+		    &key)) != NULL)
+			upinst_stop(inst);
+	}
+}
+
+static void
+upprov_shutdown(void)
+{
+	upprov_stop_all();
+}
+
+static int
+upprov_lists_change(void)
+{
+	return (up.nsrvs > 0);
+}
+
+const struct provider provider_upstream = {
+	.name = "upstream",
+	.enabled = upprov_enabled,
+	.list_tools = upprov_list_tools,
+	.call_tool = upprov_call_tool,
+	.list_resources = upprov_list_resources,
+	.list_resource_templates = upprov_list_templates,
+	.read_resource = upprov_read_resource,
+	.subscribe = upprov_subscribe,
+	.list_prompts = upprov_list_prompts,
+	.get_prompt = upprov_get_prompt,
+	.complete = upprov_complete,
+	.configure = upprov_configure,
+	.session_closed = upprov_session_closed,
+	.shutdown = upprov_shutdown,
+	.lists_change = upprov_lists_change,
+	.has_tool = upprov_has_tool,
+};
