@@ -3,7 +3,8 @@
 
     proctree.py pids PID   every pid of the tree, one a line
     proctree.py mem PID    "PROCESSES RSS_KIB PSS_KIB", summed over the tree
-    proctree.py cpu PID    utime+stime of the tree's live processes (ticks)
+    proctree.py cpu PID    "TREE ROOT": utime+stime of the tree's live
+                           processes and of PID alone (clock ticks)
 
 RSS counts a shared page once per process that maps it; PSS divides it
 among them, so the PSS sum is what the tree costs the machine."""
@@ -60,14 +61,17 @@ def main():
             pss += field(f"/proc/{p}/smaps_rollup", "Pss:") or 0
         print(n, rss, pss)
     elif what == "cpu":
-        t = 0
+        t = own = 0
         for p in pids:
             try:
                 s = stat(p)
-                t += int(s[11]) + int(s[12])
+                c = int(s[11]) + int(s[12])
             except (OSError, IndexError, ValueError):
-                pass
-        print(t)
+                continue
+            t += c
+            if p == root:
+                own = c
+        print(t, own)
 
 
 if __name__ == "__main__":

@@ -587,6 +587,17 @@ async function groupFilesystem() {
 	    r.res?.isError === true && textOf(r.res).includes('Access denied'), r.res ?? errText(r.err));
 	r = await call(client, 'echo', { message: 'next to files' });
 	check('echo of the other upstream', textOf(r.res) === 'Echo: next to files', r.res ?? errText(r.err));
+	/* This client declared no sampling: the upstream's request is refused
+	 * at once (the tool fails), never sent to it nor left to time out. */
+	const t0 = Date.now();
+	r = await call(client, 'trigger-sampling-request', { prompt: 'no' }, { timeout: 20000 });
+	check('sampling asked of a client that cannot sample: the call fails at once',
+	    (r.res?.isError === true || r.err?.code !== undefined) && !/timed out/i.test(errText(r.err)) &&
+	    Date.now() - t0 < 15000, r.res ?? errText(r.err));
+	r = await call(client, 'trigger-elicitation-request', {}, { timeout: 20000 });
+	check('elicitation asked of a client that cannot elicit: the call fails at once',
+	    (r.res?.isError === true || r.err?.code !== undefined) && !/timed out/i.test(errText(r.err)),
+	    r.res ?? errText(r.err));
 	await c.close();
 	check('one child per upstream', childrenOf(d.pid, FILESYSTEM).length === 1 &&
 	    childrenOf(d.pid, EVERYTHING).length === 1, childrenOf(d.pid));
