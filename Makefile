@@ -3,7 +3,7 @@
 # (memory and redis event logs) under ASan/UBSan/LSan.
 
 CC	?= cc
-PKGS	 = libevent libcjson hiredis libbsd-overlay
+PKGS	 = libevent libevent_openssl libcjson hiredis libbsd-overlay libssl libcrypto
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 

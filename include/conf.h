@@ -56,6 +56,34 @@ struct conf_tool {
 	long long		 timeout;	/* seconds */
 	long long		 max_output;	/* bytes of stdout kept */
 	long long		 max_concurrency; /* 0: only max_children */
+	char			*scope;		/* NULL: no scope of its own */
+};
+
+/*
+ * auth { ... }: mcpd as an OAuth 2.1 resource server (docs/authorization.md).
+ * NULL in struct conf when the block is absent: no authorization.
+ */
+struct conf_auth {
+	int			 line;		/* of "auth {" */
+	char			*resource;	/* canonical URI, RFC 8707 */
+	char			**authorization_servers; /* NULL-terminated */
+	size_t			 nauthorization_servers;
+	char			*issuer;	/* JWT iss */
+	char			*jwks_file;
+	char			*jwks_uri;
+	char			*introspection;	/* RFC 7662 endpoint URL */
+	char			*client_id;	/* for introspection, or NULL */
+	char			*client_secret;	/* read from its file */
+	char			**scopes;	/* required on every request */
+	size_t			 nscopes;
+	char			*token_file;
+	long long		 leeway;	/* seconds, exp and nbf */
+	long long		 max_token;	/* bytes of one token */
+	long long		 jwks_cache;	/* seconds jwks_uri is kept */
+	long long		 jwks_refresh_min; /* seconds between fetches */
+	long long		 cache_max;	/* introspection results kept */
+	long long		 max_pending;	/* requests waiting for a check */
+	long long		 timeout;	/* seconds, outbound requests */
 };
 
 /* upstream NAME { sharing shared|session } */
@@ -137,6 +165,7 @@ struct conf {
 	size_t			 nupstreams;
 	char			**allowed_origins;	/* NULL-terminated */
 	size_t			 nallowed_origins;
+	struct conf_auth	*auth;		/* NULL: no authorization */
 
 	long long		 drain_delay;	/* seconds not ready, serving */
 	long long		 drain_timeout;	/* seconds calls may finish */
@@ -177,5 +206,12 @@ const char	*conf_param_type_name(enum conf_param_type);
 /* The upstream block named NAME, or NULL. */
 const struct conf_upstream *conf_upstream_find(const struct conf *,
 		     const char *);
+/*
+ * What `mcpd -t` and start-up warn about (exec tools reachable from the
+ * network without authorization), or NULL.
+ */
+const char	*conf_warning(const struct conf *);
+/* Whether a scope is a scope-token of RFC 6749 (3.3). */
+int		 conf_scope_ok(const char *);
 
 #endif

@@ -6,6 +6,7 @@
 
 #include "session.h"
 
+struct auth_principal;
 struct session;
 struct stream;
 
@@ -17,8 +18,8 @@ enum dispatch_refusal {
 	DISPATCH_FULL		/* no room for a session now: 503 */
 };
 
-cJSON	*dispatch_initialize(const cJSON *, enum dispatch_refusal *,
-	    const char **, session_stored_fn, void *);
+cJSON	*dispatch_initialize(const cJSON *, struct auth_principal *,
+	    enum dispatch_refusal *, const char **, session_stored_fn, void *);
 int	 dispatch_streams(const cJSON *);
 int	 dispatch_sessionless(const cJSON *);
 cJSON	*dispatch_quick(struct session *, const cJSON *);

@@ -14,6 +14,7 @@
 
 #include "eventlog.h"
 
+struct auth_principal;
 struct call;
 struct conf;
 struct event_base;
@@ -33,7 +34,7 @@ void		 session_interrupt_calls(const char *);
 
 typedef void (*session_stored_fn)(struct session *, int, void *);
 struct session	*session_create(const char *, const cJSON *,
-		     session_stored_fn, void *);
+		     struct auth_principal *, session_stored_fn, void *);
 struct session	*session_find(const char *);
 typedef void (*session_load_cb)(struct session *, int, void *);
 void		 session_load(const char *, session_load_cb, void *);
@@ -51,6 +52,15 @@ const char	*session_version(const struct session *);
 int		 session_log_level(const struct session *);
 void		 session_set_log_level(struct session *, int);
 struct stream	*session_standalone(struct session *);
+/*
+ * Who the session belongs to (NULL without auth): stored with its meta,
+ * compared by transport.c on every request naming it. The principal of
+ * the request being served replaces it (same who, its scopes), so calls
+ * started now see that request's scopes.
+ */
+struct auth_principal *session_principal(const struct session *);
+void		 session_set_principal(struct session *,
+		     struct auth_principal *);
 
 /*
  * Watched streams: at most one watcher per stream K. Only stream.c

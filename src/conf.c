@@ -152,6 +152,11 @@ static conf_check_cb	conf_check_path;
 static conf_check_cb	conf_check_log_file;
 static conf_check_cb	conf_check_origin;
 static conf_check_cb	conf_check_dir;
+static conf_check_cb	conf_check_url;
+static conf_check_cb	conf_check_file;
+static conf_check_cb	conf_check_scope;
+static conf_line_cb	conf_line_introspection;
+static conf_block_cb	conf_block_auth;
 static conf_parse_cb	conf_parse_eventlog;
 static conf_parse_cb	conf_parse_commit;
 static conf_parse_cb	conf_parse_log_level;
@@ -160,7 +165,7 @@ static conf_line_cb	conf_line_param;
 static conf_line_cb	conf_line_exec;
 static conf_block_cb	conf_block_tool;
 static conf_check_cb	conf_check_prefix;
-static conf_check_cb	conf_check_url;
+static conf_check_cb	conf_check_upstream_url;
 static conf_parse_cb	conf_parse_upstream_env;
 static conf_line_cb	conf_line_upstream_exec;
 static conf_block_cb	conf_block_upstream;
@@ -262,7 +267,113 @@ static const struct conf_entry conf_tool_entries[] = {
 	  .def_text = "no limit of its own, only max_children",
 	  .help = "Calls of this tool running at once; a call beyond this "
 	  "gets the isError result \"tool busy\"." },
+	{ .name = "scope", .type = CONF_STRING, .offset = CONF_TOOL_OFF(scope),
+	  .check = conf_check_scope, .args = "SCOPE",
+	  .def_text = "none: every token that passes auth may call it",
+	  .help = "With an auth block, the OAuth scope a token needs to "
+	  "call this tool: tools/list shows the tool only to tokens that "
+	  "have it, and a tools/call without it is answered 403 with "
+	  "error=\"insufficient_scope\". Without an auth block it has no "
+	  "effect." },
 };
+
+/* The directives inside "auth { }"; offsets into struct conf_auth. */
+#define CONF_AUTH_OFF(f)	offsetof(struct conf_auth, f)
+static const struct conf_entry conf_auth_entries[] = {
+	{ .name = "resource", .type = CONF_STRING,
+	  .offset = CONF_AUTH_OFF(resource), .check = conf_check_url,
+	  .args = "URI",
+	  .help = "This server's canonical URI as clients reach it, such as "
+	  "https://mcp.example.com/mcp (RFC 8707): a JWT's aud must "
+	  "contain it, and the protected resource metadata names it. "
+	  "Required." },
+	{ .name = "authorization_server", .type = CONF_WORDS,
+	  .offset = CONF_AUTH_OFF(authorization_servers),
+	  .offset2 = CONF_AUTH_OFF(nauthorization_servers),
+	  .check = conf_check_url, .args = "URL...",
+	  .help = "The issuer URL of each authorization server clients may "
+	  "get tokens from, as the protected resource metadata "
+	  "(/.well-known/oauth-protected-resource) lists them. Required." },
+	{ .name = "issuer", .type = CONF_STRING,
+	  .offset = CONF_AUTH_OFF(issuer), .args = "ISSUER",
+	  .def_text = "the first authorization_server",
+	  .help = "The iss a JWT access token must carry, exactly." },
+	{ .name = "jwks_file", .type = CONF_STRING,
+	  .offset = CONF_AUTH_OFF(jwks_file), .check = conf_check_file,
+	  .args = "PATH",
+	  .help = "A JSON Web Key Set (RFC 7517) whose keys verify JWT "
+	  "access tokens: RSA (RS256, PS256), EC P-256 (ES256) and Ed25519 "
+	  "(EdDSA). Read at start-up." },
+	{ .name = "jwks_uri", .type = CONF_STRING,
+	  .offset = CONF_AUTH_OFF(jwks_uri), .check = conf_check_url,
+	  .args = "URL",
+	  .help = "Where the authorization server publishes its key set; "
+	  "fetched at start-up, again after jwks_cache, and when a token "
+	  "names a kid the set lacks (at most once per jwks_refresh_min). "
+	  "With jwks_file too, both sets count." },
+	{ .name = "introspection", .type = CONF_LINE,
+	  .line = conf_line_introspection,
+	  .args = "URL [CLIENT_ID CLIENT_SECRET_FILE]",
+	  .help = "Tokens that are not JWTs are sent to this token "
+	  "introspection endpoint (RFC 7662), authenticated with HTTP Basic "
+	  "as CLIENT_ID with the secret in the file (its first line); an "
+	  "active answer is cached until the token's exp, at most "
+	  "jwks_cache seconds." },
+	{ .name = "scopes", .type = CONF_WORDS, .offset = CONF_AUTH_OFF(scopes),
+	  .offset2 = CONF_AUTH_OFF(nscopes), .check = conf_check_scope,
+	  .args = "SCOPE...", .def_text = "none",
+	  .help = "Scopes every request's token must have; one that lacks "
+	  "one is answered 403 with error=\"insufficient_scope\"." },
+	{ .name = "token_file", .type = CONF_STRING,
+	  .offset = CONF_AUTH_OFF(token_file), .check = conf_check_file,
+	  .args = "PATH",
+	  .help = "Static tokens, one per line: the SHA-256 of the token in "
+	  "hex, the principal (subject) it stands for, and its scopes, "
+	  "separated by blanks; \"#\" starts a comment. Make the hash with "
+	  "printf %s TOKEN | sha256sum. Read at start-up." },
+	{ .name = "leeway", .type = CONF_SECONDS, .offset = CONF_AUTH_OFF(leeway),
+	  .min = 0, .max = 600, .def = "60",
+	  .help = "Clock skew allowed when checking a token's exp and nbf." },
+	{ .name = "max_token", .type = CONF_SIZE,
+	  .offset = CONF_AUTH_OFF(max_token), .min = 256, .max = 64 * CONF_KIB,
+	  .def = "8k",
+	  .help = "Largest access token accepted; a longer one is answered "
+	  "401 without being parsed." },
+	{ .name = "jwks_cache", .type = CONF_SECONDS,
+	  .offset = CONF_AUTH_OFF(jwks_cache), .min = 10, .max = 86400,
+	  .def = "300",
+	  .help = "How long a key set fetched from jwks_uri, or an "
+	  "introspection answer, is used before it is asked for again." },
+	{ .name = "jwks_refresh_min", .type = CONF_SECONDS,
+	  .offset = CONF_AUTH_OFF(jwks_refresh_min), .min = 1, .max = 86400,
+	  .def = "10",
+	  .help = "Least time between two fetches of jwks_uri, so tokens "
+	  "naming unknown keys cannot make mcpd hammer the authorization "
+	  "server; such a token waits for a fetch under way, or is "
+	  "answered 401." },
+	{ .name = "cache_max", .type = CONF_INTEGER,
+	  .offset = CONF_AUTH_OFF(cache_max), .min = 1, .max = 1000000,
+	  .def = "10000",
+	  .help = "Introspection answers kept at once." },
+	{ .name = "max_pending", .type = CONF_INTEGER,
+	  .offset = CONF_AUTH_OFF(max_pending), .min = 1, .max = 1000000,
+	  .def = "1024",
+	  .help = "Requests that may wait at once for a key set or an "
+	  "introspection answer; more are answered 503." },
+	{ .name = "timeout", .type = CONF_SECONDS,
+	  .offset = CONF_AUTH_OFF(timeout), .min = 1, .max = 120, .def = "5",
+	  .help = "How long a fetch of jwks_uri or an introspection request "
+	  "may take." },
+};
+
+static const char conf_auth_examples[] =
+"auth {\n"
+"    resource https://mcp.example.com/mcp\n"
+"    authorization_server https://auth.example.com\n"
+"    issuer https://auth.example.com\n"
+"    jwks_uri https://auth.example.com/jwks\n"
+"    scopes mcp\n"
+"}\n";
 
 /* Commented out in the example file: "# " goes before each line. */
 static const char conf_tool_examples[] =
@@ -324,7 +435,7 @@ static const struct conf_entry conf_upstream_entries[] = {
 	  "each line with the upstream's name, rate-limited. Exactly one of "
 	  "exec and url." },
 	{ .name = "url", .type = CONF_STRING, .offset = CONF_UPSTREAM_OFF(url),
-	  .check = conf_check_url, .args = "URL",
+	  .check = conf_check_upstream_url, .args = "URL",
 	  .help = "A Streamable HTTP MCP server, http://HOST[:PORT]/PATH. "
 	  "Exactly one of exec and url." },
 	{ .name = "sharing", .type = CONF_ENUM,
@@ -441,6 +552,24 @@ static const struct conf_entry conf_entries[] = {
 	CONF_NUMBER("max_header_size", CONF_SIZE, max_header_size, CONF_KIB,
 	    CONF_MIB, "16k", "Largest size of the request line and headers "
 	    "accepted."),
+
+	{ .name = "auth", .type = CONF_BLOCK, .block = conf_block_auth,
+	  .sub = conf_auth_entries, .nsub = CONF_NITEMS(conf_auth_entries),
+	  .example = conf_auth_examples, .args = "{ ... }",
+	  .section = "Authorization",
+	  .help = "Makes mcpd an OAuth 2.1 resource server, as MCP's "
+	  "authorization specification has it (docs/authorization.md): "
+	  "every request to the endpoint needs an access token "
+	  "(Authorization: Bearer), a JWT verified with the keys of "
+	  "jwks_file or jwks_uri, a token the introspection endpoint "
+	  "vouches for, or one of token_file; a request without a valid "
+	  "one is answered 401 with a WWW-Authenticate header naming the "
+	  "protected resource metadata, served at "
+	  "/.well-known/oauth-protected-resource. A session belongs to the "
+	  "principal (issuer, subject, client) that created it; another "
+	  "principal's requests naming it are answered 404. Without this "
+	  "block nothing is checked. Read at start-up only: a reload keeps "
+	  "the running one. Inside the block, one directive per line:" },
 
 	{ .name = "eventlog", .type = CONF_CUSTOM,
 	  .parse = conf_parse_eventlog,
@@ -1604,6 +1733,7 @@ conf_tool_clear(struct conf_tool *tool)
 	free(tool->argv_param);
 	conf_free_words(tool->env);
 	free(tool->cwd);
+	free(tool->scope);
 	memset(tool, 0, sizeof *tool);
 }
 
@@ -1901,6 +2031,248 @@ fail:
 }
 
 /* ---------------------------------------------------------------------
+ * The auth block: auth { ... }.
+ */
+
+#define CONF_URL_MAX		2048
+#define CONF_SECRET_MAX		4096
+
+/*
+ * An absolute http or https URL with a host and no fragment: what the
+ * metadata documents and the outbound requests need. http is allowed for
+ * loopback set-ups and tests; docs/authorization.md says to use https.
+ */
+static int
+conf_check_url(const char *s, char **value, char **why)
+{
+	const char	*p;
+	size_t		 len = strlen(s);
+
+	if (strncasecmp(s, "https://", 8) == 0)
+		p = s + 8;
+	else if (strncasecmp(s, "http://", 7) == 0)
+		p = s + 7;
+	else {
+		xasprintf(why, "\"%s\" is not an http:// or https:// URL", s);
+		return (-1);
+	}
+	if (len > CONF_URL_MAX || *p == '\0' || *p == '/' || *p == ':' ||
+	    strchr(s, '#') != NULL) {
+		xasprintf(why, "invalid URL \"%s\" (a host is needed, no "
+		    "fragment, at most %d bytes)", s, CONF_URL_MAX);
+		return (-1);
+	}
+	for (p = s; *p != '\0'; p++) {
+		if ((u_char)*p <= 0x20 || (u_char)*p >= 0x7f || *p == '"' ||
+		    *p == '\\') {
+			xasprintf(why, "invalid character in URL \"%s\"", s);
+			return (-1);
+		}
+	}
+	*value = xstrdup(s);
+	return (0);
+}
+
+/* An absolute path to a regular file mcpd can read now. */
+static int
+conf_check_file(const char *s, char **value, char **why)
+{
+	struct stat	sb;
+
+	if (*s != '/') {
+		xasprintf(why, "\"%s\" is not an absolute path", s);
+		return (-1);
+	}
+	if (stat(s, &sb) != 0 || access(s, R_OK) != 0) {
+		xasprintf(why, "\"%s\": %s", s, strerror(errno));
+		return (-1);
+	}
+	if (!S_ISREG(sb.st_mode)) {
+		xasprintf(why, "\"%s\" is not a regular file", s);
+		return (-1);
+	}
+	*value = xstrdup(s);
+	return (0);
+}
+
+int
+conf_scope_ok(const char *s)
+{
+	const u_char	*p;
+
+	if (*s == '\0' || strlen(s) > 256)
+		return (0);
+	for (p = (const u_char *)s; *p != '\0'; p++) {
+		if (*p < 0x21 || *p > 0x7e || *p == '"' || *p == '\\')
+			return (0);
+	}
+	return (1);
+}
+
+static int
+conf_check_scope(const char *s, char **value, char **why)
+{
+	if (!conf_scope_ok(s)) {
+		xasprintf(why, "invalid scope \"%s\" (printable ASCII, no "
+		    "blank, quote or backslash, at most 256)", s);
+		return (-1);
+	}
+	*value = xstrdup(s);
+	return (0);
+}
+
+/* The first line of a secret file, without its newline. */
+static int
+conf_read_secret(const char *path, char **secret, char **why)
+{
+	FILE	*f;
+	char	 buf[CONF_SECRET_MAX + 2];
+	size_t	 len;
+
+	if ((f = fopen(path, "r")) == NULL) {
+		xasprintf(why, "\"%s\": %s", path, strerror(errno));
+		return (-1);
+	}
+	if (fgets(buf, sizeof buf, f) == NULL)
+		buf[0] = '\0';
+	fclose(f);
+	len = strcspn(buf, "\r\n");
+	buf[len] = '\0';
+	if (len == 0 || len > CONF_SECRET_MAX) {
+		xasprintf(why, "\"%s\": the secret must be one line of 1 to "
+		    "%d bytes", path, CONF_SECRET_MAX);
+		return (-1);
+	}
+	*secret = xstrdup(buf);
+	explicit_bzero(buf, sizeof buf);
+	return (0);
+}
+
+/* introspection URL [CLIENT_ID CLIENT_SECRET_FILE] */
+static int
+conf_line_introspection(void *base, const struct conf_entry *ce, int argc,
+    char **argv, char **why)
+{
+	struct conf_auth	*auth = base;
+	char			*url, *path, *secret;
+
+	if (argc != 1 && argc != 3) {
+		xasprintf(why, "expected \"introspection %s\"", ce->args);
+		return (-1);
+	}
+	if (conf_check_url(argv[0], &url, why) != 0)
+		return (-1);
+	if (argc == 3) {
+		if (conf_check_file(argv[2], &path, why) != 0) {
+			free(url);
+			return (-1);
+		}
+		free(path);
+		if (conf_read_secret(argv[2], &secret, why) != 0) {
+			free(url);
+			return (-1);
+		}
+		if (strchr(argv[1], ':') != NULL || *argv[1] == '\0') {
+			xasprintf(why, "invalid client id \"%s\"", argv[1]);
+			free(url);
+			free(secret);
+			return (-1);
+		}
+		auth->client_id = xstrdup(argv[1]);
+		auth->client_secret = secret;
+	}
+	auth->introspection = url;
+	return (0);
+}
+
+static void
+conf_auth_free(struct conf_auth *auth)
+{
+	const struct conf_entry	*ce;
+	char			*field;
+	size_t			 i;
+
+	if (auth == NULL)
+		return;
+	for (i = 0; i < CONF_NITEMS(conf_auth_entries); i++) {
+		ce = &conf_auth_entries[i];
+		field = (char *)auth + ce->offset;
+		if (ce->type == CONF_STRING)
+			free(*(char **)field);
+		else if (ce->type == CONF_WORDS)
+			conf_free_words(*(char ***)field);
+	}
+	free(auth->introspection);
+	free(auth->client_id);
+	if (auth->client_secret != NULL) {
+		explicit_bzero(auth->client_secret,
+		    strlen(auth->client_secret));
+		free(auth->client_secret);
+	}
+	free(auth);
+}
+
+static int
+conf_block_auth(void *base, const struct conf_entry *ce,
+    const struct conf_directive *cd, const char *file, char **cause)
+{
+	struct conf		*conf = base;
+	struct conf_auth	*auth;
+	struct conf_scope	 cs;
+	int			 seen[CONF_NITEMS(conf_auth_entries)];
+	size_t			 i;
+
+	if (cd->argc != 1) {
+		xasprintf(cause, "%s:%d: auth: expected \"auth {\"", file,
+		    cd->line);
+		return (-1);
+	}
+	if (conf->auth != NULL) {
+		xasprintf(cause, "%s:%d: duplicate auth (first set on line %d)",
+		    file, cd->line, conf->auth->line);
+		return (-1);
+	}
+	auth = xcalloc(1, sizeof *auth);
+	auth->line = cd->line;
+	conf_set_defaults(auth, conf_auth_entries,
+	    CONF_NITEMS(conf_auth_entries));
+	memset(seen, 0, sizeof seen);
+	cs.entries = conf_auth_entries;
+	cs.nentries = CONF_NITEMS(conf_auth_entries);
+	cs.base = auth;
+	cs.seen = seen;
+	for (i = 0; i < cd->nchildren; i++) {
+		if (conf_apply(&cs, &cd->children[i], file, cause) != 0)
+			goto fail;
+	}
+	if (auth->resource == NULL) {
+		xasprintf(cause, "%s:%d: auth: missing \"resource URI\"", file,
+		    cd->line);
+		goto fail;
+	}
+	if (auth->nauthorization_servers == 0) {
+		xasprintf(cause, "%s:%d: auth: missing \"authorization_server "
+		    "URL...\"", file, cd->line);
+		goto fail;
+	}
+	if (auth->jwks_file == NULL && auth->jwks_uri == NULL &&
+	    auth->introspection == NULL && auth->token_file == NULL) {
+		xasprintf(cause, "%s:%d: auth: no way to check a token (set "
+		    "jwks_file, jwks_uri, introspection or token_file)", file,
+		    cd->line);
+		goto fail;
+	}
+	if (auth->issuer == NULL)
+		auth->issuer = xstrdup(auth->authorization_servers[0]);
+	conf->auth = auth;
+	return (0);
+
+fail:
+	conf_auth_free(auth);
+	return (-1);
+}
+
+/* ---------------------------------------------------------------------
  * Upstream blocks: upstream NAME { ... }.
  */
 
@@ -1932,7 +2304,7 @@ conf_check_prefix(const char *s, char **value, char **why)
 
 /* http://HOST[:PORT][/PATH]: mcpd talks plain HTTP to its upstreams. */
 static int
-conf_check_url(const char *s, char **value, char **why)
+conf_check_upstream_url(const char *s, char **value, char **why)
 {
 	const char	*host = s + strlen("http://");
 	size_t		 i;
@@ -2165,6 +2537,86 @@ conf_str_keep(char **dst, const char *src)
 	*dst = src != NULL ? xstrdup(src) : NULL;
 }
 
+static int
+conf_words_differ(char **a, size_t na, char **b, size_t nb)
+{
+	size_t	i;
+
+	if (na != nb)
+		return (1);
+	for (i = 0; i < na; i++) {
+		if (strcmp(a[i], b[i]) != 0)
+			return (1);
+	}
+	return (0);
+}
+
+static char **
+conf_words_copy(char **list, size_t n)
+{
+	char	**copy;
+	size_t	  i;
+
+	copy = xcalloc(n + 1, sizeof *copy);
+	for (i = 0; i < n; i++)
+		copy[i] = xstrdup(list[i]);
+	return (copy);
+}
+
+/* Whether two auth blocks say different things (file contents aside). */
+static int
+conf_auth_differ(const struct conf_auth *a, const struct conf_auth *b)
+{
+	if (a == NULL || b == NULL)
+		return (a != b);
+	return (conf_str_differ(a->resource, b->resource) ||
+	    conf_str_differ(a->issuer, b->issuer) ||
+	    conf_str_differ(a->jwks_file, b->jwks_file) ||
+	    conf_str_differ(a->jwks_uri, b->jwks_uri) ||
+	    conf_str_differ(a->introspection, b->introspection) ||
+	    conf_str_differ(a->client_id, b->client_id) ||
+	    conf_str_differ(a->client_secret, b->client_secret) ||
+	    conf_str_differ(a->token_file, b->token_file) ||
+	    conf_words_differ(a->authorization_servers,
+	    a->nauthorization_servers, b->authorization_servers,
+	    b->nauthorization_servers) ||
+	    conf_words_differ(a->scopes, a->nscopes, b->scopes, b->nscopes) ||
+	    a->leeway != b->leeway || a->max_token != b->max_token ||
+	    a->jwks_cache != b->jwks_cache ||
+	    a->jwks_refresh_min != b->jwks_refresh_min ||
+	    a->cache_max != b->cache_max || a->max_pending != b->max_pending ||
+	    a->timeout != b->timeout);
+}
+
+static char *
+conf_str_copy(const char *s)
+{
+	return (s != NULL ? xstrdup(s) : NULL);
+}
+
+static struct conf_auth *
+conf_auth_copy(const struct conf_auth *a)
+{
+	struct conf_auth	*c;
+
+	if (a == NULL)
+		return (NULL);
+	c = xmalloc(sizeof *c);
+	*c = *a;
+	c->resource = conf_str_copy(a->resource);
+	c->authorization_servers = conf_words_copy(a->authorization_servers,
+	    a->nauthorization_servers);
+	c->issuer = conf_str_copy(a->issuer);
+	c->jwks_file = conf_str_copy(a->jwks_file);
+	c->jwks_uri = conf_str_copy(a->jwks_uri);
+	c->introspection = conf_str_copy(a->introspection);
+	c->client_id = conf_str_copy(a->client_id);
+	c->client_secret = conf_str_copy(a->client_secret);
+	c->scopes = conf_words_copy(a->scopes, a->nscopes);
+	c->token_file = conf_str_copy(a->token_file);
+	return (c);
+}
+
 /*
  * A reload: the directives a running process cannot take up (what it
  * listens on, the event log and what the log was created with) keep the
@@ -2204,6 +2656,8 @@ conf_keep_restart_only(struct conf *new, const struct conf *old,
 	CONF_KEEP_NUM("stream_ttl", stream_ttl);
 	CONF_KEEP_NUM("session_ttl", session_ttl);
 	CONF_KEEP_NUM("session_max_streams", session_max_streams);
+	CONF_KEEP("auth", conf_auth_differ(new->auth, old->auth),
+	    (conf_auth_free(new->auth), new->auth = conf_auth_copy(old->auth)));
 #undef CONF_KEEP_NUM
 #undef CONF_KEEP
 
@@ -2337,9 +2791,28 @@ conf_free(struct conf *conf)
 	for (i = 0; i < conf->nupstreams; i++)
 		conf_upstream_clear(&conf->upstreams[i]);
 	free(conf->upstreams);
+	conf_auth_free(conf->auth);
 	free(conf->redis_host);
 	free(conf->path);
 	free(conf);
+}
+
+static int
+conf_host_loopback(const char *host)
+{
+	return (strcmp(host, "localhost") == 0 ||
+	    strncmp(host, "127.", 4) == 0 || strcmp(host, "::1") == 0);
+}
+
+const char *
+conf_warning(const struct conf *conf)
+{
+	if (conf->auth == NULL && conf->ntools > 0 &&
+	    !conf_host_loopback(conf->listen_host))
+		return ("exec tools are enabled on a listen address that is "
+		    "not loopback, and there is no auth block: anyone who "
+		    "reaches the port can run them");
+	return (NULL);
 }
 
 const struct conf_tool *

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth.h"
 #include "call.h"
 #include "dispatch.h"
 #include "jsonrpc.h"
@@ -94,8 +95,9 @@ dispatch_capabilities(void)
  * NULL is a refusal, with why and a static *cause, and cb never runs.
  */
 cJSON *
-dispatch_initialize(const cJSON *req, enum dispatch_refusal *why,
-    const char **cause, session_stored_fn cb, void *arg)
+dispatch_initialize(const cJSON *req, struct auth_principal *principal,
+    enum dispatch_refusal *why, const char **cause, session_stored_fn cb,
+    void *arg)
 {
 	const cJSON	*params = dispatch_params(req);
 	const cJSON	*requested;
@@ -119,7 +121,7 @@ dispatch_initialize(const cJSON *req, enum dispatch_refusal *why,
 			;
 		version = mcp_versions[i];
 	}
-	if (session_create(version, params, cb, arg) == NULL) {
+	if (session_create(version, params, principal, cb, arg) == NULL) {
 		*why = DISPATCH_FULL;
 		*cause = "too many sessions";
 		return (NULL);
@@ -215,11 +217,23 @@ dispatch_reinitialize(struct session *s, const cJSON *params,
 	return (NULL);
 }
 
+/* Only the tools the session's principal may call (auth_tool_allowed). */
 static cJSON *
 dispatch_tools_list(struct session *s, const cJSON *params,
     struct dispatch_error *err)
 {
-	return (dispatch_page(provider_list_tools(), params, "tools", err));
+	cJSON		*all = provider_list_tools(), *tool, *next;
+	const cJSON	*name;
+
+	for (tool = auth_enabled() ? all->child : NULL; tool != NULL;
+	    tool = next) {
+		next = tool->next;
+		name = cJSON_GetObjectItemCaseSensitive(tool, "name");
+		if (cJSON_IsString(name) && !auth_tool_allowed(
+		    session_principal(s), name->valuestring))
+			cJSON_Delete(cJSON_DetachItemViaPointer(all, tool));
+	}
+	return (dispatch_page(all, params, "tools", err));
 }
 
 static cJSON *

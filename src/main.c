@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth.h"
 #include "conf.h"
 #include "dispatch.h"
 #include "log.h"
@@ -72,6 +73,15 @@ main(int argc, char **argv)
 		return (1);
 	}
 	if (check) {
+		if (auth_check_files(conf, &cause) != 0) {
+			fprintf(stderr, "mcpd: %s\n", cause);
+			free(cause);
+			conf_free(conf);
+			return (1);
+		}
+		if (conf_warning(conf) != NULL)
+			fprintf(stderr, "mcpd: %s: warning: %s\n", path,
+			    conf_warning(conf));
 		printf("mcpd: %s: configuration ok\n", path);
 		conf_free(conf);
 		return (0);

@@ -25,6 +25,7 @@
 
 #include <event2/event.h>
 
+#include "auth.h"
 #include "call.h"
 #include "conf.h"
 #include "exec.h"
@@ -609,17 +610,66 @@ exectool_count(const char *name)
 	return (n);
 }
 
+/*
+ * The tool's environment, and who the call is for when auth is on (never
+ * the token): MCPD_ISSUER, MCPD_SUBJECT, MCPD_CLIENT_ID (empty without
+ * one) and MCPD_SCOPES (space-separated). A variable of the tool's own
+ * env by one of these names is left out, so the program can trust them.
+ */
+static char **
+exectool_env(const struct conf_tool *tool, const struct auth_principal *p)
+{
+	static const char	*names[] = { "MCPD_ISSUER=", "MCPD_SUBJECT=",
+				    "MCPD_CLIENT_ID=", "MCPD_SCOPES=" };
+	char			**env, *scopes;
+	size_t			 i, j, n = 0;
+	const char		*cid;
+
+	env = xcalloc(tool->nenv + 5, sizeof *env);
+	for (i = 0; i < tool->nenv; i++) {
+		for (j = 0; p != NULL && j < 4; j++) {
+			if (strncmp(tool->env[i], names[j],
+			    strlen(names[j])) == 0)
+				break;
+		}
+		if (p == NULL || j == 4)
+			env[n++] = xstrdup(tool->env[i]);
+	}
+	if (p != NULL) {
+		cid = auth_principal_client_id(p);
+		scopes = auth_principal_scopes(p);
+		xasprintf(&env[n++], "MCPD_ISSUER=%s",
+		    auth_principal_issuer(p));
+		xasprintf(&env[n++], "MCPD_SUBJECT=%s",
+		    auth_principal_subject(p));
+		xasprintf(&env[n++], "MCPD_CLIENT_ID=%s", cid != NULL ? cid : "");
+		xasprintf(&env[n++], "MCPD_SCOPES=%s", scopes);
+		free(scopes);
+	}
+	env[n] = NULL;
+	return (env);
+}
+
+static void
+exectool_env_free(char **env)
+{
+	char	**p;
+
+	for (p = env; *p != NULL; p++)
+		free(*p);
+	free(env);
+}
+
 static int
 exectool_call_tool(struct call *c, const char *name, const cJSON *args)
 {
-	static char		*no_env[] = { NULL };
 	const struct conf	*conf = server.conf;
 	const struct conf_tool	*tool;
 	struct exectool_call	*t;
 	struct exec_spec	 spec;
 	struct exec_job		*job;
 	struct timeval		 tv;
-	char			**argv, *cause = NULL, *text;
+	char			**argv, **env, *cause = NULL, *text;
 
 	if ((tool = conf_tool_find(conf, name)) == NULL)
 		return (-1);
@@ -647,11 +697,13 @@ exectool_call_tool(struct call *c, const char *name, const cJSON *args)
 	memset(&spec, 0, sizeof spec);
 	spec.path = tool->program;
 	spec.argv = argv;
-	spec.envp = tool->env != NULL ? tool->env : no_env;
+	env = exectool_env(tool, session_principal(call_session(c)));
+	spec.envp = env;
 	spec.cwd = tool->cwd;
 	spec.name = tool->name;
-	if ((job = exec_start(&spec, exectool_line_cb, exectool_done_cb, t,
-	    &cause)) == NULL) {
+	job = exec_start(&spec, exectool_line_cb, exectool_done_cb, t, &cause);
+	exectool_env_free(env);
+	if (job == NULL) {
 		log_limited(LOG_LEVEL_WARN, "exec-start", "session=%s tool=%s: "
 		    "cannot run: %s", session_id(call_session(c)), tool->name,
 		    cause);

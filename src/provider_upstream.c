@@ -107,7 +107,7 @@ TAILQ_HEAD(upasks, upask);
 
 static struct {
 	const struct conf	*conf;		/* holds the defs */
-	struct upsrv		*srvs;
+	struct upsrv		**srvs;
 	size_t			 nsrvs;
 	struct upinsts		 insts;		/* every instance */
 	struct upcalls		 calls;		/* not yet answered */
@@ -182,11 +182,11 @@ upname_taken(const struct upsrv *srv, enum upstream_list l, const char *name)
 	const char	*other;
 	size_t		 i;
 
-	for (i = 0; i < up.nsrvs && &up.srvs[i] != srv; i++) {
-		if (uplist_find(up.srvs[i].lists[l], uplist_key(l),
+	for (i = 0; i < up.nsrvs && up.srvs[i] != srv; i++) {
+		if (uplist_find(up.srvs[i]->lists[l], uplist_key(l),
 		    name) != NULL) {
 			snprintf(owner, sizeof owner, "upstream %s",
-			    up.srvs[i].def->name);
+			    up.srvs[i]->def->name);
 			return (owner);
 		}
 	}
@@ -276,7 +276,7 @@ upstream_provider_catalog(struct upstream *u, void *arg)
 	if (inst != inst->srv->main)
 		return;		/* a session's own: the main one's list serves */
 	for (i = 0; i < up.nsrvs; i++) {
-		srv = &up.srvs[i];
+		srv = up.srvs[i];
 		if (srv->main == NULL || (srv != inst->srv && !srv->loaded))
 			continue;
 		for (l = 0; l < UPSTREAM_LIST_MAX; l++) {
@@ -563,7 +563,7 @@ upsrv_find(enum upstream_list l, const char *name, const char **own)
 	size_t		 i;
 
 	for (i = 0; i < up.nsrvs; i++) {
-		srv = &up.srvs[i];
+		srv = up.srvs[i];
 		if (uplist_find(srv->lists[l], uplist_key(l), name) == NULL)
 			continue;
 		*own = l == UPSTREAM_RESOURCES ? name : upname_strip(srv, name);
@@ -590,7 +590,7 @@ fn(cJSON *all)								\
 	size_t		 i;						\
 									\
 	for (i = 0; i < up.nsrvs; i++) {				\
-		cJSON_ArrayForEach(item, up.srvs[i].lists[l])		\
+		cJSON_ArrayForEach(item, up.srvs[i]->lists[l])		\
 			cJSON_AddItemToArray(all,			\
 			    cJSON_Duplicate(item, 1));			\
 	}								\
@@ -666,7 +666,7 @@ upsrv_for_uri(const char *uri)
 	size_t		 i, n, bestn = 0, nres = 0;
 
 	for (i = 0; i < up.nsrvs; i++) {
-		srv = &up.srvs[i];
+		srv = up.srvs[i];
 		if (uplist_find(srv->lists[UPSTREAM_RESOURCES], "uri",
 		    uri) != NULL)
 			return (srv);
@@ -757,12 +757,12 @@ upprov_complete(struct call *c, const cJSON *ref, const cJSON *arg,
 	else if (strcmp(type, "ref/resource") == 0 &&
 	    (name = upname_of(ref, "uri")) != NULL) {
 		for (i = 0; srv == NULL && i < up.nsrvs; i++) {
-			cJSON_ArrayForEach(t, up.srvs[i].lists[
+			cJSON_ArrayForEach(t, up.srvs[i]->lists[
 			    UPSTREAM_TEMPLATES]) {
 				if (strcmp(upname_of(t, "uriTemplate") != NULL ?
 				    upname_of(t, "uriTemplate") : "",
 				    name) == 0) {
-					srv = &up.srvs[i];
+					srv = up.srvs[i];
 					break;
 				}
 			}
@@ -901,6 +901,12 @@ upstream_provider_request(struct upstream *u, const cJSON *msg, void *arg)
 	u_int		 n;
 
 	if ((uc = upcall_guess(inst, &n)) == NULL) {
+		if (n == 0 && strcmp(method, "roots/list") == 0) {
+			/* Asked outside any call (at start): no client's. */
+			upstream_answer(u, cJSON_GetObjectItemCaseSensitive(
+			    msg, "id"), cJSON_Parse("{\"roots\":[]}"), NULL);
+			return;
+		}
 		if (n == 0)
 			xasprintf(&text, "mcpd: %s reaches clients only "
 			    "during a call of theirs, and none is in flight",
@@ -941,17 +947,27 @@ static const struct upstream_hooks upstream_provider_hooks = {
  */
 
 static void
+upsrv_free(struct upsrv *srv)
+{
+	struct upinst	*inst, *inst1;
+	int		 l;
+
+	TAILQ_FOREACH_SAFE(inst, &up.insts, entry, inst1) {
+		if (inst->srv == srv)
+			upinst_stop(inst);
+	}
+	for (l = 0; l < UPSTREAM_LIST_MAX; l++)
+		cJSON_Delete(srv->lists[l]);
+	free(srv);
+}
+
+static void
 upprov_stop_all(void)
 {
-	struct upinst	*inst;
-	size_t		 i, l;
+	size_t	i;
 
-	while ((inst = TAILQ_FIRST(&up.insts)) != NULL)
-		upinst_stop(inst);
-	for (i = 0; i < up.nsrvs; i++) {
-		for (l = 0; l < UPSTREAM_LIST_MAX; l++)
-			cJSON_Delete(up.srvs[i].lists[l]);
-	}
+	for (i = 0; i < up.nsrvs; i++)
+		upsrv_free(up.srvs[i]);
 	free(up.srvs);
 	up.srvs = NULL;
 	up.nsrvs = 0;
@@ -960,31 +976,89 @@ upprov_stop_all(void)
 	up.conf = NULL;
 }
 
+static int
+upwords_equal(char *const *a, char *const *b)
+{
+	if (a == NULL || b == NULL)
+		return (a == b);
+	for (; *a != NULL && *b != NULL; a++, b++) {
+		if (strcmp(*a, *b) != 0)
+			return (0);
+	}
+	return (*a == *b);
+}
+
+static int
+upstr_equal(const char *a, const char *b)
+{
+	if (a == NULL || b == NULL)
+		return (a == b);
+	return (strcmp(a, b) == 0);
+}
+
+/* Whether a reload leaves an upstream's definition as it was. */
+static int
+updef_equal(const struct conf_upstream *a, const struct conf_upstream *b)
+{
+	return (strcmp(a->name, b->name) == 0 &&
+	    upstr_equal(a->program, b->program) &&
+	    upwords_equal(a->argv, b->argv) && upstr_equal(a->url, b->url) &&
+	    a->sharing == b->sharing && strcmp(a->prefix, b->prefix) == 0 &&
+	    upwords_equal(a->env, b->env) && upstr_equal(a->cwd, b->cwd) &&
+	    a->timeout == b->timeout &&
+	    a->max_concurrency == b->max_concurrency &&
+	    a->restart_delay == b->restart_delay &&
+	    a->max_instances == b->max_instances &&
+	    a->max_line == b->max_line);
+}
+
 /*
- * Start and reload: every upstream of conf starts anew (a reload stops
- * the running ones first; their calls end with an error naming them).
+ * Start and reload. An upstream whose block is unchanged goes on running
+ * (its programs keep the definition they started with, which is the
+ * same); one that changed or went away is stopped, its calls ending with
+ * an error naming it; a new or changed one starts.
  */
 static void
 upprov_configure(const struct conf *conf)
 {
-	struct upsrv	*srv;
-	size_t		 i, l;
+	struct upsrv	**old = up.srvs, *srv;
+	size_t		  nold = up.nsrvs, i, j;
+	int		  l;
 
-	upprov_stop_all();
-	if (conf->nupstreams == 0)
-		return;
-	up.conf = conf_ref(conf);
-	up.srvs = xcalloc(conf->nupstreams, sizeof *up.srvs);
+	up.srvs = conf->nupstreams > 0 ? xcalloc(conf->nupstreams,
+	    sizeof *up.srvs) : NULL;
 	up.nsrvs = conf->nupstreams;
 	for (i = 0; i < up.nsrvs; i++) {
-		srv = &up.srvs[i];
-		srv->def = &conf->upstreams[i];
-		RB_INIT(&srv->sessions);
-		for (l = 0; l < UPSTREAM_LIST_MAX; l++)
-			srv->lists[l] = cJSON_CreateArray();
+		for (j = 0; j < nold; j++) {
+			if (old[j] != NULL && updef_equal(old[j]->def,
+			    &conf->upstreams[i]))
+				break;
+		}
+		if (j < nold) {
+			up.srvs[i] = old[j];
+			old[j] = NULL;
+			log_info("upstream %s: unchanged, goes on running",
+			    conf->upstreams[i].name);
+		} else {
+			srv = up.srvs[i] = xcalloc(1, sizeof *srv);
+			RB_INIT(&srv->sessions);
+			for (l = 0; l < UPSTREAM_LIST_MAX; l++)
+				srv->lists[l] = cJSON_CreateArray();
+		}
+		up.srvs[i]->def = &conf->upstreams[i];
 	}
-	for (i = 0; i < up.nsrvs; i++)
-		up.srvs[i].main = upinst_new(&up.srvs[i], NULL);
+	for (j = 0; j < nold; j++) {
+		if (old[j] != NULL)
+			upsrv_free(old[j]);
+	}
+	free(old);
+	if (up.conf != NULL)
+		conf_release(up.conf);
+	up.conf = up.nsrvs > 0 ? conf_ref(conf) : NULL;
+	for (i = 0; i < up.nsrvs; i++) {
+		if (up.srvs[i]->main == NULL)
+			up.srvs[i]->main = upinst_new(up.srvs[i], NULL);
+	}
 }
 
 static void
@@ -995,7 +1069,7 @@ upprov_session_closed(struct session *s)
 
 	key.sid = (char *)session_id(s);
 	for (i = 0; i < up.nsrvs; i++) {
-		if ((inst = RB_FIND(upinst_tree, &up.srvs[i].sessions,
+		if ((inst = RB_FIND(upinst_tree, &up.srvs[i]->sessions,
 		    &key)) != NULL)
 			upinst_stop(inst);
 	}

@@ -21,6 +21,7 @@
 #include <event2/http.h>
 #include <event2/listener.h>
 
+#include "auth.h"
 #include "clock.h"
 #include "conf.h"
 #include "dispatch.h"
@@ -28,6 +29,7 @@
 #include "eventlog.h"
 #include "exec.h"
 #include "health.h"
+#include "http_client.h"
 #include "lease.h"
 #include "log.h"
 #include "notify.h"
@@ -372,6 +374,17 @@ server_run(struct conf *conf)
 	session_init();
 	exec_init(base);
 	provider_init(conf);
+	http_client_init(base);
+	if (auth_init(base, conf, &cause) != 0) {
+		log_error("auth: %s", cause);
+		free(cause);
+		eventlog_free(el);
+		event_base_free(base);
+		conf_free(conf);
+		return (1);
+	}
+	if (conf_warning(conf) != NULL)
+		log_warn("%s: %s", conf->path, conf_warning(conf));
 
 	drain_init(server_stop_listening, server_stop);
 	http = server_http_new(base, conf);
@@ -431,6 +444,8 @@ server_run(struct conf *conf)
 	event_free(server.resume_ev);
 	server.resume_ev = NULL;
 	drain_free();
+	auth_shutdown();	/* requests still waiting for a check: 503 */
+	http_client_shutdown();
 	view_shutdown();
 	session_shutdown();
 	provider_shutdown();	/* upstreams stopped */

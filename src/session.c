@@ -23,6 +23,7 @@
 
 #include <event2/event.h>
 
+#include "auth.h"
 #include "call.h"
 #include "clock.h"
 #include "conf.h"
@@ -62,6 +63,7 @@ struct session {
 	uint64_t		 stored_ms;	/* last meta write */
 	uint64_t		 standalone_k;
 	struct stream		*standalone;
+	struct auth_principal	*principal;	/* NULL: no auth */
 	int			 watching;	/* shared log: commits watched */
 	session_stored_fn	 stored_cb;	/* once: the next store is done */
 	void			*stored_arg;
@@ -140,6 +142,10 @@ session_store(struct session *s)
 	cJSON_AddStringToObject(meta, "log_level",
 	    mcp_log_level_name(s->log_level));
 	cJSON_AddNumberToObject(meta, "standalone", (double)s->standalone_k);
+	/* Who, never a token: issuer, subject, client id. */
+	if (s->principal != NULL)
+		cJSON_AddItemToObject(meta, "principal",
+		    auth_principal_json(s->principal));
 	/* Wall clock: the next process to load it judges its idle time. */
 	cJSON_AddNumberToObject(meta, "active", (double)(clock_wall_ms() -
 	    (clock_now_ms() - s->last_active_ms)));
@@ -159,7 +165,7 @@ session_store(struct session *s)
  */
 struct session *
 session_create(const char *version, const cJSON *params,
-    session_stored_fn cb, void *arg)
+    struct auth_principal *principal, session_stored_fn cb, void *arg)
 {
 	struct session	*s;
 
@@ -169,6 +175,7 @@ session_create(const char *version, const cJSON *params,
 		return (NULL);
 	}
 	s = session_new(NULL, version);
+	s->principal = auth_principal_ref(principal);
 	s->standalone_k = eventlog_new_stream_id();
 	s->stored_cb = cb;
 	s->stored_arg = arg;
@@ -279,6 +286,7 @@ struct session_load {
 	char			*version;
 	int			 log_level;
 	uint64_t		 standalone_k;
+	struct auth_principal	*principal;
 	session_load_cb		 cb;
 	void			*arg;
 };
@@ -288,6 +296,7 @@ session_load_finish(struct session_load *l, struct session *s,
     enum eventlog_status status)
 {
 	l->cb(s, status, l->arg);
+	auth_principal_unref(l->principal);
 	free(l->version);
 	free(l);
 }
@@ -318,6 +327,8 @@ session_loaded_head_cb(enum eventlog_status status,
 	s = session_new(l->id, l->version);
 	s->log_level = l->log_level;
 	s->standalone_k = l->standalone_k;
+	s->principal = l->principal;
+	l->principal = NULL;
 	s->stored_ms = clock_now_ms();
 	s->standalone = stream_restore(s, STREAM_STANDALONE, l->standalone_k,
 	    info->head);
@@ -337,7 +348,7 @@ session_loaded_meta_cb(enum eventlog_status status, const char *meta,
 {
 	struct session_load	*l = arg;
 	cJSON			*json;
-	const cJSON		*version, *level, *k, *active;
+	const cJSON		*version, *level, *k, *active, *principal;
 	uint64_t		 active_ms, standalone_k;
 
 	if (status != EVENTLOG_OK) {
@@ -376,6 +387,14 @@ session_loaded_meta_cb(enum eventlog_status status, const char *meta,
 	if (l->log_level < 0)
 		l->log_level = 0;
 	l->standalone_k = standalone_k;
+	/*
+	 * A principal that cannot be read binds the session to nobody: with
+	 * auth, every request naming it is then answered 404.
+	 */
+	principal = cJSON_GetObjectItemCaseSensitive(json, "principal");
+	if (principal != NULL &&
+	    (l->principal = auth_principal_from_json(principal)) == NULL)
+		l->principal = auth_principal_new("", "", "", NULL);
 	cJSON_Delete(json);
 	/* Reading from entry 0 answers with the head, trimmed or not. */
 	eventlog_read(server.eventlog, l->id, l->standalone_k, 0, 0,
@@ -561,6 +580,7 @@ session_unref(struct session *s)
 	free(s->attached);
 	free(s->streams);
 	free(s->calls);
+	auth_principal_unref(s->principal);
 	free(s->version);
 	free(s);
 	sessions.allocated--;
@@ -589,6 +609,20 @@ const char *
 session_id(const struct session *s)
 {
 	return (s->id);
+}
+
+struct auth_principal *
+session_principal(const struct session *s)
+{
+	return (s->principal);
+}
+
+void
+session_set_principal(struct session *s, struct auth_principal *p)
+{
+	auth_principal_ref(p);
+	auth_principal_unref(s->principal);
+	s->principal = p;
 }
 
 const char *

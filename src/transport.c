@@ -14,6 +14,7 @@
 #include <event2/keyvalq_struct.h>
 
 #include "access.h"
+#include "auth.h"
 #include "conf.h"
 #include "cursor.h"
 #include "dispatch.h"
@@ -169,7 +170,8 @@ transport_initialized_cb(struct session *s, int status, void *arg)
 }
 
 static void
-transport_initialize(struct evhttp_request *req, const cJSON *msg)
+transport_initialize(struct evhttp_request *req, const cJSON *msg,
+    struct auth_principal *who)
 {
 	struct transport_init	*ti;
 	enum dispatch_refusal	 why;
@@ -189,7 +191,7 @@ transport_initialize(struct evhttp_request *req, const cJSON *msg)
 	}
 	ti = xmalloc(sizeof *ti);
 	ti->req = req;
-	ti->response = dispatch_initialize(msg, &why, &cause,
+	ti->response = dispatch_initialize(msg, who, &why, &cause,
 	    transport_initialized_cb, ti);
 	if (ti->response != NULL)
 		return;
@@ -216,6 +218,7 @@ struct transport_start {
 	struct evhttp_request	*req;
 	struct session		*session;
 	cJSON			*msg;	/* a request, or a batch */
+	struct auth_principal	*who;	/* the request's, NULL without auth */
 };
 
 /*
@@ -247,6 +250,7 @@ transport_stream_created_cb(struct stream *st, int ok, void *arg)
 			stream_publish_owner(st);
 	}
 	session_unref(s);
+	auth_principal_unref(ts->who);
 	free(ts);
 }
 
@@ -270,6 +274,9 @@ transport_refreshed_cb(struct session *s, int status, void *arg)
 		reply_unavailable(ts->req, 1,
 		    "Event log unavailable, retry later");
 	} else {
+		/* The calls starting now see this request's scopes. */
+		if (ts->who != NULL)
+			session_set_principal(s, ts->who);
 		st = stream_open(s, STREAM_REQUEST, transport_stream_created_cb,
 		    ts);
 		if (!cJSON_IsArray(ts->msg))
@@ -282,6 +289,7 @@ transport_refreshed_cb(struct session *s, int status, void *arg)
 	}
 	session_unref(s);
 	cJSON_Delete(ts->msg);
+	auth_principal_unref(ts->who);
 	free(ts);
 }
 
@@ -300,11 +308,53 @@ transport_open_stream(struct evhttp_request *req, struct session *s,
 	ts->req = req;
 	ts->session = s;
 	ts->msg = jsonrpc_take(msg);	/* the caller deletes msg, empty */
+	ts->who = auth_principal_ref(session_principal(s));
 	session_ref(s);
 	if (server.shared)
 		session_refresh(s, transport_refreshed_cb, ts);
 	else
 		transport_refreshed_cb(s, EVENTLOG_OK, ts);
+}
+
+/*
+ * A tools/call of a tool whose scope the request's token lacks: 403 with
+ * the scopes to ask for, before anything starts. 1 if it was refused.
+ */
+static int
+transport_tool_refused(struct evhttp_request *req, struct session *s,
+    const cJSON *msg)
+{
+	const cJSON		*method, *params, *name;
+	struct auth_result	 r;
+	char			*scopes, *challenge;
+
+	if (!auth_enabled())
+		return (0);
+	method = cJSON_GetObjectItemCaseSensitive(msg, "method");
+	if (!cJSON_IsString(method) ||
+	    strcmp(method->valuestring, "tools/call") != 0)
+		return (0);
+	params = cJSON_GetObjectItemCaseSensitive(msg, "params");
+	name = cJSON_GetObjectItemCaseSensitive(params, "name");
+	if (!cJSON_IsString(name) ||
+	    auth_tool_allowed(session_principal(s), name->valuestring))
+		return (0);
+	scopes = auth_tool_scopes_needed(name->valuestring);
+	memset(&r, 0, sizeof r);
+	r.status = AUTH_FORBIDDEN;
+	r.scope = scopes;
+	r.description = "the token lacks the scope of this tool";
+	challenge = auth_challenge(&r);
+	evhttp_add_header(evhttp_request_get_output_headers(req),
+	    "WWW-Authenticate", challenge);
+	log_limited(LOG_LEVEL_INFO, "auth-tool-scope", "session=%s: "
+	    "tools/call refused: the token lacks scope %s", session_id(s),
+	    auth_tool_scope(name->valuestring));
+	reply_error(req, 403, JSONRPC_SERVER_ERROR,
+	    "Forbidden: insufficient scope for this tool", NULL);
+	free(challenge);
+	free(scopes);
+	return (1);
 }
 
 static void
@@ -336,7 +386,8 @@ transport_single(struct evhttp_request *req, struct session *s, cJSON *msg)
 		reply_json(req, 200, dispatch_quick(s, msg));
 		return;
 	}
-	if (!transport_stream_room(req, s))
+	if (transport_tool_refused(req, s, msg) ||
+	    !transport_stream_room(req, s))
 		return;
 	transport_open_stream(req, s, msg);
 }
@@ -365,6 +416,8 @@ transport_batch(struct evhttp_request *req, struct session *s, cJSON *batch)
 		if (kind == JSONRPC_REQUEST) {
 			requests++;
 			streams += dispatch_streams(msg);
+			if (transport_tool_refused(req, s, msg))
+				return;
 		}
 	}
 	responses = cJSON_CreateArray();
@@ -400,10 +453,10 @@ transport_batch(struct evhttp_request *req, struct session *s, cJSON *batch)
 }
 
 static void	transport_with_session(struct evhttp_request *, cJSON *,
-		    const struct cursor *);
+		    const struct cursor *, struct auth_principal *);
 
 static void
-transport_post(struct evhttp_request *req)
+transport_post(struct evhttp_request *req, struct auth_principal *who)
 {
 	struct evbuffer	*body = evhttp_request_get_input_buffer(req);
 	const char	*ctype = transport_header(req, "Content-Type");
@@ -439,11 +492,11 @@ transport_post(struct evhttp_request *req)
 		return;
 	}
 	if (dispatch_sessionless(msg)) {
-		transport_initialize(req, msg);
+		transport_initialize(req, msg, who);
 		cJSON_Delete(msg);
 		return;
 	}
-	transport_with_session(req, msg, NULL);
+	transport_with_session(req, msg, NULL, who);
 }
 
 /*
@@ -452,7 +505,7 @@ transport_post(struct evhttp_request *req)
  * up.
  */
 static void
-transport_get(struct evhttp_request *req)
+transport_get(struct evhttp_request *req, struct auth_principal *who)
 {
 	const char	*last = transport_header(req, "Last-Event-ID");
 	struct cursor	 c;
@@ -468,7 +521,7 @@ transport_get(struct evhttp_request *req)
 		    "form K-N", NULL);
 		return;
 	}
-	transport_with_session(req, NULL, last != NULL ? &c : NULL);
+	transport_with_session(req, NULL, last != NULL ? &c : NULL, who);
 }
 
 /*
@@ -492,11 +545,27 @@ transport_get_session(struct evhttp_request *req, struct session *s,
 	    (int64_t)stream_head(st), 0);
 }
 
-/* The request's session is known: carry the request out. */
+/*
+ * The request's session is known: carry the request out. With auth, the
+ * session is only its principal's: to anyone else it does not exist, and
+ * the answer is the unknown session's, word for word.
+ */
 static void
 transport_serve(struct evhttp_request *req, struct session *s, cJSON *msg,
-    const struct cursor *from)
+    const struct cursor *from, struct auth_principal *who)
 {
+	if (auth_enabled()) {
+		if (!auth_principal_same(session_principal(s), who)) {
+			log_limited(LOG_LEVEL_INFO, "auth-session", "auth: a "
+			    "session named by another principal (subject %s) "
+			    "answered as unknown",
+			    auth_principal_subject(who));
+			reply_error(req, 404, JSONRPC_SESSION_NOT_FOUND,
+			    "Session not found", NULL);
+			return;
+		}
+		session_set_principal(s, who);
+	}
 	session_touch(s);
 	switch (evhttp_request_get_command(req)) {
 	case EVHTTP_REQ_POST:
@@ -520,6 +589,7 @@ struct transport_wait {
 	cJSON			*msg;
 	int			 resume;	/* from is a GET's cursor */
 	struct cursor		 from;
+	struct auth_principal	*who;
 };
 
 static void
@@ -528,7 +598,8 @@ transport_loaded_cb(struct session *s, int status, void *arg)
 	struct transport_wait	*w = arg;
 
 	if (s != NULL)
-		transport_serve(w->req, s, w->msg, w->resume ? &w->from : NULL);
+		transport_serve(w->req, s, w->msg, w->resume ? &w->from : NULL,
+		    w->who);
 	else if (status == EVENTLOG_NOT_FOUND)
 		reply_error(w->req, 404, JSONRPC_SESSION_NOT_FOUND,
 		    "Session not found", NULL);
@@ -536,6 +607,7 @@ transport_loaded_cb(struct session *s, int status, void *arg)
 		reply_unavailable(w->req, 1,
 		    "Event log unavailable, retry later");
 	cJSON_Delete(w->msg);
+	auth_principal_unref(w->who);
 	free(w);
 }
 
@@ -547,7 +619,7 @@ transport_loaded_cb(struct session *s, int status, void *arg)
  */
 static void
 transport_with_session(struct evhttp_request *req, cJSON *msg,
-    const struct cursor *from)
+    const struct cursor *from, struct auth_principal *who)
 {
 	const char		*sid = transport_header(req, "Mcp-Session-Id");
 	struct transport_wait	*w;
@@ -557,7 +629,7 @@ transport_with_session(struct evhttp_request *req, cJSON *msg,
 		reply_error(req, 400, JSONRPC_INVALID_REQUEST,
 		    "Bad Request: Mcp-Session-Id header is required", NULL);
 	} else if ((s = session_find(sid)) != NULL) {
-		transport_serve(req, s, msg, from);
+		transport_serve(req, s, msg, from, who);
 	} else if (!server.shared || strlen(sid) != SESSION_ID_LEN) {
 		reply_error(req, 404, JSONRPC_SESSION_NOT_FOUND,
 		    "Session not found", NULL);
@@ -568,6 +640,7 @@ transport_with_session(struct evhttp_request *req, cJSON *msg,
 		w->resume = from != NULL;
 		if (from != NULL)
 			w->from = *from;
+		w->who = auth_principal_ref(who);
 		session_load(sid, transport_loaded_cb, w);
 		return;
 	}
@@ -575,9 +648,9 @@ transport_with_session(struct evhttp_request *req, cJSON *msg,
 }
 
 static void
-transport_delete(struct evhttp_request *req)
+transport_delete(struct evhttp_request *req, struct auth_principal *who)
 {
-	transport_with_session(req, NULL, NULL);
+	transport_with_session(req, NULL, NULL, who);
 }
 
 /*
@@ -596,21 +669,19 @@ transport_begin(struct evhttp_request *req)
 		    "Connection", "close");
 }
 
+/* The request may go on, as who (NULL without auth). */
 static void
-transport_endpoint_cb(struct evhttp_request *req, void *arg)
+transport_route(struct evhttp_request *req, struct auth_principal *who)
 {
-	transport_begin(req);
-	if (transport_check_common(req) != 0)
-		return;
 	switch (evhttp_request_get_command(req)) {
 	case EVHTTP_REQ_POST:
-		transport_post(req);
+		transport_post(req, who);
 		break;
 	case EVHTTP_REQ_GET:
-		transport_get(req);
+		transport_get(req, who);
 		break;
 	case EVHTTP_REQ_DELETE:
-		transport_delete(req);
+		transport_delete(req, who);
 		break;
 	default:
 		evhttp_add_header(evhttp_request_get_output_headers(req),
@@ -619,6 +690,72 @@ transport_endpoint_cb(struct evhttp_request *req, void *arg)
 		    "Method Not Allowed", NULL);
 		break;
 	}
+}
+
+/*
+ * The token is checked (auth.c): go on, or say why not (MCP
+ * Authorization, RFC 6750 3): 401 with the challenge naming the
+ * protected resource metadata, 403 with the scopes needed.
+ */
+static void
+transport_authorized_cb(const struct auth_result *r, void *arg)
+{
+	struct evhttp_request	*req = arg;
+	char			*challenge, *message;
+
+	if (r->status == AUTH_OK) {
+		transport_route(req, r->principal);
+		return;
+	}
+	if (r->status == AUTH_UNAVAILABLE) {
+		reply_unavailable(req, 1, "Authorization cannot be checked "
+		    "now, retry later");
+		return;
+	}
+	challenge = auth_challenge(r);
+	evhttp_add_header(evhttp_request_get_output_headers(req),
+	    "WWW-Authenticate", challenge);
+	free(challenge);
+	if (r->status == AUTH_FORBIDDEN) {
+		reply_error(req, 403, JSONRPC_SERVER_ERROR,
+		    "Forbidden: insufficient scope", NULL);
+		return;
+	}
+	xasprintf(&message, "Unauthorized: %s", r->description);
+	reply_error(req, 401, JSONRPC_SERVER_ERROR, message, NULL);
+	free(message);
+}
+
+static void
+transport_endpoint_cb(struct evhttp_request *req, void *arg)
+{
+	transport_begin(req);
+	if (transport_check_common(req) != 0)
+		return;
+	if (!auth_enabled()) {
+		transport_route(req, NULL);
+		return;
+	}
+	auth_check(transport_header(req, "Authorization"),
+	    transport_authorized_cb, req);
+}
+
+/* Protected resource metadata (RFC 9728): public, for any origin. */
+static void
+transport_metadata_cb(struct evhttp_request *req, void *arg)
+{
+	struct evkeyvalq	*out = evhttp_request_get_output_headers(req);
+
+	transport_begin(req);
+	if (evhttp_request_get_command(req) != EVHTTP_REQ_GET) {
+		evhttp_add_header(out, "Allow", "GET");
+		reply_error(req, 405, JSONRPC_INVALID_REQUEST,
+		    "Method Not Allowed", NULL);
+		return;
+	}
+	evhttp_add_header(out, "Access-Control-Allow-Origin", "*");
+	evhttp_add_header(out, "Cache-Control", "max-age=300");
+	reply_json(req, 200, auth_metadata());
 }
 
 /*
@@ -707,6 +844,13 @@ transport_init(struct evhttp *http, const char *endpoint)
 {
 	transport.loopback = transport_is_loopback(server.conf->listen_host);
 	evhttp_set_cb(http, endpoint, transport_endpoint_cb, NULL);
+	if (auth_enabled()) {
+		evhttp_set_cb(http, auth_metadata_path(0),
+		    transport_metadata_cb, NULL);
+		if (strcmp(auth_metadata_path(0), auth_metadata_path(1)) != 0)
+			evhttp_set_cb(http, auth_metadata_path(1),
+			    transport_metadata_cb, NULL);
+	}
 	evhttp_set_cb(http, "/healthz", transport_healthz_cb, NULL);
 	evhttp_set_cb(http, "/readyz", transport_readyz_cb, NULL);
 	evhttp_set_cb(http, "/livez", transport_livez_cb, NULL);

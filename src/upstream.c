@@ -683,7 +683,7 @@ upstream_handshake(struct upstream *u)
 	cJSON_AddObjectToObject(caps, "sampling");
 	cJSON_AddObjectToObject(caps, "elicitation");
 	roots = cJSON_AddObjectToObject(caps, "roots");
-	cJSON_AddBoolToObject(roots, "listChanged", 1);
+	cJSON_AddBoolToObject(roots, "listChanged", 0);
 	info = cJSON_AddObjectToObject(params, "clientInfo");
 	cJSON_AddStringToObject(info, "name", "mcpd");
 	cJSON_AddStringToObject(info, "version", MCPD_VERSION);

@@ -12,8 +12,8 @@ import os
 import sys
 import time
 
-from mcpd_harness import (LATEST, cancelled, expect, is_progress,
-                          is_response, rpc, tmo)
+from mcpd_harness import (cancelled, expect, is_progress, is_response, rpc,
+                          tmo, tool_call)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FAKE = os.path.join(HERE, "upstream_fake.py")
@@ -220,3 +220,330 @@ def test_upstream_resources_prompts_completions(h):
         "argument": {"name": "who", "value": "x"}}, id)).rpc(id)
     expect(result_of(msg)["completion"]["values"] == ["xa", "xb"],
            f"{msg!r}")
+
+
+# --------------------------------------------------------------------------
+# The program failing
+
+
+def test_upstream_exit_mid_call_restarts(h):
+    d, sid = start_ready(h, upstream("fake", "restart_delay 1"))
+    pid1 = int(text_of(d.call(sid, "pid", {})[0]))
+    err = error_of(d.call(sid, "exit", {"code": 9})[0])
+    expect("upstream fake" in err["message"] and "status 9" in
+           err["message"], f"the error must name the upstream and its "
+           f"exit: {err!r}")
+    d.wait_log(lambda t: "upstream=fake" in t and "restarting in" in t,
+               what="restart announced")
+    # The next call waits for the restart and works.
+    pid2 = int(text_of(d.call(sid, "pid", {}, timeout=15)[0]))
+    expect(pid2 != pid1, "the same program answered after its exit")
+    wait_for(lambda: proc_status(pid1) is None, "the old program reaped")
+    d.assert_alive(sid, "after the upstream's restart")
+
+
+def test_upstream_exit_with_calls_in_flight(h):
+    d, sid = start_ready(h, upstream("fake"))
+    opened = [d.call_open(sid, "hang", {}) for _ in range(3)]
+    time.sleep(0.2)
+    pid = int(text_of(d.call(sid, "pid", {})[0]))
+    os.kill(pid, 9)
+    for id, r in opened:
+        r.events_until_close(10)
+        msgs = [m for m in r.messages()]
+        expect(msgs and is_response(msgs[-1], id) and "error" in msgs[-1],
+               f"a hanging call must end with an error: {msgs!r}")
+        m = msgs[-1]["error"]["message"]
+        expect("upstream fake" in m and "signal 9" in m, f"{m!r}")
+    pid2 = int(text_of(d.call(sid, "pid", {}, timeout=15)[0]))
+    expect(pid2 != pid, "not restarted")
+
+
+def test_upstream_that_cannot_start_fails_fast(h):
+    d = h.start(extra_lines=upstream("broken", "restart_delay 30",
+                                     args=["--fail-init"]))
+    sid = d.initialize()
+    d.wait_log(lambda t: "upstream=broken" in t and "status 3" in t,
+               what="the failed start logged")
+    d.wait_log(lambda t: "upstream=broken" in t and "fake: refusing to "
+               "start" in t, what="its stderr in the log with its name")
+    expect("pid" not in tool_names(d, sid), "tools of a dead upstream")
+    msg, _ = d.call(sid, "pid", {})
+    expect("error" in msg and "Unknown tool" in msg["error"]["message"],
+           f"{msg!r}")
+
+
+def test_upstream_garbage_lines_are_skipped(h):
+    d, sid = start_ready(h, upstream("fake"))
+    pid = text_of(d.call(sid, "pid", {})[0])
+    msg, _ = d.call(sid, "garbage", {})
+    expect(text_of(msg) == "after garbage", f"{msg!r}")
+    d.wait_log(lambda t: "upstream=fake" in t and "not a JSON-RPC "
+               "message" in t, what="garbage logged")
+    expect(text_of(d.call(sid, "pid", {})[0]) == pid,
+           "garbage restarted the program")
+
+
+def test_upstream_oversized_message_restarts(h):
+    d, sid = start_ready(h, upstream("fake", "max_message 64k"))
+    msg, _ = d.call(sid, "huge", {"size": 60000})
+    expect(len(text_of(msg)) == 60000, "a message under the limit")
+    msg, _ = d.call(sid, "huge", {"size": 200000})
+    err = error_of(msg)
+    expect("upstream fake" in err["message"] and "max_message" in
+           err["message"], f"{err!r}")
+    msg, _ = d.call(sid, "echo", {"text": "x"}, timeout=15) \
+        if False else d.call(sid, "pid", {}, timeout=15)
+    expect(text_of(msg).isdigit(), f"not restarted: {msg!r}")
+
+
+def test_upstream_stderr_logged_rate_limited(h):
+    d, sid = start_ready(h, upstream("fake"))
+    msg, _ = d.call(sid, "stderr", {"n": 500})
+    expect(text_of(msg) == "wrote 500", f"{msg!r}")
+    d.wait_log(lambda t: "upstream=fake" in t and "stderr: fake stderr "
+               "line 0" in t, what="stderr line with the upstream's name")
+    time.sleep(0.3)
+    lines = [ln for ln in d.stderr_text().splitlines()
+             if "stderr: fake stderr line" in ln]
+    expect(0 < len(lines) <= 20, f"{len(lines)} stderr lines logged, "
+           "expected at most 20 per 10 s")
+
+
+def test_upstream_timeout_cancels(h):
+    d, sid = start_ready(h, upstream("fake", "timeout 1"))
+    msg, _ = d.call(sid, "hang", {})
+    err = error_of(msg)
+    expect("upstream fake" in err["message"] and "within 1 s" in
+           err["message"], f"{err!r}")
+    d.wait_log(lambda t: "fake cancelled" in t and "timed out" in t,
+               what="notifications/cancelled reaching the upstream")
+    d.assert_alive(sid)
+
+
+def test_upstream_client_cancel_forwarded(h):
+    d, sid = start_ready(h, upstream("fake"))
+    id, r = d.call_open(sid, "hang", {})
+    time.sleep(0.2)
+    a = d.post(sid, cancelled(id))
+    expect(a.status == 202, f"cancel -> {a.status}")
+    d.wait_log(lambda t: "fake cancelled" in t and "cancelled by the "
+               "client" in t, what="the cancellation forwarded")
+    r.close()
+    d.assert_alive(sid)
+
+
+def test_upstream_max_concurrency(h):
+    d, sid = start_ready(h, upstream("fake", "max_concurrency 2"))
+    opened = [d.call_open(sid, "hang", {}) for _ in range(2)]
+    time.sleep(0.3)
+    err = error_of(d.call(sid, "pid", {})[0])
+    expect("busy" in err["message"] and "max_concurrency" in
+           err["message"], f"{err!r}")
+    for _, r in opened:
+        r.close()
+
+
+# --------------------------------------------------------------------------
+# Messages from the upstream
+
+
+def test_upstream_list_changed_reaches_standalone(h):
+    d, sid = start_ready(h, upstream("fake"))
+    g = d.get_sse(sid)
+    expect(g.status == 200, f"GET -> {g.status}")
+    expect("extra" not in tool_names(d, sid), "extra listed too early")
+    msg, _ = d.call(sid, "change", {})
+    got = None
+    deadline = time.monotonic() + tmo(5)
+    while time.monotonic() < deadline:
+        m = g.next_message(5)
+        if m is None:
+            break
+        if m[1].get("method") == "notifications/tools/list_changed":
+            got = m[1]
+            break
+    expect(got is not None, "no tools/list_changed on the standalone stream")
+    expect("extra" in tool_names(d, sid), "the new tool is not listed")
+    msg, _ = d.call(sid, "extra", {})
+    expect(text_of(msg) == "extra", f"{msg!r}")
+    g.close()
+
+
+def _ask(d, sid, name, method):
+    id, r = d.call_open(sid, name, {})
+    expect(r.status == 200 and r.is_sse, f"{name} -> {r.status}")
+    got = r.next_message(5)
+    expect(got is not None, f"{name}: no request from the server")
+    req = got[1]
+    expect(req.get("method") == method and isinstance(req.get("id"), str),
+           f"{name}: {req!r}")
+    return id, r, req
+
+
+def _answer(d, sid, req_id, result=None, error=None):
+    body = {"jsonrpc": "2.0", "id": req_id}
+    if error is not None:
+        body["error"] = error
+    else:
+        body["result"] = result
+    a = d.post(sid, body)
+    expect(a.status == 202, f"answer -> {a.status} {a.body[:200]!r}")
+
+
+def _last(r, id):
+    r.events_until_close(10)
+    msgs = [m for m in r.messages()]
+    expect(msgs and is_response(msgs[-1], id), f"{msgs!r}")
+    return msgs[-1]
+
+
+def test_upstream_sampling_elicitation_roots(h):
+    d, sid = start_ready(h, upstream("fake"))
+    id, r, req = _ask(d, sid, "sample", "sampling/createMessage")
+    expect(req["params"]["messages"][0]["content"]["text"] == "hi",
+           f"{req!r}")
+    _answer(d, sid, req["id"], {"role": "assistant", "model": "m",
+                                "content": {"type": "text",
+                                            "text": "from client"}})
+    expect(text_of(_last(r, id)) == "sampled: from client", "sampling")
+
+    id, r, req = _ask(d, sid, "elicit", "elicitation/create")
+    _answer(d, sid, req["id"], {"action": "accept",
+                                "content": {"name": "Ann"}})
+    t = text_of(_last(r, id))
+    expect(t.startswith("elicited: ") and json.loads(t[10:]) == {
+        "action": "accept", "content": {"name": "Ann"}}, t)
+
+    id, r, req = _ask(d, sid, "roots", "roots/list")
+    _answer(d, sid, req["id"], {"roots": [{"uri": "file:///tmp"}]})
+    t = text_of(_last(r, id))
+    expect(json.loads(t[7:]) == {"roots": [{"uri": "file:///tmp"}]}, t)
+
+    # The client's error reaches the upstream as an error.
+    id, r, req = _ask(d, sid, "sample", "sampling/createMessage")
+    _answer(d, sid, req["id"], error={"code": -1, "message": "no model"})
+    res = result_of(_last(r, id))
+    expect(res.get("isError") and "no model" in
+           res["content"][0]["text"], f"{res!r}")
+
+
+def test_upstream_request_with_several_clients_is_refused(h):
+    d, sid = start_ready(h, upstream("fake"))
+    sid2 = d.initialize()
+    _, r1 = d.call_open(sid2, "hang", {})
+    time.sleep(0.2)
+    msg, _ = d.call(sid, "sample", {})
+    res = result_of(msg)
+    expect(res.get("isError") and "which one" in res["content"][0]["text"],
+           f"an unplaceable request must be refused loudly: {res!r}")
+    r1.close()
+
+
+# --------------------------------------------------------------------------
+# sharing session, shutdown
+
+
+def test_upstream_sharing_session(h):
+    d, sid = start_ready(h, upstream("fake", "sharing session",
+                                     "max_instances 2"))
+    sids = [sid, d.initialize(), d.initialize()]
+    p1 = text_of(d.call(sids[0], "pid", {})[0])
+    expect(text_of(d.call(sids[0], "pid", {})[0]) == p1,
+           "a session changed programs")
+    p2 = text_of(d.call(sids[1], "pid", {})[0])
+    expect(p1 != p2, "two sessions share a program under sharing session")
+    err = error_of(d.call(sids[2], "pid", {})[0])
+    expect("max_instances" in err["message"], f"{err!r}")
+    # The catalog instance plus one per session.
+    expect(len(live_children(d)) == 3, f"{live_children(d)}")
+    # Several calls of one session in flight: a request goes to its latest.
+    id, r, req = _ask(d, sids[1], "sample", "sampling/createMessage")
+    _answer(d, sids[1], req["id"], {"role": "assistant", "model": "m",
+                                    "content": {"type": "text",
+                                                "text": "own"}})
+    expect(text_of(_last(r, id)) == "sampled: own", "session sampling")
+    a = d.delete(sids[0])
+    expect(a.status in (200, 204), f"DELETE -> {a.status}")
+    wait_for(lambda: proc_status(int(p1)) is None,
+             "the session's program stopped and reaped on DELETE")
+    p3 = text_of(d.call(sids[2], "pid", {})[0])
+    expect(p3 not in (p1, p2), "a free slot was not used")
+
+
+def test_upstream_children_stopped_on_shutdown(h):
+    d, sid = start_ready(h, upstream("one") + upstream(
+        "two", "sharing session", 'prefix "s_"'))
+    wait_for(lambda: "s_pid" in tool_names(d, sid), "s_pid listed")
+    pids = [int(text_of(d.call(sid, n, {})[0])) for n in ("pid", "s_pid")]
+    _, r = d.call_open(sid, "hang", {})
+    time.sleep(0.2)
+    d.stop()
+    for p in pids:
+        wait_for(lambda: proc_status(p) is None or proc_status(p).get(
+            "State", "").startswith("Z") and False, f"pid {p} gone")
+
+
+def test_upstream_reload(h):
+    """SIGHUP: an unchanged upstream goes on running; a changed one is
+    restarted, one removed is stopped, and no child is left over."""
+    d, sid = start_ready(h, upstream("fake") + upstream(
+        "gone", 'prefix "g_"'))
+    wait_for(lambda: "g_pid" in tool_names(d, sid), "g_pid listed")
+    p1 = int(text_of(d.call(sid, "pid", {})[0]))
+    pg = int(text_of(d.call(sid, "g_pid", {})[0]))
+    d.signal(1)
+    d.wait_log(lambda t: "upstream fake: unchanged" in t, what="reload")
+    expect(int(text_of(d.call(sid, "pid", {})[0])) == p1 and
+           int(text_of(d.call(sid, "g_pid", {})[0])) == pg,
+           "an unchanged upstream was restarted on reload")
+    with open(d.conf_path) as f:
+        text = f.read()
+    cut = text.index("upstream gone")
+    with open(d.conf_path, "w") as f:
+        f.write(text[:cut].replace("upstream fake {", "upstream fake {\n"
+                                   "    timeout 30"))
+    d.signal(1)
+    wait_for(lambda: proc_status(pg) is None, "the removed one reaped")
+    wait_for(lambda: proc_status(p1) is None, "the changed one reaped")
+    p2 = int(wait_for(lambda: _pid_or_none(d, sid), "a call after reload"))
+    expect(p2 != p1, "a changed upstream was not restarted")
+    expect("g_pid" not in tool_names(d, sid), "a removed upstream's tools")
+    expect(len(live_children(d)) == 1, f"{live_children(d)}")
+
+
+def _pid_or_none(d, sid):
+    msg, _ = d.call(sid, "pid", {})
+    if "result" in msg and text_of(msg).isdigit():
+        return text_of(msg)
+    return None
+
+
+def test_upstream_slow_client_does_not_stall_others(h):
+    """A client that does not read its call's stream: the shared upstream
+    goes on, another session's calls are answered, and the slow call ends
+    with an error once its backlog is 2 x stream_window + 64."""
+    d, sid = start_ready(h, upstream("fake"), stream_window=8,
+                         stream_maxlen=200, sse_high_watermark="4k")
+    sid2 = d.initialize()
+    id = d.new_id()
+    r = d.open("POST", sid, tool_call("slow", {
+        "n": 3000, "pad": 8000, "interval_ms": 0}, id, "tok"), rcvbuf=4096)
+    expect(r.status == 200, f"slow call -> {r.status}")
+    d.wait_log(lambda t: "not yet delivered to its client; the call ends"
+               in t, what="the slow call ended", timeout=15)
+    rss = d.rss_kib()
+    for i in range(5):
+        msg, _ = d.call(sid2, "echo", {"text": f"other {i}"})
+    msg, _ = d.call(sid2, "pid", {})
+    expect(text_of(msg).isdigit(), f"another session stalled: {msg!r}")
+    r.events_until_close(20)
+    msgs = r.messages()
+    prog = [m for m in msgs if is_progress(m)]
+    # What the sockets took before the window closed, and the backlog.
+    expect(len(prog) < 3000, f"{len(prog)} progress messages: the slow "
+           "call was not cut")
+    last = msgs[-1]
+    expect(is_response(last, id) and "error" in last and "too slow" in
+           last["error"]["message"], f"{last!r}")
+    expect(d.rss_kib() < rss + 50000, "memory grew with the slow client")

@@ -130,7 +130,7 @@ def call_tool(id, name, args, meta):
             if token is not None:
                 notify("notifications/progress", {
                     "progressToken": token, "progress": i, "total": n,
-                    "message": f"step {i}"})
+                    "message": f"step {i}" + "." * int(args.get("pad", 0))})
             time.sleep(args.get("interval_ms", 10) / 1000)
         return result(id, text(f"slow done {n}"))
     if name == "log":

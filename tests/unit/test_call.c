@@ -79,7 +79,7 @@ start(struct session **sp)
 	cJSON		*id;
 	int		 created = 0, n;
 
-	s = session_create(V_NEW, NULL, NULL, NULL);
+	s = session_create(V_NEW, NULL, NULL, NULL, NULL);
 	ck_assert_ptr_nonnull(s);
 	st = stream_open(s, STREAM_REQUEST, created_cb, &created);
 	for (n = 0; created == 0 && n < 100; n++)

@@ -24,7 +24,7 @@ static const char *all_keys[] = {
 	"sse_high_watermark", "sse_keepalive", "sse_retry_ms",
 	"slow_consumer_grace_ms", "backpressure_request",
 	"backpressure_standalone", "builtin_tools", "fixtures",
-	"max_children", "tool", "log_level"
+	"max_children", "tool", "log_level", "auth"
 };
 
 static struct conf *
@@ -897,6 +897,104 @@ START_TEST(test_tool_block)
 }
 END_TEST
 
+/* auth { }: the syntax of issue 14, its checks, and the tool's scope. */
+START_TEST(test_auth_block)
+{
+	struct conf	*conf;
+	char		 text[4096], cwd[1024], secret[1200];
+	FILE		*f;
+
+	ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
+	snprintf(secret, sizeof secret, "%s/build/test_conf.secret", cwd);
+	f = fopen(secret, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("s3cret\nsecond line\n", f);
+	fclose(f);
+	snprintf(text, sizeof text,
+	    "auth {\n"
+	    "    resource https://mcp.example.com/mcp        # canonical\n"
+	    "    authorization_server https://auth.example.com "
+	    "https://b.example.com\n"
+	    "    issuer https://auth.example.com              # JWT iss\n"
+	    "    jwks_file %s\n"
+	    "    jwks_uri https://auth.example.com/jwks\n"
+	    "    introspection https://auth.example.com/introspect client_id "
+	    "%s\n"
+	    "    scopes mcp read\n"
+	    "    token_file %s\n"
+	    "}\n"
+	    "tool t {\n    exec /bin/true\n    scope deploy\n}\n",
+	    secret, secret, secret);
+	conf = parse_ok(text);
+	ck_assert_ptr_nonnull(conf->auth);
+	ck_assert_str_eq(conf->auth->resource, "https://mcp.example.com/mcp");
+	ck_assert_uint_eq(conf->auth->nauthorization_servers, 2);
+	ck_assert_str_eq(conf->auth->authorization_servers[1],
+	    "https://b.example.com");
+	ck_assert_str_eq(conf->auth->issuer, "https://auth.example.com");
+	ck_assert_str_eq(conf->auth->client_id, "client_id");
+	ck_assert_str_eq(conf->auth->client_secret, "s3cret");
+	ck_assert_uint_eq(conf->auth->nscopes, 2);
+	ck_assert_str_eq(conf->auth->scopes[1], "read");
+	ck_assert_int_eq(conf->auth->leeway, 60);
+	ck_assert_int_eq(conf->auth->max_token, 8192);
+	ck_assert_str_eq(conf->tools[0].scope, "deploy");
+	conf_free(conf);
+
+	/* issuer defaults to the first authorization server. */
+	conf = parse_ok("auth {\nresource http://127.0.0.1/mcp\n"
+	    "authorization_server http://127.0.0.1:9/as\n"
+	    "introspection http://127.0.0.1:9/i\n}\n");
+	ck_assert_str_eq(conf->auth->issuer, "http://127.0.0.1:9/as");
+	ck_assert_ptr_null(conf->auth->client_id);
+	ck_assert_ptr_null(conf_warning(conf));
+	conf_free(conf);
+
+	expect_error("auth {\nauthorization_server https://a\n"
+	    "introspection https://a/i\n}\n",
+	    "t.conf:1: auth: missing \"resource URI\"");
+	expect_error("auth {\nresource https://r\nintrospection https://a/i\n"
+	    "}\n", "t.conf:1: auth: missing \"authorization_server URL...\"");
+	expect_error("auth {\nresource https://r\nauthorization_server "
+	    "https://a\n}\n", "t.conf:1: auth: no way to check a token (set "
+	    "jwks_file, jwks_uri, introspection or token_file)");
+	expect_error("auth {\nresource ftp://r\n}\n", "t.conf:2: resource: "
+	    "\"ftp://r\" is not an http:// or https:// URL");
+	expect_error("auth {\nresource \"https://r#x\"\n}\n", "t.conf:2: "
+	    "resource: invalid URL \"https://r#x\" (a host is needed, no "
+	    "fragment, at most 2048 bytes)");
+	expect_error("auth {\nresource https://r\nresource https://s\n}\n",
+	    "t.conf:3: duplicate resource (first set on line 2)");
+	expect_error("auth {\nscopes a \"b c\"\n}\n", "t.conf:2: scopes: "
+	    "invalid scope \"b c\" (printable ASCII, no blank, quote or "
+	    "backslash, at most 256)");
+	expect_error("auth {\njwks_file relative.json\n}\n", "t.conf:2: "
+	    "jwks_file: \"relative.json\" is not an absolute path");
+	expect_error("auth {\nintrospection https://a/i client\n}\n",
+	    "t.conf:2: introspection: expected \"introspection URL "
+	    "[CLIENT_ID CLIENT_SECRET_FILE]\"");
+	expect_error("auth {\nleeway 601\n}\n",
+	    "t.conf:2: leeway: 601 out of range (0 to 600)");
+	expect_error("auth x {\n}\n", "t.conf:1: auth: expected \"auth {\"");
+	expect_error("auth\n", "t.conf:1: auth: expected \"auth { ... }\"");
+	expect_error("auth {\nresource https://r\nauthorization_server "
+	    "https://a\nintrospection https://a/i\n}\nauth {\n}\n",
+	    "t.conf:6: duplicate auth (first set on line 1)");
+	expect_error("tool t {\nexec /bin/true\nscope \"a b\"\n}\n",
+	    "t.conf:3: scope: invalid scope \"a b\" (printable ASCII, no "
+	    "blank, quote or backslash, at most 256)");
+
+	/* Exec tools open to the network without auth are warned about. */
+	conf = parse_ok("listen 0.0.0.0:1\ntool t {\nexec /bin/true\n}\n");
+	ck_assert_ptr_nonnull(conf_warning(conf));
+	conf_free(conf);
+	conf = parse_ok("listen 127.0.0.1:1\ntool t {\nexec /bin/true\n}\n");
+	ck_assert_ptr_null(conf_warning(conf));
+	conf_free(conf);
+	unlink(secret);
+}
+END_TEST
+
 START_TEST(test_window_maxlen)
 {
 	struct conf	*conf;
@@ -1109,6 +1207,7 @@ conf_suite(void)
 	tcase_add_test(tc, test_syntax_errors);
 	tcase_add_test(tc, test_directive_errors);
 	tcase_add_test(tc, test_tool_block);
+	tcase_add_test(tc, test_auth_block);
 	tcase_add_test(tc, test_window_maxlen);
 	tcase_add_test(tc, test_load);
 	tcase_add_test(tc, test_example_file);

@@ -65,7 +65,7 @@ create(const char *version)
 {
 	struct session	*s;
 
-	s = session_create(version, NULL, NULL, NULL);
+	s = session_create(version, NULL, NULL, NULL, NULL);
 	ck_assert_msg(s != NULL, "session_create refused");
 	return (s);
 }
@@ -242,7 +242,7 @@ START_TEST(test_max_sessions)
 	conf->max_sessions = 3;
 	for (i = 0; i < 3; i++)
 		s[i] = create(V_NEW);
-	extra = session_create(V_NEW, NULL, NULL, NULL);
+	extra = session_create(V_NEW, NULL, NULL, NULL, NULL);
 	ck_assert_ptr_null(extra);
 	ck_assert_uint_eq(session_count(), 3);
 
@@ -251,7 +251,7 @@ START_TEST(test_max_sessions)
 	ck_assert_uint_eq(session_count(), 2);
 	extra = create(V_NEW);
 	ck_assert_uint_eq(session_count(), 3);
-	ck_assert_ptr_null(session_create(V_NEW, NULL, NULL, NULL));
+	ck_assert_ptr_null(session_create(V_NEW, NULL, NULL, NULL, NULL));
 	ck_assert_ptr_eq(session_find(session_id(extra)), extra);
 	ck_assert_ptr_eq(session_find(session_id(s[0])), s[0]);
 }

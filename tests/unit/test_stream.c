@@ -83,7 +83,7 @@ create(void)
 {
 	struct session	*s;
 
-	s = session_create(V_NEW, NULL, NULL, NULL);
+	s = session_create(V_NEW, NULL, NULL, NULL, NULL);
 	ck_assert_msg(s != NULL, "session_create refused");
 	return (s);
 }

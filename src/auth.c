@@ -1,0 +1,1358 @@
+/*
+ * The resource server's policy. A check goes:
+ *
+ *   Authorization header ── not Bearer, or none ──► AUTH_MISSING (401)
+ *        │ Bearer TOKEN
+ *        ├── longer than max_token ──────────────► AUTH_INVALID (401)
+ *        ├── its SHA-256 in token_file ──────────► principal
+ *        ├── a JWS, and key sets are configured ─► key by kid: jwks_file,
+ *        │       jwks_uri's set (fetched again first when kid is unknown,
+ *        │       at most once per jwks_refresh_min); signature, then iss,
+ *        │       aud, exp, nbf, sub ───────────────► principal
+ *        └── otherwise, with introspection ──────► cache by SHA-256, or
+ *                POST to the endpoint; active, exp, aud, iss ► principal
+ *   principal ── lacks a required scope ─────────► AUTH_FORBIDDEN (403)
+ *             └─────────────────────────────────► AUTH_OK
+ *
+ * Every check is answered on a later loop turn through its own event,
+ * also when nothing had to be waited for, so transport.c meets one
+ * interleaving. Checks that wait (for a key set, an introspection answer)
+ * are counted and bounded by max_pending.
+ */
+#include <sys/queue.h>
+#include <sys/tree.h>
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <event2/event.h>
+
+#include "auth.h"
+#include "clock.h"
+#include "conf.h"
+#include "http_client.h"
+#include "jwks.h"
+#include "jwt.h"
+#include "log.h"
+#include "server.h"
+#include "xmalloc.h"
+
+#define AUTH_TOKEN_FILE_MAX	(1024 * 1024)
+#define AUTH_ISSUER_STATIC	"mcpd:token_file"
+#define AUTH_INTROSPECT_MAX	(64 * 1024)	/* bytes of an answer */
+#define AUTH_CLAIM_MAX		1024		/* bytes of iss, sub, ... */
+#define AUTH_SCOPES_MAX		64		/* scopes kept of a token */
+#define AUTH_WK_PATH		"/.well-known/oauth-protected-resource"
+
+struct auth_principal {
+	unsigned int	 refs;
+	char		*issuer;
+	char		*subject;
+	char		*client_id;	/* NULL if none */
+	char		**scopes;
+	size_t		 nscopes;
+};
+
+/* One line of token_file. */
+struct auth_static {
+	unsigned char		 hash[JWT_SHA256_LEN];
+	struct auth_principal	*principal;
+};
+
+struct auth_cache;
+
+struct auth_check {
+	auth_check_cb		*cb;
+	void			*arg;
+	struct auth_result	 result;
+	struct event		*ev;
+	struct jwt		*jwt;		/* waiting for keys */
+	struct auth_cache	*waiting;	/* for an introspection */
+	int			 counted;	/* in auth.pending */
+	char			*scope_text;
+	TAILQ_ENTRY(auth_check)	 entry;		/* auth.checks */
+	TAILQ_ENTRY(auth_check)	 wait;		/* a waiting list */
+};
+TAILQ_HEAD(auth_checks, auth_check);
+
+/* An introspection answer, or one on its way, by the token's SHA-256. */
+struct auth_cache {
+	unsigned char		 hash[JWT_SHA256_LEN];
+	struct auth_principal	*principal;	/* NULL: inactive */
+	const char		*why;		/* inactive: why */
+	uint64_t		 expires_ms;	/* monotonic */
+	struct http_client	*request;	/* on its way */
+	struct auth_checks	 waiters;
+	RB_ENTRY(auth_cache)	 tree;
+	TAILQ_ENTRY(auth_cache)	 order;
+};
+RB_HEAD(auth_cache_tree, auth_cache);
+TAILQ_HEAD(auth_cache_list, auth_cache);
+
+static struct {
+	const struct conf	*conf;		/* the one auth started with */
+	const struct conf_auth	*a;
+	struct event_base	*base;
+	char			*metadata_url;
+	char			*metadata_path;
+	struct jwks		*file_keys;
+	struct jwks		*uri_keys;
+	uint64_t		 uri_fetched_ms;
+	uint64_t		 uri_refresh_ms;	/* for an unknown kid */
+	int			 uri_refreshed;
+	struct http_client	*uri_fetch;
+	struct auth_checks	 key_waiters;
+	struct auth_static	*statics;
+	size_t			 nstatics;
+	struct auth_checks	 checks;	/* every check not answered */
+	size_t			 pending;
+	struct auth_cache_tree	 cache;
+	struct auth_cache_list	 cache_order;
+	size_t			 ncache;
+} auth;
+
+static int
+auth_cache_cmp(struct auth_cache *x, struct auth_cache *y)
+{
+	return (memcmp(x->hash, y->hash, sizeof x->hash));
+}
+RB_GENERATE_STATIC(auth_cache_tree, auth_cache, tree, auth_cache_cmp);
+
+/* ---------------------------------------------------------------------
+ * Principals.
+ */
+
+struct auth_principal *
+auth_principal_new(const char *issuer, const char *subject,
+    const char *client_id, const char *scopes)
+{
+	struct auth_principal	*p;
+	const char		*s, *end;
+
+	p = xcalloc(1, sizeof *p);
+	p->refs = 1;
+	p->issuer = xstrdup(issuer);
+	p->subject = xstrdup(subject);
+	p->client_id = client_id != NULL ? xstrdup(client_id) : NULL;
+	for (s = scopes; s != NULL && *s != '\0'; s = end) {
+		while (*s == ' ')
+			s++;
+		if (*s == '\0')
+			break;
+		end = s + strcspn(s, " ");
+		if (p->nscopes == AUTH_SCOPES_MAX)
+			break;
+		p->scopes = xreallocarray(p->scopes, p->nscopes + 1,
+		    sizeof *p->scopes);
+		p->scopes[p->nscopes++] = xstrndup(s, end - s);
+	}
+	return (p);
+}
+
+struct auth_principal *
+auth_principal_ref(struct auth_principal *p)
+{
+	if (p != NULL)
+		p->refs++;
+	return (p);
+}
+
+void
+auth_principal_unref(struct auth_principal *p)
+{
+	size_t	i;
+
+	if (p == NULL)
+		return;
+	if (p->refs == 0)
+		fatalx("auth_principal_unref: no reference left");
+	if (--p->refs > 0)
+		return;
+	free(p->issuer);
+	free(p->subject);
+	free(p->client_id);
+	for (i = 0; i < p->nscopes; i++)
+		free(p->scopes[i]);
+	free(p->scopes);
+	free(p);
+}
+
+static int
+auth_str_same(const char *a, const char *b)
+{
+	if (a == NULL || b == NULL)
+		return (a == b);
+	return (strcmp(a, b) == 0);
+}
+
+int
+auth_principal_same(const struct auth_principal *a,
+    const struct auth_principal *b)
+{
+	if (a == NULL || b == NULL)
+		return (a == b);
+	return (auth_str_same(a->issuer, b->issuer) &&
+	    auth_str_same(a->subject, b->subject) &&
+	    auth_str_same(a->client_id, b->client_id));
+}
+
+const char *
+auth_principal_issuer(const struct auth_principal *p)
+{
+	return (p->issuer);
+}
+
+const char *
+auth_principal_subject(const struct auth_principal *p)
+{
+	return (p->subject);
+}
+
+const char *
+auth_principal_client_id(const struct auth_principal *p)
+{
+	return (p->client_id);
+}
+
+int
+auth_principal_has_scope(const struct auth_principal *p, const char *scope)
+{
+	size_t	i;
+
+	for (i = 0; p != NULL && i < p->nscopes; i++) {
+		if (strcmp(p->scopes[i], scope) == 0)
+			return (1);
+	}
+	return (0);
+}
+
+char *
+auth_principal_scopes(const struct auth_principal *p)
+{
+	char	*s = xstrdup(""), *t;
+	size_t	 i;
+
+	for (i = 0; p != NULL && i < p->nscopes; i++) {
+		xasprintf(&t, "%s%s%s", s, i == 0 ? "" : " ", p->scopes[i]);
+		free(s);
+		s = t;
+	}
+	return (s);
+}
+
+cJSON *
+auth_principal_json(const struct auth_principal *p)
+{
+	cJSON	*json = cJSON_CreateObject();
+
+	cJSON_AddStringToObject(json, "iss", p->issuer);
+	cJSON_AddStringToObject(json, "sub", p->subject);
+	if (p->client_id != NULL)
+		cJSON_AddStringToObject(json, "client_id", p->client_id);
+	return (json);
+}
+
+struct auth_principal *
+auth_principal_from_json(const cJSON *json)
+{
+	const cJSON	*iss, *sub, *cid;
+
+	iss = cJSON_GetObjectItemCaseSensitive(json, "iss");
+	sub = cJSON_GetObjectItemCaseSensitive(json, "sub");
+	cid = cJSON_GetObjectItemCaseSensitive(json, "client_id");
+	if (!cJSON_IsString(iss) || !cJSON_IsString(sub) ||
+	    (cid != NULL && !cJSON_IsString(cid)))
+		return (NULL);
+	return (auth_principal_new(iss->valuestring, sub->valuestring,
+	    cid != NULL ? cid->valuestring : NULL, NULL));
+}
+
+/* ---------------------------------------------------------------------
+ * Files: jwks_file and token_file.
+ */
+
+static int
+auth_hex_digit(int ch)
+{
+	if (ch >= '0' && ch <= '9')
+		return (ch - '0');
+	ch = tolower(ch);
+	if (ch >= 'a' && ch <= 'f')
+		return (ch - 'a' + 10);
+	return (-1);
+}
+
+/* One line: SHA256HEX SUBJECT [SCOPE...]; 1 for a line, 0 for none. */
+static int
+auth_static_line(char *line, struct auth_static *st, char **why)
+{
+	char	*words[2 + AUTH_SCOPES_MAX], *p, *scopes;
+	size_t	 n = 0, i, len;
+	int	 hi, lo;
+
+	line[strcspn(line, "#\r\n")] = '\0';
+	for (p = strtok(line, " \t"); p != NULL; p = strtok(NULL, " \t")) {
+		if (n == sizeof words / sizeof words[0]) {
+			xasprintf(why, "more than %d scopes", AUTH_SCOPES_MAX);
+			return (-1);
+		}
+		words[n++] = p;
+	}
+	if (n == 0)
+		return (0);
+	if (n < 2) {
+		xasprintf(why, "expected SHA256HEX SUBJECT [SCOPE...]");
+		return (-1);
+	}
+	if (strlen(words[0]) != 2 * JWT_SHA256_LEN) {
+		xasprintf(why, "the hash must be 64 hex digits");
+		return (-1);
+	}
+	for (i = 0; i < JWT_SHA256_LEN; i++) {
+		hi = auth_hex_digit((u_char)words[0][2 * i]);
+		lo = auth_hex_digit((u_char)words[0][2 * i + 1]);
+		if (hi < 0 || lo < 0) {
+			xasprintf(why, "the hash must be 64 hex digits");
+			return (-1);
+		}
+		st->hash[i] = (hi << 4) | lo;
+	}
+	if (strlen(words[1]) > AUTH_CLAIM_MAX) {
+		xasprintf(why, "subject too long");
+		return (-1);
+	}
+	scopes = xstrdup("");
+	for (i = 2; i < n; i++) {
+		if (!conf_scope_ok(words[i])) {
+			xasprintf(why, "invalid scope \"%s\"", words[i]);
+			free(scopes);
+			return (-1);
+		}
+		len = strlen(scopes);
+		scopes = xrealloc(scopes, len + strlen(words[i]) + 2);
+		snprintf(scopes + len, strlen(words[i]) + 2, "%s%s",
+		    len == 0 ? "" : " ", words[i]);
+	}
+	st->principal = auth_principal_new(AUTH_ISSUER_STATIC, words[1], NULL,
+	    scopes);
+	free(scopes);
+	return (1);
+}
+
+static void
+auth_statics_free(struct auth_static *list, size_t n)
+{
+	size_t	i;
+
+	for (i = 0; i < n; i++)
+		auth_principal_unref(list[i].principal);
+	free(list);
+}
+
+static int
+auth_load_statics(const char *path, struct auth_static **listp, size_t *np,
+    char **cause)
+{
+	FILE			*f;
+	char			*line = NULL, *why;
+	size_t			 size = 0, n = 0, total = 0;
+	ssize_t			 len;
+	struct auth_static	*list = NULL, st;
+	int			 lineno = 0, r;
+
+	if ((f = fopen(path, "r")) == NULL) {
+		xasprintf(cause, "%s: %s", path, strerror(errno));
+		return (-1);
+	}
+	while ((len = getline(&line, &size, f)) != -1) {
+		lineno++;
+		total += len;
+		if (total > AUTH_TOKEN_FILE_MAX) {
+			xasprintf(cause, "%s: larger than %d bytes", path,
+			    AUTH_TOKEN_FILE_MAX);
+			goto fail;
+		}
+		if ((r = auth_static_line(line, &st, &why)) < 0) {
+			xasprintf(cause, "%s:%d: %s", path, lineno, why);
+			free(why);
+			goto fail;
+		}
+		if (r == 0)
+			continue;
+		list = xreallocarray(list, n + 1, sizeof *list);
+		list[n++] = st;
+	}
+	free(line);
+	fclose(f);
+	*listp = list;
+	*np = n;
+	return (0);
+
+fail:
+	free(line);
+	fclose(f);
+	auth_statics_free(list, n);
+	return (-1);
+}
+
+int
+auth_check_files(const struct conf *conf, char **cause)
+{
+	const struct conf_auth	*a = conf->auth;
+	struct jwks		*keys;
+	struct auth_static	*list;
+	size_t			 n;
+	char			*why;
+
+	if (a == NULL)
+		return (0);
+	if (a->jwks_file != NULL) {
+		if ((keys = jwks_load(a->jwks_file, &why)) == NULL) {
+			xasprintf(cause, "jwks_file %s: %s", a->jwks_file, why);
+			free(why);
+			return (-1);
+		}
+		jwks_free(keys);
+	}
+	if (a->token_file != NULL) {
+		if (auth_load_statics(a->token_file, &list, &n, cause) != 0)
+			return (-1);
+		auth_statics_free(list, n);
+	}
+	return (0);
+}
+
+/* ---------------------------------------------------------------------
+ * Answering checks.
+ */
+
+static void
+auth_deliver_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct auth_check	*c = arg;
+
+	TAILQ_REMOVE(&auth.checks, c, entry);
+	c->cb(&c->result, c->arg);
+	auth_principal_unref(c->result.principal);
+	event_free(c->ev);
+	jwt_free(c->jwt);
+	free(c->scope_text);
+	free(c);
+}
+
+static void
+auth_uncount(struct auth_check *c)
+{
+	if (c->counted) {
+		c->counted = 0;
+		auth.pending--;
+	}
+}
+
+/* Answers c on a later turn (now, if this is a loop callback already). */
+static void
+auth_answer(struct auth_check *c, enum auth_status status,
+    const char *description)
+{
+	auth_uncount(c);
+	c->result.status = status;
+	c->result.description = description;
+	if (status != AUTH_OK && status != AUTH_FORBIDDEN) {
+		auth_principal_unref(c->result.principal);
+		c->result.principal = NULL;
+	}
+	if (status == AUTH_INVALID)
+		log_limited(LOG_LEVEL_INFO, "auth-invalid", "auth: token "
+		    "refused: %s", description);
+	event_active(c->ev, 0, 0);
+}
+
+/* The space-separated scopes every request needs (allocated). */
+static char *
+auth_required_text(const char *extra)
+{
+	char	*s = xstrdup(""), *t;
+	size_t	 i;
+
+	for (i = 0; i < auth.a->nscopes; i++) {
+		xasprintf(&t, "%s%s%s", s, *s == '\0' ? "" : " ",
+		    auth.a->scopes[i]);
+		free(s);
+		s = t;
+	}
+	if (extra != NULL) {
+		for (i = 0; i < auth.a->nscopes; i++) {
+			if (strcmp(auth.a->scopes[i], extra) == 0)
+				return (s);
+		}
+		xasprintf(&t, "%s%s%s", s, *s == '\0' ? "" : " ", extra);
+		free(s);
+		s = t;
+	}
+	return (s);
+}
+
+/* A principal is known: the required scopes decide. Takes p. */
+static void
+auth_found(struct auth_check *c, struct auth_principal *p)
+{
+	size_t	i;
+
+	c->result.principal = p;
+	for (i = 0; i < auth.a->nscopes; i++) {
+		if (!auth_principal_has_scope(p, auth.a->scopes[i])) {
+			c->scope_text = auth_required_text(NULL);
+			c->result.scope = c->scope_text;
+			log_limited(LOG_LEVEL_INFO, "auth-scope", "auth: "
+			    "subject %s lacks scope %s", p->subject,
+			    auth.a->scopes[i]);
+			auth_answer(c, AUTH_FORBIDDEN,
+			    "the token lacks a required scope");
+			return;
+		}
+	}
+	auth_answer(c, AUTH_OK, NULL);
+}
+
+/* ---------------------------------------------------------------------
+ * JWT access tokens.
+ */
+
+static const char *
+auth_claim_string(const cJSON *claims, const char *name)
+{
+	const cJSON	*v = cJSON_GetObjectItemCaseSensitive(claims, name);
+
+	if (!cJSON_IsString(v) || strlen(v->valuestring) > AUTH_CLAIM_MAX)
+		return (NULL);
+	return (v->valuestring);
+}
+
+/* Whether aud (a string or an array of them) names this resource. */
+static int
+auth_aud_ok(const cJSON *aud)
+{
+	const cJSON	*v;
+
+	if (cJSON_IsString(aud))
+		return (strcmp(aud->valuestring, auth.a->resource) == 0);
+	if (!cJSON_IsArray(aud))
+		return (0);
+	cJSON_ArrayForEach(v, aud) {
+		if (cJSON_IsString(v) &&
+		    strcmp(v->valuestring, auth.a->resource) == 0)
+			return (1);
+	}
+	return (0);
+}
+
+/* scope (RFC 9068: space-separated) or scp (an array), as one string. */
+static char *
+auth_claim_scopes(const cJSON *claims)
+{
+	const cJSON	*scope, *v;
+	char		*s, *t;
+
+	scope = cJSON_GetObjectItemCaseSensitive(claims, "scope");
+	if (cJSON_IsString(scope))
+		return (xstrndup(scope->valuestring, 4096));
+	s = xstrdup("");
+	scope = cJSON_GetObjectItemCaseSensitive(claims, "scp");
+	cJSON_ArrayForEach(v, scope) {
+		if (!cJSON_IsString(v) || strlen(s) > 4096)
+			continue;
+		xasprintf(&t, "%s%s%s", s, *s == '\0' ? "" : " ",
+		    v->valuestring);
+		free(s);
+		s = t;
+	}
+	return (s);
+}
+
+/* A time claim: absent (1), a number of seconds (0), or bad (-1). */
+static int
+auth_claim_time(const cJSON *claims, const char *name, double *t)
+{
+	const cJSON	*v = cJSON_GetObjectItemCaseSensitive(claims, name);
+
+	if (v == NULL)
+		return (1);
+	if (!cJSON_IsNumber(v) || v->valuedouble < 0 ||
+	    v->valuedouble > 1e13)
+		return (-1);
+	*t = v->valuedouble;
+	return (0);
+}
+
+/* The claims of a verified JWT: its principal, or NULL and why not. */
+static struct auth_principal *
+auth_jwt_principal(const struct jwt *j, const char **why)
+{
+	const cJSON	*claims = jwt_claims(j);
+	const char	*iss, *sub, *cid;
+	double		 now = (double)clock_wall_ms() / 1000, exp, nbf;
+	double		 leeway = (double)auth.a->leeway;
+	struct auth_principal *p;
+	char		*scopes;
+	int		 r;
+
+	iss = auth_claim_string(claims, "iss");
+	if (iss == NULL || strcmp(iss, auth.a->issuer) != 0) {
+		*why = "wrong issuer (iss)";
+		return (NULL);
+	}
+	if (!auth_aud_ok(cJSON_GetObjectItemCaseSensitive(claims, "aud"))) {
+		*why = "the audience (aud) is not this resource";
+		return (NULL);
+	}
+	if ((r = auth_claim_time(claims, "exp", &exp)) != 0) {
+		*why = r > 0 ? "no expiry (exp)" : "exp is not a number";
+		return (NULL);
+	}
+	if (now > exp + leeway) {
+		*why = "the token has expired";
+		return (NULL);
+	}
+	if ((r = auth_claim_time(claims, "nbf", &nbf)) < 0) {
+		*why = "nbf is not a number";
+		return (NULL);
+	}
+	if (r == 0 && nbf > now + leeway) {
+		*why = "the token is not valid yet (nbf)";
+		return (NULL);
+	}
+	if ((sub = auth_claim_string(claims, "sub")) == NULL) {
+		*why = "no subject (sub)";
+		return (NULL);
+	}
+	if ((cid = auth_claim_string(claims, "client_id")) == NULL)
+		cid = auth_claim_string(claims, "azp");
+	scopes = auth_claim_scopes(claims);
+	p = auth_principal_new(iss, sub, cid, scopes);
+	free(scopes);
+	return (p);
+}
+
+static int
+auth_try_keys(const struct jwt *j, const struct jwks *keys)
+{
+	const struct jwt_key	*key;
+	size_t			 i = 0;
+
+	while ((key = jwks_next(keys, jwt_kid(j), jwt_alg(j), &i)) != NULL) {
+		if (jwt_verify(j, key) == 0)
+			return (0);
+	}
+	return (-1);
+}
+
+/* Verifies with the keys there are now; answers c. */
+static void
+auth_jwt_verify(struct auth_check *c)
+{
+	struct auth_principal	*p;
+	const char		*why = "invalid token";
+
+	if (auth_try_keys(c->jwt, auth.file_keys) != 0 &&
+	    auth_try_keys(c->jwt, auth.uri_keys) != 0) {
+		if (auth.a->jwks_uri != NULL && auth.uri_keys == NULL)
+			auth_answer(c, AUTH_UNAVAILABLE, "the authorization "
+			    "server's keys cannot be fetched");
+		else if (jwt_kid(c->jwt) != NULL &&
+		    !jwks_has_kid(auth.file_keys, jwt_kid(c->jwt)) &&
+		    !jwks_has_kid(auth.uri_keys, jwt_kid(c->jwt)))
+			auth_answer(c, AUTH_INVALID, "no key with the token's "
+			    "kid");
+		else
+			auth_answer(c, AUTH_INVALID, "bad signature");
+		return;
+	}
+	if ((p = auth_jwt_principal(c->jwt, &why)) == NULL) {
+		auth_answer(c, AUTH_INVALID, why);
+		return;
+	}
+	auth_found(c, p);
+}
+
+static void	auth_jwks_fetch(void);
+
+/*
+ * Whether a token naming an unknown kid may have the set fetched again:
+ * once per jwks_refresh_min, however many such tokens come.
+ */
+static int
+auth_may_refresh(void)
+{
+	return (!auth.uri_refreshed || clock_now_ms() - auth.uri_refresh_ms >=
+	    (uint64_t)auth.a->jwks_refresh_min * 1000);
+}
+
+static void
+auth_jwt(struct auth_check *c, const char *token, size_t len)
+{
+	const char	*why, *kid;
+	int		 known;
+
+	if ((c->jwt = jwt_parse(token, len, &why)) == NULL) {
+		auth_answer(c, AUTH_INVALID, why);
+		return;
+	}
+	if (auth.a->jwks_uri == NULL) {
+		auth_jwt_verify(c);
+		return;
+	}
+	kid = jwt_kid(c->jwt);
+	known = (kid != NULL && jwks_has_kid(auth.file_keys, kid)) ||
+	    (auth.uri_keys != NULL && (kid == NULL ||
+	    jwks_has_kid(auth.uri_keys, kid)));
+	if (!known && (auth.uri_fetch != NULL || auth_may_refresh())) {
+		if (auth.pending >= (size_t)auth.a->max_pending) {
+			auth_answer(c, AUTH_UNAVAILABLE, "too many requests "
+			    "waiting for authorization");
+			return;
+		}
+		/* Wait for a fresh set: the key may just have rotated. */
+		c->counted = 1;
+		auth.pending++;
+		TAILQ_INSERT_TAIL(&auth.key_waiters, c, wait);
+		if (auth.uri_fetch == NULL) {
+			auth.uri_refreshed = 1;
+			auth.uri_refresh_ms = clock_now_ms();
+			auth_jwks_fetch();
+		}
+		return;
+	}
+	/* A set older than jwks_cache is fetched again, in the background. */
+	if (auth.uri_keys != NULL && auth.uri_fetch == NULL &&
+	    clock_now_ms() - auth.uri_fetched_ms >=
+	    (uint64_t)auth.a->jwks_cache * 1000) {
+		auth.uri_fetched_ms = clock_now_ms();	/* once per period */
+		auth_jwks_fetch();
+	}
+	auth_jwt_verify(c);
+}
+
+static void
+auth_jwks_fetched_cb(struct http_client *hc, void *arg)
+{
+	struct auth_check	*c;
+	struct jwks		*keys;
+	const char		*body;
+	size_t			 len;
+	char			*why;
+
+	auth.uri_fetch = NULL;
+	if (http_client_status(hc) != 200) {
+		log_limited(LOG_LEVEL_WARN, "auth-jwks", "auth: jwks_uri %s: "
+		    "%s", auth.a->jwks_uri, http_client_status(hc) != 0 ?
+		    "status not 200" : http_client_error(hc));
+	} else {
+		body = http_client_body(hc, &len);
+		if ((keys = jwks_parse(body, len, &why)) == NULL) {
+			log_limited(LOG_LEVEL_WARN, "auth-jwks", "auth: "
+			    "jwks_uri %s: %s", auth.a->jwks_uri, why);
+			free(why);
+		} else {
+			jwks_free(auth.uri_keys);
+			auth.uri_keys = keys;
+			auth.uri_fetched_ms = clock_now_ms();
+			log_info("auth: jwks_uri %s: %zu keys",
+			    auth.a->jwks_uri, jwks_count(keys));
+		}
+	}
+	while ((c = TAILQ_FIRST(&auth.key_waiters)) != NULL) {
+		TAILQ_REMOVE(&auth.key_waiters, c, wait);
+		auth_jwt_verify(c);
+	}
+}
+
+static void
+auth_jwks_fetch(void)
+{
+	struct http_client_request	 r;
+	struct http_client_header	 accept = { "Accept",
+					    "application/json" };
+	char				*cause;
+
+	memset(&r, 0, sizeof r);
+	r.method = "GET";
+	r.url = auth.a->jwks_uri;
+	r.headers = &accept;
+	r.nheaders = 1;
+	r.max_body = JWKS_MAX_SIZE;
+	r.timeout_ms = (int)auth.a->timeout * 1000;
+	r.done = auth_jwks_fetched_cb;
+	log_debug("auth: fetching %s", auth.a->jwks_uri);
+	if ((auth.uri_fetch = http_client_start(&r, &cause)) == NULL) {
+		log_limited(LOG_LEVEL_WARN, "auth-jwks", "auth: jwks_uri: %s",
+		    cause);
+		free(cause);
+	}
+}
+
+/* ---------------------------------------------------------------------
+ * Introspection (RFC 7662).
+ */
+
+static void
+auth_cache_remove(struct auth_cache *e)
+{
+	RB_REMOVE(auth_cache_tree, &auth.cache, e);
+	TAILQ_REMOVE(&auth.cache_order, e, order);
+	auth.ncache--;
+	auth_principal_unref(e->principal);
+	free(e);
+}
+
+/* Room for one more entry: the expired go, then the oldest answered. */
+static void
+auth_cache_room(void)
+{
+	struct auth_cache	*e, *next;
+	uint64_t		 now = clock_now_ms();
+
+	TAILQ_FOREACH_SAFE(e, &auth.cache_order, order, next) {
+		if ((long long)auth.ncache < auth.a->cache_max)
+			return;
+		if (e->request == NULL && e->expires_ms <= now)
+			auth_cache_remove(e);
+	}
+	TAILQ_FOREACH_SAFE(e, &auth.cache_order, order, next) {
+		if ((long long)auth.ncache < auth.a->cache_max)
+			return;
+		if (e->request == NULL)
+			auth_cache_remove(e);
+	}
+}
+
+/* What the introspection endpoint said; e->principal or e->why. */
+static void
+auth_introspected(struct auth_cache *e, const char *body, size_t len)
+{
+	cJSON		*json;
+	const cJSON	*active, *aud;
+	const char	*iss, *sub, *cid;
+	double		 now = (double)clock_wall_ms() / 1000, exp;
+	uint64_t	 ttl = (uint64_t)auth.a->jwks_cache * 1000;
+	char		*scopes;
+	int		 r;
+
+	e->why = "the token is not active";
+	json = cJSON_ParseWithLength(body, len);
+	active = cJSON_GetObjectItemCaseSensitive(json, "active");
+	if (!cJSON_IsObject(json)) {
+		e->why = "the introspection answer is not a JSON object";
+		goto out;
+	}
+	if (!cJSON_IsTrue(active))
+		goto out;
+	if ((r = auth_claim_time(json, "exp", &exp)) < 0 ||
+	    (r == 0 && now > exp + (double)auth.a->leeway)) {
+		e->why = "the token has expired";
+		goto out;
+	}
+	if (r == 0 && (exp - now) * 1000 < (double)ttl)
+		ttl = exp > now ? (uint64_t)((exp - now) * 1000) : 0;
+	aud = cJSON_GetObjectItemCaseSensitive(json, "aud");
+	if (aud != NULL && !auth_aud_ok(aud)) {
+		e->why = "the audience (aud) is not this resource";
+		goto out;
+	}
+	iss = auth_claim_string(json, "iss");
+	if (cJSON_GetObjectItemCaseSensitive(json, "iss") != NULL &&
+	    (iss == NULL || strcmp(iss, auth.a->issuer) != 0)) {
+		e->why = "wrong issuer (iss)";
+		goto out;
+	}
+	cid = auth_claim_string(json, "client_id");
+	if ((sub = auth_claim_string(json, "sub")) == NULL &&
+	    (sub = cid) == NULL) {
+		e->why = "no subject (sub) nor client_id";
+		goto out;
+	}
+	scopes = auth_claim_scopes(json);
+	e->principal = auth_principal_new(auth.a->issuer, sub, cid, scopes);
+	free(scopes);
+	e->why = NULL;
+out:
+	e->expires_ms = clock_now_ms() + ttl;
+	cJSON_Delete(json);
+}
+
+/* A cache entry is answered (or could not be): its waiters hear it. */
+static void
+auth_cache_answer(struct auth_cache *e)
+{
+	struct auth_check	*c;
+
+	while ((c = TAILQ_FIRST(&e->waiters)) != NULL) {
+		TAILQ_REMOVE(&e->waiters, c, wait);
+		c->waiting = NULL;
+		if (e->principal != NULL)
+			auth_found(c, auth_principal_ref(e->principal));
+		else if (e->why != NULL)
+			auth_answer(c, AUTH_INVALID, e->why);
+		else
+			auth_answer(c, AUTH_UNAVAILABLE, "the introspection "
+			    "endpoint did not answer");
+	}
+}
+
+static void
+auth_introspect_cb(struct http_client *hc, void *arg)
+{
+	struct auth_cache	*e = arg;
+	const char		*body;
+	size_t			 len;
+
+	e->request = NULL;
+	if (http_client_status(hc) == 200) {
+		body = http_client_body(hc, &len);
+		auth_introspected(e, body, len);
+	} else {
+		log_limited(LOG_LEVEL_WARN, "auth-introspection", "auth: "
+		    "introspection %s: %s", auth.a->introspection,
+		    http_client_status(hc) != 0 ? "status not 200" :
+		    http_client_error(hc));
+		e->why = NULL;
+	}
+	auth_cache_answer(e);
+	if (e->principal == NULL && e->why == NULL)
+		auth_cache_remove(e);	/* not an answer: ask again */
+}
+
+static char *
+auth_base64(const char *in, size_t len)
+{
+	static const char	 digits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+				    "abcdefghijklmnopqrstuvwxyz0123456789+/";
+	const unsigned char	*p = (const unsigned char *)in;
+	char			*out, *o;
+	uint32_t		 v;
+	size_t			 i;
+
+	o = out = xmalloc((len + 2) / 3 * 4 + 1);
+	for (i = 0; i < len; i += 3) {
+		v = (uint32_t)p[i] << 16;
+		if (i + 1 < len)
+			v |= (uint32_t)p[i + 1] << 8;
+		if (i + 2 < len)
+			v |= p[i + 2];
+		*o++ = digits[(v >> 18) & 63];
+		*o++ = digits[(v >> 12) & 63];
+		*o++ = i + 1 < len ? digits[(v >> 6) & 63] : '=';
+		*o++ = i + 2 < len ? digits[v & 63] : '=';
+	}
+	*o = '\0';
+	return (out);
+}
+
+/* application/x-www-form-urlencoded, as RFC 6749 (2.3.1) wants it. */
+static char *
+auth_form_encode(const char *s, size_t len)
+{
+	char	*out = xmalloc(len * 3 + 1), *o = out;
+	size_t	 i;
+
+	for (i = 0; i < len; i++) {
+		if (isalnum((u_char)s[i]) || strchr("-._~", s[i]) != NULL)
+			*o++ = s[i];
+		else
+			o += sprintf(o, "%%%02X", (u_char)s[i]);
+	}
+	*o = '\0';
+	return (out);
+}
+
+static void
+auth_introspect(struct auth_check *c, const char *token, size_t len,
+    const unsigned char hash[JWT_SHA256_LEN])
+{
+	struct auth_cache		 find, *e;
+	struct http_client_request	 r;
+	struct http_client_header	 h[3];
+	char				*body, *tok, *id, *secret, *pair;
+	char				*basic = NULL, *cause;
+	size_t				 nh = 0;
+
+	memcpy(find.hash, hash, sizeof find.hash);
+	if ((e = RB_FIND(auth_cache_tree, &auth.cache, &find)) != NULL &&
+	    e->request == NULL && e->expires_ms <= clock_now_ms()) {
+		auth_cache_remove(e);
+		e = NULL;
+	}
+	if (e != NULL && e->request == NULL) {
+		if (e->principal != NULL)
+			auth_found(c, auth_principal_ref(e->principal));
+		else
+			auth_answer(c, AUTH_INVALID, e->why);
+		return;
+	}
+	if (auth.pending >= (size_t)auth.a->max_pending) {
+		auth_answer(c, AUTH_UNAVAILABLE, "too many requests waiting "
+		    "for authorization");
+		return;
+	}
+	c->counted = 1;
+	auth.pending++;
+	if (e != NULL) {
+		/* The same token is being asked about already. */
+		c->waiting = e;
+		TAILQ_INSERT_TAIL(&e->waiters, c, wait);
+		return;
+	}
+
+	auth_cache_room();
+	e = xcalloc(1, sizeof *e);
+	memcpy(e->hash, hash, sizeof e->hash);
+	TAILQ_INIT(&e->waiters);
+	RB_INSERT(auth_cache_tree, &auth.cache, e);
+	TAILQ_INSERT_TAIL(&auth.cache_order, e, order);
+	auth.ncache++;
+	c->waiting = e;
+	TAILQ_INSERT_TAIL(&e->waiters, c, wait);
+
+	tok = auth_form_encode(token, len);
+	xasprintf(&body, "token=%s&token_type_hint=access_token", tok);
+	explicit_bzero(tok, strlen(tok));
+	free(tok);
+	h[nh].name = "Content-Type";
+	h[nh++].value = "application/x-www-form-urlencoded";
+	h[nh].name = "Accept";
+	h[nh++].value = "application/json";
+	if (auth.a->client_id != NULL) {
+		id = auth_form_encode(auth.a->client_id,
+		    strlen(auth.a->client_id));
+		secret = auth_form_encode(auth.a->client_secret,
+		    strlen(auth.a->client_secret));
+		xasprintf(&pair, "%s:%s", id, secret);
+		tok = auth_base64(pair, strlen(pair));
+		xasprintf(&basic, "Basic %s", tok);
+		explicit_bzero(pair, strlen(pair));
+		explicit_bzero(secret, strlen(secret));
+		explicit_bzero(tok, strlen(tok));
+		free(id);
+		free(secret);
+		free(pair);
+		free(tok);
+		h[nh].name = "Authorization";
+		h[nh++].value = basic;
+	}
+	memset(&r, 0, sizeof r);
+	r.method = "POST";
+	r.url = auth.a->introspection;
+	r.headers = h;
+	r.nheaders = nh;
+	r.body = body;
+	r.bodylen = strlen(body);
+	r.max_body = AUTH_INTROSPECT_MAX;
+	r.timeout_ms = (int)auth.a->timeout * 1000;
+	r.done = auth_introspect_cb;
+	r.arg = e;
+	e->request = http_client_start(&r, &cause);
+	explicit_bzero(body, strlen(body));
+	free(body);
+	if (basic != NULL) {
+		explicit_bzero(basic, strlen(basic));
+		free(basic);
+	}
+	if (e->request == NULL) {
+		log_limited(LOG_LEVEL_WARN, "auth-introspection", "auth: "
+		    "introspection: %s", cause);
+		free(cause);
+		auth_cache_answer(e);
+		auth_cache_remove(e);
+	}
+}
+
+/* ---------------------------------------------------------------------
+ * The check.
+ */
+
+/* The token of "Bearer TOKEN", or NULL. */
+static const char *
+auth_bearer(const char *header, size_t *len)
+{
+	const char	*p;
+
+	if (header == NULL || strncasecmp(header, "Bearer", 6) != 0 ||
+	    (header[6] != ' ' && header[6] != '\t'))
+		return (NULL);
+	for (p = header + 6; *p == ' ' || *p == '\t'; p++)
+		;
+	*len = strcspn(p, " \t\r\n");
+	return (p);
+}
+
+void
+auth_check(const char *header, auth_check_cb *cb, void *arg)
+{
+	struct auth_check	*c;
+	const char		*token;
+	unsigned char		 hash[JWT_SHA256_LEN];
+	size_t			 len = 0, i;
+
+	c = xcalloc(1, sizeof *c);
+	c->cb = cb;
+	c->arg = arg;
+	c->ev = event_new(auth.base, -1, 0, auth_deliver_cb, c);
+	TAILQ_INSERT_TAIL(&auth.checks, c, entry);
+
+	if ((token = auth_bearer(header, &len)) == NULL) {
+		auth_answer(c, AUTH_MISSING, "no bearer token");
+		return;
+	}
+	if (len == 0 || token[len] != '\0') {
+		auth_answer(c, AUTH_INVALID, "malformed Authorization header");
+		return;
+	}
+	if ((long long)len > auth.a->max_token) {
+		auth_answer(c, AUTH_INVALID, "the token is too large "
+		    "(max_token)");
+		return;
+	}
+	jwt_sha256(token, len, hash);
+	for (i = 0; i < auth.nstatics; i++) {
+		if (jwt_equal(hash, auth.statics[i].hash, sizeof hash)) {
+			auth_found(c, auth_principal_ref(
+			    auth.statics[i].principal));
+			return;
+		}
+	}
+	if ((auth.a->jwks_file != NULL || auth.a->jwks_uri != NULL) &&
+	    jwt_looks_like(token, len)) {
+		auth_jwt(c, token, len);
+		return;
+	}
+	if (auth.a->introspection != NULL) {
+		auth_introspect(c, token, len, hash);
+		return;
+	}
+	auth_answer(c, AUTH_INVALID, auth.a->jwks_file != NULL ||
+	    auth.a->jwks_uri != NULL ? "not a JWT" : "unknown token");
+}
+
+size_t
+auth_pending(void)
+{
+	return (auth.pending);
+}
+
+/* ---------------------------------------------------------------------
+ * What the client is told.
+ */
+
+char *
+auth_challenge(const struct auth_result *r)
+{
+	char	*s, *scopes;
+
+	switch (r->status) {
+	case AUTH_MISSING:
+		scopes = auth_required_text(NULL);
+		if (*scopes != '\0')
+			xasprintf(&s, "Bearer resource_metadata=\"%s\", "
+			    "scope=\"%s\"", auth.metadata_url, scopes);
+		else
+			xasprintf(&s, "Bearer resource_metadata=\"%s\"",
+			    auth.metadata_url);
+		free(scopes);
+		break;
+	case AUTH_FORBIDDEN:
+		xasprintf(&s, "Bearer error=\"insufficient_scope\", "
+		    "scope=\"%s\", resource_metadata=\"%s\", "
+		    "error_description=\"%s\"", r->scope != NULL ? r->scope :
+		    "", auth.metadata_url, r->description != NULL ?
+		    r->description : "insufficient scope");
+		break;
+	default:
+		xasprintf(&s, "Bearer error=\"invalid_token\", "
+		    "error_description=\"%s\", resource_metadata=\"%s\"",
+		    r->description != NULL ? r->description : "invalid token",
+		    auth.metadata_url);
+		break;
+	}
+	return (s);
+}
+
+static void
+auth_add_scope(cJSON *list, const char *scope)
+{
+	const cJSON	*v;
+
+	cJSON_ArrayForEach(v, list) {
+		if (strcmp(v->valuestring, scope) == 0)
+			return;
+	}
+	cJSON_AddItemToArray(list, cJSON_CreateString(scope));
+}
+
+cJSON *
+auth_metadata(void)
+{
+	cJSON	*md = cJSON_CreateObject(), *list;
+	size_t	 i;
+
+	cJSON_AddStringToObject(md, "resource", auth.a->resource);
+	list = cJSON_AddArrayToObject(md, "authorization_servers");
+	for (i = 0; i < auth.a->nauthorization_servers; i++)
+		cJSON_AddItemToArray(list, cJSON_CreateString(
+		    auth.a->authorization_servers[i]));
+	list = cJSON_AddArrayToObject(md, "scopes_supported");
+	for (i = 0; i < auth.a->nscopes; i++)
+		auth_add_scope(list, auth.a->scopes[i]);
+	for (i = 0; i < server.conf->ntools; i++) {
+		if (server.conf->tools[i].scope != NULL)
+			auth_add_scope(list, server.conf->tools[i].scope);
+	}
+	list = cJSON_AddArrayToObject(md, "bearer_methods_supported");
+	cJSON_AddItemToArray(list, cJSON_CreateString("header"));
+	cJSON_AddStringToObject(md, "resource_name", "mcpd");
+	return (md);
+}
+
+const char *
+auth_metadata_path(int suffixed)
+{
+	return (suffixed ? auth.metadata_path : AUTH_WK_PATH);
+}
+
+/*
+ * RFC 9728 (3.1): the well-known path goes between the resource's host
+ * and its path, https://mcp.example.com/mcp having its metadata at
+ * https://mcp.example.com/.well-known/oauth-protected-resource/mcp.
+ */
+static void
+auth_metadata_where(const char *resource)
+{
+	const char	*host = strstr(resource, "://") + 3;
+	const char	*path = host + strcspn(host, "/?");
+	size_t		 plen = strcspn(path, "?");
+
+	if (plen == 1 && *path == '/')
+		plen = 0;
+	xasprintf(&auth.metadata_path, "%s%.*s", AUTH_WK_PATH, (int)plen,
+	    path);
+	xasprintf(&auth.metadata_url, "%.*s%s", (int)(path - resource),
+	    resource, auth.metadata_path);
+}
+
+/* ---------------------------------------------------------------------
+ * Tools.
+ */
+
+const char *
+auth_tool_scope(const char *tool)
+{
+	const struct conf_tool	*t;
+
+	if ((t = conf_tool_find(server.conf, tool)) == NULL)
+		return (NULL);
+	return (t->scope);
+}
+
+int
+auth_tool_allowed(const struct auth_principal *p, const char *tool)
+{
+	const char	*scope;
+
+	if (auth.a == NULL || (scope = auth_tool_scope(tool)) == NULL)
+		return (1);
+	return (auth_principal_has_scope(p, scope));
+}
+
+char *
+auth_tool_scopes_needed(const char *tool)
+{
+	return (auth_required_text(auth_tool_scope(tool)));
+}
+
+/* ---------------------------------------------------------------------
+ * Start and end.
+ */
+
+int
+auth_enabled(void)
+{
+	return (auth.a != NULL);
+}
+
+int
+auth_init(struct event_base *base, const struct conf *conf, char **cause)
+{
+	const struct conf_auth	*a = conf->auth;
+	char			*why;
+
+	auth.base = base;
+	TAILQ_INIT(&auth.checks);
+	TAILQ_INIT(&auth.key_waiters);
+	RB_INIT(&auth.cache);
+	TAILQ_INIT(&auth.cache_order);
+	if (a == NULL)
+		return (0);
+	if (a->jwks_file != NULL &&
+	    (auth.file_keys = jwks_load(a->jwks_file, &why)) == NULL) {
+		xasprintf(cause, "jwks_file %s: %s", a->jwks_file, why);
+		free(why);
+		return (-1);
+	}
+	if (a->token_file != NULL && auth_load_statics(a->token_file,
+	    &auth.statics, &auth.nstatics, cause) != 0) {
+		jwks_free(auth.file_keys);
+		auth.file_keys = NULL;
+		return (-1);
+	}
+	auth.conf = conf_ref(conf);
+	auth.a = a;
+	auth_metadata_where(a->resource);
+	log_info("auth: resource %s, issuer %s; %zu keys from jwks_file, "
+	    "%zu static tokens%s%s", a->resource, a->issuer,
+	    jwks_count(auth.file_keys), auth.nstatics,
+	    a->jwks_uri != NULL ? ", jwks_uri" : "",
+	    a->introspection != NULL ? ", introspection" : "");
+	if (a->jwks_uri != NULL)
+		auth_jwks_fetch();
+	return (0);
+}
+
+void
+auth_shutdown(void)
+{
+	struct auth_check	*c;
+	struct auth_cache	*e;
+
+	if (auth.a == NULL)
+		return;
+	/* The fetches' callbacks answer their waiters. */
+	http_client_shutdown();
+	while ((c = TAILQ_FIRST(&auth.checks)) != NULL) {
+		if (c->waiting != NULL) {
+			TAILQ_REMOVE(&c->waiting->waiters, c, wait);
+			c->waiting = NULL;
+			auth_answer(c, AUTH_UNAVAILABLE, "shutting down");
+		}
+		/* Nothing new is served now, whatever the token was. */
+		if (c->result.status != AUTH_UNAVAILABLE) {
+			auth_principal_unref(c->result.principal);
+			c->result.principal = NULL;
+			c->result.status = AUTH_UNAVAILABLE;
+			c->result.description = "shutting down";
+		}
+		auth_uncount(c);
+		event_del(c->ev);
+		auth_deliver_cb(-1, 0, c);
+	}
+	while ((e = TAILQ_FIRST(&auth.cache_order)) != NULL)
+		auth_cache_remove(e);
+	jwks_free(auth.file_keys);
+	jwks_free(auth.uri_keys);
+	auth_statics_free(auth.statics, auth.nstatics);
+	free(auth.metadata_url);
+	free(auth.metadata_path);
+	conf_release(auth.conf);
+	memset(&auth, 0, sizeof auth);
+}

@@ -1,0 +1,470 @@
+/*
+ * Outbound HTTP: evhttp's client on the one event loop. The state of a
+ * request is its handle; evhttp's own request object lives until evhttp
+ * has answered it (then the handle owns the response) or until the
+ * handle's end cancels it. Every end, whatever caused it (the response,
+ * a failure, the timer, a body too large, a cancel), goes through one
+ * event made active, http_client_finish_cb, so the done callback runs on
+ * a loop turn of its own and the connection is freed outside evhttp's
+ * callbacks (freeing it inside one is the classic bug).
+ */
+#include <sys/queue.h>
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/dns.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+#include "http_client.h"
+#include "log.h"
+#include "xmalloc.h"
+
+#define HTTP_CLIENT_MAX_BODY	(1024 * 1024)
+#define HTTP_CLIENT_MAX_HEADERS	(64 * 1024)
+/* evhttp's read timeout when the caller wants none: a day. */
+#define HTTP_CLIENT_LONG_SECS	86400
+
+struct http_client {
+	TAILQ_ENTRY(http_client) entry;
+	struct evhttp_connection *evcon;
+	struct evhttp_request	*req;	/* evhttp's, until it answered */
+	struct evhttp_request	*resp;	/* the response, once owned */
+	struct event		*timer;
+	struct event		*finish;
+	const char		*error;	/* static; NULL: none (yet) */
+	int			 status;
+	int			 complete;	/* the whole response is in */
+	int			 ending;	/* finish is active */
+	struct evbuffer		*body;	/* gathered */
+	size_t			 received;
+	size_t			 max_body;
+	http_client_chunk_cb	*chunk;
+	http_client_done_cb	*done;
+	void			*arg;
+};
+TAILQ_HEAD(http_client_list, http_client);
+
+static struct {
+	struct event_base	*base;
+	struct evdns_base	*dns;
+	SSL_CTX			*ssl;
+	struct http_client_list	 running;
+	size_t			 count;
+} http_client;
+
+void
+http_client_init(struct event_base *base)
+{
+	http_client.base = base;
+	TAILQ_INIT(&http_client.running);
+}
+
+static struct evdns_base *
+http_client_dns(void)
+{
+	if (http_client.dns == NULL) {
+		http_client.dns = evdns_base_new(http_client.base,
+		    EVDNS_BASE_INITIALIZE_NAMESERVERS);
+		if (http_client.dns == NULL)
+			http_client.dns = evdns_base_new(http_client.base, 0);
+	}
+	return (http_client.dns);
+}
+
+/* The TLS context: the system's trust store, TLS 1.2 at least. */
+static SSL_CTX *
+http_client_ssl(void)
+{
+	SSL_CTX	*ctx;
+
+	if (http_client.ssl != NULL)
+		return (http_client.ssl);
+	if ((ctx = SSL_CTX_new(TLS_client_method())) == NULL)
+		return (NULL);
+	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+	if (SSL_CTX_set_default_verify_paths(ctx) != 1) {
+		SSL_CTX_free(ctx);
+		return (NULL);
+	}
+	http_client.ssl = ctx;
+	return (ctx);
+}
+
+/* Ends the request on a later turn (once), with error if none was set. */
+static void
+http_client_end(struct http_client *hc, const char *error)
+{
+	if (hc->error == NULL && !hc->complete)
+		hc->error = error;
+	if (hc->ending)
+		return;
+	hc->ending = 1;
+	event_active(hc->finish, 0, 0);
+}
+
+static void
+http_client_free(struct http_client *hc)
+{
+	TAILQ_REMOVE(&http_client.running, hc, entry);
+	http_client.count--;
+	event_free(hc->timer);
+	event_free(hc->finish);
+	if (hc->resp != NULL)
+		evhttp_request_free(hc->resp);
+	if (hc->evcon != NULL)
+		evhttp_connection_free(hc->evcon);
+	evbuffer_free(hc->body);
+	free(hc);
+}
+
+static void
+http_client_finish_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct http_client	*hc = arg;
+	struct evhttp_request	*req;
+
+	if ((req = hc->req) != NULL) {
+		/* evhttp calls the error callback from inside the cancel. */
+		hc->req = NULL;
+		evhttp_cancel_request(req);
+	}
+	if (hc->error != NULL)
+		hc->status = 0;
+	/* A NUL after the body, for callers parsing text. */
+	evbuffer_add(hc->body, "", 1);
+	hc->done(hc, hc->arg);
+	http_client_free(hc);
+}
+
+static void
+http_client_timeout_cb(evutil_socket_t fd, short events, void *arg)
+{
+	http_client_end(arg, "timeout");
+}
+
+/* Takes what evhttp has read of the body. */
+static void
+http_client_take(struct http_client *hc, struct evhttp_request *req)
+{
+	struct evbuffer	*in = evhttp_request_get_input_buffer(req);
+	size_t		 len = evbuffer_get_length(in);
+	char		*data;
+
+	if (len == 0 || hc->error != NULL)
+		return;
+	hc->received += len;
+	if (hc->max_body != 0 && hc->received > hc->max_body) {
+		evbuffer_drain(in, len);
+		http_client_end(hc, "response body too large");
+		return;
+	}
+	if (hc->chunk == NULL) {
+		evbuffer_remove_buffer(in, hc->body, len);
+		return;
+	}
+	data = (char *)evbuffer_pullup(in, -1);
+	hc->status = evhttp_request_get_response_code(req);
+	if (hc->chunk(hc, data, len, hc->arg) != 0)
+		http_client_end(hc, "aborted");
+	evbuffer_drain(in, len);
+}
+
+static void
+http_client_chunk_evcb(struct evhttp_request *req, void *arg)
+{
+	struct http_client	*hc = arg;
+
+	if (hc->req == req && !hc->ending)
+		http_client_take(hc, req);
+}
+
+static void
+http_client_error_evcb(enum evhttp_request_error error, void *arg)
+{
+	struct http_client	*hc = arg;
+	const char		*why;
+
+	switch (error) {
+	case EVREQ_HTTP_TIMEOUT:
+		why = "timeout";
+		break;
+	case EVREQ_HTTP_EOF:
+		why = "connection closed before the response ended";
+		break;
+	case EVREQ_HTTP_INVALID_HEADER:
+		why = "invalid response headers";
+		break;
+	case EVREQ_HTTP_DATA_TOO_LONG:
+		why = "response too large";
+		break;
+	case EVREQ_HTTP_REQUEST_CANCEL:
+		why = "cancelled";
+		break;
+	default:
+		why = "connection failed";
+		break;
+	}
+	if (hc->error == NULL)
+		hc->error = why;
+}
+
+/* evhttp is done with the request: req is the response, or NULL. */
+static void
+http_client_done_evcb(struct evhttp_request *req, void *arg)
+{
+	struct http_client	*hc = arg;
+
+	if (hc->req == NULL)
+		return;		/* our own cancel */
+	hc->req = NULL;
+	if (req == NULL || evhttp_request_get_response_code(req) == 0) {
+		http_client_end(hc, hc->error != NULL ? hc->error :
+		    "connection failed");
+		return;
+	}
+	http_client_take(hc, req);
+	evhttp_request_own(req);
+	hc->resp = req;
+	hc->status = evhttp_request_get_response_code(req);
+	hc->complete = hc->error == NULL;
+	http_client_end(hc, NULL);
+}
+
+static int
+http_client_method(const char *name, enum evhttp_cmd_type *cmd)
+{
+	static const struct {
+		const char		*name;
+		enum evhttp_cmd_type	 cmd;
+	} methods[] = {
+		{ "GET", EVHTTP_REQ_GET },
+		{ "POST", EVHTTP_REQ_POST },
+		{ "PUT", EVHTTP_REQ_PUT },
+		{ "DELETE", EVHTTP_REQ_DELETE },
+		{ "HEAD", EVHTTP_REQ_HEAD },
+	};
+	size_t	i;
+
+	for (i = 0; i < sizeof methods / sizeof methods[0]; i++) {
+		if (strcmp(methods[i].name, name) == 0) {
+			*cmd = methods[i].cmd;
+			return (0);
+		}
+	}
+	return (-1);
+}
+
+/* The connection for a URL's scheme, host and port. */
+static struct evhttp_connection *
+http_client_connect(const char *scheme, const char *host, int port,
+    char **cause)
+{
+	struct bufferevent	*bev = NULL;
+	struct evhttp_connection *evcon;
+	SSL_CTX			*ctx;
+	SSL			*ssl;
+
+	if (strcasecmp(scheme, "https") == 0) {
+		if ((ctx = http_client_ssl()) == NULL ||
+		    (ssl = SSL_new(ctx)) == NULL) {
+			xasprintf(cause, "cannot set up TLS");
+			return (NULL);
+		}
+		SSL_set_tlsext_host_name(ssl, host);
+		SSL_set1_host(ssl, host);
+		bev = bufferevent_openssl_socket_new(http_client.base, -1, ssl,
+		    BUFFEREVENT_SSL_CONNECTING,
+		    BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+		if (bev == NULL) {
+			SSL_free(ssl);
+			xasprintf(cause, "cannot set up TLS");
+			return (NULL);
+		}
+		/* Many servers close without close_notify. */
+		bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
+	}
+	evcon = evhttp_connection_base_bufferevent_new(http_client.base,
+	    http_client_dns(), bev, host, (unsigned short)port);
+	if (evcon == NULL) {
+		if (bev != NULL)
+			bufferevent_free(bev);
+		xasprintf(cause, "cannot create a connection to %s", host);
+	}
+	return (evcon);
+}
+
+struct http_client *
+http_client_start(const struct http_client_request *r, char **cause)
+{
+	struct http_client	*hc;
+	struct evhttp_uri	*uri;
+	struct evkeyvalq	*out;
+	const char		*scheme, *host, *path, *query;
+	enum evhttp_cmd_type	 cmd;
+	struct timeval		 tv;
+	char			*target, hostport[300];
+	int			 port;
+	size_t			 i;
+
+	if (http_client_method(r->method, &cmd) != 0) {
+		xasprintf(cause, "method %s not supported", r->method);
+		return (NULL);
+	}
+	if ((uri = evhttp_uri_parse(r->url)) == NULL ||
+	    (scheme = evhttp_uri_get_scheme(uri)) == NULL ||
+	    (strcasecmp(scheme, "http") != 0 &&
+	    strcasecmp(scheme, "https") != 0) ||
+	    (host = evhttp_uri_get_host(uri)) == NULL || *host == '\0' ||
+	    strlen(host) > 255) {
+		xasprintf(cause, "not an http or https URL: %s", r->url);
+		if (uri != NULL)
+			evhttp_uri_free(uri);
+		return (NULL);
+	}
+	if ((port = evhttp_uri_get_port(uri)) == -1)
+		port = strcasecmp(scheme, "https") == 0 ? 443 : 80;
+	if ((path = evhttp_uri_get_path(uri)) == NULL || *path == '\0')
+		path = "/";
+	query = evhttp_uri_get_query(uri);
+
+	hc = xcalloc(1, sizeof *hc);
+	if ((hc->evcon = http_client_connect(scheme, host, port,
+	    cause)) == NULL) {
+		evhttp_uri_free(uri);
+		free(hc);
+		return (NULL);
+	}
+	hc->max_body = r->max_body;
+	if (hc->max_body == 0 && r->chunk == NULL)
+		hc->max_body = HTTP_CLIENT_MAX_BODY;
+	hc->chunk = r->chunk;
+	hc->done = r->done;
+	hc->arg = r->arg;
+	hc->body = evbuffer_new();
+	hc->timer = evtimer_new(http_client.base, http_client_timeout_cb, hc);
+	hc->finish = event_new(http_client.base, -1, 0, http_client_finish_cb,
+	    hc);
+	TAILQ_INSERT_TAIL(&http_client.running, hc, entry);
+	http_client.count++;
+
+	evhttp_connection_set_max_headers_size(hc->evcon,
+	    HTTP_CLIENT_MAX_HEADERS);
+	if (r->timeout_ms > 0) {
+		tv.tv_sec = r->timeout_ms / 1000;
+		tv.tv_usec = (r->timeout_ms % 1000) * 1000;
+		evtimer_add(hc->timer, &tv);
+	} else {
+		tv.tv_sec = HTTP_CLIENT_LONG_SECS;
+		tv.tv_usec = 0;
+	}
+	evhttp_connection_set_timeout_tv(hc->evcon, &tv);
+
+	hc->req = evhttp_request_new(http_client_done_evcb, hc);
+	evhttp_request_set_chunked_cb(hc->req, http_client_chunk_evcb);
+	evhttp_request_set_error_cb(hc->req, http_client_error_evcb);
+	out = evhttp_request_get_output_headers(hc->req);
+	if (port == (strcasecmp(scheme, "https") == 0 ? 443 : 80))
+		snprintf(hostport, sizeof hostport, "%s", host);
+	else if (strchr(host, ':') != NULL)
+		snprintf(hostport, sizeof hostport, "[%s]:%d", host, port);
+	else
+		snprintf(hostport, sizeof hostport, "%s:%d", host, port);
+	evhttp_add_header(out, "Host", hostport);
+	evhttp_add_header(out, "Connection", "close");
+	for (i = 0; i < r->nheaders; i++)
+		evhttp_add_header(out, r->headers[i].name, r->headers[i].value);
+	if (r->body != NULL)
+		evbuffer_add(evhttp_request_get_output_buffer(hc->req),
+		    r->body, r->bodylen);
+
+	xasprintf(&target, "%s%s%s", path, query != NULL ? "?" : "",
+	    query != NULL ? query : "");
+	evhttp_uri_free(uri);
+	if (evhttp_make_request(hc->evcon, hc->req, cmd, target) != 0) {
+		/* evhttp has freed the request. */
+		hc->req = NULL;
+		http_client_end(hc, "cannot send the request");
+	}
+	free(target);
+	return (hc);
+}
+
+/* A response already in is still what done reports. */
+void
+http_client_cancel(struct http_client *hc)
+{
+	http_client_end(hc, "cancelled");
+}
+
+size_t
+http_client_count(void)
+{
+	return (http_client.count);
+}
+
+int
+http_client_status(const struct http_client *hc)
+{
+	return (hc->error != NULL ? 0 : hc->status);
+}
+
+const char *
+http_client_error(const struct http_client *hc)
+{
+	if (hc->error == NULL && hc->status == 0)
+		return ("no response");
+	return (hc->error);
+}
+
+const char *
+http_client_header(const struct http_client *hc, const char *name)
+{
+	struct evhttp_request	*req = hc->resp != NULL ? hc->resp : hc->req;
+
+	if (req == NULL)
+		return (NULL);
+	return (evhttp_find_header(evhttp_request_get_input_headers(req),
+	    name));
+}
+
+const char *
+http_client_body(const struct http_client *hc, size_t *len)
+{
+	size_t	n = evbuffer_get_length(hc->body);
+
+	*len = n > 0 ? n - 1 : 0;	/* the NUL finish added */
+	return ((const char *)evbuffer_pullup(hc->body, -1));
+}
+
+/* Running requests end now, their done callbacks told "shut down". */
+void
+http_client_shutdown(void)
+{
+	struct http_client	*hc;
+
+	while ((hc = TAILQ_FIRST(&http_client.running)) != NULL) {
+		if (hc->error == NULL)
+			hc->error = "shut down";
+		event_del(hc->finish);
+		http_client_finish_cb(-1, 0, hc);
+	}
+	if (http_client.dns != NULL) {
+		evdns_base_free(http_client.dns, 0);
+		http_client.dns = NULL;
+	}
+	if (http_client.ssl != NULL) {
+		SSL_CTX_free(http_client.ssl);
+		http_client.ssl = NULL;
+	}
+}

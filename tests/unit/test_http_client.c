@@ -1,0 +1,395 @@
+/*
+ * Unit tests for http_client.c, against an evhttp server on the same loop
+ * (127.0.0.1, port 0): a response with its status, headers and body; a
+ * POST's headers and body; the body bound; the timeout; a refused
+ * connection; a streaming response handed over by chunks and aborted from
+ * the chunk callback; cancel; shutdown. In every case done runs exactly
+ * once, never inside http_client_start or http_client_cancel.
+ */
+#include <sys/socket.h>
+
+#include <netinet/in.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+
+#include "unit.h"
+
+#include "http_client.h"
+#include "xmalloc.h"
+
+static struct event_base	*base;
+static struct evhttp		*http;
+static int			 port;
+static struct evhttp_request	*held;		/* /slow, never answered */
+static struct evhttp_request	*streaming;	/* /stream, left open */
+
+struct outcome {
+	int		 done;
+	int		 status;
+	char		 error[128];
+	char		 body[16384];
+	size_t		 len;
+	char		 header[128];
+	int		 chunks;
+	size_t		 chunked;
+	int		 abort_after;	/* chunks, then -1; 0: never */
+};
+
+static void
+server_cb(struct evhttp_request *req, void *arg)
+{
+	const char	*uri = evhttp_request_get_uri(req);
+	struct evbuffer	*buf = evbuffer_new();
+	struct evkeyvalq *in = evhttp_request_get_input_headers(req);
+	struct evbuffer	*body = evhttp_request_get_input_buffer(req);
+	const char	*h;
+	int		 i;
+
+	evhttp_add_header(evhttp_request_get_output_headers(req), "X-Test",
+	    "yes");
+	if (strcmp(uri, "/ok") == 0) {
+		evbuffer_add_printf(buf, "hello");
+		evhttp_send_reply(req, 200, "OK", buf);
+	} else if (strcmp(uri, "/echo?q=1") == 0) {
+		h = evhttp_find_header(in, "X-Who");
+		evbuffer_add_printf(buf, "%s %s ", evhttp_request_get_command(
+		    req) == EVHTTP_REQ_POST ? "POST" : "?", h != NULL ? h : "-");
+		evbuffer_add_buffer(buf, body);
+		evhttp_send_reply(req, 201, "Created", buf);
+	} else if (strcmp(uri, "/big") == 0) {
+		for (i = 0; i < 1000; i++)
+			evbuffer_add_printf(buf, "0123456789");
+		evhttp_send_reply(req, 200, "OK", buf);
+	} else if (strcmp(uri, "/slow") == 0) {
+		held = req;
+	} else if (strcmp(uri, "/stream") == 0) {
+		evhttp_send_reply_start(req, 200, "OK");
+		for (i = 0; i < 3; i++) {
+			evbuffer_add_printf(buf, "data: %d\n\n", i);
+			evhttp_send_reply_chunk(req, buf);
+		}
+		streaming = req;
+	} else
+		evhttp_send_reply(req, 404, "Not Found", buf);
+	evbuffer_free(buf);
+}
+
+static void
+setup(void)
+{
+	struct evhttp_bound_socket	*bound;
+	struct sockaddr_in		 sin;
+	socklen_t			 len = sizeof sin;
+
+	base = event_base_new();
+	http = evhttp_new(base);
+	evhttp_set_gencb(http, server_cb, NULL);
+	bound = evhttp_bind_socket_with_handle(http, "127.0.0.1", 0);
+	ck_assert_ptr_nonnull(bound);
+	getsockname(evhttp_bound_socket_get_fd(bound),
+	    (struct sockaddr *)&sin, &len);
+	port = ntohs(sin.sin_port);
+	http_client_init(base);
+	held = streaming = NULL;
+}
+
+static void
+teardown(void)
+{
+	http_client_shutdown();
+	if (streaming != NULL)
+		evhttp_send_reply_end(streaming);
+	if (held != NULL)
+		evhttp_send_reply(held, 500, "Bye", NULL);
+	unit_turns(base, 4);
+	evhttp_free(http);
+	event_base_free(base);
+}
+
+static void
+done_cb(struct http_client *hc, void *arg)
+{
+	struct outcome	*o = arg;
+	const char	*body, *h;
+	size_t		 len;
+
+	o->done++;
+	o->status = http_client_status(hc);
+	if (http_client_error(hc) != NULL)
+		snprintf(o->error, sizeof o->error, "%s",
+		    http_client_error(hc));
+	body = http_client_body(hc, &len);
+	ck_assert_int_eq(body[len], '\0');
+	if (len < sizeof o->body) {
+		memcpy(o->body, body, len);
+		o->len = len;
+	}
+	if ((h = http_client_header(hc, "x-test")) != NULL)
+		snprintf(o->header, sizeof o->header, "%s", h);
+}
+
+static int
+chunk_cb(struct http_client *hc, const char *data, size_t len, void *arg)
+{
+	struct outcome	*o = arg;
+
+	ck_assert_int_eq(http_client_status(hc), 200);
+	o->chunks++;
+	o->chunked += len;
+	if (o->abort_after != 0 && o->chunked >= (size_t)o->abort_after)
+		return (-1);
+	return (0);
+}
+
+/* Turns the loop until o is done (10 s at most). */
+static void
+wait_done(struct outcome *o)
+{
+	int	i;
+
+	for (i = 0; i < 10000 && o->done == 0; i++) {
+		event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+		if (o->done == 0)
+			usleep(1000);
+	}
+	ck_assert_int_eq(o->done, 1);
+	unit_turns(base, 5);
+	ck_assert_int_eq(o->done, 1);
+}
+
+static struct http_client *
+start(const char *method, const char *path, struct outcome *o,
+    const struct http_client_request *base_r)
+{
+	struct http_client_request	 r;
+	struct http_client		*hc;
+	char				 url[128], *cause = NULL;
+
+	if (base_r != NULL)
+		r = *base_r;
+	else
+		memset(&r, 0, sizeof r);
+	snprintf(url, sizeof url, "http://127.0.0.1:%d%s", port, path);
+	r.method = method;
+	r.url = url;
+	r.done = done_cb;
+	r.arg = o;
+	if (r.timeout_ms == 0 && r.chunk == NULL)
+		r.timeout_ms = 5000;
+	hc = http_client_start(&r, &cause);
+	ck_assert_msg(hc != NULL, "http_client_start: %s", cause);
+	ck_assert_int_eq(o->done, 0);	/* never inside the call */
+	return (hc);
+}
+
+START_TEST(test_get)
+{
+	struct outcome	o = { 0 };
+
+	start("GET", "/ok", &o, NULL);
+	ck_assert_uint_eq(http_client_count(), 1);
+	wait_done(&o);
+	ck_assert_int_eq(o.status, 200);
+	ck_assert_str_eq(o.error, "");
+	ck_assert_uint_eq(o.len, 5);
+	ck_assert_int_eq(memcmp(o.body, "hello", 5), 0);
+	ck_assert_str_eq(o.header, "yes");
+	ck_assert_uint_eq(http_client_count(), 0);
+
+	memset(&o, 0, sizeof o);
+	start("GET", "/missing", &o, NULL);
+	wait_done(&o);
+	ck_assert_int_eq(o.status, 404);
+}
+END_TEST
+
+START_TEST(test_post)
+{
+	struct outcome			 o = { 0 };
+	struct http_client_header	 h = { "X-Who", "tester" };
+	struct http_client_request	 r;
+
+	memset(&r, 0, sizeof r);
+	r.headers = &h;
+	r.nheaders = 1;
+	r.body = "a=b";
+	r.bodylen = 3;
+	start("POST", "/echo?q=1", &o, &r);
+	wait_done(&o);
+	ck_assert_int_eq(o.status, 201);
+	o.body[o.len] = '\0';
+	ck_assert_str_eq(o.body, "POST tester a=b");
+}
+END_TEST
+
+START_TEST(test_body_bound)
+{
+	struct outcome			 o = { 0 };
+	struct http_client_request	 r;
+
+	memset(&r, 0, sizeof r);
+	r.max_body = 1000;
+	start("GET", "/big", &o, &r);
+	wait_done(&o);
+	ck_assert_int_eq(o.status, 0);
+	ck_assert_str_eq(o.error, "response body too large");
+
+	memset(&o, 0, sizeof o);
+	r.max_body = 10000;
+	start("GET", "/big", &o, &r);
+	wait_done(&o);
+	ck_assert_int_eq(o.status, 200);
+	ck_assert_uint_eq(o.len, 10000);
+}
+END_TEST
+
+START_TEST(test_timeout)
+{
+	struct outcome			 o = { 0 };
+	struct http_client_request	 r;
+
+	memset(&r, 0, sizeof r);
+	r.timeout_ms = 100;
+	start("GET", "/slow", &o, &r);
+	wait_done(&o);
+	ck_assert_int_eq(o.status, 0);
+	ck_assert_str_eq(o.error, "timeout");
+}
+END_TEST
+
+START_TEST(test_refused)
+{
+	struct outcome	 o = { 0 };
+	int		 fd, saved = port;
+	struct sockaddr_in sin;
+	socklen_t	 len = sizeof sin;
+
+	/* A port that was free a moment ago, nobody listening on it. */
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	memset(&sin, 0, sizeof sin);
+	sin.sin_family = AF_INET;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sin, sizeof sin), 0);
+	getsockname(fd, (struct sockaddr *)&sin, &len);
+	port = ntohs(sin.sin_port);
+	close(fd);
+	start("GET", "/ok", &o, NULL);
+	port = saved;
+	wait_done(&o);
+	ck_assert_int_eq(o.status, 0);
+	ck_assert_str_ne(o.error, "");
+}
+END_TEST
+
+START_TEST(test_bad_url)
+{
+	struct http_client_request	 r;
+	struct outcome			 o = { 0 };
+	char				*cause = NULL;
+	const char			*urls[] = { "ftp://x/", "no url",
+					    "http:///path", "" };
+	size_t				 i;
+
+	for (i = 0; i < sizeof urls / sizeof urls[0]; i++) {
+		memset(&r, 0, sizeof r);
+		r.method = "GET";
+		r.url = urls[i];
+		r.done = done_cb;
+		r.arg = &o;
+		ck_assert_ptr_null(http_client_start(&r, &cause));
+		ck_assert_ptr_nonnull(cause);
+		free(cause);
+		cause = NULL;
+	}
+	r.url = "http://127.0.0.1/";
+	r.method = "BREW";
+	ck_assert_ptr_null(http_client_start(&r, &cause));
+	free(cause);
+	unit_turns(base, 3);
+	ck_assert_int_eq(o.done, 0);
+}
+END_TEST
+
+START_TEST(test_chunks)
+{
+	struct outcome			 o = { 0 };
+	struct http_client_request	 r;
+
+	memset(&r, 0, sizeof r);
+	r.chunk = chunk_cb;
+	o.abort_after = 20;	/* the three events are 27 bytes */
+	start("GET", "/stream", &o, &r);
+	wait_done(&o);
+	ck_assert_int_ge(o.chunks, 1);
+	ck_assert_uint_ge(o.chunked, 20);
+	ck_assert_int_eq(o.status, 0);
+	ck_assert_str_eq(o.error, "aborted");
+	ck_assert_uint_eq(o.len, 0);	/* handed over, not gathered */
+}
+END_TEST
+
+START_TEST(test_cancel)
+{
+	struct outcome		 o = { 0 };
+	struct http_client	*hc;
+
+	hc = start("GET", "/slow", &o, NULL);
+	unit_turns(base, 3);
+	http_client_cancel(hc);
+	ck_assert_int_eq(o.done, 0);	/* never inside the call */
+	wait_done(&o);
+	ck_assert_int_eq(o.status, 0);
+	ck_assert_str_eq(o.error, "cancelled");
+
+	/* At once, before anything was sent. */
+	memset(&o, 0, sizeof o);
+	hc = start("GET", "/ok", &o, NULL);
+	http_client_cancel(hc);
+	wait_done(&o);
+	ck_assert_str_eq(o.error, "cancelled");
+}
+END_TEST
+
+START_TEST(test_shutdown)
+{
+	struct outcome	o = { 0 };
+
+	start("GET", "/slow", &o, NULL);
+	unit_turns(base, 3);
+	http_client_shutdown();
+	ck_assert_int_eq(o.done, 1);
+	ck_assert_str_eq(o.error, "shut down");
+	ck_assert_uint_eq(http_client_count(), 0);
+}
+END_TEST
+
+static Suite *
+http_client_suite(void)
+{
+	Suite	*s = suite_create("http_client");
+	TCase	*tc;
+
+	tc = tcase_create("requests");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_get);
+	tcase_add_test(tc, test_post);
+	tcase_add_test(tc, test_body_bound);
+	tcase_add_test(tc, test_timeout);
+	tcase_add_test(tc, test_refused);
+	tcase_add_test(tc, test_bad_url);
+	tcase_add_test(tc, test_chunks);
+	tcase_add_test(tc, test_cancel);
+	tcase_add_test(tc, test_shutdown);
+	suite_add_tcase(s, tc);
+	return (s);
+}
+
+UNIT_MAIN(http_client_suite)
