@@ -675,13 +675,20 @@ upstream_initialized_cb(const cJSON *result, const cJSON *error, void *arg)
 static void
 upstream_handshake(struct upstream *u)
 {
-	cJSON	*params, *caps, *info, *roots;
+	cJSON	*params, *caps, *info, *roots, *elicit;
 
 	params = cJSON_CreateObject();
 	cJSON_AddStringToObject(params, "protocolVersion", UPSTREAM_VERSION);
 	caps = cJSON_AddObjectToObject(params, "capabilities");
 	cJSON_AddObjectToObject(caps, "sampling");
-	cJSON_AddObjectToObject(caps, "elicitation");
+	/*
+	 * Both modes: an empty elicitation object means form only, and a
+	 * server then keeps its url-mode tools from every client. The client
+	 * a request reaches answers it, or refuses a mode it lacks.
+	 */
+	elicit = cJSON_AddObjectToObject(caps, "elicitation");
+	cJSON_AddObjectToObject(elicit, "form");
+	cJSON_AddObjectToObject(elicit, "url");
 	roots = cJSON_AddObjectToObject(caps, "roots");
 	cJSON_AddBoolToObject(roots, "listChanged", 0);
 	info = cJSON_AddObjectToObject(params, "clientInfo");
