@@ -49,6 +49,8 @@ int		 call_close_view(struct call *);
 void		 call_respond(struct call *, cJSON *);
 void		 call_respond_text(struct call *, const char *, int);
 void		 call_respond_error(struct call *, int, const char *);
+void		 call_respond_error_data(struct call *, int, const char *,
+		     cJSON *);
 void		 call_release(struct call *);
 
 #endif

@@ -381,9 +381,19 @@ call_respond_text(struct call *c, const char *text, int is_error)
 void
 call_respond_error(struct call *c, int code, const char *message)
 {
-	if (c->finished)
+	call_respond_error_data(c, code, message, NULL);
+}
+
+/* An error with its data member (taken), as another server answered it. */
+void
+call_respond_error_data(struct call *c, int code, const char *message,
+    cJSON *data)
+{
+	if (c->finished) {
+		cJSON_Delete(data);
 		return;
-	call_send_response(c, jsonrpc_error(c->id, code, message, NULL));
+	}
+	call_send_response(c, jsonrpc_error(c->id, code, message, data));
 }
 
 /*

@@ -445,7 +445,7 @@ static void
 upcall_done_cb(const cJSON *result, const cJSON *error, void *arg)
 {
 	struct upcall	*uc = arg;
-	const cJSON	*code, *message;
+	const cJSON	*code, *message, *data;
 	char		*text;
 
 	uc->answered = 1;
@@ -465,8 +465,11 @@ upcall_done_cb(const cJSON *result, const cJSON *error, void *arg)
 				xasprintf(&text, "upstream %s: %s", uc->upname,
 				    cJSON_IsString(message) ?
 				    message->valuestring : "error");
-			call_respond_error(uc->call, cJSON_IsNumber(code) ?
-			    code->valueint : JSONRPC_INTERNAL_ERROR, text);
+			/* data carries what some codes mean (-32042's URLs). */
+			data = cJSON_GetObjectItemCaseSensitive(error, "data");
+			call_respond_error_data(uc->call, cJSON_IsNumber(code) ?
+			    code->valueint : JSONRPC_INTERNAL_ERROR, text,
+			    data != NULL ? cJSON_Duplicate(data, 1) : NULL);
 			free(text);
 		}
 		upcall_release(uc);
