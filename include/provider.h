@@ -49,6 +49,18 @@ struct provider {
 	int		(*lists_change)(void);
 	/* Whether this provider serves tool NAME. */
 	int		(*has_tool)(const char *);
+	/*
+	 * The lists as one session sees them (enum provider_list); when
+	 * set, used in place of list_tools and the others.
+	 */
+	void		(*list_for)(struct session *, int, cJSON *);
+};
+
+enum provider_list {
+	PROVIDER_TOOLS,
+	PROVIDER_PROMPTS,
+	PROVIDER_RESOURCES,
+	PROVIDER_TEMPLATES
 };
 
 extern const struct provider provider_builtin;
@@ -66,13 +78,13 @@ void	 provider_shutdown(void);
 /* Which provider serves tool NAME, besides self (NULL: none). */
 const char *provider_tool_owner(const char *, const struct provider *);
 
-cJSON	*provider_list_tools(void);
+cJSON	*provider_list_tools(struct session *);
 int	 provider_call_tool(struct call *, const char *, const cJSON *);
-cJSON	*provider_list_resources(void);
-cJSON	*provider_list_resource_templates(void);
+cJSON	*provider_list_resources(struct session *);
+cJSON	*provider_list_resource_templates(struct session *);
 int	 provider_read_resource(struct call *, const char *);
 int	 provider_subscribe(struct session *, const char *);
-cJSON	*provider_list_prompts(void);
+cJSON	*provider_list_prompts(struct session *);
 int	 provider_get_prompt(struct call *, const char *, const cJSON *);
 int	 provider_complete(struct call *, const cJSON *, const cJSON *,
 	    const cJSON *);

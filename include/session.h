@@ -89,5 +89,6 @@ int		 session_subscribe(struct session *, const char *);
 void		 session_unsubscribe(struct session *, const char *);
 void		 session_resource_updated(const char *);
 void		 session_broadcast(const char *, size_t);
+void		 session_notify(struct session *, const char *, size_t);
 
 #endif

@@ -1,8 +1,9 @@
 /*
  * Upstreams: one MCP session with an MCP server mcpd is a client of (the
- * conf's "upstream NAME { }"), over the program's stdin and stdout. This
- * module runs the program (through exec.c), frames newline-delimited
- * JSON-RPC with a bounded message size, does the initialize handshake,
+ * conf's "upstream NAME { }"), over a program's stdin and stdout or over
+ * Streamable HTTP (upstream_http.c). This module runs the program
+ * (through exec.c), frames newline-delimited JSON-RPC with a bounded
+ * message size, does the initialize handshake,
  * keeps the server's catalog (tools, prompts, resources, templates) and
  * restarts the program with back-off when it exits. What the catalog means
  * to clients, and which client a message is for, is provider_upstream.c's.
@@ -46,10 +47,15 @@ enum upstream_list {
 struct upstream_hooks {
 	/* The catalog was loaded (first start, restart, list_changed). */
 	void	(*catalog)(struct upstream *, void *);
-	/* A notification from the server (list_changed is handled here). */
-	void	(*notification)(struct upstream *, const cJSON *, void *);
-	/* A request from the server; answer it with upstream_answer. */
-	void	(*request)(struct upstream *, const cJSON *, void *);
+	/*
+	 * A notification from the server (list_changed is handled here),
+	 * and the id of our request it came with (HTTP: on that request's
+	 * stream), 0 when the transport does not say (stdio).
+	 */
+	void	(*notification)(struct upstream *, const cJSON *, int64_t,
+		    void *);
+	/* A request from the server, the same; answer: upstream_answer. */
+	void	(*request)(struct upstream *, const cJSON *, int64_t, void *);
 };
 
 /* result or error (the other NULL); valid only during the callback. */
@@ -57,7 +63,7 @@ typedef void (*upstream_cb)(const cJSON *, const cJSON *, void *);
 
 struct upstream	*upstream_start(const struct conf_upstream *, const char *,
 		     const struct upstream_hooks *, void *);
-void		 upstream_stop(struct upstream *);
+void		 upstream_stop(struct upstream *, const char *);
 const char	*upstream_name(const struct upstream *);
 const char	*upstream_key(const struct upstream *);
 enum upstream_state upstream_state(const struct upstream *);
@@ -66,6 +72,7 @@ long		 upstream_pid(const struct upstream *);
 const cJSON	*upstream_capabilities(const struct upstream *);
 const cJSON	*upstream_catalog(const struct upstream *, enum upstream_list);
 u_int		 upstream_inflight(const struct upstream *);
+u_int		 upstream_ended(const struct upstream *);
 
 int64_t		 upstream_request(struct upstream *, const char *, cJSON *,
 		     upstream_cb, void *);

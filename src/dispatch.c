@@ -222,7 +222,7 @@ static cJSON *
 dispatch_tools_list(struct session *s, const cJSON *params,
     struct dispatch_error *err)
 {
-	cJSON		*all = provider_list_tools(), *tool, *next;
+	cJSON		*all = provider_list_tools(s), *tool, *next;
 	const cJSON	*name;
 
 	for (tool = auth_enabled() ? all->child : NULL; tool != NULL;
@@ -240,7 +240,7 @@ static cJSON *
 dispatch_resources_list(struct session *s, const cJSON *params,
     struct dispatch_error *err)
 {
-	return (dispatch_page(provider_list_resources(), params, "resources",
+	return (dispatch_page(provider_list_resources(s), params, "resources",
 	    err));
 }
 
@@ -248,7 +248,7 @@ static cJSON *
 dispatch_templates_list(struct session *s, const cJSON *params,
     struct dispatch_error *err)
 {
-	return (dispatch_page(provider_list_resource_templates(), params,
+	return (dispatch_page(provider_list_resource_templates(s), params,
 	    "resourceTemplates", err));
 }
 
@@ -256,7 +256,7 @@ static cJSON *
 dispatch_prompts_list(struct session *s, const cJSON *params,
     struct dispatch_error *err)
 {
-	return (dispatch_page(provider_list_prompts(), params, "prompts", err));
+	return (dispatch_page(provider_list_prompts(s), params, "prompts", err));
 }
 
 static cJSON *

@@ -27,6 +27,7 @@
 #include "health.h"
 #include "metrics.h"
 #include "prometheus.h"
+#include "provider_upstream.h"
 #include "server.h"
 #include "session.h"
 #include "view.h"
@@ -179,6 +180,48 @@ prom_tools(struct prom *p)
 	}
 }
 
+/* Names are checked at load: letters, digits, "_-." only. */
+static void
+prom_upstreams(struct prom *p)
+{
+	struct provider_upstream_stats	 st;
+	size_t				 i, n = provider_upstream_count();
+
+	if (n == 0)
+		return;
+	prom_head(p, "mcpd_upstream_up", "gauge", "1 while the upstream MCP "
+	    "server's shared (or catalog) session is ready.");
+	for (i = 0; i < n; i++) {
+		provider_upstream_stats(i, &st);
+		prom_printf(p, "mcpd_upstream_up{upstream=\"%s\"} %d\n",
+		    st.name, st.up);
+	}
+	prom_head(p, "mcpd_upstream_instances", "gauge", "Upstream sessions "
+	    "running (programs, or HTTP sessions): the shared or catalog one, "
+	    "and one per client session with sharing session.");
+	for (i = 0; i < n; i++) {
+		provider_upstream_stats(i, &st);
+		prom_printf(p, "mcpd_upstream_instances{upstream=\"%s\"} %u\n",
+		    st.name, st.instances);
+	}
+	prom_head(p, "mcpd_upstream_requests_inflight", "gauge", "Requests "
+	    "forwarded to the upstream and not answered yet.");
+	for (i = 0; i < n; i++) {
+		provider_upstream_stats(i, &st);
+		prom_printf(p, "mcpd_upstream_requests_inflight{upstream=\"%s\"} "
+		    "%u\n", st.name, st.inflight);
+	}
+	prom_head(p, "mcpd_upstream_exits_total", "counter", "Times an "
+	    "upstream session ended other than by mcpd stopping it (the "
+	    "program exited or was killed, a failed handshake or transport); "
+	    "each is followed by a restart.");
+	for (i = 0; i < n; i++) {
+		provider_upstream_stats(i, &st);
+		prom_printf(p, "mcpd_upstream_exits_total{upstream=\"%s\"} "
+		    "%llu\n", st.name, st.exits);
+	}
+}
+
 static long
 prom_open_fds(void)
 {
@@ -289,6 +332,7 @@ prometheus_text(size_t *len)
 	    &metrics.append_duration, metrics_append_bounds);
 	prom_http(&p);
 	prom_tools(&p);
+	prom_upstreams(&p);
 	prom_process(&p);
 	*len = p.len;
 	return (p.buf);

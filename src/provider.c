@@ -120,22 +120,31 @@ PROVIDER_HAS(provider_has_resources, read_resource)
 PROVIDER_HAS(provider_has_prompts, get_prompt)
 PROVIDER_HAS(provider_has_completions, complete)
 
-#define PROVIDER_LIST(fn, h)						\
+/* A list as session s sees it (NULL: as any session does). */
+#define PROVIDER_LIST(fn, h, l)						\
 cJSON *									\
-fn(void)								\
+fn(struct session *s)							\
 {									\
 	const struct provider	*p;					\
 	cJSON			*all = cJSON_CreateArray();		\
 	size_t			 i;					\
 									\
-	PROVIDER_FOREACH(i, p, h)					\
-		p->h(all);						\
+	for (i = 0; i < PROVIDER_COUNT; i++) {				\
+		p = provider_table[i];					\
+		if (!provider_on[i])					\
+			continue;					\
+		if (p->list_for != NULL)				\
+			p->list_for(s, l, all);				\
+		else if (p->h != NULL)					\
+			p->h(all);					\
+	}								\
 	return (all);							\
 }
-PROVIDER_LIST(provider_list_tools, list_tools)
-PROVIDER_LIST(provider_list_resources, list_resources)
-PROVIDER_LIST(provider_list_resource_templates, list_resource_templates)
-PROVIDER_LIST(provider_list_prompts, list_prompts)
+PROVIDER_LIST(provider_list_tools, list_tools, PROVIDER_TOOLS)
+PROVIDER_LIST(provider_list_resources, list_resources, PROVIDER_RESOURCES)
+PROVIDER_LIST(provider_list_resource_templates, list_resource_templates,
+    PROVIDER_TEMPLATES)
+PROVIDER_LIST(provider_list_prompts, list_prompts, PROVIDER_PROMPTS)
 
 int
 provider_call_tool(struct call *c, const char *name, const cJSON *args)

@@ -14,11 +14,14 @@
  * brings the answer back, which goes to the upstream under its own id.
  *
  * Which call a message from the upstream belongs to: progress carries our
- * token. A log message or a request carries nothing on stdio, so it goes
- * to the one call in flight on that upstream session; with sharing
- * session, to the session's latest call; with several calls of different
+ * token. Over HTTP a log message or a request comes on the stream of the
+ * request it is for, or carries our progress token. Otherwise (stdio) it
+ * carries nothing, so it goes to the one call in flight on that upstream
+ * session; with sharing
+ * session, to the session's latest call (a log message outside any call
+ * to the session's standalone stream); with several calls of different
  * clients in flight on a shared upstream it cannot be placed: a log
- * message is dropped (counted in the debug log) and a request is answered
+ * message is dropped (a debug line says so) and a request is answered
  * with an error saying so (docs/upstreams.md).
  *
  * The slow-client rule: a shared upstream's output is never paused for
@@ -58,6 +61,7 @@ struct upinst {
 	struct upsrv		*srv;
 	struct upstream		*u;
 	char			*sid;		/* sharing session: its session */
+	cJSON			*lists[UPSTREAM_LIST_MAX]; /* sid: as served */
 	TAILQ_ENTRY(upinst)	 entry;
 	RB_ENTRY(upinst)	 tree;
 };
@@ -79,6 +83,7 @@ struct upsrv {
 	u_int			 nsessions;
 	cJSON			*lists[UPSTREAM_LIST_MAX];	/* as served */
 	int			 loaded;
+	unsigned long long	 exits_gone;	/* of instances stopped */
 };
 
 /* A client's call forwarded to an upstream. */
@@ -157,18 +162,11 @@ uplist_find(const cJSON *list, const char *key, const char *name)
 	return (NULL);
 }
 
-/* The served name's key in a list: tools and prompts by name. */
+/* What names an item of a list: a resource its URI, the others a name. */
 static const char *
 uplist_key(enum upstream_list l)
 {
-	switch (l) {
-	case UPSTREAM_RESOURCES:
-		return ("uri");
-	case UPSTREAM_TEMPLATES:
-		return ("name");
-	default:
-		return ("name");
-	}
+	return (l == UPSTREAM_RESOURCES ? "uri" : "name");
 }
 
 /*
@@ -200,7 +198,8 @@ upname_taken(const struct upsrv *srv, enum upstream_list l, const char *name)
 
 /* The upstream's list as served: prefixed, collisions left out. */
 static cJSON *
-uplist_served(struct upsrv *srv, enum upstream_list l, const cJSON *from)
+uplist_served(struct upsrv *srv, enum upstream_list l, const cJSON *from,
+    int quiet)
 {
 	static const char *const what[UPSTREAM_LIST_MAX] = {
 		"tool", "prompt", "resource", "resource template"
@@ -219,6 +218,10 @@ uplist_served(struct upsrv *srv, enum upstream_list l, const cJSON *from)
 			xasprintf(&full, "%s%s", srv->def->prefix, name);
 		if ((owner = upname_taken(srv, l, full)) != NULL ||
 		    uplist_find(out, uplist_key(l), full) != NULL) {
+			if (quiet) {
+				free(full);
+				continue;
+			}
 			log_limited(LOG_LEVEL_ERROR, "upstream-collision",
 			    "upstream %s: %s %s is also served by %s; not "
 			    "served from upstream %s (set a prefix to serve "
@@ -241,16 +244,69 @@ uplist_served(struct upsrv *srv, enum upstream_list l, const cJSON *from)
  * The catalog, and list_changed for clients.
  */
 
+static const char *const upsrv_changed[UPSTREAM_LIST_MAX] = {
+	"notifications/tools/list_changed",
+	"notifications/prompts/list_changed",
+	"notifications/resources/list_changed",
+	"notifications/resources/list_changed"
+};
+
+/* A notification to session s's standalone stream, or every session's. */
 static void
-upsrv_broadcast(const char *method)
+upsrv_broadcast(struct session *s, const char *method)
 {
 	cJSON		*msg = jsonrpc_notification(method, NULL);
 	const char	*text;
 	size_t		 len;
 
 	text = jsonrpc_print_shared(msg, &len);
-	session_broadcast(text, len);
+	if (s != NULL)
+		session_notify(s, text, len);
+	else
+		session_broadcast(text, len);
 	cJSON_Delete(msg);
+}
+
+/* Tells s (NULL: everyone) of the kinds of list that differ. */
+static void
+upsrv_tell(struct session *s, const int *differ)
+{
+	int	l;
+
+	for (l = 0; l < UPSTREAM_TEMPLATES; l++) {
+		if (differ[l] || (l == UPSTREAM_RESOURCES &&
+		    differ[UPSTREAM_TEMPLATES]))
+			upsrv_broadcast(s, upsrv_changed[l]);
+	}
+}
+
+/*
+ * With sharing session, a session's own upstream serves its own lists
+ * (tools it registered, resources it made): they are kept as served, and
+ * only that session hears that they changed.
+ */
+static void
+upinst_catalog(struct upinst *inst)
+{
+	struct session	*s;
+	cJSON		*served;
+	int		 l, loaded = inst->lists[0] != NULL;
+	int		 differ[UPSTREAM_LIST_MAX] = { 0 };
+
+	for (l = 0; l < UPSTREAM_LIST_MAX; l++) {
+		served = uplist_served(inst->srv, l, upstream_catalog(inst->u,
+		    l), 1);
+		if (inst->lists[l] != NULL && cJSON_Compare(served,
+		    inst->lists[l], 1)) {
+			cJSON_Delete(served);
+			continue;
+		}
+		cJSON_Delete(inst->lists[l]);
+		inst->lists[l] = served;
+		differ[l] = 1;
+	}
+	if (loaded && (s = session_find(inst->sid)) != NULL)
+		upsrv_tell(s, differ);
 }
 
 /*
@@ -261,27 +317,23 @@ upsrv_broadcast(const char *method)
 static void
 upstream_provider_catalog(struct upstream *u, void *arg)
 {
-	static const char *const changed[UPSTREAM_LIST_MAX] = {
-		"notifications/tools/list_changed",
-		"notifications/prompts/list_changed",
-		"notifications/resources/list_changed",
-		"notifications/resources/list_changed"
-	};
 	struct upinst	*inst = arg;
 	struct upsrv	*srv;
 	cJSON		*served;
 	size_t		 i;
 	int		 l, differ[UPSTREAM_LIST_MAX] = { 0 };
 
-	if (inst != inst->srv->main)
-		return;		/* a session's own: the main one's list serves */
+	if (inst->sid != NULL) {
+		upinst_catalog(inst);
+		return;
+	}
 	for (i = 0; i < up.nsrvs; i++) {
 		srv = up.srvs[i];
 		if (srv->main == NULL || (srv != inst->srv && !srv->loaded))
 			continue;
 		for (l = 0; l < UPSTREAM_LIST_MAX; l++) {
 			served = uplist_served(srv, l, upstream_catalog(
-			    srv->main->u, l));
+			    srv->main->u, l), 0);
 			if (cJSON_Compare(served, srv->lists[l], 1)) {
 				cJSON_Delete(served);
 				continue;
@@ -291,12 +343,9 @@ upstream_provider_catalog(struct upstream *u, void *arg)
 			differ[l] = 1;
 		}
 	}
+	/* Also the first time: sessions opened before it saw none of it. */
+	upsrv_tell(NULL, differ);
 	inst->srv->loaded = 1;
-	for (l = 0; l < UPSTREAM_TEMPLATES; l++) {
-		if (differ[l] || (l == UPSTREAM_RESOURCES &&
-		    differ[UPSTREAM_TEMPLATES]))
-			upsrv_broadcast(changed[l]);
-	}
 }
 
 /* ---------------------------------------------------------------------
@@ -319,10 +368,11 @@ upinst_new(struct upsrv *srv, const char *sid)
 
 /* Stops an instance; calls and asks still holding it forget it. */
 static void
-upinst_stop(struct upinst *inst)
+upinst_stop(struct upinst *inst, const char *why)
 {
 	struct upcall	*uc;
 	struct upask	*ua;
+	int		 l;
 
 	TAILQ_FOREACH(uc, &up.calls, entry) {
 		if (uc->inst == inst)
@@ -337,7 +387,10 @@ upinst_stop(struct upinst *inst)
 		inst->srv->nsessions--;
 	}
 	TAILQ_REMOVE(&up.insts, inst, entry);
-	upstream_stop(inst->u);
+	inst->srv->exits_gone += upstream_ended(inst->u);
+	upstream_stop(inst->u, why);
+	for (l = 0; l < UPSTREAM_LIST_MAX; l++)
+		cJSON_Delete(inst->lists[l]);
 	free(inst->sid);
 	free(inst);
 }
@@ -558,16 +611,44 @@ upcall_params(const char *name, const cJSON *args)
 	return (params);
 }
 
-/* The upstream serving a name of list l, and its own name for it. */
+/* Session s's own instance of srv (sharing session), or NULL. */
+static struct upinst *
+upinst_of(struct upsrv *srv, struct session *s)
+{
+	struct upinst	 key;
+
+	if (s == NULL || srv->def->sharing != CONF_SHARING_SESSION)
+		return (NULL);
+	key.sid = (char *)session_id(s);
+	return (RB_FIND(upinst_tree, &srv->sessions, &key));
+}
+
+/* What srv serves of list l to session s (NULL: to any). */
+static const cJSON *
+upsrv_list(struct upsrv *srv, enum upstream_list l, struct session *s)
+{
+	struct upinst	*inst;
+
+	if ((inst = upinst_of(srv, s)) != NULL && inst->lists[l] != NULL)
+		return (inst->lists[l]);
+	return (srv->lists[l]);
+}
+
+/*
+ * The upstream serving a name of list l to session s (NULL: to any), and
+ * its own name for it.
+ */
 static struct upsrv *
-upsrv_find(enum upstream_list l, const char *name, const char **own)
+upsrv_find(enum upstream_list l, const char *name, const char **own,
+    struct session *s)
 {
 	struct upsrv	*srv;
 	size_t		 i;
 
 	for (i = 0; i < up.nsrvs; i++) {
 		srv = up.srvs[i];
-		if (uplist_find(srv->lists[l], uplist_key(l), name) == NULL)
+		if (uplist_find(upsrv_list(srv, l, s), uplist_key(l),
+		    name) == NULL)
 			continue;
 		*own = l == UPSTREAM_RESOURCES ? name : upname_strip(srv, name);
 		return (srv);
@@ -585,30 +666,25 @@ upprov_enabled(const struct conf *conf)
 	return (conf->nupstreams > 0);
 }
 
-#define UPPROV_LIST(fn, l)						\
-static void								\
-fn(cJSON *all)								\
-{									\
-	const cJSON	*item;						\
-	size_t		 i;						\
-									\
-	for (i = 0; i < up.nsrvs; i++) {				\
-		cJSON_ArrayForEach(item, up.srvs[i]->lists[l])		\
-			cJSON_AddItemToArray(all,			\
-			    cJSON_Duplicate(item, 1));			\
-	}								\
+/* The lists as session s sees them (provider_list is upstream_list). */
+static void
+upprov_list_for(struct session *s, int l, cJSON *all)
+{
+	const cJSON	*item;
+	size_t		 i;
+
+	for (i = 0; i < up.nsrvs; i++) {
+		cJSON_ArrayForEach(item, upsrv_list(up.srvs[i], l, s))
+			cJSON_AddItemToArray(all, cJSON_Duplicate(item, 1));
+	}
 }
-UPPROV_LIST(upprov_list_tools, UPSTREAM_TOOLS)
-UPPROV_LIST(upprov_list_prompts, UPSTREAM_PROMPTS)
-UPPROV_LIST(upprov_list_resources, UPSTREAM_RESOURCES)
-UPPROV_LIST(upprov_list_templates, UPSTREAM_TEMPLATES)
 
 static int
 upprov_has_tool(const char *name)
 {
 	const char	*own;
 
-	return (upsrv_find(UPSTREAM_TOOLS, name, &own) != NULL);
+	return (upsrv_find(UPSTREAM_TOOLS, name, &own, NULL) != NULL);
 }
 
 /* Which upstream serves tool name (NULL: none): for per-tool scopes. */
@@ -618,9 +694,35 @@ provider_upstream_tool_owner(const char *name)
 	const char	*own;
 	struct upsrv	*srv;
 
-	if ((srv = upsrv_find(UPSTREAM_TOOLS, name, &own)) == NULL)
+	if ((srv = upsrv_find(UPSTREAM_TOOLS, name, &own, NULL)) == NULL)
 		return (NULL);
 	return (srv->def->name);
+}
+
+size_t
+provider_upstream_count(void)
+{
+	return (up.nsrvs);
+}
+
+void
+provider_upstream_stats(size_t i, struct provider_upstream_stats *st)
+{
+	struct upsrv	*srv = up.srvs[i];
+	struct upinst	*inst;
+
+	memset(st, 0, sizeof *st);
+	st->name = srv->def->name;
+	st->up = srv->main != NULL &&
+	    upstream_state(srv->main->u) == UPSTREAM_READY;
+	st->exits = srv->exits_gone;
+	TAILQ_FOREACH(inst, &up.insts, entry) {
+		if (inst->srv != srv)
+			continue;
+		st->instances++;
+		st->inflight += upstream_inflight(inst->u);
+		st->exits += upstream_ended(inst->u);
+	}
 }
 
 static int
@@ -629,7 +731,8 @@ upprov_call_tool(struct call *c, const char *name, const cJSON *args)
 	struct upsrv	*srv;
 	const char	*own;
 
-	if ((srv = upsrv_find(UPSTREAM_TOOLS, name, &own)) == NULL)
+	if ((srv = upsrv_find(UPSTREAM_TOOLS, name, &own,
+	    call_session(c))) == NULL)
 		return (-1);
 	upcall_forward(srv, c, "tools/call", upcall_params(own, args));
 	return (0);
@@ -641,7 +744,8 @@ upprov_get_prompt(struct call *c, const char *name, const cJSON *args)
 	struct upsrv	*srv;
 	const char	*own;
 
-	if ((srv = upsrv_find(UPSTREAM_PROMPTS, name, &own)) == NULL)
+	if ((srv = upsrv_find(UPSTREAM_PROMPTS, name, &own,
+	    call_session(c))) == NULL)
 		return (-1);
 	upcall_forward(srv, c, "prompts/get", upcall_params(own, args));
 	return (0);
@@ -756,7 +860,8 @@ upprov_complete(struct call *c, const cJSON *ref, const cJSON *arg,
 		return (-1);
 	if (strcmp(type, "ref/prompt") == 0 &&
 	    (name = upname_of(ref, "name")) != NULL)
-		srv = upsrv_find(UPSTREAM_PROMPTS, name, &own);
+		srv = upsrv_find(UPSTREAM_PROMPTS, name, &own,
+		    call_session(c));
 	else if (strcmp(type, "ref/resource") == 0 &&
 	    (name = upname_of(ref, "uri")) != NULL) {
 		for (i = 0; srv == NULL && i < up.nsrvs; i++) {
@@ -807,15 +912,33 @@ upcall_by_token(struct upinst *inst, const cJSON *token)
 }
 
 /*
- * The call a message without a link belongs to: the only one in flight on
- * the instance, or with sharing session the session's latest.
+ * The call a message of the server belongs to: the one whose request it
+ * came with (HTTP tells), or whose progress token it carries; else the
+ * only one in flight on the instance, or with sharing session the
+ * session's latest.
  */
 static struct upcall *
-upcall_guess(struct upinst *inst, u_int *n)
+upcall_guess(struct upinst *inst, const cJSON *msg, int64_t related,
+    u_int *n)
 {
 	struct upcall	*uc, *last = NULL;
+	const cJSON	*meta;
 
 	*n = 0;
+	TAILQ_FOREACH(uc, &up.calls, entry) {
+		if (related > 0 && uc->inst == inst && uc->id == related &&
+		    uc->call != NULL && !uc->ended) {
+			*n = 1;
+			return (uc);
+		}
+	}
+	meta = cJSON_GetObjectItemCaseSensitive(
+	    cJSON_GetObjectItemCaseSensitive(msg, "params"), "_meta");
+	if ((uc = upcall_by_token(inst, cJSON_GetObjectItemCaseSensitive(meta,
+	    "progressToken"))) != NULL && uc->call != NULL && !uc->ended) {
+		*n = 1;
+		return (uc);
+	}
 	TAILQ_FOREACH(uc, &up.calls, entry) {
 		if (uc->inst != inst || uc->call == NULL || uc->ended)
 			continue;
@@ -828,9 +951,35 @@ upcall_guess(struct upinst *inst, u_int *n)
 	return (NULL);
 }
 
+/*
+ * A log message outside any call: a session's own upstream's goes to
+ * that session's standalone stream (at its level); a shared one's is for
+ * no one in particular and is dropped.
+ */
+static void
+upmsg_outside_call(struct upstream *u, struct upinst *inst, const cJSON *msg,
+    const char *level, u_int n)
+{
+	struct session	*s;
+	const char	*text;
+	size_t		 len;
+	int		 lv = level != NULL ? mcp_log_level_parse(level) : -1;
+
+	if (inst->sid == NULL || n > 0 || (s = session_find(inst->sid)) ==
+	    NULL) {
+		log_debug("upstream=%s: a log message with %u calls in flight "
+		    "is for no one call; dropped", upstream_name(u), n);
+		return;
+	}
+	if (lv < 0 || lv < session_log_level(s))
+		return;
+	text = jsonrpc_print_shared(msg, &len);
+	session_notify(s, text, len);
+}
+
 static void
 upstream_provider_notification(struct upstream *u, const cJSON *msg,
-    void *arg)
+    int64_t related, void *arg)
 {
 	struct upinst	*inst = arg;
 	struct upcall	*uc;
@@ -855,10 +1004,8 @@ upstream_provider_notification(struct upstream *u, const cJSON *msg,
 	}
 	if (strcmp(method, "notifications/message") == 0) {
 		level = upname_of(params, "level");
-		if ((uc = upcall_guess(inst, &n)) == NULL) {
-			log_debug("upstream=%s: a log message with %u calls in "
-			    "flight is for no one call; dropped",
-			    upstream_name(u), n);
+		if ((uc = upcall_guess(inst, msg, related, &n)) == NULL) {
+			upmsg_outside_call(u, inst, msg, level, n);
 			return;
 		}
 		if (level == NULL || uc->call == NULL || !call_log_enabled(
@@ -891,7 +1038,8 @@ upask_answered_cb(const cJSON *result, const cJSON *error, void *arg)
 }
 
 static void
-upstream_provider_request(struct upstream *u, const cJSON *msg, void *arg)
+upstream_provider_request(struct upstream *u, const cJSON *msg,
+    int64_t related, void *arg)
 {
 	struct upinst	*inst = arg;
 	struct upcall	*uc;
@@ -903,7 +1051,7 @@ upstream_provider_request(struct upstream *u, const cJSON *msg, void *arg)
 	char		*text;
 	u_int		 n;
 
-	if ((uc = upcall_guess(inst, &n)) == NULL) {
+	if ((uc = upcall_guess(inst, msg, related, &n)) == NULL) {
 		if (n == 0 && strcmp(method, "roots/list") == 0) {
 			/* Asked outside any call (at start): no client's. */
 			upstream_answer(u, cJSON_GetObjectItemCaseSensitive(
@@ -950,14 +1098,14 @@ static const struct upstream_hooks upstream_provider_hooks = {
  */
 
 static void
-upsrv_free(struct upsrv *srv)
+upsrv_free(struct upsrv *srv, const char *why)
 {
 	struct upinst	*inst, *inst1;
 	int		 l;
 
 	TAILQ_FOREACH_SAFE(inst, &up.insts, entry, inst1) {
 		if (inst->srv == srv)
-			upinst_stop(inst);
+			upinst_stop(inst, why);
 	}
 	for (l = 0; l < UPSTREAM_LIST_MAX; l++)
 		cJSON_Delete(srv->lists[l]);
@@ -970,7 +1118,7 @@ upprov_stop_all(void)
 	size_t	i;
 
 	for (i = 0; i < up.nsrvs; i++)
-		upsrv_free(up.srvs[i]);
+		upsrv_free(up.srvs[i], "mcpd is shutting down");
 	free(up.srvs);
 	up.srvs = NULL;
 	up.nsrvs = 0;
@@ -1052,7 +1200,8 @@ upprov_configure(const struct conf *conf)
 	}
 	for (j = 0; j < nold; j++) {
 		if (old[j] != NULL)
-			upsrv_free(old[j]);
+			upsrv_free(old[j], "its block changed or went away "
+			    "in a reload");
 	}
 	free(old);
 	if (up.conf != NULL)
@@ -1074,7 +1223,7 @@ upprov_session_closed(struct session *s)
 	for (i = 0; i < up.nsrvs; i++) {
 		if ((inst = RB_FIND(upinst_tree, &up.srvs[i]->sessions,
 		    &key)) != NULL)
-			upinst_stop(inst);
+			upinst_stop(inst, "its client session ended");
 	}
 }
 
@@ -1093,13 +1242,10 @@ upprov_lists_change(void)
 const struct provider provider_upstream = {
 	.name = "upstream",
 	.enabled = upprov_enabled,
-	.list_tools = upprov_list_tools,
+	.list_for = upprov_list_for,
 	.call_tool = upprov_call_tool,
-	.list_resources = upprov_list_resources,
-	.list_resource_templates = upprov_list_templates,
 	.read_resource = upprov_read_resource,
 	.subscribe = upprov_subscribe,
-	.list_prompts = upprov_list_prompts,
 	.get_prompt = upprov_get_prompt,
 	.complete = upprov_complete,
 	.configure = upprov_configure,

@@ -373,8 +373,8 @@ server_run(struct conf *conf)
 	server_init(base, conf, el);
 	session_init();
 	exec_init(base);
+	http_client_init(base);	/* before the providers: HTTP upstreams */
 	provider_init(conf);
-	http_client_init(base);
 	if (auth_init(base, conf, &cause) != 0) {
 		log_error("auth: %s", cause);
 		free(cause);

@@ -855,6 +855,14 @@ session_resource_updated(const char *uri)
 	}
 }
 
+/* A notification (text) on session s's standalone stream, if it has one. */
+void
+session_notify(struct session *s, const char *text, size_t len)
+{
+	if (s->standalone != NULL)
+		stream_append(s->standalone, text, len, 0, NULL, NULL);
+}
+
 /* A notification (text) on the standalone stream of every session here. */
 void
 session_broadcast(const char *text, size_t len)

@@ -1,9 +1,11 @@
 /*
- * Upstreams: mcpd as the MCP client of a stdio server. The program runs
- * through exec.c (own process group, reaped through SIGCHLD, killed with
- * its group); its stdin carries our messages, its stdout theirs, one JSON
- * object per line, and its stderr goes to the log a line at a time,
- * rate-limited per upstream.
+ * Upstreams: mcpd as the MCP client of a server. A stdio server's program
+ * runs through exec.c (own process group, reaped through SIGCHLD, killed
+ * with its group); its stdin carries our messages, its stdout theirs, one
+ * JSON object per line, and its stderr goes to the log a line at a time,
+ * rate-limited per upstream. A url upstream's messages go through
+ * upstream_http.c instead; a run is then one HTTP session, and what ends a
+ * program's run (exit) is the session failing there.
  *
  * An upstream's state:
  *
@@ -44,6 +46,7 @@
 #include "mcp.h"
 #include "server.h"
 #include "upstream.h"
+#include "upstream_http.h"
 #include "xmalloc.h"
 
 /* A run this long resets the back-off. */
@@ -96,9 +99,11 @@ struct upstream {
 	enum upstream_state	 state;
 
 	struct exec_job		*job;		/* NULL while not running */
+	struct upstream_http	*http;		/* url: NULL while not running */
 	long			 pid;
 	uint64_t		 started_ms;
 	u_int			 failures;	/* runs in a row not stable */
+	u_int			 ended;		/* runs that ended, in all */
 	int			 start_failed;	/* the last never got READY */
 	char			*last_error;	/* how the last run ended */
 	struct event		*restart_ev;
@@ -132,8 +137,7 @@ static const struct upstream_hooks upstream_no_hooks;
 
 static void	upstream_spawn(struct upstream *);
 static void	upstream_fail_requests(struct upstream *, const char *, int);
-static void	upstream_load_list(struct upstream *, enum upstream_list,
-		    const char *);
+static void	upstream_load_list(struct upstream *, enum upstream_list);
 
 /* ---------------------------------------------------------------------
  * Pure helpers.
@@ -240,6 +244,13 @@ upstream_inflight(const struct upstream *u)
 	return (u->inflight);
 }
 
+/* Runs that ended other than by upstream_stop (exits, failures). */
+u_int
+upstream_ended(const struct upstream *u)
+{
+	return (u->ended);
+}
+
 /* ---------------------------------------------------------------------
  * Requests.
  */
@@ -313,16 +324,26 @@ upstream_req_fail(struct upstream_req *r, const char *fmt, ...)
 /* The program's stdin is full or closed: the run cannot go on. */
 static void	upstream_broken(struct upstream *, const char *);
 
+/* Whether a run is under way: a program, or an HTTP session. */
+static int
+upstream_running(const struct upstream *u)
+{
+	return (u->job != NULL || u->http != NULL);
+}
+
+/* A message to the server; id: of a request (its answer is awaited). */
 static void
-upstream_write(struct upstream *u, const cJSON *msg)
+upstream_write(struct upstream *u, const cJSON *msg, int64_t id)
 {
 	char	*line;
 	size_t	 len;
 
-	if (u->job == NULL)
+	if (!upstream_running(u))
 		return;
 	line = upstream_frame(msg, &len);
-	if (exec_write(u->job, line, len) != 0)
+	if (u->http != NULL)
+		upstream_http_send(u->http, line, len - 1, id);
+	else if (exec_write(u->job, line, len) != 0)
 		upstream_broken(u, "it does not read its input (stdin full or "
 		    "closed)");
 	free(line);
@@ -337,7 +358,7 @@ upstream_send(struct upstream *u, struct upstream_req *r)
 	r->params = NULL;
 	cJSON_AddNumberToObject(msg, "id", (double)r->id);
 	r->sent = 1;
-	upstream_write(u, msg);
+	upstream_write(u, msg, r->id);
 	cJSON_Delete(msg);
 }
 
@@ -351,11 +372,13 @@ upstream_timeout_cb(evutil_socket_t fd, short events, void *arg)
 	log_limited(LOG_LEVEL_WARN, "upstream-timeout", "upstream=%s "
 	    "session=%s: %s id=%lld: no answer within %lld s", u->name,
 	    upstream_sid(u), r->method, (long long)r->id, u->def->timeout);
-	if (r->sent && u->job != NULL) {
+	if (r->sent && upstream_running(u)) {
 		params = cJSON_CreateObject();
 		cJSON_AddNumberToObject(params, "requestId", (double)r->id);
 		cJSON_AddStringToObject(params, "reason", "timed out");
 		upstream_notify(u, "notifications/cancelled", params);
+		if (u->http != NULL)
+			upstream_http_forget(u->http, r->id);
 	}
 	upstream_req_fail(r, "upstream %s: no answer to %s within %lld s "
 	    "(timeout)", u->name, r->method, u->def->timeout);
@@ -441,11 +464,13 @@ upstream_cancel(struct upstream *u, int64_t id, const char *reason)
 
 	if ((r = upstream_req_find(u, id)) == NULL || r->error != NULL)
 		return;
-	if (r->sent && u->job != NULL) {
+	if (r->sent && upstream_running(u)) {
 		params = cJSON_CreateObject();
 		cJSON_AddNumberToObject(params, "requestId", (double)id);
 		cJSON_AddStringToObject(params, "reason", reason);
 		upstream_notify(u, "notifications/cancelled", params);
+		if (u->http != NULL)
+			upstream_http_forget(u->http, id);
 	}
 	upstream_req_fail(r, "cancelled: %s", reason);
 }
@@ -457,7 +482,7 @@ upstream_notify(struct upstream *u, const char *method, cJSON *params)
 
 	if (u->state == UPSTREAM_READY || u->state == UPSTREAM_LISTING ||
 	    strcmp(method, "notifications/initialized") == 0)
-		upstream_write(u, msg);
+		upstream_write(u, msg, 0);
 	cJSON_Delete(msg);
 }
 
@@ -476,8 +501,8 @@ upstream_answer(struct upstream *u, const cJSON *id, cJSON *result,
 	} else
 		cJSON_AddItemToObject(msg, "result", result != NULL ? result :
 		    cJSON_CreateObject());
-	if (u->job != NULL && u->state != UPSTREAM_STOPPING)
-		upstream_write(u, msg);
+	if (u->state != UPSTREAM_STOPPING)
+		upstream_write(u, msg, 0);
 	cJSON_Delete(msg);
 }
 
@@ -520,6 +545,18 @@ struct upstream_page {
 	int			 pages;
 };
 
+/* READY at last: the callers' requests that waited for it go out. */
+static void
+upstream_send_waiting(struct upstream *u)
+{
+	struct upstream_req	*r;
+
+	TAILQ_FOREACH(r, &u->reqs, entry) {
+		if (!r->sent && r->error == NULL)
+			upstream_send(u, r);
+	}
+}
+
 static void
 upstream_list_done(struct upstream *u, enum upstream_list l)
 {
@@ -539,14 +576,7 @@ upstream_list_done(struct upstream *u, enum upstream_list l)
 		    cJSON_GetArraySize(u->lists[UPSTREAM_PROMPTS]),
 		    cJSON_GetArraySize(u->lists[UPSTREAM_RESOURCES]),
 		    cJSON_GetArraySize(u->lists[UPSTREAM_TEMPLATES]));
-		{
-			struct upstream_req	*r;
-
-			TAILQ_FOREACH(r, &u->reqs, entry) {
-				if (!r->sent && r->error == NULL)
-					upstream_send(u, r);
-			}
-		}
+		upstream_send_waiting(u);
 	}
 	if (u->hooks->catalog != NULL)
 		u->hooks->catalog(u, u->arg);
@@ -596,8 +626,7 @@ upstream_page_cb(const cJSON *result, const cJSON *error, void *arg)
 }
 
 static void
-upstream_load_list(struct upstream *u, enum upstream_list l,
-    const char *cursor)
+upstream_load_list(struct upstream *u, enum upstream_list l)
 {
 	struct upstream_page	*pg;
 
@@ -646,7 +675,11 @@ upstream_initialized_cb(const cJSON *result, const cJSON *error, void *arg)
 	u->capabilities = cJSON_Duplicate(caps, 1);
 	log_debug("upstream=%s session=%s: initialized, revision %s", u->name,
 	    upstream_sid(u), version->valuestring);
+	if (u->http != NULL)
+		upstream_http_set_version(u->http, version->valuestring);
 	upstream_notify(u, "notifications/initialized", NULL);
+	if (u->http != NULL)
+		upstream_http_listen(u->http);
 	/* mcpd filters log messages per client session itself. */
 	if (cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(caps, "logging"))) {
 		params = cJSON_CreateObject();
@@ -659,7 +692,7 @@ upstream_initialized_cb(const cJSON *result, const cJSON *error, void *arg)
 	u->pending_lists = 0;
 	for (l = 0; l < UPSTREAM_LIST_MAX; l++) {
 		if (upstream_has_cap(u, l))
-			upstream_load_list(u, l, NULL);
+			upstream_load_list(u, l);
 		else {
 			cJSON_Delete(u->lists[l]);
 			u->lists[l] = cJSON_CreateArray();
@@ -741,7 +774,7 @@ upstream_response(struct upstream *u, const cJSON *msg)
 }
 
 static void
-upstream_notification(struct upstream *u, const cJSON *msg)
+upstream_notification(struct upstream *u, const cJSON *msg, int64_t related)
 {
 	const char	*method = cJSON_GetStringValue(
 			    cJSON_GetObjectItemCaseSensitive(msg, "method"));
@@ -759,16 +792,17 @@ upstream_notification(struct upstream *u, const cJSON *msg)
 			return;
 		if (l == UPSTREAM_RESOURCES && upstream_has_cap(u,
 		    UPSTREAM_TEMPLATES))
-			upstream_load_list(u, UPSTREAM_TEMPLATES, NULL);
-		upstream_load_list(u, l, NULL);
+			upstream_load_list(u, UPSTREAM_TEMPLATES);
+		upstream_load_list(u, l);
 		return;
 	}
 	if (u->hooks->notification != NULL)
-		u->hooks->notification(u, msg, u->arg);
+		u->hooks->notification(u, msg, related, u->arg);
 }
 
 static void
-upstream_server_request(struct upstream *u, const cJSON *msg)
+upstream_server_request(struct upstream *u, const cJSON *msg,
+    int64_t related)
 {
 	const char	*method = cJSON_GetStringValue(
 			    cJSON_GetObjectItemCaseSensitive(msg, "method"));
@@ -779,8 +813,10 @@ upstream_server_request(struct upstream *u, const cJSON *msg)
 		upstream_answer(u, id, cJSON_CreateObject(), NULL);
 		return;
 	}
-	if (u->hooks->request != NULL && u->state == UPSTREAM_READY) {
-		u->hooks->request(u, msg, u->arg);
+	/* Servers ask (roots/list) as soon as they are initialized. */
+	if (u->hooks->request != NULL && (u->state == UPSTREAM_READY ||
+	    u->state == UPSTREAM_LISTING)) {
+		u->hooks->request(u, msg, related, u->arg);
 		return;
 	}
 	error = cJSON_CreateObject();
@@ -790,8 +826,10 @@ upstream_server_request(struct upstream *u, const cJSON *msg)
 	upstream_answer(u, id, NULL, error);
 }
 
+/* A message of the server; related: our request it came with, or 0. */
 static void
-upstream_message(struct upstream *u, const char *line, size_t len)
+upstream_message(struct upstream *u, const char *line, size_t len,
+    int64_t related)
 {
 	cJSON		*msg;
 	const char	*cause;
@@ -814,10 +852,10 @@ upstream_message(struct upstream *u, const char *line, size_t len)
 		upstream_response(u, msg);
 		break;
 	case JSONRPC_NOTIFICATION:
-		upstream_notification(u, msg);
+		upstream_notification(u, msg, related);
 		break;
 	case JSONRPC_REQUEST:
-		upstream_server_request(u, msg);
+		upstream_server_request(u, msg, related);
 		break;
 	default:
 		log_limited(LOG_LEVEL_WARN, "upstream-garbage", "upstream=%s "
@@ -841,7 +879,7 @@ upstream_line_cb(const char *p, size_t len, int newline, void *arg)
 	if (u->state == UPSTREAM_STOPPING || u->job == NULL)
 		return;
 	if (u->linelen == 0 && newline) {
-		upstream_message(u, p, len);
+		upstream_message(u, p, len, 0);
 		return;
 	}
 	if (u->linelen + len > max) {
@@ -863,7 +901,7 @@ upstream_line_cb(const char *p, size_t len, int newline, void *arg)
 		return;		/* more of it comes */
 	len = u->linelen;
 	u->linelen = 0;
-	upstream_message(u, u->line, len);
+	upstream_message(u, u->line, len, 0);
 	if (u->linesize > 4 * EXEC_LINE_MAX) {
 		free(u->line);
 		u->line = NULL;
@@ -908,16 +946,28 @@ upstream_err_cb(const char *p, size_t len, void *arg)
  * The program.
  */
 
-/* The run cannot go on: kill it; the exit is handled in upstream_done_cb. */
+static void	upstream_run_ended(struct upstream *, char *);
+
+/*
+ * The run cannot go on: a program is killed (its exit is handled in
+ * upstream_done_cb), an HTTP session is closed and the run ends now.
+ */
 static void
 upstream_broken(struct upstream *u, const char *why)
 {
-	if (u->job == NULL || u->state == UPSTREAM_STOPPING)
+	if (!upstream_running(u) || u->state == UPSTREAM_STOPPING)
 		return;
 	log_limited(LOG_LEVEL_WARN, "upstream-broken", "upstream=%s session=%s "
-	    "pid=%ld: %s; killing it", u->name, upstream_sid(u), u->pid, why);
+	    "pid=%ld: %s; %s", u->name, upstream_sid(u), u->pid, why,
+	    u->http != NULL ? "a new session follows" : "killing it");
 	free(u->last_error);
 	xasprintf(&u->last_error, "%s", why);
+	if (u->http != NULL) {
+		upstream_http_close(u->http);
+		u->http = NULL;
+		upstream_run_ended(u, xstrdup(why));
+		return;
+	}
 	exec_kill(u->job);
 }
 
@@ -931,27 +981,36 @@ static void
 upstream_done_cb(const struct exec_result *res, void *arg)
 {
 	struct upstream	*u = arg;
-	struct timeval	 tv;
-	char		*how, *text;
-	int		 ms;
+	char		*how;
 
 	u->job = NULL;
 	u->linelen = 0;
-	u->generation++;
 	if (u->state == UPSTREAM_STOPPING) {
-		upstream_fail_requests(u, "upstream stopped", 1);
+		u->generation++;
 		upstream_set_state(u, UPSTREAM_STOPPED);
 		event_active(u->fail_ev, EV_TIMEOUT, 0);
 		return;
 	}
-
 	if (u->last_error != NULL && res->killed)
 		how = xstrdup(u->last_error);
 	else if (res->exited)
 		xasprintf(&how, "exited with status %d", res->status);
 	else
 		xasprintf(&how, "killed by signal %d", res->status);
-	xasprintf(&text, "upstream %s %s", u->name, how);
+	upstream_run_ended(u, how);
+}
+
+/* A run is over (how, taken): its requests fail, a restart is due. */
+static void
+upstream_run_ended(struct upstream *u, char *how)
+{
+	struct timeval	 tv;
+	char		*text;
+	int		 ms;
+
+	u->generation++;
+	u->ended++;
+	xasprintf(&text, "upstream %s: %s", u->name, how);
 	free(u->last_error);
 	u->last_error = how;
 
@@ -1015,6 +1074,41 @@ upstream_env_free(char **env)
 }
 
 static void
+upstream_http_message_cb(const char *text, size_t len, int64_t related,
+    void *arg)
+{
+	upstream_message(arg, text, len, related);
+}
+
+static void
+upstream_http_lost_cb(int64_t id, const char *why, void *arg)
+{
+	struct upstream		*u = arg;
+	struct upstream_req	*r;
+
+	if ((r = upstream_req_find(u, id)) == NULL)
+		return;
+	log_limited(LOG_LEVEL_WARN, "upstream-lost", "upstream=%s session=%s: "
+	    "%s id=%lld: %s", u->name, upstream_sid(u), r->method,
+	    (long long)id, why);
+	upstream_req_fail(r, "upstream %s: %s", u->name, why);
+	if (r->internal)
+		upstream_broken(u, why);
+}
+
+static void
+upstream_http_failed_cb(const char *why, void *arg)
+{
+	upstream_broken(arg, why);
+}
+
+static const struct upstream_http_cbs upstream_http_cbs = {
+	upstream_http_message_cb,
+	upstream_http_lost_cb,
+	upstream_http_failed_cb
+};
+
+static void
 upstream_spawn(struct upstream *u)
 {
 	struct exec_spec	 spec;
@@ -1022,6 +1116,15 @@ upstream_spawn(struct upstream *u)
 	struct timeval		 tv;
 	int			 ms;
 
+	if (u->def->url != NULL) {
+		u->http = upstream_http_open(u->def->url, u->name,
+		    (size_t)u->def->max_line, &upstream_http_cbs, u);
+		u->started_ms = clock_now_ms();
+		u->pid = 0;
+		upstream_set_state(u, UPSTREAM_STARTING);
+		upstream_handshake(u);
+		return;
+	}
 	memset(&spec, 0, sizeof spec);
 	env = upstream_env(u->def);
 	spec.path = u->def->program;
@@ -1108,20 +1211,27 @@ upstream_maybe_free(struct upstream *u)
  * program has been reaped. No hook runs after this.
  */
 void
-upstream_stop(struct upstream *u)
+upstream_stop(struct upstream *u, const char *why)
 {
+	char	*text;
+
 	if (u->state == UPSTREAM_STOPPING || u->state == UPSTREAM_STOPPED)
 		return;
 	u->hooks = &upstream_no_hooks;
 	evtimer_del(u->restart_ev);
+	if (u->http != NULL) {
+		upstream_http_close(u->http);
+		u->http = NULL;
+	}
+	xasprintf(&text, "upstream %s stopped (%s)", u->name, why);
+	upstream_fail_requests(u, text, 1);
+	free(text);
 	if (u->job == NULL) {
 		upstream_set_state(u, UPSTREAM_STOPPED);
-		upstream_fail_requests(u, "upstream stopped", 1);
 		event_active(u->fail_ev, EV_TIMEOUT, 0);
 		return;
 	}
 	upstream_set_state(u, UPSTREAM_STOPPING);
-	upstream_fail_requests(u, "upstream stopped", 1);
 	exec_close_stdin(u->job);
 	exec_kill(u->job);
 }

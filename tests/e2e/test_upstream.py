@@ -240,6 +240,12 @@ def test_upstream_exit_mid_call_restarts(h):
     expect(pid2 != pid1, "the same program answered after its exit")
     wait_for(lambda: proc_status(pid1) is None, "the old program reaped")
     d.assert_alive(sid, "after the upstream's restart")
+    text = d.request("GET", path="/metrics").body.decode()
+    for line in ('mcpd_upstream_exits_total{upstream="fake"} 1',
+                 'mcpd_upstream_up{upstream="fake"} 1',
+                 'mcpd_upstream_instances{upstream="fake"} 1',
+                 'mcpd_upstream_requests_inflight{upstream="fake"} 0'):
+        expect(line in text.splitlines(), f"/metrics lacks {line!r}")
 
 
 def test_upstream_exit_with_calls_in_flight(h):
@@ -479,9 +485,10 @@ def test_upstream_children_stopped_on_shutdown(h):
     _, r = d.call_open(sid, "hang", {})
     time.sleep(0.2)
     d.stop()
+    expect(d.proc.returncode == 0, f"mcpd exited {d.proc.returncode}")
     for p in pids:
-        wait_for(lambda: proc_status(p) is None or proc_status(p).get(
-            "State", "").startswith("Z") and False, f"pid {p} gone")
+        # Gone, not a zombie: mcpd reaped it before exiting.
+        wait_for(lambda: proc_status(p) is None, f"pid {p} gone")
 
 
 def test_upstream_reload(h):
@@ -497,6 +504,8 @@ def test_upstream_reload(h):
     expect(int(text_of(d.call(sid, "pid", {})[0])) == p1 and
            int(text_of(d.call(sid, "g_pid", {})[0])) == pg,
            "an unchanged upstream was restarted on reload")
+    _, r = d.call_open(sid, "hang", {})
+    time.sleep(0.2)
     with open(d.conf_path) as f:
         text = f.read()
     cut = text.index("upstream gone")
@@ -506,6 +515,10 @@ def test_upstream_reload(h):
     d.signal(1)
     wait_for(lambda: proc_status(pg) is None, "the removed one reaped")
     wait_for(lambda: proc_status(p1) is None, "the changed one reaped")
+    r.events_until_close(10)
+    last = r.messages()[-1]
+    expect("error" in last and "upstream fake stopped (its block changed"
+           in last["error"]["message"], f"the call in flight: {last!r}")
     p2 = int(wait_for(lambda: _pid_or_none(d, sid), "a call after reload"))
     expect(p2 != p1, "a changed upstream was not restarted")
     expect("g_pid" not in tool_names(d, sid), "a removed upstream's tools")
@@ -547,3 +560,260 @@ def test_upstream_slow_client_does_not_stall_others(h):
     expect(is_response(last, id) and "error" in last and "too slow" in
            last["error"]["message"], f"{last!r}")
     expect(d.rss_kib() < rss + 50000, "memory grew with the slow client")
+
+
+# --------------------------------------------------------------------------
+# HTTP upstreams (upstream_fake_http.py)
+
+
+FAKE_HTTP = os.path.join(HERE, "upstream_fake_http.py")
+
+
+class HttpFake:
+    """The fake server over Streamable HTTP, a child of the test."""
+
+    def __init__(self, h, *args):
+        import subprocess
+        self.portfile = os.path.join(h.workdir, f"port{time.time_ns()}")
+        self.logfile = self.portfile + ".log"
+        self.proc = subprocess.Popen(
+            [sys.executable, FAKE_HTTP, self.portfile, "--log",
+             self.logfile] + list(args), stdin=subprocess.DEVNULL)
+        wait_for(lambda: os.path.exists(self.portfile), "the fake's port")
+        with open(self.portfile) as f:
+            self.port = int(f.read())
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+
+    def log(self):
+        try:
+            with open(self.logfile) as f:
+                return f.read()
+        except FileNotFoundError:
+            return ""
+
+    def stop(self):
+        self.proc.kill()
+        self.proc.wait()
+
+
+def http_upstream(name, url, *lines):
+    return [f"upstream {name} {{", f"    url {url}"] + \
+        [f"    {ln}" for ln in lines] + ["}"]
+
+
+def test_upstream_http_calls(h):
+    f = HttpFake(h)
+    try:
+        d, sid = start_ready(h, http_upstream("web", f.url))
+        msg, _ = d.call(sid, "pid", {})
+        expect(text_of(msg) == str(f.proc.pid), f"{msg!r}")
+        msg, r = d.call(sid, "slow", {"n": 3}, "tk")
+        prog = [m for m in r.messages() if is_progress(m)]
+        expect([p["params"]["progress"] for p in prog] == [1, 2, 3] and
+               all(p["params"]["progressToken"] == "tk" for p in prog),
+               f"{prog!r}")
+        expect(text_of(msg) == "slow done 3", f"{msg!r}")
+        # The session id and the revision go with every later request.
+        log = f.log()
+        expect("POST tools/call session=" in log and "session=None" not
+               in log.split("POST initialize")[1].split("\n", 1)[1] and
+               "version=2025-06-18" in log, f"headers: {log}")
+        # Sampling through the client over HTTP.
+        id, r, req = _ask(d, sid, "sample", "sampling/createMessage")
+        _answer(d, sid, req["id"], {"role": "assistant", "model": "m",
+                                    "content": {"type": "text",
+                                                "text": "via http"}})
+        expect(text_of(_last(r, id)) == "sampled: via http", "sampling")
+        id = d.new_id()
+        res = d.post(sid, rpc("resources/list", {}, id)).rpc(id)["result"]
+        expect(len(res["resources"]) == 2, f"{res!r}")
+        d.stop()
+        wait_for(lambda: "DELETE" in f.log(), "the session deleted on "
+                 "shutdown")
+    finally:
+        f.stop()
+
+
+def test_upstream_http_stream_resumed(h):
+    f = HttpFake(h)
+    try:
+        d, sid = start_ready(h, http_upstream("web", f.url))
+        msg, r = d.call(sid, "drop", {"n": 2}, "tk")
+        expect(text_of(msg) == "dropped after 2", f"{msg!r}")
+        prog = [m["params"]["progress"] for m in r.messages()
+                if is_progress(m)]
+        expect(prog == [1, 2, 3], f"each progress exactly once: {prog}")
+        expect("GET resume" in f.log(), "no Last-Event-ID resume")
+    finally:
+        f.stop()
+
+
+def test_upstream_http_stream_lost_without_ids(h):
+    f = HttpFake(h, "--no-event-ids")
+    try:
+        d, sid = start_ready(h, http_upstream("web", f.url))
+        err = error_of(d.call(sid, "drop", {"n": 2})[0])
+        expect("upstream web" in err["message"] and "no event ids" in
+               err["message"], f"{err!r}")
+        msg, _ = d.call(sid, "pid", {})
+        expect(text_of(msg).isdigit(), "the next call fails too")
+    finally:
+        f.stop()
+
+
+def test_upstream_http_session_forgotten_and_server_down(h):
+    f = HttpFake(h)
+    try:
+        d, sid = start_ready(h, http_upstream("web", f.url,
+                                              "restart_delay 1"))
+        msg, _ = d.call(sid, "forget", {})
+        expect(text_of(msg) == "forgotten", f"{msg!r}")
+        # The next request gets 404: it fails naming the upstream, and a
+        # new session is made.
+        err = error_of(d.call(sid, "pid", {})[0])
+        expect("upstream web" in err["message"] and "404" in
+               err["message"], f"{err!r}")
+        msg = wait_for(lambda: _pid_or_none(d, sid), "a new session")
+        expect(f.log().count("POST initialize") == 2, f.log())
+    finally:
+        f.stop()
+    # The server is gone: calls fail loudly, at once or within the timeout.
+    err = error_of(d.call(sid, "pid", {}, timeout=15)[0])
+    expect("upstream web" in err["message"], f"{err!r}")
+    d.assert_alive(sid)
+
+
+# --------------------------------------------------------------------------
+# Two instances on one Redis
+
+
+def test_upstream_sampling_answered_through_another_instance(h):
+    from mcpd_harness import REDIS_URL
+    if REDIS_URL is None:
+        print("SKIP upstream across instances: needs MCPD_TEST_REDIS_URL "
+              "(run it under scripts/with-redis)")
+        return
+    a, sid = start_ready(h, upstream("fake"))
+    b = h.start(extra_lines=upstream("fake"))
+    b.versions[sid] = a.versions[sid]
+    b.assert_alive(sid, "on B (B loads the session)")
+    id, r, req = _ask(a, sid, "sample", "sampling/createMessage")
+    _answer(b, sid, req["id"], {"role": "assistant", "model": "m",
+                                "content": {"type": "text",
+                                            "text": "from B"}})
+    expect(text_of(_last(r, id)) == "sampled: from B",
+           "the answer posted to B did not reach A's upstream")
+
+
+def test_upstream_session_roots_at_start_and_own_lists(h):
+    """sharing session: the roots/list a server asks right after its
+    handshake goes to the session whose first call started it; a shared
+    one, asked with no call in flight, gets no roots. A session's own
+    child serves that session its own lists, and list_changed from it
+    reaches only that session."""
+    d, sid = start_ready(h, upstream("own", "sharing session",
+                                     args=["--ask-roots"]) +
+                         upstream("all", 'prefix "all_"',
+                                  args=["--ask-roots"]),
+                         tool="all_pid")
+    wait_for(lambda: "roots_at_start" in tool_names(d, sid), "own listed")
+    id, r, req = _ask(d, sid, "roots_at_start", "roots/list")
+    _answer(d, sid, req["id"], {"roots": [{"uri": "file:///mine"}]})
+    t = text_of(_last(r, id))
+    expect(json.loads(t) == {"roots": [{"uri": "file:///mine"}]}, t)
+    t = text_of(d.call(sid, "all_roots_at_start", {})[0])
+    expect(json.loads(t) == {"roots": []}, f"shared: {t}")
+
+    sid2 = d.initialize()
+    g1 = d.get_sse(sid)
+    g2 = d.get_sse(sid2)
+    text_of(d.call(sid2, "pid", {})[0])
+    d.call(sid, "change", {})
+    got = None
+    while got is None:
+        m = g1.next_message(5)
+        expect(m is not None, "session 1 heard no list_changed")
+        if m[1].get("method") == "notifications/tools/list_changed":
+            got = m[1]
+    expect("extra" in tool_names(d, sid), "session 1 lacks its new tool")
+    expect("extra" not in tool_names(d, sid2),
+           "session 2 lists session 1's tool")
+    expect(text_of(d.call(sid, "extra", {})[0]) == "extra", "extra")
+    err = error_of(d.call(sid2, "extra", {})[0])
+    expect("Unknown tool" in err["message"], f"{err!r}")
+    try:
+        m = g2.next_message(0.5)
+        expect(m is None or m[1].get("method") !=
+               "notifications/tools/list_changed",
+               "session 2 heard session 1's list_changed")
+    except Exception as e:
+        if "no SSE event" not in str(e):
+            raise
+    g1.close()
+    g2.close()
+
+
+def test_upstream_session_log_outside_calls_to_standalone(h):
+    d, sid = start_ready(h, upstream("own", "sharing session"))
+    g = d.get_sse(sid)
+    expect(text_of(d.call(sid, "log_later", {"n": 3})[0]) == "later", "")
+    got = []
+    while len(got) < 3:
+        m = g.next_message(5)
+        expect(m is not None, f"standalone stream ended after {got}")
+        if m[1].get("method") == "notifications/message":
+            got.append(m[1]["params"]["data"]["later"])
+    expect(got == [0, 1, 2], f"{got}")
+    g.close()
+
+
+def test_upstream_late_catalog_announced(h):
+    """A session opened before the upstream answered hears of its tools:
+    list_changed on its standalone stream once the catalog arrives."""
+    d = h.start(extra_lines=upstream("slowstart", args=["--start-delay"]))
+    sid = d.initialize()
+    g = d.get_sse(sid)
+    expect("pid" not in tool_names(d, sid), "listed before it answered")
+    got = None
+    while got is None:
+        m = g.next_message(10)
+        expect(m is not None, "no list_changed once the catalog came")
+        if m[1].get("method") == "notifications/tools/list_changed":
+            got = m[1]
+    expect("pid" in tool_names(d, sid), "still not listed")
+    g.close()
+
+
+def test_upstream_metrics_pass_promtool(h):
+    import subprocess
+    from test_metrics import promtool
+    d, sid = start_ready(h, upstream("fake") + upstream(
+        "per", "sharing session", 'prefix "p_"'))
+    wait_for(lambda: "p_pid" in tool_names(d, sid), "p_pid listed")
+    d.call(sid, "p_pid", {})
+    text = d.request("GET", path="/metrics").body.decode()
+    expect('mcpd_upstream_instances{upstream="per"} 2' in text,
+           "the catalog instance and the session's")
+    r = subprocess.run([promtool(), "check", "metrics"], input=text,
+                       capture_output=True, text=True)
+    expect(r.returncode == 0, f"promtool: {r.stdout}{r.stderr}")
+
+
+def test_upstream_http_request_placed_by_its_stream(h):
+    """Over HTTP a server's request comes on the stream of the request it
+    is for: with calls of two clients in flight on a shared upstream it
+    still reaches the right one (over stdio it would be refused)."""
+    f = HttpFake(h)
+    try:
+        d, sid = start_ready(h, http_upstream("web", f.url))
+        sid2 = d.initialize()
+        _, r2 = d.call_open(sid2, "slow", {"n": 40, "interval_ms": 100})
+        time.sleep(0.3)
+        id, r, req = _ask(d, sid, "sample", "sampling/createMessage")
+        _answer(d, sid, req["id"], {"role": "assistant", "model": "m",
+                                    "content": {"type": "text",
+                                                "text": "placed"}})
+        expect(text_of(_last(r, id)) == "sampled: placed", "sampling")
+        r2.close()
+    finally:
+        f.stop()

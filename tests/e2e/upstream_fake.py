@@ -18,21 +18,41 @@ import time
 OUT = threading.Lock()
 PENDING = {}            # our request id -> [event, response]
 PENDING_LOCK = threading.Lock()
-STATE = {"next_id": 0, "extra_tool": False, "initialized": False}
+STATE = {"next_id": 0, "extra_tool": False, "initialized": False,
+         "roots": None, "roots_done": threading.Event()}
 
-ARGS = sys.argv[1:]
+ARGS = sys.argv[1:] if __name__ == "__main__" else []
 PREFIX = ARGS[ARGS.index("--tools-prefix") + 1] if "--tools-prefix" in ARGS \
     else ""
 RESOURCES = "--no-resources" not in ARGS
+def answered(msg):
+    """A response of the client to one of our requests."""
+    with PENDING_LOCK:
+        p = PENDING.get(msg.get("id"))
+        if p is not None:
+            p[1] = msg
+            p[0].set()
+
+
 if "--pidfile" in ARGS:
     with open(ARGS[ARGS.index("--pidfile") + 1], "a") as f:
         f.write(f"{os.getpid()}\n")
+if "--start-delay" in ARGS:
+    time.sleep(1)
 if "--fail-init" in ARGS:
     sys.stderr.write("fake: refusing to start\n")
     sys.exit(3)
 
 
+# Where the current thread's messages go: stdout, or (upstream_fake_http)
+# the SSE stream of the HTTP request being served.
+SINK = threading.local()
+
+
 def send(msg):
+    sink = getattr(SINK, "send", None)
+    if sink is not None:
+        return sink(msg)
     data = json.dumps(msg, separators=(",", ":")) + "\n"
     with OUT:
         sys.stdout.write(data)
@@ -106,7 +126,17 @@ TOOLS = [
      "inputSchema": {"type": "object"}},
     {"name": "pid", "description": "its pid", "inputSchema":
      {"type": "object"}},
+    {"name": "log_later", "description": "n log messages after the answer",
+     "inputSchema": {"type": "object"}},
+    {"name": "roots_at_start", "description": "the answer to the "
+     "roots/list asked right after initialized (--ask-roots)",
+     "inputSchema": {"type": "object"}},
     {"name": "error", "description": "a JSON-RPC error",
+     "inputSchema": {"type": "object"}},
+    # Served by upstream_fake_http.py only.
+    {"name": "drop", "description": "HTTP: cut the stream mid-call",
+     "inputSchema": {"type": "object"}},
+    {"name": "forget", "description": "HTTP: forget the session",
      "inputSchema": {"type": "object"}},
 ]
 
@@ -188,6 +218,19 @@ def call_tool(id, name, args, meta):
         return None
     if name == "pid":
         return result(id, text(str(os.getpid())))
+    if name == "log_later":
+        def later(n):
+            time.sleep(0.2)
+            for i in range(n):
+                notify("notifications/message", {
+                    "level": "warning", "logger": "fake",
+                    "data": {"later": i}})
+        threading.Thread(target=later, args=(int(args.get("n", 2)),),
+                         daemon=True).start()
+        return result(id, text("later"))
+    if name == "roots_at_start":
+        STATE["roots_done"].wait(10)
+        return result(id, text(json.dumps(STATE["roots"])))
     if name == "error":
         return error(id, -32099, "fake failure")
     if name == "extra" and STATE["extra_tool"]:
@@ -254,6 +297,14 @@ def handle(msg):
         return error(id, -32601, "Method not found")
 
 
+def ask_roots():
+    r = ask("roots/list", {})
+    STATE["roots"] = r.get("result") if r is not None else None
+    if r is not None and "error" in r:
+        STATE["roots"] = {"error": r["error"].get("message")}
+    STATE["roots_done"].set()
+
+
 def main():
     for line in sys.stdin:
         line = line.strip()
@@ -261,20 +312,20 @@ def main():
             continue
         msg = json.loads(line)
         if "method" not in msg:
-            with PENDING_LOCK:
-                p = PENDING.get(msg.get("id"))
-                if p is not None:
-                    p[1] = msg
-                    p[0].set()
+            answered(msg)
             continue
         if msg["method"] == "notifications/cancelled":
             sys.stderr.write("fake cancelled " +
                              json.dumps(msg["params"]) + "\n")
             sys.stderr.flush()
             continue
+        if msg["method"] == "notifications/initialized" and \
+                "--ask-roots" in ARGS:
+            threading.Thread(target=ask_roots, daemon=True).start()
         if "id" not in msg:
             continue
         threading.Thread(target=handle, args=(msg,), daemon=True).start()
 
 
-main()
+if __name__ == "__main__":
+    main()

@@ -33,7 +33,7 @@
 struct list {
 	const char	*method;
 	const char	*key;
-	cJSON		*(*all)(void);
+	cJSON		*(*all)(struct session *);
 	char		**items;	/* printed, in order */
 	int		 n;
 };
@@ -222,7 +222,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 
 	for (i = 0; i < NLISTS; i++) {
 		l = &lists[i];
-		all = l->all();
+		all = l->all(NULL);
 		l->items = xcalloc((size_t)cJSON_GetArraySize(all) + 1,
 		    sizeof *l->items);
 		cJSON_ArrayForEach(item, all)

@@ -23,6 +23,7 @@
 #include "exec.h"
 #include "server.h"
 #include "upstream.h"
+#include "upstream_http.h"
 #include "xmalloc.h"
 
 static struct conf *
@@ -171,6 +172,66 @@ START_TEST(test_backoff)
 }
 END_TEST
 
+/* SSE events as "id|data;" in one string. */
+struct sse_out {
+	char	buf[1024];
+	int	n;
+};
+
+static void
+sse_cb(const char *data, size_t len, const char *id, void *arg)
+{
+	struct sse_out	*o = arg;
+	size_t		 used = strlen(o->buf);
+
+	snprintf(o->buf + used, sizeof o->buf - used, "%s|%.*s;",
+	    id != NULL ? id : "-", (int)len, data);
+	o->n++;
+}
+
+START_TEST(test_sse_parser)
+{
+	struct upstream_sse	*p;
+	struct sse_out		 o;
+	const char		*in = "retry: 1000\n\nid: 1\ndata: {\"a\":1}\n\n"
+				    ": keepalive\n\ndata:x\r\ndata: y\r\n\r\n"
+				    "event: message\nid: 2\ndata: z\n\n";
+	size_t			 i;
+
+	/* The same events whether the bytes come at once or one by one. */
+	memset(&o, 0, sizeof o);
+	p = upstream_sse_new(100, sse_cb, &o);
+	ck_assert_int_eq(upstream_sse_feed(p, in, strlen(in)), 0);
+	ck_assert_str_eq(o.buf, "1|{\"a\":1};1|x\ny;2|z;");
+	ck_assert_str_eq(upstream_sse_last_id(p), "2");
+	upstream_sse_free(p);
+	memset(&o, 0, sizeof o);
+	p = upstream_sse_new(100, sse_cb, &o);
+	for (i = 0; in[i] != '\0'; i++)
+		ck_assert_int_eq(upstream_sse_feed(p, in + i, 1), 0);
+	ck_assert_str_eq(o.buf, "1|{\"a\":1};1|x\ny;2|z;");
+	upstream_sse_free(p);
+
+	/* No event without its blank line; none without data. */
+	memset(&o, 0, sizeof o);
+	p = upstream_sse_new(100, sse_cb, &o);
+	ck_assert_int_eq(upstream_sse_feed(p, "id: 5\n\ndata: half", 18), 0);
+	ck_assert_int_eq(o.n, 0);
+	ck_assert_str_eq(upstream_sse_last_id(p), "5");
+	upstream_sse_free(p);
+
+	/* A line or an event over the bound fails. */
+	memset(&o, 0, sizeof o);
+	p = upstream_sse_new(8, sse_cb, &o);
+	ck_assert_int_eq(upstream_sse_feed(p, "data: 0123456789", 16), -1);
+	upstream_sse_free(p);
+	p = upstream_sse_new(8, sse_cb, &o);
+	ck_assert_int_eq(upstream_sse_feed(p, "data: 12345\ndata: 678\n", 23),
+	    -1);
+	upstream_sse_free(p);
+}
+END_TEST
+
 /* ---------------------------------------------------------------------
  * The state machine against a scripted server.
  */
@@ -289,7 +350,7 @@ START_TEST(test_state_machine)
 	ck_assert_uint_eq(upstream_inflight(u), 1);
 	loop_until(&st3.answered, 1);
 	ck_assert_ptr_nonnull(st3.error);
-	ck_assert_msg(strstr(st3.error, "upstream s exited with status 5") !=
+	ck_assert_msg(strstr(st3.error, "upstream s: exited with status 5") !=
 	    NULL, "%s", st3.error);
 	ck_assert_int_eq(upstream_state(u), UPSTREAM_BACKOFF);
 	ck_assert_uint_eq(upstream_inflight(u), 0);
@@ -304,10 +365,11 @@ START_TEST(test_state_machine)
 	upstream_request(u, "tools/call", cJSON_CreateObject(), u_answer_cb,
 	    &st3);
 	loop_until(&st3.answered, 0);
-	upstream_stop(u);
+	upstream_stop(u, "the test is over");
 	ck_assert_int_eq(st3.answered, 0);
 	loop_until(&st3.answered, 1);
-	ck_assert_msg(strstr(st3.error, "stopped") != NULL, "%s", st3.error);
+	ck_assert_msg(strstr(st3.error, "upstream s stopped (the test is "
+	    "over)") != NULL, "%s", st3.error);
 	for (i = 0; i < 50 && exec_count() > 0; i++)
 		loop_until(&st3.answered, 1);
 	free(st2.error);
@@ -330,6 +392,7 @@ upstream_suite(void)
 	tcase_add_test(tc, test_conf_errors);
 	tcase_add_test(tc, test_frame);
 	tcase_add_test(tc, test_backoff);
+	tcase_add_test(tc, test_sse_parser);
 	tcase_add_test(tc, test_state_machine);
 	suite_add_tcase(s, tc);
 	return (s);

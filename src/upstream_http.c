@@ -1,0 +1,640 @@
+/*
+ * Streamable HTTP to an upstream MCP server: mcpd's side as a client, on
+ * http_client.c. One POST per message. Its answer is 202 (a notification
+ * or a response of ours), a JSON body (one message, or a batch), or an SSE
+ * stream whose events are messages: the server's requests and
+ * notifications for the request, then its answer, after which the server
+ * ends the stream. The SSE parser below is bounded: a line longer than the
+ * upstream's max_message ends the stream as a failure.
+ *
+ * A request's stream that ends before its answer: if the server gave
+ * event ids, a GET with Last-Event-ID takes it up again (at most
+ * UPHTTP_RESUMES times in a row); if not, the request is reported lost,
+ * with why, so its call ends with an error rather than waiting. A 404
+ * once the session exists means the server forgot it: the transport
+ * reports itself failed, and upstream.c starts a new session.
+ *
+ * The GET stream (upstream_http_listen) carries what the server sends
+ * outside requests; 405 means it has none. It is opened again when it
+ * ends, with Last-Event-ID when it had ids, after UPHTTP_RELISTEN_MS.
+ */
+#include <sys/queue.h>
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include <cjson/cJSON.h>
+
+#include "http_client.h"
+#include "log.h"
+#include "server.h"
+#include "upstream_http.h"
+#include "xmalloc.h"
+
+/* Resumes of one request's stream in a row before it counts as lost. */
+#define UPHTTP_RESUMES		5
+/* Before the GET stream is opened again. */
+#define UPHTTP_RELISTEN_MS	1000
+/* Bytes of a non-SSE error body kept for the message. */
+#define UPHTTP_ERRBODY		200
+/* The id of the GET stream's post; requests' ids are positive. */
+#define UPHTTP_LISTEN		(-1)
+#define UPHTTP_DELETE		(-2)
+
+/* ---------------------------------------------------------------------
+ * SSE, parsed as WHATWG says: lines, fields, a blank line ends an event.
+ */
+
+struct upstream_sse {
+	size_t		 max;
+	char		*line;
+	size_t		 linelen;
+	size_t		 linesize;
+	char		*data;
+	size_t		 datalen;
+	size_t		 datasize;
+	int		 has_data;
+	char		*id;		/* of this event */
+	char		*last_id;	/* the last event's that had one */
+	int		 cr;		/* the last byte was \r */
+	upstream_sse_cb	*cb;
+	void		*arg;
+};
+
+struct upstream_sse *
+upstream_sse_new(size_t max, upstream_sse_cb *cb, void *arg)
+{
+	struct upstream_sse	*p;
+
+	p = xcalloc(1, sizeof *p);
+	p->max = max;
+	p->cb = cb;
+	p->arg = arg;
+	return (p);
+}
+
+void
+upstream_sse_free(struct upstream_sse *p)
+{
+	if (p == NULL)
+		return;
+	free(p->line);
+	free(p->data);
+	free(p->id);
+	free(p->last_id);
+	free(p);
+}
+
+const char *
+upstream_sse_last_id(const struct upstream_sse *p)
+{
+	return (p->last_id);
+}
+
+static void
+upstream_sse_append(char **buf, size_t *len, size_t *size, const char *s,
+    size_t n)
+{
+	if (*len + n + 1 > *size) {
+		*size = *size == 0 ? 256 : *size;
+		while (*size < *len + n + 1)
+			*size *= 2;
+		*buf = xrealloc(*buf, *size);
+	}
+	memcpy(*buf + *len, s, n);
+	*len += n;
+	(*buf)[*len] = '\0';
+}
+
+static int
+upstream_sse_line(struct upstream_sse *p, const char *s, size_t n)
+{
+	const char	*colon, *value;
+	size_t		 flen, vlen;
+
+	if (n == 0) {
+		/* The event is complete. */
+		if (p->id != NULL) {
+			free(p->last_id);
+			p->last_id = p->id;
+			p->id = NULL;
+		}
+		if (p->has_data && p->datalen > 0)
+			p->cb(p->data, p->datalen, p->last_id, p->arg);
+		p->datalen = 0;
+		p->has_data = 0;
+		return (0);
+	}
+	if (s[0] == ':')
+		return (0);	/* a comment: keepalives */
+	if ((colon = memchr(s, ':', n)) != NULL) {
+		flen = colon - s;
+		value = colon + 1;
+		vlen = n - flen - 1;
+		if (vlen > 0 && *value == ' ') {
+			value++;
+			vlen--;
+		}
+	} else {
+		flen = n;
+		value = "";
+		vlen = 0;
+	}
+	if (flen == 4 && memcmp(s, "data", 4) == 0) {
+		if (p->has_data)
+			upstream_sse_append(&p->data, &p->datalen,
+			    &p->datasize, "\n", 1);
+		upstream_sse_append(&p->data, &p->datalen, &p->datasize,
+		    value, vlen);
+		p->has_data = 1;
+		if (p->datalen > p->max)
+			return (-1);
+	} else if (flen == 2 && memcmp(s, "id", 2) == 0 &&
+	    memchr(value, '\0', vlen) == NULL) {
+		free(p->id);
+		p->id = xstrndup(value, vlen);
+	}
+	return (0);		/* event:, retry: and others: not needed */
+}
+
+int
+upstream_sse_feed(struct upstream_sse *p, const char *s, size_t n)
+{
+	size_t	i, start = 0;
+
+	for (i = 0; i < n; i++) {
+		if (s[i] != '\n' && s[i] != '\r') {
+			p->cr = 0;
+			continue;
+		}
+		if (s[i] == '\n' && p->cr && i == start && p->linelen == 0) {
+			/* the \n of a \r\n */
+			p->cr = 0;
+			start = i + 1;
+			continue;
+		}
+		upstream_sse_append(&p->line, &p->linelen, &p->linesize,
+		    s + start, i - start);
+		if (upstream_sse_line(p, p->line, p->linelen) != 0)
+			return (-1);
+		p->linelen = 0;
+		p->cr = (s[i] == '\r');
+		start = i + 1;
+	}
+	if (start < n) {
+		if (p->linelen + (n - start) > p->max)
+			return (-1);
+		upstream_sse_append(&p->line, &p->linelen, &p->linesize,
+		    s + start, n - start);
+	}
+	return (0);
+}
+
+/* ---------------------------------------------------------------------
+ * Posts.
+ */
+
+struct upstream_http;
+
+struct uhpost {
+	struct upstream_http	*h;
+	struct http_client	*hc;		/* NULL between attempts */
+	int64_t			 id;		/* request, 0, or UPHTTP_* */
+	int			 answered;
+	int			 sse;		/* the answer is a stream */
+	int			 resumes;
+	struct upstream_sse	*parser;
+	char			*cause;		/* it could not be sent */
+	char			*body;		/* a JSON answer, gathered */
+	size_t			 bodylen;
+	size_t			 bodysize;
+	TAILQ_ENTRY(uhpost)	 entry;
+};
+TAILQ_HEAD(uhposts, uhpost);
+
+struct upstream_http {
+	char			*url;
+	char			*name;
+	size_t			 max;
+	char			*session;	/* Mcp-Session-Id */
+	char			*version;
+	int			 closed;
+	int			 listening;
+	char			*listen_id;	/* the GET stream's cursor */
+	struct event		*relisten;
+	struct uhposts		 posts;
+	const struct upstream_http_cbs *cbs;
+	void			*arg;
+};
+
+static void	uhpost_start(struct uhpost *, const char *, size_t,
+		    const char *);
+
+static void
+upstream_http_maybe_free(struct upstream_http *h)
+{
+	if (!h->closed || !TAILQ_EMPTY(&h->posts))
+		return;
+	event_free(h->relisten);
+	free(h->url);
+	free(h->name);
+	free(h->session);
+	free(h->version);
+	free(h->listen_id);
+	free(h);
+}
+
+static void
+uhpost_free(struct uhpost *p)
+{
+	struct upstream_http	*h = p->h;
+
+	TAILQ_REMOVE(&h->posts, p, entry);
+	upstream_sse_free(p->parser);
+	free(p->cause);
+	free(p->body);
+	free(p);
+	upstream_http_maybe_free(h);
+}
+
+/* Whether text is the answer to request id (a response with that id). */
+static int
+uhpost_is_answer(const char *text, size_t len, int64_t id)
+{
+	cJSON		*msg;
+	const cJSON	*mid;
+	int		 yes = 0;
+
+	if (id <= 0 || (msg = cJSON_ParseWithLength(text, len)) == NULL)
+		return (0);
+	mid = cJSON_GetObjectItemCaseSensitive(msg, "id");
+	if (!cJSON_HasObjectItem(msg, "method") && cJSON_IsNumber(mid) &&
+	    mid->valuedouble == (double)id)
+		yes = 1;
+	cJSON_Delete(msg);
+	return (yes);
+}
+
+static void
+uhpost_event_cb(const char *data, size_t len, const char *id, void *arg)
+{
+	struct uhpost		*p = arg;
+	struct upstream_http	*h = p->h;
+
+	if (h->closed)
+		return;
+	if (p->id == UPHTTP_LISTEN && id != NULL) {
+		free(h->listen_id);
+		h->listen_id = xstrdup(id);
+	}
+	if (uhpost_is_answer(data, len, p->id))
+		p->answered = 1;
+	h->cbs->message(data, len, p->id > 0 ? p->id : 0, h->arg);
+}
+
+static int
+uhpost_chunk_cb(struct http_client *hc, const char *data, size_t len,
+    void *arg)
+{
+	struct uhpost		*p = arg;
+	struct upstream_http	*h = p->h;
+	const char		*type, *sid;
+	int			 status = http_client_status(hc);
+
+	if (h->closed)
+		return (-1);
+	if (h->session == NULL && p->id > 0 &&
+	    (sid = http_client_header(hc, "Mcp-Session-Id")) != NULL)
+		h->session = xstrdup(sid);
+	type = http_client_header(hc, "Content-Type");
+	if (status == 200 && type != NULL &&
+	    strncmp(type, "text/event-stream", 17) == 0) {
+		p->sse = 1;
+		if (p->parser == NULL)
+			p->parser = upstream_sse_new(h->max, uhpost_event_cb,
+			    p);
+		return (upstream_sse_feed(p->parser, data, len));
+	}
+	/* A JSON answer, or an error's body (only its start is kept). */
+	if (status == 200 && p->bodylen + len > h->max)
+		return (-1);
+	if (status != 200 && p->bodylen >= UPHTTP_ERRBODY)
+		return (0);
+	upstream_sse_append(&p->body, &p->bodylen, &p->bodysize, data, len);
+	return (0);
+}
+
+/* A JSON body: one message or a batch of them. */
+static void
+uhpost_json(struct uhpost *p)
+{
+	struct upstream_http	*h = p->h;
+	cJSON			*json, *item;
+	char			*text;
+
+	if ((json = cJSON_ParseWithLength(p->body, p->bodylen)) == NULL) {
+		log_limited(LOG_LEVEL_WARN, "upstream-http", "upstream=%s: a "
+		    "JSON answer that does not parse", h->name);
+		return;
+	}
+	if (!cJSON_IsArray(json)) {
+		if (uhpost_is_answer(p->body, p->bodylen, p->id))
+			p->answered = 1;
+		h->cbs->message(p->body, p->bodylen, p->id, h->arg);
+		cJSON_Delete(json);
+		return;
+	}
+	cJSON_ArrayForEach(item, json) {
+		if ((text = cJSON_PrintUnformatted(item)) == NULL)
+			continue;
+		if (uhpost_is_answer(text, strlen(text), p->id))
+			p->answered = 1;
+		h->cbs->message(text, strlen(text), p->id, h->arg);
+		free(text);
+	}
+	cJSON_Delete(json);
+}
+
+static void
+uhpost_lost(struct uhpost *p, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void
+uhpost_lost(struct uhpost *p, const char *fmt, ...)
+{
+	va_list	 ap;
+	char	*why;
+
+	if (p->id <= 0 || p->answered || p->h->closed)
+		return;
+	va_start(ap, fmt);
+	if (vasprintf(&why, fmt, ap) == -1)
+		fatalx("vasprintf");
+	va_end(ap);
+	p->answered = 1;
+	p->h->cbs->lost(p->id, why, p->h->arg);
+	free(why);
+}
+
+static void
+uhpost_relisten_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct upstream_http	*h = arg;
+
+	upstream_http_listen(h);
+}
+
+static void
+uhpost_done_cb(struct http_client *hc, void *arg)
+{
+	struct uhpost		*p = arg;
+	struct upstream_http	*h = p->h;
+	const char		*err = http_client_error(hc), *cursor, *type;
+	int			 status = http_client_status(hc);
+	struct timeval		 tv = { 0, UPHTTP_RELISTEN_MS * 1000 };
+
+	p->hc = NULL;
+	if (h->closed || p->id == UPHTTP_DELETE) {
+		uhpost_free(p);
+		return;
+	}
+	if (err == NULL && status == 404 && h->session != NULL &&
+	    p->id != UPHTTP_LISTEN) {
+		uhpost_lost(p, "the server answered 404: it no longer knows "
+		    "its session");
+		h->cbs->failed("the server no longer knows its session (404)",
+		    h->arg);
+		uhpost_free(p);
+		return;
+	}
+	if (p->id == UPHTTP_LISTEN) {
+		h->listening = 0;
+		if (err == NULL && (status == 405 || status == 404)) {
+			log_debug("upstream=%s: no GET stream (HTTP %d)",
+			    h->name, status);
+			uhpost_free(p);
+			return;
+		}
+		uhpost_free(p);
+		evtimer_add(h->relisten, &tv);
+		return;
+	}
+	type = http_client_header(hc, "Content-Type");
+	if (err == NULL && status == 200 && type != NULL &&
+	    strncmp(type, "text/event-stream", 17) == 0)
+		p->sse = 1;	/* also when no event came at all */
+	if (err == NULL && status == 200 && !p->sse && p->bodylen > 0)
+		uhpost_json(p);
+	if (p->answered || (err == NULL && status == 202) ||
+	    (p->id == 0 && err == NULL && status / 100 == 2)) {
+		uhpost_free(p);
+		return;
+	}
+	if (err == NULL && status / 100 != 2) {
+		uhpost_lost(p, "HTTP %d from the server: %.*s", status,
+		    (int)(p->bodylen > UPHTTP_ERRBODY ? UPHTTP_ERRBODY :
+		    p->bodylen), p->body != NULL ? p->body : "");
+		if (p->id == 0)
+			log_limited(LOG_LEVEL_WARN, "upstream-http", "upstream="
+			    "%s: a notification or answer of ours was "
+			    "refused: HTTP %d", h->name, status);
+		uhpost_free(p);
+		return;
+	}
+	/* The stream ended before the answer: resume it if we can. */
+	cursor = p->parser != NULL ? upstream_sse_last_id(p->parser) : NULL;
+	if (p->sse && cursor != NULL && p->resumes < UPHTTP_RESUMES) {
+		p->resumes++;
+		log_limited(LOG_LEVEL_INFO, "upstream-http", "upstream=%s: the "
+		    "stream of request %lld ended before its answer (%s); "
+		    "resuming after %s", h->name, (long long)p->id,
+		    err != NULL ? err : "closed", cursor);
+		uhpost_start(p, NULL, 0, cursor);
+		return;
+	}
+	if (p->sse && cursor == NULL)
+		uhpost_lost(p, "its stream ended before the answer (%s) and "
+		    "gave no event ids to resume from", err != NULL ? err :
+		    "closed by the server");
+	else
+		uhpost_lost(p, "%s", err != NULL ? err : "no answer");
+	uhpost_free(p);
+}
+
+static void
+uhpost_unsent_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct uhpost	*p = arg;
+
+	if (p->id == UPHTTP_LISTEN)
+		p->h->listening = 0;
+	uhpost_lost(p, "cannot send: %s", p->cause);
+	uhpost_free(p);
+}
+
+/*
+ * Sends a POST of body, or (body NULL) a GET resuming after cursor (NULL:
+ * the GET stream from now).
+ */
+static void
+uhpost_start(struct uhpost *p, const char *body, size_t len,
+    const char *cursor)
+{
+	struct upstream_http		*h = p->h;
+	struct http_client_header	 hdrs[6];
+	struct http_client_request	 r;
+	size_t				 n = 0;
+	char				*cause = NULL;
+
+	if (body != NULL) {
+		hdrs[n].name = "Content-Type";
+		hdrs[n++].value = "application/json";
+		hdrs[n].name = "Accept";
+		hdrs[n++].value = "application/json, text/event-stream";
+	} else {
+		hdrs[n].name = "Accept";
+		hdrs[n++].value = "text/event-stream";
+	}
+	if (h->session != NULL) {
+		hdrs[n].name = "Mcp-Session-Id";
+		hdrs[n++].value = h->session;
+	}
+	if (h->version != NULL) {
+		hdrs[n].name = "MCP-Protocol-Version";
+		hdrs[n++].value = h->version;
+	}
+	if (cursor != NULL) {
+		hdrs[n].name = "Last-Event-ID";
+		hdrs[n++].value = cursor;
+	}
+	memset(&r, 0, sizeof r);
+	r.method = p->id == UPHTTP_DELETE ? "DELETE" : body != NULL ? "POST" :
+	    "GET";
+	r.url = h->url;
+	r.headers = hdrs;
+	r.nheaders = n;
+	r.body = body;
+	r.bodylen = len;
+	r.timeout_ms = p->id == UPHTTP_DELETE ? 5000 : 0;
+	r.chunk = uhpost_chunk_cb;
+	r.done = uhpost_done_cb;
+	r.arg = p;
+	p->bodylen = 0;
+	p->sse = 0;
+	if ((p->hc = http_client_start(&r, &cause)) == NULL) {
+		log_limited(LOG_LEVEL_WARN, "upstream-http", "upstream=%s: %s",
+		    h->name, cause);
+		/* Reported on a later turn, as any failure of a post is. */
+		free(p->cause);
+		p->cause = cause;
+		event_base_once(server.base, -1, EV_TIMEOUT,
+		    uhpost_unsent_cb, p, NULL);
+	}
+}
+
+static struct uhpost *
+uhpost_new(struct upstream_http *h, int64_t id)
+{
+	struct uhpost	*p;
+
+	p = xcalloc(1, sizeof *p);
+	p->h = h;
+	p->id = id;
+	TAILQ_INSERT_TAIL(&h->posts, p, entry);
+	return (p);
+}
+
+/* ---------------------------------------------------------------------
+ * The API.
+ */
+
+struct upstream_http *
+upstream_http_open(const char *url, const char *name, size_t max,
+    const struct upstream_http_cbs *cbs, void *arg)
+{
+	struct upstream_http	*h;
+
+	h = xcalloc(1, sizeof *h);
+	h->url = xstrdup(url);
+	h->name = xstrdup(name);
+	h->max = max;
+	h->cbs = cbs;
+	h->arg = arg;
+	TAILQ_INIT(&h->posts);
+	h->relisten = evtimer_new(server.base, uhpost_relisten_cb, h);
+	return (h);
+}
+
+/* A message to the server; id > 0 for a request (its answer is awaited). */
+void
+upstream_http_send(struct upstream_http *h, const char *json, size_t len,
+    int64_t id)
+{
+	struct uhpost	*p;
+
+	if (h->closed)
+		return;
+	p = uhpost_new(h, id);
+	uhpost_start(p, json, len, NULL);
+}
+
+/* Request id is no longer awaited (timeout, cancel): its POST ends. */
+void
+upstream_http_forget(struct upstream_http *h, int64_t id)
+{
+	struct uhpost	*p;
+
+	TAILQ_FOREACH(p, &h->posts, entry) {
+		if (p->id == id && id > 0) {
+			p->answered = 1;
+			if (p->hc != NULL)
+				http_client_cancel(p->hc);
+		}
+	}
+}
+
+void
+upstream_http_set_version(struct upstream_http *h, const char *version)
+{
+	free(h->version);
+	h->version = xstrdup(version);
+}
+
+void
+upstream_http_listen(struct upstream_http *h)
+{
+	struct uhpost	*p;
+
+	if (h->closed || h->listening || h->session == NULL)
+		return;
+	h->listening = 1;
+	p = uhpost_new(h, UPHTTP_LISTEN);
+	uhpost_start(p, NULL, 0, h->listen_id);
+}
+
+/*
+ * Ends the transport: the session is deleted at the server (not waited
+ * for), every request in flight is cancelled; no callback runs after.
+ */
+void
+upstream_http_close(struct upstream_http *h)
+{
+	struct uhpost	*p;
+
+	if (h->closed)
+		return;
+	TAILQ_FOREACH(p, &h->posts, entry) {
+		if (p->hc != NULL)
+			http_client_cancel(p->hc);
+	}
+	evtimer_del(h->relisten);
+	if (h->session != NULL) {
+		p = uhpost_new(h, UPHTTP_DELETE);
+		uhpost_start(p, NULL, 0, NULL);
+	}
+	h->closed = 1;
+	upstream_http_maybe_free(h);
+}
