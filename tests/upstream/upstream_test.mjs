@@ -74,10 +74,9 @@ const CAPABILITIES = {
 };
 
 /* Gaps in mcpd these tests know of (checkKnown). */
-const KNOWN_SESSION_LIST = 'sharing session: resources/list is the catalog instance\'s, ' +
-    'not the session\'s own child\'s';
 const KNOWN_SESSION_ROOTS = 'sharing session: a roots/list the child asks outside a call ' +
-    '(right after initialize) is answered [] by mcpd, not by the session\'s client';
+    '(server-everything: 350 ms after initialize) is answered [] by mcpd, not by the ' +
+    'session\'s client, so whether the child ever learns them depends on timing';
 
 let mcpdBin = null;
 const daemons = [];
@@ -367,11 +366,18 @@ async function everythingBasics(url, { prefix = '', mcpdSide = true } = {}) {
 	    r.err?.code === -32042 &&
 	    r.err?.elicitations?.[0]?.url === 'https://modelcontextprotocol.io', r.err ?? r.res);
 
-	/* roots, asked of this client during the call */
+	/*
+	 * Roots: the server asks for them once, right after initialize, when
+	 * its client may be mcpd with no call in flight (then mcpd answers an
+	 * empty list: docs/upstreams.md), and again only when it has none.
+	 * What it lists is then nobody's or this client's, never an error.
+	 */
 	r = await call(client, p('get-roots-list'), {});
-	check('get-roots-list: the client\'s roots',
-	    textOf(r.res).includes('Current MCP Roots (1 total)') &&
-	    textOf(r.res).includes('URI: file:///srv/basics-root'), r.res ?? errText(r.err));
+	const roots = textOf(r.res);
+	check('get-roots-list: no roots, or this client\'s',
+	    r.res?.isError !== true && (roots.startsWith('The client supports roots but no roots') ||
+	    (roots.includes('Current MCP Roots (1 total)') &&
+	    roots.includes('URI: file:///srv/basics-root'))), r.res ?? errText(r.err));
 
 	/* toggles: state in the server, answered in turn */
 	r = await call(client, p('toggle-subscriber-updates'), {});
@@ -755,11 +761,17 @@ async function groupSession() {
 	r = await call(a.client, 'gzip-file-as-resource',
 	    { name: 'only-a.gz', data: dataUri, outputType: 'resourceLink' });
 	check('A registers a resource', !r.res?.isError && r.res !== undefined, r.res ?? errText(r.err));
-	const la = (await a.client.listResources()).resources.map(x => x.uri);
+	/* mcpd lists again on the child's list_changed, after the call's
+	 * answer: wait for it. */
+	let la = [];
+	await waitFor(async () => {
+		la = (await a.client.listResources()).resources.map(x => x.uri);
+		return la.includes('demo://resource/session/only-a.gz');
+	}, 5000, 50);
 	const lb = (await b.client.listResources()).resources.map(x => x.uri);
 	check('B does not list A\'s resource', !lb.includes('demo://resource/session/only-a.gz') &&
 	    lb.length > 0, lb);
-	checkKnown(KNOWN_SESSION_LIST, 'A lists its resource (resources/list of its own child)',
+	check('A lists its resource (resources/list of its own child)',
 	    la.includes('demo://resource/session/only-a.gz'), la);
 	try {
 		await b.client.readResource({ uri: 'demo://resource/session/only-a.gz' });
@@ -792,15 +804,15 @@ async function groupSession() {
 		return fsA.includes(realA);
 	}, 3000, 100);
 	check('server-filesystem of A: not B\'s roots', fsA !== '' && !fsA.includes(realB), fsA);
-	checkKnown(KNOWN_SESSION_ROOTS, 'server-filesystem of A took A\'s roots', fsA.includes(realA), fsA);
+	check('server-filesystem of A took A\'s roots', fsA.includes(realA), fsA);
 	let fsB = '';
 	await waitFor(async () => {
 		fsB = textOf((await call(b.client, 'fs_list_allowed_directories', {})).res);
 		return fsB.includes(realB);
 	}, 3000, 100);
 	check('server-filesystem of B: not A\'s roots', fsB !== '' && !fsB.includes(realA), fsB);
-	checkKnown(KNOWN_SESSION_ROOTS, 'server-filesystem of B took B\'s roots', fsB.includes(realB), fsB);
-	checkKnown(KNOWN_SESSION_ROOTS, 'both clients were asked for roots',
+	check('server-filesystem of B took B\'s roots', fsB.includes(realB), fsB);
+	check('both clients were asked for roots',
 	    a.asked.roots >= 1 && b.asked.roots >= 1, [a.asked.roots, b.asked.roots]);
 
 	/* Sampling goes to the session whose child asked. */
