@@ -25,7 +25,8 @@
  *   session     sharing session: one child per client session, state of one
  *               invisible to the other, roots asked of the right client,
  *               the child gone with its session
- *   http        server-everything over Streamable HTTP (url)
+ *   http        server-everything over Streamable HTTP (url): the basics,
+ *               and the server killed mid-call then started again
  *   redis       two mcpd on one Redis (MCPD_TEST_REDIS_URL): a sampling
  *               request raised by a call on the first answered by a POST
  *               to the second
@@ -77,6 +78,9 @@ const CAPABILITIES = {
 const KNOWN_SESSION_ROOTS = 'sharing session: a roots/list the child asks outside a call ' +
     '(server-everything: 350 ms after initialize) is answered [] by mcpd, not by the ' +
     'session\'s client, so whether the child ever learns them depends on timing';
+const KNOWN_HTTP_RESTART = 'url upstream restarted: mcpd keeps its old Mcp-Session-Id, ' +
+    'server-everything answers it 400 (the spec says 404), and mcpd starts a new session ' +
+    'only on 404, so the upstream stays unusable';
 
 let mcpdBin = null;
 const daemons = [];
@@ -847,21 +851,60 @@ function freePort() {
 	});
 }
 
-async function groupHttp() {
-	const port = await freePort();
+/* server-everything in Streamable HTTP mode on 127.0.0.1:port; resolves
+ * once it listens. */
+async function startHttpEverything(port) {
 	const server = spawn(process.execPath, ['--require', LOOPBACK, EVERYTHING, 'streamableHttp'],
 	    { env: { ...process.env, PORT: String(port) }, stdio: ['ignore', 'ignore', 'pipe'] });
 	let err = '';
 	server.stderr.on('data', s => { err += s; });
+	const up = await waitFor(() => err.includes('listening on port') || server.exitCode !== null, 15000);
+	check('server-everything listens (Streamable HTTP, loopback)',
+	    up && err.includes('listening on port'), err);
+	return server;
+}
+
+async function groupHttp() {
+	const port = await freePort();
+	let server = await startHttpEverything(port);
 	try {
-		const up = await waitFor(() => err.includes('listening on port'), 15000);
-		check('server-everything listens (Streamable HTTP, loopback)', up, err);
-		if (!up)
-			return;
 		const d = await mcpd('http', upstreamBlock('everything',
-		    [`url http://127.0.0.1:${port}/mcp`, 'prefix web_']), { tools: ['web_echo'] });
+		    [`url http://127.0.0.1:${port}/mcp`, 'prefix web_', 'restart_delay 1']),
+		    { tools: ['web_echo'] });
 		await everythingBasics(d.url, { prefix: 'web_', mcpdSide: false });
 		check('no child for a url upstream', childrenOf(d.pid).length === 0, childrenOf(d.pid));
+
+		/* The server killed mid-call, then started again on its port. */
+		const c = await connect(d.url, 'http-crash');
+		const progress = [];
+		const running = call(c.client, 'web_trigger-long-running-operation',
+		    { duration: 60, steps: 60 }, { onprogress: x => progress.push(x.progress), timeout: 30000 });
+		check('a long call runs on the HTTP upstream',
+		    await waitFor(() => progress.length >= 2, 10000), progress);
+		server.kill('SIGKILL');
+		const r = await running;
+		check('the server killed: the call fails with an error naming the upstream',
+		    r.err !== undefined && /everything/.test(r.err.message), r.res ?? errText(r.err));
+		server = await startHttpEverything(port);
+		const errors = [];
+		const back = await waitFor(async () => {
+			const x = await call(c.client, 'web_echo', { message: 'back' });
+			if (textOf(x.res) === 'Echo: back')
+				return true;
+			errors.push(x.err ? x.err.message : textOf(x.res));
+			return false;
+		}, 15000, 200);
+		checkKnown(KNOWN_HTTP_RESTART, 'the server back: echo works again (a new upstream session)',
+		    back, errors.slice(-2));
+		check('calls meanwhile failed naming the upstream', errors.every(m => /everything/.test(m)),
+		    errors);
+		const p2 = [];
+		const r2 = await call(c.client, 'web_trigger-long-running-operation', { duration: 0.3, steps: 3 },
+		    { onprogress: x => p2.push(x.progress) });
+		checkKnown(KNOWN_HTTP_RESTART, 'progress and the result through the new upstream session',
+		    textOf(r2.res).startsWith('Long running operation completed.') && p2.join() === '1,2,3',
+		    [r2.res ?? errText(r2.err), p2]);
+		await c.close();
 	} finally {
 		server.kill('SIGKILL');
 	}
