@@ -22,6 +22,8 @@
  *               event ids contiguous
  *   crash       the upstream child SIGKILLed mid-call: the call fails
  *               naming the upstream, a new child comes, the next call works
+ *   limits      cancellation, the block's timeout and max_concurrency, seen
+ *               in /metrics' requests in flight
  *   session     sharing session: one child per client session, state of one
  *               invisible to the other, roots asked of the right client,
  *               the child gone with its session
@@ -55,7 +57,7 @@ import {
 } from './lib.mjs';
 
 const TEST_TIMEOUT_MS = Number(process.env.TEST_TIMEOUT_MS || 240000);
-const ALL = ['everything', 'filesystem', 'resume', 'crash', 'session', 'http', 'redis'];
+const ALL = ['everything', 'filesystem', 'resume', 'crash', 'limits', 'session', 'http', 'redis'];
 
 /* server-everything's tools; the second list it registers only for a
  * client that declared sampling, elicitation (url too) and roots. */
@@ -728,6 +730,80 @@ async function groupCrash() {
 
 /* ------------------------------------------------------------------ */
 
+/* mcpd_upstream_requests_inflight of upstream name, from /metrics. */
+async function inflight(d, name) {
+	const res = await fetch(new URL('/metrics', d.url));
+	const m = new RegExp(`^mcpd_upstream_requests_inflight\\{upstream="${name}"\\} ([0-9]+)$`, 'm')
+	    .exec(await res.text());
+	return m ? Number(m[1]) : -1;
+}
+
+async function groupLimits() {
+	const d = await mcpd('limits', everythingBlock('everything',
+	    ['timeout 2', 'max_concurrency 2']), { tools: ['echo'] });
+	const c = await connect(d.url, 'limits');
+	const { client } = c;
+	check('/metrics: no request in flight at rest', await inflight(d, 'everything') === 0,
+	    await inflight(d, 'everything'));
+
+	/* Cancelled by the client: mcpd lets the upstream request go at once. */
+	const ac = new AbortController();
+	const progress = [];
+	const cancelled = call(client, 'trigger-long-running-operation', { duration: 30, steps: 30 },
+	    { onprogress: x => progress.push(x.progress), signal: ac.signal });
+	await waitFor(() => progress.length >= 1, 10000);
+	check('a long call in flight is counted', await inflight(d, 'everything') === 1,
+	    await inflight(d, 'everything'));
+	const mark = c.seen.length;
+	const token = c.seen.find(m => m.method === 'notifications/progress')?.params?.progressToken;
+	ac.abort('the test cancels');
+	const r0 = await cancelled;
+	check('the cancelled call rejects at the client', r0.err !== undefined, r0.res);
+	check('after the cancel, no request in flight (mcpd sent it on and let it go)',
+	    await waitFor(async () => await inflight(d, 'everything') === 0, 5000),
+	    await inflight(d, 'everything'));
+	let r = await call(client, 'echo', { message: 'after cancel' });
+	check('echo after the cancel', textOf(r.res) === 'Echo: after cancel', r.res ?? errText(r.err));
+
+	/* The block's timeout: the call ends with an error naming the upstream. */
+	const t0 = Date.now();
+	r = await call(client, 'trigger-long-running-operation', { duration: 20, steps: 4 },
+	    { timeout: 30000 });
+	check('timeout 2: the call ends with an error naming the upstream',
+	    r.err !== undefined && /everything/.test(r.err.message) && Date.now() - t0 < 15000,
+	    r.res ?? errText(r.err));
+	/* server-everything ignores the cancel and goes on sending progress
+	 * every second: 2 s later, none of it reached the client. */
+	const late = c.seen.slice(mark).filter(m => m.method === 'notifications/progress' &&
+	    m.params?.progressToken === token);
+	check('no progress of the cancelled call reached the client after the cancel',
+	    token !== undefined && late.length <= 1, late);
+	check('after the timeout, no request in flight',
+	    await waitFor(async () => await inflight(d, 'everything') === 0, 5000),
+	    await inflight(d, 'everything'));
+
+	/* max_concurrency 2: a third call at once is refused, the two go on. */
+	const p1 = [];
+	const p2 = [];
+	const one = call(client, 'trigger-long-running-operation', { duration: 1, steps: 2 },
+	    { onprogress: x => p1.push(x) });
+	const two = call(client, 'trigger-long-running-operation', { duration: 1, steps: 2 },
+	    { onprogress: x => p2.push(x) });
+	await waitFor(async () => await inflight(d, 'everything') === 2, 5000);
+	r = await call(client, 'echo', { message: 'third' });
+	check('max_concurrency 2: a third call is refused, saying the upstream is busy',
+	    r.err !== undefined && /everything/.test(r.err.message) && /busy/.test(r.err.message),
+	    r.res ?? errText(r.err));
+	const [a1, a2] = await Promise.all([one, two]);
+	check('the two calls complete', textOf(a1.res).startsWith('Long running operation completed.') &&
+	    textOf(a2.res).startsWith('Long running operation completed.'), [a1, a2]);
+	r = await call(client, 'echo', { message: 'fourth' });
+	check('then a call is served again', textOf(r.res) === 'Echo: fourth', r.res ?? errText(r.err));
+	await c.close();
+}
+
+/* ------------------------------------------------------------------ */
+
 async function groupSession() {
 	const rootA = tmpDir('roots-a');
 	const rootB = tmpDir('roots-b');
@@ -992,7 +1068,8 @@ async function main() {
 	} else {
 		for (const g of groups.length > 0 ? groups : ALL) {
 			const fn = { everything: groupEverything, filesystem: groupFilesystem,
-				resume: groupResume, crash: groupCrash, session: groupSession,
+				resume: groupResume, crash: groupCrash, limits: groupLimits,
+				session: groupSession,
 				http: groupHttp, redis: groupRedis }[g];
 			if (fn === undefined) {
 				console.error(`no group ${g}; groups: ${ALL.join(' ')}`);
