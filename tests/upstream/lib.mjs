@@ -149,6 +149,19 @@ export function childrenOf(pid, match = '') {
 	return out;
 }
 
+/* Children of pid that exited and were not waited for. */
+export function zombiesOf(pid) {
+	const out = [];
+	for (const name of fs.readdirSync('/proc')) {
+		if (!/^[0-9]+$/.test(name))
+			continue;
+		const s = procStat(Number(name));
+		if (s !== null && s.ppid === pid && s.state === 'Z')
+			out.push(s.pid);
+	}
+	return out;
+}
+
 /* Resident set size of pid in KiB (0 once gone). */
 export function rssKiB(pid) {
 	const status = readProc(pid, 'status');
