@@ -40,7 +40,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
-import { gunzipSync, gzipSync } from 'node:zlib';
+import { gunzipSync } from 'node:zlib';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
@@ -51,7 +51,7 @@ import {
 	LoggingMessageNotificationSchema
 } from '@modelcontextprotocol/sdk/types.js';
 import {
-	EVERYTHING, FILESYSTEM, LOOPBACK, REDIS_URL, check, checkKnown, childrenOf, alive, procStat,
+	EVERYTHING, FILESYSTEM, LOOPBACK, REDIS_URL, check, checkKnown, childrenOf, procStat,
 	zombiesOf,
 	errText, parseId, removeTmp, setGroup, short, startCutProxy, startMcpd,
 	tally, textOf, tmpDir, waitFor
@@ -464,6 +464,21 @@ async function everythingBasics(url, { prefix = '', mcpdSide = true } = {}) {
 		check('resources/subscribe and unsubscribe', true);
 	} catch (err) {
 		check('resources/subscribe and unsubscribe', false, errText(err));
+	}
+	/* A subscription reaches the server: its updates reach this client. */
+	try {
+		await client.subscribeResource({ uri: 'demo://resource/dynamic/text/2' });
+		const mark = c.seen.length;
+		r = await call(client, p('toggle-subscriber-updates'), {});
+		const updated = await waitFor(() => c.seen.slice(mark).some(m =>
+		    m.method === 'notifications/resources/updated' &&
+		    m.params?.uri === 'demo://resource/dynamic/text/2'), 10000);
+		check('resources/subscribe: the server\'s notifications/resources/updated reach the client',
+		    updated, c.seen.slice(mark).map(m => m.method ?? 'response'));
+		await call(client, p('toggle-subscriber-updates'), {});
+		await client.unsubscribeResource({ uri: 'demo://resource/dynamic/text/2' });
+	} catch (err) {
+		check('resources/subscribe: updates', false, errText(err));
 	}
 
 	/* prompts */
