@@ -31,7 +31,8 @@
  *               and the server killed mid-call then started again
  *   redis       two mcpd on one Redis (MCPD_TEST_REDIS_URL): a sampling
  *               request raised by a call on the first answered by a POST
- *               to the second
+ *               to the second; a long call on the first, cut, resumed on
+ *               the second
  *
  * Prints one line per check and "upstream_test: N passed, N failed"; exits
  * non-zero on any failure or after TEST_TIMEOUT_MS (default 240 s).
@@ -1046,6 +1047,46 @@ async function groupRedis() {
 	const k2 = childrenOf(two.pid, EVERYTHING);
 	check('each instance runs its own child of the shared upstream',
 	    k1.length === 1 && k2.length === 1 && k1[0].pid !== k2[0].pid, [k1, k2]);
+	/*
+	 * A long call on instance 1, its SSE response cut mid-event; the SDK's
+	 * resuming GET goes to instance 2, which shows the rest from Redis
+	 * while instance 1's child goes on: every progress and the result
+	 * exactly once.
+	 */
+	const proxy = await startCutProxy(one.url, {
+		armText: 'trigger-long-running-operation',
+		cutText: 'notifications/progress',
+		cutAfter: 5
+	});
+	try {
+		const resumedOn = [];
+		const cc = await connect(proxy.url, 'R-resume', {
+			route: (input, init) => {
+				if ((init.method || 'GET') === 'GET' &&
+				    new Headers(init.headers).get('last-event-id')) {
+					resumedOn.push(2);
+					return two.url;
+				}
+				return input;
+			}
+		});
+		const progress = [];
+		const rr = await call(cc.client, 'trigger-long-running-operation', { duration: 2, steps: 20 },
+		    { onprogress: x => progress.push(x.progress), timeout: 30000 });
+		check('a long call cut on instance 1 completes after resuming on instance 2',
+		    proxy.cuts === 1 && resumedOn.length >= 1 && cc.gets.some(g => g.status === 200) &&
+		    textOf(rr.res).startsWith('Long running operation completed.'),
+		    { cuts: proxy.cuts, gets: cc.gets, res: rr.res ?? errText(rr.err) });
+		check('  every progress exactly once, in order, across the two instances',
+		    progress.join() === Array.from({ length: 20 }, (_, i) => i + 1).join(), progress.join());
+		await cc.client.ping();
+		const results = cc.seen.filter(m => m.id !== undefined && m.result?.content !== undefined);
+		check('  the result exactly once', results.length === 1, results);
+		await cc.close();
+	} finally {
+		proxy.close();
+	}
+
 	/* The same session through instance 2, which runs its own child. */
 	const c2 = await connect(two.url, 'R2');
 	r = await call(c2.client, 'echo', { message: 'on 2' });
