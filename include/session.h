@@ -90,5 +90,9 @@ void		 session_unsubscribe(struct session *, const char *);
 void		 session_resource_updated(const char *);
 void		 session_broadcast(const char *, size_t);
 void		 session_notify(struct session *, const char *, size_t);
+/* The client's answer: result or error (the other NULL). */
+typedef void (*session_answer_cb)(const cJSON *, const cJSON *, void *);
+void		 session_request(struct session *, const char *, cJSON *,
+		     session_answer_cb, void *);
 
 #endif

@@ -436,8 +436,9 @@ static const struct conf_entry conf_upstream_entries[] = {
 	  "exec and url." },
 	{ .name = "url", .type = CONF_STRING, .offset = CONF_UPSTREAM_OFF(url),
 	  .check = conf_check_upstream_url, .args = "URL",
-	  .help = "A Streamable HTTP MCP server, http://HOST[:PORT]/PATH. "
-	  "Exactly one of exec and url." },
+	  .help = "A Streamable HTTP MCP server, http://HOST[:PORT]/PATH or "
+	  "https://... (the certificate is verified against the system's "
+	  "trust store). Exactly one of exec and url." },
 	{ .name = "sharing", .type = CONF_ENUM,
 	  .offset = CONF_UPSTREAM_OFF(sharing), .values = conf_sharing_values,
 	  .def = "shared",
@@ -2302,15 +2303,22 @@ conf_check_prefix(const char *s, char **value, char **why)
 	return (0);
 }
 
-/* http://HOST[:PORT][/PATH]: mcpd talks plain HTTP to its upstreams. */
+/*
+ * http://HOST[:PORT][/PATH] or https://...: http_client.c speaks both
+ * (https verified against the system's trust store).
+ */
 static int
 conf_check_upstream_url(const char *s, char **value, char **why)
 {
-	const char	*host = s + strlen("http://");
+	const char	*host;
 	size_t		 i;
 
-	if (strncmp(s, "http://", strlen("http://")) != 0) {
-		xasprintf(why, "\"%s\" is not an http:// URL", s);
+	if (strncmp(s, "http://", 7) == 0)
+		host = s + 7;
+	else if (strncmp(s, "https://", 8) == 0)
+		host = s + 8;
+	else {
+		xasprintf(why, "\"%s\" is not an http:// or https:// URL", s);
 		return (-1);
 	}
 	if (*host == '\0' || *host == '/' || *host == ':') {

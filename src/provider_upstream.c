@@ -18,8 +18,9 @@
  * request it is for, or carries our progress token. Otherwise (stdio) it
  * carries nothing, so it goes to the one call in flight on that upstream
  * session; with sharing
- * session, to the session's latest call (a log message outside any call
- * to the session's standalone stream); with several calls of different
+ * session, to the session's latest call (a log message or a request
+ * outside any call to the session's standalone stream: session_request);
+ * with several calls of different
  * clients in flight on a shared upstream it cannot be placed: a log
  * message is dropped (a debug line says so) and a request is answered
  * with an error saying so (docs/upstreams.md).
@@ -1037,6 +1038,19 @@ upask_answered_cb(const cJSON *result, const cJSON *error, void *arg)
 	free(ua);
 }
 
+static struct upask *
+upask_new(struct upinst *inst, const cJSON *msg)
+{
+	struct upask	*ua;
+
+	ua = xcalloc(1, sizeof *ua);
+	ua->inst = inst;
+	ua->id = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(msg, "id"),
+	    1);
+	TAILQ_INSERT_TAIL(&up.asks, ua, entry);
+	return (ua);
+}
+
 static void
 upstream_provider_request(struct upstream *u, const cJSON *msg,
     int64_t related, void *arg)
@@ -1044,6 +1058,7 @@ upstream_provider_request(struct upstream *u, const cJSON *msg,
 	struct upinst	*inst = arg;
 	struct upcall	*uc;
 	struct upask	*ua;
+	struct session	*s;
 	const char	*method = upname_of(msg, "method");
 	const cJSON	*params = cJSON_GetObjectItemCaseSensitive(msg,
 			    "params");
@@ -1051,7 +1066,16 @@ upstream_provider_request(struct upstream *u, const cJSON *msg,
 	char		*text;
 	u_int		 n;
 
-	if ((uc = upcall_guess(inst, msg, related, &n)) == NULL) {
+	if ((uc = upcall_guess(inst, msg, related, &n)) == NULL && n == 0 &&
+	    inst->sid != NULL && (s = session_find(inst->sid)) != NULL) {
+		/* A session's own upstream asks its client outside a call. */
+		ua = upask_new(inst, msg);
+		session_request(s, method, params != NULL ?
+		    cJSON_Duplicate(params, 1) : cJSON_CreateObject(),
+		    upask_answered_cb, ua);
+		return;
+	}
+	if (uc == NULL) {
 		if (n == 0 && strcmp(method, "roots/list") == 0) {
 			/* Asked outside any call (at start): no client's. */
 			upstream_answer(u, cJSON_GetObjectItemCaseSensitive(
@@ -1077,11 +1101,7 @@ upstream_provider_request(struct upstream *u, const cJSON *msg,
 		    NULL, error);
 		return;
 	}
-	ua = xcalloc(1, sizeof *ua);
-	ua->inst = inst;
-	ua->id = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(msg, "id"),
-	    1);
-	TAILQ_INSERT_TAIL(&up.asks, ua, entry);
+	ua = upask_new(inst, msg);
 	call_request(uc->call, method, params != NULL ?
 	    cJSON_Duplicate(params, 1) : cJSON_CreateObject(),
 	    upask_answered_cb, ua);

@@ -34,9 +34,9 @@
 #include "mcp.h"
 #include "outbound.h"
 #include "peer.h"
+#include "provider.h"
 #include "random.h"
 #include "server.h"
-#include "provider.h"
 #include "session.h"
 #include "stream.h"
 #include "xmalloc.h"
@@ -853,6 +853,62 @@ session_resource_updated(const char *uri)
 		stream_append(s->standalone, text, strlen(text), 0, NULL, NULL);
 		free(text);
 	}
+}
+
+/* What a session request refused at once is told, on a later turn. */
+struct session_refusal {
+	session_answer_cb	 cb;
+	void			*arg;
+};
+
+static void
+session_refused_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct session_refusal	*r = arg;
+	cJSON			*error;
+
+	error = cJSON_CreateObject();
+	cJSON_AddNumberToObject(error, "code", JSONRPC_SERVER_ERROR);
+	cJSON_AddStringToObject(error, "message", "The session has no "
+	    "standalone stream to ask its client on");
+	r->cb(NULL, error, r->arg);
+	cJSON_Delete(error);
+	free(r);
+}
+
+/*
+ * A server-to-client request outside any call (params taken), on the
+ * session's standalone stream: what a session's own upstream asks when
+ * none of the session's calls is in flight. cb runs once, on a later
+ * turn, with the client's answer, or an error (request_timeout).
+ */
+void
+session_request(struct session *s, const char *method, cJSON *params,
+    session_answer_cb cb, void *arg)
+{
+	struct session_refusal	*r;
+	const char		*id;
+	cJSON			*msg;
+	const char		*text;
+	size_t			 len;
+
+	if (s->closed || s->standalone == NULL) {
+		cJSON_Delete(params);
+		r = xmalloc(sizeof *r);
+		r->cb = cb;
+		r->arg = arg;
+		event_base_once(server.base, -1, EV_TIMEOUT,
+		    session_refused_cb, r, NULL);
+		return;
+	}
+	id = outbound_new(NULL, s->id, cb, arg);
+	msg = jsonrpc_notification(method, params);
+	cJSON_AddStringToObject(msg, "id", id);
+	log_debug("session=%s request %s %s sent on the standalone stream",
+	    s->id, id, method);
+	text = jsonrpc_print_shared(msg, &len);
+	stream_append(s->standalone, text, len, 0, NULL, NULL);
+	cJSON_Delete(msg);
 }
 
 /* A notification (text) on session s's standalone stream, if it has one. */

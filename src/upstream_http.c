@@ -387,12 +387,36 @@ uhpost_relisten_cb(evutil_socket_t fd, short events, void *arg)
 	upstream_http_listen(h);
 }
 
+/*
+ * Whether the server, or its session there, is gone (a new session is
+ * due), and why; NULL if not. A server started again answers the old
+ * session id with 404, as the spec says, or (some SDK servers) 400.
+ */
+static const char *
+uhpost_gone(const struct uhpost *p, const char *err, int status)
+{
+	const struct upstream_http	*h = p->h;
+
+	if (err != NULL)
+		return (strcmp(err, "connection failed") == 0 ? "cannot "
+		    "connect to the server (connection failed)" : NULL);
+	if (h->session == NULL)
+		return (NULL);
+	if (status == 404)
+		return ("the server no longer knows its session (404)");
+	if (status == 400 && p->body != NULL &&
+	    strcasestr(p->body, "session") != NULL)
+		return ("the server no longer knows its session (400)");
+	return (NULL);
+}
+
 static void
 uhpost_done_cb(struct http_client *hc, void *arg)
 {
 	struct uhpost		*p = arg;
 	struct upstream_http	*h = p->h;
 	const char		*err = http_client_error(hc), *cursor, *type;
+	const char		*gone;
 	int			 status = http_client_status(hc);
 	struct timeval		 tv = { 0, UPHTTP_RELISTEN_MS * 1000 };
 
@@ -401,12 +425,11 @@ uhpost_done_cb(struct http_client *hc, void *arg)
 		uhpost_free(p);
 		return;
 	}
-	if (err == NULL && status == 404 && h->session != NULL &&
-	    p->id != UPHTTP_LISTEN) {
-		uhpost_lost(p, "the server answered 404: it no longer knows "
-		    "its session");
-		h->cbs->failed("the server no longer knows its session (404)",
-		    h->arg);
+	if (p->id != UPHTTP_LISTEN && (gone = uhpost_gone(p, err,
+	    status)) != NULL) {
+		uhpost_lost(p, "%s", gone);
+		if (!h->closed)
+			h->cbs->failed(gone, h->arg);
 		uhpost_free(p);
 		return;
 	}

@@ -662,21 +662,26 @@ def test_upstream_http_stream_lost_without_ids(h):
 
 
 def test_upstream_http_session_forgotten_and_server_down(h):
-    f = HttpFake(h)
-    try:
-        d, sid = start_ready(h, http_upstream("web", f.url,
-                                              "restart_delay 1"))
-        msg, _ = d.call(sid, "forget", {})
-        expect(text_of(msg) == "forgotten", f"{msg!r}")
-        # The next request gets 404: it fails naming the upstream, and a
-        # new session is made.
-        err = error_of(d.call(sid, "pid", {})[0])
-        expect("upstream web" in err["message"] and "404" in
-               err["message"], f"{err!r}")
-        msg = wait_for(lambda: _pid_or_none(d, sid), "a new session")
-        expect(f.log().count("POST initialize") == 2, f.log())
-    finally:
-        f.stop()
+    # 404, as the spec says; 400 "No valid session ID", as some SDK
+    # servers (server-everything's) answer an id they do not know.
+    for flags, code in (((), "404"), (("--unknown-session-400",), "400")):
+        f = HttpFake(h, *flags)
+        try:
+            d, sid = start_ready(h, http_upstream("web", f.url,
+                                                  "restart_delay 1"))
+            msg, _ = d.call(sid, "forget", {})
+            expect(text_of(msg) == "forgotten", f"{msg!r}")
+            # The next request fails naming the upstream, and a new
+            # session is made.
+            err = error_of(d.call(sid, "pid", {})[0])
+            expect("upstream web" in err["message"] and code in
+                   err["message"], f"{err!r}")
+            msg = wait_for(lambda: _pid_or_none(d, sid), "a new session")
+            expect(f.log().count("POST initialize") == 2, f.log())
+        finally:
+            f.stop()
+        if not flags:
+            d.stop()
     # The server is gone: calls fail loudly, at once or within the timeout.
     err = error_of(d.call(sid, "pid", {}, timeout=15)[0])
     expect("upstream web" in err["message"], f"{err!r}")
@@ -817,3 +822,50 @@ def test_upstream_http_request_placed_by_its_stream(h):
         r2.close()
     finally:
         f.stop()
+
+
+def test_upstream_http_server_restarted(h):
+    """The server dies mid-call and comes back on its port: the call ends
+    with an error naming the upstream, mcpd makes a new session (the old
+    id is unknown to the new server) and calls work again."""
+    f = HttpFake(h)
+    port = f.port
+    d, sid = start_ready(h, http_upstream("web", f.url, "restart_delay 1"))
+    f2 = None
+    try:
+        _, r = d.call_open(sid, "slow", {"n": 100, "interval_ms": 50})
+        time.sleep(0.3)
+        f.stop()
+        r.events_until_close(10)
+        last = r.messages()[-1]
+        expect("error" in last and "upstream web" in
+               last["error"]["message"], f"{last!r}")
+        f2 = HttpFake(h, "--port", str(port))
+        msg = wait_for(lambda: _pid_or_none(d, sid), "a call to the new "
+                       "server", timeout=20)
+        expect(msg == str(f2.proc.pid), f"{msg!r}")
+        expect("POST initialize" in f2.log(), "no new session")
+    finally:
+        f.stop()
+        if f2 is not None:
+            f2.stop()
+
+
+def test_upstream_session_request_outside_calls_to_standalone(h):
+    """sharing session: a request the session's own upstream makes when
+    none of the session's calls is in flight goes to its client on the
+    session's standalone stream, and the answer back to the upstream."""
+    d, sid = start_ready(h, upstream("own", "sharing session",
+                                     args=["--ask-roots-after", "500"]))
+    g = d.get_sse(sid)
+    expect(text_of(d.call(sid, "pid", {})[0]).isdigit(), "pid")
+    req = None
+    while req is None:
+        m = g.next_message(10)
+        expect(m is not None, "no roots/list on the standalone stream")
+        if m[1].get("method") == "roots/list":
+            req = m[1]
+    _answer(d, sid, req["id"], {"roots": [{"uri": "file:///late"}]})
+    t = text_of(d.call(sid, "roots_at_start", {})[0])
+    expect(json.loads(t) == {"roots": [{"uri": "file:///late"}]}, t)
+    g.close()

@@ -298,6 +298,8 @@ def handle(msg):
 
 
 def ask_roots():
+    if "--ask-roots-after" in ARGS:
+        time.sleep(int(ARGS[ARGS.index("--ask-roots-after") + 1]) / 1000)
     r = ask("roots/list", {})
     STATE["roots"] = r.get("result") if r is not None else None
     if r is not None and "error" in r:
@@ -320,7 +322,7 @@ def main():
             sys.stderr.flush()
             continue
         if msg["method"] == "notifications/initialized" and \
-                "--ask-roots" in ARGS:
+                ("--ask-roots" in ARGS or "--ask-roots-after" in ARGS):
             threading.Thread(target=ask_roots, daemon=True).start()
         if "id" not in msg:
             continue

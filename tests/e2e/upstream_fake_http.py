@@ -6,7 +6,7 @@ with 202; GET with Last-Event-ID resumes a request's stream from the
 session's event store; DELETE ends the session. Listens on 127.0.0.1 and a
 free port, written to PORTFILE.
 
-    upstream_fake_http.py PORTFILE [--no-event-ids] [--log FILE]
+    upstream_fake_http.py PORTFILE [--no-event-ids] [--log FILE] [--port N]
 
 Tools beyond upstream_fake.py's: drop {n} sends n progress events, cuts
 the connection, then finishes (the result waits in the event store);
@@ -28,6 +28,7 @@ ARGS = sys.argv[1:]
 PORTFILE = ARGS[0]
 EVENT_IDS = "--no-event-ids" not in ARGS
 LOG = ARGS[ARGS.index("--log") + 1] if "--log" in ARGS else None
+PORT = int(ARGS[ARGS.index("--port") + 1]) if "--port" in ARGS else 0
 
 LOCK = threading.Lock()
 SESSIONS = {}           # id -> {"events": [(id, stream, data)], "n": int}
@@ -163,6 +164,11 @@ class Handler(BaseHTTPRequestHandler):
             return self._json(200, out[0], [("Mcp-Session-Id", sid)])
         with LOCK:
             known = sid in SESSIONS
+        if not known and "--unknown-session-400" in ARGS:
+            # As server-everything's express app answers.
+            return self._json(400, {"jsonrpc": "2.0", "id": None, "error": {
+                "code": -32000,
+                "message": "Bad Request: No valid session ID provided"}})
         if not known:
             return self._json(404, {"jsonrpc": "2.0", "id": None, "error": {
                 "code": -32001, "message": "Session not found"}})
@@ -209,7 +215,8 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def main():
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    ThreadingHTTPServer.allow_reuse_address = True
+    srv = ThreadingHTTPServer(("127.0.0.1", PORT), Handler)
     srv.daemon_threads = True
     tmp = PORTFILE + ".tmp"
     with open(tmp, "w") as f:

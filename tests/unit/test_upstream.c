@@ -68,9 +68,14 @@ START_TEST(test_conf_block)
 	    "}\n"
 	    "upstream web {\n"
 	    "    url http://127.0.0.1:3001/mcp\n"
+	    "}\n"
+	    "upstream tls {\n"
+	    "    url https://mcp.example.com/mcp\n"
 	    "}\n", &cause);
 	ck_assert_msg(conf != NULL, "%s", cause);
-	ck_assert_uint_eq(conf->nupstreams, 2);
+	ck_assert_uint_eq(conf->nupstreams, 3);
+	ck_assert_str_eq(conf_upstream_find(conf, "tls")->url,
+	    "https://mcp.example.com/mcp");
 	up = conf_upstream_find(conf, "everything");
 	ck_assert_ptr_nonnull(up);
 	ck_assert_int_eq(up->line, 1);
@@ -124,8 +129,8 @@ START_TEST(test_conf_errors)
 	    "t.conf:3: sharing:");
 	expect_error("upstream a {\nexec /bin/true\nprefix \"a b\"\n}\n",
 	    "t.conf:3: prefix: invalid prefix");
-	expect_error("upstream a {\nurl https://h/\n}\n", "t.conf:2: url: "
-	    "\"https://h/\" is not an http:// URL");
+	expect_error("upstream a {\nurl ftp://h/\n}\n", "t.conf:2: url: "
+	    "\"ftp://h/\" is not an http:// or https:// URL");
 	expect_error("upstream a {\nurl http:///x\n}\n", "has no host");
 	expect_error("upstream a {\nurl http://h/\nenv A=1\n}\n",
 	    "env and cwd are for an exec upstream");
