@@ -22,7 +22,6 @@ export const LOOPBACK = path.join(HERE, 'loopback.cjs');
 
 let passed = 0;
 let failed = 0;
-let known = 0;
 let group = '';
 
 export function setGroup(name) {
@@ -51,25 +50,8 @@ export function check(name, ok, detail) {
 	return ok;
 }
 
-/*
- * A check of a known gap in mcpd (why says which, and the report that
- * describes it): failing, it prints KNOWN and counts as neither passed
- * nor failed; passing, it is an ordinary ok and says the mark can go.
- */
-export function checkKnown(why, name, ok, detail) {
-	const full = group ? `${group}: ${name}` : name;
-	if (ok) {
-		passed++;
-		console.log(`ok   ${full} (marked known: ${why}; it passes now, remove the mark)`);
-	} else {
-		known++;
-		console.log(`KNOWN ${full}: ${why}${detail !== undefined ? `: ${short(detail)}` : ''}`);
-	}
-	return ok;
-}
-
 export function tally() {
-	return { passed, failed, known };
+	return { passed, failed };
 }
 
 export const sleep = ms => new Promise(resolve => setTimeout(resolve, ms));
