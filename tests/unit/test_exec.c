@@ -2,7 +2,8 @@
  * Unit tests for exec.c on a real event loop with real programs: lines and
  * their splitting, pause and resume, exit status and signals, stderr,
  * exec_kill with SIGTERM then SIGKILL, leftovers in the process group, the
- * done callback exactly once, and no zombie afterwards.
+ * done callback exactly once, and no zombie afterwards; a program talked
+ * to on its stdin (bounded), with stderr handed over a line at a time.
  */
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -416,6 +417,73 @@ START_TEST(test_start_errors)
 END_TEST
 
 /* Shutdown kills and reaps, with done callbacks, and refuses new jobs. */
+/* The longest stderr line handed over. */
+static size_t	errline_max;
+
+/* Standard error a line at a time, through the run's err buffer. */
+static void
+errline_cb(const char *line, size_t len, void *arg)
+{
+	struct run	*run = arg;
+	size_t		 used = strlen(run->err);
+
+	ck_assert(!run->done);
+	if (len > errline_max)
+		errline_max = len;
+	snprintf(run->err + used, sizeof run->err - used, "[%.*s]", (int)len,
+	    line);
+}
+
+/*
+ * A program talked to: what is written to its stdin comes back on its
+ * stdout; stderr lines are handed over as they come, cut at
+ * EXEC_ERRLINE_MAX; closing stdin ends the program; a write beyond
+ * stdin_max is refused.
+ */
+START_TEST(test_stdin_and_stderr_lines)
+{
+	static const char *const argv[] = { "/bin/sh", "-c",
+	    "while read l; do echo \"got $l\"; echo \"err $l\" >&2; done; "
+	    "head -c 2000 /dev/zero | tr '\\0' x >&2; echo >&2; exit 4",
+	    NULL };
+	static char		*none[] = { NULL };
+	struct exec_spec	 spec;
+	struct run		 run;
+	char			*cause = NULL, big[100];
+
+	memset(&run, 0, sizeof run);
+	memset(&spec, 0, sizeof spec);
+	spec.path = argv[0];
+	spec.argv = (char *const *)argv;
+	spec.envp = none;
+	spec.name = "talk";
+	spec.stdin_max = 64;
+	spec.err_cb = errline_cb;
+	run.base = base;
+	run.job = exec_start(&spec, line_cb, done_cb, &run, &cause);
+	ck_assert_msg(run.job != NULL, "exec_start: %s", cause);
+
+	ck_assert_int_eq(exec_write(run.job, "one\ntwo\n", 8), 0);
+	LOOP_UNTIL(run.lines == 2, 5);
+	ck_assert_str_eq(run.out, "got one\ngot two\n");
+	ck_assert_uint_eq(exec_write_queued(run.job), 0);
+	memset(big, 'b', sizeof big);
+	ck_assert_int_eq(exec_write(run.job, big, sizeof big), -1);
+	LOOP_UNTIL(strstr(run.err, "[err two]") != NULL, 5);
+
+	exec_close_stdin(run.job);
+	ck_assert_int_eq(exec_write(run.job, "x\n", 2), -1);
+	LOOP_UNTIL(run.done, 5);
+	ck_assert_int_eq(run.r.exited, 1);
+	ck_assert_int_eq(run.r.status, 4);
+	/* The done callback copied the kept stderr over the lines. */
+	ck_assert_ptr_nonnull(strstr(run.err, "err one"));
+	/* The 2000-byte line came cut. */
+	ck_assert_uint_eq(errline_max, EXEC_ERRLINE_MAX);
+	free(run.out);
+}
+END_TEST
+
 START_TEST(test_shutdown)
 {
 	struct run		 a, b;
@@ -469,6 +537,7 @@ exec_suite(void)
 	tcase_add_test(tc, test_kill_stubborn);
 	tcase_add_test(tc, test_leftovers);
 	tcase_add_test(tc, test_start_errors);
+	tcase_add_test(tc, test_stdin_and_stderr_lines);
 	tcase_add_test(tc, test_shutdown);
 	suite_add_tcase(s, tc);
 	return (s);
