@@ -30,7 +30,7 @@ DOCDIR	?= $(PREFIX)/share/doc/mcpd
 SYSCONFDIR ?= /etc
 UNITDIR	?= $(PREFIX)/lib/systemd/system
 
-.PHONY: all clean callgraph check install install-check unit e2e e2e-redis sdk-test cluster-test asan asan-check deps conformance bench \
+.PHONY: all clean callgraph check install install-check unit e2e e2e-redis sdk-test cluster-test upstream-test asan asan-check deps conformance bench \
 	fuzz fuzz-replay fuzz-merge fuzz-build fuzz-bins
 
 all: mcpd
@@ -107,6 +107,12 @@ e2e-redis: mcpd
 sdk-test: mcpd
 	sh tests/sdk/run.sh ./mcpd
 
+# Issue 15: upstream MCP servers (server-everything, server-filesystem from
+# npm) through mcpd, driven by the official SDK client; tests/upstream/.
+# Under with-redis for its two-instances group.
+upstream-test: mcpd
+	sh scripts/with-redis sh tests/upstream/run.sh ./mcpd
+
 # Issue 12: nginx (conf/nginx.conf) in front of three mcpd on one private
 # redis-server; tests/cluster/.
 cluster-test: mcpd
@@ -124,6 +130,7 @@ check: deps
 	$(MAKE) e2e
 	$(MAKE) e2e-redis
 	$(MAKE) sdk-test
+	$(MAKE) upstream-test
 	$(MAKE) install-check
 	$(MAKE) cluster-test
 
@@ -154,6 +161,7 @@ asan-check: asan
 	$(ASAN_ENV) $(PYTHON) tests/e2e/run.py --mcpd ./mcpd-asan --sanitized
 	$(ASAN_ENV) sh scripts/with-redis $(PYTHON) tests/e2e/run.py \
 	    --mcpd ./mcpd-asan --sanitized
+	$(ASAN_ENV) sh scripts/with-redis sh tests/upstream/run.sh ./mcpd-asan
 
 # libFuzzer harnesses (tests/fuzz/, see tests/fuzz/README.md). They need
 # clang: the library is built again in build-fuzz/ with coverage and the
