@@ -50,8 +50,8 @@ struct mem_stream {
 	uint64_t		 head;
 	int			 ended;
 	uint64_t		 expires_ms;	/* 0 while the stream is open */
-	uint64_t		 ended_order;	/* when it ended, among all */
 	RB_ENTRY(mem_stream)	 entry;
+	TAILQ_ENTRY(mem_stream)	 ended_entry;	/* on its session's ended */
 };
 RB_HEAD(mem_streams, mem_stream);
 
@@ -61,6 +61,12 @@ struct mem_session {
 	size_t			 metalen;
 	struct mem_streams	 streams;
 	size_t			 nstreams;
+	/*
+	 * Its ended streams in the order they ended, so also in the order
+	 * they expire (one stream_ttl for all): the oldest is the first,
+	 * found without walking every stream.
+	 */
+	TAILQ_HEAD(, mem_stream) ended;
 	uint64_t		*tombstones;	/* up to MEM_TOMBSTONES */
 	size_t			 ntombstones;	/* total ever written */
 	RB_ENTRY(mem_session)	 entry;
@@ -127,7 +133,6 @@ struct mem {
 	struct mem_ops		 running;	/* taken from ops this turn */
 	struct event		*run_ev;
 	struct event		*cron_ev;
-	uint64_t		 ends;		/* streams ended so far */
 };
 
 static void	mem_schedule(struct mem *);
@@ -200,6 +205,8 @@ static void
 mem_stream_expire(struct mem_session *ms, struct mem_stream *st)
 {
 	RB_REMOVE(mem_streams, &ms->streams, st);
+	if (st->ended)
+		TAILQ_REMOVE(&ms->ended, st, ended_entry);
 	ms->nstreams--;
 	/* Grown as needed: most sessions never expire a stream. */
 	if (ms->ntombstones < MEM_TOMBSTONES)
@@ -273,11 +280,12 @@ mem_stream_push(struct mem *m, struct mem_stream *st, uint64_t seq,
 }
 
 static void
-mem_stream_finish(struct mem *m, struct mem_stream *st)
+mem_stream_finish(struct mem *m, struct mem_session *ms,
+    struct mem_stream *st)
 {
 	st->ended = 1;
 	st->expires_ms = clock_now_ms() + m->ttl_ms;
-	st->ended_order = ++m->ends;
+	TAILQ_INSERT_TAIL(&ms->ended, st, ended_entry);
 }
 
 /* Looks up the stream an op names; answers NOT_FOUND or EXPIRED if gone. */
@@ -306,6 +314,7 @@ mem_do_session_store(struct mem *m, struct mem_op *op)
 		ms = xcalloc(1, sizeof *ms);
 		ms->sid = xstrdup(op->sid);
 		RB_INIT(&ms->streams);
+		TAILQ_INIT(&ms->ended);
 		RB_INSERT(mem_sessions, &m->sessions, ms);
 	}
 	free(ms->meta);
@@ -347,13 +356,8 @@ mem_do_session_delete(struct mem *m, struct mem_op *op)
 static void
 mem_make_room(struct mem_session *ms)
 {
-	struct mem_stream	*st, *oldest = NULL;
+	struct mem_stream	*oldest = TAILQ_FIRST(&ms->ended);
 
-	RB_FOREACH(st, mem_streams, &ms->streams) {
-		if (st->ended && (oldest == NULL ||
-		    st->ended_order < oldest->ended_order))
-			oldest = st;
-	}
 	if (oldest == NULL)
 		return;
 	log_limited(LOG_LEVEL_INFO, "max-streams", "session=%s stream=%llu "
@@ -446,7 +450,7 @@ mem_do_append(struct mem *m, struct mem_op *op)
 	}
 	mem_stream_push(m, st, op->seq, op->data, op->len);
 	if (op->flags & EVENTLOG_FINAL)
-		mem_stream_finish(m, st);
+		mem_stream_finish(m, ms, st);
 	mem_info(st, &info);
 	info.data = op->data;	/* now the stream's: head is retained */
 	info.len = op->len;
@@ -467,7 +471,7 @@ mem_do_stream_end(struct mem *m, struct mem_op *op)
 		return;
 	}
 	if (!st->ended)
-		mem_stream_finish(m, st);
+		mem_stream_finish(m, ms, st);
 	mem_info(st, &info);
 	op->cb.append(EVENTLOG_OK, &info, op->arg);
 }
@@ -706,14 +710,13 @@ mem_cron_cb(evutil_socket_t fd, short events, void *arg)
 {
 	struct mem		*m = arg;
 	struct mem_session	*ms;
-	struct mem_stream	*st, *st1;
+	struct mem_stream	*st;
 	uint64_t		 now = clock_now_ms();
 
 	RB_FOREACH(ms, mem_sessions, &m->sessions) {
-		RB_FOREACH_SAFE(st, mem_streams, &ms->streams, st1) {
-			if (st->ended && st->expires_ms <= now)
-				mem_stream_expire(ms, st);
-		}
+		while ((st = TAILQ_FIRST(&ms->ended)) != NULL &&
+		    st->expires_ms <= now)
+			mem_stream_expire(ms, st);
 	}
 	mem_task_expire(m);
 }
