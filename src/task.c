@@ -479,6 +479,7 @@ static int
 task_change_complete(cJSON *rec, void *ctx)
 {
 	const cJSON	*msg = ctx, *result, *error, *message;
+	cJSON		*copy;
 
 	if (task_state_terminal(task_state_of(rec)))
 		return (0);
@@ -486,8 +487,16 @@ task_change_complete(cJSON *rec, void *ctx)
 	error = cJSON_GetObjectItemCaseSensitive(msg, "error");
 	if (result != NULL) {
 		task_set_state(rec, TASK_COMPLETED, NULL);
-		cJSON_AddItemToObject(rec, "result",
-		    cJSON_Duplicate(result, 1));
+		/*
+		 * The result is the CallToolResult the call would have
+		 * answered, and a 2026-07-28 result says its resultType
+		 * (clients validate it); the legacy path ignores the member.
+		 */
+		copy = cJSON_Duplicate(result, 1);
+		if (cJSON_IsObject(copy) &&
+		    !cJSON_HasObjectItem(copy, "resultType"))
+			cJSON_AddStringToObject(copy, "resultType", "complete");
+		cJSON_AddItemToObject(rec, "result", copy);
 	} else {
 		message = cJSON_GetObjectItemCaseSensitive(error, "message");
 		task_set_state(rec, TASK_FAILED, cJSON_IsString(message) ?

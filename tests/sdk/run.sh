@@ -1,12 +1,13 @@
 #!/bin/sh
 # Run the official MCP TypeScript SDK clients against a real mcpd: the v1
 # SDK on sessions (client_test.mjs), the v2 client on the stateless
-# 2026-07-28 path (client_v2_test.mjs).
+# 2026-07-28 path (client_v2_test.mjs), and the v2 client with the tasks
+# extension package (client_v2_tasks_test.mjs).
 #
 #   sh tests/sdk/run.sh MCPD_BINARY
 #
 # Starts MCPD_BINARY on a free loopback port (listen 127.0.0.1:0; the port is
-# read from its "listening on 127.0.0.1:PORT" log line), runs client_test.mjs
+# read from its "listening on 127.0.0.1:PORT" log line), runs the scripts
 # against it, stops it with SIGTERM and exits with the test's status.  The
 # last line is "N passed, N failed" (the client's checks plus this script's
 # own: daemon started, daemon stopped cleanly).
@@ -33,7 +34,8 @@ if ! command -v node >/dev/null 2>&1; then
 	exit 1
 fi
 if [ ! -d "$dir/node_modules/@modelcontextprotocol/sdk" ] ||
-    [ ! -d "$dir/node_modules/@modelcontextprotocol/client" ]; then
+    [ ! -d "$dir/node_modules/@modelcontextprotocol/client" ] ||
+    [ ! -d "$dir/node_modules/@modelcontextprotocol/ext-tasks" ]; then
 	echo "== npm ci in $dir (node_modules missing)"
 	(cd "$dir" && npm ci --no-audit --no-fund --loglevel=error) >&2
 fi
@@ -123,6 +125,7 @@ run_client() {
 }
 run_client client_test
 run_client client_v2_test
+run_client client_v2_tasks_test
 
 # Stop the daemon: SIGTERM, then at most 5 s for it to exit.
 kill -TERM "$pid" 2>/dev/null || true

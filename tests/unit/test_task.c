@@ -236,6 +236,10 @@ START_TEST(test_create_get)
 	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(
 	    cJSON_GetArrayItem(content, 0), "text")),
 	    "slow_compute u: done after 0 s");
+	/* The inner CallToolResult says its resultType too. */
+	ck_assert_str_eq(cJSON_GetStringValue(cJSON_GetObjectItem(
+	    cJSON_GetObjectItem(a.result, "result"), "resultType")),
+	    "complete");
 	ck_assert(!cJSON_HasObjectItem(a.result, "mcpd"));
 	answer_clear(&a);
 
