@@ -1,6 +1,7 @@
 /*
  * What the Model Context Protocol itself defines that several files need:
- * the revisions this server speaks and the logging levels a client sets.
+ * the revisions this server speaks, the logging levels a client sets, and
+ * the capability a server-to-client request needs of the client.
  */
 #ifndef MCPD_MCP_H
 #define MCPD_MCP_H
@@ -13,5 +14,8 @@ int		 mcp_version_at_least(const char *, const char *);
 /* MCP logging levels, in RFC 5424 order. */
 int		 mcp_log_level_parse(const char *);
 const char	*mcp_log_level_name(int);
+
+/* "sampling", "elicitation" or "roots" for their requests; else NULL. */
+const char	*mcp_request_capability(const char *);
 
 #endif

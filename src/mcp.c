@@ -53,3 +53,15 @@ mcp_log_level_name(int level)
 		return ("info");
 	return (mcp_log_levels[level]);
 }
+
+const char *
+mcp_request_capability(const char *method)
+{
+	if (strcmp(method, "sampling/createMessage") == 0)
+		return ("sampling");
+	if (strcmp(method, "elicitation/create") == 0)
+		return ("elicitation");
+	if (strcmp(method, "roots/list") == 0)
+		return ("roots");
+	return (NULL);
+}

@@ -487,19 +487,6 @@ modern_sink_respond(void *arg, cJSON *msg)
 
 /* --- MRTR --------------------------------------------------------------- */
 
-/* The client capability a question needs. */
-static const char *
-modern_ask_capability(const char *method)
-{
-	if (strcmp(method, "sampling/createMessage") == 0)
-		return ("sampling");
-	if (strcmp(method, "elicitation/create") == 0)
-		return ("elicitation");
-	if (strcmp(method, "roots/list") == 0)
-		return ("roots");
-	return (NULL);
-}
-
 /*
  * What a sealed requestState holds: the request it belongs to (method and
  * name), the answers the client gave in earlier rounds, and until when it
@@ -598,7 +585,7 @@ modern_sink_ask(void *arg, struct call *c, const char *key,
     const char *method, cJSON *params, const cJSON **answer)
 {
 	struct modern_req	*mr = arg;
-	const char		*cap = modern_ask_capability(method);
+	const char		*cap = mcp_request_capability(method);
 	const cJSON		*found;
 	cJSON			*data, *q;
 	char			*message;

@@ -46,6 +46,7 @@
 #include "jsonrpc.h"
 #include "lease.h"
 #include "log.h"
+#include "mcp.h"
 #include "provider.h"
 #include "random.h"
 #include "server.h"
@@ -958,19 +959,6 @@ task_asked_cb(enum eventlog_status status, const cJSON *rec, int wrote,
 	free(ta);
 }
 
-/* The client capability a question needs, as on the stateless path. */
-static const char *
-task_ask_capability(const char *method)
-{
-	if (strcmp(method, "sampling/createMessage") == 0)
-		return ("sampling");
-	if (strcmp(method, "elicitation/create") == 0)
-		return ("elicitation");
-	if (strcmp(method, "roots/list") == 0)
-		return ("roots");
-	return (NULL);
-}
-
 /*
  * A question of the call becomes an entry of the task's inputRequests;
  * the answer comes with a tasks/update (task_run_deliver).
@@ -981,7 +969,7 @@ task_sink_ask(void *arg, struct call *c, const char *key, const char *method,
 {
 	struct task_run	*run = arg;
 	struct task_ask	*ta;
-	const char	*cap = task_ask_capability(method);
+	const char	*cap = mcp_request_capability(method);
 	cJSON		*data;
 	char		*message;
 
