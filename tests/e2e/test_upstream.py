@@ -14,6 +14,7 @@ import time
 
 from mcpd_harness import (cancelled, expect, is_progress, is_response, rpc,
                           tmo, tool_call)
+from test_exec import children, proc_status
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FAKE = os.path.join(HERE, "upstream_fake.py")
@@ -27,30 +28,6 @@ def upstream(name, *lines, args=()):
     exec_line = "exec " + " ".join([sys.executable, FAKE] + list(args))
     return [f"upstream {name} {{", "    " + exec_line] + \
         [f"    {ln}" for ln in lines] + ["}"]
-
-
-def proc_status(pid):
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            text = f.read()
-    except (FileNotFoundError, ProcessLookupError):
-        return None
-    out = {}
-    for line in text.splitlines():
-        k, _, v = line.partition(":")
-        out[k] = v.strip()
-    return out
-
-
-def children(pid):
-    out = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        st = proc_status(name)
-        if st is not None and st.get("PPid") == str(pid):
-            out.append((int(name), st.get("State", "?")))
-    return out
 
 
 def wait_for(cond, what, timeout=10):
