@@ -893,21 +893,25 @@ async function groupSession() {
 	    !textOf(r.res).includes(rootA), r.res ?? errText(r.err));
 	check('get-roots-list on B: B\'s roots',
 	    textOf(r.res).includes(`file://${rootB}`), r.res ?? errText(r.err));
-	/* server-filesystem takes its client's roots as its directories. */
+	/*
+	 * server-filesystem takes its client's roots as its directories, once
+	 * its roots/list is answered: a deadline, since a loaded machine starts
+	 * the four node children of this group slowly.
+	 */
 	const realA = fs.realpathSync(rootA);
 	const realB = fs.realpathSync(rootB);
 	let fsA = '';
 	await waitFor(async () => {
 		fsA = textOf((await call(a.client, 'fs_list_allowed_directories', {})).res);
 		return fsA.includes(realA);
-	}, 3000, 100);
+	}, 15000, 100);
 	check('server-filesystem of A: not B\'s roots', fsA !== '' && !fsA.includes(realB), fsA);
 	check('server-filesystem of A took A\'s roots', fsA.includes(realA), fsA);
 	let fsB = '';
 	await waitFor(async () => {
 		fsB = textOf((await call(b.client, 'fs_list_allowed_directories', {})).res);
 		return fsB.includes(realB);
-	}, 3000, 100);
+	}, 15000, 100);
 	check('server-filesystem of B: not A\'s roots', fsB !== '' && !fsB.includes(realA), fsB);
 	check('server-filesystem of B took B\'s roots', fsB.includes(realB), fsB);
 	check('both clients were asked for roots',
