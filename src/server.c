@@ -475,8 +475,15 @@ server_run(struct conf *conf)
 	eventlog_free(el);
 	for (i = 0; i < 4; i++)
 		event_base_loop(base, EVLOOP_NONBLOCK);
-	for (i = 0; i < (int)SERVER_NSIGNALS; i++)
+	/*
+	 * Freeing a signal's event restores its default action: a SIGTERM
+	 * arriving now (a supervisor's second one) would kill a process that
+	 * is already exiting, with 143 instead of its status.
+	 */
+	for (i = 0; i < (int)SERVER_NSIGNALS; i++) {
 		event_free(sigev[i]);
+		signal(server_signals[i].sig, SIG_IGN);
+	}
 	if (watchdog != NULL)
 		event_free(watchdog);
 	event_free(cron);
