@@ -646,8 +646,9 @@ static const struct conf_entry conf_entries[] = {
 	{ .name = "max_views", .type = CONF_INTEGER,
 	  .offset = CONF_OFF(max_views), .min = 1, .max = 1000000,
 	  .def = "10000", .section = "SSE and backpressure",
-	  .help = "SSE responses open at once over all sessions; more are "
-	  "answered 503." },
+	  .help = "Streams open at once: the sessions' SSE responses, "
+	  "running stateless (2026-07-28) calls and listen streams "
+	  "together; more are answered 503." },
 	CONF_NUMBER("sse_high_watermark", CONF_SIZE, sse_high_watermark,
 	    4 * CONF_KIB, 64 * CONF_MIB, "256k", "Bytes queued on one SSE "
 	    "connection above which its writer stops pulling events from "

@@ -1099,6 +1099,18 @@ modern_running_calls(void)
 	return (n);
 }
 
+/* Listen streams open (they count against max_views; /healthz shows them). */
+size_t
+modern_listen_count(void)
+{
+	struct modern_req	*mr;
+	size_t			 n = 0;
+
+	TAILQ_FOREACH(mr, &modern_listeners, entry)
+		n++;
+	return (n);
+}
+
 /* Each running call answers an error saying why, and its provider stops. */
 void
 modern_interrupt_calls(const char *reason)
@@ -1445,17 +1457,16 @@ modern_start_call(struct modern_req *mr, const cJSON *msg, int resumed,
 }
 
 /*
- * Stateless calls and listen streams hold a connection each, as views
- * do: together they stay within max_views.
+ * Whether one more open stream fits: session views, stateless calls and
+ * listen streams hold a connection each, and together they stay within
+ * max_views (transport.c asks before a session's view, too).
  */
-static int
+int
 modern_room(void)
 {
-	struct modern_req	*mr;
-	size_t			 n = view_count() + modern_running_calls();
+	size_t	n = view_count() + modern_running_calls() +
+		    modern_listen_count();
 
-	TAILQ_FOREACH(mr, &modern_listeners, entry)
-		n++;
 	if ((long long)n < server.conf->max_views)
 		return (1);
 	log_limited(LOG_LEVEL_WARN, "max-views", "open stream limit reached "

@@ -446,6 +446,47 @@ def test_modern_streams_count_against_max_views(h):
     b.close()
 
 
+def test_listen_streams_count_against_max_views_for_sessions(h):
+    # Session views and listen streams share max_views both ways, and
+    # /healthz counts listens among its open streams.
+    d = h.start(max_views=3)
+    s = d.initialize()
+    a, _ = _listen(d, {"toolsListChanged": True}, 56)
+    b, _ = _listen(d, {"toolsListChanged": True}, 57)
+    health = d.healthz()
+    expect(health["streams"] == 2 and health["listens"] == 2,
+           f"/healthz with two listens: {health!r}")
+    v = d.get_sse(s)
+    expect(v.status == 200, f"the third stream: HTTP {v.status}")
+    health = d.healthz()
+    expect(health["streams"] == 3 and health["listens"] == 2,
+           f"/healthz with two listens and a view: {health!r}")
+    params = {"notifications": {"toolsListChanged": True}, "_meta": _meta()}
+    r = d.post(None, rpc("subscriptions/listen", params, 58),
+               _headers("subscriptions/listen", params))
+    expect(r.status == 503 and r.header("Retry-After") and
+           r.json["error"]["code"] == -32003,
+           f"a listen past max_views: HTTP {r.status} {r.body!r}")
+    v.close()
+    deadline = time.monotonic() + tmo(5)
+    while d.healthz()["streams"] != 2:
+        expect(time.monotonic() < deadline, "the view never closed")
+        time.sleep(0.02)
+    c, _ = _listen(d, {"toolsListChanged": True}, 59)
+    # Three listens: a session's GET and its streaming call are refused
+    # as a view past max_views is (503, -32003, Retry-After).
+    r = d.get_sse(s)
+    expect(r.status == 503 and r.header("Retry-After") and
+           r.json["error"]["code"] == -32003,
+           f"a session view past max_views: HTTP {r.status} {r.body!r}")
+    r = d.post(s, rpc("tools/call", {"name": "stream",
+                                     "arguments": {"n": 1}}, 60))
+    expect(r.status == 503 and r.json["error"]["code"] == -32003,
+           f"a session call past max_views: HTTP {r.status} {r.body!r}")
+    for x in (a, b, c):
+        x.close()
+
+
 def test_modern_listen_across_instances_on_redis(h):
     if REDIS_URL is None:
         print("SKIP listen across instances: needs MCPD_TEST_REDIS_URL")
