@@ -64,13 +64,13 @@
  * and a gone client must cancel its request.
  */
 #define MODERN_JSON_MS		200
-/* Mcp-Param-* headers a tool may declare, and their nesting. */
 /*
  * No key may sign a requestState (seal_ready): the event log's keyring not
  * read yet, or not for too long. Another instance may have one: 503.
  */
 #define MODERN_NO_STATE_KEY	"No requestState key from the event log; " \
 				"retry later"
+/* Mcp-Param-* headers a tool may declare, and their nesting. */
 #define MODERN_MAX_PARAMS	32
 #define MODERN_MAX_DEPTH	8
 
