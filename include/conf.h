@@ -191,6 +191,7 @@ struct conf {
 
 	char			*state_key_file;	/* NULL: none */
 	char			*state_key_previous_file;
+	long long		 state_key_rotation;	/* seconds */
 };
 
 /*

@@ -69,6 +69,18 @@ typedef void (*eventlog_message_cb)(const char *, const char *, size_t,
 typedef void (*eventlog_task_cb)(enum eventlog_status, uint64_t,
 		    const char *, size_t, void *);
 
+/* The keyring (eventlog_keyring): its keys are NUL-terminated strings. */
+struct eventlog_keyring {
+	uint64_t	 generation;	/* 1, then one more each rotation */
+	const char	*previous;	/* "" until the first rotation */
+	const char	*current;
+	const char	*next;
+};
+typedef void (*eventlog_keyring_cb)(enum eventlog_status,
+		    const struct eventlog_keyring *, void *);
+/* The longest key the keyring keeps. */
+#define EVENTLOG_KEY_MAX	256
+
 /* The log's own message; callers' messages never start with '!'. */
 #define EVENTLOG_MESSAGE_DELETED	"!deleted"
 /* The longest message eventlog_publish takes. */
@@ -107,8 +119,12 @@ struct eventlog_ops {
 	void	(*task_put)(void *, const char *, uint64_t, const char *,
 		    size_t, uint64_t, eventlog_done_cb, void *);
 	void	(*task_get)(void *, const char *, eventlog_task_cb, void *);
+	void	(*keyring)(void *, uint64_t, const char *, const char *,
+		    eventlog_keyring_cb, void *);
 	/* Optional (NULL: always): whether operations may succeed now. */
 	int	(*available)(void *);
+	/* Optional (NULL: always available, nothing to tell). */
+	void	(*on_available)(void *, void (*)(void *), void *);
 };
 
 struct eventlog	*eventlog_create(struct event_base *, const struct conf *,
@@ -158,6 +174,13 @@ int	eventlog_shared(const struct eventlog *);
  */
 int		 eventlog_available(const struct eventlog *);
 const char	*eventlog_name(const struct eventlog *);
+/*
+ * cb(arg) runs each time the log becomes able to take operations after it
+ * could not (redis: its command connection set up), never inside this
+ * call; a NULL cb stops it. One at a time: seal.c reads the keyring then.
+ */
+void		 eventlog_on_available(struct eventlog *, void (*)(void *),
+		     void *);
 void	eventlog_watch(struct eventlog *, const char *, eventlog_watch_cb,
 	    eventlog_message_cb, void *);
 void	eventlog_unwatch(struct eventlog *, const char *, eventlog_watch_cb,
@@ -197,6 +220,22 @@ void	eventlog_task_put(struct eventlog *, const char *, uint64_t,
 	    const char *, size_t, uint64_t, eventlog_done_cb, void *);
 void	eventlog_task_get(struct eventlog *, const char *, eventlog_task_cb,
 	    void *);
+
+/*
+ * The keyring: three keys every process sharing the log agrees on (seal.c
+ * signs what clients bring back with them). The first call creates it:
+ * generation 1, current fresh1, next fresh2, no previous. A call once
+ * the period_ms of the call that last changed it has passed rotates it:
+ * previous takes current, current takes next, next becomes fresh1, and
+ * the generation grows by one. Any other call answers it as it is (the
+ * log's clock times the period, not the callers'). So every key is
+ * known (as next) for a whole period before it becomes current, and still
+ * known (as previous) for a period after. Keys are strings of 1 to
+ * EVENTLOG_KEY_MAX bytes without NUL; cb's ring is valid during cb only.
+ * The ring has no lifetime: it lasts as long as the log's data.
+ */
+void	eventlog_keyring(struct eventlog *, uint64_t, const char *,
+	    const char *, eventlog_keyring_cb, void *);
 
 /* Backend constructors. */
 void	*eventlog_memory_create(struct event_base *, const struct conf *,

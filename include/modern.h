@@ -19,6 +19,8 @@ void	 modern_init(void);
 void	 modern_cron(void);
 void	 modern_shutdown(void);
 size_t	 modern_running_calls(void);
+size_t	 modern_listen_count(void);
+int	 modern_room(void);
 void	 modern_interrupt_calls(const char *);
 
 /* What a listen stream can be told (its filter's fields). */

@@ -59,6 +59,9 @@ const char	*redis_script_source(void);
 #define REDIS_SCRIPT_CHANNEL		"mcpd:{%s}:events"
 #define REDIS_SCRIPT_NOTE_KEY		"mcpd:{%s}:x:%s"
 #define REDIS_SCRIPT_TASK_KEY		"mcpd:{%s}:task"
+/* The keyring and its rotation mark (one slot: one hash tag). */
+#define REDIS_SCRIPT_KEYRING_KEY	"mcpd:{keyring}:keys"
+#define REDIS_SCRIPT_KEYRING_MARK	"mcpd:{keyring}:rotated"
 /* On the channel, before a message of eventlog_publish (2 bytes). */
 #define REDIS_SCRIPT_MESSAGE_HEAD	"m "
 char		*redis_script_meta_key(const char *);
@@ -76,6 +79,14 @@ char		*redis_script_task_key(const char *);
 int		 redis_script_result(const struct redisReply *,
 		     struct redis_script_result *, char **);
 void		 redis_script_result_clear(struct redis_script_result *);
+/*
+ * Parses the keyring operation's answer, {"ok", generation, previous,
+ * current, next}: the ring points into the reply. -1 if it has another
+ * shape (a key empty or over EVENTLOG_KEY_MAX, previous excepted, which
+ * is empty until the first rotation).
+ */
+int		 redis_script_keyring(const struct redisReply *,
+		     struct eventlog_keyring *);
 
 /* An error reply saying the script is not in the server's cache. */
 int		 redis_script_noscript(const struct redisReply *);

@@ -92,18 +92,47 @@ access_pending(void)
 	return (access_n);
 }
 
+static void
+access_put(char *out, size_t *i, char c)
+{
+	if (*i < ACCESS_PATH_MAX)
+		out[(*i)++] = (c > 0x20 && c < 0x7f) ? c : '?';
+}
+
 /*
  * The request's path as a line shows it (ACCESS_PATH_MAX + 1 bytes): what
  * the client sent, cut, with every byte that is not printable ASCII or is
- * a space shown as "?", so a line always splits into its fields.
+ * a space shown as "?", so a line always splits into its fields. Query
+ * values are shown as "-" (a parameter without "=" as "-" whole): a
+ * client may send a bearer token as ?access_token= (RFC 6750, 2.3), and
+ * whoever reads the log must not be able to use it.
  */
 void
 access_path(char *out, const char *uri)
 {
-	size_t	i;
+	const char	*p, *end, *eq;
+	size_t		 i = 0;
 
-	for (i = 0; uri != NULL && uri[i] != '\0' && i < ACCESS_PATH_MAX; i++)
-		out[i] = (uri[i] > 0x20 && uri[i] < 0x7f) ? uri[i] : '?';
+	if (uri == NULL)
+		uri = "";
+	for (p = uri; *p != '\0' && *p != '?'; p++)
+		access_put(out, &i, *p);
+	if (*p == '?') {
+		access_put(out, &i, '?');
+		for (p++;; p = end + 1) {
+			end = p + strcspn(p, "&");
+			eq = memchr(p, '=', (size_t)(end - p));
+			for (; eq != NULL && p < eq; p++)
+				access_put(out, &i, *p);
+			if (eq != NULL)
+				access_put(out, &i, '=');
+			if (end > p || eq != NULL)
+				access_put(out, &i, '-');
+			if (*end == '\0')
+				break;
+			access_put(out, &i, '&');
+		}
+	}
 	if (i == 0)
 		out[i++] = '-';
 	out[i] = '\0';

@@ -646,8 +646,9 @@ static const struct conf_entry conf_entries[] = {
 	{ .name = "max_views", .type = CONF_INTEGER,
 	  .offset = CONF_OFF(max_views), .min = 1, .max = 1000000,
 	  .def = "10000", .section = "SSE and backpressure",
-	  .help = "SSE responses open at once over all sessions; more are "
-	  "answered 503." },
+	  .help = "Streams open at once: the sessions' SSE responses, "
+	  "running stateless (2026-07-28) calls and listen streams "
+	  "together; more are answered 503." },
 	CONF_NUMBER("sse_high_watermark", CONF_SIZE, sse_high_watermark,
 	    4 * CONF_KIB, 64 * CONF_MIB, "256k", "Bytes queued on one SSE "
 	    "connection above which its writer stops pulling events from "
@@ -793,18 +794,26 @@ static const struct conf_entry conf_entries[] = {
 	  "digits) that signs the requestState of input_required results "
 	  "(2026-07-28 multi round-trip requests) with HMAC-SHA256, so that "
 	  "any instance holding the same key can continue a round another "
-	  "began, and a changed state is refused. none: a key drawn at "
-	  "start-up, fine for one instance; instances behind one balancer "
-	  "need the same file. Read again on reload." },
+	  "began, and a changed state is refused. none: the keys of the "
+	  "event log's keyring, which every instance sharing the log reads "
+	  "and the log rotates every state_key_rotation (with the memory "
+	  "log, keys of this process alone). Read again on reload." },
 	{ .name = "state_key_previous_file", .type = CONF_STRING,
 	  .offset = CONF_OFF(state_key_previous_file),
 	  .check = conf_check_key_file, .args = "none|PATH", .def = "none",
 	  .example = "/etc/mcpd/state.key.old",
-	  .help = "The key state_key_file held before a rotation: states it "
-	  "signed are still accepted (new ones are signed with "
-	  "state_key_file). Rotate by giving every instance the new key with "
-	  "the old one here, then, once the rounds in flight are over, "
-	  "dropping this line." },
+	  .help = "A key that no longer signs but whose states are still "
+	  "accepted: the one state_key_file held before a rotation, or the "
+	  "last key file when moving to the event log's keys. Rotate by "
+	  "giving every instance the new key with the old one here, then, "
+	  "once the rounds in flight are over (15 minutes), dropping this "
+	  "line." },
+	CONF_NUMBER("state_key_rotation", CONF_SECONDS, state_key_rotation,
+	    3600, 31536000, "86400", "Without state_key_file: how often the "
+	    "event log replaces the key that signs requestStates. Each key "
+	    "is known to every instance a period before it signs and opens "
+	    "states for a period after, so a rotation refuses no state in "
+	    "flight; at least an hour, as a state lives 15 minutes."),
 	{ .name = "access_log", .type = CONF_BOOL,
 	  .offset = CONF_OFF(access_log), .values = conf_bool_values,
 	  .def = "off",

@@ -3,6 +3,7 @@
  * behind it is chosen by the `eventlog` directive.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "conf.h"
 #include "eventlog.h"
@@ -122,6 +123,13 @@ eventlog_available(const struct eventlog *el)
 	return (el->ops->available(el->backend));
 }
 
+void
+eventlog_on_available(struct eventlog *el, void (*cb)(void *), void *arg)
+{
+	if (el->ops->on_available != NULL)
+		el->ops->on_available(el->backend, cb, arg);
+}
+
 const char *
 eventlog_name(const struct eventlog *el)
 {
@@ -184,4 +192,16 @@ eventlog_task_get(struct eventlog *el, const char *tid, eventlog_task_cb cb,
     void *arg)
 {
 	el->ops->task_get(el->backend, tid, cb, arg);
+}
+
+void
+eventlog_keyring(struct eventlog *el, uint64_t period_ms, const char *fresh1,
+    const char *fresh2, eventlog_keyring_cb cb, void *arg)
+{
+	size_t	l1 = strlen(fresh1), l2 = strlen(fresh2);
+
+	if (period_ms == 0 || l1 == 0 || l1 > EVENTLOG_KEY_MAX || l2 == 0 ||
+	    l2 > EVENTLOG_KEY_MAX)
+		fatalx("keyring: a period of 0 or a key the log cannot keep");
+	el->ops->keyring(el->backend, period_ms, fresh1, fresh2, cb, arg);
 }

@@ -8,7 +8,7 @@
  * per stream, stream_ttl seconds after a stream ends. An expired stream
  * leaves a tombstone so a late cursor is answered "expired", not "unknown".
  * Task records live in a tree of their own, at most max_tasks of them,
- * each until its lifetime ends.
+ * each until its lifetime ends. The keyring is one record of the process.
  */
 #include <sys/queue.h>
 #include <sys/tree.h>
@@ -93,7 +93,8 @@ enum mem_op_type {
 	MEM_READ,
 	MEM_PUBLISH,		/* nobody else to tell: answered OK */
 	MEM_TASK_PUT,
-	MEM_TASK_GET
+	MEM_TASK_GET,
+	MEM_KEYRING
 };
 
 struct mem_op {
@@ -113,6 +114,7 @@ struct mem_op {
 		eventlog_read_cb	read;
 		eventlog_load_cb	load;
 		eventlog_task_cb	task;
+		eventlog_keyring_cb	keyring;
 	} cb;
 	void			*arg;
 	TAILQ_ENTRY(mem_op)	 entry;
@@ -131,6 +133,11 @@ struct mem {
 	size_t			 max_tasks;
 	struct mem_ops		 ops;
 	struct mem_ops		 running;	/* taken from ops this turn */
+	struct {
+		uint64_t	 generation;	/* 0: none yet */
+		char		*keys[3];	/* previous, current, next */
+		uint64_t	 due_ms;	/* its next rotation */
+	} ring;
 	struct event		*run_ev;
 	struct event		*cron_ev;
 };
@@ -602,6 +609,35 @@ mem_do_task_get(struct mem *m, struct mem_op *op)
 		op->cb.task(EVENTLOG_OK, t->rev, t->data, t->len, op->arg);
 }
 
+/* op->data is FRESH1 NUL FRESH2, op->max the period (eventlog_keyring). */
+static void
+mem_do_keyring(struct mem *m, struct mem_op *op)
+{
+	struct eventlog_keyring	 ring;
+	const char		*fresh2 = op->data + strlen(op->data) + 1;
+	uint64_t		 now = clock_now_ms();
+
+	if (m->ring.generation == 0) {
+		m->ring.keys[0] = xstrdup("");
+		m->ring.keys[1] = xstrdup(op->data);
+		m->ring.keys[2] = xstrdup(fresh2);
+		m->ring.generation = 1;
+		m->ring.due_ms = now + op->max;
+	} else if (now >= m->ring.due_ms) {
+		free(m->ring.keys[0]);
+		m->ring.keys[0] = m->ring.keys[1];
+		m->ring.keys[1] = m->ring.keys[2];
+		m->ring.keys[2] = xstrdup(op->data);
+		m->ring.generation++;
+		m->ring.due_ms = now + op->max;
+	}
+	ring.generation = m->ring.generation;
+	ring.previous = m->ring.keys[0];
+	ring.current = m->ring.keys[1];
+	ring.next = m->ring.keys[2];
+	op->cb.keyring(EVENTLOG_OK, &ring, op->arg);
+}
+
 static void
 mem_op_free(struct mem_op *op)
 {
@@ -647,6 +683,9 @@ mem_op_execute(struct mem *m, struct mem_op *op)
 	case MEM_TASK_GET:
 		mem_do_task_get(m, op);
 		break;
+	case MEM_KEYRING:
+		mem_do_keyring(m, op);
+		break;
 	}
 }
 
@@ -663,6 +702,9 @@ mem_op_cancel(struct mem_op *op)
 		break;
 	case MEM_TASK_GET:
 		op->cb.task(EVENTLOG_CANCELLED, 0, NULL, 0, op->arg);
+		break;
+	case MEM_KEYRING:
+		op->cb.keyring(EVENTLOG_CANCELLED, NULL, op->arg);
 		break;
 	case MEM_SESSION_LOAD:
 		op->cb.load(EVENTLOG_CANCELLED, NULL, 0, op->arg);
@@ -867,12 +909,29 @@ mem_task_get(void *p, const char *tid, eventlog_task_cb cb, void *arg)
 }
 
 static void
+mem_keyring(void *p, uint64_t period_ms, const char *fresh1,
+    const char *fresh2, eventlog_keyring_cb cb, void *arg)
+{
+	struct mem_op	*op = mem_op_new(p, MEM_KEYRING, "", 0);
+	size_t		 l1 = strlen(fresh1) + 1, l2 = strlen(fresh2) + 1;
+
+	op->len = l1 + l2;
+	op->data = xmalloc(op->len);
+	memcpy(op->data, fresh1, l1);
+	memcpy(op->data + l1, fresh2, l2);
+	op->max = period_ms;
+	op->cb.keyring = cb;
+	op->arg = arg;
+}
+
+static void
 mem_free(void *p)
 {
 	struct mem		*m = p;
 	struct mem_op		*op;
 	struct mem_session	*ms, *ms1;
 	struct mem_task		*t, *t1;
+	int			 i;
 
 	/* In order; what the callbacks queue meanwhile goes last. */
 	for (;;) {
@@ -887,6 +946,8 @@ mem_free(void *p)
 		mem_session_free(m, ms);
 	RB_FOREACH_SAFE(t, mem_tasks, &m->tasks, t1)
 		mem_task_free(m, t);
+	for (i = 0; i < 3; i++)
+		free(m->ring.keys[i]);
 	event_free(m->run_ev);
 	event_free(m->cron_ev);
 	free(m);
@@ -905,6 +966,7 @@ static const struct eventlog_ops mem_ops = {
 	.publish = mem_publish,
 	.task_put = mem_task_put,
 	.task_get = mem_task_get,
+	.keyring = mem_keyring,
 };
 
 void *

@@ -97,7 +97,8 @@ enum redis_op_type {
 	REDIS_OP_NOTE_SET,	/* plain SET, answered "OK" */
 	REDIS_OP_PUBLISH,	/* plain PUBLISH, answered a count */
 	REDIS_OP_TASK_PUT,
-	REDIS_OP_TASK_GET	/* plain GET: "REV RECORD" or nil */
+	REDIS_OP_TASK_GET,	/* plain GET: "REV RECORD" or nil */
+	REDIS_OP_KEYRING
 };
 
 TAILQ_HEAD(redis_ops, redis_op);
@@ -154,6 +155,7 @@ struct redis_op {
 		eventlog_read_cb	read;
 		eventlog_load_cb	load;
 		eventlog_task_cb	task;
+		eventlog_keyring_cb	keyring;
 	} cb;
 	void			*arg;
 	TAILQ_ENTRY(redis_op)	 entry;
@@ -226,6 +228,8 @@ struct redis {
 	int			 policy_warned;
 	char			 run_id[41];	/* the server's run, once known */
 	int			 noscript_logged;
+	void			(*available_cb)(void *);
+	void			*available_arg;
 
 	struct redis_conn	 sub;
 	struct redis_watches	 watches;
@@ -930,6 +934,10 @@ redis_op_answer(struct redis_op *op, enum eventlog_status status,
 	case REDIS_OP_TASK_GET:
 		redis_task_answer(op, status, data, len);
 		break;
+	case REDIS_OP_KEYRING:
+		/* A ring is answered by redis_keyring_reply. */
+		op->cb.keyring(status, NULL, op->arg);
+		break;
 	case REDIS_OP_CREATE:
 		redis_create_answered(op, status);
 		/* FALLTHROUGH */
@@ -1239,6 +1247,8 @@ redis_setup_reply(struct redis_op *op, redisReply *reply)
 		r->sha[40] = '\0';
 		r->noscript_logged = 0;
 		redis_conn_set_state(&r->cmd, REDIS_CONN_READY, NULL);
+		if (r->available_cb != NULL)
+			r->available_cb(r->available_arg);
 		break;
 	case REDIS_OP_CONFIG:
 		/* CONFIG may be renamed or disabled: then say nothing. */
@@ -1279,6 +1289,24 @@ redis_load_reply(struct redis_op *op, redisReply *reply)
 }
 
 static void
+redis_keyring_reply(struct redis_op *op, redisReply *reply)
+{
+	struct eventlog_keyring	ring;
+
+	if (redis_script_keyring(reply, &ring) != 0) {
+		log_limited(LOG_LEVEL_WARN, "redis-reply", "eventlog=%s: "
+		    "keyring: %s", op->r->name,
+		    reply->type == REDIS_REPLY_ERROR ? reply->str :
+		    "unexpected answer from the event-log script");
+		redis_op_answer(op, EVENTLOG_UNAVAILABLE, NULL, NULL, 0, NULL,
+		    0);
+		return;
+	}
+	op->answered = 1;
+	op->cb.keyring(EVENTLOG_OK, &ring, op->arg);
+}
+
+static void
 redis_script_reply(struct redis_op *op, redisReply *reply)
 {
 	struct redis			*r = op->r;
@@ -1301,6 +1329,10 @@ redis_script_reply(struct redis_op *op, redisReply *reply)
 		op->nowait = 0;
 		if (redis_op_send(op, 1) != 0)
 			redis_op_fail(op);
+		return;
+	}
+	if (op->type == REDIS_OP_KEYRING) {
+		redis_keyring_reply(op, reply);
 		return;
 	}
 	if (redis_script_result(reply, &res, &cause) != 0) {
@@ -1557,6 +1589,31 @@ redis_task_get(void *p, const char *tid, eventlog_task_cb cb, void *arg)
 	redis_op_arg(op, "GET", 3);
 	redis_op_take(op, redis_script_task_key(tid));
 	op->cb.task = cb;
+	op->arg = arg;
+	redis_op_submit(op);
+}
+
+/* The keyring's two keys, {keyring} their hash tag: one script call. */
+static void
+redis_keyring(void *p, uint64_t period_ms, const char *fresh1,
+    const char *fresh2, eventlog_keyring_cb cb, void *arg)
+{
+	struct redis	*r = p;
+	struct redis_op	*op = redis_op_new(r, REDIS_OP_KEYRING, "keyring", 0);
+
+	op->script = 1;
+	redis_op_arg(op, "EVALSHA", 7);
+	redis_op_arg(op, r->sha, strlen(r->sha));
+	redis_op_arg(op, "2", 1);
+	redis_op_arg(op, REDIS_SCRIPT_KEYRING_KEY,
+	    strlen(REDIS_SCRIPT_KEYRING_KEY));
+	redis_op_arg(op, REDIS_SCRIPT_KEYRING_MARK,
+	    strlen(REDIS_SCRIPT_KEYRING_MARK));
+	redis_op_arg(op, "keyring", 7);
+	redis_op_argu(op, period_ms);
+	redis_op_arg(op, fresh1, strlen(fresh1));
+	redis_op_arg(op, fresh2, strlen(fresh2));
+	op->cb.keyring = cb;
 	op->arg = arg;
 	redis_op_submit(op);
 }
@@ -2147,6 +2204,15 @@ redis_available(void *arg)
 	return (!r->closing && r->cmd.state == REDIS_CONN_READY);
 }
 
+static void
+redis_on_available(void *arg, void (*cb)(void *), void *cbarg)
+{
+	struct redis	*r = arg;
+
+	r->available_cb = cb;
+	r->available_arg = cbarg;
+}
+
 static const struct eventlog_ops redis_ops = {
 	.name = "redis",
 	.free = redis_free,
@@ -2164,7 +2230,9 @@ static const struct eventlog_ops redis_ops = {
 	.note_get = redis_note_get,
 	.task_put = redis_task_put,
 	.task_get = redis_task_get,
+	.keyring = redis_keyring,
 	.available = redis_available,
+	.on_available = redis_on_available,
 };
 
 static void

@@ -10,6 +10,7 @@
 #include "eventlog.h"
 #include "health.h"
 #include "notify.h"
+#include "seal.h"
 #include "server.h"
 
 /* Milliseconds since the cron last ran after which the loop is stalled. */
@@ -60,7 +61,9 @@ health_log_available(void)
 
 /*
  * NULL when ready for new work, else why not: draining, the log is
- * unreachable, or it never was yet (start-up).
+ * unreachable, or it never was yet (start-up), or the requestState keys
+ * are not read from it yet (seal.c; an instance that signs with keys of
+ * its own issues states no other instance opens).
  */
 const char *
 health_not_ready(void)
@@ -69,6 +72,8 @@ health_not_ready(void)
 		return ("draining");
 	if (!health_log_available())
 		return (health.log_seen ? "eventlog unavailable" : "starting");
+	if (!seal_ready())
+		return ("state key unavailable");
 	return (NULL);
 }
 

@@ -30,7 +30,6 @@
 
 #include "base64.h"
 #include "call.h"
-#include "clock.h"
 #include "conf.h"
 #include "dispatch.h"
 #include "eventlog.h"
@@ -65,8 +64,12 @@
  * and a gone client must cancel its request.
  */
 #define MODERN_JSON_MS		200
-/* How long a sealed requestState is good for. */
-#define MODERN_STATE_TTL_MS	(15 * 60 * 1000)
+/*
+ * No key may sign a requestState (seal_ready): the event log's keyring not
+ * read yet, or not for too long. Another instance may have one: 503.
+ */
+#define MODERN_NO_STATE_KEY	"No requestState key from the event log; " \
+				"retry later"
 /* Mcp-Param-* headers a tool may declare, and their nesting. */
 #define MODERN_MAX_PARAMS	32
 #define MODERN_MAX_DEPTH	8
@@ -447,6 +450,8 @@ modern_error_status(const cJSON *msg)
 
 	if (cJSON_IsNumber(code) && code->valueint == MODERN_MISSING_CAP)
 		return (400);
+	if (cJSON_IsNumber(code) && code->valueint == JSONRPC_UNAVAILABLE)
+		return (503);
 	return (200);
 }
 
@@ -455,6 +460,7 @@ static void
 modern_sink_respond(void *arg, cJSON *msg)
 {
 	struct modern_req	*mr = arg;
+	int			 status;
 
 	mr->call_done = 1;
 	if (mr->running) {
@@ -477,7 +483,12 @@ modern_sink_respond(void *arg, cJSON *msg)
 			modern_stream_end(mr);
 		} else {
 			mr->state = MODERN_DONE;
-			reply_json(mr->req, modern_error_status(msg), msg);
+			status = modern_error_status(msg);
+			if (status == 503)
+				evhttp_add_header(
+				    evhttp_request_get_output_headers(mr->req),
+				    "Retry-After", "1");
+			reply_json(mr->req, status, msg);
 		}
 	} else
 		cJSON_Delete(msg);
@@ -489,8 +500,9 @@ modern_sink_respond(void *arg, cJSON *msg)
 
 /*
  * What a sealed requestState holds: the request it belongs to (method and
- * name), the answers the client gave in earlier rounds, and until when it
- * may be brought back.
+ * name) and the answers the client gave in earlier rounds; seal.c stamps
+ * it with the time, and refuses it once too old (SEAL_LIFETIME_MS). NULL
+ * when no key may sign (seal_ready).
  */
 static char *
 modern_state_seal(struct modern_req *mr)
@@ -502,8 +514,6 @@ modern_state_seal(struct modern_req *mr)
 	cJSON_AddStringToObject(state, "n", mr->name != NULL ? mr->name : "");
 	cJSON_AddItemToObject(state, "a", mr->answers != NULL ?
 	    cJSON_Duplicate(mr->answers, 1) : cJSON_CreateObject());
-	cJSON_AddNumberToObject(state, "e",
-	    (double)(clock_now_ms() + MODERN_STATE_TTL_MS));
 	text = cJSON_PrintUnformatted(state);
 	cJSON_Delete(state);
 	sealed = seal_sign(text);
@@ -514,14 +524,14 @@ modern_state_seal(struct modern_req *mr)
 /*
  * Opens a requestState: its earlier answers (taken by the caller), or
  * NULL and a static *cause if it is not ours, was changed, belongs to
- * another request or is too old.
+ * another request or is too old (seal.c).
  */
 static cJSON *
 modern_state_open(const struct modern_req *mr, const char *sealed,
     const char **cause)
 {
 	cJSON		*state, *answers;
-	const cJSON	*m, *n, *e;
+	const cJSON	*m, *n;
 	char		*text;
 
 	if ((text = seal_open(sealed, cause)) == NULL)
@@ -530,16 +540,10 @@ modern_state_open(const struct modern_req *mr, const char *sealed,
 	free(text);
 	m = modern_get(state, "m");
 	n = modern_get(state, "n");
-	e = modern_get(state, "e");
 	*cause = "requestState belongs to another request";
-	if (!cJSON_IsString(m) || !cJSON_IsString(n) || !cJSON_IsNumber(e) ||
+	if (!cJSON_IsString(m) || !cJSON_IsString(n) ||
 	    strcmp(m->valuestring, mr->m->name) != 0 ||
 	    strcmp(n->valuestring, mr->name != NULL ? mr->name : "") != 0) {
-		cJSON_Delete(state);
-		return (NULL);
-	}
-	if (e->valuedouble < (double)clock_now_ms()) {
-		*cause = "requestState has expired; start the request again";
 		cJSON_Delete(state);
 		return (NULL);
 	}
@@ -562,11 +566,16 @@ modern_asked_cb(evutil_socket_t fd, short events, void *arg)
 
 	if (mr->call_done || mr->asked == NULL)
 		return;
+	if ((state = modern_state_seal(mr)) == NULL) {
+		/* mr may be freed by the time this returns. */
+		call_respond_error(mr->call, JSONRPC_UNAVAILABLE,
+		    MODERN_NO_STATE_KEY);
+		return;
+	}
 	result = cJSON_CreateObject();
 	cJSON_AddStringToObject(result, "resultType", "input_required");
 	cJSON_AddItemToObject(result, "inputRequests", mr->asked);
 	mr->asked = NULL;
-	state = modern_state_seal(mr);
 	cJSON_AddStringToObject(result, "requestState", state);
 	free(state);
 	/* mr may be freed by the time this returns. */
@@ -1099,6 +1108,18 @@ modern_running_calls(void)
 	return (n);
 }
 
+/* Listen streams open (they count against max_views; /healthz shows them). */
+size_t
+modern_listen_count(void)
+{
+	struct modern_req	*mr;
+	size_t			 n = 0;
+
+	TAILQ_FOREACH(mr, &modern_listeners, entry)
+		n++;
+	return (n);
+}
+
 /* Each running call answers an error saying why, and its provider stops. */
 void
 modern_interrupt_calls(const char *reason)
@@ -1373,6 +1394,10 @@ modern_rounds(struct modern_req *mr, const cJSON *params, int *resumed)
 	const char	*cause;
 
 	*resumed = 0;
+	if (state != NULL && !seal_ready()) {
+		reply_unavailable(mr->req, 1, MODERN_NO_STATE_KEY);
+		return (-1);
+	}
 	if (state != NULL) {
 		if (!cJSON_IsString(state) ||
 		    (mr->answers = modern_state_open(mr, state->valuestring,
@@ -1445,17 +1470,16 @@ modern_start_call(struct modern_req *mr, const cJSON *msg, int resumed,
 }
 
 /*
- * Stateless calls and listen streams hold a connection each, as views
- * do: together they stay within max_views.
+ * Whether one more open stream fits: session views, stateless calls and
+ * listen streams hold a connection each, and together they stay within
+ * max_views (transport.c asks before a session's view, too).
  */
-static int
+int
 modern_room(void)
 {
-	struct modern_req	*mr;
-	size_t			 n = view_count() + modern_running_calls();
+	size_t	n = view_count() + modern_running_calls() +
+		    modern_listen_count();
 
-	TAILQ_FOREACH(mr, &modern_listeners, entry)
-		n++;
 	if ((long long)n < server.conf->max_views)
 		return (1);
 	log_limited(LOG_LEVEL_WARN, "max-views", "open stream limit reached "

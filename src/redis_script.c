@@ -27,6 +27,16 @@
  *			operation (compare-and-set on REV) with the
  *			record's lifetime as PX; the task's lease is the
  *			note mcpd:{TID}:x:lease.
+ *   mcpd:{keyring}:keys	hash, the keyring (eventlog_keyring; seal.c's
+ *			requestState keys): g = generation, p, c, n = the
+ *			previous, current and next keys. Written only by
+ *			the script's keyring operation; no lifetime (it
+ *			is three short strings, and states in flight
+ *			need it across restarts of every instance).
+ *   mcpd:{keyring}:rotated	"1" with PX the rotation period, set when
+ *			the ring changes: once it is gone, the next call
+ *			rotates. Redis's clock times rotations, so the
+ *			instances' clocks do not matter.
  *
  * Lifetimes: the meta hash lives session_ttl past the session's last write;
  * open streams live longer (the caller passes 1.5 x session_ttl) and are
@@ -186,6 +196,29 @@ static const char redis_script_lua[] =
 "	end\n"
 "	redis.call('SET', meta, ARGV[2] .. ' ' .. ARGV[4], 'PX', ARGV[3])\n"
 "	return {'ok'}\n"
+"end\n"
+"\n"
+"if op == 'keyring' then\n"
+"	-- KEYS[1] the ring (hash g, p, c, n), KEYS[2] its rotation mark;\n"
+"	-- ARGV[2] the period (ms), ARGV[3], ARGV[4] fresh keys.\n"
+"	local ring = redis.call('HMGET', meta, 'g', 'p', 'c', 'n')\n"
+"	local g, changed = tonumber(ring[1] or ''), true\n"
+"	if not (g and g >= 1 and ring[2] and ring[3] and ring[4]) or\n"
+"	    ring[3] == '' or ring[4] == '' then\n"
+"		-- none, or not one this script wrote: a new ring\n"
+"		ring = {'1', '', ARGV[3], ARGV[4]}\n"
+"	elseif redis.call('EXISTS', stream) == 0 then\n"
+"		ring = {string.format('%d', g + 1), ring[3], ring[4],\n"
+"		    ARGV[3]}\n"
+"	else\n"
+"		changed = false\n"
+"	end\n"
+"	if changed then\n"
+"		redis.call('HSET', meta, 'g', ring[1], 'p', ring[2], 'c',\n"
+"		    ring[3], 'n', ring[4])\n"
+"		redis.call('SET', stream, '1', 'PX', ARGV[2])\n"
+"	end\n"
+"	return {'ok', ring[1], ring[2], ring[3], ring[4]}\n"
 "end\n"
 "\n"
 "if op == 'store' then\n"
@@ -476,6 +509,35 @@ bad:
 	redis_script_result_clear(res);
 	xasprintf(cause, "unexpected answer from the event-log script");
 	return (-1);
+}
+
+static int
+redis_script_key(const struct redisReply *reply, int empty, const char **key)
+{
+	if (reply->type != REDIS_REPLY_STRING ||
+	    reply->len > EVENTLOG_KEY_MAX || (reply->len == 0 && !empty) ||
+	    strlen(reply->str) != reply->len)
+		return (-1);
+	*key = reply->str;
+	return (0);
+}
+
+int
+redis_script_keyring(const struct redisReply *reply,
+    struct eventlog_keyring *ring)
+{
+	enum eventlog_status	status;
+
+	if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 5 ||
+	    redis_script_status(reply->element[0], &status) != 0 ||
+	    status != EVENTLOG_OK ||
+	    redis_script_number(reply->element[1], &ring->generation) != 0 ||
+	    ring->generation == 0 ||
+	    redis_script_key(reply->element[2], 1, &ring->previous) != 0 ||
+	    redis_script_key(reply->element[3], 0, &ring->current) != 0 ||
+	    redis_script_key(reply->element[4], 0, &ring->next) != 0)
+		return (-1);
+	return (0);
 }
 
 void

@@ -36,6 +36,7 @@
 #include "notify.h"
 #include "provider.h"
 #include "reload.h"
+#include "seal.h"
 #include "server.h"
 #include "session.h"
 #include "task.h"
@@ -392,6 +393,7 @@ server_run(struct conf *conf)
 		return (1);
 	}
 	server_init(base, conf, el);
+	seal_start(base, el);	/* reads the log's keyring once it can */
 	session_init();
 	modern_init();
 	task_init();
@@ -401,6 +403,7 @@ server_run(struct conf *conf)
 	if (auth_init(base, conf, &cause) != 0) {
 		log_error("auth: %s", cause);
 		free(cause);
+		seal_stop();
 		eventlog_free(el);
 		event_base_free(base);
 		conf_free(conf);
@@ -472,6 +475,7 @@ server_run(struct conf *conf)
 	exec_shutdown();	/* cancelled calls: their programs reaped */
 	server_drain(base);
 	evhttp_free(http);
+	seal_stop();
 	eventlog_free(el);
 	for (i = 0; i < 4; i++)
 		event_base_loop(base, EVLOOP_NONBLOCK);

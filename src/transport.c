@@ -139,13 +139,12 @@ transport_check_common(struct evhttp_request *req)
 	return (transport_check_version(req));
 }
 
+/* A view counts with the stateless path's streams (modern_room). */
 static int
 transport_view_room(struct evhttp_request *req)
 {
-	if ((long long)view_count() < server.conf->max_views)
+	if (modern_room())
 		return (1);
-	log_limited(LOG_LEVEL_WARN, "max-views", "open stream limit reached "
-	    "(max_views %lld)", server.conf->max_views);
 	reply_unavailable(req, 1, "Too many open streams, retry later");
 	return (0);
 }
@@ -808,7 +807,11 @@ transport_healthz_cb(struct evhttp_request *req, void *arg)
 	    eventlog_name(server.eventlog));
 	cJSON_AddStringToObject(log, "state", up ? "ready" : "unavailable");
 	cJSON_AddNumberToObject(health, "sessions", (double)session_count());
-	cJSON_AddNumberToObject(health, "streams", (double)view_count());
+	/* What max_views bounds: views, stateless calls, listen streams. */
+	cJSON_AddNumberToObject(health, "streams", (double)(view_count() +
+	    modern_running_calls() + modern_listen_count()));
+	cJSON_AddNumberToObject(health, "listens",
+	    (double)modern_listen_count());
 	cJSON_AddItemToObject(health, "metrics", metrics_json());
 	if (auth_enabled())
 		cJSON_AddNumberToObject(health, "auth_waiting",

@@ -98,6 +98,30 @@ def test_sdk_client_resumes_through_nginx_exactly_once(c):
 test_sdk_client_resumes_through_nginx_exactly_once.timeout = 60
 
 
+def test_sdk_v2_client_mrtr_rounds_through_nginx(c):
+    """tests/sdk/client_v2_test.mjs through nginx: the official v2 client's
+    elicitation through MRTR (2026-07-28), whose rounds nginx spreads over
+    the instances; none has a state_key_file, so the requestState one seals
+    opens on the others only with the key the log shares (issue 22)."""
+    script = os.path.join(ROOT, "tests", "sdk", "client_v2_test.mjs")
+    sdk = os.path.join(ROOT, "tests", "sdk", "node_modules",
+                       "@modelcontextprotocol", "client")
+    expect(os.path.isdir(sdk), f"{sdk} is missing: run `make deps` "
+           "(scripts/install-deps)")
+    url = f"http://127.0.0.1:{c.nginx_port}/mcp"
+    env = dict(os.environ, TEST_TIMEOUT_MS=str(int(tmo(25) * 1000)))
+    for attempt in range(3):    # round-robin: rounds land on 2 instances
+        p = subprocess.run(["node", script, url], capture_output=True,
+                           text=True, timeout=tmo(30), env=env)
+        out = p.stdout + p.stderr
+        print("\n".join("  " + line for line in out.splitlines()))
+        expect(p.returncode == 0 and "FAIL" not in out,
+               f"the v2 client through nginx (run {attempt + 1}) failed")
+
+
+test_sdk_v2_client_mrtr_rounds_through_nginx.timeout = 100
+
+
 # --------------------------------------------------------------------------
 # 2. a 400-event call resumed on other instances (block, stream_window 256)
 

@@ -770,11 +770,16 @@ class Daemon:
 
     def _wait_redis_ready(self, timeout):
         """With the redis event log the daemon listens before its command
-        connection is up (and answers 503 meanwhile): wait for that, but
-        never fail here (a test may mean a Redis that is not there)."""
+        connection is up (and answers 503 meanwhile), and issues no
+        requestState before it has read the log's keyring: wait for
+        those, but never fail here (a test may mean a Redis that is not
+        there)."""
         try:
             self.wait_log(lambda line: "command connection ready" in line,
                           timeout, "redis command connection ready")
+            if not re.search(r"^state_key_file ", self.conf, re.M):
+                self.wait_log(lambda line: "state key: " in line,
+                              timeout, "the keyring read")
         except AssertionError:
             pass
 

@@ -128,3 +128,29 @@ def test_access_log_off_by_default(h):
     d = h.start()
     d.ping(d.initialize())
     expect(_access_lines(d) == [], "access lines without access_log on")
+
+
+def test_access_log_hides_query_values(h):
+    # A client may put a bearer token in the query (?access_token=, RFC
+    # 6750 2.3); mcpd ignores it, but its access log must not keep it.
+    d = h.start(access_log="on")
+    s = d.initialize()
+    ping = b'{"jsonrpc":"2.0","id":7,"method":"ping"}'
+    r = d.request("POST", session=s, body=ping,
+                  path="/mcp?access_token=sekrit-post&x=1")
+    expect(r.status == 200, f"POST with a query: HTTP {r.status}")
+    r = d.open("GET", s, None, {"Accept": "text/event-stream"},
+               path="/mcp?access_token=sekrit-get")
+    expect(r.status == 200 and r.is_sse, f"GET with a query: {r.status}")
+    r.close()
+    r = d.request("GET", path="/nowhere?sekrit-bare")
+    expect(r.status == 404, f"404 expected, got {r.status}")
+    deadline = time.monotonic() + tmo(5)
+    while len(_access_lines(d)) < 5 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    lines = _access_lines(d)
+    paths = [_fields(ln)["path"] for ln in lines]
+    expect("/mcp?access_token=-&x=-" in paths and
+           "/mcp?access_token=-" in paths and "/nowhere?-" in paths,
+           f"access paths: {paths}")
+    expect("sekrit" not in d.stderr_text(), f"a query value logged: {lines}")

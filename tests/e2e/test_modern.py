@@ -6,7 +6,10 @@ with a sealed requestState that another instance holding the key can
 continue, a changed one refused)."""
 
 import base64
+import hashlib
+import hmac
 import json
+import signal
 import time
 
 from mcpd_harness import (LATEST, REDIS_URL, expect, is_response,
@@ -446,6 +449,47 @@ def test_modern_streams_count_against_max_views(h):
     b.close()
 
 
+def test_listen_streams_count_against_max_views_for_sessions(h):
+    # Session views and listen streams share max_views both ways, and
+    # /healthz counts listens among its open streams.
+    d = h.start(max_views=3)
+    s = d.initialize()
+    a, _ = _listen(d, {"toolsListChanged": True}, 56)
+    b, _ = _listen(d, {"toolsListChanged": True}, 57)
+    health = d.healthz()
+    expect(health["streams"] == 2 and health["listens"] == 2,
+           f"/healthz with two listens: {health!r}")
+    v = d.get_sse(s)
+    expect(v.status == 200, f"the third stream: HTTP {v.status}")
+    health = d.healthz()
+    expect(health["streams"] == 3 and health["listens"] == 2,
+           f"/healthz with two listens and a view: {health!r}")
+    params = {"notifications": {"toolsListChanged": True}, "_meta": _meta()}
+    r = d.post(None, rpc("subscriptions/listen", params, 58),
+               _headers("subscriptions/listen", params))
+    expect(r.status == 503 and r.header("Retry-After") and
+           r.json["error"]["code"] == -32003,
+           f"a listen past max_views: HTTP {r.status} {r.body!r}")
+    v.close()
+    deadline = time.monotonic() + tmo(5)
+    while d.healthz()["streams"] != 2:
+        expect(time.monotonic() < deadline, "the view never closed")
+        time.sleep(0.02)
+    c, _ = _listen(d, {"toolsListChanged": True}, 59)
+    # Three listens: a session's GET and its streaming call are refused
+    # as a view past max_views is (503, -32003, Retry-After).
+    r = d.get_sse(s)
+    expect(r.status == 503 and r.header("Retry-After") and
+           r.json["error"]["code"] == -32003,
+           f"a session view past max_views: HTTP {r.status} {r.body!r}")
+    r = d.post(s, rpc("tools/call", {"name": "stream",
+                                     "arguments": {"n": 1}}, 60))
+    expect(r.status == 503 and r.json["error"]["code"] == -32003,
+           f"a session call past max_views: HTTP {r.status} {r.body!r}")
+    for x in (a, b, c):
+        x.close()
+
+
 def test_modern_listen_across_instances_on_redis(h):
     if REDIS_URL is None:
         print("SKIP listen across instances: needs MCPD_TEST_REDIS_URL")
@@ -552,11 +596,11 @@ def test_modern_mrtr_tampered_state_refused(h):
     name = "test_input_required_result_tampered_state"
     _, msg = _round(d, name)
     state = _result(msg, "round 1")["requestState"]
-    body, mac = state.split(".")
+    body, sealed_at, mac = state.split(".")
     text = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
     text["a"] = {"confirm": {"action": "accept", "content": {"ok": True}}}
     forged = base64.urlsafe_b64encode(json.dumps(text).encode()).decode()
-    forged = forged.rstrip("=") + "." + mac
+    forged = forged.rstrip("=") + "." + sealed_at + "." + mac
     for i, bad in enumerate((forged, state[:-2] + "xx", "garbage")):
         r, msg = _round(d, name, {}, bad, id=80 + i)
         _error(r, msg, 400, -32602, 80 + i, f"tampered state {i}")
@@ -564,6 +608,155 @@ def test_modern_mrtr_tampered_state_refused(h):
     _, other = _round(d, "test_input_required_result_elicitation")
     r, msg = _round(d, name, {}, other["result"]["requestState"], id=84)
     _error(r, msg, 400, -32602, 84, "another request's state")
+
+
+ELICIT = "test_input_required_result_elicitation"
+BO = {"user_name": {"action": "accept", "content": {"name": "Bo"}}}
+
+
+def _forge(key, state, sealed_at_ms):
+    """A requestState as docs/protocol.md describes it, sealed with key at
+    the wall-clock time sealed_at_ms."""
+    b64 = lambda b: base64.urlsafe_b64encode(b).decode().rstrip("=")
+    stamped = b64(json.dumps(state).encode()) + "." + str(sealed_at_ms)
+    mac = hmac.new(key.encode(), stamped.encode(), hashlib.sha256).digest()
+    return stamped + "." + b64(mac)
+
+
+def _state_lifetime_checks(instances, key):
+    """States sealed with key at several wall-clock times, brought to each
+    instance: 1 s old and 29 s ahead open; past 15 minutes, or more than
+    30 s ahead, are refused with the reason."""
+    now = int(time.time() * 1000)
+    state = {"m": "tools/call", "n": ELICIT, "a": {}}
+    for i, d in enumerate(instances):
+        for j, (at, ok, why) in enumerate((
+                (now - 1000, True, None),
+                (now + 29000, True, None),
+                (now - 15 * 60 * 1000 - 60000, False, "expired"),
+                (now - 24 * 3600 * 1000, False, "expired"),
+                (now + 5 * 60 * 1000, False, "future"))):
+            id = 300 + 10 * i + j
+            r, msg = _round(d, ELICIT, BO, _forge(key, state, at), id=id)
+            what = f"instance {i}: a state sealed {now - at} ms ago"
+            if ok:
+                expect(result_text(msg) == "Hello, Bo!", f"{what}: {msg!r}")
+            else:
+                err = _error(r, msg, 400, -32602, id, what)
+                expect(why in err["message"], f"{what}: {err!r}")
+
+
+def test_modern_mrtr_state_lifetime_is_wall_clock(h):
+    # The sealing time is the wall clock's (an instance on another host
+    # compares it with its own), with a bounded skew.
+    key = "w" * 64
+    path = h.write("state.key", key + "\n")
+    d = h.start(extra_lines=FIXTURES + (f"state_key_file {path}",))
+    _state_lifetime_checks([d], key)
+
+
+def _keyring():
+    ring = redis_command(REDIS_URL, "HGETALL", "mcpd:{keyring}:keys")
+    return dict(zip(ring[::2], ring[1::2]))
+
+
+def test_modern_mrtr_state_key_shared_on_redis(h):
+    # Without state_key_file, instances sharing a Redis share the key that
+    # seals requestState (the log's keyring): a round begun on one is
+    # answered through another, both ways, and the key is never logged.
+    if REDIS_URL is None:
+        print("SKIP shared state key: needs MCPD_TEST_REDIS_URL")
+        return
+    a = h.start(extra_lines=FIXTURES)
+    b = h.start(extra_lines=FIXTURES)
+    for first, second, what in ((a, b, "A to B"), (b, a, "B to A")):
+        _, msg = _round(first, ELICIT)
+        state = _result(msg, f"{what}: round 1")["requestState"]
+        _, msg = _round(second, ELICIT, BO, state)
+        expect(result_text(msg) == "Hello, Bo!", f"{what}: {msg!r}")
+    ring = _keyring()
+    expect(len(ring.get("c", "")) == 64 and len(ring.get("n", "")) == 64,
+           f"the keyring in Redis: fields {sorted(ring)}")
+    for d in (a, b):
+        expect(all(ring[f] not in d.stderr_text() for f in "cn"),
+               "a key of the keyring is in the log")
+    # Both instances refuse a state 16 minutes old, and take a fresh one,
+    # by their wall clocks.
+    _state_lifetime_checks([a, b], ring["c"])
+
+
+def test_modern_mrtr_state_key_rotation_keeps_rounds(h):
+    # A rotation (forced here: its mark deleted, then a reload) refuses no
+    # state in flight: A signs with the ring's next key at once, which B,
+    # not yet told, already opens; what A and B sealed before still opens
+    # on both.
+    if REDIS_URL is None:
+        print("SKIP state key rotation: needs MCPD_TEST_REDIS_URL")
+        return
+    a = h.start(extra_lines=FIXTURES)
+    b = h.start(extra_lines=FIXTURES)
+    before = _keyring()
+    _, msg = _round(a, ELICIT)
+    old_a = _result(msg, "A before")["requestState"]
+    _, msg = _round(b, ELICIT)
+    old_b = _result(msg, "B before")["requestState"]
+
+    redis_command(REDIS_URL, "DEL", "mcpd:{keyring}:rotated")
+    gen = int(before["g"]) + 1
+    a.signal(signal.SIGHUP)
+    a.wait_log(lambda line: f"keyring generation {gen} " in line, 10,
+               f"A reading generation {gen}")
+    after = _keyring()
+    expect(after["g"] == str(gen) and after["p"] == before["c"] and
+           after["c"] == before["n"], "the ring did not rotate as it should")
+    b_told = f"keyring generation {gen} " in b.stderr_text()
+    _, msg = _round(a, ELICIT)
+    new_a = _result(msg, "A after")["requestState"]
+    for d, state, what in ((b, new_a, "A's new state on B"),
+                           (a, old_a, "A's old state on A"),
+                           (b, old_a, "A's old state on B"),
+                           (a, old_b, "B's old state on A")):
+        _, msg = _round(d, ELICIT, BO, state)
+        expect(result_text(msg) == "Hello, Bo!", f"{what}: {msg!r}")
+    if b_told:
+        print("NOTE B re-read the ring by itself meanwhile: the stale "
+              "instance's side was not exercised")
+
+
+def test_modern_mrtr_no_state_without_the_keyring(h):
+    # An instance that cannot read the log's keyring issues no state that
+    # others could not open: /readyz says so, and a round is 503 until it
+    # can; then it serves.
+    if REDIS_URL is None:
+        print("SKIP no keyring: needs MCPD_TEST_REDIS_URL")
+        return
+    saved = _keyring()
+    redis_command(REDIS_URL, "DEL", "mcpd:{keyring}:keys")
+    redis_command(REDIS_URL, "SET", "mcpd:{keyring}:keys", "not a hash")
+    try:
+        d = h.start(extra_lines=FIXTURES)
+        d.wait_log(lambda line: "keyring could not be read" in line, 10,
+                   "the failed reading")
+        r = d.request("GET", path="/readyz")
+        expect(r.status == 503 and r.json["status"] ==
+               "state key unavailable", f"/readyz: {r.status} {r.body!r}")
+        r, msg = _round(d, ELICIT, id=400)
+        _error(r, msg, 503, -32003, 400, "a round without the keyring")
+        expect(r.header("Retry-After"), "no Retry-After")
+        _, msg = _post(d, "tools/call", {"name": "echo",
+                                         "arguments": {"text": "x"}})
+        expect(result_text(msg) == "x", f"a call needing no state: {msg!r}")
+    finally:
+        redis_command(REDIS_URL, "DEL", "mcpd:{keyring}:keys")
+        if saved:
+            redis_command(REDIS_URL, "HSET", "mcpd:{keyring}:keys",
+                          *[x for kv in saved.items() for x in kv])
+    deadline = time.monotonic() + tmo(10)
+    while d.request("GET", path="/readyz").status != 200:
+        expect(time.monotonic() < deadline, "never ready with the keyring")
+        time.sleep(0.05)
+    _, msg = _round(d, ELICIT)
+    _result(msg, "once the keyring is read")
 
 
 def test_modern_mrtr_prompt_and_capabilities(h):

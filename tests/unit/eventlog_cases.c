@@ -1461,6 +1461,87 @@ START_TEST(test_task_expiry)
 }
 END_TEST
 
+struct ring {
+	struct res	 r;
+	uint64_t	 generation;
+	/* previous, current, next */
+	char		 keys[3][EVENTLOG_KEY_MAX + 1];
+};
+
+static void
+ring_cb(enum eventlog_status status, const struct eventlog_keyring *ring,
+    void *arg)
+{
+	struct ring	*rg = arg;
+
+	res_called(&rg->r, status, NULL);
+	if (status != EVENTLOG_OK) {
+		ck_assert_ptr_null(ring);
+		return;
+	}
+	rg->generation = ring->generation;
+	strlcpy(rg->keys[0], ring->previous, sizeof rg->keys[0]);
+	strlcpy(rg->keys[1], ring->current, sizeof rg->keys[1]);
+	strlcpy(rg->keys[2], ring->next, sizeof rg->keys[2]);
+}
+
+static void
+ring(uint64_t period_ms, const char *fresh1, const char *fresh2,
+    struct ring *rg)
+{
+	memset(rg, 0, sizeof *rg);
+	eventlog_keyring(el, period_ms, fresh1, fresh2, ring_cb, rg);
+	ck_assert_int_eq(rg->r.calls, 0);
+	wait_for(&rg->r);
+	expect_status(rg->r.status, EVENTLOG_OK);
+}
+
+static void
+expect_ring(const struct ring *rg, uint64_t generation, const char *previous,
+    const char *current, const char *next)
+{
+	ck_assert_uint_eq(rg->generation, generation);
+	ck_assert_str_eq(rg->keys[0], previous);
+	ck_assert_str_eq(rg->keys[1], current);
+	ck_assert_str_eq(rg->keys[2], next);
+}
+
+/*
+ * The keyring: created by the first call from its fresh keys, answered
+ * unchanged within a period whatever fresh keys later calls bring, and
+ * rotated by the first call after one: each key is next, then current,
+ * then previous, so a key is known a period before it signs.
+ */
+START_TEST(test_keyring)
+{
+	struct ring	rg;
+
+	if (backend->forget_keyring != NULL)
+		backend->forget_keyring();
+	ring(60000, "key-a", "key-b", &rg);
+	expect_ring(&rg, 1, "", "key-a", "key-b");
+	ring(60000, "key-c", "key-d", &rg);
+	expect_ring(&rg, 1, "", "key-a", "key-b");
+
+	/* A period of 1 ms: the next call, later, rotates. */
+	if (backend->forget_keyring != NULL)
+		backend->forget_keyring();
+	else
+		reopen(1000, 300);
+	ring(1, "key-e", "key-f", &rg);
+	expect_ring(&rg, 1, "", "key-e", "key-f");
+	run_for(5);
+	ring(1, "key-g", "key-h", &rg);
+	expect_ring(&rg, 2, "key-e", "key-f", "key-g");
+	run_for(5);
+	ring(60000, "key-i", "key-j", &rg);
+	expect_ring(&rg, 3, "key-f", "key-g", "key-i");
+	run_for(5);
+	ring(60000, "key-k", "key-l", &rg);
+	expect_ring(&rg, 3, "key-f", "key-g", "key-i");
+}
+END_TEST
+
 /* Freeing an idle log, and one with data in it, is clean (valgrind). */
 START_TEST(test_free_idle)
 {
@@ -1518,5 +1599,6 @@ eventlog_cases_add(Suite *s, const struct eventlog_cases_backend *b)
 	tcase_add_test(tc, test_not_found);
 	tcase_add_test(tc, test_task_records);
 	tcase_add_test(tc, test_task_expiry);
+	tcase_add_test(tc, test_keyring);
 	suite_add_tcase(s, tc);
 }

@@ -46,6 +46,11 @@ struct eventlog_cases_backend {
 	 * is left in the backend's storage (NULL: nothing to look at).
 	 */
 	void		(*check_gone)(const char *);
+	/*
+	 * Deletes the keyring behind the API's back, so that a case starts
+	 * without one (NULL: a new log has none).
+	 */
+	void		(*forget_keyring)(void);
 };
 
 /* The backend under test, and what every test starts with. */

@@ -334,12 +334,21 @@ redis_check_gone(const char *sid)
  * read as expired a little before stream_ttl has passed on ours. Stream 0
  * cannot be stored: 0-0 is not a valid Redis stream id.
  */
+/* The keyring is one of the server's, whichever test made it. */
+static void
+redis_forget_keyring(void)
+{
+	freeReplyObject(sync_command("DEL mcpd:{keyring}:keys "
+	    "mcpd:{keyring}:rotated"));
+}
+
 static const struct eventlog_cases_backend redis_backend = {
 	.configure = redis_configure,
 	.ready = redis_ready,
 	.no_io = 0,
 	.expiry_early_ms = 50,
 	.check_gone = redis_check_gone,
+	.forget_keyring = redis_forget_keyring,
 };
 
 /* What only Redis has. */
@@ -464,6 +473,86 @@ START_TEST(test_task_layout)
 	expect_status(tget(SID, &rev, &rec), EVENTLOG_UNAVAILABLE);
 	/* The script does not take it for a revision either. */
 	expect_status(tput(SID, 3, "x", 5000), EVENTLOG_CONFLICT);
+}
+END_TEST
+
+static void
+keyring_cb(enum eventlog_status status, const struct eventlog_keyring *ring,
+    void *arg)
+{
+	struct res	*r = arg;
+
+	res_called(r, status, NULL);
+	if (ring != NULL) {
+		free(r->meta);
+		r->meta = strdup(ring->current);
+	}
+}
+
+static enum eventlog_status
+keyring(uint64_t period, const char *fresh1, const char *fresh2, char **cur)
+{
+	struct res		r;
+	enum eventlog_status	status;
+
+	memset(&r, 0, sizeof r);
+	eventlog_keyring(el, period, fresh1, fresh2, keyring_cb, &r);
+	wait_for(&r);
+	status = r.status;
+	*cur = r.meta;
+	r.meta = NULL;
+	res_clear(&r);
+	return (status);
+}
+
+/*
+ * The keyring is the hash mcpd:{keyring}:keys, without a lifetime, and
+ * its rotation mark mcpd:{keyring}:rotated lives one period (Redis's
+ * clock); a hash that is not a ring is made anew, never answered.
+ */
+START_TEST(test_keyring_layout)
+{
+	redisReply	*reply;
+	long long	 ttl;
+	char		*cur;
+
+	redis_forget_keyring();
+	expect_status(keyring(600000, "first-key", "second-key", &cur),
+	    EVENTLOG_OK);
+	ck_assert_str_eq(cur, "first-key");
+	free(cur);
+	reply = sync_command("HGETALL mcpd:{keyring}:keys");
+	ck_assert_int_eq(reply->type, REDIS_REPLY_ARRAY);
+	ck_assert_uint_eq(reply->elements, 8);
+	freeReplyObject(reply);
+	reply = sync_command("HGET mcpd:{keyring}:keys n");
+	ck_assert_str_eq(reply->str, "second-key");
+	freeReplyObject(reply);
+	ck_assert_int_eq(sync_integer(sync_command(
+	    "PTTL mcpd:{keyring}:keys")), -1);
+	ttl = sync_integer(sync_command("PTTL mcpd:{keyring}:rotated"));
+	ck_assert(ttl > 0 && ttl <= 600000);
+
+	/* The mark gone (its period over): the next call rotates. */
+	freeReplyObject(sync_command("DEL mcpd:{keyring}:rotated"));
+	expect_status(keyring(600000, "third-key", "x", &cur), EVENTLOG_OK);
+	ck_assert_str_eq(cur, "second-key");
+	free(cur);
+	reply = sync_command("HGET mcpd:{keyring}:keys g");
+	ck_assert_str_eq(reply->str, "2");
+	freeReplyObject(reply);
+
+	/* Broken: a new ring, from the fresh keys. */
+	freeReplyObject(sync_command("HDEL mcpd:{keyring}:keys c"));
+	expect_status(keyring(600000, "fourth-key", "fifth-key", &cur),
+	    EVENTLOG_OK);
+	ck_assert_str_eq(cur, "fourth-key");
+	free(cur);
+	freeReplyObject(sync_command("HSET mcpd:{keyring}:keys g 0"));
+	expect_status(keyring(600000, "sixth-key", "b", &cur), EVENTLOG_OK);
+	ck_assert_str_eq(cur, "sixth-key");
+	free(cur);
+	redis_forget_keyring();
 }
 END_TEST
 
@@ -1356,6 +1445,7 @@ eventlog_redis_suite(void)
 	tcase_add_test(tc, test_free_connecting);
 	tcase_add_test(tc, test_layout);
 	tcase_add_test(tc, test_task_layout);
+	tcase_add_test(tc, test_keyring_layout);
 	tcase_add_test(tc, test_pipeline);
 	tcase_add_test(tc, test_append_batches);
 	tcase_add_test(tc, test_append_batch_maxlen);

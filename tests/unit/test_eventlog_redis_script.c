@@ -294,6 +294,51 @@ START_TEST(test_result_bad)
 }
 END_TEST
 
+/* The keyring's answer: {"ok", generation, previous, current, next}. */
+START_TEST(test_keyring)
+{
+	struct eventlog_keyring	ring;
+	char			big[EVENTLOG_KEY_MAX + 2];
+
+	ck_assert_int_eq(redis_script_keyring(rep_array(rep_str("ok"),
+	    rep_str("7"), rep_str(""), rep_str("cur"), rep_str("nxt"), NULL),
+	    &ring), 0);
+	ck_assert_uint_eq(ring.generation, 7);
+	ck_assert_str_eq(ring.previous, "");
+	ck_assert_str_eq(ring.current, "cur");
+	ck_assert_str_eq(ring.next, "nxt");
+
+	memset(big, 'k', sizeof big - 1);
+	big[sizeof big - 1] = '\0';
+	/* Another status, shape or type; generation 0; a key missing. */
+	ck_assert_int_eq(redis_script_keyring(rep_err("ERR x"), &ring), -1);
+	ck_assert_int_eq(redis_script_keyring(rep_array(rep_str("conflict"),
+	    rep_str("1"), rep_str(""), rep_str("c"), rep_str("n"), NULL),
+	    &ring), -1);
+	ck_assert_int_eq(redis_script_keyring(rep_array(rep_str("ok"),
+	    rep_str("1"), rep_str(""), rep_str("c"), NULL), &ring), -1);
+	ck_assert_int_eq(redis_script_keyring(rep_array(rep_str("ok"),
+	    rep_int(1), rep_str(""), rep_str("c"), rep_str("n"), NULL),
+	    &ring), -1);
+	ck_assert_int_eq(redis_script_keyring(rep_array(rep_str("ok"),
+	    rep_str("0"), rep_str(""), rep_str("c"), rep_str("n"), NULL),
+	    &ring), -1);
+	ck_assert_int_eq(redis_script_keyring(rep_array(rep_str("ok"),
+	    rep_str("1"), rep_str("p"), rep_str(""), rep_str("n"), NULL),
+	    &ring), -1);
+	ck_assert_int_eq(redis_script_keyring(rep_array(rep_str("ok"),
+	    rep_str("1"), rep_str("p"), rep_str("c"), rep_int(5), NULL),
+	    &ring), -1);
+	/* A key too long, or with a NUL in it. */
+	ck_assert_int_eq(redis_script_keyring(rep_array(rep_str("ok"),
+	    rep_str("1"), rep_str(""), rep_str(big), rep_str("n"), NULL),
+	    &ring), -1);
+	ck_assert_int_eq(redis_script_keyring(rep_array(rep_str("ok"),
+	    rep_str("1"), rep_str(""), rep_bin("c\0c", 3), rep_str("n"),
+	    NULL), &ring), -1);
+}
+END_TEST
+
 START_TEST(test_noscript)
 {
 	ck_assert(redis_script_noscript(rep_err(
@@ -417,7 +462,7 @@ START_TEST(test_source)
 		"'store'", "'delete'", "'create'", "'append'", "'end'",
 		"'read'", "'ok'", "'conflict'", "'not-found'", "'expired'",
 		"'ahead'", "'trimmed'", "'ended'", "'XADD'", "'MAXLEN'",
-		"'PUBLISH'", "'PEXPIRE'", "'UNLINK'", NULL
+		"'PUBLISH'", "'PEXPIRE'", "'UNLINK'", "'keyring'", NULL
 	};
 	int		 i;
 
@@ -442,6 +487,7 @@ redis_script_suite(void)
 	tcase_add_test(tc, test_result_info);
 	tcase_add_test(tc, test_result_entries);
 	tcase_add_test(tc, test_result_bad);
+	tcase_add_test(tc, test_keyring);
 	tcase_add_test(tc, test_noscript);
 	tcase_add_test(tc, test_config_value);
 	tcase_add_test(tc, test_info);

@@ -1,17 +1,26 @@
 /*
  * Unit tests for base64.c and seal.c: both alphabets round-trip, a text
  * that is not canonical base64 is refused, and a sealed text opens only
- * unchanged and under the current or the previous key.
+ * unchanged, under the current or the previous key, and within its
+ * lifetime by the wall clock (with the skew allowed, and not more); with
+ * no key file, the keys are the event log's keyring, and nothing is
+ * sealed before it is read.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include <event2/event.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
 #include "unit.h"
 
 #include "base64.h"
+#include "clock.h"
 #include "conf.h"
+#include "eventlog.h"
 #include "seal.h"
 #include "xmalloc.h"
 
@@ -95,7 +104,7 @@ START_TEST(test_seal)
 
 	conf->state_key_file = xstrdup(k1);
 	ck_assert_int_eq(seal_load(conf, 1, &cause), 0);
-	ck_assert(seal_shared_key());
+	ck_assert(seal_ready());
 	sealed = seal_sign("{\"a\":1}");
 	text = seal_open(sealed, &why);
 	ck_assert_str_eq(text, "{\"a\":1}");
@@ -149,6 +158,212 @@ START_TEST(test_seal)
 }
 END_TEST
 
+/*
+ * A sealed text made here as docs/protocol.md describes it: the format,
+ * and what a client cannot do without the key.
+ */
+static char *
+forge(const char *key, size_t keylen, const char *text, uint64_t t)
+{
+	unsigned char	 mac[32];
+	unsigned int	 maclen = sizeof mac;
+	char		*body, *stamped, *sig, *sealed;
+
+	body = base64_encode(text, strlen(text), 1);
+	xasprintf(&stamped, "%s.%llu", body, (unsigned long long)t);
+	ck_assert_ptr_nonnull(HMAC(EVP_sha256(), key, (int)keylen,
+	    (unsigned char *)stamped, strlen(stamped), mac, &maclen));
+	sig = base64_encode(mac, sizeof mac, 1);
+	xasprintf(&sealed, "%s.%s", stamped, sig);
+	free(body);
+	free(stamped);
+	free(sig);
+	return (sealed);
+}
+
+/* s opens at now to text, or is refused with a cause containing why. */
+static void
+expect_open(const char *s, uint64_t now, const char *text, const char *why)
+{
+	const char	*cause = NULL;
+	char		*got = seal_open_at(s, now, &cause);
+
+	if (text != NULL) {
+		ck_assert_msg(got != NULL, "refused: %s", cause);
+		ck_assert_str_eq(got, text);
+	} else {
+		ck_assert_msg(got == NULL, "opened: %s", got);
+		ck_assert_msg(strstr(cause, why) != NULL, "cause: %s", cause);
+	}
+	free(got);
+}
+
+/*
+ * The sealing time is the wall clock's, under the mac: a state opens
+ * SEAL_LIFETIME_MS after it by the opener's clock, and up to SEAL_SKEW_MS
+ * before it (clocks that disagree that much), on any instance.
+ */
+START_TEST(test_seal_time)
+{
+	struct conf	*conf = conf_default();
+	char		*k1 = key_file(key1), *sealed, *bad, *cause = NULL;
+	const uint64_t	 t0 = 1790000000000ULL;	/* 2026-09-21 */
+	const char	*text = "{\"a\":1}", *why;
+
+	conf->state_key_file = xstrdup(k1);
+	ck_assert_int_eq(seal_load(conf, 1, &cause), 0);
+	sealed = seal_sign_at(text, t0);
+	bad = forge(key1, 32, text, t0);	/* the file's newline dropped */
+	ck_assert_str_eq(sealed, bad);
+	free(bad);
+
+	expect_open(sealed, t0, text, NULL);
+	expect_open(sealed, t0 + SEAL_LIFETIME_MS, text, NULL);
+	expect_open(sealed, t0 + SEAL_LIFETIME_MS + 1, NULL, "expired");
+	expect_open(sealed, t0 + 24ULL * 3600 * 1000, NULL, "expired");
+	expect_open(sealed, t0 - SEAL_SKEW_MS, text, NULL);
+	expect_open(sealed, t0 - SEAL_SKEW_MS - 1, NULL, "future");
+	free(sealed);
+
+	/* Its time cannot be moved without the key. */
+	sealed = forge(key1, 32, text, t0);
+	bad = xstrdup(sealed);
+	strrchr(bad, '.')[-1]++;	/* t0 + 1 */
+	expect_open(bad, t0, NULL, "integrity");
+	free(bad);
+	/* Nor dropped (a state of the format without a time), nor padded. */
+	bad = xstrdup(sealed);
+	memmove(strchr(bad, '.'), strrchr(bad, '.'),
+	    strlen(strrchr(bad, '.')) + 1);
+	expect_open(bad, t0, NULL, "not one this server issued");
+	free(bad);
+	free(sealed);
+	sealed = forge(key1, 32, text, 0);
+	expect_open(sealed, t0, NULL, "expired");
+	free(sealed);
+	bad = xstrdup("e30.0123.AAAA");
+	expect_open(bad, t0, NULL, "not one this server issued");
+	free(bad);
+
+	/* seal_sign and seal_open read the wall clock, not the monotonic. */
+	sealed = forge(key1, 32, text, clock_wall_ms() - 1000);
+	ck_assert_ptr_nonnull(bad = seal_open(sealed, &why));
+	free(bad);
+	free(sealed);
+	sealed = forge(key1, 32, text, clock_wall_ms() - SEAL_LIFETIME_MS -
+	    60000);
+	ck_assert_ptr_null(seal_open(sealed, &why));
+	free(sealed);
+	sealed = seal_sign(text);
+	ck_assert_uint_ge(strtoull(strchr(sealed, '.') + 1, NULL, 10),
+	    clock_wall_ms() - 60000);
+	ck_assert_ptr_nonnull(bad = seal_open(sealed, &why));
+	free(bad);
+	free(sealed);
+
+	unlink(k1);
+	free(k1);
+	conf_free(conf);
+}
+END_TEST
+
+static void
+ring_cb(enum eventlog_status status, const struct eventlog_keyring *ring,
+    void *arg)
+{
+	char	**keys = arg;
+
+	ck_assert_int_eq(status, EVENTLOG_OK);
+	keys[0] = xstrdup(ring->previous);
+	keys[1] = xstrdup(ring->current);
+	keys[2] = xstrdup(ring->next);
+}
+
+static void
+ring_read(struct event_base *base, struct eventlog *el, uint64_t period,
+    const char *f1, const char *f2, char **keys)
+{
+	int	turns;
+
+	memset(keys, 0, 3 * sizeof *keys);
+	eventlog_keyring(el, period, f1, f2, ring_cb, keys);
+	for (turns = 0; keys[0] == NULL && turns < 100; turns++)
+		event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+	ck_assert_ptr_nonnull(keys[0]);
+}
+
+/*
+ * Without a key file the keys are the log's keyring: nothing is sealed
+ * until it is read; then the current key signs, and the previous, current
+ * and next keys open (an instance that has not yet heard of a rotation
+ * opens what one that has signs), and no other key does.
+ */
+START_TEST(test_seal_ring)
+{
+	struct conf		*conf = conf_default();
+	struct event_base	*base = event_base_new();
+	struct eventlog		*el;
+	char			*cause = NULL, *keys[3], *sealed, *bad;
+	const char		*text = "{\"b\":2}", *why;
+	const char		 a[] = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+	const char		 b[] = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+	const char		 c[] = "cccccccccccccccccccccccccccccccccccc";
+	const uint64_t		 t0 = 1790000000000ULL;
+	uint64_t		 start;
+	int			 turns, i;
+
+	ck_assert_ptr_nonnull(el = eventlog_create(base, conf, &cause));
+	ck_assert_int_eq(seal_load(conf, 1, &cause), 0);
+	ck_assert(!seal_ready());
+	ck_assert_ptr_null(seal_sign_at(text, t0));
+	sealed = forge(a, 36, text, t0);
+	ck_assert_ptr_null(seal_open_at(sealed, t0, &why));
+	free(sealed);
+
+	/* A ring whose period (1 ms) has passed when seal.c reads it. */
+	ring_read(base, el, 1, a, b, keys);
+	for (i = 0; i < 3; i++)
+		free(keys[i]);
+	start = clock_now_ms();
+	while (clock_now_ms() - start < 2)
+		event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+	seal_start(base, el);
+	ck_assert(!seal_ready());	/* the log answers on a later turn */
+	for (turns = 0; !seal_ready() && turns < 100; turns++)
+		event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+	ck_assert(seal_ready());
+
+	/* seal.c's reading rotated it: previous a, current b, next fresh. */
+	ring_read(base, el, (uint64_t)conf->state_key_rotation * 1000, c, c,
+	    keys);
+	ck_assert_str_eq(keys[0], a);
+	ck_assert_str_eq(keys[1], b);
+	ck_assert_uint_eq(strlen(keys[2]), 64);	/* 32 random bytes, hex */
+	ck_assert_uint_eq(strspn(keys[2], "0123456789abcdef"), 64);
+
+	sealed = seal_sign_at(text, t0);
+	bad = forge(b, 36, text, t0);
+	ck_assert_str_eq(sealed, bad);
+	free(bad);
+	free(sealed);
+	for (i = 0; i < 3; i++) {
+		sealed = forge(keys[i], strlen(keys[i]), text, t0);
+		expect_open(sealed, t0, text, NULL);
+		free(sealed);
+	}
+	sealed = forge(c, 36, text, t0);
+	expect_open(sealed, t0, NULL, "integrity");
+	free(sealed);
+
+	seal_stop();
+	eventlog_free(el);
+	for (i = 0; i < 3; i++)
+		free(keys[i]);
+	event_base_free(base);
+	conf_free(conf);
+}
+END_TEST
+
 static Suite *
 seal_suite(void)
 {
@@ -165,6 +380,8 @@ seal_suite(void)
 
 	tc = tcase_create("seal");
 	tcase_add_test(tc, test_seal);
+	tcase_add_test(tc, test_seal_time);
+	tcase_add_test(tc, test_seal_ring);
 	suite_add_tcase(s, tc);
 	return (s);
 }
