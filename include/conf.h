@@ -182,6 +182,7 @@ struct conf {
 
 	long long		 task_ttl;	/* seconds, from creation */
 	long long		 max_tasks;	/* running here; memory: kept */
+	long long		 max_tasks_per_principal; /* running here */
 	long long		 task_poll_ms;
 
 	int			 log_level;	/* enum log_level */

@@ -767,7 +767,16 @@ static const struct conf_entry conf_entries[] = {
 	    "Tasks one instance runs at once; a tools/call that would start "
 	    "another is answered with an error. The memory event log also "
 	    "keeps at most this many task records, finished ones included, "
-	    "until their task_ttl ends."),
+	    "until their task_ttl ends; when a new task finds it full, the "
+	    "record finished longest ago is forgotten for it (a running "
+	    "task's never is)."),
+	CONF_NUMBER("max_tasks_per_principal", CONF_INTEGER,
+	    max_tasks_per_principal, 1, 1000000, "100",
+	    "With an auth block: tasks one instance runs at once for one "
+	    "principal (issuer, subject, client id), so one client cannot "
+	    "take every one of max_tasks; a tools/call that would start "
+	    "another is answered with an error. Without auth every client is "
+	    "the same anonymous one, and only max_tasks counts."),
 	CONF_NUMBER("task_poll_ms", CONF_MILLISECONDS, task_poll_ms, 10,
 	    600000, "1000", "The pollIntervalMs tasks suggest to clients: "
 	    "how often they should ask tasks/get. (With the redis event "
