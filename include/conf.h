@@ -71,17 +71,25 @@ struct conf_tool {
  * auth { ... }: mcpd as an OAuth 2.1 resource server (docs/authorization.md).
  * NULL in struct conf when the block is absent: no authorization.
  */
+/* auth { token_type ... }: what a JWT's typ header must say. */
+enum conf_token_type {
+	CONF_TOKEN_ANY,		/* not looked at */
+	CONF_TOKEN_AT_JWT	/* at+jwt (RFC 9068) */
+};
+
 struct conf_auth {
 	int			 line;		/* of "auth {" */
 	char			*resource;	/* canonical URI, RFC 8707 */
 	char			**authorization_servers; /* NULL-terminated */
 	size_t			 nauthorization_servers;
 	char			*issuer;	/* JWT iss */
+	int			 token_type;	/* enum conf_token_type */
 	char			*jwks_file;
 	char			*jwks_uri;
 	char			*introspection;	/* RFC 7662 endpoint URL */
 	char			*client_id;	/* for introspection, or NULL */
 	char			*client_secret;	/* read from its file */
+	long long		 introspection_rate; /* new tokens a second */
 	char			**scopes;	/* required on every request */
 	size_t			 nscopes;
 	char			*token_file;
@@ -182,6 +190,7 @@ struct conf {
 
 	long long		 task_ttl;	/* seconds, from creation */
 	long long		 max_tasks;	/* running here; memory: kept */
+	long long		 max_tasks_per_principal; /* running here */
 	long long		 task_poll_ms;
 
 	int			 log_level;	/* enum log_level */

@@ -117,7 +117,7 @@ struct eventlog_ops {
 		    eventlog_load_cb, void *);
 	/* Task records (task.c). */
 	void	(*task_put)(void *, const char *, uint64_t, const char *,
-		    size_t, uint64_t, eventlog_done_cb, void *);
+		    size_t, uint64_t, int, eventlog_done_cb, void *);
 	void	(*task_get)(void *, const char *, eventlog_task_cb, void *);
 	void	(*keyring)(void *, uint64_t, const char *, const char *,
 		    eventlog_keyring_cb, void *);
@@ -213,11 +213,15 @@ void	eventlog_note_get(struct eventlog *, const char *, const char *,
  * one is there; FULL if the log holds as many as it may, max_tasks, in
  * memory), any later rev replaces revision rev - 1 (CONFLICT if another
  * revision is there, NOT_FOUND if the record is gone). The record then
- * lives ttl_ms from this put. A get answers the revision and the record,
- * or NOT_FOUND once it is gone (never written, or its lifetime ended).
+ * lives ttl_ms from this put. final says the record is done with (its
+ * task finished): a log that counts records (memory) may forget it
+ * before its lifetime ends, the longest final first, to make room for a
+ * new one; a record not final is never forgotten early. A get answers
+ * the revision and the record, or NOT_FOUND once it is gone (never
+ * written, its lifetime ended, or forgotten).
  */
 void	eventlog_task_put(struct eventlog *, const char *, uint64_t,
-	    const char *, size_t, uint64_t, eventlog_done_cb, void *);
+	    const char *, size_t, uint64_t, int, eventlog_done_cb, void *);
 void	eventlog_task_get(struct eventlog *, const char *, eventlog_task_cb,
 	    void *);
 

@@ -62,13 +62,18 @@ void		 jwt_key_free(struct jwt_key *);
 
 /*
  * A compact JWS: three base64url parts, a JSON object header with a
- * supported alg and no crit, a JSON object payload. NULL with *cause
- * (static) otherwise.
+ * supported alg, no crit and kid and typ strings if present, a JSON
+ * object payload, neither holding a NUL character (raw or \u0000: cJSON
+ * would cut the string at it). NULL with *cause (static) otherwise.
  */
 struct jwt	*jwt_parse(const char *, size_t, const char **);
 void		 jwt_free(struct jwt *);
 enum jwt_alg	 jwt_alg(const struct jwt *);
 const char	*jwt_kid(const struct jwt *);	/* NULL if none */
+const char	*jwt_typ(const struct jwt *);	/* NULL if none */
+
+/* Whether JSON text holds a NUL, raw or as a \u0000 escape. */
+int		 jwt_json_has_nul(const char *, size_t);
 const cJSON	*jwt_claims(const struct jwt *);
 /* 0 when key (of the algorithm's type) verifies the signature. */
 int		 jwt_verify(const struct jwt *, const struct jwt_key *);

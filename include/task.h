@@ -78,11 +78,28 @@ void		 task_escalate(struct call *, const char *, cJSON *);
 
 /*
  * tasks/get, tasks/update, tasks/cancel: whether method is one of them,
- * and running one (the caller has checked task_declared).
+ * and running one for principal who (the caller has checked
+ * task_declared). With auth, a task of another principal is answered as
+ * an unknown id is.
  */
 int		 task_method(const char *);
-void		 task_run_method(const char *, const cJSON *, task_answer_cb,
-		     void *);
+void		 task_run_method(const char *, const cJSON *,
+		     struct auth_principal *, task_answer_cb, void *);
+
+/*
+ * Whether principal who (NULL without auth) may see a task bound to
+ * principal (the JSON task_read gives; NULL: bound to none).
+ */
+int		 task_allowed(const cJSON *, const struct auth_principal *);
+/*
+ * Reads task tid for its listeners, whoever they are: cb runs once, on a
+ * later turn, with its DetailedTask (what tasks/get answers, without
+ * resultType) and the principal it is bound to, or NULL and NULL when it
+ * is not found or cannot be read. Each listener hears it only if
+ * task_allowed says so.
+ */
+typedef void (*task_read_cb)(const cJSON *, const cJSON *, void *);
+void		 task_read(const char *, task_read_cb, void *);
 
 /*
  * Status notifications: fn runs with a task's id and its DetailedTask

@@ -7,10 +7,11 @@
  *        ├── its SHA-256 in token_file ──────────► principal
  *        ├── a JWS, and key sets are configured ─► key by kid: jwks_file,
  *        │       jwks_uri's set (fetched again first when kid is unknown,
- *        │       at most once per jwks_refresh_min); signature, then iss,
- *        │       aud, exp, nbf, sub ───────────────► principal
+ *        │       at most once per jwks_refresh_min); signature, then typ,
+ *        │       iss, aud, exp, nbf, sub ──────────► principal
  *        └── otherwise, with introspection ──────► cache by SHA-256, or
- *                POST to the endpoint; active, exp, aud, iss ► principal
+ *                POST to the endpoint (at most introspection_rate new
+ *                tokens a second); active, exp, aud, iss, sub ► principal
  *   principal ── lacks a required scope ─────────► AUTH_FORBIDDEN (403)
  *             └─────────────────────────────────► AUTH_OK
  *
@@ -19,6 +20,12 @@
  * same token with every request, and a signature costs more than the
  * rest of the request. A new key set from jwks_uri forgets them all, so a
  * key taken out of the set stops its tokens at once.
+ *
+ * A claim that is there but unusable (not a string, too long, a NUL in
+ * it) refuses the token: it is never replaced by another claim nor read
+ * cut short. An introspection answer that is not what RFC 7662 says (not
+ * a JSON object with a boolean active) is not an answer: 503, and
+ * nothing is cached.
  *
  * Every check is answered on a later loop turn through its own event,
  * also when nothing had to be waited for, so transport.c meets one
@@ -38,6 +45,7 @@
 #include <event2/event.h>
 
 #include "auth.h"
+#include "base64.h"
 #include "clock.h"
 #include "conf.h"
 #include "http_client.h"
@@ -122,6 +130,8 @@ static struct {
 	struct auth_cache_tree	 cache;
 	struct auth_cache_list	 cache_order;
 	size_t			 ncache;
+	uint64_t		 intro_second_ms; /* introspection_rate's */
+	long long		 intro_count;	  /* new tokens asked in it */
 } auth;
 
 static int
@@ -535,14 +545,62 @@ auth_found(struct auth_check *c, struct auth_principal *p)
  * JWT access tokens.
  */
 
-static const char *
-auth_claim_string(const cJSON *claims, const char *name)
+/*
+ * A string claim: absent (1), a string of at most AUTH_CLAIM_MAX bytes
+ * (0, in *v), or there but not usable (-1).
+ */
+static int
+auth_claim_text(const cJSON *claims, const char *name, const char **v)
 {
-	const cJSON	*v = cJSON_GetObjectItemCaseSensitive(claims, name);
+	const cJSON	*c = cJSON_GetObjectItemCaseSensitive(claims, name);
 
-	if (!cJSON_IsString(v) || strlen(v->valuestring) > AUTH_CLAIM_MAX)
-		return (NULL);
-	return (v->valuestring);
+	*v = NULL;
+	if (c == NULL)
+		return (1);
+	if (!cJSON_IsString(c) || strlen(c->valuestring) > AUTH_CLAIM_MAX)
+		return (-1);
+	*v = c->valuestring;
+	return (0);
+}
+
+/*
+ * Who a token's claims name: sub, and client_id (or azp, in a JWT). A
+ * client acting for itself (client credentials) may have no sub: its
+ * client id is then the subject. 0, or -1 with *why.
+ */
+static int
+auth_claim_who(const cJSON *claims, int jwt, const char **sub,
+    const char **cid, const char **why)
+{
+	int	r;
+
+	if ((r = auth_claim_text(claims, "client_id", cid)) < 0) {
+		*why = "client_id is not a string (or too long)";
+		return (-1);
+	}
+	if (r > 0 && jwt && auth_claim_text(claims, "azp", cid) < 0) {
+		*why = "azp is not a string (or too long)";
+		return (-1);
+	}
+	if ((r = auth_claim_text(claims, "sub", sub)) < 0) {
+		*why = "sub is not a string (or too long)";
+		return (-1);
+	}
+	if (r > 0 && (*sub = *cid) == NULL) {
+		*why = "no subject (sub) nor client_id";
+		return (-1);
+	}
+	return (0);
+}
+
+/* RFC 9068 (2.1, 4): typ at+jwt, or its media type, in any case. */
+static int
+auth_typ_ok(const char *typ)
+{
+	if (auth.a->token_type == CONF_TOKEN_ANY)
+		return (1);
+	return (typ != NULL && (strcasecmp(typ, "at+jwt") == 0 ||
+	    strcasecmp(typ, "application/at+jwt") == 0));
 }
 
 /* Whether aud (a string or an array of them) names this resource. */
@@ -613,8 +671,12 @@ auth_jwt_principal(const struct jwt *j, double *expp, const char **why)
 	char		*scopes;
 	int		 r;
 
-	iss = auth_claim_string(claims, "iss");
-	if (iss == NULL || strcmp(iss, auth.a->issuer) != 0) {
+	if (!auth_typ_ok(jwt_typ(j))) {
+		*why = "the token's typ is not at+jwt";
+		return (NULL);
+	}
+	if (auth_claim_text(claims, "iss", &iss) != 0 ||
+	    strcmp(iss, auth.a->issuer) != 0) {
 		*why = "wrong issuer (iss)";
 		return (NULL);
 	}
@@ -639,14 +701,8 @@ auth_jwt_principal(const struct jwt *j, double *expp, const char **why)
 		*why = "the token is not valid yet (nbf)";
 		return (NULL);
 	}
-	if ((cid = auth_claim_string(claims, "client_id")) == NULL)
-		cid = auth_claim_string(claims, "azp");
-	/* A client acting for itself (client credentials) may have no sub. */
-	if ((sub = auth_claim_string(claims, "sub")) == NULL &&
-	    (sub = cid) == NULL) {
-		*why = "no subject (sub) nor client_id";
+	if (auth_claim_who(claims, 1, &sub, &cid, why) != 0)
 		return (NULL);
-	}
 	scopes = auth_claim_scopes(claims);
 	p = auth_principal_new(iss, sub, cid, scopes);
 	free(scopes);
@@ -918,11 +974,16 @@ auth_cache_room(void)
 	}
 }
 
-/* What the introspection endpoint said; e->principal or e->why. */
+/*
+ * What the introspection endpoint said: e->principal, or the refusal in
+ * e->why; neither when the answer is none (not a JSON object with a
+ * boolean active, RFC 7662 2.2): then the token cannot be checked now,
+ * and that is not remembered.
+ */
 static void
 auth_introspected(struct auth_cache *e, const char *body, size_t len)
 {
-	cJSON		*json;
+	cJSON		*json = NULL;
 	const cJSON	*active, *aud;
 	const char	*iss, *sub, *cid;
 	double		 now = (double)clock_wall_ms() / 1000, exp;
@@ -930,13 +991,22 @@ auth_introspected(struct auth_cache *e, const char *body, size_t len)
 	char		*scopes;
 	int		 r;
 
-	e->why = "the token is not active";
-	json = cJSON_ParseWithLength(body, len);
-	active = cJSON_GetObjectItemCaseSensitive(json, "active");
-	if (!cJSON_IsObject(json)) {
-		e->why = "the introspection answer is not a JSON object";
+	e->why = NULL;
+	if (jwt_json_has_nul(body, len)) {
+		/* A claim cJSON would cut short (a sub "alice\u0000x"). */
+		e->why = "the introspection answer holds a NUL character";
 		goto out;
 	}
+	json = cJSON_ParseWithLength(body, len);
+	active = cJSON_GetObjectItemCaseSensitive(json, "active");
+	if (!cJSON_IsObject(json) || !cJSON_IsBool(active)) {
+		log_limited(LOG_LEVEL_WARN, "auth-introspection", "auth: "
+		    "introspection %s: the answer is not a JSON object with a "
+		    "boolean active; the token is answered 503, nothing is "
+		    "cached", auth.a->introspection);
+		goto out;
+	}
+	e->why = "the token is not active";
 	if (!cJSON_IsTrue(active))
 		goto out;
 	if ((r = auth_claim_time(json, "exp", &exp)) < 0 ||
@@ -951,18 +1021,13 @@ auth_introspected(struct auth_cache *e, const char *body, size_t len)
 		e->why = "the audience (aud) is not this resource";
 		goto out;
 	}
-	iss = auth_claim_string(json, "iss");
-	if (cJSON_GetObjectItemCaseSensitive(json, "iss") != NULL &&
-	    (iss == NULL || strcmp(iss, auth.a->issuer) != 0)) {
+	if ((r = auth_claim_text(json, "iss", &iss)) < 0 ||
+	    (r == 0 && strcmp(iss, auth.a->issuer) != 0)) {
 		e->why = "wrong issuer (iss)";
 		goto out;
 	}
-	cid = auth_claim_string(json, "client_id");
-	if ((sub = auth_claim_string(json, "sub")) == NULL &&
-	    (sub = cid) == NULL) {
-		e->why = "no subject (sub) nor client_id";
+	if (auth_claim_who(json, 0, &sub, &cid, &e->why) != 0)
 		goto out;
-	}
 	scopes = auth_claim_scopes(json);
 	e->principal = auth_principal_new(auth.a->issuer, sub, cid, scopes);
 	free(scopes);
@@ -987,7 +1052,7 @@ auth_cache_answer(struct auth_cache *e)
 			auth_answer(c, AUTH_INVALID, e->why);
 		else
 			auth_answer(c, AUTH_UNAVAILABLE, "the introspection "
-			    "endpoint did not answer");
+			    "endpoint gave no usable answer");
 	}
 }
 
@@ -1014,30 +1079,24 @@ auth_introspect_cb(struct http_client *hc, void *arg)
 		auth_cache_remove(e);	/* not an answer: ask again */
 }
 
-static char *
-auth_base64(const char *in, size_t len)
+/*
+ * Whether one more token may be sent to the endpoint in this second
+ * (introspection_rate): counts it if so. Tokens with a cached answer, or
+ * one on its way, do not count.
+ */
+static int
+auth_introspect_rate(void)
 {
-	static const char	 digits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-				    "abcdefghijklmnopqrstuvwxyz0123456789+/";
-	const unsigned char	*p = (const unsigned char *)in;
-	char			*out, *o;
-	uint32_t		 v;
-	size_t			 i;
+	uint64_t	now = clock_now_ms();
 
-	o = out = xmalloc((len + 2) / 3 * 4 + 1);
-	for (i = 0; i < len; i += 3) {
-		v = (uint32_t)p[i] << 16;
-		if (i + 1 < len)
-			v |= (uint32_t)p[i + 1] << 8;
-		if (i + 2 < len)
-			v |= p[i + 2];
-		*o++ = digits[(v >> 18) & 63];
-		*o++ = digits[(v >> 12) & 63];
-		*o++ = i + 1 < len ? digits[(v >> 6) & 63] : '=';
-		*o++ = i + 2 < len ? digits[v & 63] : '=';
+	if (now - auth.intro_second_ms >= 1000) {
+		auth.intro_second_ms = now;
+		auth.intro_count = 0;
 	}
-	*o = '\0';
-	return (out);
+	if (auth.intro_count >= auth.a->introspection_rate)
+		return (0);
+	auth.intro_count++;
+	return (1);
 }
 
 /* application/x-www-form-urlencoded, as RFC 6749 (2.3.1) wants it. */
@@ -1084,6 +1143,14 @@ auth_introspect(struct auth_check *c, const char *token, size_t len,
 		    "for authorization");
 		return;
 	}
+	if (e == NULL && !auth_introspect_rate()) {
+		log_limited(LOG_LEVEL_WARN, "auth-introspection-rate", "auth: "
+		    "introspection_rate (%lld a second) reached: a new token "
+		    "answered 503", auth.a->introspection_rate);
+		auth_answer(c, AUTH_UNAVAILABLE, "too many new tokens to "
+		    "introspect now");
+		return;
+	}
 	c->counted = 1;
 	auth.pending++;
 	if (e != NULL) {
@@ -1117,7 +1184,7 @@ auth_introspect(struct auth_check *c, const char *token, size_t len,
 		secret = auth_form_encode(auth.a->client_secret,
 		    strlen(auth.a->client_secret));
 		xasprintf(&pair, "%s:%s", id, secret);
-		tok = auth_base64(pair, strlen(pair));
+		tok = base64_encode(pair, strlen(pair), 0);
 		xasprintf(&basic, "Basic %s", tok);
 		explicit_bzero(pair, strlen(pair));
 		explicit_bzero(secret, strlen(secret));

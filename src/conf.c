@@ -209,6 +209,12 @@ static const struct conf_enum conf_task_support_values[] = {
 	{ NULL, 0 }
 };
 
+static const struct conf_enum conf_token_type_values[] = {
+	{ "any", CONF_TOKEN_ANY },
+	{ "at+jwt", CONF_TOKEN_AT_JWT },
+	{ NULL, 0 }
+};
+
 static const struct conf_enum conf_param_types[] = {
 	{ "string", CONF_PARAM_STRING },
 	{ "integer", CONF_PARAM_INTEGER },
@@ -318,6 +324,14 @@ static const struct conf_entry conf_auth_entries[] = {
 	  .offset = CONF_AUTH_OFF(issuer), .args = "ISSUER",
 	  .def_text = "the first authorization_server",
 	  .help = "The iss a JWT access token must carry, exactly." },
+	{ .name = "token_type", .type = CONF_ENUM,
+	  .offset = CONF_AUTH_OFF(token_type),
+	  .values = conf_token_type_values, .def = "any",
+	  .help = "at+jwt: a JWT access token's header must say typ at+jwt "
+	  "or application/at+jwt (RFC 9068, in any case), so that another "
+	  "JWT signed with the same keys (an ID token, say) cannot pass as "
+	  "an access token; any: typ is not looked at, for authorization "
+	  "servers that do not set it." },
 	{ .name = "jwks_file", .type = CONF_STRING,
 	  .offset = CONF_AUTH_OFF(jwks_file), .check = conf_check_file,
 	  .args = "PATH",
@@ -339,6 +353,14 @@ static const struct conf_entry conf_auth_entries[] = {
 	  "as CLIENT_ID with the secret in the file (its first line); an "
 	  "active answer is cached until the token's exp, at most "
 	  "jwks_cache seconds." },
+	{ .name = "introspection_rate", .type = CONF_INTEGER,
+	  .offset = CONF_AUTH_OFF(introspection_rate), .min = 1,
+	  .max = 1000000, .def = "50",
+	  .help = "Tokens the introspection endpoint is asked about per "
+	  "second, at most. Only tokens without a cached answer count, so "
+	  "a client sending made-up tokens cannot flood the authorization "
+	  "server; past the rate such a token is answered 503 with "
+	  "Retry-After (it cannot be checked now), never let through." },
 	{ .name = "scopes", .type = CONF_WORDS, .offset = CONF_AUTH_OFF(scopes),
 	  .offset2 = CONF_AUTH_OFF(nscopes), .check = conf_check_scope,
 	  .args = "SCOPE...", .def_text = "none",
@@ -768,7 +790,16 @@ static const struct conf_entry conf_entries[] = {
 	    "Tasks one instance runs at once; a tools/call that would start "
 	    "another is answered with an error. The memory event log also "
 	    "keeps at most this many task records, finished ones included, "
-	    "until their task_ttl ends."),
+	    "until their task_ttl ends; when a new task finds it full, the "
+	    "record finished longest ago is forgotten for it (a running "
+	    "task's never is)."),
+	CONF_NUMBER("max_tasks_per_principal", CONF_INTEGER,
+	    max_tasks_per_principal, 1, 1000000, "100",
+	    "With an auth block: tasks one instance runs at once for one "
+	    "principal (issuer, subject, client id), so one client cannot "
+	    "take every one of max_tasks; a tools/call that would start "
+	    "another is answered with an error. Without auth every client is "
+	    "the same anonymous one, and only max_tasks counts."),
 	CONF_NUMBER("task_poll_ms", CONF_MILLISECONDS, task_poll_ms, 10,
 	    600000, "1000", "The pollIntervalMs tasks suggest to clients: "
 	    "how often they should ask tasks/get. (With the redis event "

@@ -359,7 +359,8 @@ dispatch_task_method(struct call *c, const char *method, const cJSON *params)
 		call_release(c);
 		return;
 	}
-	task_run_method(method, params, dispatch_task_answer, c);
+	task_run_method(method, params, call_principal(c),
+	    dispatch_task_answer, c);
 }
 
 static void

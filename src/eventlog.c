@@ -179,12 +179,14 @@ eventlog_note_get(struct eventlog *el, const char *sid, const char *name,
 
 void
 eventlog_task_put(struct eventlog *el, const char *tid, uint64_t rev,
-    const char *rec, size_t len, uint64_t ttl_ms, eventlog_done_cb cb,
-    void *arg)
+    const char *rec, size_t len, uint64_t ttl_ms, int final,
+    eventlog_done_cb cb, void *arg)
 {
+	/* No task id in the line: it is the task's secret. */
 	if (rev == 0)
-		fatalx("task=%s: revision 0 is never written", tid);
-	el->ops->task_put(el->backend, tid, rev, rec, len, ttl_ms, cb, arg);
+		fatalx("a task's revision 0 is never written");
+	el->ops->task_put(el->backend, tid, rev, rec, len, ttl_ms, final, cb,
+	    arg);
 }
 
 void

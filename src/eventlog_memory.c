@@ -8,7 +8,9 @@
  * per stream, stream_ttl seconds after a stream ends. An expired stream
  * leaves a tombstone so a late cursor is answered "expired", not "unknown".
  * Task records live in a tree of their own, at most max_tasks of them,
- * each until its lifetime ends. The keyring is one record of the process.
+ * each until its lifetime ends; when a new one finds no room, the record
+ * finished (put final) longest ago is forgotten for it, never one whose
+ * task still runs. The keyring is one record of the process.
  */
 #include <sys/queue.h>
 #include <sys/tree.h>
@@ -79,9 +81,12 @@ struct mem_task {
 	char			*data;
 	size_t			 len;
 	uint64_t		 expires_ms;
+	int			 final;		/* on mem.finished */
 	RB_ENTRY(mem_task)	 entry;
+	TAILQ_ENTRY(mem_task)	 done;
 };
 RB_HEAD(mem_tasks, mem_task);
+TAILQ_HEAD(mem_finished, mem_task);
 
 enum mem_op_type {
 	MEM_SESSION_STORE,
@@ -129,6 +134,7 @@ struct mem {
 	uint64_t		 ttl_ms;
 	struct mem_sessions	 sessions;
 	struct mem_tasks	 tasks;
+	struct mem_finished	 finished;	/* final records, oldest first */
 	size_t			 ntasks;
 	size_t			 max_tasks;
 	struct mem_ops		 ops;
@@ -526,6 +532,8 @@ static void
 mem_task_free(struct mem *m, struct mem_task *t)
 {
 	RB_REMOVE(mem_tasks, &m->tasks, t);
+	if (t->final)
+		TAILQ_REMOVE(&m->finished, t, done);
 	m->ntasks--;
 	free(t->tid);
 	free(t->data);
@@ -580,6 +588,14 @@ mem_do_task_put(struct mem *m, struct mem_op *op)
 	if (t == NULL) {
 		if (m->ntasks >= m->max_tasks)
 			mem_task_expire(m);
+		if (m->ntasks >= m->max_tasks &&
+		    !TAILQ_EMPTY(&m->finished)) {
+			log_limited(LOG_LEVEL_INFO, "task-evicted", "eventlog="
+			    "memory: a finished task's record forgotten before "
+			    "its task_ttl to make room (max_tasks %zu)",
+			    m->max_tasks);
+			mem_task_free(m, TAILQ_FIRST(&m->finished));
+		}
 		if (m->ntasks >= m->max_tasks) {
 			op->cb.done(EVENTLOG_FULL, op->arg);
 			return;
@@ -595,6 +611,10 @@ mem_do_task_put(struct mem *m, struct mem_op *op)
 	op->data = NULL;
 	t->rev = op->seq;
 	t->expires_ms = clock_now_ms() + op->max;
+	if (op->flags && !t->final) {
+		t->final = 1;
+		TAILQ_INSERT_TAIL(&m->finished, t, done);
+	}
 	op->cb.done(EVENTLOG_OK, op->arg);
 }
 
@@ -888,12 +908,13 @@ mem_publish(void *p, const char *sid, const char *msg, size_t len,
 
 static void
 mem_task_put(void *p, const char *tid, uint64_t rev, const char *rec,
-    size_t len, uint64_t ttl_ms, eventlog_done_cb cb, void *arg)
+    size_t len, uint64_t ttl_ms, int final, eventlog_done_cb cb, void *arg)
 {
 	struct mem_op	*op = mem_op_new(p, MEM_TASK_PUT, tid, 0);
 
 	op->seq = rev;
 	op->max = ttl_ms;
+	op->flags = final;
 	mem_op_set_data(op, rec, len);
 	op->cb.done = cb;
 	op->arg = arg;
@@ -984,6 +1005,7 @@ eventlog_memory_create(struct event_base *base, const struct conf *conf,
 	m->max_tasks = (size_t)conf->max_tasks;
 	RB_INIT(&m->sessions);
 	RB_INIT(&m->tasks);
+	TAILQ_INIT(&m->finished);
 	TAILQ_INIT(&m->ops);
 	TAILQ_INIT(&m->running);
 	m->run_ev = evtimer_new(base, mem_run_cb, m);

@@ -896,7 +896,7 @@ redis_task_answer(struct redis_op *op, enum eventlog_status status,
 			rev = rev * 10 + (uint64_t)(data[i++] - '0');
 		if (i == 0 || i >= len || data[i] != ' ' || rev == 0) {
 			log_limited(LOG_LEVEL_WARN, "redis-reply", "eventlog=%s: "
-			    "task=%s: not a task record", op->r->name, op->sid);
+			    "a task's key holds no task record", op->r->name);
 			status = EVENTLOG_UNAVAILABLE;
 		}
 	}
@@ -1558,10 +1558,12 @@ redis_publish(void *p, const char *sid, const char *msg, size_t len,
 /*
  * A task's record is one key of its own, {TID} its hash tag, written by
  * the script (compare-and-set on the revision) and read with a plain GET.
+ * Records are not counted here (each lives its TTL), so final changes
+ * nothing.
  */
 static void
 redis_task_put(void *p, const char *tid, uint64_t rev, const char *rec,
-    size_t len, uint64_t ttl_ms, eventlog_done_cb cb, void *arg)
+    size_t len, uint64_t ttl_ms, int final, eventlog_done_cb cb, void *arg)
 {
 	struct redis	*r = p;
 	struct redis_op	*op = redis_op_new(r, REDIS_OP_TASK_PUT, tid, 0);

@@ -30,6 +30,7 @@ struct jwt_key {
 struct jwt {
 	enum jwt_alg	 alg;
 	char		*kid;
+	char		*typ;
 	cJSON		*header;
 	cJSON		*claims;
 	const char	*input;		/* header.payload, in the token */
@@ -284,16 +285,47 @@ jwt_looks_like(const char *s, size_t len)
 	return (dots == 2);
 }
 
-/* A base64url part holding a JSON object. */
+/*
+ * Whether JSON text holds a NUL byte, raw or escaped (\u0000): cJSON
+ * keeps strings as C strings, so such a string would be read cut short
+ * ("https://as.example\u0000.evil" as the issuer "https://as.example").
+ * A backslash takes the byte after it along, so "\\u0000" is text;
+ * outside strings a backslash is malformed JSON anyway.
+ */
+int
+jwt_json_has_nul(const char *s, size_t len)
+{
+	size_t	i;
+
+	for (i = 0; i < len; i++) {
+		if (s[i] == '\0')
+			return (1);
+		if (s[i] != '\\')
+			continue;
+		if (len - i >= 6 && memcmp(s + i + 1, "u0000", 5) == 0)
+			return (1);
+		i++;
+	}
+	return (0);
+}
+
+/* A base64url part holding a JSON object; NULL with *cause otherwise. */
 static cJSON *
-jwt_part_json(const char *s, size_t len)
+jwt_part_json(const char *s, size_t len, const char *what,
+    const char **cause)
 {
 	unsigned char	*raw;
 	size_t		 n;
 	cJSON		*json;
 
+	*cause = what;
 	if ((raw = jwt_base64url_decode(s, len, &n)) == NULL)
 		return (NULL);
+	if (jwt_json_has_nul((const char *)raw, n)) {
+		free(raw);
+		*cause = "the token holds a NUL character";
+		return (NULL);
+	}
 	json = cJSON_ParseWithLength((const char *)raw, n);
 	free(raw);
 	if (json != NULL && !cJSON_IsObject(json)) {
@@ -308,7 +340,7 @@ jwt_parse(const char *token, size_t len, const char **cause)
 {
 	struct jwt	*j;
 	const char	*dot1, *dot2, *end = token + len;
-	const cJSON	*alg, *kid, *crit;
+	const cJSON	*alg, *kid, *crit, *typ;
 	int		 a;
 
 	if (!jwt_looks_like(token, len)) {
@@ -323,10 +355,9 @@ jwt_parse(const char *token, size_t len, const char **cause)
 	j->copy[len] = '\0';
 	j->input = j->copy;
 	j->inputlen = dot2 - token;
-	if ((j->header = jwt_part_json(token, dot1 - token)) == NULL) {
-		*cause = "the JOSE header is not a JSON object";
+	if ((j->header = jwt_part_json(token, dot1 - token,
+	    "the JOSE header is not a JSON object", cause)) == NULL)
 		goto fail;
-	}
 	alg = cJSON_GetObjectItemCaseSensitive(j->header, "alg");
 	if (!cJSON_IsString(alg)) {
 		*cause = "the JOSE header has no alg";
@@ -349,10 +380,16 @@ jwt_parse(const char *token, size_t len, const char **cause)
 	}
 	if (kid != NULL)
 		j->kid = xstrdup(kid->valuestring);
-	if ((j->claims = jwt_part_json(dot1 + 1, dot2 - dot1 - 1)) == NULL) {
-		*cause = "the payload is not a JSON object";
+	typ = cJSON_GetObjectItemCaseSensitive(j->header, "typ");
+	if (typ != NULL && !cJSON_IsString(typ)) {
+		*cause = "typ is not a string";
 		goto fail;
 	}
+	if (typ != NULL)
+		j->typ = xstrdup(typ->valuestring);
+	if ((j->claims = jwt_part_json(dot1 + 1, dot2 - dot1 - 1,
+	    "the payload is not a JSON object", cause)) == NULL)
+		goto fail;
 	j->sig = jwt_base64url_decode(dot2 + 1, end - dot2 - 1, &j->siglen);
 	if (j->sig == NULL || j->siglen == 0) {
 		*cause = "the signature is not base64url";
@@ -371,6 +408,7 @@ jwt_free(struct jwt *j)
 	if (j == NULL)
 		return;
 	free(j->kid);
+	free(j->typ);
 	cJSON_Delete(j->header);
 	cJSON_Delete(j->claims);
 	free(j->copy);
@@ -388,6 +426,12 @@ const char *
 jwt_kid(const struct jwt *j)
 {
 	return (j->kid);
+}
+
+const char *
+jwt_typ(const struct jwt *j)
+{
+	return (j->typ);
 }
 
 const cJSON *

@@ -28,6 +28,7 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
+#include "auth.h"
 #include "base64.h"
 #include "call.h"
 #include "conf.h"
@@ -123,6 +124,7 @@ struct modern_req {
 	int				 filter[MODERN_RESOURCE_UPDATED];
 	cJSON				*uris;	/* resourceSubscriptions */
 	cJSON				*tasks;	/* taskIds */
+	struct auth_principal		*who;	/* NULL without auth */
 	TAILQ_ENTRY(modern_req)		 entry;
 };
 
@@ -240,6 +242,7 @@ modern_free(struct modern_req *mr)
 	cJSON_Delete(mr->asked);
 	cJSON_Delete(mr->uris);
 	cJSON_Delete(mr->tasks);
+	auth_principal_unref(mr->who);
 	free(mr);
 }
 
@@ -850,23 +853,22 @@ modern_listens(const cJSON *list, const char *s)
 
 /*
  * A task's state, read for the listen streams here that asked for it:
- * each hears notifications/tasks with the DetailedTask tasks/get gives.
- * The listeners are found again once the record is read (no pointer to
- * them is kept meanwhile).
+ * each hears notifications/tasks with the DetailedTask tasks/get gives,
+ * if its principal may see the task (a task of another principal is
+ * one it never hears of, as tasks/get does not find it). The listeners
+ * are found again once the record is read (no pointer to them is kept
+ * meanwhile).
  */
 static void
-modern_task_read_cb(cJSON *result, int code, const char *message,
-    cJSON *data, void *arg)
+modern_task_read_cb(const cJSON *task, const cJSON *principal, void *arg)
 {
 	char			*tid = arg;
 	struct modern_req	*mr, *mr1;
 
-	cJSON_Delete(data);
-	if (result != NULL)
-		cJSON_DeleteItemFromObjectCaseSensitive(result, "resultType");
 	TAILQ_FOREACH_SAFE(mr, &modern_listeners, entry, mr1) {
-		if (result == NULL || mr->state != MODERN_STREAMING ||
-		    !modern_listens(mr->tasks, tid))
+		if (task == NULL || mr->state != MODERN_STREAMING ||
+		    !modern_listens(mr->tasks, tid) ||
+		    !task_allowed(principal, mr->who))
 			continue;
 		if ((long long)modern_queued(mr) >=
 		    server.conf->sse_high_watermark) {
@@ -877,9 +879,8 @@ modern_task_read_cb(cJSON *result, int code, const char *message,
 			continue;
 		}
 		modern_listen_send(mr, "notifications/tasks",
-		    cJSON_Duplicate(result, 1));
+		    cJSON_Duplicate(task, 1));
 	}
-	cJSON_Delete(result);
 	free(tid);
 }
 
@@ -887,7 +888,6 @@ static void
 modern_task_changed(const char *tid)
 {
 	struct modern_req	*mr;
-	cJSON			*params;
 
 	TAILQ_FOREACH(mr, &modern_listeners, entry) {
 		if (mr->state == MODERN_STREAMING &&
@@ -896,11 +896,7 @@ modern_task_changed(const char *tid)
 	}
 	if (mr == NULL)
 		return;
-	params = cJSON_CreateObject();
-	cJSON_AddStringToObject(params, "taskId", tid);
-	task_run_method("tasks/get", params, modern_task_read_cb,
-	    xstrdup(tid));
-	cJSON_Delete(params);
+	task_read(tid, modern_task_read_cb, xstrdup(tid));
 }
 
 /* task.c's hook: a change it committed goes to every instance's listens. */
@@ -1534,6 +1530,7 @@ modern_serve(struct evhttp_request *req, cJSON *msg,
 	mr->evcon = evhttp_request_get_connection(req);
 	mr->m = m;
 	mr->id = cJSON_Duplicate(id, 1);
+	mr->who = auth_principal_ref(who);
 	if (m->name_param != NULL) {
 		nv = modern_get(modern_get(msg, "params"), m->name_param);
 		mr->name = cJSON_IsString(nv) ? xstrdup(nv->valuestring) :

@@ -22,9 +22,22 @@
  * reads a task that is not finished and whose lease has lapsed knows its
  * owner died (kill -9, a crash) and fails it.
  *
+ * With auth, a task is its creator's, as a session is: the record keeps
+ * the principal (issuer, subject, client id) of the request that made
+ * it, and a tasks/get, tasks/update or tasks/cancel of another principal
+ * is answered exactly as an unknown id is (task_allowed).
+ *
+ * Task ids are bearer secrets (whoever holds one reads and cancels the
+ * task, as the extension allows without auth): no log line carries one,
+ * at any level. Lines name a task by its handle, the first 8 hex digits
+ * of the id's SHA-256 (task_handle).
+ *
  * Retention: a record lives task_ttl from its creation, whatever its
- * status (ttlMs); then tasks/get answers not found. The memory log keeps
- * at most max_tasks records; an instance runs at most max_tasks at once.
+ * status (ttlMs); then tasks/get answers not found. An instance runs at
+ * most max_tasks at once, and at most max_tasks_per_principal for one
+ * principal (with auth). The memory log keeps at most max_tasks records;
+ * a finished one is forgotten early, the longest finished first, to make
+ * room for a new task (eventlog_task_put's final).
  */
 #include <sys/types.h>
 #include <sys/queue.h>
@@ -44,6 +57,7 @@
 #include "conf.h"
 #include "eventlog.h"
 #include "jsonrpc.h"
+#include "jwt.h"
 #include "lease.h"
 #include "log.h"
 #include "mcp.h"
@@ -63,6 +77,8 @@
 /* Questions one task may have pending at once. */
 #define TASK_MAX_QUESTIONS	64
 #define TASK_NOT_FOUND		"Failed to retrieve task: Task not found"
+/* Hex digits of a task's handle in log lines. */
+#define TASK_HANDLE_LEN		8
 
 /* ---------------------------------------------------------------------
  * The state machine.
@@ -126,6 +142,29 @@ task_state_of(const cJSON *rec)
 
 static const char	*task_string(const cJSON *, const char *);
 
+/*
+ * A task's name in log lines (buf: TASK_HANDLE_LEN + 1 bytes): the id is
+ * the secret that reads and cancels the task, so lines carry this
+ * instead. The same on every instance; an operator who has an id finds
+ * its lines with printf %s ID | sha256sum | cut -c1-8, and the handle
+ * gives nothing of the id back.
+ */
+static const char *
+task_handle(const char *tid, char *buf)
+{
+	unsigned char	hash[JWT_SHA256_LEN];
+	int		i;
+
+	if (tid == NULL) {
+		strlcpy(buf, "?", TASK_HANDLE_LEN + 1);
+		return (buf);
+	}
+	jwt_sha256(tid, strlen(tid), hash);
+	for (i = 0; i < TASK_HANDLE_LEN / 2; i++)
+		snprintf(buf + 2 * i, 3, "%02x", hash[i]);
+	return (buf);
+}
+
 static void
 task_set_string(cJSON *obj, const char *key, const char *value)
 {
@@ -142,12 +181,12 @@ static int
 task_set_state(cJSON *rec, enum task_state to, const char *message)
 {
 	enum task_state	 from = task_state_of(rec);
-	const char	*id = task_string(rec, "taskId");
+	char		 handle[TASK_HANDLE_LEN + 1];
 
 	if (!task_state_allowed(from, to))
 		return (0);
-	log_debug("task=%s %s -> %s%s%s", id != NULL ? id : "?",
-	    task_state_name(from), task_state_name(to),
+	log_debug("task=%s %s -> %s%s%s", task_handle(task_string(rec,
+	    "taskId"), handle), task_state_name(from), task_state_name(to),
 	    message != NULL ? ": " : "", message != NULL ? message : "");
 	task_set_string(rec, "status", task_state_name(to));
 	task_set_string(rec, "statusMessage", message);
@@ -209,7 +248,8 @@ task_ttl_left(const cJSON *rec)
 }
 
 static cJSON *
-task_record_new(const char *tid, const char *tool)
+task_record_new(const char *tid, const char *tool,
+    const struct auth_principal *who)
 {
 	cJSON		*rec = cJSON_CreateObject(), *mcpd;
 	uint64_t	 now = clock_wall_ms();
@@ -228,7 +268,41 @@ task_record_new(const char *tid, const char *tool)
 	cJSON_AddStringToObject(mcpd, "owner", task_instance);
 	cJSON_AddNumberToObject(mcpd, "created", (double)now);
 	cJSON_AddStringToObject(mcpd, "tool", tool);
+	if (who != NULL)
+		cJSON_AddItemToObject(mcpd, "principal",
+		    auth_principal_json(who));
 	return (rec);
+}
+
+/*
+ * Whether who may see and change a task bound to principal (the record's
+ * mcpd.principal; NULL: none). Without auth every task is anyone's who
+ * holds its id, whoever made it. With auth a task is its creator's, as a
+ * session is (transport_serve): same issuer, subject and client id. A
+ * record that names no principal (made while auth was off, or by an mcpd
+ * before tasks were bound) or one that cannot be read is nobody's: with
+ * auth, tasks/get answers it not found to everyone.
+ */
+int
+task_allowed(const cJSON *principal, const struct auth_principal *who)
+{
+	struct auth_principal	*p;
+	int			 same;
+
+	if (!auth_enabled())
+		return (1);
+	if (principal == NULL || who == NULL ||
+	    (p = auth_principal_from_json(principal)) == NULL)
+		return (0);
+	same = auth_principal_same(p, who);
+	auth_principal_unref(p);
+	return (same);
+}
+
+static const cJSON *
+task_principal(const cJSON *rec)
+{
+	return (cJSON_GetObjectItemCaseSensitive(task_mcpd(rec), "principal"));
 }
 
 /* What the client sees of a record: the Task, with its payload or not. */
@@ -302,6 +376,7 @@ task_id_ok(const char *tid)
 
 struct task_answer {
 	task_answer_cb	 cb;
+	task_read_cb	 read_cb;	/* task_read's: nothing found */
 	void		*arg;
 	cJSON		*result;
 	int		 code;
@@ -314,7 +389,10 @@ task_answer_cb_later(evutil_socket_t fd, short events, void *arg)
 {
 	struct task_answer	*a = arg;
 
-	a->cb(a->result, a->code, a->message, a->data, a->arg);
+	if (a->read_cb != NULL)
+		a->read_cb(NULL, NULL, a->arg);
+	else
+		a->cb(a->result, a->code, a->message, a->data, a->arg);
 	free(a->message);
 	free(a);
 }
@@ -368,6 +446,9 @@ typedef void (*task_changed_cb)(enum eventlog_status, const cJSON *, int,
 
 struct task_change {
 	char		 tid[TASK_ID_LEN + 1];
+	char		 handle[TASK_HANDLE_LEN + 1];
+	int		 check;	/* a client's request: who must match */
+	struct auth_principal *who;
 	task_change_fn	 fn;
 	void		*ctx;
 	task_changed_cb	 cb;
@@ -385,6 +466,7 @@ task_change_end(struct task_change *tc, enum eventlog_status status,
 {
 	tc->cb(status, status == EVENTLOG_OK ? tc->rec : NULL, wrote, tc->arg);
 	cJSON_Delete(tc->rec);
+	auth_principal_unref(tc->who);
 	free(tc);
 }
 
@@ -403,12 +485,13 @@ task_change_put_cb(enum eventlog_status status, void *arg)
 		task_announce(tc->tid, tc->rec);
 	else
 		log_limited(LOG_LEVEL_WARN, "task-write", "task=%s revision "
-		    "%llu not written: %s", tc->tid,
+		    "%llu not written: %s", tc->handle,
 		    (unsigned long long)tc->rev + 1,
 		    eventlog_status_name(status));
 	task_change_end(tc, status, status == EVENTLOG_OK);
 }
 
+/* A terminal record is never changed again: the log may forget it. */
 static void
 task_write(const char *tid, const cJSON *rec, uint64_t rev,
     eventlog_done_cb cb, void *arg)
@@ -416,7 +499,8 @@ task_write(const char *tid, const cJSON *rec, uint64_t rev,
 	char	*text = cJSON_PrintUnformatted(rec);
 
 	eventlog_task_put(server.eventlog, tid, rev, text, strlen(text),
-	    task_ttl_left(rec), cb, arg);
+	    task_ttl_left(rec), task_state_terminal(task_state_of(rec)), cb,
+	    arg);
 	free(text);
 }
 
@@ -433,12 +517,16 @@ task_change_got_cb(enum eventlog_status status, uint64_t rev,
 	}
 	if ((tc->rec = task_parse(text, len)) == NULL) {
 		log_limited(LOG_LEVEL_WARN, "task-read", "task=%s: the log "
-		    "holds no task record under its id", tc->tid);
+		    "holds no task record under its id", tc->handle);
 		task_change_end(tc, EVENTLOG_NOT_FOUND, 0);
 		return;
 	}
-	/* Its time is up: as good as gone, whatever the log still holds. */
-	if (task_ttl_left(tc->rec) == 0) {
+	/*
+	 * Its time is up: as good as gone, whatever the log still holds.
+	 * Another principal's is not there either, and is not changed.
+	 */
+	if (task_ttl_left(tc->rec) == 0 || (tc->check &&
+	    !task_allowed(task_principal(tc->rec), tc->who))) {
 		task_change_end(tc, EVENTLOG_NOT_FOUND, 0);
 		return;
 	}
@@ -458,19 +546,34 @@ task_change_read(struct task_change *tc)
 	eventlog_task_get(server.eventlog, tc->tid, task_change_got_cb, tc);
 }
 
-/* Changes task tid with fn (NULL: only reads it); cb runs once, later. */
+/*
+ * Changes task tid with fn (NULL: only reads it); cb runs once, later.
+ * For a client's request (check), a task who may not see is NOT_FOUND,
+ * and fn never runs on it.
+ */
 static void
-task_change(const char *tid, task_change_fn fn, void *ctx,
-    task_changed_cb cb, void *arg)
+task_change_as(const char *tid, int check, struct auth_principal *who,
+    task_change_fn fn, void *ctx, task_changed_cb cb, void *arg)
 {
 	struct task_change	*tc = xcalloc(1, sizeof *tc);
 
 	strlcpy(tc->tid, tid, sizeof tc->tid);
+	task_handle(tid, tc->handle);
+	tc->check = check;
+	tc->who = auth_principal_ref(who);
 	tc->fn = fn;
 	tc->ctx = ctx;
 	tc->cb = cb;
 	tc->arg = arg;
 	task_change_read(tc);
+}
+
+/* The owner's changes, and the reads of its own tasks. */
+static void
+task_change(const char *tid, task_change_fn fn, void *ctx,
+    task_changed_cb cb, void *arg)
+{
+	task_change_as(tid, 0, NULL, fn, ctx, cb, arg);
 }
 
 /* The changes. */
@@ -617,6 +720,7 @@ task_change_taken(cJSON *rec, void *ctx)
 
 struct task_run {
 	char			 tid[TASK_ID_LEN + 1];
+	char			 handle[TASK_HANDLE_LEN + 1];
 	char			*tool;
 	cJSON			*args;
 	cJSON			*caps;	/* the creating request's */
@@ -657,7 +761,7 @@ static void
 task_run_unref(struct task_run *run)
 {
 	if (run->refs == 0)
-		fatalx("task=%s: reference count below zero", run->tid);
+		fatalx("task=%s: reference count below zero", run->handle);
 	if (--run->refs > 0)
 		return;
 	RB_REMOVE(task_runs, &task_runs, run);
@@ -680,6 +784,20 @@ task_running(void)
 
 	RB_FOREACH(run, task_runs, &task_runs) {
 		if (!run->ended)
+			n++;
+	}
+	return (n);
+}
+
+/* Tasks running here for principal who. */
+static size_t
+task_running_for(const struct auth_principal *who)
+{
+	struct task_run	*run;
+	size_t		 n = 0;
+
+	RB_FOREACH(run, task_runs, &task_runs) {
+		if (!run->ended && auth_principal_same(run->who, who))
 			n++;
 	}
 	return (n);
@@ -901,7 +1019,7 @@ task_completed_cb(enum eventlog_status status, const cJSON *rec, int wrote,
 	if ((status == EVENTLOG_UNAVAILABLE || status == EVENTLOG_CONFLICT) &&
 	    !run->closing && clock_wall_ms() < run->created_ms + run->ttl_ms) {
 		log_limited(LOG_LEVEL_WARN, "task-result", "task=%s: result "
-		    "not written yet (%s); trying again", run->tid,
+		    "not written yet (%s); trying again", run->handle,
 		    eventlog_status_name(status));
 		if (tcm->retry == NULL) {
 			tcm->retry = evtimer_new(server.base, task_retry_cb,
@@ -913,10 +1031,10 @@ task_completed_cb(enum eventlog_status status, const cJSON *rec, int wrote,
 	}
 	if (status != EVENTLOG_OK)
 		log_limited(LOG_LEVEL_WARN, "task-result", "task=%s: result "
-		    "not kept: %s", run->tid, eventlog_status_name(status));
+		    "not kept: %s", run->handle, eventlog_status_name(status));
 	else if (!wrote)
 		log_debug("task=%s result dropped: the task had ended",
-		    run->tid);
+		    run->handle);
 	task_complete_free(tcm);
 }
 
@@ -952,7 +1070,7 @@ task_asked_cb(enum eventlog_status status, const cJSON *rec, int wrote,
 
 	/* Not asked (the task has ended): its call is being stopped. */
 	if (!wrote)
-		log_debug("task=%s: question %s not asked", ta->run->tid,
+		log_debug("task=%s: question %s not asked", ta->run->handle,
 		    task_string(ta->ask, "key"));
 	cJSON_Delete(ta->ask);
 	task_run_unref(ta->run);
@@ -1044,7 +1162,7 @@ task_create_put_cb(enum eventlog_status status, void *arg)
 
 	if (status != EVENTLOG_OK) {
 		log_limited(LOG_LEVEL_WARN, "task-create", "task=%s not "
-		    "created: %s", run->tid, eventlog_status_name(status));
+		    "created: %s", run->handle, eventlog_status_name(status));
 		tcr->cb(NULL, JSONRPC_INTERNAL_ERROR, status == EVENTLOG_FULL ?
 		    "Too many tasks kept (max_tasks); try again later" :
 		    "The task could not be stored; try again", NULL,
@@ -1056,9 +1174,10 @@ task_create_put_cb(enum eventlog_status status, void *arg)
 		return;
 	}
 	task_announce(run->tid, tcr->rec);
-	log_info("task=%s tool=%s created", run->tid, run->tool);
+	log_info("task=%s tool=%s created", run->handle, run->tool);
 
-	snprintf(owner, sizeof owner, "task=%s", run->tid);
+	/* The call's id and owner name it in log lines: by its handle. */
+	snprintf(owner, sizeof owner, "task=%s", run->handle);
 	id = cJSON_CreateString(owner);
 	c = run->call = call_start_sink(&task_sink, run, id, NULL, INT_MAX,
 	    run->caps, 0);
@@ -1093,6 +1212,18 @@ task_call_tool(const char *name, const cJSON *params,
 	struct task_create	*tcr;
 	char			*text;
 
+	/*
+	 * One principal cannot take every slot: the others keep
+	 * max_tasks - max_tasks_per_principal. Without auth, everyone is
+	 * the same nobody, and max_tasks is the only bound.
+	 */
+	if (auth_enabled() && task_running_for(who) >=
+	    (size_t)server.conf->max_tasks_per_principal) {
+		task_answer_later(cb, arg, NULL, JSONRPC_INTERNAL_ERROR,
+		    "Too many tasks running for this principal "
+		    "(max_tasks_per_principal); try again later", NULL);
+		return;
+	}
 	if (task_running() >= (size_t)server.conf->max_tasks) {
 		task_answer_later(cb, arg, NULL, JSONRPC_INTERNAL_ERROR,
 		    "Too many tasks running (max_tasks); try again later",
@@ -1101,6 +1232,7 @@ task_call_tool(const char *name, const cJSON *params,
 	}
 	run = xcalloc(1, sizeof *run);
 	random_hex(run->tid, sizeof run->tid);
+	task_handle(run->tid, run->handle);
 	run->tool = xstrdup(name);
 	args = cJSON_GetObjectItemCaseSensitive(params, "arguments");
 	run->args = args != NULL ? cJSON_Duplicate(args, 1) :
@@ -1119,7 +1251,7 @@ task_call_tool(const char *name, const cJSON *params,
 	tcr->run = run;
 	tcr->cb = cb;
 	tcr->arg = arg;
-	tcr->rec = task_record_new(run->tid, name);
+	tcr->rec = task_record_new(run->tid, name, who);
 	run->created_ms = task_number(task_mcpd(tcr->rec), "created");
 	run->ttl_ms = task_number(tcr->rec, "ttlMs");
 
@@ -1127,7 +1259,7 @@ task_call_tool(const char *name, const cJSON *params,
 	task_run_lease(run);
 	text = cJSON_PrintUnformatted(tcr->rec);
 	eventlog_task_put(server.eventlog, run->tid, 1, text, strlen(text),
-	    run->ttl_ms, task_create_put_cb, tcr);
+	    run->ttl_ms, 0, task_create_put_cb, tcr);
 	free(text);
 }
 
@@ -1165,9 +1297,13 @@ task_escalate(struct call *c, const char *name, cJSON *args)
 
 struct task_request {
 	char		 tid[TASK_ID_LEN + 1];
+	char		 handle[TASK_HANDLE_LEN + 1];
 	const char	*method;
+	int		 check;	/* who must be allowed (not task_read) */
+	struct auth_principal *who;
 	cJSON		*ctx;	/* a change's: inputResponses */
 	task_answer_cb	 cb;
+	task_read_cb	 read_cb;	/* task_read's, instead of cb */
 	void		*arg;
 };
 
@@ -1175,7 +1311,16 @@ static void
 task_request_free(struct task_request *tr)
 {
 	cJSON_Delete(tr->ctx);
+	auth_principal_unref(tr->who);
 	free(tr);
+}
+
+/* A change for the request: who must be allowed to see the task. */
+static void
+task_request_change(struct task_request *tr, task_change_fn fn, void *ctx,
+    task_changed_cb cb)
+{
+	task_change_as(tr->tid, tr->check, tr->who, fn, ctx, cb, tr);
 }
 
 static cJSON *
@@ -1190,17 +1335,24 @@ task_ack(void)
 static void
 task_not_found(struct task_request *tr)
 {
-	tr->cb(NULL, JSONRPC_INVALID_PARAMS, TASK_NOT_FOUND, NULL, tr->arg);
+	if (tr->read_cb != NULL)
+		tr->read_cb(NULL, NULL, tr->arg);
+	else
+		tr->cb(NULL, JSONRPC_INVALID_PARAMS, TASK_NOT_FOUND, NULL,
+		    tr->arg);
 	task_request_free(tr);
 }
 
 static void
 task_unavailable(struct task_request *tr, enum eventlog_status status)
 {
-	log_limited(LOG_LEVEL_WARN, "task-read", "task=%s %s: %s", tr->tid,
+	log_limited(LOG_LEVEL_WARN, "task-read", "task=%s %s: %s", tr->handle,
 	    tr->method, eventlog_status_name(status));
-	tr->cb(NULL, JSONRPC_INTERNAL_ERROR, "The task store is unavailable; "
-	    "try again", NULL, tr->arg);
+	if (tr->read_cb != NULL)
+		tr->read_cb(NULL, NULL, tr->arg);
+	else
+		tr->cb(NULL, JSONRPC_INTERNAL_ERROR, "The task store is "
+		    "unavailable; try again", NULL, tr->arg);
 	task_request_free(tr);
 }
 
@@ -1209,12 +1361,18 @@ task_got_answer(enum eventlog_status status, const cJSON *rec, int wrote,
     void *arg)
 {
 	struct task_request	*tr = arg;
+	cJSON			*view;
 
 	if (status == EVENTLOG_NOT_FOUND)
 		task_not_found(tr);
 	else if (status != EVENTLOG_OK)
 		task_unavailable(tr, status);
-	else {
+	else if (tr->read_cb != NULL) {
+		view = task_view(rec, 1);
+		tr->read_cb(view, task_principal(rec), tr->arg);
+		cJSON_Delete(view);
+		task_request_free(tr);
+	} else {
 		tr->cb(task_result(rec, "complete", 1), 0, NULL, NULL, tr->arg);
 		task_request_free(tr);
 	}
@@ -1231,12 +1389,12 @@ task_lease_cb(enum eventlog_status status, const char *value, size_t len,
 
 	if (status == EVENTLOG_NOT_FOUND) {
 		log_info("task=%s: its owner's lease lapsed; failing it",
-		    tr->tid);
-		task_change(tr->tid, task_change_fail, task_owner_gone,
-		    task_got_answer, tr);
+		    tr->handle);
+		task_request_change(tr, task_change_fail, task_owner_gone,
+		    task_got_answer);
 		return;
 	}
-	task_change(tr->tid, NULL, NULL, task_got_answer, tr);
+	task_request_change(tr, NULL, NULL, task_got_answer);
 }
 
 static void
@@ -1255,14 +1413,14 @@ task_got_cb(enum eventlog_status status, const cJSON *rec, int wrote,
 		if (task_run_find(tr->tid) != NULL)
 			task_got_answer(status, rec, wrote, tr);
 		else
-			task_change(tr->tid, task_change_fail,
-			    task_owner_gone, task_got_answer, tr);
+			task_request_change(tr, task_change_fail,
+			    task_owner_gone, task_got_answer);
 		return;
 	}
 	if (!server.shared) {
 		/* Not ours, in a log nobody shares: a process before us. */
-		task_change(tr->tid, task_change_fail, task_owner_gone,
-		    task_got_answer, tr);
+		task_request_change(tr, task_change_fail, task_owner_gone,
+		    task_got_answer);
 		return;
 	}
 	eventlog_note_get(server.eventlog, tr->tid, TASK_LEASE_NOTE,
@@ -1300,8 +1458,8 @@ task_method(const char *method)
 }
 
 void
-task_run_method(const char *method, const cJSON *params, task_answer_cb cb,
-    void *arg)
+task_run_method(const char *method, const cJSON *params,
+    struct auth_principal *who, task_answer_cb cb, void *arg)
 {
 	struct task_request	*tr;
 	const cJSON		*id, *responses;
@@ -1325,21 +1483,53 @@ task_run_method(const char *method, const cJSON *params, task_answer_cb cb,
 	}
 	tr = xcalloc(1, sizeof *tr);
 	strlcpy(tr->tid, id->valuestring, sizeof tr->tid);
+	task_handle(tr->tid, tr->handle);
+	tr->check = 1;
+	tr->who = auth_principal_ref(who);
 	tr->cb = cb;
 	tr->arg = arg;
 	if (strcmp(method, "tasks/get") == 0) {
 		tr->method = "tasks/get";
-		task_change(tr->tid, NULL, NULL, task_got_cb, tr);
+		task_request_change(tr, NULL, NULL, task_got_cb);
 	} else if (strcmp(method, "tasks/cancel") == 0) {
 		tr->method = "tasks/cancel";
-		task_change(tr->tid, task_change_cancel, NULL,
-		    task_changed_ack, tr);
+		task_request_change(tr, task_change_cancel, NULL,
+		    task_changed_ack);
 	} else {
 		tr->method = "tasks/update";
 		tr->ctx = cJSON_Duplicate(responses, 1);
-		task_change(tr->tid, task_change_update, tr->ctx,
-		    task_changed_ack, tr);
+		task_request_change(tr, task_change_update, tr->ctx,
+		    task_changed_ack);
 	}
+}
+
+/*
+ * For status notifications: one read for every listener of the task,
+ * whoever they are; each is told only if task_allowed says so of the
+ * principal the read answers. As tasks/get, a task whose owner is gone
+ * is failed on the way.
+ */
+void
+task_read(const char *tid, task_read_cb cb, void *arg)
+{
+	struct task_request	*tr;
+	struct task_answer	*a;
+
+	if (!task_id_ok(tid)) {
+		a = xcalloc(1, sizeof *a);
+		a->read_cb = cb;
+		a->arg = arg;
+		event_base_once(server.base, -1, EV_TIMEOUT,
+		    task_answer_cb_later, a, NULL);
+		return;
+	}
+	tr = xcalloc(1, sizeof *tr);
+	strlcpy(tr->tid, tid, sizeof tr->tid);
+	task_handle(tr->tid, tr->handle);
+	tr->method = "a read for listeners";
+	tr->read_cb = cb;
+	tr->arg = arg;
+	task_request_change(tr, NULL, NULL, task_got_cb);
 }
 
 /* ---------------------------------------------------------------------
@@ -1436,7 +1626,7 @@ task_shutdown(void)
 		if (tcm->writing)
 			continue;
 		log_warn("task=%s: its result is lost: the server stops while "
-		    "the event log cannot take it", tcm->run->tid);
+		    "the event log cannot take it", tcm->run->handle);
 		task_complete_free(tcm);
 	}
 	task_interrupt("the server is shutting down");

@@ -168,6 +168,8 @@ def claims(issuer, audience, sub="alice", scope="mcp", lifetime=300,
     now = int(time.time())
     c = {"iss": issuer, "aud": audience, "sub": sub, "iat": now,
          "exp": now + lifetime, "scope": scope}
+    # None leaves a claim out (a JSON null is a claim, and a bad one).
+    c = {k: v for k, v in c.items() if v is not None}
     for k, v in extra.items():
         if v is None:
             c.pop(k, None)

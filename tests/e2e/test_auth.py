@@ -8,6 +8,7 @@ tool's environment, static tokens, RFC 7662 introspection and jwks_uri
 served by the test over HTTP on 127.0.0.1."""
 
 import json
+import math
 import os
 import signal
 import subprocess
@@ -459,6 +460,113 @@ def test_auth_introspection_down_is_503(h):
     r = d.initialize_reply(headers=bearer("opaque"))
     expect(r.status == 503, f"introspection down: HTTP {r.status}")
     expect(r.header("Retry-After"), "503 without Retry-After")
+    expect(d.healthz()["status"] == "ok", "mcpd serves on")
+
+
+def _introspection(h, srv, **auth):
+    secret = write(h, "client-secret", "intro-secret\n")
+    return start(h, keyset=None, jwks_file=None, scopes="mcp",
+                 introspection=f"{srv.url('/introspect')} mcpd-rs {secret}",
+                 **auth)
+
+
+def _introspected(**over):
+    now = int(time.time())
+    answer = {"active": True, "sub": "carol", "client_id": "app",
+              "scope": "mcp", "exp": now + 300, "aud": RESOURCE,
+              "iss": ISSUER}
+    answer.update(over)
+    return answer
+
+
+def test_auth_introspection_bad_answers(h):
+    """An answer that is not RFC 7662's (not JSON, no boolean active)
+    cannot check the token: 503 with Retry-After, and nothing is cached,
+    so the next request asks again and passes once the endpoint answers
+    properly. A claim holding a NUL, or a sub that is not a string, is a
+    refusal (never cut short, never replaced by client_id)."""
+    srv = authkit.IntrospectionServer("mcpd-rs", "intro-secret")
+    try:
+        srv.answers = {
+            "opaque-flaky": b"<html>a proxy's error page</html>",
+            "opaque-noactive": {"sub": "carol", "scope": "mcp"},
+            "opaque-active-text": _introspected(active="true"),
+            "opaque-nul": _introspected(sub="carol\u0000admin"),
+            "opaque-aud-nul": _introspected(aud=RESOURCE + "\u0000x"),
+            "opaque-subnum": _introspected(sub=7),
+        }
+        d = _introspection(h, srv)
+        for tok in ("opaque-flaky", "opaque-noactive", "opaque-active-text"):
+            before = srv.requests
+            r = d.initialize_reply(headers=bearer(tok))
+            expect(r.status == 503 and r.header("Retry-After"),
+                   f"{tok}: HTTP {r.status}, Retry-After "
+                   f"{r.header('Retry-After')!r}")
+            expect(srv.requests == before + 1, f"{tok}: not asked")
+        with srv.lock:
+            srv.answers["opaque-flaky"] = _introspected()
+        before = srv.requests
+        sid = session(d, "opaque-flaky")
+        expect(srv.requests == before + 1, "the unusable answer was cached")
+        expect(ping_status(d, sid, "opaque-flaky") == 200, "the token")
+        for tok in ("opaque-nul", "opaque-aud-nul", "opaque-subnum"):
+            assert_401(d.initialize_reply(headers=bearer(tok)), True, tok)
+        expect(d.healthz()["status"] == "ok", "mcpd serves on")
+    finally:
+        srv.close()
+
+
+def test_auth_introspection_rate(h):
+    """introspection_rate bounds the tokens sent to the endpoint per
+    second: made-up tokens beyond it are answered 503 with Retry-After
+    (never let through) without reaching the endpoint, while a token with
+    a cached answer is not counted and passes all along."""
+    srv = authkit.IntrospectionServer("mcpd-rs", "intro-secret")
+    try:
+        srv.answers = {"opaque-good": _introspected()}
+        d = _introspection(h, srv, introspection_rate=1)
+        sid = session(d, "opaque-good")
+        asked = srv.requests
+        statuses = []
+        start_t = time.monotonic()
+        for i in range(40):
+            r = d.initialize_reply(headers=bearer(f"made-up-{i}"))
+            statuses.append(r.status)
+            expect(r.status in (401, 503), f"made-up token: {r.status}")
+            if r.status == 503:
+                expect(r.header("Retry-After"), "503 without Retry-After")
+            expect(ping_status(d, sid, "opaque-good") == 200,
+                   "a cached token refused during the flood")
+        elapsed = time.monotonic() - start_t
+        new = srv.requests - asked
+        expect(statuses.count(401) == new,
+               f"{statuses.count(401)} refusals, {new} introspections")
+        # One-second windows: the loop spans at most ceil(elapsed) + 1.
+        expect(new <= math.ceil(elapsed) + 1,
+               f"{new} tokens introspected in {elapsed:.1f} s at "
+               "introspection_rate 1")
+    finally:
+        srv.close()
+
+
+def test_auth_jwt_claims_read_whole(h):
+    """token_type at+jwt: the header's typ must be at+jwt (RFC 9068, either
+    spelling, any case). Claims are read whole: an iss or aud with a NUL
+    and a suffix, or a sub that is not a string, is refused."""
+    d = start(h, token_type="at+jwt")
+    for typ in ("at+jwt", "application/AT+JWT"):
+        r = d.initialize_reply(headers=bearer(token(header={"typ": typ})))
+        expect(r.status == 200, f"typ {typ}: HTTP {r.status}")
+    for typ in ("JWT", None):
+        assert_401(d.initialize_reply(headers=bearer(token(
+            header={"typ": typ}))), True, f"typ {typ}")
+    for what, claims in (("iss", {"iss": ISSUER + "\u0000.evil"}),
+                         ("aud", {"aud": RESOURCE + "\u0000.evil"}),
+                         ("aud in a list", {"aud": [RESOURCE + "\u0000"]}),
+                         ("sub", {"sub": "alice\u0000admin"}),
+                         ("sub a number", {"sub": 7, "client_id": "app"})):
+        assert_401(d.initialize_reply(headers=bearer(token(**claims))),
+                   True, what)
     expect(d.healthz()["status"] == "ok", "mcpd serves on")
 
 

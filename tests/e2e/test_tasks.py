@@ -10,6 +10,7 @@ request. Tests that need two instances on one Redis return early with a
 "SKIP" note without MCPD_TEST_REDIS_URL (scripts/with-redis).
 """
 
+import hashlib
 import re
 import time
 
@@ -77,6 +78,12 @@ def _wait(d, sid, tid, until, timeout=10, what="status"):
 def _terminal(d, sid, tid, timeout=10):
     return _wait(d, sid, tid, lambda t: t["status"] in TERMINAL, timeout,
                  "terminal status")
+
+
+def handle(tid):
+    """How mcpd's log lines name a task: never its id (a bearer secret),
+    the first 8 hex digits of the id's SHA-256."""
+    return hashlib.sha256(tid.encode()).hexdigest()[:8]
 
 
 def _check_task(t, what):
@@ -182,7 +189,7 @@ def test_task_cancel(h):
     t = _terminal(d, sid, tid)
     expect(t["status"] == "cancelled" and "result" not in t,
            f"after cancel: {t!r}")
-    d.wait_log(lambda s: f"task={tid}" in s and "cancelled" in s,
+    d.wait_log(lambda s: f"task={handle(tid)}" in s and "cancelled" in s,
                what="the task's call cancelled")
     # Idempotent on a terminal task, which stays as it was.
     ack = _result(_req(d, sid, "tasks/cancel", {"taskId": tid}), "cancel 2")
@@ -317,30 +324,46 @@ def test_task_retention(h):
 
 
 def test_task_limits(h):
-    # max_tasks running at once; the memory log keeps as many records.
-    d = h.start(max_tasks=2, **FIXTURES)
+    # max_tasks running at once; the memory log keeps as many records, and
+    # makes room for a new task by forgetting the record finished longest
+    # ago, never a running task's.
+    d = h.start(max_tasks=3, **FIXTURES)
     sid = d.initialize(LATEST)
-    a = _start(d, sid, "slow_compute", {"seconds": 60})["taskId"]
-    _start(d, sid, "slow_compute", {"seconds": 60})
+    a, b, c = (_start(d, sid, "slow_compute", {"seconds": 60})["taskId"]
+               for _ in range(3))
     err = _error(_req(d, sid, "tools/call",
                       {"name": "slow_compute", "arguments": {"seconds": 1}}),
-                 -32603, "a third task")
-    expect("max_tasks" in err["message"], f"third task: {err!r}")
+                 -32603, "a fourth task")
+    expect("max_tasks" in err["message"], f"fourth task: {err!r}")
     # A plain call still runs.
     res = _result(_req(d, sid, "tools/call",
                        {"name": "slow_compute", "arguments": {"seconds": 0}},
                        ext=False), "plain call at max_tasks")
     expect(res.get("content"), f"plain call {res!r}")
-    _req(d, sid, "tasks/cancel", {"taskId": a})
-    _terminal(d, sid, a)
-    if REDIS_URL is not None:
-        return
-    # Its record is still kept: the memory log is full of records.
+    for tid in (a, b):
+        _req(d, sid, "tasks/cancel", {"taskId": tid})
+        _terminal(d, sid, tid)
+    # Three records, a and b finished: a new task is admitted, and the
+    # memory log forgets a for it (finished first); with Redis nothing
+    # is counted, so nothing is forgotten.
+    new = _start(d, sid, "slow_compute", {"seconds": 60})["taskId"]
+    expect(_get(d, sid, c)["status"] == "working", "a running task lost")
+    expect(_get(d, sid, b)["status"] == "cancelled", "b forgotten first")
+    if REDIS_URL is None:
+        _error(_req(d, sid, "tasks/get", {"taskId": a}), -32602,
+               "a, the record finished longest ago, forgotten")
+    else:
+        expect(_get(d, sid, a)["status"] == "cancelled", "a kept")
+    _start(d, sid, "slow_compute", {"seconds": 60})
+    if REDIS_URL is None:
+        _error(_req(d, sid, "tasks/get", {"taskId": b}), -32602,
+               "b forgotten next")
+    # Three running, no record finished: max_tasks refuses.
     err = _error(_req(d, sid, "tools/call",
                       {"name": "slow_compute", "arguments": {"seconds": 1}}),
-                 -32603, "a task with the log full")
-    expect("max_tasks" in err["message"], f"log full: {err!r}")
-    expect(_get(d, sid, a)["status"] == "cancelled", "record lost")
+                 -32603, "max_tasks running")
+    expect("max_tasks" in err["message"], f"max_tasks running: {err!r}")
+    expect(_get(d, sid, new)["status"] == "working", "the new task")
     d.assert_alive(sid, "at max_tasks")
 
 
@@ -398,7 +421,7 @@ def test_task_across_instances(h):
     _result(_req(b, sb, "tasks/cancel", {"taskId": tid}), "cancel on B")
     expect(_terminal(a, sa, tid)["status"] == "cancelled",
            "A sees B's cancel")
-    a.wait_log(lambda s: f"task={tid}" in s and "cancelled" in s,
+    a.wait_log(lambda s: f"task={handle(tid)}" in s and "cancelled" in s,
                timeout=tmo(5), what="A's call cancelled")
 
     # Asked on A, answered on B, completed on A, read on B.
@@ -474,9 +497,10 @@ def _mpost(d, method, params, ext=True, name=True, headers=None):
     return r, (r.rpc(id) if r.is_sse else r.json)
 
 
-def _mlisten(d, filt, id, ext=True):
+def _mlisten(d, filt, id, ext=True, headers=None):
     params = {"notifications": filt, "_meta": _mmeta(ext)}
     h = {"MCP-Protocol-Version": V, "Mcp-Method": "subscriptions/listen"}
+    h.update(headers or {})
     deadline = time.monotonic() + tmo(10)
     while True:
         r = d.post_open(None, rpc("subscriptions/listen", params, id), h)
@@ -654,7 +678,8 @@ def test_task_result_waits_for_redis(h):
         sid = d.initialize(LATEST)
         tid = _start(d, sid, "slow_compute", {"seconds": 1})["taskId"]
         rs.shutdown()
-        d.wait_log(lambda s: f"task={tid}: result not written yet" in s,
+        d.wait_log(lambda s: f"task={handle(tid)}: result not written yet"
+                   in s,
                    timeout=tmo(10), what="the result waiting for Redis")
         rs.start()
         deadline = time.monotonic() + tmo(20)
@@ -674,3 +699,186 @@ def test_task_result_waits_for_redis(h):
         for x in h.daemons:
             x.stop()
         rs.stop()
+
+
+# --------------------------------------------------------------------------
+# Whose tasks, and what is logged of them
+
+
+def test_task_ids_never_logged(h):
+    # A task id is the bearer secret of its task: no log line carries it,
+    # at the most verbose level either, through a task's whole life
+    # (created, asking, answered, cancelled with its exec program killed,
+    # completed, ids unknown); lines name a task by its handle.
+    d = h.start(log_level="debug", extra_lines=[
+        "fixtures conformance",
+        "tool slow_echo {",
+        "    task optional",
+        "    exec /bin/sleep 30",
+        "}"])
+    sid = d.initialize(LATEST)
+    asking = _start(d, sid, "confirm_delete", {"filename": "f"})["taskId"]
+    t = _wait(d, sid, asking, lambda t: t["status"] == "input_required")
+    _req(d, sid, "tasks/update", {"taskId": asking, "inputResponses": {
+        next(iter(t["inputRequests"])): {"action": "decline"}}})
+    _terminal(d, sid, asking)
+    cancelled = _start(d, sid, "slow_echo", {})["taskId"]
+    _req(d, sid, "tasks/cancel", {"taskId": cancelled})
+    _terminal(d, sid, cancelled)
+    d.wait_log(lambda s: "task=" in s and "cancelled:" in s,
+               what="the exec task's call cancelled")
+    done = _start(d, sid, "slow_compute", {"seconds": 0})["taskId"]
+    _terminal(d, sid, done)
+    _error(_req(d, sid, "tasks/get", {"taskId": "0" * 32}), -32602,
+           "an unknown task")
+    text = d.stderr_text()
+    for tid in (asking, cancelled, done):
+        expect(tid not in text, f"task id {tid} in the log:\n" +
+               "\n".join(x for x in text.splitlines() if tid in x))
+        expect(f"task={handle(tid)} tool=" in text,
+               f"no creation line names task {handle(tid)}")
+    expect("0" * 32 not in text, "an asked-for id is logged")
+
+
+def _areq(d, sid, tok, method, params):
+    """One request on the session path with tok's bearer token."""
+    import test_auth
+    params = dict(params, _meta=EXT)
+    id = d.new_id()
+    r = d.post(sid, rpc(method, params, id), test_auth.bearer(tok))
+    expect(r.status == 200, f"{method} -> HTTP {r.status} {r.body[:300]!r}")
+    return r.rpc(id)
+
+
+def _astart(d, sid, tok, name, args):
+    res = _result(_areq(d, sid, tok, "tools/call",
+                        {"name": name, "arguments": args}), f"{name}")
+    expect(res.get("resultType") == "task", f"{name}: {res!r}")
+    return res["taskId"]
+
+
+def _await(d, sid, tok, tid, until, what):
+    deadline = time.monotonic() + tmo(10)
+    while True:
+        t = _result(_areq(d, sid, tok, "tasks/get", {"taskId": tid}),
+                    f"tasks/get {tid}")
+        if until(t):
+            return t
+        expect(time.monotonic() < deadline, f"{tid}: no {what}: {t!r}")
+        time.sleep(0.05)
+
+
+def test_task_bound_to_its_principal(h):
+    # With auth a task is its creator's (issuer, subject, client id), as a
+    # session is: the extension asks for an authorization check on every
+    # task request. Another principal's tasks/get, tasks/update (answering
+    # the creator's elicitation) and tasks/cancel, on the session path and
+    # the stateless one, get exactly what an unknown task id gets, and
+    # change nothing; its listen stream hears nothing of the task.
+    import test_auth
+    d = test_auth.start(h, extra=["fixtures conformance"])
+    alice = test_auth.token(sub="alice", client_id="app")
+    sa = test_auth.session(d, alice)
+    tid = _astart(d, sa, alice, "confirm_delete", {"filename": "a"})
+    t = _await(d, sa, alice, tid, lambda t: t["status"] == "input_required",
+               "input_required")
+    key = next(iter(t["inputRequests"]))
+    answer = {key: {"action": "accept", "content": {"confirm": True}}}
+    others = {"bob": test_auth.token(sub="bob", client_id="app"),
+              "alice through another client":
+              test_auth.token(sub="alice", client_id="other")}
+    tries = (("tasks/get", {}), ("tasks/update", {"inputResponses": answer}),
+             ("tasks/cancel", {}))
+    for who, tok in others.items():
+        so = test_auth.session(d, tok)
+        for method, extra in tries:
+            unknown = _areq(d, so, tok, method, dict(extra, taskId="0" * 32))
+            msg = _areq(d, so, tok, method, dict(extra, taskId=tid))
+            expect("error" in msg and msg["error"] == unknown["error"],
+                   f"{who}: {method} of alice's task: {msg!r}, unknown: "
+                   f"{unknown!r}")
+            hdr = test_auth.bearer(tok)
+            ru, unknown = _mpost(d, method, dict(extra, taskId="0" * 32),
+                                 headers=hdr)
+            r, msg = _mpost(d, method, dict(extra, taskId=tid), headers=hdr)
+            expect(r.status == ru.status and "error" in msg and
+                   msg["error"] == unknown["error"],
+                   f"{who}: stateless {method}: HTTP {r.status} {msg!r}, "
+                   f"unknown: HTTP {ru.status} {unknown!r}")
+    t = _result(_areq(d, sa, alice, "tasks/get", {"taskId": tid}), "alice")
+    expect(t["status"] == "input_required" and
+           list(t["inputRequests"]) == [key],
+           f"another principal changed alice's task: {t!r}")
+
+    # Listen streams: bob's names alice's task and one of his own. Alice's
+    # hears her task end; bob's hears his own task's changes, and none of
+    # alice's, which all came before.
+    bob = others["bob"]
+    sb = test_auth.session(d, bob)
+    mine = _astart(d, sb, bob, "confirm_delete", {"filename": "b"})
+    t = _await(d, sb, bob, mine, lambda t: t["status"] == "input_required",
+               "bob's input_required")
+    la = _mlisten(d, {"taskIds": [tid]}, 90, headers=test_auth.bearer(alice))
+    lb = _mlisten(d, {"taskIds": [tid, mine]}, 91,
+                  headers=test_auth.bearer(bob))
+    for r in (la, lb):
+        expect(r.status == 200 and r.is_sse, f"listen: HTTP {r.status}")
+        r.next_message(5)
+    _areq(d, sa, alice, "tasks/update", {"taskId": tid,
+                                         "inputResponses": answer})
+    note = _next_task_note(la, tid, "alice's listen")
+    while note["params"]["status"] not in TERMINAL:
+        note = _next_task_note(la, tid, "alice's task ending")
+    expect(note["params"]["status"] == "completed", f"alice's {note!r}")
+    _areq(d, sb, bob, "tasks/update", {"taskId": mine, "inputResponses": {
+        next(iter(t["inputRequests"])): {"action": "decline"}}})
+    deadline = time.monotonic() + tmo(10)
+    while True:
+        m = lb.next_message(max(deadline - time.monotonic(), 0.1))
+        expect(m is not None, "bob's listen: no word of his own task")
+        p = m[1].get("params", {})
+        expect(p.get("taskId") != tid, f"bob heard of alice's task: {m[1]!r}")
+        if p.get("taskId") == mine and p.get("status") in TERMINAL:
+            break
+    la.close()
+    lb.close()
+
+
+def test_task_unbound_record_refused_under_auth(h):
+    # A record that names no principal (made while auth was off, or by an
+    # mcpd before tasks were bound) is nobody's once auth is on.
+    if not _shared_redis("unbound task record under auth"):
+        return
+    import test_auth
+    d = h.start(**FIXTURES)
+    sid = d.initialize(LATEST)
+    tid = _start(d, sid, "slow_compute", {"seconds": 0})["taskId"]
+    _terminal(d, sid, tid)
+    d.stop()
+    d2 = test_auth.start(h, extra=["fixtures conformance"])
+    alice = test_auth.token(sub="alice")
+    sa = test_auth.session(d2, alice)
+    _error(_areq(d2, sa, alice, "tasks/get", {"taskId": tid}), -32602,
+           "an unbound task under auth")
+
+
+def test_task_limit_per_principal(h):
+    # max_tasks_per_principal: one principal at its limit is refused while
+    # another still starts tasks; a task that ends frees its slot.
+    import test_auth
+    d = test_auth.start(h, extra=["fixtures conformance",
+                                  "max_tasks_per_principal 2"])
+    alice = test_auth.token(sub="alice")
+    bob = test_auth.token(sub="bob")
+    sa, sb = test_auth.session(d, alice), test_auth.session(d, bob)
+    first = _astart(d, sa, alice, "slow_compute", {"seconds": 60})
+    _astart(d, sa, alice, "slow_compute", {"seconds": 60})
+    err = _error(_areq(d, sa, alice, "tools/call", {
+        "name": "slow_compute", "arguments": {"seconds": 60}}), -32603,
+        "alice's third task")
+    expect("max_tasks_per_principal" in err["message"], f"{err!r}")
+    _astart(d, sb, bob, "slow_compute", {"seconds": 60})
+    _areq(d, sa, alice, "tasks/cancel", {"taskId": first})
+    _await(d, sa, alice, first, lambda t: t["status"] in TERMINAL,
+           "cancelled")
+    _astart(d, sa, alice, "slow_compute", {"seconds": 60})

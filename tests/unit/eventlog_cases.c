@@ -1356,11 +1356,20 @@ task_cb(enum eventlog_status status, uint64_t rev, const char *rec,
 enum eventlog_status
 tput(const char *tid, uint64_t rev, const char *rec, uint64_t ttl_ms)
 {
+	return (tput_final(tid, rev, rec, ttl_ms, 0));
+}
+
+/* A put saying whether the record is final (its task finished). */
+enum eventlog_status
+tput_final(const char *tid, uint64_t rev, const char *rec, uint64_t ttl_ms,
+    int final)
+{
 	struct res		r;
 	enum eventlog_status	status;
 
 	memset(&r, 0, sizeof r);
-	eventlog_task_put(el, tid, rev, rec, strlen(rec), ttl_ms, done_cb, &r);
+	eventlog_task_put(el, tid, rev, rec, strlen(rec), ttl_ms, final,
+	    done_cb, &r);
 	ck_assert_int_eq(r.calls, 0);
 	wait_for(&r);
 	status = r.status;

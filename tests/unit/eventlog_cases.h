@@ -109,6 +109,8 @@ enum eventlog_status	readr(const char *, uint64_t, uint64_t, size_t,
 			    struct res *);
 
 enum eventlog_status	tput(const char *, uint64_t, const char *, uint64_t);
+enum eventlog_status	tput_final(const char *, uint64_t, const char *,
+			    uint64_t, int);
 enum eventlog_status	tget(const char *, uint64_t *, char **);
 
 void	expect_status(enum eventlog_status, enum eventlog_status);

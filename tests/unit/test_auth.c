@@ -17,6 +17,7 @@
 #include "unit.h"
 
 #include "auth.h"
+#include "base64.h"
 #include "conf.h"
 #include "eventlog.h"
 #include "http_client.h"
@@ -44,49 +45,22 @@ struct answer {
 	char			 scope[256];
 };
 
+/* "Bearer " and an EdDSA JWT of header and claims (JSON texts). */
 static char *
-b64url(const unsigned char *p, size_t len)
-{
-	static const char	 digits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-				    "abcdefghijklmnopqrstuvwxyz0123456789-_";
-	char			*out = xmalloc(len * 4 / 3 + 4), *o = out;
-	unsigned int		 v;
-	size_t			 i;
-
-	for (i = 0; i < len; i += 3) {
-		v = p[i] << 16;
-		if (i + 1 < len)
-			v |= p[i + 1] << 8;
-		if (i + 2 < len)
-			v |= p[i + 2];
-		*o++ = digits[(v >> 18) & 63];
-		*o++ = digits[(v >> 12) & 63];
-		if (i + 1 < len)
-			*o++ = digits[(v >> 6) & 63];
-		if (i + 2 < len)
-			*o++ = digits[v & 63];
-	}
-	*o = '\0';
-	return (out);
-}
-
-/* "Bearer " and an EdDSA JWT of claims (kid k1). */
-static char *
-bearer_jwt(const char *claims)
+bearer_jwt_header(const char *header, const char *claims)
 {
 	EVP_MD_CTX	*md = EVP_MD_CTX_new();
-	const char	*header = "{\"alg\":\"EdDSA\",\"kid\":\"k1\"}";
 	unsigned char	 sig[64];
 	size_t		 siglen = sizeof sig;
 	char		*h, *c, *input, *s, *out;
 
-	h = b64url((const unsigned char *)header, strlen(header));
-	c = b64url((const unsigned char *)claims, strlen(claims));
+	h = base64_encode(header, strlen(header), 1);
+	c = base64_encode(claims, strlen(claims), 1);
 	xasprintf(&input, "%s.%s", h, c);
 	ck_assert_int_eq(EVP_DigestSignInit(md, NULL, NULL, NULL, key), 1);
 	ck_assert_int_eq(EVP_DigestSign(md, sig, &siglen,
 	    (unsigned char *)input, strlen(input)), 1);
-	s = b64url(sig, siglen);
+	s = base64_encode(sig, siglen, 1);
 	xasprintf(&out, "Bearer %s.%s", input, s);
 	EVP_MD_CTX_free(md);
 	free(h);
@@ -94,6 +68,14 @@ bearer_jwt(const char *claims)
 	free(input);
 	free(s);
 	return (out);
+}
+
+/* The same with the usual header (kid k1, no typ). */
+static char *
+bearer_jwt(const char *claims)
+{
+	return (bearer_jwt_header("{\"alg\":\"EdDSA\",\"kid\":\"k1\"}",
+	    claims));
 }
 
 static char *
@@ -121,7 +103,7 @@ start(const char *extra)
 	int		 i;
 
 	ck_assert_int_eq(EVP_PKEY_get_raw_public_key(key, raw, &len), 1);
-	x = b64url(raw, len);
+	x = base64_encode(raw, len, 1);
 	xasprintf(&jwks, "{\"keys\":[{\"kty\":\"OKP\",\"crv\":\"Ed25519\","
 	    "\"kid\":\"k1\",\"x\":\"%s\"}]}", x);
 	jwks_path = write_file("jwks.json", jwks);
@@ -344,6 +326,114 @@ START_TEST(test_jwt_claims)
 }
 END_TEST
 
+/*
+ * Claims are read whole or refused: a NUL (\u0000) would cut iss, aud or
+ * sub short as cJSON keeps C strings, so it refuses the token; a sub or
+ * client id that is there but not a usable string is a refusal, never
+ * replaced by another claim.
+ */
+START_TEST(test_jwt_claims_exact)
+{
+	char		 c[4096], big[1100];
+	long long	 now = (long long)time(NULL);
+	struct answer	 a;
+	char		*h;
+
+#define CLAIMS(fmt, ...) (snprintf(c, sizeof c, fmt, __VA_ARGS__), c)
+	start("");
+	/* A suffix after a NUL: the configured value, then more. */
+	ck_assert_int_eq(status_of(CLAIMS("{\"iss\":\"%s\\u0000.evil\","
+	    "\"aud\":\"%s\",\"sub\":\"a\",\"exp\":%lld,\"scope\":\"mcp\"}",
+	    ISSUER, RESOURCE, now + 60)), AUTH_INVALID);
+	ck_assert_int_eq(status_of(CLAIMS("{\"iss\":\"%s\",\"aud\":\"%s"
+	    "\\u0000x\",\"sub\":\"a\",\"exp\":%lld,\"scope\":\"mcp\"}",
+	    ISSUER, RESOURCE, now + 60)), AUTH_INVALID);
+	ck_assert_int_eq(status_of(CLAIMS("{\"iss\":\"%s\",\"aud\":[\"%s"
+	    "\\u0000x\"],\"sub\":\"a\",\"exp\":%lld,\"scope\":\"mcp\"}",
+	    ISSUER, RESOURCE, now + 60)), AUTH_INVALID);
+	ck_assert_int_eq(status_of(CLAIMS("{\"iss\":\"%s\",\"aud\":\"%s\","
+	    "\"sub\":\"admin\\u0000x\",\"exp\":%lld,\"scope\":\"mcp\"}",
+	    ISSUER, RESOURCE, now + 60)), AUTH_INVALID);
+	/* An escaped backslash before u0000 is text, not a NUL. */
+	h = bearer_jwt(CLAIMS("{\"iss\":\"%s\",\"aud\":\"%s\","
+	    "\"sub\":\"a\\\\u0000\",\"exp\":%lld,\"scope\":\"mcp\"}",
+	    ISSUER, RESOURCE, now + 60));
+	a = check(h);
+	free(h);
+	ck_assert_int_eq(a.status, AUTH_OK);
+	ck_assert_str_eq(a.subject, "a\\u0000");
+	/* sub there but unusable: refused, not replaced by client_id. */
+	ck_assert_int_eq(status_of(CLAIMS("{\"iss\":\"%s\",\"aud\":\"%s\","
+	    "\"sub\":7,\"client_id\":\"app\",\"exp\":%lld,"
+	    "\"scope\":\"mcp\"}", ISSUER, RESOURCE, now + 60)), AUTH_INVALID);
+	ck_assert_int_eq(status_of(CLAIMS("{\"iss\":\"%s\",\"aud\":\"%s\","
+	    "\"sub\":null,\"azp\":\"app\",\"exp\":%lld,"
+	    "\"scope\":\"mcp\"}", ISSUER, RESOURCE, now + 60)), AUTH_INVALID);
+	memset(big, 'b', 1025);
+	big[1025] = '\0';
+	ck_assert_int_eq(status_of(CLAIMS("{\"iss\":\"%s\",\"aud\":\"%s\","
+	    "\"sub\":\"%s\",\"client_id\":\"app\",\"exp\":%lld,"
+	    "\"scope\":\"mcp\"}", ISSUER, RESOURCE, big, now + 60)),
+	    AUTH_INVALID);
+	ck_assert_int_eq(status_of(CLAIMS("{\"iss\":\"%s\",\"aud\":\"%s\","
+	    "\"sub\":\"a\",\"client_id\":[\"app\"],\"exp\":%lld,"
+	    "\"scope\":\"mcp\"}", ISSUER, RESOURCE, now + 60)), AUTH_INVALID);
+	/* Without token_type, typ is not looked at (but must be a string). */
+	h = bearer_jwt_header("{\"alg\":\"EdDSA\",\"kid\":\"k1\","
+	    "\"typ\":\"JWT\"}", CLAIMS("{\"iss\":\"%s\",\"aud\":\"%s\","
+	    "\"sub\":\"a\",\"exp\":%lld,\"scope\":\"mcp\"}", ISSUER,
+	    RESOURCE, now + 60));
+	ck_assert_int_eq(check(h).status, AUTH_OK);
+	free(h);
+	h = bearer_jwt_header("{\"alg\":\"EdDSA\",\"kid\":\"k1\","
+	    "\"typ\":1}", CLAIMS("{\"iss\":\"%s\",\"aud\":\"%s\","
+	    "\"sub\":\"a\",\"exp\":%lld,\"scope\":\"mcp\"}", ISSUER,
+	    RESOURCE, now + 60));
+	ck_assert_int_eq(check(h).status, AUTH_INVALID);
+	free(h);
+#undef CLAIMS
+}
+END_TEST
+
+/* token_type at+jwt: RFC 9068's typ, in its two spellings, any case. */
+START_TEST(test_jwt_typ)
+{
+	static const struct {
+		const char	*typ;	/* NULL: none */
+		enum auth_status status;
+	} cases[] = {
+		{ NULL, AUTH_INVALID },
+		{ "JWT", AUTH_INVALID },
+		{ "at+jwtx", AUTH_INVALID },
+		{ "application/jwt", AUTH_INVALID },
+		{ "at+jwt", AUTH_OK },
+		{ "AT+JWT", AUTH_OK },
+		{ "application/at+jwt", AUTH_OK },
+		{ "Application/At+JWT", AUTH_OK },
+	};
+	char		 c[1024], hd[256], *h;
+	long long	 now = (long long)time(NULL);
+	size_t		 i;
+
+	start(" token_type at+jwt\n");
+	snprintf(c, sizeof c, "{\"iss\":\"%s\",\"aud\":\"%s\","
+	    "\"sub\":\"a\",\"exp\":%lld,\"scope\":\"mcp\"}", ISSUER,
+	    RESOURCE, now + 60);
+	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		if (cases[i].typ == NULL)
+			snprintf(hd, sizeof hd, "{\"alg\":\"EdDSA\","
+			    "\"kid\":\"k1\"}");
+		else
+			snprintf(hd, sizeof hd, "{\"alg\":\"EdDSA\","
+			    "\"kid\":\"k1\",\"typ\":\"%s\"}", cases[i].typ);
+		h = bearer_jwt_header(hd, c);
+		ck_assert_msg(check(h).status == cases[i].status, "typ %s",
+		    cases[i].typ != NULL ? cases[i].typ : "(none)");
+		free(h);
+	}
+}
+END_TEST
+
 START_TEST(test_challenge_and_metadata)
 {
 	struct auth_result	 r;
@@ -485,6 +575,8 @@ auth_suite(void)
 	tcase_add_test(tc, test_header_forms);
 	tcase_add_test(tc, test_static_token);
 	tcase_add_test(tc, test_jwt_claims);
+	tcase_add_test(tc, test_jwt_claims_exact);
+	tcase_add_test(tc, test_jwt_typ);
 	tcase_add_test(tc, test_challenge_and_metadata);
 	tcase_add_test(tc, test_principals);
 	tcase_add_test(tc, test_shutdown_answers_waiting);

@@ -122,6 +122,45 @@ START_TEST(test_task_budget)
 }
 END_TEST
 
+/*
+ * Full, the memory log forgets a finished record (put final) to make
+ * room for a new one: the one finished longest ago, whatever the order
+ * they were created in; never a record whose task runs.
+ */
+START_TEST(test_task_evicts_finished)
+{
+	uint64_t	 rev;
+	char		*rec;
+
+	conf->max_tasks = 3;
+	reopen(1000, 300);
+	expect_status(tput("t1", 1, "a", 600000), EVENTLOG_OK);
+	expect_status(tput("t2", 1, "b", 600000), EVENTLOG_OK);
+	expect_status(tput("t3", 1, "c", 600000), EVENTLOG_OK);
+	/* None finished: a fourth is refused. */
+	expect_status(tput("t4", 1, "d", 600000), EVENTLOG_FULL);
+	/* t2 finishes, then t1: t2 is the one finished longest ago. */
+	expect_status(tput_final("t2", 2, "b2", 600000, 1), EVENTLOG_OK);
+	expect_status(tput_final("t1", 2, "a2", 600000, 1), EVENTLOG_OK);
+	expect_status(tput("t4", 1, "d", 600000), EVENTLOG_OK);
+	expect_status(tget("t2", &rev, &rec), EVENTLOG_NOT_FOUND);
+	expect_status(tget("t1", &rev, &rec), EVENTLOG_OK);
+	ck_assert_str_eq(rec, "a2");
+	free(rec);
+	expect_status(tput("t5", 1, "e", 600000), EVENTLOG_OK);
+	expect_status(tget("t1", &rev, &rec), EVENTLOG_NOT_FOUND);
+	/* Only running tasks' records are left: full again. */
+	expect_status(tput("t6", 1, "f", 600000), EVENTLOG_FULL);
+	expect_status(tget("t3", &rev, &rec), EVENTLOG_OK);
+	free(rec);
+	/* A final record written again keeps its place and stays final. */
+	expect_status(tput_final("t3", 2, "c2", 600000, 1), EVENTLOG_OK);
+	expect_status(tput_final("t3", 3, "c3", 600000, 1), EVENTLOG_OK);
+	expect_status(tput("t6", 1, "f", 600000), EVENTLOG_OK);
+	expect_status(tget("t3", &rev, &rec), EVENTLOG_NOT_FOUND);
+}
+END_TEST
+
 static void
 watch_cb(const char *sid, uint64_t k, uint64_t seq, void *arg)
 {
@@ -166,6 +205,7 @@ eventlog_suite(void)
 	tcase_add_test(tc, test_stream_budget);
 	tcase_add_test(tc, test_watch_memory);
 	tcase_add_test(tc, test_task_budget);
+	tcase_add_test(tc, test_task_evicts_finished);
 	suite_add_tcase(s, tc);
 	return (s);
 }

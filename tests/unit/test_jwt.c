@@ -17,6 +17,7 @@
 
 #include "unit.h"
 
+#include "base64.h"
 #include "jwks.h"
 #include "jwt.h"
 #include "xmalloc.h"
@@ -28,33 +29,13 @@
 static char *
 b64url(const unsigned char *p, size_t len)
 {
-	static const char	 digits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-				    "abcdefghijklmnopqrstuvwxyz0123456789-_";
-	char			*out = xmalloc(len * 4 / 3 + 4), *o = out;
-	size_t			 i;
-	unsigned int		 v;
-
-	for (i = 0; i < len; i += 3) {
-		v = p[i] << 16;
-		if (i + 1 < len)
-			v |= p[i + 1] << 8;
-		if (i + 2 < len)
-			v |= p[i + 2];
-		*o++ = digits[(v >> 18) & 63];
-		*o++ = digits[(v >> 12) & 63];
-		if (i + 1 < len)
-			*o++ = digits[(v >> 6) & 63];
-		if (i + 2 < len)
-			*o++ = digits[v & 63];
-	}
-	*o = '\0';
-	return (out);
+	return (base64_encode(p, len, 1));
 }
 
 static char *
 b64url_str(const char *s)
 {
-	return (b64url((const unsigned char *)s, strlen(s)));
+	return (base64_encode(s, strlen(s), 1));
 }
 
 static char *
@@ -266,6 +247,11 @@ static const char *const bad_tokens[] = {
 	"eyJhbGciOiJSUzI1NiIsImtpZCI6MX0.e30.AAAA",	/* kid 1 */
 	"eyJhbGciOiJSUzI1NiJ9.e30.AA+A",	/* not base64url */
 	"W10.e30.AAAA",			/* header [] */
+	"eyJhbGciOiJSUzI1NiIsInR5cCI6MX0.e30.AAAA",	/* typ 1 */
+	/* A NUL, escaped or raw, in a claim or the header. */
+	"eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhXHUwMDAwYiJ9.AAAA",
+	"eyJhbGciOiJSUzI1NiIsImtpZCI6ImtcdTAwMDB4In0.e30.AAAA",
+	"eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhACJ9.AAAA",
 };
 
 START_TEST(test_bad_form)
@@ -274,6 +260,45 @@ START_TEST(test_bad_form)
 
 	ck_assert_ptr_null(jwt_parse(tok, strlen(tok), &cause));
 	ck_assert_ptr_nonnull(cause);
+}
+END_TEST
+
+/* A NUL, raw or escaped, anywhere cJSON would keep it in a string. */
+START_TEST(test_json_nul)
+{
+#define HAS_NUL(s) jwt_json_has_nul(s, sizeof s - 1)
+	ck_assert(HAS_NUL("{\"a\":\"x\\u0000\"}"));
+	ck_assert(HAS_NUL("{\"a\\u0000\":1}"));
+	ck_assert(HAS_NUL("{\"a\":\"x\0\"}"));
+	ck_assert(HAS_NUL("\\u0000"));
+	ck_assert(!HAS_NUL("{\"a\":\"x\\\\u0000\"}"));	/* \\u0000: text */
+	ck_assert(HAS_NUL("{\"a\":\"\\u00000\"}"));	/* then a 0 */
+	ck_assert(!HAS_NUL("{\"a\":\"\\u0001\\\"\\u000\"}"));
+	ck_assert(!HAS_NUL("\\u000"));
+	ck_assert(!HAS_NUL("\\"));
+#undef HAS_NUL
+}
+END_TEST
+
+/* typ is kept for auth.c's policy (token_type). */
+START_TEST(test_typ)
+{
+	const char	*cause;
+	char		*h, *tok;
+	struct jwt	*j;
+
+	h = b64url_str("{\"alg\":\"EdDSA\",\"typ\":\"at+jwt\"}");
+	xasprintf(&tok, "%s.e30.AAAA", h);
+	j = jwt_parse(tok, strlen(tok), &cause);
+	ck_assert_ptr_nonnull(j);
+	ck_assert_str_eq(jwt_typ(j), "at+jwt");
+	jwt_free(j);
+	free(tok);
+	free(h);
+	j = jwt_parse("eyJhbGciOiJSUzI1NiJ9.e30.AAAA", 29, &cause);
+	ck_assert_ptr_nonnull(j);
+	ck_assert_ptr_null(jwt_typ(j));
+	jwt_free(j);
 }
 END_TEST
 
@@ -444,6 +469,8 @@ jwt_suite(void)
 	tcase_add_loop_test(tc, test_bad_form, 0,
 	    (int)(sizeof bad_tokens / sizeof bad_tokens[0]));
 	tcase_add_test(tc, test_sha256_equal);
+	tcase_add_test(tc, test_json_nul);
+	tcase_add_test(tc, test_typ);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("signatures");

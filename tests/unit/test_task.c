@@ -158,7 +158,7 @@ method(const char *name, const char *tid, const char *extra,
 	if (tid != NULL)
 		cJSON_AddStringToObject(params, "taskId", tid);
 	memset(a, 0, sizeof *a);
-	task_run_method(name, params, answer_cb, a);
+	task_run_method(name, params, NULL, answer_cb, a);
 	cJSON_Delete(params);
 	wait_answer(a);
 }
@@ -394,10 +394,10 @@ START_TEST(test_race)
 	params = cJSON_CreateObject();
 	cJSON_AddStringToObject(params, "taskId", id);
 	memset(&a, 0, sizeof a);
-	task_run_method("tasks/cancel", params, answer_cb, &a);
+	task_run_method("tasks/cancel", params, NULL, answer_cb, &a);
 	/* Queued behind the cancel's read, before its write. */
-	eventlog_task_put(el, id, rev + 1, text, strlen(text), 60000, put_cb,
-	    &put);
+	eventlog_task_put(el, id, rev + 1, text, strlen(text), 60000, 0,
+	    put_cb, &put);
 	cJSON_Delete(params);
 	free(text);
 	wait_answer(&a);
