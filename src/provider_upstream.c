@@ -1185,7 +1185,9 @@ updef_equal(const struct conf_upstream *a, const struct conf_upstream *b)
 	    a->max_concurrency == b->max_concurrency &&
 	    a->restart_delay == b->restart_delay &&
 	    a->max_instances == b->max_instances &&
-	    a->max_line == b->max_line);
+	    a->max_line == b->max_line &&
+	    a->idle_timeout == b->idle_timeout &&
+	    a->max_tools == b->max_tools);
 }
 
 /*

@@ -1118,7 +1118,8 @@ upstream_spawn(struct upstream *u)
 
 	if (u->def->url != NULL) {
 		u->http = upstream_http_open(u->def->url, u->name,
-		    (size_t)u->def->max_line, &upstream_http_cbs, u);
+		    (size_t)u->def->max_line, (int)u->def->idle_timeout * 1000,
+		    &upstream_http_cbs, u);
 		u->started_ms = clock_now_ms();
 		u->pid = 0;
 		upstream_set_state(u, UPSTREAM_STARTING);
