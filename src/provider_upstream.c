@@ -331,8 +331,9 @@ uplist_served(struct upsrv *srv, enum upstream_list l, const cJSON *from,
 static int
 uplist_same(const struct uplist *a, const struct uplist *b)
 {
+	/* Nothing loaded yet is an empty list: no list_changed for it. */
 	if (a->json == NULL || b->json == NULL)
-		return (a->json == b->json);
+		return (a->n == 0 && b->n == 0);
 	return (a->n == b->n && cJSON_Compare(a->json, b->json, 1));
 }
 
