@@ -63,7 +63,7 @@ struct upsrv;
  * linear time and neither lookups nor pages scan it.
  */
 struct upname {
-	const char		*name;		/* the item's, or a provider's */
+	const char		*name;		/* an item's, or a tool's */
 	const cJSON		*item;		/* NULL: another provider's */
 	const char		*owner;		/* that provider's name */
 	RB_ENTRY(upname)	 entry;

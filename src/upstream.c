@@ -913,12 +913,13 @@ upstream_server_request(struct upstream *u, const cJSON *msg,
 static void
 upstream_response_nul(struct upstream *u, cJSON *msg)
 {
-	const cJSON		*id = cJSON_GetObjectItemCaseSensitive(msg, "id");
+	const cJSON		*id;
 	cJSON			*result, *items, *item, *next, *error;
 	struct upstream_req	*r = NULL;
 	uint64_t		 n;
 	int			 l;
 
+	id = cJSON_GetObjectItemCaseSensitive(msg, "id");
 	result = cJSON_GetObjectItemCaseSensitive(msg, "result");
 	if (cJSON_HasObjectItem(msg, "method") || !jsonrpc_has_nul(result))
 		return;
