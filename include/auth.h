@@ -74,6 +74,10 @@ int		 auth_tool_allowed(const struct auth_principal *,
 		     const char *);
 /* The scopes to ask for to call a tool (allocated): required, then its. */
 char		*auth_tool_scopes_needed(const char *);
+/* The same for an item that needs scope (NULL: none): 1 without auth. */
+int		 auth_scope_allowed(const struct auth_principal *,
+		     const char *);
+char		*auth_scopes_needed(const char *);
 
 struct auth_principal *auth_principal_ref(struct auth_principal *);
 void		 auth_principal_unref(struct auth_principal *);

@@ -131,6 +131,8 @@ struct conf_upstream {
 	long long		 max_instances;	/* sharing session: children */
 	long long		 max_line;	/* bytes of one message */
 	char			*scope;		/* its tools' OAuth scope */
+	long long		 idle_timeout;	/* seconds, url: GET stream */
+	long long		 max_tools;	/* items of one list served */
 };
 
 enum conf_log_format {

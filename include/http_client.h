@@ -21,9 +21,15 @@
  * readable from the handle, and not gathered; the callback returns 0 to
  * go on or -1 to end the request (done then runs with the error
  * "aborted"). max_body bounds what is gathered (0: 1 MiB); with a chunk
- * callback it bounds the whole body only when not 0. The timeout covers
- * the whole request, the body included, unless it is 0 (none: a stream
- * that stays open; the connection still fails when the peer goes away).
+ * callback it bounds the whole body only when not 0, and else max_chunk
+ * (0: 1 MiB) bounds one piece as the server sends it (a chunk of chunked
+ * encoding, a Content-Length body, a line). Bounds hold as bytes arrive:
+ * a chunk or Content-Length announced past one is refused before it is
+ * read, and a request never holds more than its bound plus 64 KiB. The
+ * timeout covers the whole request, the body included, unless it is 0
+ * (none: a stream that stays open; the connection still fails when the
+ * peer goes away); idle_ms, if not 0, ends it (error "idle: ...") when no
+ * byte at all came for that long.
  *
  * http_client_cancel ends a request early: done runs on a later turn with
  * the error "cancelled", or with the response if it was in already (once
@@ -56,7 +62,9 @@ struct http_client_request {
 	const char			*body;		/* NULL: none */
 	size_t				 bodylen;
 	size_t				 max_body;
+	size_t				 max_chunk;	/* a stream's piece */
 	int				 timeout_ms;
+	int				 idle_ms;	/* 0: no idle bound */
 	http_client_chunk_cb		*chunk;		/* NULL: gather */
 	http_client_done_cb		*done;
 	void				*arg;

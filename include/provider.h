@@ -18,6 +18,9 @@ struct call;
 struct conf;
 struct session;
 
+/* An item of a list and the OAuth scope it needs (NULL: none); 1: stop. */
+typedef int	provider_walk_cb(const cJSON *, const char *, void *);
+
 struct provider {
 	const char	*name;
 	int		(*enabled)(const struct conf *);
@@ -67,6 +70,19 @@ struct provider {
 	int		(*task_self)(const char *);
 	/* The OAuth scope a tool of this provider needs (NULL: none). */
 	const char	*(*tool_scope)(const char *);
+	/*
+	 * The scope a prompt (by name), resource (by URI) or template (by
+	 * uriTemplate) of this provider needs: enum provider_list, name.
+	 */
+	const char	*(*item_scope)(int, const char *);
+	/*
+	 * For large lists, in place of list_for: the items of a list that
+	 * a session sees, from a position on, each with its scope, until
+	 * the callback says stop (NULL: none is visited); returns how many
+	 * items the list has. Items are the provider's, not copies.
+	 */
+	size_t		(*list_walk)(struct session *, int, size_t,
+			    provider_walk_cb *, void *);
 };
 
 enum provider_list {
@@ -91,7 +107,17 @@ void	 provider_session_closed(struct session *);
 void	 provider_shutdown(void);
 /* Which provider serves tool NAME, besides self (NULL: none). */
 const char *provider_tool_owner(const char *, const struct provider *);
+/* Every tool of the providers other than self: [{name, provider}]. */
+cJSON	*provider_other_tools(const struct provider *);
 const char *provider_tool_scope(const char *);
+/* The scope a prompt, resource or template needs (enum provider_list). */
+const char *provider_item_scope(int, const char *);
+/*
+ * List l as session s sees it, from position from on: cb gets each item
+ * with its scope until it returns 1. The list's length.
+ */
+size_t	 provider_list_walk(struct session *, int, size_t,
+	    provider_walk_cb *, void *);
 
 cJSON	*provider_list_tools(struct session *);
 /*

@@ -30,8 +30,9 @@ struct upstream_http_cbs {
 	void	(*failed)(const char *, void *);
 };
 
+/* URL, the upstream's name, max_message, idle_timeout (ms), cbs, arg. */
 struct upstream_http *upstream_http_open(const char *, const char *, size_t,
-			 const struct upstream_http_cbs *, void *);
+			 int, const struct upstream_http_cbs *, void *);
 void		 upstream_http_send(struct upstream_http *, const char *,
 		     size_t, int64_t);
 void		 upstream_http_forget(struct upstream_http *, int64_t);

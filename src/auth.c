@@ -1430,6 +1430,21 @@ auth_tool_scopes_needed(const char *tool)
 	return (auth_required_text(auth_tool_scope(tool)));
 }
 
+/* Prompts, resources and templates: the scope their provider names. */
+int
+auth_scope_allowed(const struct auth_principal *p, const char *scope)
+{
+	if (auth.a == NULL || scope == NULL)
+		return (1);
+	return (auth_principal_has_scope(p, scope));
+}
+
+char *
+auth_scopes_needed(const char *scope)
+{
+	return (auth_required_text(scope));
+}
+
 /* ---------------------------------------------------------------------
  * Start and end.
  */

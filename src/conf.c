@@ -549,7 +549,25 @@ static const struct conf_entry conf_upstream_entries[] = {
 	  .max = 64 * CONF_MIB, .def = "4m",
 	  .help = "Longest message accepted from the upstream (one line on "
 	  "stdio). A longer one is a protocol failure: the upstream is "
-	  "restarted and its calls end with an error." },
+	  "restarted and its calls end with an error. Over HTTP it also "
+	  "bounds one piece of a response as it arrives (a chunk, a "
+	  "Content-Length body): a larger one is refused before it is "
+	  "read." },
+	{ .name = "idle_timeout", .type = CONF_SECONDS,
+	  .offset = CONF_UPSTREAM_OFF(idle_timeout), .min = 1, .max = 86400,
+	  .def = "120",
+	  .help = "A url upstream's GET stream (what the server sends outside "
+	  "requests) on which nothing at all arrives for this long, not "
+	  "even a keep-alive comment, is closed and opened again, as one "
+	  "the server ended: a half-open connection is found and replaced. "
+	  "No effect on an exec upstream." },
+	{ .name = "max_tools", .type = CONF_INTEGER,
+	  .offset = CONF_UPSTREAM_OFF(max_tools), .min = 1, .max = 1000000,
+	  .def = "10000",
+	  .help = "Most tools served from this upstream (also the most "
+	  "prompts, resources and resource templates, each). Those past it "
+	  "in the upstream's list are not served, and one log line names "
+	  "the upstream and how many were left out." },
 };
 
 static const char conf_upstream_examples[] =

@@ -166,35 +166,82 @@ dispatch_cursor(const cJSON *cursor, long count, long *offset)
 	return (0);
 }
 
-/* One page of a list method. */
+/*
+ * Who a quick method without a session answers for: set only while
+ * dispatch_quick_stateless runs (quick methods answer at once).
+ */
+static const struct auth_principal *dispatch_stateless_who;
+
+/* A page being cut: DISPATCH_PAGE positions of the list, from start. */
+struct dispatch_cut {
+	int				 l;
+	const struct auth_principal	*who;
+	cJSON				*page;
+	int				 n;	/* items on it */
+	long				 pos;	/* of the next item */
+	long				 end;	/* of this page's positions */
+};
+
+/*
+ * A page holds what the principal may see of DISPATCH_PAGE positions of
+ * the list, so a cursor is a position found without scanning, whatever
+ * the principal: a tool it lacks the scope for leaves a hole, not a
+ * shift. A run of positions it may see nothing of is passed over, so no
+ * page but the last is empty.
+ */
+static int
+dispatch_cut_cb(const cJSON *item, const char *scope, void *arg)
+{
+	struct dispatch_cut	*c = arg;
+	const cJSON		*name;
+	int			 allowed;
+
+	if (c->pos >= c->end) {
+		if (c->n > 0)
+			return (1);
+		c->end += DISPATCH_PAGE;
+	}
+	c->pos++;
+	if (c->l == PROVIDER_TOOLS) {
+		name = cJSON_GetObjectItemCaseSensitive(item, "name");
+		allowed = !cJSON_IsString(name) || auth_tool_allowed(c->who,
+		    name->valuestring);
+	} else
+		allowed = auth_scope_allowed(c->who, scope);
+	if (allowed) {
+		cJSON_AddItemToArray(c->page, cJSON_Duplicate(item, 1));
+		c->n++;
+	}
+	return (0);
+}
+
+/* One page of list l as session s sees it. */
 static cJSON *
-dispatch_page(cJSON *all, const cJSON *params, const char *key,
+dispatch_page(struct session *s, int l, const cJSON *params, const char *key,
     struct dispatch_error *err)
 {
-	cJSON		*result, *page, *item;
-	char		 next[32];
-	long		 offset, count, i = 0;
+	struct dispatch_cut	 c;
+	cJSON			*result;
+	char			 next[32];
+	long			 offset, count;
 
-	count = cJSON_GetArraySize(all);
+	count = (long)provider_list_walk(s, l, 0, NULL, NULL);
 	if (dispatch_cursor(cJSON_GetObjectItemCaseSensitive(params, "cursor"),
 	    count, &offset) != 0) {
-		cJSON_Delete(all);
 		err->code = JSONRPC_INVALID_PARAMS;
 		err->message = "Invalid params: bad pagination cursor";
 		return (NULL);
 	}
 	result = cJSON_CreateObject();
-	page = cJSON_AddArrayToObject(result, key);
-	while ((item = cJSON_DetachItemFromArray(all, 0)) != NULL) {
-		if (i >= offset && i < offset + DISPATCH_PAGE)
-			cJSON_AddItemToArray(page, item);
-		else
-			cJSON_Delete(item);
-		i++;
-	}
-	cJSON_Delete(all);
-	if (offset + DISPATCH_PAGE < count) {
-		snprintf(next, sizeof next, "%ld", offset + DISPATCH_PAGE);
+	memset(&c, 0, sizeof c);
+	c.l = l;
+	c.who = s != NULL ? session_principal(s) : dispatch_stateless_who;
+	c.page = cJSON_AddArrayToObject(result, key);
+	c.pos = offset;
+	c.end = offset + DISPATCH_PAGE;
+	provider_list_walk(s, l, (size_t)offset, dispatch_cut_cb, &c);
+	if (c.pos < count) {
+		snprintf(next, sizeof next, "%ld", c.end);
 		cJSON_AddStringToObject(result, "nextCursor", next);
 	}
 	return (result);
@@ -219,37 +266,19 @@ dispatch_reinitialize(struct session *s, const cJSON *params,
 	return (NULL);
 }
 
-/*
- * Who a quick method without a session answers for: set only while
- * dispatch_quick_stateless runs (quick methods answer at once).
- */
-static const struct auth_principal *dispatch_stateless_who;
-
-/* Only the tools the session's principal may call (auth_tool_allowed). */
+/* Only the items the principal may see (auth_tool_allowed, scopes). */
 static cJSON *
 dispatch_tools_list(struct session *s, const cJSON *params,
     struct dispatch_error *err)
 {
-	cJSON		*all = provider_list_tools(s), *tool, *next;
-	const cJSON	*name;
-
-	for (tool = auth_enabled() ? all->child : NULL; tool != NULL;
-	    tool = next) {
-		next = tool->next;
-		name = cJSON_GetObjectItemCaseSensitive(tool, "name");
-		if (cJSON_IsString(name) && !auth_tool_allowed(s != NULL ?
-		    session_principal(s) : dispatch_stateless_who,
-		    name->valuestring))
-			cJSON_Delete(cJSON_DetachItemViaPointer(all, tool));
-	}
-	return (dispatch_page(all, params, "tools", err));
+	return (dispatch_page(s, PROVIDER_TOOLS, params, "tools", err));
 }
 
 static cJSON *
 dispatch_resources_list(struct session *s, const cJSON *params,
     struct dispatch_error *err)
 {
-	return (dispatch_page(provider_list_resources(s), params, "resources",
+	return (dispatch_page(s, PROVIDER_RESOURCES, params, "resources",
 	    err));
 }
 
@@ -257,7 +286,7 @@ static cJSON *
 dispatch_templates_list(struct session *s, const cJSON *params,
     struct dispatch_error *err)
 {
-	return (dispatch_page(provider_list_resource_templates(s), params,
+	return (dispatch_page(s, PROVIDER_TEMPLATES, params,
 	    "resourceTemplates", err));
 }
 
@@ -265,7 +294,7 @@ static cJSON *
 dispatch_prompts_list(struct session *s, const cJSON *params,
     struct dispatch_error *err)
 {
-	return (dispatch_page(provider_list_prompts(s), params, "prompts", err));
+	return (dispatch_page(s, PROVIDER_PROMPTS, params, "prompts", err));
 }
 
 static cJSON *

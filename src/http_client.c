@@ -35,6 +35,11 @@
 
 #define HTTP_CLIENT_MAX_BODY	(1024 * 1024)
 #define HTTP_CLIENT_MAX_HEADERS	(64 * 1024)
+/*
+ * Past the unit a request bounds (its body, or one piece of a stream),
+ * what its connection may hold unread: a chunk's size line, the headers.
+ */
+#define HTTP_CLIENT_SLACK	HTTP_CLIENT_MAX_HEADERS
 /* evhttp's read timeout when the caller wants none: a day. */
 #define HTTP_CLIENT_LONG_SECS	86400
 
@@ -44,7 +49,10 @@ struct http_client {
 	struct evhttp_request	*req;	/* evhttp's, until it answered */
 	struct evhttp_request	*resp;	/* the response, once owned */
 	struct event		*timer;
+	struct event		*idle;		/* idle_ms: no byte came */
 	struct event		*finish;
+	struct evbuffer		*input;		/* the connection's, watched */
+	struct evbuffer_cb_entry *watch;
 	const char		*error;	/* static; NULL: none (yet) */
 	int			 status;
 	int			 complete;	/* the whole response is in */
@@ -52,6 +60,10 @@ struct http_client {
 	struct evbuffer		*body;	/* gathered */
 	size_t			 received;
 	size_t			 max_body;
+	size_t			 window;	/* bytes held unread, at most */
+	int			 idle_ms;
+	struct timeval		 idle_tv;
+	char			 why[128];	/* error, when formatted */
 	http_client_chunk_cb	*chunk;
 	http_client_done_cb	*done;
 	void			*arg;
@@ -123,7 +135,10 @@ http_client_free(struct http_client *hc)
 	TAILQ_REMOVE(&http_client.running, hc, entry);
 	http_client.count--;
 	event_free(hc->timer);
+	event_free(hc->idle);
 	event_free(hc->finish);
+	if (hc->watch != NULL)
+		evbuffer_remove_cb_entry(hc->input, hc->watch);
 	if (hc->resp != NULL)
 		evhttp_request_free(hc->resp);
 	if (hc->evcon != NULL)
@@ -151,10 +166,48 @@ http_client_finish_cb(evutil_socket_t fd, short events, void *arg)
 	http_client_free(hc);
 }
 
+/*
+ * A connection that holds window bytes unread is stuck: evhttp waits for
+ * the end of a line (a chunk's size) that did not fit, and the read
+ * watermark keeps the rest out. A timer that finds it so says that.
+ */
+static const char *
+http_client_stuck(struct http_client *hc, const char *otherwise)
+{
+	if (hc->input == NULL || evbuffer_get_length(hc->input) < hc->window)
+		return (otherwise);
+	snprintf(hc->why, sizeof hc->why, "a response line longer than %zu "
+	    "bytes", hc->window);
+	return (hc->why);
+}
+
 static void
 http_client_timeout_cb(evutil_socket_t fd, short events, void *arg)
 {
-	http_client_end(arg, "timeout");
+	struct http_client	*hc = arg;
+
+	http_client_end(hc, http_client_stuck(hc, "timeout"));
+}
+
+static void
+http_client_idle_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct http_client	*hc = arg;
+
+	snprintf(hc->why, sizeof hc->why, "idle: nothing received for %d ms",
+	    hc->idle_ms);
+	http_client_end(hc, http_client_stuck(hc, hc->why));
+}
+
+/* Bytes came in on the connection: an idle request is not idle. */
+static void
+http_client_watch_cb(struct evbuffer *buf, const struct evbuffer_cb_info *info,
+    void *arg)
+{
+	struct http_client	*hc = arg;
+
+	if (info->n_added > 0 && hc->idle_ms > 0 && !hc->ending)
+		evtimer_add(hc->idle, &hc->idle_tv);
 }
 
 /* Takes what evhttp has read of the body. */
@@ -170,9 +223,19 @@ http_client_take(struct http_client *hc, struct evhttp_request *req)
 	hc->received += len;
 	if (hc->max_body != 0 && hc->received > hc->max_body) {
 		evbuffer_drain(in, len);
-		http_client_end(hc, "response body too large");
+		snprintf(hc->why, sizeof hc->why, "response body larger than "
+		    "%zu bytes", hc->max_body);
+		http_client_end(hc, hc->why);
 		return;
 	}
+	/*
+	 * A stream has no total bound, but evhttp counts the body from its
+	 * start: the next chunk may be window bytes past what came so far,
+	 * and one announced larger is refused before any of it is read.
+	 */
+	if (hc->max_body == 0)
+		evhttp_connection_set_max_body_size(hc->evcon,
+		    (ev_ssize_t)(hc->received + hc->window));
 	if (hc->chunk == NULL) {
 		evbuffer_remove_buffer(in, hc->body, len);
 		return;
@@ -210,7 +273,11 @@ http_client_error_evcb(enum evhttp_request_error error, void *arg)
 		why = "invalid response headers";
 		break;
 	case EVREQ_HTTP_DATA_TOO_LONG:
-		why = "response too large";
+		/* Also a malformed chunk size: both end the read at once. */
+		snprintf(hc->why, sizeof hc->why, "response body or chunk "
+		    "larger than %zu bytes, or malformed chunking",
+		    hc->max_body != 0 ? hc->max_body : hc->window);
+		why = hc->why;
 		break;
 	case EVREQ_HTTP_REQUEST_CANCEL:
 		why = "cancelled";
@@ -327,6 +394,7 @@ http_client_start(const struct http_client_request *r, char **cause)
 	struct http_client	*hc;
 	struct evhttp_uri	*uri;
 	struct evkeyvalq	*out;
+	struct bufferevent	*bev;
 	const char		*scheme, *host, *path, *query;
 	enum evhttp_cmd_type	 cmd;
 	struct timeval		 tv;
@@ -365,18 +433,39 @@ http_client_start(const struct http_client_request *r, char **cause)
 	hc->max_body = r->max_body;
 	if (hc->max_body == 0 && r->chunk == NULL)
 		hc->max_body = HTTP_CLIENT_MAX_BODY;
+	hc->window = (hc->max_body != 0 ? hc->max_body : r->max_chunk != 0 ?
+	    r->max_chunk : HTTP_CLIENT_MAX_BODY) + HTTP_CLIENT_SLACK;
 	hc->chunk = r->chunk;
 	hc->done = r->done;
 	hc->arg = r->arg;
 	hc->body = evbuffer_new();
 	hc->timer = evtimer_new(http_client.base, http_client_timeout_cb, hc);
+	hc->idle = evtimer_new(http_client.base, http_client_idle_cb, hc);
 	hc->finish = event_new(http_client.base, -1, 0, http_client_finish_cb,
 	    hc);
 	TAILQ_INSERT_TAIL(&http_client.running, hc, entry);
 	http_client.count++;
 
+	/*
+	 * What is held per request is bounded as bytes arrive, not once a
+	 * piece is whole: evhttp gathers a chunk (or a Content-Length body)
+	 * before handing it over, so a size past the bound is refused when
+	 * it is announced, and the read watermark keeps a line that never
+	 * ends (a chunk's size) from growing past the window.
+	 */
 	evhttp_connection_set_max_headers_size(hc->evcon,
 	    HTTP_CLIENT_MAX_HEADERS);
+	evhttp_connection_set_max_body_size(hc->evcon, (ev_ssize_t)(
+	    hc->max_body != 0 ? hc->max_body : hc->window));
+	bev = evhttp_connection_get_bufferevent(hc->evcon);
+	bufferevent_setwatermark(bev, EV_READ, 0, hc->window);
+	hc->input = bufferevent_get_input(bev);
+	hc->watch = evbuffer_add_cb(hc->input, http_client_watch_cb, hc);
+	if ((hc->idle_ms = r->idle_ms) > 0) {
+		hc->idle_tv.tv_sec = r->idle_ms / 1000;
+		hc->idle_tv.tv_usec = (r->idle_ms % 1000) * 1000;
+		evtimer_add(hc->idle, &hc->idle_tv);
+	}
 	if (r->timeout_ms > 0) {
 		tv.tv_sec = r->timeout_ms / 1000;
 		tv.tv_usec = (r->timeout_ms % 1000) * 1000;

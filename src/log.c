@@ -3,7 +3,8 @@
  * container the runtime's log) or to a file reopened on request (log
  * rotation). A line is formatted whole and written with one write(2), so
  * lines never interleave and a full disk loses lines, not the process.
- * Text lines are "TIME LEVEL MESSAGE"; JSON lines are one object each, for
+ * Text lines are "TIME LEVEL MESSAGE", control characters in the message
+ * escaped (log_text_escape); JSON lines are one object each, for
  * collectors, with the message escaped (bytes that are not UTF-8 as \u00XX,
  * so the line stays valid JSON whatever a client sent). libevent's
  * internal warnings are bridged in so they are not lost on a daemon
@@ -196,6 +197,48 @@ log_json_escape(char *p, const char *msg, size_t len)
 	return ((size_t)(p - start));
 }
 
+/*
+ * msg for a text line, at p (room for 6 bytes a byte): what peers send
+ * reaches log lines (names, messages, URLs), and a newline or an escape
+ * sequence in one would forge a line or drive the terminal reading it.
+ * So control characters (C0, DEL, C1) become \n, \r, \t or \xHH (C1 as
+ * \u00HH), as do bytes that are not UTF-8; a backslash stays one, so a
+ * line is never split, though "\n" may also be what a peer sent.
+ */
+static size_t
+log_text_escape(char *p, const char *msg, size_t len)
+{
+	static const char	 hex[] = "0123456789abcdef";
+	char			*start = p;
+	unsigned char		 c;
+	size_t			 i, n;
+
+	for (i = 0; i < len; i += n) {
+		c = (unsigned char)msg[i];
+		n = c < 0x80 ? 1 : utf8_sequence(msg + i, len - i);
+		if (c == '\n' || c == '\r' || c == '\t') {
+			*p++ = '\\';
+			*p++ = c == '\n' ? 'n' : c == '\r' ? 'r' : 't';
+		} else if (c < 0x20 || c == 0x7f || n == 0) {
+			memcpy(p, "\\x", 2);
+			p[2] = hex[c >> 4];
+			p[3] = hex[c & 0xf];
+			p += 4;
+			n = 1;
+		} else if (n == 2 && c == 0xc2 &&
+		    (unsigned char)msg[i + 1] <= 0x9f) {
+			memcpy(p, "\\u00", 4);
+			p[4] = hex[(unsigned char)msg[i + 1] >> 4];
+			p[5] = hex[msg[i + 1] & 0xf];
+			p += 6;
+		} else {
+			memcpy(p, msg + i, n);
+			p += n;
+		}
+	}
+	return ((size_t)(p - start));
+}
+
 static void
 log_vwrite(enum log_level level, const char *fmt, va_list ap)
 {
@@ -228,8 +271,7 @@ log_vwrite(enum log_level level, const char *fmt, va_list ap)
 	} else {
 		len = (size_t)snprintf(line, sizeof line, "%s %s ", stamp,
 		    log_level_name(level));
-		memcpy(line + len, msg, mlen);
-		len += mlen;
+		len += log_text_escape(line + len, msg, mlen);
 		line[len++] = '\n';
 	}
 	/* A short or failed write loses this line; nothing else can be done

@@ -16,6 +16,22 @@ static const struct provider *provider_table[] = {
 
 static int	provider_on[PROVIDER_COUNT];
 
+/* A walk across providers: the caller's callback, and whether it stopped. */
+struct provider_walk {
+	provider_walk_cb	*cb;
+	void			*arg;
+	int			*stop;
+};
+
+static int
+provider_walk_stop_cb(const cJSON *item, const char *scope, void *arg)
+{
+	struct provider_walk	*w = arg;
+
+	*w->stop = w->cb(item, scope, w->arg);
+	return (*w->stop);
+}
+
 /* Each enabled provider that has hook `h`. */
 #define PROVIDER_FOREACH(i, p, h)					\
 	for ((i) = 0; (i) < PROVIDER_COUNT; (i)++)			\
@@ -104,6 +120,112 @@ provider_tool_owner(const char *name, const struct provider *self)
 			return (p->name);
 	}
 	return (NULL);
+}
+
+cJSON *
+provider_other_tools(const struct provider *self)
+{
+	const struct provider	*p;
+	cJSON			*all = cJSON_CreateArray(), *some, *t, *o;
+	const char		*name;
+	size_t			 i;
+
+	PROVIDER_FOREACH(i, p, list_tools) {
+		if (p == self)
+			continue;
+		some = cJSON_CreateArray();
+		p->list_tools(some);
+		cJSON_ArrayForEach(t, some) {
+			name = cJSON_GetStringValue(
+			    cJSON_GetObjectItemCaseSensitive(t, "name"));
+			if (name == NULL)
+				continue;
+			o = cJSON_CreateObject();
+			cJSON_AddStringToObject(o, "name", name);
+			cJSON_AddStringToObject(o, "provider", p->name);
+			cJSON_AddItemToArray(all, o);
+		}
+		cJSON_Delete(some);
+	}
+	return (all);
+}
+
+const char *
+provider_item_scope(int l, const char *name)
+{
+	const struct provider	*p;
+	const char		*scope;
+	size_t			 i;
+
+	PROVIDER_FOREACH(i, p, item_scope) {
+		if ((scope = p->item_scope(l, name)) != NULL)
+			return (scope);
+	}
+	return (NULL);
+}
+
+/* A provider's list, made whole (small lists: the built-in ones). */
+static cJSON *
+provider_list_one(const struct provider *p, struct session *s, int l)
+{
+	cJSON	*all = cJSON_CreateArray();
+	void	(*list)(cJSON *) = NULL;
+
+	if (p->list_for != NULL) {
+		p->list_for(s, l, all);
+		return (all);
+	}
+	switch (l) {
+	case PROVIDER_TOOLS:
+		list = p->list_tools;
+		break;
+	case PROVIDER_PROMPTS:
+		list = p->list_prompts;
+		break;
+	case PROVIDER_RESOURCES:
+		list = p->list_resources;
+		break;
+	case PROVIDER_TEMPLATES:
+		list = p->list_resource_templates;
+		break;
+	}
+	if (list != NULL)
+		list(all);
+	return (all);
+}
+
+size_t
+provider_list_walk(struct session *s, int l, size_t from,
+    provider_walk_cb *cb, void *arg)
+{
+	const struct provider	*p;
+	cJSON			*all;
+	const cJSON		*item;
+	size_t			 i, n, total = 0;
+	int			 stop = cb == NULL;
+
+	for (i = 0; i < PROVIDER_COUNT; i++) {
+		p = provider_table[i];
+		if (!provider_on[i])
+			continue;
+		if (p->list_walk != NULL) {
+			n = p->list_walk(s, l, stop ? 0 : from, stop ? NULL :
+			    provider_walk_stop_cb, &(struct provider_walk){
+			    cb, arg, &stop });
+		} else {
+			all = provider_list_one(p, s, l);
+			n = (size_t)cJSON_GetArraySize(all);
+			if (!stop && from < n) {
+				item = cJSON_GetArrayItem(all, (int)from);
+				for (; item != NULL && !stop; item = item->next)
+					stop = cb(item, NULL, arg);
+			}
+			cJSON_Delete(all);
+		}
+		total += n;
+		from -= from >= n ? n : from;
+	}
+	return (total);
 }
 
 /* The first tool_scope hook that knows the tool (auth.c's per-tool scope). */

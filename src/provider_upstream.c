@@ -57,12 +57,40 @@
 
 struct upsrv;
 
+/*
+ * A list as served, indexed: by name (a tree, for lookups and collisions)
+ * and by position (for pages), so a catalog of any size is merged in
+ * linear time and neither lookups nor pages scan it.
+ */
+struct upname {
+	const char		*name;		/* an item's, or a tool's */
+	const cJSON		*item;		/* NULL: another provider's */
+	const char		*owner;		/* that provider's name */
+	RB_ENTRY(upname)	 entry;
+};
+RB_HEAD(upname_tree, upname);
+
+static int
+upname_cmp(struct upname *a, struct upname *b)
+{
+	return (strcmp(a->name, b->name));
+}
+RB_GENERATE_STATIC(upname_tree, upname, entry, upname_cmp);
+
+struct uplist {
+	cJSON			*json;		/* NULL: not loaded */
+	const cJSON		**items;	/* by position */
+	struct upname		*nodes;		/* one per item */
+	size_t			 n;
+	struct upname_tree	 names;
+};
+
 /* One upstream session: a shared one, a session's, or the catalog probe. */
 struct upinst {
 	struct upsrv		*srv;
 	struct upstream		*u;
 	char			*sid;		/* sharing session: its session */
-	cJSON			*lists[UPSTREAM_LIST_MAX]; /* sid: as served */
+	struct uplist		 lists[UPSTREAM_LIST_MAX]; /* sid: as served */
 	TAILQ_ENTRY(upinst)	 entry;
 	RB_ENTRY(upinst)	 tree;
 };
@@ -82,7 +110,7 @@ struct upsrv {
 	struct upinst		*main;		/* shared, or the probe */
 	struct upinst_tree	 sessions;	/* sharing session */
 	u_int			 nsessions;
-	cJSON			*lists[UPSTREAM_LIST_MAX];	/* as served */
+	struct uplist		 lists[UPSTREAM_LIST_MAX];	/* as served */
 	int			 loaded;
 	unsigned long long	 exits_gone;	/* of instances stopped */
 };
@@ -127,6 +155,7 @@ static struct {
 };
 
 static const struct upstream_hooks upstream_provider_hooks;
+static struct upsrv *upsrv_for_uri(const char *);
 
 /* ---------------------------------------------------------------------
  * Names: the prefix on the way to clients, off on the way back.
@@ -150,19 +179,6 @@ upname_strip(const struct upsrv *srv, const char *name)
 	return (name + n);
 }
 
-static const cJSON *
-uplist_find(const cJSON *list, const char *key, const char *name)
-{
-	const cJSON	*item;
-	const char	*v;
-
-	cJSON_ArrayForEach(item, list) {
-		if ((v = upname_of(item, key)) != NULL && strcmp(v, name) == 0)
-			return (item);
-	}
-	return (NULL);
-}
-
 /* What names an item of a list: a resource its URI, the others a name. */
 static const char *
 uplist_key(enum upstream_list l)
@@ -170,46 +186,112 @@ uplist_key(enum upstream_list l)
 	return (l == UPSTREAM_RESOURCES ? "uri" : "name");
 }
 
+static void
+uplist_clear(struct uplist *ul)
+{
+	cJSON_Delete(ul->json);
+	free(ul->items);
+	free(ul->nodes);
+	memset(ul, 0, sizeof *ul);
+	RB_INIT(&ul->names);
+}
+
+static const cJSON *
+uplist_find(const struct uplist *ul, const char *name)
+{
+	struct upname	 key, *found;
+
+	key.name = name;
+	found = RB_FIND(upname_tree, (struct upname_tree *)&ul->names, &key);
+	return (found != NULL ? found->item : NULL);
+}
+
+/*
+ * Another provider's tools, by name, made once per merge (asking each
+ * provider per name would make the merge quadratic).
+ */
+struct upothers {
+	struct upname_tree	 names;
+	struct upname		*nodes;
+	cJSON			*json;
+};
+
+static void
+upothers_make(struct upothers *o)
+{
+	const cJSON	*t;
+	const char	*name;
+	size_t		 n = 0;
+
+	RB_INIT(&o->names);
+	o->json = provider_other_tools(&provider_upstream);
+	o->nodes = xcalloc((size_t)cJSON_GetArraySize(o->json) + 1,
+	    sizeof *o->nodes);
+	cJSON_ArrayForEach(t, o->json) {
+		if ((name = upname_of(t, "name")) == NULL)
+			continue;
+		o->nodes[n].name = name;
+		o->nodes[n].owner = upname_of(t, "provider");
+		RB_INSERT(upname_tree, &o->names, &o->nodes[n]);
+		n++;
+	}
+}
+
+static void
+upothers_free(struct upothers *o)
+{
+	cJSON_Delete(o->json);
+	free(o->nodes);
+}
+
 /*
  * Another provider, or an earlier upstream, serves a name: the later one
  * does not, and the log says who has it.
  */
 static const char *
-upname_taken(const struct upsrv *srv, enum upstream_list l, const char *name)
+upname_taken(const struct upsrv *srv, enum upstream_list l, const char *name,
+    const struct upothers *others)
 {
 	static char	 owner[256];
-	const char	*other;
+	struct upname	 key, *other;
 	size_t		 i;
 
 	for (i = 0; i < up.nsrvs && up.srvs[i] != srv; i++) {
-		if (uplist_find(up.srvs[i]->lists[l], uplist_key(l),
-		    name) != NULL) {
+		if (uplist_find(&up.srvs[i]->lists[l], name) != NULL) {
 			snprintf(owner, sizeof owner, "upstream %s",
 			    up.srvs[i]->def->name);
 			return (owner);
 		}
 	}
-	if (l == UPSTREAM_TOOLS &&
-	    (other = provider_tool_owner(name, &provider_upstream)) != NULL) {
-		snprintf(owner, sizeof owner, "the %s provider", other);
+	key.name = name;
+	if (l == UPSTREAM_TOOLS && (other = RB_FIND(upname_tree,
+	    (struct upname_tree *)&others->names, &key)) != NULL) {
+		snprintf(owner, sizeof owner, "the %s provider", other->owner);
 		return (owner);
 	}
 	return (NULL);
 }
 
-/* The upstream's list as served: prefixed, collisions left out. */
-static cJSON *
+/* The upstream's list as served, into ul: prefixed, collisions left out. */
+static void
 uplist_served(struct upsrv *srv, enum upstream_list l, const cJSON *from,
-    int quiet)
+    int quiet, const struct upothers *others, struct uplist *ul)
 {
 	static const char *const what[UPSTREAM_LIST_MAX] = {
 		"tool", "prompt", "resource", "resource template"
 	};
 	const cJSON	*item;
-	cJSON		*out = cJSON_CreateArray(), *copy;
+	cJSON		*copy;
 	const char	*name, *owner;
+	struct upname	*node;
 	char		*full;
+	size_t		 max = (size_t)cJSON_GetArraySize(from);
 
+	memset(ul, 0, sizeof *ul);
+	RB_INIT(&ul->names);
+	ul->json = cJSON_CreateArray();
+	ul->items = xcalloc(max + 1, sizeof *ul->items);
+	ul->nodes = xcalloc(max + 1, sizeof *ul->nodes);
 	cJSON_ArrayForEach(item, from) {
 		if ((name = upname_of(item, uplist_key(l))) == NULL)
 			continue;
@@ -217,8 +299,8 @@ uplist_served(struct upsrv *srv, enum upstream_list l, const cJSON *from,
 			full = xstrdup(name);
 		else
 			xasprintf(&full, "%s%s", srv->def->prefix, name);
-		if ((owner = upname_taken(srv, l, full)) != NULL ||
-		    uplist_find(out, uplist_key(l), full) != NULL) {
+		if ((owner = upname_taken(srv, l, full, others)) != NULL ||
+		    uplist_find(ul, full) != NULL) {
 			if (quiet) {
 				free(full);
 				continue;
@@ -235,10 +317,24 @@ uplist_served(struct upsrv *srv, enum upstream_list l, const cJSON *from,
 		if (l != UPSTREAM_RESOURCES)
 			cJSON_ReplaceItemInObjectCaseSensitive(copy,
 			    uplist_key(l), cJSON_CreateString(full));
-		cJSON_AddItemToArray(out, copy);
+		cJSON_AddItemToArray(ul->json, copy);
 		free(full);
+		node = &ul->nodes[ul->n];
+		node->name = upname_of(copy, uplist_key(l));
+		node->item = copy;
+		RB_INSERT(upname_tree, &ul->names, node);
+		ul->items[ul->n++] = copy;
 	}
-	return (out);
+}
+
+/* Whether a list made again is what was served (then nothing changed). */
+static int
+uplist_same(const struct uplist *a, const struct uplist *b)
+{
+	/* Nothing loaded yet is an empty list: no list_changed for it. */
+	if (a->json == NULL || b->json == NULL)
+		return (a->n == 0 && b->n == 0);
+	return (a->n == b->n && cJSON_Compare(a->json, b->json, 1));
 }
 
 /* ---------------------------------------------------------------------
@@ -290,22 +386,25 @@ static void
 upinst_catalog(struct upinst *inst)
 {
 	struct session	*s;
-	cJSON		*served;
-	int		 l, loaded = inst->lists[0] != NULL;
+	struct uplist	 served;
+	struct upothers	 others;
+	int		 l, loaded = inst->lists[0].json != NULL;
 	int		 differ[UPSTREAM_LIST_MAX] = { 0 };
 
+	upothers_make(&others);
 	for (l = 0; l < UPSTREAM_LIST_MAX; l++) {
-		served = uplist_served(inst->srv, l, upstream_catalog(inst->u,
-		    l), 1);
-		if (inst->lists[l] != NULL && cJSON_Compare(served,
-		    inst->lists[l], 1)) {
-			cJSON_Delete(served);
+		uplist_served(inst->srv, l, upstream_catalog(inst->u, l), 1,
+		    &others, &served);
+		if (inst->lists[l].json != NULL &&
+		    uplist_same(&served, &inst->lists[l])) {
+			uplist_clear(&served);
 			continue;
 		}
-		cJSON_Delete(inst->lists[l]);
-		inst->lists[l] = served;
+		uplist_clear(&inst->lists[l]);
+		inst->lists[l] = served;	/* the tree's nodes stay put */
 		differ[l] = 1;
 	}
+	upothers_free(&others);
 	if (loaded && (s = session_find(inst->sid)) != NULL)
 		upsrv_tell(s, differ);
 }
@@ -313,14 +412,16 @@ upinst_catalog(struct upinst *inst)
 /*
  * A catalog arrived: every upstream's lists as served are made again, in
  * conf order (an earlier upstream keeps a name), and clients hear of the
- * kinds of list that changed.
+ * kinds of list that changed. Linear in the size of the catalogs: names
+ * are looked up in trees, other providers' tools listed once.
  */
 static void
 upstream_provider_catalog(struct upstream *u, void *arg)
 {
 	struct upinst	*inst = arg;
 	struct upsrv	*srv;
-	cJSON		*served;
+	struct uplist	 served;
+	struct upothers	 others;
 	size_t		 i;
 	int		 l, differ[UPSTREAM_LIST_MAX] = { 0 };
 
@@ -328,22 +429,24 @@ upstream_provider_catalog(struct upstream *u, void *arg)
 		upinst_catalog(inst);
 		return;
 	}
+	upothers_make(&others);
 	for (i = 0; i < up.nsrvs; i++) {
 		srv = up.srvs[i];
 		if (srv->main == NULL || (srv != inst->srv && !srv->loaded))
 			continue;
 		for (l = 0; l < UPSTREAM_LIST_MAX; l++) {
-			served = uplist_served(srv, l, upstream_catalog(
-			    srv->main->u, l), 0);
-			if (cJSON_Compare(served, srv->lists[l], 1)) {
-				cJSON_Delete(served);
+			uplist_served(srv, l, upstream_catalog(srv->main->u,
+			    l), 0, &others, &served);
+			if (uplist_same(&served, &srv->lists[l])) {
+				uplist_clear(&served);
 				continue;
 			}
-			cJSON_Delete(srv->lists[l]);
+			uplist_clear(&srv->lists[l]);
 			srv->lists[l] = served;
 			differ[l] = 1;
 		}
 	}
+	upothers_free(&others);
 	/* Also the first time: sessions opened before it saw none of it. */
 	upsrv_tell(NULL, differ);
 	inst->srv->loaded = 1;
@@ -357,8 +460,11 @@ static struct upinst *
 upinst_new(struct upsrv *srv, const char *sid)
 {
 	struct upinst	*inst;
+	int		 l;
 
 	inst = xcalloc(1, sizeof *inst);
+	for (l = 0; l < UPSTREAM_LIST_MAX; l++)
+		RB_INIT(&inst->lists[l].names);
 	inst->srv = srv;
 	inst->sid = sid != NULL ? xstrdup(sid) : NULL;
 	TAILQ_INSERT_TAIL(&up.insts, inst, entry);
@@ -391,7 +497,7 @@ upinst_stop(struct upinst *inst, const char *why)
 	inst->srv->exits_gone += upstream_ended(inst->u);
 	upstream_stop(inst->u, why);
 	for (l = 0; l < UPSTREAM_LIST_MAX; l++)
-		cJSON_Delete(inst->lists[l]);
+		uplist_clear(&inst->lists[l]);
 	free(inst->sid);
 	free(inst);
 }
@@ -625,14 +731,14 @@ upinst_of(struct upsrv *srv, struct session *s)
 }
 
 /* What srv serves of list l to session s (NULL: to any). */
-static const cJSON *
+static const struct uplist *
 upsrv_list(struct upsrv *srv, enum upstream_list l, struct session *s)
 {
 	struct upinst	*inst;
 
-	if ((inst = upinst_of(srv, s)) != NULL && inst->lists[l] != NULL)
-		return (inst->lists[l]);
-	return (srv->lists[l]);
+	if ((inst = upinst_of(srv, s)) != NULL && inst->lists[l].json != NULL)
+		return (&inst->lists[l]);
+	return (&srv->lists[l]);
 }
 
 /*
@@ -648,13 +754,23 @@ upsrv_find(enum upstream_list l, const char *name, const char **own,
 
 	for (i = 0; i < up.nsrvs; i++) {
 		srv = up.srvs[i];
-		if (uplist_find(upsrv_list(srv, l, s), uplist_key(l),
-		    name) == NULL)
+		if (uplist_find(upsrv_list(srv, l, s), name) == NULL)
 			continue;
 		*own = l == UPSTREAM_RESOURCES ? name : upname_strip(srv, name);
 		return (srv);
 	}
 	return (NULL);
+}
+
+/* The scope of srv's block in the running configuration (a reload). */
+static const char *
+upsrv_scope(const struct upsrv *srv)
+{
+	const struct conf_upstream	*u;
+
+	if ((u = conf_upstream_find(server.conf, srv->def->name)) == NULL)
+		return (NULL);
+	return (u->scope);
 }
 
 /* ---------------------------------------------------------------------
@@ -675,9 +791,68 @@ upprov_list_for(struct session *s, int l, cJSON *all)
 	size_t		 i;
 
 	for (i = 0; i < up.nsrvs; i++) {
-		cJSON_ArrayForEach(item, upsrv_list(up.srvs[i], l, s))
+		cJSON_ArrayForEach(item, upsrv_list(up.srvs[i], l, s)->json)
 			cJSON_AddItemToArray(all, cJSON_Duplicate(item, 1));
 	}
+}
+
+/*
+ * The items of list l that s sees from position from on, with the scope
+ * each needs, until cb says stop; the number of items (all of them). A
+ * page starts where it starts: no item before it is looked at.
+ */
+static size_t
+upprov_list_walk(struct session *s, int l, size_t from,
+    provider_walk_cb *cb, void *arg)
+{
+	const struct uplist	*ul;
+	const char		*scope;
+	size_t			 i, j, total = 0;
+	int			 stop = cb == NULL;
+
+	for (i = 0; i < up.nsrvs; i++) {
+		ul = upsrv_list(up.srvs[i], l, s);
+		total += ul->n;
+		if (stop || from >= ul->n) {
+			from -= from >= ul->n ? ul->n : from;
+			continue;
+		}
+		scope = upsrv_scope(up.srvs[i]);
+		for (j = from; j < ul->n && !stop; j++)
+			stop = cb(ul->items[j], scope, arg);
+		from = 0;
+	}
+	return (total);
+}
+
+/* The scope of the upstream serving prompt name, or URI uri. */
+static const char *
+upprov_item_scope(int l, const char *name)
+{
+	struct upsrv	*srv;
+	const char	*own;
+
+	const cJSON	*t;
+	size_t		 i;
+
+	srv = NULL;
+	if (l == UPSTREAM_RESOURCES)
+		srv = upsrv_for_uri(name);
+	else if (l == UPSTREAM_TEMPLATES) {
+		/* A completion names a template by its uriTemplate. */
+		for (i = 0; srv == NULL && i < up.nsrvs; i++) {
+			cJSON_ArrayForEach(t, up.srvs[i]->lists[l].json) {
+				if (upname_of(t, "uriTemplate") != NULL &&
+				    strcmp(upname_of(t, "uriTemplate"),
+				    name) == 0) {
+					srv = up.srvs[i];
+					break;
+				}
+			}
+		}
+	} else
+		srv = upsrv_find(l, name, &own, NULL);
+	return (srv != NULL ? upsrv_scope(srv) : NULL);
 }
 
 static int
@@ -695,14 +870,7 @@ upprov_has_tool(const char *name)
 static const char *
 upprov_tool_scope(const char *name)
 {
-	const struct conf_upstream	*u;
-	const char			*own;
-	struct upsrv			*srv;
-
-	if ((srv = upsrv_find(UPSTREAM_TOOLS, name, &own, NULL)) == NULL ||
-	    (u = conf_upstream_find(server.conf, srv->def->name)) == NULL)
-		return (NULL);
-	return (u->scope);
+	return (upprov_item_scope(UPSTREAM_TOOLS, name));
 }
 
 size_t
@@ -780,8 +948,7 @@ upsrv_for_uri(const char *uri)
 
 	for (i = 0; i < up.nsrvs; i++) {
 		srv = up.srvs[i];
-		if (uplist_find(srv->lists[UPSTREAM_RESOURCES], "uri",
-		    uri) != NULL)
+		if (uplist_find(&srv->lists[UPSTREAM_RESOURCES], uri) != NULL)
 			return (srv);
 		if (srv->main != NULL && cJSON_IsObject(
 		    cJSON_GetObjectItemCaseSensitive(upstream_capabilities(
@@ -789,7 +956,7 @@ upsrv_for_uri(const char *uri)
 			nres++;
 			only = srv;
 		}
-		cJSON_ArrayForEach(t, srv->lists[UPSTREAM_TEMPLATES]) {
+		cJSON_ArrayForEach(t, srv->lists[UPSTREAM_TEMPLATES].json) {
 			if ((tmpl = upname_of(t, "uriTemplate")) == NULL)
 				continue;
 			n = uptemplate_stem(tmpl);
@@ -872,7 +1039,7 @@ upprov_complete(struct call *c, const cJSON *ref, const cJSON *arg,
 	    (name = upname_of(ref, "uri")) != NULL) {
 		for (i = 0; srv == NULL && i < up.nsrvs; i++) {
 			cJSON_ArrayForEach(t, up.srvs[i]->lists[
-			    UPSTREAM_TEMPLATES]) {
+			    UPSTREAM_TEMPLATES].json) {
 				if (strcmp(upname_of(t, "uriTemplate") != NULL ?
 				    upname_of(t, "uriTemplate") : "",
 				    name) == 0) {
@@ -1133,7 +1300,7 @@ upsrv_free(struct upsrv *srv, const char *why)
 			upinst_stop(inst, why);
 	}
 	for (l = 0; l < UPSTREAM_LIST_MAX; l++)
-		cJSON_Delete(srv->lists[l]);
+		uplist_clear(&srv->lists[l]);
 	free(srv);
 }
 
@@ -1185,7 +1352,9 @@ updef_equal(const struct conf_upstream *a, const struct conf_upstream *b)
 	    a->max_concurrency == b->max_concurrency &&
 	    a->restart_delay == b->restart_delay &&
 	    a->max_instances == b->max_instances &&
-	    a->max_line == b->max_line);
+	    a->max_line == b->max_line &&
+	    a->idle_timeout == b->idle_timeout &&
+	    a->max_tools == b->max_tools);
 }
 
 /*
@@ -1219,7 +1388,7 @@ upprov_configure(const struct conf *conf)
 			srv = up.srvs[i] = xcalloc(1, sizeof *srv);
 			RB_INIT(&srv->sessions);
 			for (l = 0; l < UPSTREAM_LIST_MAX; l++)
-				srv->lists[l] = cJSON_CreateArray();
+				RB_INIT(&srv->lists[l].names);
 		}
 		up.srvs[i]->def = &conf->upstreams[i];
 	}
@@ -1268,6 +1437,8 @@ const struct provider provider_upstream = {
 	.name = "upstream",
 	.enabled = upprov_enabled,
 	.list_for = upprov_list_for,
+	.list_walk = upprov_list_walk,
+	.item_scope = upprov_item_scope,
 	.tool_scope = upprov_tool_scope,
 	.call_tool = upprov_call_tool,
 	.read_resource = upprov_read_resource,

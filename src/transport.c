@@ -27,6 +27,7 @@
 #include "metrics.h"
 #include "modern.h"
 #include "prometheus.h"
+#include "provider.h"
 #include "reply.h"
 #include "server.h"
 #include "session.h"
@@ -332,42 +333,105 @@ transport_open_stream(struct evhttp_request *req, struct session *s,
 }
 
 /*
- * A tools/call of a tool whose scope the request's token lacks: 403 with
- * the scopes to ask for, before anything starts. 1 if it was refused.
+ * What a request names that may need a scope, and that scope: a tool
+ * (tools/call), a prompt (prompts/get, a ref/prompt completion), a
+ * resource (resources/read and subscribe) or a template (a ref/resource
+ * completion). NULL: nothing scoped.
+ */
+static const char *
+transport_item_scope(const cJSON *msg, const char **what, int *tool,
+    const char **name)
+{
+	const cJSON	*params, *ref;
+	const char	*method, *type;
+
+	method = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(msg,
+	    "method"));
+	params = cJSON_GetObjectItemCaseSensitive(msg, "params");
+	*tool = 0;
+	if (method == NULL)
+		return (NULL);
+	if (strcmp(method, "tools/call") == 0) {
+		*what = "tool";
+		*tool = 1;
+		*name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+		    params, "name"));
+		return (*name != NULL ? auth_tool_scope(*name) : NULL);
+	}
+	if (strcmp(method, "prompts/get") == 0) {
+		*what = "prompt";
+		*name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+		    params, "name"));
+		return (*name != NULL ? provider_item_scope(PROVIDER_PROMPTS,
+		    *name) : NULL);
+	}
+	if (strcmp(method, "resources/read") == 0 ||
+	    strcmp(method, "resources/subscribe") == 0) {
+		*what = "resource";
+		*name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+		    params, "uri"));
+		return (*name != NULL ? provider_item_scope(PROVIDER_RESOURCES,
+		    *name) : NULL);
+	}
+	if (strcmp(method, "completion/complete") == 0) {
+		ref = cJSON_GetObjectItemCaseSensitive(params, "ref");
+		type = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+		    ref, "type"));
+		*what = "prompt";
+		*name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+		    ref, "name"));
+		if (type != NULL && strcmp(type, "ref/prompt") == 0)
+			return (*name != NULL ? provider_item_scope(
+			    PROVIDER_PROMPTS, *name) : NULL);
+		*what = "resource template";
+		*name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+		    ref, "uri"));
+		if (type != NULL && strcmp(type, "ref/resource") == 0)
+			return (*name != NULL ? provider_item_scope(
+			    PROVIDER_TEMPLATES, *name) : NULL);
+	}
+	return (NULL);
+}
+
+/*
+ * A request for a tool, prompt or resource whose scope the request's
+ * token lacks: 403 with the scopes to ask for, before anything starts.
+ * An upstream's scope covers all it serves, not only its tools. 1 if it
+ * was refused.
  */
 static int
 transport_tool_refused(struct evhttp_request *req,
     const struct auth_principal *who, const char *sid, const cJSON *msg)
 {
-	const cJSON		*method, *params, *name;
 	struct auth_result	 r;
-	char			*scopes, *challenge;
+	const char		*scope, *what = NULL, *name = NULL;
+	char			*scopes, *challenge, *text;
+	int			 tool;
 
 	if (!auth_enabled())
 		return (0);
-	method = cJSON_GetObjectItemCaseSensitive(msg, "method");
-	if (!cJSON_IsString(method) ||
-	    strcmp(method->valuestring, "tools/call") != 0)
+	scope = transport_item_scope(msg, &what, &tool, &name);
+	if (scope == NULL || (tool ? auth_tool_allowed(who, name) :
+	    auth_scope_allowed(who, scope)))
 		return (0);
-	params = cJSON_GetObjectItemCaseSensitive(msg, "params");
-	name = cJSON_GetObjectItemCaseSensitive(params, "name");
-	if (!cJSON_IsString(name) ||
-	    auth_tool_allowed(who, name->valuestring))
-		return (0);
-	scopes = auth_tool_scopes_needed(name->valuestring);
+	scopes = tool ? auth_tool_scopes_needed(name) :
+	    auth_scopes_needed(scope);
 	memset(&r, 0, sizeof r);
 	r.status = AUTH_FORBIDDEN;
 	r.scope = scopes;
-	r.description = "the token lacks the scope of this tool";
+	xasprintf(&text, "the token lacks the scope of this %s", what);
+	r.description = text;
 	challenge = auth_challenge(&r);
 	evhttp_add_header(evhttp_request_get_output_headers(req),
 	    "WWW-Authenticate", challenge);
 	log_limited(LOG_LEVEL_INFO, "auth-tool-scope", "session=%s: "
-	    "tools/call refused: the token lacks scope %s", sid != NULL ?
-	    sid : "(stateless)",
-	    auth_tool_scope(name->valuestring));
-	reply_error(req, 403, JSONRPC_SERVER_ERROR,
-	    "Forbidden: insufficient scope for this tool", NULL);
+	    "%s refused: the token lacks scope %s", sid != NULL ?
+	    sid : "(stateless)", cJSON_GetStringValue(
+	    cJSON_GetObjectItemCaseSensitive(msg, "method")), scope);
+	free(text);
+	xasprintf(&text, "Forbidden: insufficient scope for this %s", what);
+	reply_error(req, 403, JSONRPC_SERVER_ERROR, text, NULL);
+	free(text);
 	free(challenge);
 	free(scopes);
 	return (1);
@@ -398,13 +462,14 @@ transport_single(struct evhttp_request *req, struct session *s, cJSON *msg)
 	case JSONRPC_REQUEST:
 		break;
 	}
+	if (transport_tool_refused(req, session_principal(s), session_id(s),
+	    msg))
+		return;
 	if (!dispatch_streams(msg)) {
 		reply_json(req, 200, dispatch_quick(s, msg));
 		return;
 	}
-	if (transport_tool_refused(req, session_principal(s), session_id(s),
-	    msg) ||
-	    !transport_stream_room(req, s))
+	if (!transport_stream_room(req, s))
 		return;
 	transport_open_stream(req, s, msg);
 }

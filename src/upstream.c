@@ -543,7 +543,66 @@ struct upstream_page {
 	int			 generation;
 	int			 seq;
 	int			 pages;
+	size_t			 count;		/* items kept */
+	size_t			 over;		/* past max_tools, left out */
 };
+
+static const char *const upstream_list_items[UPSTREAM_LIST_MAX] = {
+	"tool", "prompt", "resource", "resource template"
+};
+
+/* An item's name for a log line (escaped there), or "". */
+static const char *
+upstream_item_name(enum upstream_list l, const cJSON *item)
+{
+	const char	*name = cJSON_GetStringValue(
+			    cJSON_GetObjectItemCaseSensitive(item,
+			    l == UPSTREAM_RESOURCES ? "uri" : "name"));
+
+	return (name != NULL ? name : "");
+}
+
+/*
+ * Why an item of a list cannot be served, or NULL. Its name (a resource's
+ * URI) must be a string of at least one character without control
+ * characters: a name goes into log lines, clients' menus and, prefixed,
+ * back to the upstream, and one with a newline or an escape sequence
+ * forges what it is shown in. MCP asks tool names for [A-Za-z0-9_.-]
+ * (SHOULD); more is accepted, control characters never. A string that
+ * held a NUL (\u0000) cannot be passed on whole anywhere in the item.
+ */
+static const char *
+upstream_item_refused(enum upstream_list l, const cJSON *item)
+{
+	const char	*key = l == UPSTREAM_RESOURCES ? "uri" : "name";
+	const char	*name = cJSON_GetStringValue(
+			    cJSON_GetObjectItemCaseSensitive(item, key));
+	const unsigned char *p;
+
+	if (name == NULL || *name == '\0')
+		return (l == UPSTREAM_RESOURCES ? "no uri" : "no name");
+	if (jsonrpc_has_nul(item))
+		return ("a string holds a NUL (\\u0000)");
+	for (p = (const unsigned char *)name; *p != '\0'; p++) {
+		/* C0, DEL, and C1 (U+0080 to U+009F, 0xc2 0x80-0x9f). */
+		if (*p < 0x20 || *p == 0x7f ||
+		    (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f))
+			return ("its name holds a control character");
+	}
+	return (NULL);
+}
+
+/* Whether the list's items past max_tools were left out: one line. */
+static void
+upstream_page_over(struct upstream *u, const struct upstream_page *pg)
+{
+	if (pg->over == 0)
+		return;
+	log_limited(LOG_LEVEL_WARN, "upstream-max-tools", "upstream=%s "
+	    "session=%s: %zu %ss past max_tools (%lld) not served",
+	    u->name, upstream_sid(u), pg->over, upstream_list_items[pg->l],
+	    u->def->max_tools);
+}
 
 /* READY at last: the callers' requests that waited for it go out. */
 static void
@@ -588,6 +647,7 @@ upstream_page_cb(const cJSON *result, const cJSON *error, void *arg)
 	struct upstream_page	*pg = arg;
 	struct upstream		*u = pg->u;
 	const cJSON		*items, *next, *item;
+	const char		*why;
 	cJSON			*params;
 
 	if (pg->generation != u->generation || pg->seq != u->list_seq[pg->l] ||
@@ -601,6 +661,7 @@ upstream_page_cb(const cJSON *result, const cJSON *error, void *arg)
 		    "session=%s: %s failed: %s", u->name, upstream_sid(u),
 		    upstream_list_methods[pg->l], cJSON_GetStringValue(
 		    cJSON_GetObjectItemCaseSensitive(error, "message")));
+		upstream_page_over(u, pg);
 		upstream_list_done(u, pg->l);
 		free(pg);
 		return;
@@ -608,9 +669,23 @@ upstream_page_cb(const cJSON *result, const cJSON *error, void *arg)
 	items = cJSON_GetObjectItemCaseSensitive(result,
 	    upstream_list_keys[pg->l]);
 	cJSON_ArrayForEach(item, items) {
-		if (cJSON_IsObject(item))
-			cJSON_AddItemToArray(u->loading[pg->l],
-			    cJSON_Duplicate(item, 1));
+		if (!cJSON_IsObject(item))
+			continue;
+		if ((why = upstream_item_refused(pg->l, item)) != NULL) {
+			/* The log escapes what the name holds. */
+			log_limited(LOG_LEVEL_WARN, "upstream-item", "upstream="
+			    "%s session=%s: %s \"%s\" not served: %s", u->name,
+			    upstream_sid(u), upstream_list_items[pg->l],
+			    upstream_item_name(pg->l, item), why);
+			continue;
+		}
+		if (pg->count >= (size_t)u->def->max_tools) {
+			pg->over++;
+			continue;
+		}
+		pg->count++;
+		cJSON_AddItemToArray(u->loading[pg->l], cJSON_Duplicate(item,
+		    1));
 	}
 	next = cJSON_GetObjectItemCaseSensitive(result, "nextCursor");
 	if (cJSON_IsString(next) && ++pg->pages < UPSTREAM_LIST_PAGES) {
@@ -621,6 +696,7 @@ upstream_page_cb(const cJSON *result, const cJSON *error, void *arg)
 		    pg));
 		return;
 	}
+	upstream_page_over(u, pg);
 	upstream_list_done(u, pg->l);
 	free(pg);
 }
@@ -826,6 +902,60 @@ upstream_server_request(struct upstream *u, const cJSON *msg,
 	upstream_answer(u, id, NULL, error);
 }
 
+/*
+ * An answer whose result holds a NUL (\u0000) cannot be passed on, and
+ * jsonrpc_classify refuses it whole: ignored, its request would wait for
+ * its timeout, and a list request failing so fails the handshake, again
+ * at each restart. So the result is mended first: a list keeps the items
+ * without a NUL (upstream_item_refused logs the others), and any other
+ * answer becomes an error saying why.
+ */
+static void
+upstream_response_nul(struct upstream *u, cJSON *msg)
+{
+	const cJSON		*id;
+	cJSON			*result, *items, *item, *next, *error;
+	struct upstream_req	*r = NULL;
+	uint64_t		 n;
+	int			 l;
+
+	id = cJSON_GetObjectItemCaseSensitive(msg, "id");
+	result = cJSON_GetObjectItemCaseSensitive(msg, "result");
+	if (cJSON_HasObjectItem(msg, "method") || !jsonrpc_has_nul(result))
+		return;
+	if (jsonrpc_whole_number(id, 9007199254740992.0, &n) == 0)
+		r = upstream_req_find(u, (int64_t)n);
+	for (l = 0; r != NULL && r->internal && l < UPSTREAM_LIST_MAX; l++) {
+		if (strcmp(r->method, upstream_list_methods[l]) != 0)
+			continue;
+		items = cJSON_GetObjectItemCaseSensitive(result,
+		    upstream_list_keys[l]);
+		for (item = items != NULL ? items->child : NULL; item != NULL;
+		    item = next) {
+			next = item->next;
+			if (!jsonrpc_has_nul(item))
+				continue;
+			log_limited(LOG_LEVEL_WARN, "upstream-item", "upstream="
+			    "%s session=%s: %s \"%s\" not served: a string "
+			    "holds a NUL (\\u0000)", u->name, upstream_sid(u),
+			    upstream_list_items[l], upstream_item_name(l,
+			    item));
+			cJSON_Delete(cJSON_DetachItemViaPointer(items, item));
+		}
+	}
+	if (!jsonrpc_has_nul(result))
+		return;
+	log_limited(LOG_LEVEL_WARN, "upstream-garbage", "upstream=%s "
+	    "session=%s: an answer holds a NUL (\\u0000) in a string; "
+	    "answered as an error", u->name, upstream_sid(u));
+	error = cJSON_CreateObject();
+	cJSON_AddNumberToObject(error, "code", JSONRPC_INTERNAL_ERROR);
+	cJSON_AddStringToObject(error, "message", "the upstream's answer "
+	    "holds a NUL (\\u0000) in a string, which mcpd cannot pass on");
+	cJSON_DeleteItemFromObjectCaseSensitive(msg, "result");
+	cJSON_AddItemToObject(msg, "error", error);
+}
+
 /* A message of the server; related: our request it came with, or 0. */
 static void
 upstream_message(struct upstream *u, const char *line, size_t len,
@@ -847,6 +977,7 @@ upstream_message(struct upstream *u, const char *line, size_t len,
 		cJSON_Delete(msg);
 		return;
 	}
+	upstream_response_nul(u, msg);
 	switch (jsonrpc_classify(msg, &cause)) {
 	case JSONRPC_RESPONSE:
 		upstream_response(u, msg);
@@ -1118,7 +1249,8 @@ upstream_spawn(struct upstream *u)
 
 	if (u->def->url != NULL) {
 		u->http = upstream_http_open(u->def->url, u->name,
-		    (size_t)u->def->max_line, &upstream_http_cbs, u);
+		    (size_t)u->def->max_line, (int)u->def->idle_timeout * 1000,
+		    &upstream_http_cbs, u);
 		u->started_ms = clock_now_ms();
 		u->pid = 0;
 		upstream_set_state(u, UPSTREAM_STARTING);

@@ -16,7 +16,13 @@
  *
  * The GET stream (upstream_http_listen) carries what the server sends
  * outside requests; 405 means it has none. It is opened again when it
- * ends, with Last-Event-ID when it had ids, after UPHTTP_RELISTEN_MS.
+ * ends, with Last-Event-ID when it had ids, after UPHTTP_RELISTEN_MS; one
+ * on which nothing arrives for idle_timeout (a half-open connection looks
+ * like a quiet server) is ended and opened again the same way.
+ *
+ * Every response is read through http_client's bounds: one piece (a
+ * chunk, a Content-Length body) of at most max_message, refused unread
+ * when announced larger, so a server cannot make mcpd hold more.
  */
 #include <sys/queue.h>
 
@@ -220,6 +226,7 @@ struct upstream_http {
 	char			*url;
 	char			*name;
 	size_t			 max;
+	int			 idle_ms;	/* of the GET stream */
 	char			*session;	/* Mcp-Session-Id */
 	char			*version;
 	int			 closed;
@@ -441,6 +448,10 @@ uhpost_done_cb(struct http_client *hc, void *arg)
 			uhpost_free(p);
 			return;
 		}
+		if (err != NULL)
+			log_limited(LOG_LEVEL_INFO, "upstream-http", "upstream="
+			    "%s: the GET stream ended (%s); opening it again",
+			    h->name, err);
 		uhpost_free(p);
 		evtimer_add(h->relisten, &tv);
 		return;
@@ -542,6 +553,9 @@ uhpost_start(struct uhpost *p, const char *body, size_t len,
 	r.body = body;
 	r.bodylen = len;
 	r.timeout_ms = p->id == UPHTTP_DELETE ? 5000 : 0;
+	/* A piece larger than a message would be is refused unread. */
+	r.max_chunk = h->max;
+	r.idle_ms = p->id == UPHTTP_LISTEN ? h->idle_ms : 0;
 	r.chunk = uhpost_chunk_cb;
 	r.done = uhpost_done_cb;
 	r.arg = p;
@@ -576,7 +590,7 @@ uhpost_new(struct upstream_http *h, int64_t id)
 
 struct upstream_http *
 upstream_http_open(const char *url, const char *name, size_t max,
-    const struct upstream_http_cbs *cbs, void *arg)
+    int idle_ms, const struct upstream_http_cbs *cbs, void *arg)
 {
 	struct upstream_http	*h;
 
@@ -584,6 +598,7 @@ upstream_http_open(const char *url, const char *name, size_t max,
 	h->url = xstrdup(url);
 	h->name = xstrdup(name);
 	h->max = max;
+	h->idle_ms = idle_ms;
 	h->cbs = cbs;
 	h->arg = arg;
 	TAILQ_INIT(&h->posts);

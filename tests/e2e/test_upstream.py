@@ -846,3 +846,145 @@ def test_upstream_session_request_outside_calls_to_standalone(h):
     t = text_of(d.call(sid, "roots_at_start", {})[0])
     expect(json.loads(t) == {"roots": [{"uri": "file:///late"}]}, t)
     g.close()
+
+
+# --------------------------------------------------------------------------
+# Large catalogs (max_tools), names that are not names, scope on everything
+
+
+def _all_tools(d, sid):
+    """Every tool through tools/list's pages, and the cursors seen."""
+    names, cursors, cursor = [], [], None
+    while True:
+        id = d.new_id()
+        r = d.post(sid, rpc("tools/list", {} if cursor is None
+                            else {"cursor": cursor}, id), timeout=30)
+        res = r.rpc(id)["result"]
+        names += [t["name"] for t in res["tools"]]
+        cursor = res.get("nextCursor")
+        if cursor is None:
+            return names, cursors
+        expect(cursor not in cursors, f"cursor {cursor} handed out twice")
+        cursors.append(cursor)
+
+
+def test_upstream_large_catalog_merged_without_stalling(h):
+    # 30,000 tools: the loop stays responsive while the catalog is merged
+    # (a ping sent as the last page arrives is answered), and tools/list
+    # pages through every tool once.
+    n = 30000
+    d = h.start(extra_lines=upstream("big", "max_tools 40000",
+                                     args=("--many", str(n))))
+    sid = d.initialize()
+    while not any("upstream=big" in ln and "ready," in ln for ln in
+                  d.stderr_text().splitlines()):
+        r = d.post(sid, rpc("ping", None, 1), timeout=10)
+        expect(r.status == 200, f"ping while loading: HTTP {r.status}")
+    r = d.post(sid, rpc("ping", None, 2), timeout=10)
+    expect(r.status == 200, f"ping after loading: HTTP {r.status}")
+    wait_for(lambda: "many29999" in _all_tools(d, sid)[0],
+             "the whole catalog listed", timeout=60)
+    names, cursors = _all_tools(d, sid)
+    many = [x for x in names if x.startswith("many")]
+    expect(len(many) == n and len(set(many)) == n,
+           f"{len(many)} many* tools, {len(set(many))} distinct")
+    expect(len(names) == len(set(names)), "a tool listed twice")
+    expect(all(int(c) % 100 == 0 for c in cursors), f"cursors {cursors[:5]}")
+
+
+def test_upstream_max_tools(h):
+    d = h.start(extra_lines=upstream("big", "max_tools 50",
+                                     args=("--many", "100")))
+    sid = d.initialize()
+    line = d.wait_log(lambda t: "upstream=big" in t and "max_tools" in t,
+                      timeout=10, what="max_tools line")
+    names = wait_for(lambda: [x for x in tool_names(d, sid)
+                              if x not in ("echo", "stream", "notify")],
+                     "the upstream's tools")
+    # 18 tools of upstream_fake.py, then many00000...: the first 50 kept
+    # (echo among them, not served: the built-in one has the name).
+    expect(len(names) == 49 and "many00031" in names and
+           "many00032" not in names, f"{len(names)} tools: {names[-3:]}")
+    expect("68 tools past max_tools (50) not served" in line, line)
+
+
+def test_upstream_bad_tool_names_refused_rest_served(h):
+    # CR/LF, an escape sequence, a NUL and an empty name: those tools are
+    # refused with a log line (escaped: no forged line), the others are
+    # served, and the upstream is ready once, not restarted over and over.
+    d, sid = start_ready(h, upstream("odd", args=("--bad-names",)))
+    names = tool_names(d, sid)
+    expect("echo" in names and not any(x.startswith(("evil", "esc", "nul"))
+                                       or x == "" for x in names),
+           f"{names}")
+    d.wait_log(lambda t: 'tool "evil\\r\\n2026-01-01T00:00:00.000Z error '
+               'forged line" not served' in t, what="CR/LF refused, escaped")
+    d.wait_log(lambda t: 'tool "esc\\x1b[31mred" not served' in t,
+               what="escape refused, escaped")
+    d.wait_log(lambda t: 'tool "nul' in t and "NUL" in t, what="NUL refused")
+    msg, _ = d.call(sid, "echo", {"text": "still"})
+    expect(text_of(msg) == "still", f"{msg!r}")
+    err = d.stderr_text()
+    expect(not any(ln.startswith("2026-01-01T00:00:00.000Z error forged")
+                   for ln in err.splitlines()), "a forged log line")
+    expect("\x1b" not in err, "an escape sequence reached the log")
+    expect(err.count("upstream=odd") and "timed out" not in err and
+           err.count("ready,") == 1, "the upstream restarted")
+
+
+def test_upstream_scope_covers_resources_and_prompts(h):
+    # An upstream's scope protects what it serves: its resources, templates
+    # and prompts are listed only with the scope, and reading or getting
+    # them without it is 403 insufficient_scope, as for its tools; on the
+    # session path and the stateless (2026-07-28) path.
+    import test_auth as ta
+    import test_modern
+    d = ta.start(h, scopes="mcp", extra=upstream("fake", "prefix up_",
+                                                 "scope upstream"))
+    full, plain = ta.token(scope="mcp upstream"), ta.token(scope="mcp")
+    sid = ta.session(d, full)
+    wait_for(lambda: "up_echo" in ta.tools_names(d, sid, full), "listed")
+
+    def listed(tok, method, key, session=sid):
+        id = d.new_id()
+        params = {}
+        headers = ta.bearer(tok)
+        if session is None:
+            params["_meta"] = test_modern._meta()
+            headers.update(test_modern._headers(method, params))
+        r = d.post(session, rpc(method, params, id), headers)
+        expect(r.status == 200, f"{method}: HTTP {r.status}")
+        return r.rpc(id)["result"][key]
+
+    def asked(tok, method, params, session=sid):
+        headers = ta.bearer(tok)
+        if session is None:
+            params = dict(params, _meta=test_modern._meta())
+            headers.update(test_modern._headers(method, params))
+        return d.post(session, rpc(method, params, d.new_id()), headers)
+
+    for path in (sid, None):
+        what = "stateless" if path is None else "session"
+        for method, key in (("resources/list", "resources"),
+                            ("resources/templates/list",
+                             "resourceTemplates"),
+                            ("prompts/list", "prompts")):
+            expect(listed(full, method, key, path),
+                   f"{what} {method} empty with the scope")
+            got = listed(plain, method, key, path)
+            expect(got == [], f"{what} {method} without the scope: {got}")
+        for method, params in (
+                ("resources/read", {"uri": "fake://hello"}),
+                ("resources/read", {"uri": "fake://item/7"}),
+                ("prompts/get", {"name": "up_greet"}),
+                ("completion/complete", {
+                    "ref": {"type": "ref/prompt", "name": "up_greet"},
+                    "argument": {"name": "who", "value": "x"}})):
+            ta.assert_403(asked(plain, method, params, path),
+                          "mcp upstream", f"{what} {method} without it")
+            r = asked(full, method, params, path)
+            expect(r.status == 200, f"{what} {method} with the scope: "
+                   f"HTTP {r.status}")
+    ta.assert_403(asked(plain, "resources/subscribe",
+                        {"uri": "fake://hello"}), "mcp upstream",
+                  "resources/subscribe without it")

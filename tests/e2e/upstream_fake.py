@@ -6,7 +6,9 @@ answering, server-to-client requests) so every failure path of mcpd's
 upstream code can be tested without npm.
 
 Options (argv): --tools-prefix P names every tool P+name (a second upstream
-with colliding names); --no-resources; --pidfile PATH appends its pid.
+with colliding names); --no-resources; --pidfile PATH appends its pid;
+--many N adds tools many00000... (N of them, in pages of 1000); --bad-names
+adds tools whose names hold CR/LF, an escape sequence, a NUL, or nothing.
 """
 
 import json
@@ -25,6 +27,13 @@ ARGS = sys.argv[1:] if __name__ == "__main__" else []
 PREFIX = ARGS[ARGS.index("--tools-prefix") + 1] if "--tools-prefix" in ARGS \
     else ""
 RESOURCES = "--no-resources" not in ARGS
+MANY = int(ARGS[ARGS.index("--many") + 1]) if "--many" in ARGS else 0
+BAD_NAMES = [
+    "evil\r\n2026-01-01T00:00:00.000Z error forged line",
+    "esc\x1b[31mred",
+    "nul\x00x",
+    "",
+]
 def answered(msg):
     """A response of the client to one of our requests."""
     with PENDING_LOCK:
@@ -146,6 +155,9 @@ def tool_list():
     if STATE["extra_tool"]:
         tools.append({"name": PREFIX + "extra", "inputSchema":
                       {"type": "object"}})
+    if "--bad-names" in ARGS:
+        tools += [{"name": n, "inputSchema": {"type": "object"}}
+                  for n in BAD_NAMES]
     return tools
 
 
@@ -251,6 +263,16 @@ def handle(msg):
             "protocolVersion"), "capabilities": caps,
             "serverInfo": {"name": "fake", "version": "1"}})
     if method == "tools/list":
+        if MANY:
+            start = int(params.get("cursor") or 0)
+            tools = tool_list() if start == 0 else []
+            tools += [{"name": f"many{i:05d}", "inputSchema":
+                       {"type": "object"}}
+                      for i in range(start, min(start + 1000, MANY))]
+            res = {"tools": tools}
+            if start + 1000 < MANY:
+                res["nextCursor"] = str(start + 1000)
+            return result(id, res)
         return result(id, {"tools": tool_list()})
     if method == "tools/call":
         return call_tool(id, params.get("name", ""),

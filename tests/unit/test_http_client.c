@@ -3,19 +3,23 @@
  * (127.0.0.1, port 0): a response with its status, headers and body; a
  * POST's headers and body; the body bound; the timeout; a refused
  * connection; a streaming response handed over by chunks and aborted from
- * the chunk callback; cancel; shutdown. In every case done runs exactly
+ * the chunk callback; cancel; shutdown; a raw peer announcing a chunk or
+ * a Content-Length past the bound, or a line that never ends; the idle
+ * bound. In every case done runs exactly
  * once, never inside http_client_start or http_client_cancel.
  */
 #include <sys/socket.h>
 
 #include <netinet/in.h>
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
@@ -89,6 +93,8 @@ setup(void)
 	struct sockaddr_in		 sin;
 	socklen_t			 len = sizeof sin;
 
+	/* The raw peer writes on after the client has gone. */
+	signal(SIGPIPE, SIG_IGN);
 	base = event_base_new();
 	http = evhttp_new(base);
 	evhttp_set_gencb(http, server_cb, NULL);
@@ -240,7 +246,7 @@ START_TEST(test_body_bound)
 	start("GET", "/big", &o, &r);
 	wait_done(&o);
 	ck_assert_int_eq(o.status, 0);
-	ck_assert_str_eq(o.error, "response body too large");
+	ck_assert_ptr_nonnull(strstr(o.error, "larger than 1000 bytes"));
 
 	memset(&o, 0, sizeof o);
 	r.max_body = 10000;
@@ -371,6 +377,163 @@ START_TEST(test_shutdown)
 }
 END_TEST
 
+/*
+ * A raw peer for what no evhttp server says: on each connection, the
+ * request is ignored and `raw` is written, then `fill` bytes of `fillc`.
+ */
+static int		 raw_port;
+static const char	*raw_head;
+static size_t		 raw_fill;
+static char		 raw_fillc;
+static struct bufferevent *raw_bev;
+
+static void
+raw_accept_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct evbuffer	*out;
+	char		*fill;
+	int		 c;
+
+	if ((c = accept(fd, NULL, NULL)) == -1)
+		return;
+	evutil_make_socket_nonblocking(c);
+	raw_bev = bufferevent_socket_new(base, c, BEV_OPT_CLOSE_ON_FREE);
+	out = bufferevent_get_output(raw_bev);
+	evbuffer_add(out, raw_head, strlen(raw_head));
+	fill = xmalloc(raw_fill);
+	memset(fill, raw_fillc, raw_fill);
+	evbuffer_add(out, fill, raw_fill);
+	free(fill);
+	bufferevent_enable(raw_bev, EV_WRITE);
+}
+
+static struct event *
+raw_listen(const char *head, size_t fill, char fillc)
+{
+	struct sockaddr_in	 sin;
+	socklen_t		 len = sizeof sin;
+	int			 fd;
+
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	memset(&sin, 0, sizeof sin);
+	sin.sin_family = AF_INET;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sin, sizeof sin), 0);
+	ck_assert_int_eq(listen(fd, 4), 0);
+	getsockname(fd, (struct sockaddr *)&sin, &len);
+	raw_port = ntohs(sin.sin_port);
+	raw_head = head;
+	raw_fill = fill;
+	raw_fillc = fillc;
+	raw_bev = NULL;
+	return (event_new(base, fd, EV_READ | EV_PERSIST, raw_accept_cb,
+	    NULL));
+}
+
+static void
+raw_close(struct event *ev)
+{
+	close(event_get_fd(ev));
+	event_free(ev);
+	if (raw_bev != NULL)
+		bufferevent_free(raw_bev);
+}
+
+/*
+ * A chunk announced far past the bound is refused when announced: what
+ * the peer sends of it is never gathered (it would be 8 MiB here).
+ */
+START_TEST(test_chunk_announced_too_large)
+{
+	struct outcome			 o = { 0 };
+	struct http_client_request	 r;
+	struct event			*ev;
+	int				 saved = port;
+
+	ev = raw_listen("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"
+	    "\r\n25800000\r\n", 8 * 1024 * 1024, 'x');
+	event_add(ev, NULL);
+	memset(&r, 0, sizeof r);
+	r.chunk = chunk_cb;
+	r.max_chunk = 64 * 1024;
+	port = raw_port;
+	start("GET", "/", &o, &r);
+	port = saved;
+	wait_done(&o);
+	ck_assert_int_eq(o.chunks, 0);
+	ck_assert_ptr_nonnull(strstr(o.error, "larger than 131072 bytes"));
+	raw_close(ev);
+}
+END_TEST
+
+/* So is a Content-Length past max_body, before its body is read. */
+START_TEST(test_length_announced_too_large)
+{
+	struct outcome			 o = { 0 };
+	struct http_client_request	 r;
+	struct event			*ev;
+	int				 saved = port;
+
+	ev = raw_listen("HTTP/1.1 200 OK\r\nContent-Length: 629145600\r\n"
+	    "\r\n", 1024 * 1024, 'x');
+	event_add(ev, NULL);
+	memset(&r, 0, sizeof r);
+	r.max_body = 64 * 1024;
+	port = raw_port;
+	start("GET", "/", &o, &r);
+	port = saved;
+	wait_done(&o);
+	ck_assert_int_eq(o.status, 0);
+	ck_assert_ptr_nonnull(strstr(o.error, "larger than 65536 bytes"));
+	raw_close(ev);
+}
+END_TEST
+
+/*
+ * A chunk's size line that never ends stops at the read watermark (the
+ * connection holds no more than the window) and ends with the timeout,
+ * saying what it was.
+ */
+START_TEST(test_endless_line_held_at_the_window)
+{
+	struct outcome			 o = { 0 };
+	struct http_client_request	 r;
+	struct event			*ev;
+	int				 saved = port;
+
+	ev = raw_listen("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"
+	    "\r\n", 4 * 1024 * 1024, 'f');
+	event_add(ev, NULL);
+	memset(&r, 0, sizeof r);
+	r.chunk = chunk_cb;
+	r.max_chunk = 64 * 1024;
+	r.timeout_ms = 1000;
+	port = raw_port;
+	start("GET", "/", &o, &r);
+	port = saved;
+	wait_done(&o);
+	ck_assert_int_eq(o.chunks, 0);
+	ck_assert_str_eq(o.error, "a response line longer than 131072 bytes");
+	raw_close(ev);
+}
+END_TEST
+
+/* Bytes reset the idle timer; none for idle_ms end the request. */
+START_TEST(test_idle)
+{
+	struct outcome			 o = { 0 };
+	struct http_client_request	 r;
+
+	memset(&r, 0, sizeof r);
+	r.chunk = chunk_cb;
+	r.idle_ms = 200;
+	start("GET", "/stream", &o, &r);
+	wait_done(&o);
+	ck_assert_int_ge(o.chunks, 1);	/* the three events, then nothing */
+	ck_assert_str_eq(o.error, "idle: nothing received for 200 ms");
+}
+END_TEST
+
 static Suite *
 http_client_suite(void)
 {
@@ -388,6 +551,10 @@ http_client_suite(void)
 	tcase_add_test(tc, test_chunks);
 	tcase_add_test(tc, test_cancel);
 	tcase_add_test(tc, test_shutdown);
+	tcase_add_test(tc, test_chunk_announced_too_large);
+	tcase_add_test(tc, test_length_announced_too_large);
+	tcase_add_test(tc, test_endless_line_held_at_the_window);
+	tcase_add_test(tc, test_idle);
 	suite_add_tcase(s, tc);
 	return (s);
 }

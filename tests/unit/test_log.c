@@ -202,6 +202,27 @@ read_file(const char *path)
 	return (buf);
 }
 
+START_TEST(test_text_lines_escape_control_characters)
+{
+	char	 dir[] = "/tmp/mcpd-test-logt.XXXXXX", path[256], *cause;
+	char	*text;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/text.log", dir);
+	ck_assert_int_eq(log_open(path, 0, &cause), 0);
+	/* A name from a peer that would forge a second line and recolour. */
+	log_write(LOG_LEVEL_WARN, "tool \"%s\" refused", "x\r\n2026-01-01 "
+	    "error forged\x1b[31m\t\x7f c1\xc2\x9b utf8 \xc3\xa9 bad \xff");
+	ck_assert_int_eq(log_open(NULL, 0, &cause), 0);
+	text = read_file(path);
+	/* One line: the only newline is the one ending it. */
+	ck_assert_ptr_eq(strchr(text, '\n'), text + strlen(text) - 1);
+	ck_assert_ptr_nonnull(strstr(text, " warn tool \"x\\r\\n2026-01-01 "
+	    "error forged\\x1b[31m\\t\\x7f c1\\u009b utf8 \xc3\xa9 bad "
+	    "\\xff\" refused\n"));
+}
+END_TEST
+
 START_TEST(test_json_lines_are_json_whatever_the_message)
 {
 	char	 dir[] = "/tmp/mcpd-test-logj.XXXXXX", path[256], *cause;
@@ -295,6 +316,7 @@ log_suite(void)
 	tcase_add_test(tc, test_many_causes_stay_bounded);
 	tcase_add_test(tc, test_log_limited_checks_the_level_first);
 	tcase_add_test(tc, test_json_lines_are_json_whatever_the_message);
+	tcase_add_test(tc, test_text_lines_escape_control_characters);
 	tcase_add_test(tc, test_reopen_follows_the_path_after_rotation);
 	suite_add_tcase(s, tc);
 	return (s);
