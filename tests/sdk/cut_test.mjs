@@ -5,22 +5,24 @@
  * `stream` tool (n events, interval_ms 1, with a progressToken) through a
  * TCP proxy that cuts the connection carrying the response once the
  * client-bound bytes have carried CUT progress notifications: it forwards
- * half of that chunk (a torn event) and resets both sides. What mcpd
- * wrote and the client did not get is lost, while the producer, under
- * `block`, runs on as far as its window lets it until the SDK resumes
- * (after the server's retry: delay) with GET + Last-Event-ID. Retention
- * must still hold every event after the client's last id: the one resume
- * is a 200 (not a 410 "trimmed"), each progress arrives exactly once and
- * in order, the ids form one unbroken K-N sequence and the call completes.
+ * the chunk in hand up to the middle of its last event's data (a torn
+ * event) and resets both sides. What mcpd wrote and the client did not
+ * get is lost, while the producer, under `block`, runs on as far as its
+ * window lets it until the SDK resumes (after the server's retry: delay)
+ * with GET + Last-Event-ID. Retention must still hold every event after
+ * the client's last id: the one resume is a 200 (not a 410 "trimmed"),
+ * each progress arrives exactly once and in order, the ids form one
+ * unbroken K-N sequence and the call completes.
  *
  *   node tests/sdk/cut_test.mjs http://127.0.0.1:PORT/mcp LABEL N CUT...
  *
  * LABEL names the daemon's conf in the check lines ("memory stream_maxlen
  * 32"), N is the stream call's n, and each CUT is one call, cut after that
- * many progress notifications. The events are paced so that the proxy,
- * which shares this process with the client, reads them about one per
- * chunk and holds no more than one when it cuts: what it holds is what
- * mcpd cannot see, and the window leaves room for up to a window of it.
+ * many progress notifications. The events are paced (the proxy reads
+ * them about one per chunk) and the proxy forwards all of the chunk but
+ * the torn event, so that what it read and did not forward, which mcpd
+ * cannot see, stays within the window of room retention keeps for it
+ * even when this busy process reads late.
  * run.sh runs this against daemons with stream_maxlen 32, 64 and the
  * default, on the memory log and (under scripts/with-redis) on Redis.
  *
@@ -83,9 +85,10 @@ function recordingFetch(log) {
 /*
  * A TCP proxy that forwards bytes both ways and cuts once: a connection is
  * armed when the client sends a tools/call of `stream` on it; once the
- * bytes back have carried `cut` progress notifications, half of the chunk
- * in hand is forwarded and both sockets are reset. Like any proxy it has
- * read (and so acknowledged) what it did not forward.
+ * bytes back have carried `cut` progress notifications, the chunk in hand
+ * is forwarded up to the middle of its last data line and both sockets
+ * are reset. Like any proxy it has read (and so acknowledged) what it did
+ * not forward.
  */
 function startProxy(host, port, cut) {
 	const state = { cuts: 0, server: null, port: 0 };
@@ -127,8 +130,11 @@ function startProxy(host, port, cut) {
 				if (seen >= cut) {
 					cutting = true;
 					state.cuts++;
-					const half = buf.subarray(0, Math.max(1, buf.length >> 1));
-					client.write(half, () => {
+					const at = buf.lastIndexOf('data:');
+					const torn = buf.subarray(0, at < 0 ?
+					    Math.max(1, buf.length >> 1) :
+					    at + ((buf.length - at) >> 1));
+					client.write(torn, () => {
 						client.resetAndDestroy();
 						upstream.resetAndDestroy();
 					});
