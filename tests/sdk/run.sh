@@ -179,7 +179,8 @@ stop_mcpd
 # stream_maxlen 32 and 64 (the window half of it) and, cut once, with the
 # default retention. The client reconnects after sse_retry_ms (500): time
 # enough for a producer that ran a window past what was written to have
-# the client's next event trimmed.
+# the client's next event trimmed. drain_delay 0: nothing to drain, so
+# each daemon exits at once on SIGTERM.
 logs=memory
 if [ -n "${MCPD_TEST_REDIS_URL:-}" ]; then
 	logs="memory $MCPD_TEST_REDIS_URL"
@@ -194,6 +195,7 @@ eventlog $log
 builtin_tools on
 backpressure_request block
 sse_retry_ms 500
+drain_delay 0
 EOF
 		cuts="5 80 150"
 		if [ "$maxlen" = default ]; then
