@@ -104,8 +104,9 @@ e2e: mcpd
 e2e-redis: mcpd
 	sh scripts/with-redis $(PYTHON) tests/e2e/run.py --mcpd ./mcpd
 
+# The SDK clients; the cut-and-resume test (cut_test.mjs) also on Redis.
 sdk-test: mcpd
-	sh tests/sdk/run.sh ./mcpd
+	sh scripts/with-redis sh tests/sdk/run.sh ./mcpd
 
 # Issue 15: upstream MCP servers (server-everything, server-filesystem from
 # npm) through mcpd, driven by the official SDK client; tests/upstream/.

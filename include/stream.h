@@ -91,8 +91,8 @@ struct stream_hooks {
 	void		(*abort)(void *, const char *);
 	/* Polling: end once entry n is shown; -1 if it cannot. */
 	int		(*close_after)(void *, uint64_t);
-	/* The next entry the client is owed. */
-	uint64_t	(*owed)(void *);
+	/* The last entry the client is known to have received. */
+	uint64_t	(*received)(void *);
 };
 
 /* Sole: only this process writes the stream; the shared log's echo of

@@ -663,9 +663,12 @@ static const struct conf_entry conf_entries[] = {
 	CONF_NUMBER("stream_window", CONF_INTEGER, stream_window, 1, 1000000,
 	    "256", "Events a stream may hold that its client has not "
 	    "received yet, those on their way to the log included, before "
-	    "its producers are paused (block policy). At most stream_maxlen, "
-	    "so retention keeps them all; when unset it follows a smaller "
-	    "stream_maxlen."),
+	    "its producers are paused (block policy). An event counts as "
+	    "received once the client's side of the connection acknowledged "
+	    "it; what a proxy acknowledged and did not forward is lost at a "
+	    "cut, so the window may be at most half of stream_maxlen, "
+	    "leaving as much again in flight. Unset: half of stream_maxlen, "
+	    "at most 256."),
 	CONF_NUMBER("stream_ttl", CONF_SECONDS, stream_ttl, 1, 604800, "300",
 	    "How long a finished stream stays resumable."),
 
@@ -2617,27 +2620,56 @@ conf_check_tools(struct conf *conf, const char *file, char **cause)
 	return (0);
 }
 
+/*
+ * The block window against retention (DESIGN.md, invariant 5: written is
+ * not received). A producer runs at most stream_window entries past what
+ * its client's connection acknowledged (view.c). What a proxy or the
+ * client's own socket acknowledged and did not hand on is invisible here
+ * and lost at a cut, and the client resumes from before it: retention must
+ * keep that too. So the window is at most half of stream_maxlen, and the
+ * other half is room for as much again in flight (an intermediary holding
+ * up to a window of events at the cut). Unset, the window is the table's
+ * default (256), or half of stream_maxlen when that is less. A
+ * stream_maxlen below 2 leaves no room for a window of one.
+ *
+ * file and maxlen_line name where stream_maxlen was set; running says the
+ * stream_maxlen is the running one (a reload keeps it).
+ */
+static int
+conf_check_window(struct conf *conf, const char *file, int maxlen_line,
+    int running, char **cause)
+{
+	long long	most = conf->stream_maxlen / 2;
+
+	if (conf->stream_window_line == 0 && conf->stream_window > most)
+		conf->stream_window = most;
+	if (most < 1) {
+		xasprintf(cause, "%s:%d: stream_maxlen (%lld) leaves no room "
+		    "for events in flight: stream_window may be at most half "
+		    "of it and is at least 1, so stream_maxlen must be at "
+		    "least 2", file, maxlen_line, conf->stream_maxlen);
+		return (-1);
+	}
+	if (conf->stream_window > most) {
+		xasprintf(cause, "%s:%d: stream_window (%lld) leaves too "
+		    "little room for events in flight: it may be at most half "
+		    "of %sstream_maxlen (%lld), %lld", file,
+		    conf->stream_window_line, conf->stream_window,
+		    running ? "the running " : "", conf->stream_maxlen, most);
+		return (-1);
+	}
+	return (0);
+}
+
 /* Checks that involve more than one directive, once all are read. */
 static int
 conf_check(struct conf *conf, struct conf_scope *cs, const char *file,
     char **cause)
 {
-	int	line;
-
-	/*
-	 * An unset window follows a small stream_maxlen down: the default
-	 * must not turn a valid retention setting into an error.
-	 */
-	if (conf->stream_window > conf->stream_maxlen &&
-	    conf_scope_line(cs, "stream_window") == 0)
-		conf->stream_window = conf->stream_maxlen;
-	if (conf->stream_window > conf->stream_maxlen) {
-		line = conf_scope_line(cs, "stream_window");
-		xasprintf(cause, "%s:%d: stream_window (%lld) must not be "
-		    "larger than stream_maxlen (%lld)", file, line,
-		    conf->stream_window, conf->stream_maxlen);
+	conf->stream_window_line = conf_scope_line(cs, "stream_window");
+	if (conf_check_window(conf, file, conf_scope_line(cs,
+	    "stream_maxlen"), 0, cause) != 0)
 		return (-1);
-	}
 	return (conf_check_tools(conf, file, cause));
 }
 
@@ -2814,13 +2846,8 @@ conf_keep_restart_only(struct conf *new, const struct conf *old,
 #undef CONF_KEEP_NUM
 #undef CONF_KEEP
 
-	if (new->stream_window > new->stream_maxlen) {
-		xasprintf(cause, "%s: stream_window (%lld) is larger than the "
-		    "running stream_maxlen (%lld)", new->path,
-		    new->stream_window, new->stream_maxlen);
-		return (-1);
-	}
-	return (0);
+	/* An unset window is at most half of the stream_maxlen kept. */
+	return (conf_check_window(new, new->path, 0, 1, cause));
 }
 
 struct conf *

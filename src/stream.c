@@ -8,11 +8,16 @@
  *
  * Backpressure is decided here, once for every producer: under the block
  * policy an append goes to the log only while the entries sent and not yet
- * written to a view are fewer than stream_window; the others wait in the
- * stream's queue, in append order, until a view catches up. Whatever a
+ * delivered are fewer than stream_window; the others wait in the stream's
+ * queue, in append order, until a view's client catches up. Whatever a
  * producer pipelines and however many producers share the stream, the log
- * never holds more undelivered entries than the window, and the window is
- * at most stream_maxlen, so retention never trims what nobody received.
+ * never holds more undelivered entries than the window. Delivered means
+ * received, not written (DESIGN.md, invariant 5): a view reports an entry
+ * once its client named it in Last-Event-ID or its connection's peer
+ * acknowledged every byte of it (view.c), and a cut loses only what an
+ * intermediary acknowledged and did not forward. For that the window is at
+ * most half of stream_maxlen (conf.c): retention keeps the window and as
+ * much again in flight, so a cut never trims what its client did not get.
  * A producer also hears "committed" only while the window has room, so one
  * that waits for its callbacks pauses instead of filling the queue.
  *
@@ -80,7 +85,7 @@ struct stream {
 	cJSON			*ids;		/* request ids owed a response */
 	int			 blocks;	/* policy block: wait for room */
 	uint64_t		 window;
-	uint64_t		 delivered;	/* last entry written to a view */
+	uint64_t		 delivered;	/* last entry a client received */
 	/*
 	 * Appends not sent to the log yet, in order: waiting for room (block
 	 * policy), or behind a resync. Several processes append to a
@@ -352,7 +357,7 @@ stream_ended(const struct stream *st)
  * The queue and the window.
  */
 
-/* Entries sent to the log that no view has written yet. */
+/* Entries sent to the log that no view's client received yet. */
 static uint64_t
 stream_backlog(const struct stream *st)
 {
@@ -370,7 +375,7 @@ stream_has_room(const struct stream *st)
 
 /*
  * Whether a producer may hear that its entry was committed: the entries
- * committed and not written to a view are fewer than the window.
+ * committed and not delivered are fewer than the window.
  */
 static int
 stream_may_tell(const struct stream *st)
@@ -640,8 +645,8 @@ stream_release_paused(struct stream *st)
 }
 
 /*
- * A view has written entries up to seq to its connection: paused producers
- * hear back, then what waits in the queue goes (behind what they append).
+ * A view's client received entries up to seq: paused producers hear back,
+ * then what waits in the queue goes (behind what they append).
  * A producer may close the stream from its callback: it is freed on a
  * later turn at the earliest.
  */
@@ -915,12 +920,25 @@ stream_discard(struct stream *st)
 }
 
 /*
+ * The most entries the log may hold past what the client received while
+ * retention still keeps them all and a window in flight besides.
+ */
+static uint64_t
+stream_lead(uint64_t window)
+{
+	uint64_t	maxlen = (uint64_t)server.conf->stream_maxlen;
+
+	return (maxlen > window ? maxlen - window : 0);
+}
+
+/*
  * The process lets go of a stream that stays open in a shared log (its
  * session is released: shutdown, or idle here): another process carries
  * it on. What is queued (a call's interrupted response, say) goes to the
  * log past the window, as far as retention still keeps every entry its
- * client has not received; the rest is logged and dropped, and whichever
- * process shows the stream next answers its calls once their lease lapses.
+ * client has not received and a window in flight; the rest is logged and
+ * dropped, and whichever process shows the stream next answers its calls
+ * once their lease lapses.
  */
 void
 stream_release(struct stream *st)
@@ -934,7 +952,7 @@ stream_release(struct stream *st)
 	maxlen = (uint64_t)server.conf->stream_maxlen;
 	while (!st->broken && !st->resync &&
 	    (op = TAILQ_FIRST(&st->queue)) != NULL &&
-	    stream_backlog(st) < maxlen) {
+	    stream_backlog(st) < stream_lead(st->window)) {
 		stream_unqueue(st, op);
 		stream_submit(st, op, op->data, op->len);
 	}
@@ -1046,10 +1064,10 @@ stream_unwatch(struct stream_watcher *w)
 }
 
 /*
- * The watcher wrote entries up to seq to its client. When another process
+ * The watcher's client received entries up to seq. When another process
  * writes the stream (a request stream without an object here; every
  * process may write the standalone one) and waits for its client under
- * block, it is told.
+ * block, it is told: delivered means the same to it as here.
  */
 void
 stream_watcher_delivered(struct stream_watcher *w, uint64_t seq)
@@ -1147,7 +1165,8 @@ stream_policy_blocks(struct session *s, uint64_t k)
  * Delivery progress from views of other processes (progress.h).
  */
 
-/* A view elsewhere wrote entries up to seq of stream K to its client. */
+/* A view elsewhere reported its client received entries up to seq of
+ * stream K. */
 void
 stream_progress(struct session *s, uint64_t k, uint64_t seq)
 {
@@ -1276,22 +1295,22 @@ stream_settle(struct stream *st)
 }
 
 /*
- * Whether count more entries after head leave every entry the watcher has
- * not written yet in retention. They wait (for its client to read) while
- * they would not; more than retention holds at all wait until it has read
- * everything.
+ * Whether count more entries after head leave every entry the watcher's
+ * client has not received in retention, with a window in flight besides.
+ * They wait (for its client to read) while they would not; more than that
+ * wait until it has received everything.
  */
 static int
 stream_orphan_fits(struct stream_watcher *w, uint64_t head, uint64_t count)
 {
-	uint64_t	 maxlen = (uint64_t)server.conf->stream_maxlen;
-	uint64_t	 owed;
+	uint64_t	 received;
 
 	if (w == NULL)
 		return (0);
-	if ((owed = w->hooks->owed(w->arg)) > head)
+	if ((received = w->hooks->received(w->arg)) >= head)
 		return (1);
-	return (head + 1 - owed + count <= maxlen);
+	return (head - received + count <=
+	    stream_lead((uint64_t)server.conf->stream_window));
 }
 
 static void

@@ -11,9 +11,28 @@
  * write timeouts that would kill idle streams, and has no output limit;
  * each of those is handled here, where the code meets it (view_open and
  * the keep-alive timer, view_peer_closed_cb, the high watermark).
+ *
+ * Written is not received (DESIGN.md, invariant 5). An entry written to
+ * the connection may still sit in its output buffer or in the kernel's
+ * send queue, and a cut loses it; under the block policy the stream's
+ * producers run stream_window entries past what the view reports, so the
+ * view reports an entry only once its client can be assumed to have it:
+ * the client named it in Last-Event-ID, or every byte up to the entry's
+ * end has left the output buffer and been acknowledged by the peer
+ * (SIOCOUTQ counts what the kernel has not sent or not seen acknowledged).
+ * Each write of entries leaves a mark (its last entry, where it ends in
+ * the bytes this view queued); the marks are checked when the output
+ * drains and then on a timer that backs off while nothing is
+ * acknowledged. What a proxy acknowledged and has not forwarded nobody can
+ * see: the window leaves room for it (conf.c, conf_check_window).
  */
+#include <sys/ioctl.h>
 #include <sys/queue.h>
 #include <sys/socket.h>
+
+#ifdef __linux__
+#include <linux/sockios.h>
+#endif
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -48,6 +67,21 @@
 #define VIEW_BATCH		64
 /* Bytes a client may send on a streaming connection before it is cut. */
 #define VIEW_MAX_INPUT		(64 * 1024)
+/*
+ * Writes of entries not yet acknowledged that a view tells apart; past
+ * this the newest mark grows to cover the next write (its entries are
+ * reported a little later, never earlier).
+ */
+#define VIEW_MARKS		32
+/* The acknowledgement check backs off from 1 ms to 200 ms while it waits. */
+#define VIEW_ACK_MIN_MS		1
+#define VIEW_ACK_MAX_MS		200
+
+/* A write of entries up to seq, ending at byte end of what the view sent. */
+struct view_mark {
+	uint64_t		 seq;
+	uint64_t		 end;
+};
 
 enum view_state {
 	VIEW_VALIDATING,	/* resume cursor being checked, no reply yet */
@@ -78,12 +112,22 @@ struct view {
 	uint64_t		 committed;	/* last local commit seen */
 	int			 sole;		/* only this process writes */
 	struct evbuffer		*taken;		/* commits taken this turn */
+	uint64_t		 taken_upto;	/* last entry in taken */
 	int			 blocks;	/* policy block, else close */
 	int64_t			 close_after;	/* polling: end after it; -1 */
 	int			 open;		/* the log says more will come */
 	struct event		*grace_ev;	/* close: over-watermark timer */
 	uint64_t		 last_write_ms;
 	uint64_t		 last_drain_ms;	/* output last seen empty */
+	/* What the client received (see the top of this file). */
+	uint64_t		 sent;		/* bytes queued on the connection */
+	struct view_mark	 marks[VIEW_MARKS];	/* a ring, oldest first */
+	unsigned int		 mark_first;
+	unsigned int		 nmarks;
+	uint64_t		 marked;	/* last entry marked */
+	uint64_t		 received;	/* last entry reported received */
+	struct event		*ack_ev;	/* checks the marks again */
+	uint64_t		 ack_ms;	/* its current period */
 	/* The access log's line, written when the response ends. */
 	int			 access;	/* a line is owed */
 	uint64_t		 access_start;
@@ -108,6 +152,7 @@ static struct event	*view_taken_ev;
 static void	view_pump(struct view *);
 static void	view_flush(struct view *);
 static void	view_grace_cb(evutil_socket_t, short, void *);
+static void	view_ack_cb(evutil_socket_t, short, void *);
 static void	view_slow_disconnect(struct view *);
 
 /* What the view's stream calls (stream.h); arg is the view. */
@@ -117,7 +162,7 @@ static void	view_lost(void *, uint64_t);
 static void	view_close(void *, const char *);
 static void	view_abort(void *, const char *);
 static int	view_close_after(void *, uint64_t);
-static uint64_t	view_owed(void *);
+static uint64_t	view_received(void *);
 
 static const struct stream_hooks view_hooks = {
 	view_committed,
@@ -126,7 +171,7 @@ static const struct stream_hooks view_hooks = {
 	view_close,
 	view_abort,
 	view_close_after,
-	view_owed
+	view_received
 };
 
 static void
@@ -154,6 +199,8 @@ view_new(struct evhttp_request *req, struct session *s, uint64_t k)
 	    "2025-11-25");
 	v->blocks = stream_policy_blocks(s, k);
 	v->grace_ev = evtimer_new(server.base, view_grace_cb, v);
+	v->ack_ev = evtimer_new(server.base, view_ack_cb, v);
+	v->ack_ms = VIEW_ACK_MIN_MS;
 	session_ref(s);
 	TAILQ_INSERT_TAIL(&view_all, v, entry);
 	view_n++;
@@ -168,6 +215,7 @@ view_free_cb(evutil_socket_t fd, short events, void *arg)
 	if (v->taken != NULL)
 		evbuffer_free(v->taken);
 	event_free(v->grace_ev);
+	event_free(v->ack_ev);
 	session_unref(v->session);
 	free(v->access_path);
 	free(v);
@@ -196,6 +244,7 @@ view_detach(struct view *v)
 		evbuffer_drain(v->taken, evbuffer_get_length(v->taken));
 	}
 	evtimer_del(v->grace_ev);
+	evtimer_del(v->ack_ev);
 	if (v->watch != NULL) {
 		stream_unwatch(v->watch);
 		v->watch = NULL;
@@ -245,6 +294,113 @@ view_congested(struct view *v)
 	    (size_t)server.conf->sse_high_watermark);
 }
 
+/*
+ * Bytes of the connection that may not have reached the peer: still in
+ * the output buffer, or in the kernel's send queue (not sent, or sent and
+ * not acknowledged). Without SIOCOUTQ (not Linux) the kernel's share
+ * cannot be seen and counts as received.
+ */
+static size_t
+view_unacked(struct view *v)
+{
+	struct bufferevent	*bev;
+	int			 queued = 0;
+
+	bev = evhttp_connection_get_bufferevent(v->evcon);
+#ifdef SIOCOUTQ
+	if (ioctl(bufferevent_getfd(bev), SIOCOUTQ, &queued) != 0 ||
+	    queued < 0)
+		queued = 0;	/* no socket: the connection is going */
+#endif
+	return (evbuffer_get_length(bufferevent_get_output(bev)) +
+	    (size_t)queued);
+}
+
+/*
+ * The client has entries up to seq: the stream hears it (paused producers
+ * go on; with a shared log, a writer elsewhere is told).
+ */
+static void
+view_tell_received(struct view *v, uint64_t seq)
+{
+	if (seq <= v->received)
+		return;
+	v->received = seq;
+	if (v->watch != NULL)
+		stream_watcher_delivered(v->watch, seq);
+}
+
+static void
+view_ack_arm(struct view *v)
+{
+	struct timeval	tv = { (time_t)(v->ack_ms / 1000),
+			    (suseconds_t)(v->ack_ms % 1000) * 1000 };
+
+	evtimer_add(v->ack_ev, &tv);
+}
+
+/*
+ * Reports the writes whose every byte the peer acknowledged. While some
+ * wait, the check comes again: soon after progress, then less and less
+ * often (a client that does not read costs a check per VIEW_ACK_MAX_MS).
+ */
+static void
+view_ack_check(struct view *v)
+{
+	struct view_mark	*m;
+	uint64_t		 acked, unacked, seq = v->received;
+
+	if (v->state != VIEW_STREAMING || v->nmarks == 0)
+		return;
+	unacked = view_unacked(v);
+	acked = v->sent > unacked ? v->sent - unacked : 0;
+	while (v->nmarks > 0 &&
+	    (m = &v->marks[v->mark_first])->end <= acked) {
+		seq = m->seq;
+		v->mark_first = (v->mark_first + 1) % VIEW_MARKS;
+		v->nmarks--;
+	}
+	if (v->nmarks > 0) {
+		if (seq > v->received)
+			v->ack_ms = VIEW_ACK_MIN_MS;
+		else if ((v->ack_ms *= 2) > VIEW_ACK_MAX_MS)
+			v->ack_ms = VIEW_ACK_MAX_MS;
+		view_ack_arm(v);
+	}
+	view_tell_received(v, seq);
+}
+
+static void
+view_ack_cb(evutil_socket_t fd, short events, void *arg)
+{
+	view_ack_check(arg);
+}
+
+/*
+ * Entries up to upto end at the last byte sent: a mark. Past VIEW_MARKS
+ * unacknowledged writes, the newest mark moves on instead.
+ */
+static void
+view_mark(struct view *v, uint64_t upto)
+{
+	struct view_mark	*m;
+	unsigned int		 i;
+
+	if (upto <= v->marked)
+		return;
+	v->marked = upto;
+	if (v->nmarks < VIEW_MARKS)
+		v->nmarks++;
+	i = (v->mark_first + v->nmarks - 1) % VIEW_MARKS;
+	m = &v->marks[i];
+	m->seq = upto;
+	m->end = v->sent;
+	if (!evtimer_pending(v->ack_ev, NULL)) {
+		v->ack_ms = VIEW_ACK_MIN_MS;
+		view_ack_arm(v);
+	}
+}
+
 static void
 view_drained_cb(struct evhttp_connection *evcon, void *arg)
 {
@@ -252,6 +408,7 @@ view_drained_cb(struct evhttp_connection *evcon, void *arg)
 
 	v->last_drain_ms = clock_now_ms();
 	evtimer_del(v->grace_ev);
+	view_ack_check(v);
 	view_pump(v);
 }
 
@@ -265,34 +422,38 @@ view_grace_arm(struct view *v, uint64_t ms)
 }
 
 /*
- * Writes a chunk. The drain callback fires when the connection's output is
- * empty again: that is when a view refills. Under the close policy a view
- * left over the watermark starts its grace period.
+ * Writes a chunk holding entries up to upto (0: none). The drain callback
+ * fires when the connection's output is empty again: that is when a view
+ * refills. Under the close policy a view left over the watermark starts
+ * its grace period. evhttp only queues the chunk (the loop writes it), so
+ * what the output grew by is this chunk with its framing: the view counts
+ * it to know where its entries end.
  */
 static void
-view_send(struct view *v, struct evbuffer *buf)
+view_send(struct view *v, struct evbuffer *buf, uint64_t upto)
 {
+	struct evbuffer	*out;
+	size_t		 was, now;
+
+	out = bufferevent_get_output(evhttp_connection_get_bufferevent(
+	    v->evcon));
+	was = evbuffer_get_length(out);
 	v->access_bytes += evbuffer_get_length(buf);
 	evhttp_send_reply_chunk_with_cb(v->req, buf, view_drained_cb, v);
+	now = evbuffer_get_length(out);
+	v->sent += now > was ? now - was : 0;
+	view_mark(v, upto);
 	v->last_write_ms = clock_now_ms();
 	if (!v->blocks && view_output_len(v) > 0 &&
 	    !evtimer_pending(v->grace_ev, NULL))
 		view_grace_arm(v, (uint64_t)server.conf->slow_consumer_grace_ms);
 }
 
-/* Tells the stream what reached the connection: paused producers go on. */
 static void
-view_delivered(struct view *v)
-{
-	if (v->watch != NULL && v->next > 0)
-		stream_watcher_delivered(v->watch, v->next - 1);
-}
-
-static void
-view_write(struct view *v, struct evbuffer *buf)
+view_write(struct view *v, struct evbuffer *buf, uint64_t upto)
 {
 	view_flush(v);
-	view_send(v, buf);
+	view_send(v, buf, upto);
 }
 
 /* Writes the entries taken from commits, ahead of anything else. */
@@ -302,8 +463,7 @@ view_flush(struct view *v)
 	if (v->taken == NULL || evbuffer_get_length(v->taken) == 0)
 		return;
 	TAILQ_REMOVE(&view_takenq, v, tentry);
-	view_send(v, v->taken);
-	view_delivered(v);
+	view_send(v, v->taken, v->taken_upto);
 }
 
 static void
@@ -373,6 +533,12 @@ view_start(struct view *v)
 	view_set_state(v, VIEW_STREAMING);
 	v->watch = stream_watch(v->session, v->k, v->sole, &view_hooks, v);
 	v->last_write_ms = v->last_drain_ms = clock_now_ms();
+	/*
+	 * A resumed client has what its Last-Event-ID names; a new view
+	 * starts after the head, and owes nothing before it.
+	 */
+	v->marked = v->next > 0 ? v->next - 1 : 0;
+	view_tell_received(v, v->marked);
 }
 
 /* Formats the entries the view owes, in order; returns how many. */
@@ -420,10 +586,9 @@ view_write_entries(struct view *v, const struct eventlog_entry *entries,
 	done = view_format_entries(v, buf, entries, n);
 	if (evbuffer_get_length(buf) > 0) {
 		metrics.events_written += done;
-		view_write(v, buf);
+		view_write(v, buf, v->next - 1);
 	}
 	evbuffer_free(buf);
-	view_delivered(v);
 }
 
 /*
@@ -585,7 +750,7 @@ view_read_cb(enum eventlog_status status, const struct eventlog_entry *entries,
 		if (v->primes) {
 			buf = evbuffer_new();
 			sse_retry(buf, server.conf->sse_retry_ms);
-			view_write(v, buf);
+			view_write(v, buf, 0);
 			evbuffer_free(buf);
 		}
 	}
@@ -659,7 +824,7 @@ view_open(struct evhttp_request *req, struct session *s, uint64_t k,
 		buf = evbuffer_new();
 		cursor_format(id, sizeof id, k, (uint64_t)prime);
 		sse_event(buf, id, NULL, "", 0, server.conf->sse_retry_ms);
-		view_write(v, buf);
+		view_write(v, buf, 0);
 		evbuffer_free(buf);
 	}
 	/* A sole writer's stream tells its view of every later commit. */
@@ -710,6 +875,8 @@ view_take(struct view *v, const struct eventlog_entry *e)
 		    view_taken_cb, NULL);
 	was = evbuffer_get_length(v->taken);
 	metrics.events_written += view_format_entries(v, v->taken, e, 1);
+	if (evbuffer_get_length(v->taken) > was)
+		v->taken_upto = v->next - 1;
 	if (was == 0 && evbuffer_get_length(v->taken) > 0) {
 		TAILQ_INSERT_TAIL(&view_takenq, v, tentry);
 		event_active(view_taken_ev, EV_TIMEOUT, 0);
@@ -804,13 +971,13 @@ view_lost(void *arg, uint64_t head)
 		view_wakeup(v, head);
 }
 
-/* The next entry this view owes its client. */
+/* The last entry this view's client is known to have received. */
 static uint64_t
-view_owed(void *arg)
+view_received(void *arg)
 {
 	struct view	*v = arg;
 
-	return (v->next);
+	return (v->received);
 }
 
 /*
@@ -869,7 +1036,7 @@ view_cron(void)
 			continue;
 		buf = evbuffer_new();
 		sse_comment(buf, "keepalive");
-		view_write(v, buf);
+		view_write(v, buf, 0);
 		evbuffer_free(buf);
 	}
 	metrics.bytes_queued = queued;

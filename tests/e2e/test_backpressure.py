@@ -450,8 +450,14 @@ test_close_policy_client_away_too_long_gets_410_trimmed.timeout = 20
 
 # Memory: a client that never reads and never comes back costs the daemon
 # its watermark (plus what retention keeps), not the data sent to it.
+# Under block the producer runs a window past what the client's side
+# acknowledged (issue 22): the default window of 256 such events (1 MB)
+# fits in the kernel's send buffer on loopback and never reaches mcpd's
+# own output buffer, so these tests take a window of 600 (2.4 MB) to run
+# into the watermark.
 
 MEM_BOUND_KIB = 8 * 1024        # N * SIZE = 8 MB of data
+MEM_WINDOW = 600
 
 
 def _check_growth(h, d, label, before, after):
@@ -493,7 +499,7 @@ def _bytes_queued_ok(d):
 
 def test_never_reading_request_client_memory_bounded_block(h):
     d = h.start(backpressure_request="block", sse_high_watermark=WATERMARK,
-                stream_maxlen=100000)
+                stream_maxlen=100000, stream_window=MEM_WINDOW)
     sid = d.initialize(LATEST)
     _warm_up(d, sid)
     base = d.metric("events_committed")
@@ -513,7 +519,8 @@ test_never_reading_request_client_memory_bounded_block.timeout = 20
 
 def test_never_reading_standalone_client_memory_bounded_block(h):
     d = h.start(backpressure_standalone="block",
-                sse_high_watermark=WATERMARK, stream_maxlen=100000)
+                sse_high_watermark=WATERMARK, stream_maxlen=100000,
+                stream_window=MEM_WINDOW)
     sid = d.initialize(LATEST)
     _warm_up(d, sid)
     _never_reader_get(d, sid)
@@ -685,3 +692,46 @@ def test_block_batch_of_more_calls_than_maxlen(h):
 
 
 test_block_batch_of_more_calls_than_maxlen.timeout = 30
+
+
+# --------------------------------------------------------------------------
+# Written is not received (issue 22, invariant 5). A reader with a 4 KB
+# receive window stops reading: what mcpd wrote for it sits unacknowledged
+# in mcpd's output buffer and kernel send queue. The reader takes three
+# more messages and its connection is cut (RST): the rest of what was
+# written is lost, and the client resumes from the last message it
+# processed. The producer may have run only a window (half of retention)
+# past what the client's side acknowledged, so every message after the
+# cursor is still retained: 200, not 410 "trimmed". Counting what was
+# written, the producer ran a window past the output buffer and the send
+# queue besides, and their messages were trimmed.
+
+def test_cut_with_unacknowledged_events_resumes(h):
+    maxlen, n, size = 32, 200, 2000
+    d = h.start(backpressure_request="block", stream_maxlen=maxlen,
+                sse_high_watermark=WATERMARK)
+    sid = d.initialize(LATEST)
+    id = d.new_id()
+    r = d.open("POST", sid, tool_call("stream", {"n": n, "size": size}, id,
+                                      "cut"), rcvbuf=4096)
+    expect(r.status == 200 and r.is_sse, f"stream -> HTTP {r.status}")
+    d.wait_metric("producers_paused", lambda v: v > 0, 5,
+                  "the stream call paused by a reader that reads nothing")
+    got = r.next_messages(3, what="the stream before the cut")
+    r.cut()
+    cursor = got[-1].id
+    g = d.get_sse(sid, cursor)
+    expect(g.status == 200, f"resume from {cursor} after a cut with "
+           f"unacknowledged events (stream_maxlen {maxlen}) -> HTTP "
+           f"{g.status} {g.body[:300] if not g.is_sse else ''!r}")
+    rest = message_events(g.events_until_close(DEADLINE))
+    check_ids(got + rest, 1, what="stream resumed after the cut")
+    msgs = [e.json for e in got + rest]
+    prog = [m["params"]["progress"] for m in msgs if is_progress(m)]
+    expect(prog == list(range(1, n + 1)), f"progress across the cut: "
+           f"{len(prog)} of {n}, in order: {prog == sorted(set(prog))}")
+    expect(result_text(msgs[-1]) == f"done {n}", f"{msgs[-1]!r}"[:300])
+    d.assert_alive(sid)
+
+
+test_cut_with_unacknowledged_events_resumes.timeout = 20

@@ -2,7 +2,10 @@
 # Run the official MCP TypeScript SDK clients against a real mcpd: the v1
 # SDK on sessions (client_test.mjs), the v2 client on the stateless
 # 2026-07-28 path (client_v2_test.mjs), and the v2 client with the tasks
-# extension package (client_v2_tasks_test.mjs).
+# extension package (client_v2_tasks_test.mjs). Then the v1 SDK's
+# cut-and-resume with events in flight (cut_test.mjs) against a daemon per
+# retention, on the memory log and, when MCPD_TEST_REDIS_URL is set
+# (scripts/with-redis), on Redis.
 #
 #   sh tests/sdk/run.sh MCPD_BINARY
 #
@@ -10,7 +13,7 @@
 # read from its "listening on 127.0.0.1:PORT" log line), runs the scripts
 # against it, stops it with SIGTERM and exits with the test's status.  The
 # last line is "N passed, N failed" (the client's checks plus this script's
-# own: daemon started, daemon stopped cleanly).
+# own: each daemon started, each daemon stopped cleanly).
 set -eu
 
 if [ $# -ne 1 ]; then
@@ -69,6 +72,63 @@ show_log() {
 	tail -n 40 "$tmp/mcpd.log" | sed 's/^/# /'
 }
 
+# Starts the daemon on $tmp/mcpd.conf; sets pid and port. Returns 1 (with
+# the log shown) when it did not say where it listens within 30 s.
+start_mcpd() {
+	"$bin" -c "$tmp/mcpd.conf" 2>"$tmp/mcpd.log" &
+	pid=$!
+	port=
+	i=0
+	while [ $i -lt 300 ]; do
+		port=$(sed -n \
+		    's/.*listening on 127\.0\.0\.1:\([0-9][0-9]*\).*/\1/p' \
+		    "$tmp/mcpd.log" | head -n 1)
+		[ -n "$port" ] && break
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+		i=$((i + 1))
+	done
+	if [ -z "$port" ]; then
+		fail "mcpd started and logged 'listening on 127.0.0.1:PORT'"
+		show_log
+		return 1
+	fi
+	ok "mcpd started, listening on 127.0.0.1:$port"
+}
+
+# Stops the daemon: SIGTERM, then at most 5 s for it to exit. Shows its
+# log when anything failed so far.
+stop_mcpd() {
+	kill -TERM "$pid" 2>/dev/null || true
+	i=0
+	while kill -0 "$pid" 2>/dev/null && [ $i -lt 50 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	if kill -0 "$pid" 2>/dev/null; then
+		fail "mcpd exits within 5 s of SIGTERM"
+		kill -KILL "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+		status=1
+	else
+		rc=0
+		wait "$pid" || rc=$?
+		# 0: clean exit; 143: killed by the SIGTERM itself (no
+		# handler yet).
+		if [ "$rc" -eq 0 ] || [ "$rc" -eq 143 ]; then
+			ok "mcpd stopped on SIGTERM (exit $rc)"
+		else
+			fail "mcpd stopped on SIGTERM (exit $rc)"
+			status=1
+		fi
+	fi
+	pid=
+	if [ "$status" -ne 0 ]; then
+		show_log
+		[ "$failed" -gt 0 ] || failed=1
+	fi
+}
+
 cat >"$tmp/mcpd.conf" <<EOF
 # written by tests/sdk/run.sh
 listen 127.0.0.1:0
@@ -82,36 +142,22 @@ slow_consumer_grace_ms 300
 stream_maxlen 100000
 EOF
 
-"$bin" -c "$tmp/mcpd.conf" 2>"$tmp/mcpd.log" &
-pid=$!
-
-# Wait (at most 30 s) for the daemon to say where it listens.
-port=
-i=0
-while [ $i -lt 300 ]; do
-	port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9][0-9]*\).*/\1/p' \
-	    "$tmp/mcpd.log" | head -n 1)
-	[ -n "$port" ] && break
-	kill -0 "$pid" 2>/dev/null || break
-	sleep 0.1
-	i=$((i + 1))
-done
-if [ -z "$port" ]; then
-	fail "mcpd started and logged 'listening on 127.0.0.1:PORT'"
-	show_log
+status=0
+if ! start_mcpd; then
 	echo "$passed passed, $failed failed"
 	exit 1
 fi
-ok "mcpd started, listening on 127.0.0.1:$port"
 
-status=0
-# One test file: its output, and its "NAME: N passed, N failed" summary
-# added to the counts (tee hides node's status from a plain sh pipeline).
+# One test file (its arguments follow the URL): its output, and its
+# "NAME: N passed, N failed" summary added to the counts (tee hides node's
+# status from a plain sh pipeline).
 run_client() {
-	node "$dir/$1.mjs" "http://127.0.0.1:$port/mcp" | tee "$tmp/$1.out" ||
-	    status=$?
-	counts=$(sed -n "s/^$1: \\([0-9]*\\) passed, \\([0-9]*\\) failed\$/\\1 \\2/p" \
-	    "$tmp/$1.out" | tail -n 1)
+	name=$1
+	shift
+	node "$dir/$name.mjs" "http://127.0.0.1:$port/mcp" "$@" |
+	    tee "$tmp/$name.out" || status=$?
+	counts=$(sed -n "s/^$name: \([0-9]*\) passed, \([0-9]*\) failed\$/\1 \2/p" \
+	    "$tmp/$name.out" | tail -n 1)
 	if [ -n "$counts" ]; then
 		passed=$((passed + ${counts% *}))
 		failed=$((failed + ${counts#* }))
@@ -119,42 +165,51 @@ run_client() {
 			status=1
 		fi
 	else
-		fail "$1.mjs printed its summary"
+		fail "$name.mjs printed its summary"
 		status=1
 	fi
 }
 run_client client_test
 run_client client_v2_test
 run_client client_v2_tasks_test
+stop_mcpd
 
-# Stop the daemon: SIGTERM, then at most 5 s for it to exit.
-kill -TERM "$pid" 2>/dev/null || true
-i=0
-while kill -0 "$pid" 2>/dev/null && [ $i -lt 50 ]; do
-	sleep 0.1
-	i=$((i + 1))
+# Events in flight at a cut (issue 22, cut_test.mjs): a `stream` call of
+# 160 events cut early, in the middle and late under block, with
+# stream_maxlen 32 and 64 (the window half of it) and, cut once, with the
+# default retention. The client reconnects after sse_retry_ms (500): time
+# enough for a producer that ran a window past what was written to have
+# the client's next event trimmed. drain_delay 0: nothing to drain, so
+# each daemon exits at once on SIGTERM.
+logs=memory
+if [ -n "${MCPD_TEST_REDIS_URL:-}" ]; then
+	logs="memory $MCPD_TEST_REDIS_URL"
+fi
+for log in $logs; do
+	for maxlen in 32 64 default; do
+		cat >"$tmp/mcpd.conf" <<EOF
+# written by tests/sdk/run.sh
+listen 127.0.0.1:0
+endpoint /mcp
+eventlog $log
+builtin_tools on
+backpressure_request block
+sse_retry_ms 500
+drain_delay 0
+EOF
+		cuts="5 80 150"
+		if [ "$maxlen" = default ]; then
+			cuts=80
+		else
+			echo "stream_maxlen $maxlen" >>"$tmp/mcpd.conf"
+		fi
+		start_mcpd || { status=1; continue; }
+		# shellcheck disable=SC2086 # one argument per cut
+		run_client cut_test "${log%%://*} stream_maxlen $maxlen" 160 \
+		    $cuts
+		stop_mcpd
+	done
 done
-if kill -0 "$pid" 2>/dev/null; then
-	fail "mcpd exits within 5 s of SIGTERM"
-	kill -KILL "$pid" 2>/dev/null || true
-	wait "$pid" 2>/dev/null || true
-	status=1
-else
-	rc=0
-	wait "$pid" || rc=$?
-	# 0: clean exit; 143: killed by the SIGTERM itself (no handler yet).
-	if [ "$rc" -eq 0 ] || [ "$rc" -eq 143 ]; then
-		ok "mcpd stopped on SIGTERM (exit $rc)"
-	else
-		fail "mcpd stopped on SIGTERM (exit $rc)"
-		status=1
-	fi
-fi
-pid=
 
-if [ "$status" -ne 0 ]; then
-	show_log
-	[ "$failed" -gt 0 ] || failed=1
-fi
 echo "$passed passed, $failed failed"
 exit "$status"

@@ -191,7 +191,7 @@ START_TEST(test_all_keys)
 	    "eventlog redis://redis.local:6380/2\n"
 	    "commit replicas:2\n"
 	    "stream_maxlen 5000\n"
-	    "stream_window 5000\n"
+	    "stream_window 2500\n"
 	    "stream_ttl 10m\n"
 	    "session_ttl 1h\n"
 	    "max_sessions 7\n"
@@ -219,7 +219,7 @@ START_TEST(test_all_keys)
 	ck_assert_int_eq(conf->redis_db, 2);
 	ck_assert_int_eq(conf->commit_replicas, 2);
 	ck_assert_int_eq(conf->stream_maxlen, 5000);
-	ck_assert_int_eq(conf->stream_window, 5000);
+	ck_assert_int_eq(conf->stream_window, 2500);
 	ck_assert_int_eq(conf->stream_ttl, 600);
 	ck_assert_int_eq(conf->session_ttl, 3600);
 	ck_assert_int_eq(conf->max_sessions, 7);
@@ -995,33 +995,106 @@ START_TEST(test_auth_block)
 }
 END_TEST
 
+/*
+ * The block window leaves room for as much again in flight (issue 22): at
+ * most half of stream_maxlen, half of it when unset (at most 256), and a
+ * stream_maxlen too small for a window of one is refused.
+ */
 START_TEST(test_window_maxlen)
 {
+	static const long long	defaults[][2] = {
+		{ 32, 16 }, { 64, 32 }, { 100, 50 }, { 300, 150 },
+		{ 512, 256 }, { 1000, 256 }, { 100000, 256 }, { 2, 1 },
+		{ 3, 1 }
+	};
 	struct conf	*conf;
+	char		 text[64];
+	size_t		 i;
 
-	/* stream_maxlen alone, below the default window: the window follows. */
-	conf = parse_ok("listen a:1\nstream_maxlen 100\n");
-	ck_assert_int_eq(conf->stream_window, 100);
-	conf_free(conf);
-	/* stream_window set: its line is named. */
-	expect_error("stream_window 500\nstream_maxlen 100\n",
-	    "t.conf:1: stream_window (500) must not be larger than "
-	    "stream_maxlen (100)");
-	expect_error("stream_maxlen 100\n\nstream_window 101\n",
-	    "t.conf:3: stream_window (101) must not be larger than "
-	    "stream_maxlen (100)");
-	expect_error("stream_window 2000\n",
-	    "t.conf:1: stream_window (2000) must not be larger than "
-	    "stream_maxlen (1000)");
+	for (i = 0; i < sizeof defaults / sizeof defaults[0]; i++) {
+		snprintf(text, sizeof text, "listen a:1\nstream_maxlen %lld\n",
+		    defaults[i][0]);
+		conf = parse_ok(text);
+		ck_assert_msg(conf->stream_window == defaults[i][1],
+		    "stream_maxlen %lld: window %lld, want %lld",
+		    defaults[i][0], conf->stream_window, defaults[i][1]);
+		conf_free(conf);
+	}
+	/* stream_window set too close to stream_maxlen: its line is named. */
+	expect_error("stream_window 51\nstream_maxlen 100\n",
+	    "t.conf:1: stream_window (51) leaves too little room for events "
+	    "in flight: it may be at most half of stream_maxlen (100), 50");
+	expect_error("stream_maxlen 100\n\nstream_window 100\n",
+	    "t.conf:3: stream_window (100) leaves too little room for events "
+	    "in flight: it may be at most half of stream_maxlen (100), 50");
+	expect_error("stream_maxlen 32\nstream_window 17\n",
+	    "t.conf:2: stream_window (17) leaves too little room for events "
+	    "in flight: it may be at most half of stream_maxlen (32), 16");
+	expect_error("stream_window 501\n",
+	    "t.conf:1: stream_window (501) leaves too little room for events "
+	    "in flight: it may be at most half of stream_maxlen (1000), 500");
+	/* stream_maxlen with no room at all: its line is named. */
+	expect_error("listen a:1\nstream_maxlen 1\n",
+	    "t.conf:2: stream_maxlen (1) leaves no room for events in "
+	    "flight: stream_window may be at most half of it and is at "
+	    "least 1, so stream_maxlen must be at least 2");
+	expect_error("stream_maxlen 1\nstream_window 1\n",
+	    "t.conf:1: stream_maxlen (1) leaves no room for events in "
+	    "flight: stream_window may be at most half of it and is at "
+	    "least 1, so stream_maxlen must be at least 2");
 
-	conf = parse_ok("stream_maxlen 100\nstream_window 100\n");
-	ck_assert_int_eq(conf->stream_window, 100);
+	conf = parse_ok("stream_maxlen 100\nstream_window 50\n");
+	ck_assert_int_eq(conf->stream_window, 50);
 	conf_free(conf);
-	conf = parse_ok("stream_window 1000\n");
-	ck_assert_int_eq(conf->stream_window, 1000);
+	conf = parse_ok("stream_window 500\n");
+	ck_assert_int_eq(conf->stream_window, 500);
 	conf_free(conf);
-	conf = parse_ok("stream_maxlen 1\nstream_window 1\n");
+	conf = parse_ok("stream_maxlen 2\nstream_window 1\n");
 	conf_free(conf);
+}
+END_TEST
+
+/*
+ * A reload keeps the running stream_maxlen: the new file's window is
+ * checked against it, and an unset one is half of it (at most 256).
+ */
+START_TEST(test_window_reload)
+{
+	struct conf	*old, *new;
+	const char	*names[4];
+	size_t		 n;
+	char		*cause = NULL;
+
+	old = parse_ok("stream_maxlen 64\n");
+	ck_assert_int_eq(old->stream_window, 32);
+
+	new = parse_ok("stream_maxlen 1000\n");
+	ck_assert_int_eq(new->stream_window, 256);
+	ck_assert_int_eq(conf_keep_restart_only(new, old, names, 4, &n,
+	    &cause), 0);
+	ck_assert_ptr_null(cause);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_str_eq(names[0], "stream_maxlen");
+	ck_assert_int_eq(new->stream_maxlen, 64);
+	ck_assert_int_eq(new->stream_window, 32);
+	conf_free(new);
+
+	new = parse_ok("stream_maxlen 1000\nstream_window 33\n");
+	ck_assert_int_eq(conf_keep_restart_only(new, old, names, 4, &n,
+	    &cause), -1);
+	ck_assert_str_eq(cause, "t.conf:2: stream_window (33) leaves too "
+	    "little room for events in flight: it may be at most half of the "
+	    "running stream_maxlen (64), 32");
+	free(cause);
+	cause = NULL;
+	conf_free(new);
+
+	new = parse_ok("stream_window 32\n");
+	ck_assert_int_eq(conf_keep_restart_only(new, old, names, 4, &n,
+	    &cause), 0);
+	ck_assert_int_eq(new->stream_window, 32);
+	conf_free(new);
+	conf_free(old);
 }
 END_TEST
 
@@ -1209,6 +1282,7 @@ conf_suite(void)
 	tcase_add_test(tc, test_tool_block);
 	tcase_add_test(tc, test_auth_block);
 	tcase_add_test(tc, test_window_maxlen);
+	tcase_add_test(tc, test_window_reload);
 	tcase_add_test(tc, test_load);
 	tcase_add_test(tc, test_example_file);
 	tcase_add_test(tc, test_example_uncommented);

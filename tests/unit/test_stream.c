@@ -4,14 +4,17 @@
  *
  * - the block policy as a property: random producers (each pipelining a
  *   random number of appends, sending random batches per loop turn) share
- *   one stream under random stream_maxlen and stream_window, while a
- *   simulated view reads the log from its position and delivers at a
- *   random pace. Retention never trims an entry the reader has not
- *   received (its reads never meet "trimmed"), the log never holds more
- *   undelivered entries than the window, every producer gets all its
- *   messages committed, in its order, and nobody waits forever;
+ *   one stream under random stream_maxlen and a stream_window at most half
+ *   of it (as conf.c allows), while a simulated view reads the log from
+ *   its position and delivers at a random pace. Retention never trims an
+ *   entry the reader has not received (its reads never meet "trimmed"),
+ *   nor one of the last window entries it received (a cut may lose what
+ *   was in flight: invariant 5), the log never holds more undelivered
+ *   entries than the window, every producer gets all its messages
+ *   committed, in its order, and nobody waits forever;
  * - a stream released while appends wait (shutdown): they go to the log
- *   as far as retention keeps what the client has not received;
+ *   as far as retention keeps what the client has not received and a
+ *   window in flight besides;
  * - a log that loses the session while a producer appends: every append
  *   is answered (refused), and the session is closed.
  */
@@ -208,6 +211,13 @@ read_cb(enum eventlog_status status, const struct eventlog_entry *entries,
 		    "received; the window is %llu", (unsigned long long)
 		    (info->head - (r->next - 1)),
 		    (unsigned long long)conf->stream_window);
+	/* A cut loses at most a window in flight: that is retained too. */
+	if (r->next > (uint64_t)conf->stream_window &&
+	    info->oldest > r->next - (uint64_t)conf->stream_window)
+		reader_fail(r, "entry %llu, a window before what the reader "
+		    "received, is trimmed (oldest retained %llu)",
+		    (unsigned long long)(r->next - (uint64_t)conf->stream_window),
+		    (unsigned long long)info->oldest);
 	if (n == 0) {
 		if (info->ended && r->next > info->head)
 			r->done = 1;
@@ -264,16 +274,16 @@ reader_close_after(void *arg, uint64_t n)
 }
 
 static uint64_t
-reader_owed(void *arg)
+reader_received(void *arg)
 {
 	struct reader	*r = arg;
 
-	return (r->next);
+	return (r->next - 1);
 }
 
 static const struct stream_hooks reader_hooks = {
 	reader_committed, reader_ignore, reader_ignore, reader_gone,
-	reader_gone, reader_close_after, reader_owed
+	reader_gone, reader_close_after, reader_received
 };
 
 static void
@@ -296,10 +306,11 @@ scenario(uint64_t seed, struct reader *r)
 	int		 np, i, t, finals = 0, all, standalone;
 
 	rng = seed * 0x9e3779b97f4a7c15ULL + 1;
-	conf->stream_maxlen = 1 + (long long)rnd(40);
-	conf->stream_window = 1 + (long long)rnd((uint64_t)conf->stream_maxlen);
+	conf->stream_maxlen = 2 + (long long)rnd(40);
+	conf->stream_window = 1 + (long long)rnd((uint64_t)conf->stream_maxlen /
+	    2);
 	if (rnd(4) == 0)
-		conf->stream_window = conf->stream_maxlen;
+		conf->stream_window = conf->stream_maxlen / 2;
 	standalone = rnd(4) == 0;
 	start();
 	s = create();
@@ -484,8 +495,10 @@ START_TEST(test_release_sends_what_retention_keeps)
 END_TEST
 
 /*
- * The same with a window as large as retention: what would trim entries
- * the client has not received stays out of the log (and is refused).
+ * The same with a window half of retention, the most conf.c allows: the
+ * log already holds a window past what the client received, and what
+ * would leave less than a window of room in flight stays out of the log
+ * (and is refused).
  */
 START_TEST(test_release_never_trims_undelivered)
 {
@@ -498,28 +511,80 @@ START_TEST(test_release_never_trims_undelivered)
 	int		 i;
 
 	conf->stream_maxlen = 4;
-	conf->stream_window = 4;
+	conf->stream_window = 2;
 	start();
 	s = create();
 	st = open_request(s);
 	k = stream_id(st);
 	strlcpy(sid, session_id(s), sizeof sid);
 	stream_delivered(st, 1);
-	for (i = 0; i < 5; i++)
+	for (i = 0; i < 4; i++)
 		stream_append(st, "m", 1, 0, count_cb, &c);
 	stream_append(st, "last", 4, 1, count_cb, &c);
 	stream_close(st);
 	unit_turns(base, 10);
-	ck_assert_int_eq(c.ok, 5);		/* 2..5: the window */
+	ck_assert_int_eq(c.ok, 3);		/* 1, and 2..3: the window */
 
 	session_shutdown();
 	unit_turns(base, 10);
-	ck_assert_int_eq(c.ok, 5);
-	ck_assert_int_eq(c.refused, 1);
+	ck_assert_int_eq(c.ok, 3);
+	ck_assert_int_eq(c.refused, 2);
 	r = log_head(sid, k);
-	ck_assert_uint_eq(r.head, 5);
+	ck_assert_uint_eq(r.head, 3);
 	ck_assert_int_eq(r.ended, 0);
-	ck_assert_uint_eq(r.oldest, 2);
+	ck_assert_uint_eq(r.oldest, 0);
+}
+END_TEST
+
+/*
+ * Released with the client further on (it received 6 of 9; retention 10,
+ * window 3): what waits goes to the log as far as retention still keeps
+ * a window before what the client received, entries 4.. (a cut may have
+ * lost them in flight: invariant 5); not up to retention itself, which
+ * would trim 4..6.
+ */
+START_TEST(test_release_leaves_room_in_flight)
+{
+	struct session	*s;
+	struct stream	*st;
+	struct counts	 c = { 0, 0 };
+	struct res	 r;
+	char		 sid[SESSION_ID_LEN + 1];
+	uint64_t	 k;
+	int		 i;
+
+	conf->stream_maxlen = 10;
+	conf->stream_window = 3;
+	start();
+	s = create();
+	st = open_request(s);
+	k = stream_id(st);
+	strlcpy(sid, session_id(s), sizeof sid);
+	for (i = 0; i < 3; i++)
+		stream_append(st, "m", 1, 0, count_cb, &c);
+	unit_turns(base, 10);
+	stream_delivered(st, 3);
+	for (i = 0; i < 3; i++)
+		stream_append(st, "m", 1, 0, count_cb, &c);
+	unit_turns(base, 10);
+	stream_delivered(st, 6);
+	for (i = 0; i < 14; i++)		/* 7..20 */
+		stream_append(st, "m", 1, 0, count_cb, &c);
+	stream_append(st, "last", 4, 1, count_cb, &c);
+	unit_turns(base, 10);
+	r = log_head(sid, k);
+	ck_assert_uint_eq(r.head, 9);		/* 7..9: the window */
+	stream_close(st);
+	unit_turns(base, 10);
+
+	session_shutdown();
+	unit_turns(base, 10);
+	r = log_head(sid, k);
+	ck_assert_uint_eq(r.head, 13);		/* 6 + retention - window */
+	ck_assert_int_eq(r.ended, 0);
+	ck_assert_uint_le(r.oldest, 4);
+	ck_assert_int_eq(c.ok, 13);
+	ck_assert_int_eq(c.refused, 8);		/* 14..20 and the last */
 }
 END_TEST
 
@@ -582,7 +647,7 @@ struct fake {
 	int			 aborts;
 	char			 reason[128];
 	int64_t			 close_after;	/* -1: not asked */
-	uint64_t		 owed;
+	uint64_t		 received;
 };
 
 static void
@@ -651,16 +716,16 @@ fake_close_after(void *arg, uint64_t n)
 }
 
 static uint64_t
-fake_owed(void *arg)
+fake_received(void *arg)
 {
 	struct fake	*f = arg;
 
-	return (f->owed);
+	return (f->received);
 }
 
 static const struct stream_hooks fake_hooks = {
 	fake_committed, fake_wakeup, fake_lost, fake_close, fake_abort,
-	fake_close_after, fake_owed
+	fake_close_after, fake_received
 };
 
 static void
@@ -1069,6 +1134,7 @@ stream_suite(void)
 	tcase_add_test(tc, test_block_never_trims_undelivered);
 	tcase_add_test(tc, test_release_sends_what_retention_keeps);
 	tcase_add_test(tc, test_release_never_trims_undelivered);
+	tcase_add_test(tc, test_release_leaves_room_in_flight);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("loss");
