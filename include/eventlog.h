@@ -109,6 +109,8 @@ struct eventlog_ops {
 	void	(*task_get)(void *, const char *, eventlog_task_cb, void *);
 	/* Optional (NULL: always): whether operations may succeed now. */
 	int	(*available)(void *);
+	/* Optional (NULL: never in an outage): see eventlog_steady_ms. */
+	uint64_t (*steady)(void *);
 };
 
 struct eventlog	*eventlog_create(struct event_base *, const struct conf *,
@@ -158,6 +160,14 @@ int	eventlog_shared(const struct eventlog *);
  */
 int		 eventlog_available(const struct eventlog *);
 const char	*eventlog_name(const struct eventlog *);
+/*
+ * How long (ms) the log has answered since it last came back from an
+ * outage it noticed (redis: a stall or a lost connection, waited out or
+ * not); 0 while it is in one or has never answered; UINT64_MAX for a log
+ * that has none (memory). A lease found missing means its owner is gone
+ * only once this is longer than the lease: an outage stops renewals too.
+ */
+uint64_t	 eventlog_steady_ms(const struct eventlog *);
 void	eventlog_watch(struct eventlog *, const char *, eventlog_watch_cb,
 	    eventlog_message_cb, void *);
 void	eventlog_unwatch(struct eventlog *, const char *, eventlog_watch_cb,

@@ -122,6 +122,14 @@ eventlog_available(const struct eventlog *el)
 	return (el->ops->available(el->backend));
 }
 
+uint64_t
+eventlog_steady_ms(const struct eventlog *el)
+{
+	if (el->ops->steady == NULL)
+		return (UINT64_MAX);
+	return (el->ops->steady(el->backend));
+}
+
 const char *
 eventlog_name(const struct eventlog *el)
 {
