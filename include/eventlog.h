@@ -162,10 +162,11 @@ int		 eventlog_available(const struct eventlog *);
 const char	*eventlog_name(const struct eventlog *);
 /*
  * How long (ms) the log has answered since it last came back from an
- * outage it noticed (redis: a stall or a lost connection, waited out or
- * not); 0 while it is in one or has never answered; UINT64_MAX for a log
- * that has none (memory). A lease found missing means its owner is gone
- * only once this is longer than the lease: an outage stops renewals too.
+ * outage it noticed (redis: a stall of its reply timeout or a lost
+ * connection, waited out or not; not its first connection); 0 while it is
+ * in one or has never answered; UINT64_MAX for a log that has none
+ * (memory). A lease found missing means its owner is gone only once this
+ * is longer than the lease: an outage holds renewals back too.
  */
 uint64_t	 eventlog_steady_ms(const struct eventlog *);
 void	eventlog_watch(struct eventlog *, const char *, eventlog_watch_cb,

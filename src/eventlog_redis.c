@@ -65,7 +65,6 @@
 #include "xmalloc.h"
 
 #define REDIS_TIMEOUT_MS	2000	/* a reply, or a connection's set-up */
-#define REDIS_STALL_MS		1000	/* no reply this long: a stall */
 #define REDIS_WAIT_MS		500	/* WAIT for replicas; < the above */
 #define REDIS_BACKOFF_MIN_MS	100
 #define REDIS_BACKOFF_MAX_MS	5000
@@ -1101,9 +1100,9 @@ redis_outage_end(struct redis *r)
 	struct redis_op	*op;
 	uint64_t	 now = clock_now_ms();
 
-	r->steady_ms = now;
 	if (r->outage_ms == 0)
 		return;
+	r->steady_ms = now;
 	log_info("eventlog=%s: Redis answers again after %llu ms; sending "
 	    "the %zu operations that waited", r->name,
 	    (unsigned long long)(now - r->outage_ms), r->nwaiting);
@@ -1150,22 +1149,11 @@ redis_grace_cb(evutil_socket_t fd, short events, void *arg)
 	}
 }
 
-/*
- * A reply came on the command connection. One after REDIS_STALL_MS of
- * silence with commands in flight ends a stall, waited out or too short
- * to be one: whoever relies on Redis having answered steadily (a lease's
- * lapse) starts counting again.
- */
+/* A reply came on the command connection: a stall, if any, is over. */
 static void
 redis_progress(struct redis *r)
 {
-	struct redis_op	*op = TAILQ_FIRST(&r->inflight);
-	uint64_t	 now = clock_now_ms();
-
-	if (op != NULL &&
-	    now - redis_deadline_start(r, op) >= REDIS_STALL_MS)
-		r->steady_ms = now;
-	r->progress_ms = now;
+	r->progress_ms = clock_now_ms();
 	if (r->stalled)
 		redis_outage_end(r);
 }
@@ -1465,6 +1453,11 @@ redis_setup_reply(struct redis_op *op, redisReply *reply)
 		r->sha[40] = '\0';
 		r->noscript_logged = 0;
 		redis_conn_set_state(&r->cmd, REDIS_CONN_READY, NULL);
+		/*
+		 * Steady since now, after a lost connection (waited out or
+		 * not); a first connection ends no outage anybody waited in.
+		 */
+		r->steady_ms = r->ever_ready ? clock_now_ms() : 1;
 		r->ever_ready = 1;
 		redis_outage_end(r);
 		break;

@@ -11,6 +11,7 @@ Every test starts its own redis-server (mcpd_harness.RedisServer) and runs
 in every mode; it skips only when no redis-server binary is installed.
 """
 
+import signal
 import threading
 import time
 
@@ -334,3 +335,66 @@ def test_redis_outage_past_the_grace_ends_calls_with_the_error(h):
 
 
 test_redis_outage_past_the_grace_ends_calls_with_the_error.timeout = 90
+
+
+# --------------------------------------------------------------------------
+# Leases across an outage
+
+
+def test_redis_outage_lease_lapsed_in_a_restart_is_not_taken_for_death(h):
+    """A runs a call, B shows its stream (the client resumed there), and
+    Redis (AOF) is down longer than the call's lease (lease_ttl 3), so the
+    lease is gone when it comes back. B reconnects while A is held up a
+    moment longer (SIGSTOP, as a slower reconnection would): B must not
+    take the missing lease for A's death while its own log has not
+    answered steadily for a lease's lifetime since the outage. A renews
+    when it is back, and the call completes on B's view."""
+    if not _private_redis_ok("a lease lapsed in a Redis restart"):
+        return
+    rs = RedisServer(h.workdir, aof=True)
+    rs.start()
+    try:
+        a = h.start(eventlog=rs.url, lease_ttl="3")
+        b = h.start(eventlog=rs.url, lease_ttl="3")
+        sid = a.initialize(LATEST)
+        b.versions[sid] = a.versions[sid]
+        id, r = a.call_open(sid, "stream", {"n": 80, "interval_ms": 100},
+                            "lease")
+        expect(r.status == 200 and r.is_sse, f"stream -> HTTP {r.status}")
+        seen = r.next_messages(2, 10, "the call on a")
+        r.cut()
+        g = b.get_sse(sid, seen[-1].id)
+        expect(g.status == 200 and g.is_sse, f"resume {seen[-1].id} on b "
+               f"-> HTTP {g.status}")
+        seen += g.next_messages(2, 10, "b's view")
+        rs.shutdown()
+        # Down longer than the lease (renewed at most 1 s before): it is
+        # gone when Redis is back.
+        time.sleep(4.5)
+        a.signal(signal.SIGSTOP)
+        try:
+            rs.start()
+            b.wait_log(lambda l: "Redis answers again" in l, 10,
+                       "b reconnected")
+            # b checks the lease twice a second meanwhile.
+            time.sleep(1.5)
+        finally:
+            a.signal(signal.SIGCONT)
+        rest = g.events_until_close(40)
+        msgs = message_events(seen + rest)
+        k, head = check_ids(msgs, 1, what="the call seen on a then b")
+        last = msgs[-1].json
+        expect(is_response(last, id) and "result" in last and
+               result_text(last) == "done 80", f"the call ended with "
+               f"{last!r}: a live owner's lapsed lease was taken for its "
+               f"death")
+        dead = [l for l in b.stderr_text().splitlines()
+                if "lease expired" in l]
+        expect(not dead, f"b took a for dead: {dead!r}")
+    finally:
+        _stop_all(h)
+        rs.stop()
+
+
+test_redis_outage_lease_lapsed_in_a_restart_is_not_taken_for_death.timeout \
+    = 90
