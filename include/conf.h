@@ -155,6 +155,7 @@ struct conf {
 	int			 redis_port;
 	int			 redis_db;
 	int			 commit_replicas; /* commit primary = 0 */
+	long long		 eventlog_outage_grace;	/* seconds ops wait */
 
 	long long		 stream_maxlen;	/* entries kept per stream */
 	long long		 stream_window;	/* undelivered entries before pause */

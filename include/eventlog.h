@@ -125,6 +125,8 @@ struct eventlog_ops {
 	int	(*available)(void *);
 	/* Optional (NULL: always available, nothing to tell). */
 	void	(*on_available)(void *, void (*)(void *), void *);
+	/* Optional (NULL: never in an outage): see eventlog_steady_ms. */
+	uint64_t (*steady)(void *);
 };
 
 struct eventlog	*eventlog_create(struct event_base *, const struct conf *,
@@ -181,6 +183,15 @@ const char	*eventlog_name(const struct eventlog *);
  */
 void		 eventlog_on_available(struct eventlog *, void (*)(void *),
 		     void *);
+/*
+ * How long (ms) the log has answered since it last came back from an
+ * outage it noticed (redis: a stall of its reply timeout or a lost
+ * connection, waited out or not; not its first connection); 0 while it is
+ * in one or has never answered; UINT64_MAX for a log that has none
+ * (memory). A lease found missing means its owner is gone only once this
+ * is longer than the lease: an outage holds renewals back too.
+ */
+uint64_t	 eventlog_steady_ms(const struct eventlog *);
 void	eventlog_watch(struct eventlog *, const char *, eventlog_watch_cb,
 	    eventlog_message_cb, void *);
 void	eventlog_unwatch(struct eventlog *, const char *, eventlog_watch_cb,

@@ -25,6 +25,15 @@
 uint64_t lease_ttl_ms(void);
 uint64_t lease_renew_ms(void);
 
+/*
+ * Whether a lease found missing now says that its owner is gone: the log
+ * has answered steadily for a lease's lifetime and a renewal since its
+ * last outage. An outage (Redis stalled or restarting, waited out by the
+ * log) holds the owner's renewals back while the lease runs out on
+ * Redis's clock; once Redis answers, a live owner renews within that time.
+ */
+int	 lease_lapse_counts(void);
+
 /* The owner's side. */
 void	 lease_take(const char *, uint64_t, const cJSON *);
 void	 lease_renew(const char *, uint64_t);

@@ -657,6 +657,18 @@ static const struct conf_entry conf_entries[] = {
 	  .help = "With the redis event log, when an event counts as "
 	  "committed: primary once Redis has it, replicas:N once N "
 	  "replicas (1 to 16) have acknowledged it too (WAIT)." },
+	CONF_NUMBER("eventlog_outage_grace", CONF_SECONDS,
+	    eventlog_outage_grace, 0, 300, "10", "With the redis event log, "
+	    "how long an outage of Redis is waited out: a stall (no reply "
+	    "for 2 seconds), a lost connection, a restart. Meanwhile every "
+	    "operation waits, in order: running calls pause as producers do "
+	    "under block (their clients get keep-alives, not an error), and "
+	    "new requests wait too; once Redis answers, everything is "
+	    "committed in order, each append exactly once. An outage longer "
+	    "than this (and than 2 seconds) ends the running calls with an "
+	    "error saying the event log was unavailable, and until Redis "
+	    "answers requests are answered 503 at once. At most 64 MiB of "
+	    "operations wait; more are refused. 0 waits out no outage."),
 	CONF_NUMBER("stream_maxlen", CONF_INTEGER, stream_maxlen, 1, 1000000,
 	    "1000", "Events retained per stream for resumption; resuming "
 	    "from an older, trimmed event is answered 410 \"trimmed\"."),
@@ -2837,6 +2849,7 @@ conf_keep_restart_only(struct conf *new, const struct conf *old,
 	    conf_str_keep(&new->redis_host, old->redis_host),
 	    new->redis_port = old->redis_port, new->redis_db = old->redis_db));
 	CONF_KEEP_NUM("commit", commit_replicas);
+	CONF_KEEP_NUM("eventlog_outage_grace", eventlog_outage_grace);
 	CONF_KEEP_NUM("stream_maxlen", stream_maxlen);
 	CONF_KEEP_NUM("stream_ttl", stream_ttl);
 	CONF_KEEP_NUM("session_ttl", session_ttl);

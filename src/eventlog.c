@@ -130,6 +130,14 @@ eventlog_on_available(struct eventlog *el, void (*cb)(void *), void *arg)
 		el->ops->on_available(el->backend, cb, arg);
 }
 
+uint64_t
+eventlog_steady_ms(const struct eventlog *el)
+{
+	if (el->ops->steady == NULL)
+		return (UINT64_MAX);
+	return (el->ops->steady(el->backend));
+}
+
 const char *
 eventlog_name(const struct eventlog *el)
 {

@@ -14,12 +14,29 @@
  *
  * hiredis 0.14.1 has no command timeout, so we keep our own: when the
  * oldest command in flight has waited REDIS_TIMEOUT_MS (since it was sent,
- * or since the last reply if that came later), the connection is dropped,
- * which answers everything in flight UNAVAILABLE; replies that would have
- * come later arrive on a closed socket and call nothing. A lost
- * connection is retried with a backoff (REDIS_BACKOFF_MIN_MS doubling to
- * REDIS_BACKOFF_MAX_MS); meanwhile operations fail at once (on the next
- * loop turn) with UNAVAILABLE, and nothing is queued.
+ * or since the last reply if that came later), Redis has stopped
+ * answering. A lost connection is retried with a backoff
+ * (REDIS_BACKOFF_MIN_MS doubling to REDIS_BACKOFF_MAX_MS).
+ *
+ * An outage (Redis silent for REDIS_TIMEOUT_MS, or the connection lost,
+ * once it has been ready) is waited out for eventlog_outage_grace: a
+ * short stall, a failover or a restart with persistence should pause
+ * calls, not end them. Meanwhile nothing is answered: operations asked
+ * for wait in the waiting queue, in order; a silent connection is kept
+ * (Redis may only be paused: its replies come in order when it wakes),
+ * and a lost one hands back what it had sent and not had answered, to be
+ * sent again first. Once Redis answers (a reply on the silent connection,
+ * or a new one set up) everything goes, in order. An operation sent twice
+ * (its first answer lost with the connection) does what it did once: the
+ * script's creates and appends carry a token and recognise their own
+ * entries (redis_script.c, Retries). Producers wait for their commit
+ * callbacks, so they pause; the queue holds at most REDIS_MAX_INFLIGHT
+ * operations and REDIS_WAIT_BYTES of commands, beyond which operations
+ * are refused. Past the grace the connection is dropped and everything
+ * in flight or waiting is answered UNAVAILABLE; until Redis answers
+ * again, operations then fail at once (on the next loop turn), and
+ * nothing is queued. With a grace of 0, or before the connection was
+ * ever ready, an outage is that at once.
  *
  * Every hiredis command carries an op as its private data, and hiredis
  * calls back exactly once per command, with a NULL reply when the
@@ -43,6 +60,7 @@
 #include "cursor.h"
 #include "eventlog.h"
 #include "log.h"
+#include "random.h"
 #include "redis_script.h"
 #include "xmalloc.h"
 
@@ -50,7 +68,9 @@
 #define REDIS_WAIT_MS		500	/* WAIT for replicas; < the above */
 #define REDIS_BACKOFF_MIN_MS	100
 #define REDIS_BACKOFF_MAX_MS	5000
-#define REDIS_MAX_INFLIGHT	100000	/* caller ops sent and unanswered */
+#define REDIS_BACKOFF_GRACE_MS	500	/* at most, while ops wait */
+#define REDIS_MAX_INFLIGHT	100000	/* caller ops sent or waiting */
+#define REDIS_WAIT_BYTES	(64 * 1024 * 1024)	/* commands waiting */
 #define REDIS_TOMBSTONES	1024	/* as the memory backend keeps */
 #define REDIS_BATCH_MAX		256	/* entries in one script call */
 #define REDIS_BATCH_BYTES	(1024 * 1024)	/* their data, unless one */
@@ -121,7 +141,8 @@ struct redis_op {
 	int			 stale_waits;	/* WAIT replies to ignore */
 	int			 nowait;	/* WAIT could not be sent */
 	int			 retried;	/* sent again after NOSCRIPT */
-	struct redis_ops	*list;		/* inflight, failq or NULL */
+	struct redis_ops	*list;		/* inflight, waitq, failq... */
+	redisAsyncContext	*ac;		/* sent on; NULL: taken back */
 	uint64_t		 sent_ms;
 	enum eventlog_status	 fail;		/* failq: the answer */
 	struct eventlog_info	 info;		/* committed, awaiting WAIT */
@@ -148,6 +169,7 @@ struct redis_op {
 	size_t			 bytes;		/* of their data */
 	int			 final;		/* the last ends the stream */
 	int			 final_arg;	/* index of that flag */
+	int			 again_arg;	/* of "sent again", or 0 */
 	int			 pairs_arg;	/* index of the first id, data */
 	union {
 		eventlog_done_cb	done;
@@ -226,6 +248,19 @@ struct redis {
 	uint64_t		 progress_ms;	/* last reply */
 	int			 saturated;
 	int			 policy_warned;
+	uint64_t		 grace_ms;	/* eventlog_outage_grace */
+	int			 ever_ready;	/* outages are waited out */
+	uint64_t		 outage_ms;	/* when it began, or 0 */
+	int			 stalled;	/* silent, not lost */
+	int			 expired;	/* past the grace: refuse */
+	struct redis_ops	 waitq;		/* waiting out the outage */
+	size_t			 nwaiting;
+	size_t			 waiting_bytes;
+	int			 waitq_full;
+	struct event		*grace_ev;
+	uint64_t		 steady_ms;	/* answering since */
+	char			 token[16];	/* this process's: hex */
+	uint64_t		 ntokens;	/* ops that carry one */
 	char			 run_id[41];	/* the server's run, once known */
 	int			 noscript_logged;
 	void			(*available_cb)(void *);
@@ -757,6 +792,10 @@ redis_op_unlist(struct redis_op *op)
 	TAILQ_REMOVE(op->list, op, entry);
 	if (op->list == &r->inflight && redis_op_is_user(op))
 		r->ninflight--;
+	else if (op->list == &r->waitq) {
+		r->nwaiting--;
+		r->waiting_bytes -= op->buflen;
+	}
 	op->list = NULL;
 }
 
@@ -1004,6 +1043,164 @@ redis_deadline_start(struct redis *r, struct redis_op *op)
 	return (op->sent_ms > r->progress_ms ? op->sent_ms : r->progress_ms);
 }
 
+/* Outages: waited out for the grace, then failed. */
+
+static int	redis_op_send(struct redis_op *, int);
+static void	redis_deadline_arm(struct redis *);
+
+/* Whether an outage is waited out now rather than failed. */
+static int
+redis_grace_open(const struct redis *r)
+{
+	return (r->grace_ms > 0 && r->ever_ready && !r->expired &&
+	    !r->closing);
+}
+
+/* op waits for Redis to answer again, at the end of the queue. */
+static void
+redis_op_wait(struct redis_op *op)
+{
+	struct redis	*r = op->r;
+
+	if (r->ninflight + r->nwaiting >= REDIS_MAX_INFLIGHT ||
+	    r->waiting_bytes + op->buflen > REDIS_WAIT_BYTES) {
+		if (!r->waitq_full)
+			log_warn("eventlog=%s: %zu operations (%zu bytes) wait "
+			    "for Redis already; refusing more", r->name,
+			    r->nwaiting, r->waiting_bytes);
+		r->waitq_full = 1;
+		redis_op_reject(op, EVENTLOG_UNAVAILABLE);
+		return;
+	}
+	TAILQ_INSERT_TAIL(&r->waitq, op, entry);
+	op->list = &r->waitq;
+	r->nwaiting++;
+	r->waiting_bytes += op->buflen;
+}
+
+/* Redis stopped answering at since: wait for it, up to the grace. */
+static void
+redis_outage_begin(struct redis *r, uint64_t since, const char *why)
+{
+	uint64_t	now = clock_now_ms(), end, due;
+	struct timeval	tv;
+
+	if (r->outage_ms != 0)
+		return;
+	r->outage_ms = since > 0 ? since : 1;
+	end = since + r->grace_ms;
+	due = end > now ? end - now : 0;
+	tv.tv_sec = (time_t)(due / 1000);
+	tv.tv_usec = (suseconds_t)(due % 1000) * 1000;
+	evtimer_add(r->grace_ev, &tv);
+	log_warn("eventlog=%s: %s; waiting up to %llu s for it "
+	    "(eventlog_outage_grace): operations wait and calls pause",
+	    r->name, why, (unsigned long long)(r->grace_ms / 1000));
+}
+
+/*
+ * Redis answers (again): the outage, if any, is over, and what waited
+ * goes, in order, behind what is in flight.
+ */
+static void
+redis_outage_end(struct redis *r)
+{
+	struct redis_op	*op;
+	uint64_t	 now = clock_now_ms();
+
+	if (r->outage_ms == 0)
+		return;
+	r->steady_ms = now;
+	log_info("eventlog=%s: Redis answers again after %llu ms; sending "
+	    "the %zu operations that waited", r->name,
+	    (unsigned long long)(now - r->outage_ms), r->nwaiting);
+	r->outage_ms = 0;
+	r->stalled = 0;
+	r->expired = 0;
+	r->waitq_full = 0;
+	evtimer_del(r->grace_ev);
+	while ((op = TAILQ_FIRST(&r->waitq)) != NULL) {
+		redis_op_unlist(op);
+		op->waits = 0;
+		op->stale_waits = 0;
+		op->nowait = 0;
+		if (redis_op_send(op, 0) != 0)
+			redis_op_reject(op, EVENTLOG_UNAVAILABLE);
+	}
+	/* What a stall left in flight is due again from now on. */
+	redis_deadline_arm(r);
+}
+
+/*
+ * The grace is over and Redis has not answered: what waits and what is in
+ * flight fails, and so does everything until Redis answers again.
+ */
+static void
+redis_grace_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct redis	*r = arg;
+	struct redis_op	*op;
+
+	r->expired = 1;
+	log_warn("eventlog=%s: no answer for %llu ms, past "
+	    "eventlog_outage_grace (%llu s): failing %zu operations; "
+	    "operations fail at once until Redis answers", r->name,
+	    (unsigned long long)(clock_now_ms() - r->outage_ms),
+	    (unsigned long long)(r->grace_ms / 1000),
+	    r->nwaiting + r->ninflight);
+	while ((op = TAILQ_FIRST(&r->waitq)) != NULL)
+		redis_op_reject(op, EVENTLOG_UNAVAILABLE);
+	if (r->stalled) {
+		r->stalled = 0;
+		redis_conn_drop(&r->cmd, "no reply within "
+		    "eventlog_outage_grace");
+	}
+}
+
+/* A reply came on the command connection: a stall, if any, is over. */
+static void
+redis_progress(struct redis *r)
+{
+	r->progress_ms = clock_now_ms();
+	if (r->stalled)
+		redis_outage_end(r);
+}
+
+/*
+ * The command connection is down (lost, or an attempt failed). Within
+ * the grace an outage begins, and what it had sent and not had answered
+ * goes back to the front of the waiting queue, in the order it was sent,
+ * to be sent again once a connection is set up: its replies, if Redis
+ * sent them, are lost, and the retry finds what it did (redis_script.c).
+ */
+static void
+redis_cmd_lost(struct redis_conn *c)
+{
+	struct redis	*r = c->r;
+	struct redis_op	*op, *prev;
+
+	if (!redis_grace_open(r))
+		return;
+	r->stalled = 0;
+	redis_outage_begin(r, clock_now_ms(), "connection lost");
+	for (op = TAILQ_LAST(&r->inflight, redis_ops); op != NULL; op = prev) {
+		prev = TAILQ_PREV(op, redis_ops, entry);
+		if (!redis_op_is_user(op) || op->answered)
+			continue;
+		redis_op_unlist(op);
+		op->ac = NULL;
+		if (op->again_arg > 0)
+			op->buf[op->argoff[op->again_arg]] = '1';
+		TAILQ_INSERT_HEAD(&r->waitq, op, entry);
+		op->list = &r->waitq;
+		r->nwaiting++;
+		r->waiting_bytes += op->buflen;
+	}
+	/* Back soon after Redis is: clients are waiting. */
+	if (c->backoff_ms > REDIS_BACKOFF_GRACE_MS)
+		c->backoff_ms = REDIS_BACKOFF_GRACE_MS;
+}
+
 static void
 redis_deadline_arm(struct redis *r)
 {
@@ -1029,7 +1226,7 @@ redis_deadline_cb(evutil_socket_t fd, short events, void *arg)
 	struct redis_op	*op = TAILQ_FIRST(&r->inflight);
 	uint64_t	 now = clock_now_ms();
 
-	if (op == NULL)
+	if (op == NULL || r->stalled)
 		return;
 	if (now > r->deadline_ms + REDIS_TIMEOUT_MS / 4) {
 		/*
@@ -1046,6 +1243,16 @@ redis_deadline_cb(evutil_socket_t fd, short events, void *arg)
 	if (r->cmd.state != REDIS_CONN_READY) {
 		/* Set-up unanswered: a failed attempt, logged once. */
 		redis_conn_drop(&r->cmd, "no answer while connecting");
+		return;
+	}
+	if (redis_grace_open(r)) {
+		/*
+		 * Redis may only be paused (CLIENT PAUSE, DEBUG SLEEP, a slow
+		 * fork): the connection stays, its replies come in order.
+		 */
+		r->stalled = 1;
+		redis_outage_begin(r, redis_deadline_start(r, op), "no reply "
+		    "in 2000 ms");
 		return;
 	}
 	log_warn("eventlog=%s: no reply in %d ms; failing %zu operations "
@@ -1088,6 +1295,7 @@ redis_op_send(struct redis_op *op, int eval)
 	}
 
 	redis_op_unlist(op);
+	op->ac = r->cmd.ac;
 	op->sent_ms = clock_now_ms();
 	TAILQ_INSERT_TAIL(&r->inflight, op, entry);
 	op->list = &r->inflight;
@@ -1126,8 +1334,12 @@ redis_op_dispatch(struct redis_op *op)
 		redis_op_reject(op, EVENTLOG_CANCELLED);
 		return;
 	}
-	if (r->cmd.state != REDIS_CONN_READY) {
-		redis_op_reject(op, EVENTLOG_UNAVAILABLE);
+	if (r->cmd.state != REDIS_CONN_READY || r->outage_ms != 0 ||
+	    !TAILQ_EMPTY(&r->waitq)) {
+		if (redis_grace_open(r))
+			redis_op_wait(op);
+		else
+			redis_op_reject(op, EVENTLOG_UNAVAILABLE);
 		return;
 	}
 	if (r->ninflight >= REDIS_MAX_INFLIGHT) {
@@ -1143,20 +1355,22 @@ redis_op_dispatch(struct redis_op *op)
 		redis_op_reject(op, EVENTLOG_UNAVAILABLE);
 }
 
-/* Frees op once hiredis owes it nothing more. */
+/* Frees op once hiredis owes it nothing more, unless it goes again. */
 static void
 redis_op_release(struct redis_op *op)
 {
-	if (op->replies == 0)
+	if (op->replies == 0 && op->list != &op->r->waitq)
 		redis_op_free(op);
 }
 
+/* Its connection is gone: op fails, unless it was taken back to wait. */
 static void
 redis_op_lost(struct redis_op *op, redisAsyncContext *ac)
 {
 	redis_conn_gone(&op->r->cmd, ac, ac->c.errstr[0] != '\0' ?
 	    ac->c.errstr : "connection lost");
-	redis_op_fail(op);
+	if (op->list != &op->r->waitq)
+		redis_op_fail(op);
 }
 
 /* The command connection's set-up, issued before it is even connected. */
@@ -1247,6 +1461,14 @@ redis_setup_reply(struct redis_op *op, redisReply *reply)
 		r->sha[40] = '\0';
 		r->noscript_logged = 0;
 		redis_conn_set_state(&r->cmd, REDIS_CONN_READY, NULL);
+		/*
+		 * Steady since now, after a lost connection (waited out or
+		 * not); a first connection ends no outage anybody waited in.
+		 */
+		r->steady_ms = r->ever_ready ? clock_now_ms() : 1;
+		r->ever_ready = 1;
+		redis_outage_end(r);
+		/* After what waited out the outage: it goes first. */
 		if (r->available_cb != NULL)
 			r->available_cb(r->available_arg);
 		break;
@@ -1368,8 +1590,13 @@ redis_reply_cb(redisAsyncContext *ac, void *p, void *privdata)
 	redisReply	*reply = p;
 
 	op->replies--;
+	if (ac != op->ac) {
+		/* From a lost connection it was taken back from: it waits. */
+		redis_op_release(op);
+		return;
+	}
 	if (reply != NULL && ac == op->r->cmd.ac)
-		op->r->progress_ms = clock_now_ms();
+		redis_progress(op->r);
 	if (reply == NULL)
 		redis_op_lost(op, ac);
 	else if (!op->answered) {
@@ -1406,9 +1633,13 @@ redis_wait_cb(redisAsyncContext *ac, void *p, void *privdata)
 	redisReply	*reply = p;
 
 	op->replies--;
+	if (ac != op->ac) {
+		redis_op_release(op);
+		return;
+	}
 	op->waits--;
 	if (reply != NULL && ac == r->cmd.ac)
-		r->progress_ms = clock_now_ms();
+		redis_progress(r);
 	if (reply == NULL)
 		redis_op_lost(op, ac);
 	else if (op->stale_waits > 0)
@@ -1577,6 +1808,8 @@ redis_task_put(void *p, const char *tid, uint64_t rev, const char *rec,
 	redis_op_argu(op, rev);
 	redis_op_argu(op, ttl_ms > 0 ? ttl_ms : 1);
 	redis_op_arg(op, rec, len);
+	op->again_arg = op->argc;
+	redis_op_arg(op, "0", 1);
 	op->wait = 1;
 	op->cb.done = cb;
 	op->arg = arg;
@@ -1674,10 +1907,26 @@ static void
 redis_op_open(struct redis *r, struct redis_op *op)
 {
 	redis_flush(r);
-	if (!r->closing && r->cmd.state == REDIS_CONN_READY) {
+	if (!r->closing && (r->cmd.state == REDIS_CONN_READY ||
+	    redis_grace_open(r))) {
 		r->open = op;
 		event_active(r->flush_ev, EV_TIMEOUT, 0);
 	}
+}
+
+/*
+ * The op's token: this process's, then how many came before (unique to
+ * the op), so that a retry knows its own entries (redis_script.c).
+ */
+static void
+redis_op_token(struct redis *r, struct redis_op *op)
+{
+	char	buf[sizeof r->token + CURSOR_BUFSIZE];
+	size_t	n = strlen(r->token);
+
+	memcpy(buf, r->token, n);
+	n += cursor_format_seq(buf + n, sizeof buf - n, ++r->ntokens);
+	redis_op_arg(op, buf, n);
 }
 
 /* Makes the script's "final" argument say so: the op's last entry ends. */
@@ -1706,6 +1955,7 @@ redis_stream_create(void *p, const char *sid, uint64_t k,
 	op->final_arg = op->argc;
 	redis_op_arg(op, "0", 1);
 	redis_op_argu(op, r->stream_ttl_ms);
+	redis_op_token(r, op);
 	op->pairs_arg = op->argc;
 	op->wait = 1;
 	op->cb.append = cb;
@@ -1736,6 +1986,7 @@ redis_append_op(struct redis *r, const char *sid, uint64_t k, uint64_t seq)
 	redis_op_arg(op, "0", 1);
 	redis_op_argu(op, r->maxlen);
 	redis_op_argu(op, r->stream_ttl_ms);
+	redis_op_token(r, op);
 	op->pairs_arg = op->argc;
 	op->wait = 1;
 	return (op);
@@ -2176,6 +2427,7 @@ redis_free(void *p)
 	for (;;) {
 		/* Answering a create releases what waited for it. */
 		if ((op = TAILQ_FIRST(&r->failq)) == NULL &&
+		    (op = TAILQ_FIRST(&r->waitq)) == NULL &&
 		    (op = TAILQ_FIRST(&r->held)) == NULL)
 			break;
 		redis_op_unlist(op);
@@ -2188,6 +2440,7 @@ redis_free(void *p)
 	event_free(r->fail_ev);
 	event_free(r->flush_ev);
 	event_free(r->deadline_ev);
+	event_free(r->grace_ev);
 	event_free(r->resync_ev);
 	event_free(r->cmd.timer_ev);
 	event_free(r->sub.timer_ev);
@@ -2197,13 +2450,27 @@ redis_free(void *p)
 	free(r);
 }
 
-/* Operations are refused unless the command connection is ready. */
+/*
+ * Operations succeed now only on a ready command connection that answers
+ * (in an outage they wait, or fail).
+ */
 static int
 redis_available(void *arg)
 {
 	struct redis	*r = arg;
 
-	return (!r->closing && r->cmd.state == REDIS_CONN_READY);
+	return (!r->closing && r->cmd.state == REDIS_CONN_READY &&
+	    !r->stalled);
+}
+
+static uint64_t
+redis_steady(void *arg)
+{
+	struct redis	*r = arg;
+
+	if (!redis_available(r) || r->steady_ms == 0)
+		return (0);
+	return (clock_now_ms() - r->steady_ms);
 }
 
 static void
@@ -2235,6 +2502,7 @@ static const struct eventlog_ops redis_ops = {
 	.keyring = redis_keyring,
 	.available = redis_available,
 	.on_available = redis_on_available,
+	.steady = redis_steady,
 };
 
 static void
@@ -2272,9 +2540,13 @@ eventlog_redis_create(struct event_base *base, const struct conf *conf,
 	r->open_ttl_ms = r->session_ttl_ms + r->session_ttl_ms / 2;
 	r->stream_ttl_ms = (uint64_t)conf->stream_ttl * 1000;
 	r->max_fields = REDIS_TOMBSTONES + (size_t)conf->session_max_streams;
+	r->grace_ms = (uint64_t)conf->eventlog_outage_grace * 1000;
+	snprintf(r->token, sizeof r->token, "%012llx",
+	    (unsigned long long)random_u48());
 	xasprintf(&r->name, "redis://%s:%d/%d", r->host, r->port, r->db);
 	TAILQ_INIT(&r->inflight);
 	TAILQ_INIT(&r->failq);
+	TAILQ_INIT(&r->waitq);
 	RB_INIT(&r->creates);
 	TAILQ_INIT(&r->held);
 	RB_INIT(&r->watches);
@@ -2283,18 +2555,21 @@ eventlog_redis_create(struct event_base *base, const struct conf *conf,
 	r->fail_ev = event_new(base, -1, 0, redis_fail_cb, r);
 	r->flush_ev = event_new(base, -1, 0, redis_flush_cb, r);
 	r->deadline_ev = evtimer_new(base, redis_deadline_cb, r);
+	r->grace_ev = evtimer_new(base, redis_grace_cb, r);
 	r->resync_ev = event_new(base, -1, 0, redis_resync_cb, r);
 
 	redis_conn_init(r, &r->cmd, "command");
 	r->cmd.setup = redis_cmd_setup;
+	r->cmd.lost = redis_cmd_lost;
 	redis_conn_init(r, &r->sub, "subscription");
 	r->sub.connected = redis_sub_connected;
 	r->sub.lost = redis_sub_lost;
 
 	log_info("eventlog=%s: stream_maxlen=%zu stream_ttl=%llus "
-	    "session_ttl=%llus commit replicas:%d", r->name, r->maxlen,
-	    (unsigned long long)conf->stream_ttl,
-	    (unsigned long long)conf->session_ttl, r->replicas);
+	    "session_ttl=%llus commit replicas:%d outage_grace=%llus",
+	    r->name, r->maxlen, (unsigned long long)conf->stream_ttl,
+	    (unsigned long long)conf->session_ttl, r->replicas,
+	    (unsigned long long)conf->eventlog_outage_grace);
 	redis_conn_connect(&r->cmd);
 	*ops = &redis_ops;
 	return (r);

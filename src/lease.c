@@ -21,7 +21,13 @@
  *    (lease_answer), or ends K if no id is on record. It waits while those
  *    entries would push what its client has not read out of retention.
  *    The appends are compare-and-append: two processes cannot both answer,
- *    and a late owner cannot write after the answers.
+ *    and a late owner cannot write after the answers. A lease missing
+ *    right after an outage of the log proves nothing (lease_lapse_counts):
+ *    a Redis that stalls or restarts holds the owner's renewals back (the
+ *    log waits it out, eventlog_outage_grace) while the lease runs out on
+ *    its clock; so a lapse counts once this process's log has answered
+ *    steadily for lease_ttl and a renewal, time enough for a live owner,
+ *    whose renewals waited too, to renew.
  *
  * 3. The owner whose log failed. An append the log did not answer (down,
  *    or silent for its reply timeout) may or may not have landed; the
@@ -82,6 +88,13 @@ lease_renew_ms(void)
 	uint64_t	ms = lease_ttl_ms() / 3;
 
 	return (ms < 1000 ? ms : 1000);
+}
+
+int
+lease_lapse_counts(void)
+{
+	return (eventlog_steady_ms(server.eventlog) >=
+	    lease_ttl_ms() + lease_renew_ms());
 }
 
 /* ---------------------------------------------------------------------
@@ -206,7 +219,7 @@ lease_check_lease_cb(enum eventlog_status status, const char *value,
 	struct lease_check	*c = arg;
 	char			 name[LEASE_NAME_LEN];
 
-	if (status != EVENTLOG_NOT_FOUND) {
+	if (status != EVENTLOG_NOT_FOUND || !lease_lapse_counts()) {
 		lease_check_done(c, NULL);	/* alive, or cannot tell now */
 		return;
 	}

@@ -10,7 +10,9 @@
  *			lifetime (the writer's wall clock, ms); c = tombstone
  *			scan cursor.
  *   mcpd:{SID}:s:K	a Redis Stream; entry N has the explicit id K-N (so
- *			the XADD id is the SSE id) and one field, d.
+ *			the XADD id is the SSE id) and the field d, the
+ *			message; the last entry of each create or append
+ *			also has t, the operation's token (below).
  *   mcpd:{SID}:events	pub/sub channel: "K-N" after each commit (an
  *			append of several entries publishes its last id);
  *			"!deleted" when delete removed the session; "m "
@@ -43,6 +45,19 @@
  * renewed at least every session_ttl / 2 while the session is written to,
  * so they outlive their session, and not by much. An ended stream lives
  * stream_ttl from its end; its k:K field stays, so it then reads as expired.
+ *
+ * Retries. An operation whose answer was lost (the connection dropped
+ * after Redis ran it, or Redis restarted with it in its AOF) is sent
+ * again, once Redis answers, in its place among the others
+ * (eventlog_redis.c, the outage grace); each must then do what it did
+ * once. store, end and notes are idempotent as they are; a create or an
+ * append carries a token, unique to the operation, on its last entry, and
+ * one that finds its own token where its last entry would go has landed:
+ * it answers what it answered then (ok, the same ids) and changes nothing,
+ * where another writer's entry there is a conflict as before. A task put
+ * sent again (it says so) that finds its revision with its record has
+ * landed too. A delete answers not-found the second time, which callers
+ * take as done; a message may be published twice.
  *
  * The script answers {status} or {status, head, oldest, ended, [seq,
  * data]...}; the status is the event log's status name. Sequence numbers
@@ -166,9 +181,10 @@ static const char redis_script_lua[] =
 "end\n"
 "\n"
 "-- XADDs the pairs from ARGV[i] (id, data...), trimming to maxlen once,\n"
-"-- with the last: per XADD, the trim costs more than the XADD. Returns\n"
-"-- the last id, or last if there are none.\n"
-"local function add(i, maxlen, last)\n"
+"-- with the last, which carries the operation's token: per XADD, the\n"
+"-- trim costs more than the XADD. Returns the last id, or last if there\n"
+"-- are none.\n"
+"local function add(i, maxlen, last, token)\n"
 "	local n, argv, call = #ARGV, ARGV, redis.call\n"
 "	if n < i then\n"
 "		return last\n"
@@ -177,18 +193,40 @@ static const char redis_script_lua[] =
 "		call('XADD', stream, argv[j], 'd', argv[j + 1])\n"
 "	end\n"
 "	redis.call('XADD', stream, 'MAXLEN', maxlen, ARGV[n - 1], 'd',\n"
-"	    ARGV[n])\n"
+"	    ARGV[n], 't', token)\n"
 "	return ARGV[n - 1]\n"
+"end\n"
+"\n"
+"-- The id of the last entry the operation writes: the last pair's from\n"
+"-- ARGV[i] on, or first if it has none.\n"
+"local function lastid(i, first)\n"
+"	if #ARGV < i then\n"
+"		return first\n"
+"	end\n"
+"	return ARGV[#ARGV - 1]\n"
+"end\n"
+"\n"
+"-- Whether this very operation is in the stream already (sent again\n"
+"-- after its answer was lost): its last entry, id, has its token.\n"
+"local function landed(id, token)\n"
+"	local e = redis.call('XRANGE', stream, id, id)[1]\n"
+"	return e ~= nil and e[2][3] == 't' and e[2][4] == token\n"
 "end\n"
 "\n"
 "if op == 'task' then\n"
 "	-- KEYS[1] the task's key, holding 'REV RECORD'; ARGV[2] the\n"
 "	-- revision to write (1: the key must not exist, else the key's REV\n"
-"	-- must be one less), ARGV[3] its lifetime (ms), ARGV[4] the record.\n"
+"	-- must be one less), ARGV[3] its lifetime (ms), ARGV[4] the record,\n"
+"	-- ARGV[5] 1 if the put is sent again (its answer was lost).\n"
 "	local cur = redis.call('GET', meta)\n"
 "	local rev = tonumber(ARGV[2])\n"
 "	if cur then\n"
-"		if tonumber(string.match(cur, '^(%d+) ')) ~= rev - 1 then\n"
+"		local have = tonumber(string.match(cur, '^(%d+) '))\n"
+"		if have == rev and ARGV[5] == '1' and\n"
+"		    cur == ARGV[2] .. ' ' .. ARGV[4] then\n"
+"			return {'ok'}	-- this put, sent again: it landed\n"
+"		end\n"
+"		if have ~= rev - 1 then\n"
 "			return {'conflict'}\n"
 "		end\n"
 "	elseif rev ~= 1 then\n"
@@ -251,19 +289,30 @@ static const char redis_script_lua[] =
 "	-- only with the stream. ARGV[8] id K-0, ARGV[9] stream_maxlen,\n"
 "	-- ARGV[10] fields before pruning ('' on the creates that do not\n"
 "	-- prune), ARGV[11] 1 if the last entry is\n"
-"	-- the stream's last, ARGV[12] stream_ttl (ms), then pairs from\n"
-"	-- ARGV[13]: id K-1, data; K-2, data... (at most stream_maxlen - 1,\n"
-"	-- so none is trimmed here).\n"
+"	-- the stream's last, ARGV[12] stream_ttl (ms), ARGV[13] the\n"
+"	-- operation's token, then pairs from ARGV[14]: id K-1, data; K-2,\n"
+"	-- data... (at most stream_maxlen - 1, so none is trimmed here).\n"
 "	local f = redis.call('HMGET', meta, 'm', field, 't')\n"
 "	if not f[1] then\n"
 "		return {'not-found'}\n"
 "	end\n"
 "	if f[2] or redis.call('EXISTS', stream) == 1 then\n"
+"		local id = lastid(14, ARGV[8])\n"
+"		if landed(id, ARGV[13]) then\n"
+"			return {'ok', seq(id), oldest(),\n"
+"			    ARGV[11] == '1' and 1 or 0}\n"
+"		end\n"
 "		return {'conflict'}\n"
 "	end\n"
 "	prune(tonumber(ARGV[10]))\n"
-"	redis.call('XADD', stream, ARGV[8], 'd', '')\n"
-"	local last = add(13, ARGV[9], ARGV[8])\n"
+"	local last\n"
+"	if #ARGV < 14 then\n"
+"		redis.call('XADD', stream, ARGV[8], 'd', '', 't', ARGV[13])\n"
+"		last = ARGV[8]\n"
+"	else\n"
+"		redis.call('XADD', stream, ARGV[8], 'd', '')\n"
+"		last = add(14, ARGV[9], ARGV[8], ARGV[13])\n"
+"	end\n"
 "	local ended = 0\n"
 "	if ARGV[11] == '1' then\n"
 "		finish(ARGV[12])\n"
@@ -280,20 +329,26 @@ static const char redis_script_lua[] =
 "if op == 'append' then\n"
 "	-- Entries N, N+1... in one step. ARGV[8] the id the stream must end\n"
 "	-- with now (K-(N-1)), ARGV[9] 1 if the last entry is the stream's\n"
-"	-- last, ARGV[10] stream_maxlen, ARGV[11] stream_ttl (ms), then\n"
-"	-- pairs from ARGV[12]: id K-N, data; K-(N+1), data... (at most\n"
-"	-- stream_maxlen, so none is trimmed by its own append).\n"
+"	-- last, ARGV[10] stream_maxlen, ARGV[11] stream_ttl (ms), ARGV[12]\n"
+"	-- the operation's token, then pairs from ARGV[13]: id K-N, data;\n"
+"	-- K-(N+1), data... (at most stream_maxlen, so none is trimmed by its\n"
+"	-- own append).\n"
 "	local err, state, last, head, t = lookup()\n"
 "	if err then\n"
 "		return {err}\n"
 "	end\n"
-"	if state == 'e' then\n"
-"		return {'ended', head, oldest(), 1}\n"
-"	end\n"
-"	if last ~= ARGV[8] then\n"
+"	if state == 'e' or last ~= ARGV[8] then\n"
+"		local id = lastid(13, ARGV[8])\n"
+"		if landed(id, ARGV[12]) then\n"
+"			return {'ok', seq(id), oldest(),\n"
+"			    ARGV[9] == '1' and 1 or 0}\n"
+"		end\n"
+"		if state == 'e' then\n"
+"			return {'ended', head, oldest(), 1}\n"
+"		end\n"
 "		return {'conflict', head, oldest(), 0}\n"
 "	end\n"
-"	last = add(12, ARGV[10], last)\n"
+"	last = add(13, ARGV[10], last, ARGV[12])\n"
 "	local ended = 0\n"
 "	if ARGV[9] == '1' then\n"
 "		finish(ARGV[11])\n"

@@ -1387,7 +1387,7 @@ task_lease_cb(enum eventlog_status status, const char *value, size_t len,
 {
 	struct task_request	*tr = arg;
 
-	if (status == EVENTLOG_NOT_FOUND) {
+	if (status == EVENTLOG_NOT_FOUND && lease_lapse_counts()) {
 		log_info("task=%s: its owner's lease lapsed; failing it",
 		    tr->handle);
 		task_request_change(tr, task_change_fail, task_owner_gone,

@@ -778,7 +778,9 @@ def test_redis_restart_with_aof_keeps_events_identical(h):
 
 
 # --------------------------------------------------------------------------
-# 7. Redis unavailable while serving: 503 at once, then recovery
+# 7. Redis unavailable while serving, with no outage grace
+# (eventlog_outage_grace 0; the default waits an outage out for 10 s, which
+# tests/e2e/test_redis_outage.py covers): 503 at once, then recovery
 
 
 def _requests_while_down(d, sid, k, what):
@@ -815,7 +817,7 @@ def test_redis_down_while_serving_503_then_recovers(h):
     rs = RedisServer(h.workdir, aof=True)
     rs.start()
     try:
-        d = h.start(eventlog=rs.url)
+        d = h.start(eventlog=rs.url, eventlog_outage_grace="0")
         sid = d.initialize(LATEST)
         k, head, raw = _finished_stream(d, sid, 3)
         rs.shutdown()
@@ -849,7 +851,7 @@ def test_redis_hung_while_serving_503_then_recovers(h):
     rs = RedisServer(h.workdir, aof=True)
     rs.start()
     try:
-        d = h.start(eventlog=rs.url)
+        d = h.start(eventlog=rs.url, eventlog_outage_grace="0")
         sid = d.initialize(LATEST)
         k, head, raw = _finished_stream(d, sid, 3)
         rs.pause()
@@ -1131,8 +1133,11 @@ def test_redis_restarted_empty_during_a_call_is_said(h):
 
 # --------------------------------------------------------------------------
 # 14. Redis stalls (CLIENT PAUSE, DEBUG SLEEP, a hung server) while a call
-# streams: the call ends with an error saying the event log was unavailable
-# (not that its server stopped), within the bound README states.
+# streams, with no outage grace (eventlog_outage_grace 0: what happens past
+# the grace; within it, the default 10 s, the call goes on, which
+# tests/e2e/test_redis_outage.py covers): the call ends with an error
+# saying the event log was unavailable (not that its server stopped),
+# within the bound README states.
 
 
 def _expect_log_unavailable_error(msg, id, what):
@@ -1169,7 +1174,7 @@ def _stall_during_call(h, stall, what):
     rs = RedisServer(h.workdir, "--enable-debug-command", "yes")
     rs.start()
     try:
-        d = h.start(eventlog=rs.url)
+        d = h.start(eventlog=rs.url, eventlog_outage_grace="0")
         sid = d.initialize(LATEST)
         id, r = d.call_open(sid, "stream", {"n": 100, "interval_ms": 50},
                             "stall")
@@ -1236,7 +1241,7 @@ def test_redis_hung_during_call_ends_the_response_within_the_bound(h):
     rs = RedisServer(h.workdir)
     rs.start()
     try:
-        d = h.start(eventlog=rs.url)
+        d = h.start(eventlog=rs.url, eventlog_outage_grace="0")
         sid = d.initialize(LATEST)
         id, r = d.call_open(sid, "stream", {"n": 100, "interval_ms": 50},
                             "hung")

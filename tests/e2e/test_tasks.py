@@ -667,14 +667,16 @@ def test_task_notifications_across_instances(h):
 def test_task_result_waits_for_redis(h):
     # Redis goes away while a task runs: its result is written once Redis
     # is back (AOF keeps the record), not lost; meanwhile the task stays
-    # working, its owner alive.
+    # working, its owner alive. With no outage grace (eventlog_outage_grace
+    # 0), so that the write fails and the task retries it: within the
+    # grace the write itself would wait for Redis.
     if redis_server_path() is None:
         print("SKIP task result waits for redis: no redis-server binary")
         return
     rs = RedisServer(h.workdir, aof=True)
     rs.start()
     try:
-        d = h.start(eventlog=rs.url, **FIXTURES)
+        d = h.start(eventlog=rs.url, eventlog_outage_grace="0", **FIXTURES)
         sid = d.initialize(LATEST)
         tid = _start(d, sid, "slow_compute", {"seconds": 1})["taskId"]
         rs.shutdown()

@@ -2,9 +2,11 @@
  * The redis event log against a real redis-server: the behavioural suite
  * every backend passes (eventlog_cases.c), then what only Redis has: the
  * key layout, pipelining, the in-flight cap, NOSCRIPT, WAIT for replicas,
- * reply timeouts, a server killed and restarted, a server down at start,
- * the maxmemory-policy warning, databases, refused set-ups, and watches
- * across two instances.
+ * reply timeouts, outages waited out (eventlog_outage_grace) and past
+ * the grace, operations sent again after their replies were lost (through
+ * a proxy that can swallow replies and cut connections), a server killed
+ * and restarted, a server down at start, the maxmemory-policy warning,
+ * databases, refused set-ups, and watches across two instances.
  *
  * MCPD_TEST_REDIS_URL=redis://HOST:PORT names a server to use; without it
  * the test starts its own (redis-server on a free port, no persistence, in
@@ -12,6 +14,7 @@
  * the server only run against a server of their own.
  */
 #include <sys/prctl.h>
+#include <sys/queue.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 
@@ -26,7 +29,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/event.h>
+#include <event2/listener.h>
 #include <hiredis/hiredis.h>
 
 #include "unit.h"
@@ -394,15 +400,22 @@ START_TEST(test_layout)
 	snprintf(stream, sizeof stream, "mcpd:{%s}:s:%d", SID, K);
 	snprintf(ended, sizeof ended, "mcpd:{%s}:s:%d", SID, K + 1);
 
-	/* The XADD id is the SSE id; the message is field d. */
+	/*
+	 * The XADD id is the SSE id; the message is field d; the last entry
+	 * of each append has the append's token too, t (unique to it).
+	 */
 	reply = sync_command("XRANGE %s - +", stream);
 	ck_assert_int_eq(reply->type, REDIS_REPLY_ARRAY);
 	ck_assert_uint_eq(reply->elements, 3);
 	ck_assert_str_eq(reply->element[0]->element[0]->str, "42-0");
 	ck_assert_str_eq(reply->element[2]->element[0]->str, "42-2");
+	ck_assert_uint_eq(reply->element[2]->element[1]->elements, 4);
 	ck_assert_str_eq(reply->element[2]->element[1]->element[0]->str, "d");
 	ck_assert_str_eq(reply->element[2]->element[1]->element[1]->str,
 	    "{\"n\":2}");
+	ck_assert_str_eq(reply->element[2]->element[1]->element[2]->str, "t");
+	ck_assert_str_ne(reply->element[2]->element[1]->element[3]->str,
+	    reply->element[1]->element[1]->element[3]->str);
 	freeReplyObject(reply);
 
 	/* The meta hash: the session's meta and every stream's state. */
@@ -846,8 +859,9 @@ START_TEST(test_wait_replicas)
 END_TEST
 
 /*
- * A server that stops answering: the oldest op times out, everything in
- * flight fails once, new ops fail at once, and the log recovers.
+ * Without an outage grace (eventlog_outage_grace 0): a server that stops
+ * answering makes the oldest op time out, everything in flight fails
+ * once, new ops fail at once, and the log recovers.
  */
 START_TEST(test_timeout)
 {
@@ -858,6 +872,8 @@ START_TEST(test_timeout)
 
 	if (!own_server)
 		return;
+	conf->eventlog_outage_grace = 0;
+	reopen(1000, 300);
 	expect_status(store(SID, "m", 1), EVENTLOG_OK);
 	fill(K, 1);
 
@@ -901,6 +917,354 @@ START_TEST(test_timeout)
 	res_clear(&rd);
 	expect_status(append(SID, K, head + 1, "next", 0, NULL, NULL),
 	    EVENTLOG_OK);
+}
+END_TEST
+
+/* Runs the loop until *done or WAIT_MS pass; returns *done. */
+static int
+run_until_flag(int (*done)(void))
+{
+	uint64_t	start = clock_now_ms();
+
+	while (!done() && clock_now_ms() - start < WAIT_MS)
+		turn();
+	return (done());
+}
+
+static int
+log_stalled(void)
+{
+	return (!eventlog_available(el));
+}
+
+/*
+ * A server that stops answering for longer than the reply timeout but
+ * within the outage grace (10 s by default): nothing fails. The ops in
+ * flight wait on the connection, the log reads as unavailable (and not
+ * steady) meanwhile, ops asked for then wait behind them, and once the
+ * server answers everything is answered in order, committed once.
+ */
+START_TEST(test_outage_stall)
+{
+	struct res	r[4];
+	uint64_t	paused;
+	int		order = 0, i;
+
+	if (!own_server)
+		return;
+	expect_status(store(SID, "m", 1), EVENTLOG_OK);
+	fill(K, 1);
+
+	paused = clock_now_ms();
+	freeReplyObject(sync_command("CLIENT PAUSE 5000 ALL"));
+	memset(r, 0, sizeof r);
+	for (i = 0; i < 4; i++)
+		r[i].order = &order;
+	eventlog_append(el, SID, K, 2, "{\"n\":2}", 7, 0, append_cb, &r[0]);
+	eventlog_read(el, SID, K, 0, 10, read_cb, &r[1]);
+	ck_assert_msg(run_until_flag(log_stalled), "the stall never showed");
+	ck_assert_uint_eq(eventlog_steady_ms(el), 0);
+	for (i = 0; i < 2; i++)
+		ck_assert_int_eq(r[i].calls, 0);
+	/* Asked for during the stall: waits behind what is in flight. */
+	eventlog_append(el, SID, K, 3, "{\"n\":3}", 7, 0, append_cb, &r[2]);
+	eventlog_session_load(el, SID, load_cb, &r[3]);
+	for (i = 0; i < 4; i++)
+		wait_for(&r[i]);
+	spin();
+	for (i = 0; i < 4; i++) {
+		ck_assert_int_eq(r[i].calls, 1);
+		expect_status(r[i].status, EVENTLOG_OK);
+		ck_assert_int_eq(r[i].rank, i + 1);
+	}
+	ck_assert_uint_eq(r[0].info.head, 2);
+	ck_assert_uint_eq(r[1].info.head, 2);
+	expect_entries(&r[1], 0, 3);
+	ck_assert_uint_eq(r[2].info.head, 3);
+	ck_assert(eventlog_available(el));
+	/* Steady again, but only since the stall. */
+	ck_assert_uint_lt(eventlog_steady_ms(el), clock_now_ms() - paused);
+	for (i = 0; i < 4; i++)
+		res_clear(&r[i]);
+	ck_assert_int_eq(sync_integer(sync_command("XLEN mcpd:{%s}:s:%d",
+	    SID, K)), 4);
+}
+END_TEST
+
+/*
+ * An outage longer than the grace (3 s here): what waited fails
+ * UNAVAILABLE, ops asked for then fail at once rather than wait, and the
+ * log comes back once the server answers.
+ */
+START_TEST(test_outage_past_grace)
+{
+	struct res	r[2], late;
+	struct res	rd;
+	uint64_t	head;
+	int		i;
+
+	if (!own_server)
+		return;
+	conf->eventlog_outage_grace = 3;
+	reopen(1000, 300);
+	expect_status(store(SID, "m", 1), EVENTLOG_OK);
+	fill(K, 1);
+
+	freeReplyObject(sync_command("CLIENT PAUSE 6000 ALL"));
+	memset(r, 0, sizeof r);
+	eventlog_append(el, SID, K, 2, "{\"n\":2}", 7, 0, append_cb, &r[0]);
+	ck_assert_msg(run_until_flag(log_stalled), "the stall never showed");
+	eventlog_session_load(el, SID, load_cb, &r[1]);
+	for (i = 0; i < 2; i++) {
+		wait_for(&r[i]);
+		expect_status(r[i].status, EVENTLOG_UNAVAILABLE);
+	}
+	/* Past the grace, while the server is still paused: refused. */
+	memset(&late, 0, sizeof late);
+	eventlog_session_load(el, SID, load_cb, &late);
+	ck_assert_int_eq(late.calls, 0);
+	wait_for(&late);
+	expect_status(late.status, EVENTLOG_UNAVAILABLE);
+	res_clear(&late);
+
+	ck_assert(wait_ready(el, 8000));
+	for (i = 0; i < 2; i++) {
+		ck_assert_int_eq(r[i].calls, 1);
+		res_clear(&r[i]);
+	}
+	expect_status(readr(SID, K, 0, 10, &rd), EVENTLOG_OK);
+	head = rd.info.head;
+	ck_assert(head == 1 || head == 2);
+	res_clear(&rd);
+	expect_status(append(SID, K, head + 1, "next", 0, NULL, NULL),
+	    EVENTLOG_OK);
+}
+END_TEST
+
+/*
+ * A proxy between a log and the server, on the test's loop: mute swallows
+ * the server's bytes (Redis runs the commands, the log never hears), hold
+ * keeps the log's back (Redis never gets them), cut closes every
+ * connection. So a connection lost after, or before, its last commands
+ * ran, on demand.
+ */
+struct proxy_pair {
+	struct bufferevent		*client;
+	struct bufferevent		*server;
+	TAILQ_ENTRY(proxy_pair)		 entry;
+};
+static TAILQ_HEAD(, proxy_pair)	proxy_pairs =
+    TAILQ_HEAD_INITIALIZER(proxy_pairs);
+static struct evconnlistener	*proxy_listener;
+static struct sockaddr_in	 proxy_to;
+static int			 proxy_port;
+static int			 proxy_mute;
+static int			 proxy_hold;
+
+static void
+proxy_pair_free(struct proxy_pair *p)
+{
+	TAILQ_REMOVE(&proxy_pairs, p, entry);
+	bufferevent_free(p->client);
+	bufferevent_free(p->server);
+	free(p);
+}
+
+static void
+proxy_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct proxy_pair	*p = arg;
+	struct evbuffer		*in = bufferevent_get_input(bev);
+
+	if (bev == p->server) {
+		if (proxy_mute)
+			evbuffer_drain(in, evbuffer_get_length(in));
+		else
+			bufferevent_write_buffer(p->client, in);
+	} else if (!proxy_hold)
+		bufferevent_write_buffer(p->server, in);
+}
+
+static void
+proxy_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
+		proxy_pair_free(arg);
+}
+
+static void
+proxy_accept_cb(struct evconnlistener *l, evutil_socket_t fd,
+    struct sockaddr *sa, int len, void *arg)
+{
+	struct proxy_pair	*p;
+
+	p = calloc(1, sizeof *p);
+	ck_assert_ptr_nonnull(p);
+	p->client = bufferevent_socket_new(base, fd, BEV_OPT_CLOSE_ON_FREE);
+	p->server = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+	bufferevent_setcb(p->client, proxy_read_cb, NULL, proxy_event_cb, p);
+	bufferevent_setcb(p->server, proxy_read_cb, NULL, proxy_event_cb, p);
+	bufferevent_enable(p->client, EV_READ | EV_WRITE);
+	bufferevent_enable(p->server, EV_READ | EV_WRITE);
+	TAILQ_INSERT_TAIL(&proxy_pairs, p, entry);
+	if (bufferevent_socket_connect(p->server,
+	    (struct sockaddr *)&proxy_to, sizeof proxy_to) != 0)
+		proxy_pair_free(p);
+}
+
+/* Starts the proxy to the test server; -1 if it cannot (not IPv4). */
+static int
+proxy_start(void)
+{
+	struct sockaddr_in	sin;
+	socklen_t		len = sizeof sin;
+
+	memset(&proxy_to, 0, sizeof proxy_to);
+	proxy_to.sin_family = AF_INET;
+	proxy_to.sin_port = htons((uint16_t)server_port);
+	if (inet_pton(AF_INET, server_host, &proxy_to.sin_addr) != 1)
+		return (-1);
+	memset(&sin, 0, sizeof sin);
+	sin.sin_family = AF_INET;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	proxy_listener = evconnlistener_new_bind(base, proxy_accept_cb, NULL,
+	    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE, -1,
+	    (struct sockaddr *)&sin, sizeof sin);
+	ck_assert_ptr_nonnull(proxy_listener);
+	ck_assert_int_eq(getsockname(evconnlistener_get_fd(proxy_listener),
+	    (struct sockaddr *)&sin, &len), 0);
+	proxy_port = ntohs(sin.sin_port);
+	proxy_mute = proxy_hold = 0;
+	return (0);
+}
+
+/* Closes every connection through the proxy, dropping what it holds. */
+static void
+proxy_cut(void)
+{
+	struct proxy_pair	*p;
+
+	while ((p = TAILQ_FIRST(&proxy_pairs)) != NULL)
+		proxy_pair_free(p);
+}
+
+/* Whether the proxy holds some of the log's bytes back. */
+static int
+proxy_holding(void)
+{
+	struct proxy_pair	*p;
+
+	TAILQ_FOREACH(p, &proxy_pairs, entry) {
+		if (evbuffer_get_length(bufferevent_get_input(p->client)) > 0)
+			return (1);
+	}
+	return (0);
+}
+
+static void
+proxy_stop(void)
+{
+	proxy_cut();
+	evconnlistener_free(proxy_listener);
+	proxy_listener = NULL;
+}
+
+static long long
+stream_len(uint64_t k)
+{
+	return (sync_integer(sync_command("XLEN mcpd:{%s}:s:%llu", SID,
+	    (unsigned long long)k)));
+}
+
+static int
+retry_landed(void)
+{
+	return (stream_len(K) == 5 && stream_len(K + 1) == 1 &&
+	    sync_integer(sync_command("EXISTS mcpd:{%s}:task", OTHER_SID)) ==
+	    1);
+}
+
+/*
+ * Operations whose replies are lost with their connection after Redis ran
+ * them (an append of three entries in one script call, a create, a task
+ * put) are sent again once a connection is set up, and recognise what
+ * they did: answered as the first time (ok, the same ids), written once.
+ * A different append at the same position still conflicts, and so does a
+ * task put of the same revision that is not a retry. An append Redis
+ * never got is committed by its retry, once.
+ */
+START_TEST(test_retry_after_lost_reply)
+{
+	struct eventlog		*plain = el;
+	struct eventlog_info	 info;
+	struct res		 r[3], rc, rt;
+	uint64_t		 rev;
+	char			 buf[64], *rec;
+	int			 i;
+
+	if (proxy_start() != 0)
+		return;
+	el = open_on(proxy_port, 0);
+	ck_assert(wait_ready(el, 5000));
+	expect_status(store(SID, "m", 1), EVENTLOG_OK);
+	fill(K, 1);
+
+	proxy_mute = 1;
+	for (i = 0; i < 3; i++)
+		append_async(K, 2 + (uint64_t)i, 0, &r[i]);
+	memset(&rc, 0, sizeof rc);
+	eventlog_stream_create(el, SID, K + 1, append_cb, &rc);
+	memset(&rt, 0, sizeof rt);
+	eventlog_task_put(el, OTHER_SID, 1, "rec", 3, 60000, done_cb, &rt);
+	ck_assert_msg(run_until_flag(retry_landed), "Redis never ran them");
+	for (i = 0; i < 3; i++)
+		ck_assert_int_eq(r[i].calls, 0);
+	ck_assert_int_eq(rc.calls + rt.calls, 0);
+	proxy_cut();
+	proxy_mute = 0;
+
+	for (i = 0; i < 3; i++) {
+		wait_for(&r[i]);
+		expect_status(r[i].status, EVENTLOG_OK);
+		ck_assert_uint_eq(r[i].info.head, 2 + (uint64_t)i);
+		entry_text(buf, sizeof buf, 2 + (uint64_t)i);
+		ck_assert_str_eq(r[i].committed, buf);
+		ck_assert_int_eq(r[i].info.ended, 0);
+	}
+	wait_for(&rc);
+	expect_status(rc.status, EVENTLOG_OK);
+	wait_for(&rt);
+	expect_status(rt.status, EVENTLOG_OK);
+	spin();
+	ck_assert_int_eq(stream_len(K), 5);
+	ck_assert_int_eq(stream_len(K + 1), 1);
+	expect_status(tget(OTHER_SID, &rev, &rec), EVENTLOG_OK);
+	ck_assert_uint_eq(rev, 1);
+	ck_assert_str_eq(rec, "rec");
+	free(rec);
+
+	/* Another writer's entry where a retry's would be: a conflict. */
+	expect_status(append(SID, K, 4, "other", 0, &info, NULL),
+	    EVENTLOG_CONFLICT);
+	ck_assert_uint_eq(info.head, 4);
+	expect_status(tput(OTHER_SID, 1, "rec", 60000), EVENTLOG_CONFLICT);
+
+	/* Never reached Redis: the retry commits it, once. */
+	proxy_hold = 1;
+	append_async(K, 5, EVENTLOG_FINAL, &r[0]);
+	ck_assert_msg(run_until_flag(proxy_holding), "the append never left");
+	ck_assert_int_eq(r[0].calls, 0);
+	proxy_cut();
+	proxy_hold = 0;
+	wait_for(&r[0]);
+	expect_status(r[0].status, EVENTLOG_OK);
+	ck_assert_uint_eq(r[0].info.head, 5);
+	ck_assert_int_eq(r[0].info.ended, 1);
+	ck_assert_int_eq(stream_len(K), 6);
+
+	eventlog_free(el);
+	el = plain;
+	proxy_stop();
 }
 END_TEST
 
@@ -1353,9 +1717,10 @@ START_TEST(test_watch_unwatch_in_cb)
 END_TEST
 
 /*
- * The server is killed with ops in flight and a watch live: every op fails
- * once, new ops fail at once, the loss is logged once, and after a restart
- * on the same port the log and the watch come back.
+ * Without an outage grace: the server is killed with ops in flight and a
+ * watch live: every op fails once, new ops fail at once, the loss is
+ * logged once, and after a restart on the same port the log and the
+ * watch come back.
  */
 START_TEST(test_kill_restart)
 {
@@ -1366,6 +1731,8 @@ START_TEST(test_kill_restart)
 
 	if (!own_server)
 		return;
+	conf->eventlog_outage_grace = 0;
+	reopen(1000, 300);
 	memset(&w, 0, sizeof w);
 	eventlog_watch(el, SID, watch_cb, NULL, &w);
 	resync_wait(&w, 1);
@@ -1453,6 +1820,9 @@ eventlog_redis_suite(void)
 	tcase_add_test(tc, test_noscript);
 	tcase_add_test(tc, test_wait_replicas);
 	tcase_add_test(tc, test_timeout);
+	tcase_add_test(tc, test_outage_stall);
+	tcase_add_test(tc, test_outage_past_grace);
+	tcase_add_test(tc, test_retry_after_lost_reply);
 	tcase_add_test(tc, test_down_at_start);
 	tcase_add_test(tc, test_policy_warning);
 	tcase_add_test(tc, test_database);
