@@ -1215,7 +1215,8 @@ START_TEST(test_retry_after_lost_reply)
 	memset(&rc, 0, sizeof rc);
 	eventlog_stream_create(el, SID, K + 1, append_cb, &rc);
 	memset(&rt, 0, sizeof rt);
-	eventlog_task_put(el, OTHER_SID, 1, "rec", 3, 60000, done_cb, &rt);
+	eventlog_task_put(el, OTHER_SID, 1, "rec", 3, 60000, 0, done_cb,
+	    &rt);
 	ck_assert_msg(run_until_flag(retry_landed), "Redis never ran them");
 	for (i = 0; i < 3; i++)
 		ck_assert_int_eq(r[i].calls, 0);
