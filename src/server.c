@@ -10,6 +10,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +42,7 @@
 #include "task.h"
 #include "transport.h"
 #include "view.h"
+#include "xmalloc.h"
 
 /* Seconds shutdown waits for the log to commit its last entries. */
 #define SERVER_DRAIN_TIMEOUT	3
@@ -48,6 +50,8 @@
 #define SERVER_ACCEPT_PAUSE_MS	100
 /* Milliseconds without a failure that end an episode of them. */
 #define SERVER_ACCEPT_CALM_MS	1000
+/* Connections the kernel queues before accept(), as evhttp's own bind. */
+#define SERVER_BACKLOG		128
 
 struct server server;
 
@@ -258,20 +262,94 @@ server_raise_nofile(void)
 		    server.nofile);
 }
 
+/*
+ * The reason a listening socket could not be made, in the operator's
+ * words first (what to fix), then the system's.
+ */
+static const char *
+server_bind_hint(int err)
+{
+	switch (err) {
+	case EADDRINUSE:
+		return ("the port is in use (another process listens on it)");
+	case EADDRNOTAVAIL:
+		return ("the address is not available (no interface of this "
+		    "host has it)");
+	case EACCES:
+	case EPERM:
+		return ("permission denied (ports below 1024 need "
+		    "privilege)");
+	default:
+		return (NULL);
+	}
+}
+
+/*
+ * The listening socket, made here rather than by evhttp_bind_socket,
+ * which logs nothing of why bind() failed and leaves the caller to guess
+ * from errno. -1 with cause set on failure.
+ */
+static evutil_socket_t
+server_bind(const char *host, int port, char **cause)
+{
+	struct evutil_addrinfo	 hints, *ai = NULL;
+	evutil_socket_t		 fd;
+	const char		*hint;
+	char			 service[16];
+	int			 rc, err, on = 1;
+
+	memset(&hints, 0, sizeof hints);
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = EVUTIL_AI_PASSIVE | EVUTIL_AI_ADDRCONFIG;
+	snprintf(service, sizeof service, "%d", port);
+	if ((rc = evutil_getaddrinfo(host, service, &hints, &ai)) != 0) {
+		xasprintf(cause, "the host cannot be resolved (%s)",
+		    evutil_gai_strerror(rc));
+		return (-1);
+	}
+	fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK |
+	    SOCK_CLOEXEC, ai->ai_protocol);
+	if (fd == -1 ||
+	    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) != 0 ||
+	    bind(fd, ai->ai_addr, (socklen_t)ai->ai_addrlen) != 0 ||
+	    listen(fd, SERVER_BACKLOG) != 0) {
+		err = errno;
+		if ((hint = server_bind_hint(err)) != NULL)
+			xasprintf(cause, "%s: %s", hint, strerror(err));
+		else
+			xasprintf(cause, "%s", strerror(err));
+		if (fd != -1)
+			close(fd);
+		evutil_freeaddrinfo(ai);
+		return (-1);
+	}
+	evutil_freeaddrinfo(ai);
+	return (fd);
+}
+
 static struct evhttp_bound_socket *
 server_listen(struct evhttp *http, const struct conf *conf)
 {
 	struct evhttp_bound_socket	*bound;
 	struct sockaddr_storage		 ss;
 	socklen_t			 sslen = sizeof ss;
+	evutil_socket_t			 fd;
 	char				 addr[INET6_ADDRSTRLEN];
+	char				*cause = NULL;
 	int				 port = 0;
 
-	bound = evhttp_bind_socket_with_handle(http, conf->listen_host,
-	    (ev_uint16_t)conf->listen_port);
-	if (bound == NULL) {
-		log_error("cannot listen on %s:%d", conf->listen_host,
-		    conf->listen_port);
+	if ((fd = server_bind(conf->listen_host, conf->listen_port,
+	    &cause)) == -1) {
+		log_error("cannot listen on %s:%d: %s", conf->listen_host,
+		    conf->listen_port, cause);
+		free(cause);
+		return (NULL);
+	}
+	if ((bound = evhttp_accept_socket_with_handle(http, fd)) == NULL) {
+		log_error("cannot listen on %s:%d: the HTTP server refused "
+		    "the socket", conf->listen_host, conf->listen_port);
+		close(fd);
 		return (NULL);
 	}
 	server.lev = evhttp_bound_socket_get_listener(bound);
