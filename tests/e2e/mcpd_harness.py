@@ -720,6 +720,7 @@ class Daemon:
         self.problems = []
         self.cond = threading.Condition()
         self.nofile = None          # RLIMIT_NOFILE (soft and hard) if set
+        self.env = {}               # added to the environment at start
 
     # process
 
@@ -730,6 +731,7 @@ class Daemon:
         env = os.environ.copy()
         if self.sanitized:
             sanitizer_env(env)
+        env.update(self.env)
         self.proc = subprocess.Popen(
             [self.mcpd, "-c", self.conf_path], stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
