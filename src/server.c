@@ -55,6 +55,10 @@
  * server_run); a chain of deferred frees is a few turns long.
  */
 #define SERVER_EXIT_TURNS	16
+/* Milliseconds between looks at the log while start-up waits for it. */
+#define SERVER_WAIT_POLL_MS	20
+/* Milliseconds of that wait before it is logged (a quick one is not). */
+#define SERVER_WAIT_QUIET_MS	500
 /* Connections the kernel queues before accept(), as evhttp's own bind. */
 #define SERVER_BACKLOG		128
 
@@ -536,6 +540,83 @@ server_watchdog_start(struct event_base *base)
 	notify_send("WATCHDOG=1");
 }
 
+/* Start-up waiting for its log (server_await_log). */
+struct server_wait {
+	const struct conf	*conf;
+	uint64_t		 since;
+	int			 told;		/* the wait was logged */
+	int			 expired;	/* eventlog_wait passed */
+};
+
+/*
+ * The wait is said (a log line, the service manager's STATUS) only once
+ * it lasts: a Redis that answers at once makes no noise at every start.
+ */
+static void
+server_wait_tell(struct server_wait *w)
+{
+	const struct conf	*conf = w->conf;
+
+	if (w->told || clock_now_ms() - w->since < SERVER_WAIT_QUIET_MS)
+		return;
+	w->told = 1;
+	log_info("waiting up to %llds (eventlog_wait) for the event log "
+	    "redis://%s:%d/%d before listening", conf->eventlog_wait,
+	    conf->redis_host, conf->redis_port, conf->redis_db);
+	notify_send("STATUS=waiting for the event log (eventlog_wait %llds)",
+	    conf->eventlog_wait);
+}
+
+static void
+server_wait_poll_cb(evutil_socket_t fd, short events, void *arg)
+{
+	if (eventlog_available(server.eventlog) || drain_active())
+		event_base_loopbreak(server.base);
+	else
+		server_wait_tell(arg);
+}
+
+static void
+server_wait_expired_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct server_wait	*w = arg;
+
+	w->expired = 1;
+	event_base_loopbreak(server.base);
+}
+
+/*
+ * An instance that listened before its log was reachable could only
+ * answer 503 "Event log unavailable", and a balancer that does not read
+ * /readyz (nginx) would send it requests all the same: during a rolling
+ * restart, clients would get those 503s. So start-up waits for the log,
+ * eventlog_wait at most, with the loop running (the log connects, signals
+ * are heard) and no listening socket: connections are refused and the
+ * balancer tries another instance. 1 if the log is reachable, 0 if not
+ * (the wait ran out, or a signal asked for a drain or a stop).
+ */
+static int
+server_await_log(struct event_base *base, const struct conf *conf)
+{
+	struct timeval		 poll = { 0, SERVER_WAIT_POLL_MS * 1000 };
+	struct timeval		 bound = { (time_t)conf->eventlog_wait, 0 };
+	struct event		*poll_ev, *bound_ev;
+	struct server_wait	 w = { conf, clock_now_ms(), 0, 0 };
+
+	if (eventlog_available(server.eventlog))
+		return (1);
+	if (conf->eventlog_wait == 0)
+		return (0);
+	poll_ev = event_new(base, -1, EV_PERSIST, server_wait_poll_cb, &w);
+	bound_ev = evtimer_new(base, server_wait_expired_cb, &w);
+	event_add(poll_ev, &poll);
+	evtimer_add(bound_ev, &bound);
+	event_base_dispatch(base);
+	event_free(poll_ev);
+	event_free(bound_ev);
+	return (eventlog_available(server.eventlog));
+}
+
 /* Runs until stopped; owns conf (a reload replaces it) and frees it. */
 int
 server_run(struct conf *conf)
@@ -596,6 +677,20 @@ server_run(struct conf *conf)
 	}
 	server.resume_ev = evtimer_new(base, server_accept_resume_cb, NULL);
 
+	if (!server_await_log(base, conf)) {
+		if (event_base_got_exit(base) || drain_active()) {
+			/* Stopped, or drained, before it ever listened. */
+			if (!event_base_got_exit(base))
+				event_base_dispatch(base);
+			rc = 0;
+			goto out;
+		}
+		log_warn("the event log redis://%s:%d/%d is not reachable "
+		    "after %llds (eventlog_wait; why is logged above): "
+		    "listening, not ready (/readyz 503) until it is",
+		    conf->redis_host, conf->redis_port, conf->redis_db,
+		    conf->eventlog_wait);
+	}
 	if ((server.bound = server_listen(http, conf)) == NULL)
 		goto out;
 	log_info("mcpd %s ready: event log %s, builtin tools %s, %zu exec "

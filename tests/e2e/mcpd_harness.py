@@ -727,7 +727,9 @@ class Daemon:
     def _limit(self):
         resource.setrlimit(resource.RLIMIT_NOFILE, (self.nofile, self.nofile))
 
-    def start(self, timeout=10):
+    def start(self, timeout=10, listening=True):
+        """Start the daemon and (listening=True) wait until it listens;
+        with listening=False, return at once (await_listening later)."""
         env = os.environ.copy()
         if self.sanitized:
             sanitizer_env(env)
@@ -741,6 +743,13 @@ class Daemon:
         self.out = _Drain(self.proc.stdout, self.cond)
         self.err.start()
         self.out.start()
+        if listening:
+            self.await_listening(timeout)
+        return self
+
+    def await_listening(self, timeout=10):
+        """Wait for the daemon's "listening on HOST:PORT" line (and with
+        the redis log, for its command connection)."""
         deadline = time.monotonic() + tmo(timeout)
         with self.cond:
             while True:
@@ -771,9 +780,10 @@ class Daemon:
         return self
 
     def _wait_redis_ready(self, timeout):
-        """With the redis event log the daemon listens before its command
-        connection is up (and answers 503 meanwhile): wait for that, but
-        never fail here (a test may mean a Redis that is not there)."""
+        """With the redis event log the daemon listens once its command
+        connection is up, or after eventlog_wait without it (and answers
+        503 meanwhile): wait for the connection, but never fail here (a
+        test may mean a Redis that is not there)."""
         try:
             self.wait_log(lambda line: "command connection ready" in line,
                           timeout, "redis command connection ready")

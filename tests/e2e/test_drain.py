@@ -411,8 +411,10 @@ def test_redis_readyz_follows_the_log(h):
         return
     rs = RedisServer(h.workdir)
     try:
-        d = _NoRedisWaitDaemon(h.mcpd, h.workdir, {"eventlog": rs.url},
-                               (), h.sanitized, f"mcpd{len(h.daemons)}")
+        # eventlog_wait 0: listening at once, before Redis ever answered.
+        d = _NoRedisWaitDaemon(h.mcpd, h.workdir, {"eventlog": rs.url,
+                               "eventlog_wait": 0}, (), h.sanitized,
+                               f"mcpd{len(h.daemons)}")
         h.daemons.append(d)
         d.start()
         status, body = _get(d, "/readyz")

@@ -22,8 +22,9 @@ from mcpd_harness import (LATEST, REDIS_URL, VERSIONS, Conn, Daemon,
                           RedisError, RedisServer, Timeout,
                           assert_rpc_error, check_ids, expect, is_log,
                           is_progress, is_response, message_events,
-                          parse_event_id, redis_command, redis_server_path,
-                          result_text, rpc, tmo, tool_call)
+                          free_port, parse_event_id, redis_command,
+                          redis_server_path, result_text, rpc, tmo,
+                          tool_call)
 
 
 # --------------------------------------------------------------------------
@@ -873,14 +874,75 @@ def test_redis_hung_while_serving_503_then_recovers(h):
 # 8. Redis down when mcpd starts
 
 
-def test_redis_down_at_start_then_comes_up(h):
-    if not _private_redis_ok("redis down at start"):
+def _refused(port):
+    try:
+        s = Conn("127.0.0.1", port, tmo(2))
+    except ConnectionRefusedError:
+        return True
+    s.close()
+    return False
+
+
+def test_redis_down_at_start_listens_only_once_it_is_up(h):
+    # A starting instance takes no connection before its log is
+    # reachable (eventlog_wait, 10 s by default): a balancer then tries
+    # another instance instead of getting 503 "Event log unavailable".
+    # Once it listens, the first request is served.
+    if not _private_redis_ok("redis down at start: not listening"):
+        return
+    rs = RedisServer(h.workdir)         # not started yet
+    port = free_port()
+    d = Daemon(h.mcpd, h.workdir, {"eventlog": rs.url,
+               "listen": f"127.0.0.1:{port}"}, (), h.sanitized,
+               f"mcpd{len(h.daemons)}")
+    h.daemons.append(d)
+    try:
+        d.start(listening=False)
+        d.wait_log(lambda l: rs.url in l and "connection failed" in l, 5,
+                   "a log line saying the Redis connection failed")
+        expect(_refused(port), f"mcpd accepts connections on port {port} "
+               f"with its event log unreachable")
+        expect("listening on" not in d.stderr_text(), f"mcpd says it "
+               f"listens with its event log unreachable:\n"
+               f"{d.stderr_tail(10)}")
+        d.wait_log(lambda l: "eventlog_wait" in l and "waiting" in l, 5,
+                   "a log line saying start-up waits for the log")
+        rs.start()
+        d.await_listening(15)
+        expect(d.port == port, f"mcpd listens on {d.port}, not {port}")
+        r = d.request("GET", path="/readyz", timeout=5)
+        expect(r.status == 200, f"/readyz once listening -> HTTP "
+               f"{r.status} {r.body[:200]!r}")
+        r = d.initialize_reply(LATEST)
+        expect(r.status == 200, f"the first initialize once listening -> "
+               f"HTTP {r.status} {r.body[:200]!r}")
+        sid = r.session_id
+        d.versions[sid] = LATEST
+        _echo(d, sid, "first")
+        d.assert_alive(sid, "after Redis came up")
+    finally:
+        _stop_all(h)
+        rs.stop()
+
+
+def test_redis_down_at_start_past_eventlog_wait_listens_unready(h):
+    # Past eventlog_wait mcpd listens all the same, not ready, and says
+    # why; requests get 503 until Redis is up, then it serves.
+    if not _private_redis_ok("redis down at start: unready"):
         return
     rs = RedisServer(h.workdir)         # not started yet
     try:
-        d = _start_no_wait(h, eventlog=rs.url)
-        d.wait_log(lambda l: rs.url in l and "connection failed" in l, 5,
-                   "a log line saying the Redis connection failed")
+        d = _start_no_wait(h, eventlog=rs.url, eventlog_wait=1)
+        line = d.wait_log(lambda l: "eventlog_wait" in l and
+                          "not reachable" in l, 5,
+                          "a warning that the log is not reachable")
+        expect(rs.url in line and "not ready" in line and " warn" in line,
+               f"the warning should name the log and say the instance is "
+               f"not ready: {line!r}")
+        r = d.request("GET", path="/readyz", timeout=5)
+        expect(r.status == 503 and (r.json or {}).get("status") ==
+               "starting", f"/readyz with Redis down at start -> HTTP "
+               f"{r.status} {r.body[:200]!r}, expected 503 starting")
         r, t = _timed(d.initialize_reply, LATEST)
         _expect_503(r, "initialize with Redis down at start", t)
         expect(d.alive(), "mcpd died without Redis")
@@ -893,6 +955,31 @@ def test_redis_down_at_start_then_comes_up(h):
     finally:
         _stop_all(h)
         rs.stop()
+
+
+def test_redis_sigterm_while_waiting_at_start_exits(h):
+    # A stop while start-up waits for the log: exit 0 without listening.
+    if not _private_redis_ok("SIGTERM while waiting for Redis"):
+        return
+    rs = RedisServer(h.workdir)         # never started
+    d = Daemon(h.mcpd, h.workdir, {"eventlog": rs.url, "drain_delay": 0},
+               (), h.sanitized, f"mcpd{len(h.daemons)}")
+    h.daemons.append(d)
+    d.start(listening=False)
+    d.wait_log(lambda l: rs.url in l and "connection failed" in l, 5,
+               "a log line saying the Redis connection failed")
+    d.signal(signal.SIGTERM)
+    try:
+        rc = d.proc.wait(tmo(5))
+    except subprocess.TimeoutExpired:
+        raise AssertionError("mcpd waiting for its log did not exit on "
+                             "SIGTERM") from None
+    d.stopped = True
+    d.exit_status = rc
+    expect(rc == 0, f"mcpd exited with status {rc} on SIGTERM while "
+           f"waiting for its log")
+    expect("listening on" not in d.stderr_text(), f"mcpd listened after "
+           f"SIGTERM:\n{d.stderr_tail(10)}")
 
 
 # --------------------------------------------------------------------------
