@@ -1355,3 +1355,149 @@ def test_redis_hung_during_call_ends_the_response_within_the_bound(h):
     finally:
         _stop_all(h)
         rs.stop()
+
+
+# --------------------------------------------------------------------------
+# 15. Redis loses a session that processes hold (FLUSHALL, a restart
+# without persistence): once the log says it is gone, every request about
+# it is 404 on every process, and their views of it end.
+
+
+def _lost_session_setup(h, rs):
+    """Two processes on rs holding one session: a finished call's cursor
+    and a standalone GET open on each. Returns (a, b, sid, cursor,
+    {process: its open standalone reply})."""
+    a = h.start(eventlog=rs.url)
+    b = h.start(eventlog=rs.url)
+    sid = a.initialize(LATEST)
+    _adopt(b, a, sid)
+    k, head, _ = _finished_stream(a, sid, 2)
+    b.assert_alive(sid, "on B before the log loses it")     # B holds it
+    views = {}
+    for d in (a, b):
+        s = d.get_sse(sid)
+        expect(s.status == 200 and s.is_sse, f"standalone GET -> HTTP "
+               f"{s.status}")
+        expect(s.next_event(5).id is not None, "the standalone GET was "
+               "not primed")
+        views[d] = s
+    return a, b, sid, f"{k}-{head}", views
+
+
+def _view_ends(s, what, timeout=5):
+    try:
+        rest = s.events_until_close(timeout)
+    except Timeout:
+        raise AssertionError(f"{what}: the standalone GET of the lost "
+                             f"session stayed open") from None
+    expect(not message_events(rest), f"{what}: messages after the log "
+           f"lost the session: {rest!r}")
+
+
+def _every_request_404(d, sid, cursor, what):
+    def check(r, name):
+        if r.status == 200 and r.is_sse:
+            r.close()
+        expect(r.status == 404, f"{what}: {name} -> HTTP {r.status} "
+               f"{'' if r.is_sse else r.body[:200]!r}, expected 404")
+        assert_rpc_error(r.json)
+    check(d.post(sid, rpc("ping", None, d.new_id())), "ping")
+    check(d.post(sid, rpc("tools/list", None, d.new_id())), "tools/list")
+    check(d.post(sid, rpc("notifications/initialized")), "a notification")
+    check(d.post(sid, {"jsonrpc": "2.0", "id": "mcpd-0123456789ab",
+                       "result": {}}), "a response")
+    check(d.post(sid, tool_call("echo", {"text": "x"}, d.new_id())),
+          "tools/call")
+    check(d.get_sse(sid), "GET")
+    check(d.get_sse(sid, cursor), f"GET Last-Event-ID {cursor}")
+    check(d.delete(sid), "DELETE")
+
+
+def test_redis_flushall_session_404_on_every_process(h):
+    # FLUSHALL tells nobody: the first request that reads the session
+    # (here a ping on A) hears it is gone; A tells B, whose view of it ends
+    # before B gets any request; then everything is 404 on both.
+    if not _private_redis_ok("FLUSHALL of held sessions"):
+        return
+    rs = RedisServer(h.workdir)
+    rs.start()
+    try:
+        a, b, sid, cursor, views = _lost_session_setup(h, rs)
+        rs.cmd("FLUSHALL")
+        r = a.post(sid, rpc("ping", None, a.new_id()))
+        expect(r.status == 404, f"ping on A after FLUSHALL -> HTTP "
+               f"{r.status} {r.body[:200]!r}, expected 404")
+        _view_ends(views[a], "A")
+        _view_ends(views[b], "B (told by A)")
+        for d, name in ((a, "A"), (b, "B")):
+            d.wait_log(lambda l: f"session={sid} closed: gone from the "
+                       "shared log" in l, 3, f"{name}: a line saying the "
+                       "session is gone from the log")
+            _every_request_404(d, sid, cursor, f"{name} after FLUSHALL")
+        sid2 = a.initialize(LATEST)
+        _echo(a, sid2, "after")
+    finally:
+        _stop_all(h)
+        rs.stop()
+
+
+def test_redis_restarted_empty_session_404_on_every_process(h):
+    # Both processes reconnect to a Redis that lost everything: the
+    # re-read after the reconnection finds the session gone, without any
+    # request; then everything is 404 on both.
+    if not _private_redis_ok("Redis restarted empty with held sessions"):
+        return
+    rs = RedisServer(h.workdir)         # no AOF: it restarts empty
+    rs.start()
+    try:
+        a, b, sid, cursor, views = _lost_session_setup(h, rs)
+        rs.shutdown()
+        rs.start()
+        for d, name in ((a, "A"), (b, "B")):
+            d.wait_log(lambda l: f"session={sid} closed: gone from the "
+                       "shared log" in l, 15, f"{name}: a line saying the "
+                       "session is gone from the log")
+            _view_ends(views[d], name)
+        for d, name in ((a, "A"), (b, "B")):
+            _every_request_404(d, sid, cursor, f"{name} after the restart")
+    finally:
+        _stop_all(h)
+        rs.stop()
+
+
+def test_redis_subscription_back_before_commands_still_rereads(h):
+    # The race of a reconnection: each process's subscription is back
+    # (subscribed again) while its command connection cannot be set up
+    # (SCRIPT denied), and meanwhile the session is lost. Once commands
+    # work again, both re-read it and drop it without any request.
+    if not _private_redis_ok("subscription back before commands"):
+        return
+    rs = RedisServer(h.workdir)
+    rs.start()
+    try:
+        a, b, sid, cursor, views = _lost_session_setup(h, rs)
+        rs.cmd("ACL", "SETUSER", "default", "-script")
+        rs.cmd("FLUSHALL")
+        rs.cmd("CLIENT", "KILL", "TYPE", "pubsub")
+        rs.cmd("CLIENT", "KILL", "TYPE", "normal")
+        channel = f"mcpd:{{{sid}}}:events"
+        deadline = time.monotonic() + tmo(10)
+        while rs.cmd("PUBSUB", "NUMSUB", channel)[1] < 2:
+            expect(time.monotonic() < deadline, "the processes did not "
+                   "subscribe again")
+            time.sleep(0.05)
+        for d in (a, b):
+            expect("command connection ready" not in
+                   d.stderr_text().split("command connection lost")[-1],
+                   "a command connection came back with SCRIPT denied")
+        rs.cmd("ACL", "SETUSER", "default", "+script")
+        for d, name in ((a, "A"), (b, "B")):
+            d.wait_log(lambda l: f"session={sid} closed: gone from the "
+                       "shared log" in l, 15, f"{name}: a line saying the "
+                       "session is gone from the log (no re-read once "
+                       "commands worked again)")
+            _view_ends(views[d], name)
+            _every_request_404(d, sid, cursor, f"{name} after the race")
+    finally:
+        _stop_all(h)
+        rs.stop()
