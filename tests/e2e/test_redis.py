@@ -1501,3 +1501,32 @@ def test_redis_subscription_back_before_commands_still_rereads(h):
     finally:
         _stop_all(h)
         rs.stop()
+
+
+def test_redis_flushall_not_brought_back_by_a_re_store(h):
+    # A process re-stores a session in use (every session_ttl / 4; an
+    # open GET keeps it in use) without any request. After FLUSHALL that
+    # re-store must not bring the session back for every process: it is
+    # refused, and the process drops the session (its GET ends).
+    if not _private_redis_ok("FLUSHALL, then a re-store"):
+        return
+    rs = RedisServer(h.workdir)
+    rs.start()
+    try:
+        d = h.start(eventlog=rs.url, session_ttl=10)
+        sid = d.initialize(LATEST)
+        s = d.get_sse(sid)
+        expect(s.status == 200 and s.is_sse, f"GET -> HTTP {s.status}")
+        expect(s.next_event(5).id is not None, "the GET was not primed")
+        rs.cmd("FLUSHALL")
+        d.wait_log(lambda l: f"session={sid} closed: gone from the shared "
+                   "log (found when storing it again)" in l, 10,
+                   "a line saying the re-store found the session gone")
+        _view_ends(s, "the GET of the session")
+        meta = f"mcpd:{{{sid}}}:meta"
+        expect(rs.cmd("EXISTS", meta) == 0, f"{meta} is back in Redis "
+               f"after FLUSHALL: a re-store brought the session back")
+        _every_request_404(d, sid, "1-0", "after the refused re-store")
+    finally:
+        _stop_all(h)
+        rs.stop()
