@@ -113,10 +113,22 @@ server_watchdog_cb(evutil_socket_t fd, short events, void *arg)
 	notify_send("WATCHDOG=1");
 }
 
+/*
+ * SIGHUP while start-up waits for the log (server_await_log): taken up
+ * once it listens, as a reload tells the service manager READY=1 and the
+ * wait holds the configuration it started with.
+ */
+static int	server_reload_owed;
+
 /* SIGHUP: the configuration file again (reload.c). */
 static void
 server_reload_cb(evutil_socket_t sig, short events, void *arg)
 {
+	if (server.bound == NULL && !drain_active()) {
+		log_info("reload: once listening");
+		server_reload_owed = 1;
+		return;
+	}
 	if (reload_conf() == 0)
 		server_http_limits(server.http, server.conf);
 }
@@ -545,7 +557,6 @@ struct server_wait {
 	const struct conf	*conf;
 	uint64_t		 since;
 	int			 told;		/* the wait was logged */
-	int			 expired;	/* eventlog_wait passed */
 };
 
 /*
@@ -576,12 +587,10 @@ server_wait_poll_cb(evutil_socket_t fd, short events, void *arg)
 		server_wait_tell(arg);
 }
 
+/* eventlog_wait has passed. */
 static void
 server_wait_expired_cb(evutil_socket_t fd, short events, void *arg)
 {
-	struct server_wait	*w = arg;
-
-	w->expired = 1;
 	event_base_loopbreak(server.base);
 }
 
@@ -601,14 +610,14 @@ server_await_log(struct event_base *base, const struct conf *conf)
 	struct timeval		 poll = { 0, SERVER_WAIT_POLL_MS * 1000 };
 	struct timeval		 bound = { (time_t)conf->eventlog_wait, 0 };
 	struct event		*poll_ev, *bound_ev;
-	struct server_wait	 w = { conf, clock_now_ms(), 0, 0 };
+	struct server_wait	 w = { conf, clock_now_ms(), 0 };
 
 	if (eventlog_available(server.eventlog))
 		return (1);
 	if (conf->eventlog_wait == 0)
 		return (0);
 	poll_ev = event_new(base, -1, EV_PERSIST, server_wait_poll_cb, &w);
-	bound_ev = evtimer_new(base, server_wait_expired_cb, &w);
+	bound_ev = evtimer_new(base, server_wait_expired_cb, NULL);
 	event_add(poll_ev, &poll);
 	evtimer_add(bound_ev, &bound);
 	event_base_dispatch(base);
@@ -700,6 +709,8 @@ server_run(struct conf *conf)
 	notify_send("READY=1\nSTATUS=listening on %s:%d, event log %s",
 	    conf->listen_host, server.port, server_log_state());
 	server_watchdog_start(base);
+	if (server_reload_owed)
+		server_reload_cb(SIGHUP, 0, NULL);
 	event_base_dispatch(base);
 	rc = 0;
 

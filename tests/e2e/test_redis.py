@@ -907,9 +907,21 @@ def test_redis_down_at_start_listens_only_once_it_is_up(h):
                f"{d.stderr_tail(10)}")
         d.wait_log(lambda l: "eventlog_wait" in l and "waiting" in l, 5,
                    "a log line saying start-up waits for the log")
+        # A reload asked for meanwhile is taken up once it listens (a
+        # reload says READY=1 to the service manager).
+        d.signal(signal.SIGHUP)
+        d.wait_log(lambda l: "reload: once listening" in l, 5,
+                   "a line saying the reload waits for the listening")
+        expect("reload: reading" not in d.stderr_text(), "reloaded while "
+               "waiting for the log")
         rs.start()
         d.await_listening(15)
         expect(d.port == port, f"mcpd listens on {d.port}, not {port}")
+        d.wait_log(lambda l: "reload:" in l and "applied" in l, 5,
+                   "the reload, once listening")
+        text = d.stderr_text()
+        expect(text.index("listening on") < text.index("reload: reading"),
+               "the reload ran before mcpd listened")
         r = d.request("GET", path="/readyz", timeout=5)
         expect(r.status == 200, f"/readyz once listening -> HTTP "
                f"{r.status} {r.body[:200]!r}")
