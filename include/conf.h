@@ -156,6 +156,7 @@ struct conf {
 	int			 redis_db;
 	int			 commit_replicas; /* commit primary = 0 */
 	long long		 eventlog_outage_grace;	/* seconds ops wait */
+	long long		 eventlog_wait;	/* seconds start-up waits */
 
 	long long		 stream_maxlen;	/* entries kept per stream */
 	long long		 stream_window;	/* undelivered entries before pause */

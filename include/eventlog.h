@@ -92,6 +92,8 @@ struct eventlog_ops {
 	void	(*free)(void *);
 	void	(*session_store)(void *, const char *, const char *, size_t,
 		    eventlog_done_cb, void *);
+	void	(*session_update)(void *, const char *, const char *, size_t,
+		    eventlog_done_cb, void *);
 	void	(*session_load)(void *, const char *, eventlog_load_cb, void *);
 	void	(*session_delete)(void *, const char *, eventlog_done_cb,
 		    void *);
@@ -135,6 +137,13 @@ void		 eventlog_free(struct eventlog *);
 uint64_t	 eventlog_new_stream_id(void);
 
 void	eventlog_session_store(struct eventlog *, const char *, const char *,
+	    size_t, eventlog_done_cb, void *);
+/*
+ * Replaces the meta of a session the log has, as a store does; NOT_FOUND
+ * (and nothing written) once the log has lost it: a holder re-storing a
+ * session it keeps in memory never brings back one the log forgot.
+ */
+void	eventlog_session_update(struct eventlog *, const char *, const char *,
 	    size_t, eventlog_done_cb, void *);
 void	eventlog_session_load(struct eventlog *, const char *,
 	    eventlog_load_cb, void *);

@@ -10,6 +10,9 @@
  *   "a ID JSON" the client's answer to server-to-client request ID, posted
  *		here; "a ID" alone when it is too big to travel: read the
  *		note "a:ID".
+ *   "g"	the log said it has no such session (its meta is gone: a
+ *		FLUSHALL, a Redis restarted empty): ask it too, and if it
+ *		says so again, drop the session.
  *   "!deleted"	the session was deleted (EVENTLOG_MESSAGE_DELETED).
  */
 #ifndef MCPD_PEER_H
@@ -22,6 +25,7 @@ enum peer_kind {
 	PEER_DELIVERED,
 	PEER_ANSWER,
 	PEER_DELETED,
+	PEER_GONE,
 	PEER_UNKNOWN		/* a newer process's, or garbage: ignored */
 };
 
@@ -34,6 +38,9 @@ struct peer_message {
 	const char	*json;		/* answer: NULL when left in the note */
 	size_t		 len;
 };
+
+/* "g": the session is gone from the log, says the process sending it. */
+#define PEER_GONE_MESSAGE	"g"
 
 /* The longest request id an answer message carries. */
 #define PEER_ID_MAX	64

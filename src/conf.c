@@ -652,6 +652,15 @@ static const struct conf_entry conf_entries[] = {
 	  "in this process (one instance, lost on restart). "
 	  "redis://HOST:PORT/DB keeps them in Redis Streams shared by every "
 	  "instance; the port defaults to 6379 and DB (0 to 15) to 0." },
+	CONF_NUMBER("eventlog_wait", CONF_SECONDS, eventlog_wait, 0, 3600,
+	    "10", "At start-up, how long mcpd waits for the event log to be "
+	    "reachable before it listens (redis; memory always is). Until "
+	    "then it accepts no connection and does not tell the service "
+	    "manager it is ready, so a load balancer sends requests to "
+	    "another instance rather than to one that could only answer 503. "
+	    "Past it, mcpd listens anyway, not ready (/readyz 503 "
+	    "\"starting\") until the log is reachable, and logs why; 0 "
+	    "listens at once."),
 	{ .name = "commit", .type = CONF_CUSTOM, .parse = conf_parse_commit,
 	  .args = "primary|replicas:N", .def = "primary",
 	  .help = "With the redis event log, when an event counts as "
@@ -2850,6 +2859,7 @@ conf_keep_restart_only(struct conf *new, const struct conf *old,
 	    new->redis_port = old->redis_port, new->redis_db = old->redis_db));
 	CONF_KEEP_NUM("commit", commit_replicas);
 	CONF_KEEP_NUM("eventlog_outage_grace", eventlog_outage_grace);
+	CONF_KEEP_NUM("eventlog_wait", eventlog_wait);
 	CONF_KEEP_NUM("stream_maxlen", stream_maxlen);
 	CONF_KEEP_NUM("stream_ttl", stream_ttl);
 	CONF_KEEP_NUM("session_ttl", session_ttl);

@@ -66,6 +66,13 @@ eventlog_session_store(struct eventlog *el, const char *sid,
 }
 
 void
+eventlog_session_update(struct eventlog *el, const char *sid,
+    const char *meta, size_t len, eventlog_done_cb cb, void *arg)
+{
+	el->ops->session_update(el->backend, sid, meta, len, cb, arg);
+}
+
+void
 eventlog_session_load(struct eventlog *el, const char *sid,
     eventlog_load_cb cb, void *arg)
 {

@@ -102,6 +102,9 @@ enum mem_op_type {
 	MEM_KEYRING
 };
 
+/* A session store's flag: only if the session is there (session_update). */
+#define MEM_STORE_UPDATE	0x100
+
 struct mem_op {
 	enum mem_op_type	 type;
 	char			*sid;		/* in the same allocation */
@@ -323,7 +326,12 @@ mem_do_session_store(struct mem *m, struct mem_op *op)
 {
 	struct mem_session	*ms;
 
-	if ((ms = mem_session_find(m, op->sid)) == NULL) {
+	if ((ms = mem_session_find(m, op->sid)) == NULL &&
+	    (op->flags & MEM_STORE_UPDATE)) {
+		op->cb.done(EVENTLOG_NOT_FOUND, op->arg);
+		return;
+	}
+	if (ms == NULL) {
 		ms = xcalloc(1, sizeof *ms);
 		ms->sid = xstrdup(op->sid);
 		RB_INIT(&ms->streams);
@@ -833,6 +841,18 @@ mem_session_store(void *p, const char *sid, const char *meta, size_t len,
 }
 
 static void
+mem_session_update(void *p, const char *sid, const char *meta, size_t len,
+    eventlog_done_cb cb, void *arg)
+{
+	struct mem_op	*op = mem_op_new(p, MEM_SESSION_STORE, sid, 0);
+
+	mem_op_set_data(op, meta, len);
+	op->flags = MEM_STORE_UPDATE;
+	op->cb.done = cb;
+	op->arg = arg;
+}
+
+static void
 mem_session_load(void *p, const char *sid, eventlog_load_cb cb, void *arg)
 {
 	struct mem_op	*op = mem_op_new(p, MEM_SESSION_LOAD, sid, 0);
@@ -978,6 +998,7 @@ static const struct eventlog_ops mem_ops = {
 	.name = "memory",
 	.free = mem_free,
 	.session_store = mem_session_store,
+	.session_update = mem_session_update,
 	.session_load = mem_session_load,
 	.session_delete = mem_session_delete,
 	.stream_create = mem_stream_create,

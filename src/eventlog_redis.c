@@ -280,6 +280,7 @@ static void	redis_reply_cb(redisAsyncContext *, void *, void *);
 static void	redis_wait_cb(redisAsyncContext *, void *, void *);
 static void	redis_sub_cb(redisAsyncContext *, void *, void *);
 static void	redis_watch_release(struct redis *, struct redis_watch *);
+static void	redis_resync_owed(struct redis *);
 static void	redis_flush(struct redis *);
 
 static int
@@ -1468,6 +1469,7 @@ redis_setup_reply(struct redis_op *op, redisReply *reply)
 		r->steady_ms = r->ever_ready ? clock_now_ms() : 1;
 		r->ever_ready = 1;
 		redis_outage_end(r);
+		redis_resync_owed(r);
 		/* After what waited out the outage: it goes first. */
 		if (r->available_cb != NULL)
 			r->available_cb(r->available_arg);
@@ -1712,6 +1714,22 @@ redis_session_store(void *p, const char *sid, const char *meta, size_t len,
 
 	op = redis_script_op(p, REDIS_OP_STORE, "store", sid, 0, 0);
 	redis_op_arg(op, meta, len);
+	op->wait = 1;
+	op->cb.done = cb;
+	op->arg = arg;
+	redis_op_submit(op);
+}
+
+/* A store that the script refuses (not-found) once the meta is gone. */
+static void
+redis_session_update(void *p, const char *sid, const char *meta, size_t len,
+    eventlog_done_cb cb, void *arg)
+{
+	struct redis_op	*op;
+
+	op = redis_script_op(p, REDIS_OP_STORE, "store", sid, 0, 0);
+	redis_op_arg(op, meta, len);
+	redis_op_arg(op, "1", 1);
 	op->wait = 1;
 	op->cb.done = cb;
 	op->arg = arg;
@@ -2222,6 +2240,14 @@ redis_watch_message(struct redis *r, struct redis_watch *w, const char *msg,
 	redis_watch_notified(r, w);
 }
 
+/*
+ * The k = 0 calls owed: each tells its watcher to read again what it may
+ * have missed, so it is made only once reads can be made. A subscription
+ * that comes back before the command connection (a Redis restart: both
+ * reconnect, in either order) waits for it; otherwise the re-reads would
+ * fail and nothing would ask again (a session the log lost kept here).
+ * redis_resync_owed runs this again once the command connection is ready.
+ */
 static void
 redis_resync_cb(evutil_socket_t fd, short events, void *arg)
 {
@@ -2229,6 +2255,8 @@ redis_resync_cb(evutil_socket_t fd, short events, void *arg)
 	struct redis_watchq	 batch;
 	struct redis_watch	*w;
 
+	if (r->cmd.state != REDIS_CONN_READY)
+		return;
 	TAILQ_INIT(&batch);
 	TAILQ_CONCAT(&batch, &r->resyncq, qentry);
 	while ((w = TAILQ_FIRST(&batch)) != NULL) {
@@ -2239,6 +2267,14 @@ redis_resync_cb(evutil_socket_t fd, short events, void *arg)
 		else
 			redis_watch_release(r, w);
 	}
+}
+
+/* The command connection is ready: the k = 0 calls that waited for it. */
+static void
+redis_resync_owed(struct redis *r)
+{
+	if (!TAILQ_EMPTY(&r->resyncq))
+		event_active(r->resync_ev, EV_TIMEOUT, 0);
 }
 
 static void
@@ -2486,6 +2522,7 @@ static const struct eventlog_ops redis_ops = {
 	.name = "redis",
 	.free = redis_free,
 	.session_store = redis_session_store,
+	.session_update = redis_session_update,
 	.session_load = redis_session_load,
 	.session_delete = redis_session_delete,
 	.stream_create = redis_stream_create,

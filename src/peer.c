@@ -38,6 +38,11 @@ peer_parse(const char *msg, size_t len, struct peer_message *m)
 		m->kind = PEER_DELETED;
 		return;
 	}
+	if (len == strlen(PEER_GONE_MESSAGE) &&
+	    memcmp(msg, PEER_GONE_MESSAGE, len) == 0) {
+		m->kind = PEER_GONE;
+		return;
+	}
 	if (len < 3 || msg[1] != ' ')
 		return;
 	p = msg + 2;

@@ -10,6 +10,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +43,7 @@
 #include "task.h"
 #include "transport.h"
 #include "view.h"
+#include "xmalloc.h"
 
 /* Seconds shutdown waits for the log to commit its last entries. */
 #define SERVER_DRAIN_TIMEOUT	3
@@ -49,6 +51,17 @@
 #define SERVER_ACCEPT_PAUSE_MS	100
 /* Milliseconds without a failure that end an episode of them. */
 #define SERVER_ACCEPT_CALM_MS	1000
+/*
+ * Loop turns at most after the log is freed, for what that sets off (see
+ * server_run); a chain of deferred frees is a few turns long.
+ */
+#define SERVER_EXIT_TURNS	16
+/* Milliseconds between looks at the log while start-up waits for it. */
+#define SERVER_WAIT_POLL_MS	20
+/* Milliseconds of that wait before it is logged (a quick one is not). */
+#define SERVER_WAIT_QUIET_MS	500
+/* Connections the kernel queues before accept(), as evhttp's own bind. */
+#define SERVER_BACKLOG		128
 
 struct server server;
 
@@ -101,10 +114,22 @@ server_watchdog_cb(evutil_socket_t fd, short events, void *arg)
 	notify_send("WATCHDOG=1");
 }
 
+/*
+ * SIGHUP while start-up waits for the log (server_await_log): taken up
+ * once it listens, as a reload tells the service manager READY=1 and the
+ * wait holds the configuration it started with.
+ */
+static int	server_reload_owed;
+
 /* SIGHUP: the configuration file again (reload.c). */
 static void
 server_reload_cb(evutil_socket_t sig, short events, void *arg)
 {
+	if (server.bound == NULL && !drain_active()) {
+		log_info("reload: once listening");
+		server_reload_owed = 1;
+		return;
+	}
 	if (reload_conf() == 0)
 		server_http_limits(server.http, server.conf);
 }
@@ -133,6 +158,15 @@ static const struct {
 	{ SIGHUP, server_reload_cb },
 };
 #define SERVER_NSIGNALS	(sizeof server_signals / sizeof server_signals[0])
+
+/* The events server_run adds to the loop, deleted before the log goes. */
+static struct {
+	struct event	*signals[SERVER_NSIGNALS];
+	struct event	*cron;
+	struct event	*watchdog;	/* with the service manager's watchdog */
+	struct event	*renew;		/* with a shared log: lease timers */
+	struct event	*check;
+} server_ev;
 
 /*
  * accept() failed for a reason that does not pass by itself at once: most
@@ -259,20 +293,94 @@ server_raise_nofile(void)
 		    server.nofile);
 }
 
+/*
+ * The reason a listening socket could not be made, in the operator's
+ * words first (what to fix), then the system's.
+ */
+static const char *
+server_bind_hint(int err)
+{
+	switch (err) {
+	case EADDRINUSE:
+		return ("the port is in use (another process listens on it)");
+	case EADDRNOTAVAIL:
+		return ("the address is not available (no interface of this "
+		    "host has it)");
+	case EACCES:
+	case EPERM:
+		return ("permission denied (ports below 1024 need "
+		    "privilege)");
+	default:
+		return (NULL);
+	}
+}
+
+/*
+ * The listening socket, made here rather than by evhttp_bind_socket,
+ * which logs nothing of why bind() failed and leaves the caller to guess
+ * from errno. -1 with cause set on failure.
+ */
+static evutil_socket_t
+server_bind(const char *host, int port, char **cause)
+{
+	struct evutil_addrinfo	 hints, *ai = NULL;
+	evutil_socket_t		 fd;
+	const char		*hint;
+	char			 service[16];
+	int			 rc, err, on = 1;
+
+	memset(&hints, 0, sizeof hints);
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = EVUTIL_AI_PASSIVE | EVUTIL_AI_ADDRCONFIG;
+	snprintf(service, sizeof service, "%d", port);
+	if ((rc = evutil_getaddrinfo(host, service, &hints, &ai)) != 0) {
+		xasprintf(cause, "the host cannot be resolved (%s)",
+		    evutil_gai_strerror(rc));
+		return (-1);
+	}
+	fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK |
+	    SOCK_CLOEXEC, ai->ai_protocol);
+	if (fd == -1 ||
+	    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) != 0 ||
+	    bind(fd, ai->ai_addr, (socklen_t)ai->ai_addrlen) != 0 ||
+	    listen(fd, SERVER_BACKLOG) != 0) {
+		err = errno;
+		if ((hint = server_bind_hint(err)) != NULL)
+			xasprintf(cause, "%s: %s", hint, strerror(err));
+		else
+			xasprintf(cause, "%s", strerror(err));
+		if (fd != -1)
+			close(fd);
+		evutil_freeaddrinfo(ai);
+		return (-1);
+	}
+	evutil_freeaddrinfo(ai);
+	return (fd);
+}
+
 static struct evhttp_bound_socket *
 server_listen(struct evhttp *http, const struct conf *conf)
 {
 	struct evhttp_bound_socket	*bound;
 	struct sockaddr_storage		 ss;
 	socklen_t			 sslen = sizeof ss;
+	evutil_socket_t			 fd;
 	char				 addr[INET6_ADDRSTRLEN];
+	char				*cause = NULL;
 	int				 port = 0;
 
-	bound = evhttp_bind_socket_with_handle(http, conf->listen_host,
-	    (ev_uint16_t)conf->listen_port);
-	if (bound == NULL) {
-		log_error("cannot listen on %s:%d", conf->listen_host,
-		    conf->listen_port);
+	if ((fd = server_bind(conf->listen_host, conf->listen_port,
+	    &cause)) == -1) {
+		log_error("cannot listen on %s:%d: %s", conf->listen_host,
+		    conf->listen_port, cause);
+		free(cause);
+		return (NULL);
+	}
+	if ((bound = evhttp_accept_socket_with_handle(http, fd)) == NULL) {
+		log_error("cannot listen on %s:%d: the HTTP server refused "
+		    "the socket", conf->listen_host, conf->listen_port);
+		close(fd);
 		return (NULL);
 	}
 	server.lev = evhttp_bound_socket_get_listener(bound);
@@ -363,19 +471,173 @@ server_drain(struct event_base *base)
 	event_free(timer);
 }
 
+/*
+ * Test hook, for tests/e2e/test_drain.py only: MCPD_TEST_EXIT_HOLD_MS
+ * holds the exit this long right before the log is freed, as a slow
+ * machine may, so that a test can make the cron come due and send signals
+ * there. Nothing else reads it; unset, it costs one getenv at exit.
+ */
+static void
+server_test_exit_hold(void)
+{
+	const char	*v = getenv("MCPD_TEST_EXIT_HOLD_MS");
+	struct timespec	 ts;
+	long		 ms;
+
+	if (v == NULL || (ms = strtol(v, NULL, 10)) <= 0)
+		return;
+	log_info("test hook: exit held %ld ms before the event log is freed",
+	    ms);
+	ts.tv_sec = ms / 1000;
+	ts.tv_nsec = (ms % 1000) * 1000000;
+	while (nanosleep(&ts, &ts) != 0)
+		continue;
+}
+
+/*
+ * Signals during the exit do nothing: a SIGHUP would reload providers
+ * already stopped, a second SIGTERM has nothing left to hurry, and
+ * freeing a signal's event restores its default action, which for
+ * SIGTERM (a supervisor's second one, a test harness's) would kill a
+ * process that is already exiting, with 143 instead of its status. The
+ * signals are blocked while their events go, so none falls in between.
+ */
+static void
+server_signals_ignore(void)
+{
+	sigset_t	set, old;
+	size_t		i;
+
+	sigemptyset(&set);
+	for (i = 0; i < SERVER_NSIGNALS; i++)
+		sigaddset(&set, server_signals[i].sig);
+	sigprocmask(SIG_BLOCK, &set, &old);
+	for (i = 0; i < SERVER_NSIGNALS; i++) {
+		if (server_ev.signals[i] != NULL)
+			event_free(server_ev.signals[i]);
+		server_ev.signals[i] = NULL;
+		signal(server_signals[i].sig, SIG_IGN);
+	}
+	sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
+/* The timers server_run added: they read sessions, views and the log. */
+static void
+server_timers_free(void)
+{
+	struct event	**evp[] = { &server_ev.cron, &server_ev.watchdog,
+			    &server_ev.renew, &server_ev.check,
+			    &server.resume_ev };
+	size_t		  i;
+
+	for (i = 0; i < sizeof evp / sizeof evp[0]; i++) {
+		if (*evp[i] != NULL)
+			event_free(*evp[i]);
+		*evp[i] = NULL;
+	}
+}
+
+/* The service manager's watchdog, if it asked for one: twice per period. */
+static void
+server_watchdog_start(struct event_base *base)
+{
+	struct timeval	tv;
+
+	if (notify_watchdog_usec() == 0)
+		return;
+	tv.tv_sec = (time_t)(notify_watchdog_usec() / 2000000);
+	tv.tv_usec = (suseconds_t)(notify_watchdog_usec() / 2 % 1000000);
+	server_ev.watchdog = event_new(base, -1, EV_PERSIST,
+	    server_watchdog_cb, NULL);
+	event_add(server_ev.watchdog, &tv);
+	notify_send("WATCHDOG=1");
+}
+
+/* Start-up waiting for its log (server_await_log). */
+struct server_wait {
+	const struct conf	*conf;
+	uint64_t		 since;
+	int			 told;		/* the wait was logged */
+};
+
+/*
+ * The wait is said (a log line, the service manager's STATUS) only once
+ * it lasts: a Redis that answers at once makes no noise at every start.
+ */
+static void
+server_wait_tell(struct server_wait *w)
+{
+	const struct conf	*conf = w->conf;
+
+	if (w->told || clock_now_ms() - w->since < SERVER_WAIT_QUIET_MS)
+		return;
+	w->told = 1;
+	log_info("waiting up to %llds (eventlog_wait) for the event log "
+	    "redis://%s:%d/%d before listening", conf->eventlog_wait,
+	    conf->redis_host, conf->redis_port, conf->redis_db);
+	notify_send("STATUS=waiting for the event log (eventlog_wait %llds)",
+	    conf->eventlog_wait);
+}
+
+static void
+server_wait_poll_cb(evutil_socket_t fd, short events, void *arg)
+{
+	if (eventlog_available(server.eventlog) || drain_active())
+		event_base_loopbreak(server.base);
+	else
+		server_wait_tell(arg);
+}
+
+/* eventlog_wait has passed. */
+static void
+server_wait_expired_cb(evutil_socket_t fd, short events, void *arg)
+{
+	event_base_loopbreak(server.base);
+}
+
+/*
+ * An instance that listened before its log was reachable could only
+ * answer 503 "Event log unavailable", and a balancer that does not read
+ * /readyz (nginx) would send it requests all the same: during a rolling
+ * restart, clients would get those 503s. So start-up waits for the log,
+ * eventlog_wait at most, with the loop running (the log connects, signals
+ * are heard) and no listening socket: connections are refused and the
+ * balancer tries another instance. 1 if the log is reachable, 0 if not
+ * (the wait ran out, or a signal asked for a drain or a stop).
+ */
+static int
+server_await_log(struct event_base *base, const struct conf *conf)
+{
+	struct timeval		 poll = { 0, SERVER_WAIT_POLL_MS * 1000 };
+	struct timeval		 bound = { (time_t)conf->eventlog_wait, 0 };
+	struct event		*poll_ev, *bound_ev;
+	struct server_wait	 w = { conf, clock_now_ms(), 0 };
+
+	if (eventlog_available(server.eventlog))
+		return (1);
+	if (conf->eventlog_wait == 0)
+		return (0);
+	poll_ev = event_new(base, -1, EV_PERSIST, server_wait_poll_cb, &w);
+	bound_ev = evtimer_new(base, server_wait_expired_cb, NULL);
+	event_add(poll_ev, &poll);
+	evtimer_add(bound_ev, &bound);
+	event_base_dispatch(base);
+	event_free(poll_ev);
+	event_free(bound_ev);
+	return (eventlog_available(server.eventlog));
+}
+
 /* Runs until stopped; owns conf (a reload replaces it) and frees it. */
 int
 server_run(struct conf *conf)
 {
 	struct event_base	*base;
-	struct event		*sigev[SERVER_NSIGNALS];
-	struct event		*cron, *watchdog = NULL;
-	struct event		*renew = NULL, *check = NULL;
-	struct evhttp		*http;
+	struct evhttp		*http = NULL;
 	struct eventlog		*el;
 	struct timeval		 second = { 1, 0 };
 	char			*cause = NULL;
-	int			 i, rc = 0;
+	size_t			 i;
+	int			 rc = 1;
 
 	signal(SIGPIPE, SIG_IGN);
 	server.start_time = (long long)time(NULL);
@@ -388,9 +650,7 @@ server_run(struct conf *conf)
 	if ((el = eventlog_create(base, conf, &cause)) == NULL) {
 		log_error("event log: %s", cause);
 		free(cause);
-		event_base_free(base);
-		conf_free(conf);
-		return (1);
+		goto out;
 	}
 	server_init(base, conf, el);
 	seal_start(base, el);	/* reads the log's keyring once it can */
@@ -403,11 +663,7 @@ server_run(struct conf *conf)
 	if (auth_init(base, conf, &cause) != 0) {
 		log_error("auth: %s", cause);
 		free(cause);
-		seal_stop();
-		eventlog_free(el);
-		event_base_free(base);
-		conf_free(conf);
-		return (1);
+		goto out;
 	}
 	if (conf_warning(conf) != NULL)
 		log_warn("%s: %s", conf->path, conf_warning(conf));
@@ -417,89 +673,100 @@ server_run(struct conf *conf)
 	server.http = http;
 	health_init();
 
-	for (i = 0; i < (int)SERVER_NSIGNALS; i++) {
-		sigev[i] = evsignal_new(base, server_signals[i].sig,
-		    server_signals[i].cb, NULL);
-		evsignal_add(sigev[i], NULL);
+	for (i = 0; i < SERVER_NSIGNALS; i++) {
+		server_ev.signals[i] = evsignal_new(base,
+		    server_signals[i].sig, server_signals[i].cb, NULL);
+		evsignal_add(server_ev.signals[i], NULL);
 	}
-	cron = event_new(base, -1, EV_PERSIST, server_cron_cb, NULL);
-	event_add(cron, &second);
+	server_ev.cron = event_new(base, -1, EV_PERSIST, server_cron_cb, NULL);
+	event_add(server_ev.cron, &second);
 	if (server.shared) {
-		renew = server_every(base, lease_renew_ms(),
+		server_ev.renew = server_every(base, lease_renew_ms(),
 		    server_lease_renew_cb);
-		check = server_every(base, LEASE_CHECK_MS,
+		server_ev.check = server_every(base, LEASE_CHECK_MS,
 		    server_lease_check_cb);
 	}
 	server.resume_ev = evtimer_new(base, server_accept_resume_cb, NULL);
 
-	if ((server.bound = server_listen(http, conf)) != NULL) {
-		log_info("mcpd %s ready: event log %s, builtin tools %s, "
-		    "%zu exec tools, drain_delay %llds, drain_timeout %llds",
-		    MCPD_VERSION, server_log_state(), conf->builtin_tools ?
-		    "on" : "off", conf->ntools, conf->drain_delay,
-		    conf->drain_timeout);
-		notify_send("READY=1\nSTATUS=listening on %s:%d, event log %s",
-		    conf->listen_host, server.port, server_log_state());
-		if (notify_watchdog_usec() > 0) {
-			struct timeval	tv = {
-				(time_t)(notify_watchdog_usec() / 2000000),
-				(suseconds_t)(notify_watchdog_usec() / 2 %
-				    1000000) };
-
-			watchdog = event_new(base, -1, EV_PERSIST,
-			    server_watchdog_cb, NULL);
-			event_add(watchdog, &tv);
-			notify_send("WATCHDOG=1");
+	if (!server_await_log(base, conf)) {
+		if (event_base_got_exit(base) || drain_active()) {
+			/* Stopped, or drained, before it ever listened. */
+			if (!event_base_got_exit(base))
+				event_base_dispatch(base);
+			rc = 0;
+			goto out;
 		}
-		event_base_dispatch(base);
-	} else
-		rc = 1;
+		log_warn("the event log redis://%s:%d/%d is not reachable "
+		    "after %llds (eventlog_wait; why is logged above): "
+		    "listening, not ready (/readyz 503) until it is",
+		    conf->redis_host, conf->redis_port, conf->redis_db,
+		    conf->eventlog_wait);
+	}
+	if ((server.bound = server_listen(http, conf)) == NULL)
+		goto out;
+	log_info("mcpd %s ready: event log %s, builtin tools %s, %zu exec "
+	    "tools, drain_delay %llds, drain_timeout %llds", MCPD_VERSION,
+	    server_log_state(), conf->builtin_tools ? "on" : "off",
+	    conf->ntools, conf->drain_delay, conf->drain_timeout);
+	notify_send("READY=1\nSTATUS=listening on %s:%d, event log %s",
+	    conf->listen_host, server.port, server_log_state());
+	server_watchdog_start(base);
+	if (server_reload_owed)
+		server_reload_cb(SIGHUP, 0, NULL);
+	event_base_dispatch(base);
+	rc = 0;
 
+out:
 	/*
 	 * No new work while the old finishes. After a drain (drain.c) no
 	 * call runs and no response is open any more. Otherwise (a second
 	 * SIGTERM) streams are cut first: to their clients the end of this
-	 * process is no end of a stream.
+	 * process is no end of a stream. The cron and the lease timers run
+	 * on while server_drain lets the log commit what this produced;
+	 * every event of this file is gone before the HTTP server and the
+	 * log are freed, as they read both.
 	 */
+	server_signals_ignore();
 	server_stop_listening();
-	event_free(server.resume_ev);
-	server.resume_ev = NULL;
 	drain_free();
-	auth_shutdown();	/* requests still waiting for a check: 503 */
-	http_client_shutdown();
-	view_shutdown();
-	modern_shutdown();
-	session_shutdown();
-	task_shutdown();
-	provider_shutdown();	/* upstreams stopped */
-	exec_shutdown();	/* cancelled calls: their programs reaped */
-	server_drain(base);
-	evhttp_free(http);
+	if (el != NULL) {
+		auth_shutdown();	/* requests waiting for a check: 503 */
+		http_client_shutdown();
+		view_shutdown();
+		modern_shutdown();
+		session_shutdown();
+		task_shutdown();
+		provider_shutdown();	/* upstreams stopped */
+		exec_shutdown();	/* cancelled calls: programs reaped */
+		server_drain(base);
+	}
+	server_timers_free();
 	seal_stop();
+	if (http != NULL)
+		evhttp_free(http);
+	server.http = NULL;
+	server_test_exit_hold();
 	eventlog_free(el);
-	for (i = 0; i < 4; i++)
-		event_base_loop(base, EVLOOP_NONBLOCK);
+	server.eventlog = NULL;
 	/*
-	 * Freeing a signal's event restores its default action: a SIGTERM
-	 * arriving now (a supervisor's second one) would kill a process that
-	 * is already exiting, with 143 instead of its status.
+	 * What freeing the log set off (callbacks answered CANCELLED, and
+	 * the frees they defer to a later turn, each one turn after the
+	 * last) runs before the base goes; the bound only guards against a
+	 * callback that re-arms itself forever.
 	 */
-	for (i = 0; i < (int)SERVER_NSIGNALS; i++) {
-		event_free(sigev[i]);
-		signal(server_signals[i].sig, SIG_IGN);
-	}
-	if (watchdog != NULL)
-		event_free(watchdog);
-	event_free(cron);
-	if (renew != NULL) {
-		event_free(renew);
-		event_free(check);
-	}
+	for (i = 0; i < SERVER_EXIT_TURNS && event_base_get_num_events(base,
+	    EVENT_BASE_COUNT_ACTIVE | EVENT_BASE_COUNT_ADDED) > 0; i++)
+		event_base_loop(base, EVLOOP_NONBLOCK);
 	event_base_free(base);
+	server.base = NULL;
 	log_limit_end();
 	log_info("stopped: exit status %d", rc);
 	notify_close();
-	conf_release(server.conf);	/* the last one read, maybe by a reload */
+	/* The last configuration read (maybe by a reload), or conf. */
+	if (server.conf != NULL)
+		conf_release(server.conf);
+	else
+		conf_free(conf);
 	server.conf = NULL;
 	return (rc);
 }

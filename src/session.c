@@ -65,6 +65,8 @@ struct session {
 	struct stream		*standalone;
 	struct auth_principal	*principal;	/* NULL: no auth */
 	int			 watching;	/* shared log: commits watched */
+	int			 stale;		/* a re-read is owed (log down) */
+	int			 rereading;	/* its meta is being read */
 	session_stored_fn	 stored_cb;	/* once: the next store is done */
 	void			*stored_arg;
 
@@ -101,6 +103,9 @@ static void		 session_message_cb(const char *, const char *, size_t,
 			     void *);
 static void		 session_teardown(struct session *, const char *,
 			     enum session_end);
+static void		 session_reread(struct session *, int, session_load_cb,
+			     void *);
+static void		 session_gone(struct session *, const char *, int);
 
 static int
 session_cmp(struct session *a, struct session *b)
@@ -121,7 +126,10 @@ session_stored_cb(enum eventlog_status status, void *arg)
 	struct session		*s = arg;
 	session_stored_fn	 cb = s->stored_cb;
 
-	if (status != EVENTLOG_OK && !s->closed) {
+	if (status == EVENTLOG_NOT_FOUND && !s->closed)
+		session_gone(s, "gone from the shared log (found when "
+		    "storing it again)", 1);
+	else if (status != EVENTLOG_OK && !s->closed) {
 		log_limited(LOG_LEVEL_WARN, "session-store", "session=%s store "
 		    "failed: %s", s->id, eventlog_status_name(status));
 	}
@@ -132,8 +140,13 @@ session_stored_cb(enum eventlog_status status, void *arg)
 	session_unref(s);
 }
 
+/*
+ * The session's meta into the log: created (create) or replaced, where a
+ * replace is refused once the log has lost the session, so a process
+ * holding it in memory never brings it back.
+ */
 static void
-session_store(struct session *s)
+session_store(struct session *s, int create)
 {
 	cJSON	*meta = cJSON_CreateObject();
 	char	*text;
@@ -153,8 +166,12 @@ session_store(struct session *s)
 	s->stored_ms = clock_now_ms();
 	cJSON_Delete(meta);
 	session_ref(s);
-	eventlog_session_store(server.eventlog, s->id, text, strlen(text),
-	    session_stored_cb, s);
+	if (create)
+		eventlog_session_store(server.eventlog, s->id, text,
+		    strlen(text), session_stored_cb, s);
+	else
+		eventlog_session_update(server.eventlog, s->id, text,
+		    strlen(text), session_stored_cb, s);
 	free(text);
 }
 
@@ -180,7 +197,7 @@ session_create(const char *version, const cJSON *params,
 	s->stored_cb = cb;
 	s->stored_arg = arg;
 	/* The meta names the standalone stream, so it is written first. */
-	session_store(s);
+	session_store(s, 1);
 	s->standalone = stream_open_as(s, STREAM_STANDALONE, s->standalone_k);
 	log_limited(LOG_LEVEL_INFO, "session-created", "session=%s created "
 	    "version=%s", s->id, version);
@@ -217,7 +234,9 @@ session_watch_cb(const char *sid, uint64_t k, uint64_t seq, void *arg)
 	for (i = 0; i < s->nstreams; i++)
 		stream_progress_check(s->streams[i], 1);
 	outbound_resync(s->id);
-	session_refresh(s, session_live_refreshed_cb, NULL);
+	/* Owed until the log answers it (session_cron_shared asks again). */
+	s->stale = 1;
+	session_reread(s, 1, session_live_refreshed_cb, NULL);
 }
 
 /* What another process says of the session (peer.h). */
@@ -234,6 +253,10 @@ session_message_cb(const char *sid, const char *text, size_t len, void *arg)
 	case PEER_DELETED:
 		session_teardown(s, "gone from the shared log (deleted "
 		    "through another process)", SESSION_GONE);
+		break;
+	case PEER_GONE:
+		/* Asked, not believed; and nobody is told again. */
+		session_reread(s, 0, session_live_refreshed_cb, NULL);
 		break;
 	case PEER_DELIVERED:
 		stream_progress(s, m.k, m.seq);
@@ -421,10 +444,12 @@ session_load(const char *id, session_load_cb cb, void *arg)
 /*
  * Re-reads what another process may have changed in the session's meta
  * (the log level, set by logging/setLevel wherever it landed), then runs
- * cb once with the log's status.
+ * cb once with the log's status. When the log says it has no such session
+ * any more, the session is gone here too (session_gone) before cb runs.
  */
 struct session_refresh {
 	struct session		*session;
+	int			 tell;	/* gone: tell the other processes */
 	session_load_cb		 cb;
 	void			*arg;
 };
@@ -434,38 +459,50 @@ session_refreshed_cb(enum eventlog_status status, const char *meta,
     size_t len, void *arg)
 {
 	struct session_refresh	*r = arg;
+	struct session		*s = r->session;
 	cJSON			*json;
 	const cJSON		*level;
 	int			 n;
 
-	if (status == EVENTLOG_NOT_FOUND && !r->session->closed) {
-		/* Deleted through another process, or expired there. */
-		session_close(r->session, "gone from the shared log");
-	} else if (status == EVENTLOG_OK && !r->session->closed) {
+	s->rereading = 0;
+	if (status == EVENTLOG_OK || status == EVENTLOG_NOT_FOUND)
+		s->stale = 0;
+	if (status == EVENTLOG_NOT_FOUND && !s->closed) {
+		/* Deleted or expired elsewhere, or lost by the log. */
+		session_gone(s, "gone from the shared log", r->tell);
+	} else if (status == EVENTLOG_OK && !s->closed) {
 		json = cJSON_ParseWithLength(meta, len);
 		level = cJSON_GetObjectItemCaseSensitive(json, "log_level");
 		if (cJSON_IsString(level) &&
 		    (n = mcp_log_level_parse(level->valuestring)) >= 0)
-			r->session->log_level = n;
+			s->log_level = n;
 		cJSON_Delete(json);
 	}
-	r->cb(r->session, status, r->arg);
-	session_unref(r->session);
+	r->cb(s, status, r->arg);
+	session_unref(s);
 	free(r);
 }
 
-void
-session_refresh(struct session *s, session_load_cb cb, void *arg)
+static void
+session_reread(struct session *s, int tell, session_load_cb cb, void *arg)
 {
 	struct session_refresh	*r;
 
 	r = xmalloc(sizeof *r);
 	r->session = s;
+	r->tell = tell;
 	r->cb = cb;
 	r->arg = arg;
+	s->rereading = 1;
 	session_ref(s);
 	eventlog_session_load(server.eventlog, s->id, session_refreshed_cb,
 	    r);
+}
+
+void
+session_refresh(struct session *s, session_load_cb cb, void *arg)
+{
+	session_reread(s, 1, cb, arg);
 }
 
 struct session *
@@ -551,6 +588,30 @@ session_teardown(struct session *s, const char *reason, enum session_end how)
 	eventlog_session_delete(server.eventlog, s->id, session_deleted_cb,
 	    s);
 	session_unref(s);
+}
+
+static void
+session_told_cb(enum eventlog_status status, void *arg)
+{
+}
+
+/*
+ * The log says it has no such session (its meta could not be read, or
+ * re-stored): ended here as by a DELETE elsewhere, so every request is
+ * answered 404 from now on and its calls, views and streams end. With
+ * tell, the other processes sharing the log hear it ("g", peer.h) and
+ * ask the log themselves: a FLUSHALL tells nobody, and one of them may
+ * otherwise hold the session, its views open, until its next request.
+ */
+static void
+session_gone(struct session *s, const char *reason, int tell)
+{
+	if (s->closed)
+		return;
+	if (tell)
+		eventlog_publish(server.eventlog, s->id, PEER_GONE_MESSAGE,
+		    strlen(PEER_GONE_MESSAGE), session_told_cb, NULL);
+	session_teardown(s, reason, SESSION_GONE);
 }
 
 void
@@ -641,7 +702,7 @@ void
 session_set_log_level(struct session *s, int level)
 {
 	s->log_level = level;
-	session_store(s);
+	session_store(s, 0);
 }
 
 struct stream *
@@ -944,8 +1005,10 @@ session_cron_shared(struct session *s, uint64_t now, uint64_t ttl)
 	/* Leases are renewed on their own timer (session_renew_leases). */
 	for (i = 0; i < s->nstreams; i++)
 		stream_progress_check(s->streams[i], 0);
+	if (s->stale && !s->rereading)
+		session_reread(s, 1, session_live_refreshed_cb, NULL);
 	if (s->last_active_ms > s->stored_ms && now - s->stored_ms >= ttl / 4)
-		session_store(s);
+		session_store(s, 0);
 	else if (now - s->last_active_ms >= ttl && s->ncalls == 0)
 		session_teardown(s, "idle here for session_ttl",
 		    SESSION_RELEASE);

@@ -233,8 +233,6 @@ transport_accept_message(struct session *s, const cJSON *msg,
 struct transport_start {
 	struct evhttp_request	*req;
 	struct session		*session;
-	cJSON			*msg;	/* a request, or a batch */
-	struct auth_principal	*who;	/* NULL without auth */
 };
 
 /*
@@ -266,70 +264,38 @@ transport_stream_created_cb(struct stream *st, int ok, void *arg)
 			stream_publish_owner(st);
 	}
 	session_unref(s);
-	auth_principal_unref(ts->who);
 	free(ts);
 }
 
 /*
- * The session is current: open the request stream and start its calls in
- * the same loop turn, so that the create and what the calls append at
- * once reach the log together (one script call with the redis log). The
- * response starts only once the create is committed. A log that could
- * not be read is not written to: 503, and nothing starts.
- */
-static void
-transport_refreshed_cb(struct session *s, int status, void *arg)
-{
-	struct transport_start	*ts = arg;
-	struct stream		*st;
-
-	if (session_closed(s)) {
-		reply_error(ts->req, 404, JSONRPC_SESSION_NOT_FOUND,
-		    "Session not found", NULL);
-	} else if (status != EVENTLOG_OK) {
-		reply_unavailable(ts->req, 1,
-		    "Event log unavailable, retry later");
-	} else {
-		/* The calls starting now see this request's scopes. */
-		if (ts->who != NULL)
-			session_set_principal(s, ts->who);
-		st = stream_open(s, STREAM_REQUEST, transport_stream_created_cb,
-		    ts);
-		if (!cJSON_IsArray(ts->msg))
-			dispatch_start(s, st, ts->msg);
-		else
-			dispatch_start_batch(s, st, ts->msg);
-		cJSON_Delete(ts->msg);
-		ts->msg = NULL;
-		return;
-	}
-	session_unref(s);
-	cJSON_Delete(ts->msg);
-	auth_principal_unref(ts->who);
-	free(ts);
-}
-
-/*
- * Opens the POST's request stream. With a shared log the session's meta is
- * read first, so a call started here honours a log level set through
- * another process.
+ * Opens the POST's request stream and starts its calls in the same loop
+ * turn, so that the create and what the calls append at once reach the
+ * log together (one script call with the redis log). The response starts
+ * only once the create is committed. The session is current (loaded, or
+ * with a shared log read again for this request: a call started here
+ * honours a log level set through another process); a log that could not
+ * be read is not written to: 503, and nothing starts.
  */
 static void
 transport_open_stream(struct evhttp_request *req, struct session *s,
-    cJSON *msg)
+    cJSON *msg, enum eventlog_status logged)
 {
 	struct transport_start	*ts;
+	struct stream		*st;
 
+	if (logged != EVENTLOG_OK) {
+		reply_unavailable(req, 1, "Event log unavailable, retry later");
+		return;
+	}
 	ts = xmalloc(sizeof *ts);
 	ts->req = req;
 	ts->session = s;
-	ts->msg = jsonrpc_take(msg);	/* the caller deletes msg, empty */
-	ts->who = auth_principal_ref(session_principal(s));
 	session_ref(s);
-	if (server.shared)
-		session_refresh(s, transport_refreshed_cb, ts);
+	st = stream_open(s, STREAM_REQUEST, transport_stream_created_cb, ts);
+	if (!cJSON_IsArray(msg))
+		dispatch_start(s, st, msg);
 	else
-		transport_refreshed_cb(s, EVENTLOG_OK, ts);
+		dispatch_start_batch(s, st, msg);
 }
 
 /*
@@ -438,7 +404,8 @@ transport_tool_refused(struct evhttp_request *req,
 }
 
 static void
-transport_single(struct evhttp_request *req, struct session *s, cJSON *msg)
+transport_single(struct evhttp_request *req, struct session *s, cJSON *msg,
+    enum eventlog_status logged)
 {
 	enum jsonrpc_kind	 kind;
 	const char		*cause;
@@ -471,7 +438,7 @@ transport_single(struct evhttp_request *req, struct session *s, cJSON *msg)
 	}
 	if (!transport_stream_room(req, s))
 		return;
-	transport_open_stream(req, s, msg);
+	transport_open_stream(req, s, msg, logged);
 }
 
 /*
@@ -479,7 +446,8 @@ transport_single(struct evhttp_request *req, struct session *s, cJSON *msg)
  * JSON array; if any request streams, every response goes on one stream.
  */
 static void
-transport_batch(struct evhttp_request *req, struct session *s, cJSON *batch)
+transport_batch(struct evhttp_request *req, struct session *s, cJSON *batch,
+    enum eventlog_status logged)
 {
 	cJSON			*msg, *responses;
 	enum jsonrpc_kind	 kind;
@@ -532,7 +500,7 @@ transport_batch(struct evhttp_request *req, struct session *s, cJSON *batch)
 		return;
 	}
 	cJSON_Delete(responses);
-	transport_open_stream(req, s, batch);
+	transport_open_stream(req, s, batch, logged);
 }
 
 static void	transport_with_session(struct evhttp_request *, cJSON *,
@@ -644,11 +612,17 @@ transport_get_session(struct evhttp_request *req, struct session *s,
 /*
  * The request's session is known: carry the request out. With auth, the
  * session is only its principal's: to anyone else it does not exist, and
- * the answer is the unknown session's, word for word.
+ * the answer is the unknown session's, word for word. logged is what the
+ * log said when the session was read for this request (loaded, or read
+ * again); a request stream or a DELETE needs the log, so they are 503
+ * unless it answered; a quick request, a notification, an answer or a GET
+ * (whose reads say for themselves) are served from what this process
+ * holds.
  */
 static void
 transport_serve(struct evhttp_request *req, struct session *s, cJSON *msg,
-    const struct cursor *from, struct auth_principal *who)
+    const struct cursor *from, struct auth_principal *who,
+    enum eventlog_status logged)
 {
 	if (auth_enabled()) {
 		if (!auth_principal_same(session_principal(s), who)) {
@@ -666,14 +640,20 @@ transport_serve(struct evhttp_request *req, struct session *s, cJSON *msg,
 	switch (evhttp_request_get_command(req)) {
 	case EVHTTP_REQ_POST:
 		if (cJSON_IsArray(msg))
-			transport_batch(req, s, msg);
+			transport_batch(req, s, msg, logged);
 		else
-			transport_single(req, s, msg);
+			transport_single(req, s, msg, logged);
 		break;
 	case EVHTTP_REQ_GET:
 		transport_get_session(req, s, from);
 		break;
 	default:
+		/* Ended for everyone only if the log can say so to them. */
+		if (logged != EVENTLOG_OK) {
+			reply_unavailable(req, 1,
+			    "Event log unavailable, retry later");
+			break;
+		}
 		session_close(s, "deleted by the client");
 		reply_empty(req, 204);
 		break;
@@ -695,7 +675,7 @@ transport_loaded_cb(struct session *s, int status, void *arg)
 
 	if (s != NULL)
 		transport_serve(w->req, s, w->msg, w->resume ? &w->from : NULL,
-		    w->who);
+		    w->who, EVENTLOG_OK);
 	else if (status == EVENTLOG_NOT_FOUND)
 		reply_error(w->req, 404, JSONRPC_SESSION_NOT_FOUND,
 		    "Session not found", NULL);
@@ -708,10 +688,33 @@ transport_loaded_cb(struct session *s, int status, void *arg)
 }
 
 /*
+ * A session held here was read again: serve the request, or 404 if the
+ * log said it is gone (the read ended the session here, session_gone).
+ */
+static void
+transport_reread_cb(struct session *s, int status, void *arg)
+{
+	struct transport_wait	*w = arg;
+
+	if (session_closed(s))
+		reply_error(w->req, 404, JSONRPC_SESSION_NOT_FOUND,
+		    "Session not found", NULL);
+	else
+		transport_serve(w->req, s, w->msg, w->resume ? &w->from : NULL,
+		    w->who, status);
+	cJSON_Delete(w->msg);
+	auth_principal_unref(w->who);
+	free(w);
+}
+
+/*
  * Finds the request's session and serves the request (taking msg, and for
  * a resume the cursor `from`): 400 without Mcp-Session-Id, 404 for an
- * unknown or ended session. With a shared log a session this process does
- * not hold is loaded first.
+ * unknown or ended session. With a shared log the log decides: a session
+ * this process does not hold is loaded, and one it holds is read again
+ * (one HGET), as the log may have lost it (FLUSHALL, a Redis restarted
+ * empty) or another process deleted or expired it: every request about it
+ * is then 404, on every process, not only those that write to the log.
  */
 static void
 transport_with_session(struct evhttp_request *req, cJSON *msg,
@@ -724,9 +727,10 @@ transport_with_session(struct evhttp_request *req, cJSON *msg,
 	if (sid == NULL) {
 		reply_error(req, 400, JSONRPC_INVALID_REQUEST,
 		    "Bad Request: Mcp-Session-Id header is required", NULL);
-	} else if ((s = session_find(sid)) != NULL) {
-		transport_serve(req, s, msg, from, who);
-	} else if (!server.shared || strlen(sid) != SESSION_ID_LEN) {
+	} else if ((s = session_find(sid)) != NULL && !server.shared) {
+		transport_serve(req, s, msg, from, who, EVENTLOG_OK);
+	} else if (s == NULL && (!server.shared ||
+	    strlen(sid) != SESSION_ID_LEN)) {
 		reply_error(req, 404, JSONRPC_SESSION_NOT_FOUND,
 		    "Session not found", NULL);
 	} else {
@@ -737,7 +741,10 @@ transport_with_session(struct evhttp_request *req, cJSON *msg,
 		if (from != NULL)
 			w->from = *from;
 		w->who = auth_principal_ref(who);
-		session_load(sid, transport_loaded_cb, w);
+		if (s != NULL)
+			session_refresh(s, transport_reread_cb, w);
+		else
+			session_load(sid, transport_loaded_cb, w);
 		return;
 	}
 	cJSON_Delete(msg);

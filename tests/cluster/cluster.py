@@ -55,6 +55,14 @@ class Instance(Daemon):
         return next(self.ids)
 
 
+class _Unready(Instance):
+    """An instance whose Redis is never there: start() does not wait for
+    its connection."""
+
+    def _wait_redis_ready(self, timeout):
+        pass
+
+
 class Front(Daemon):
     """The harness's HTTP helpers bound to nginx instead of a daemon."""
 
@@ -286,6 +294,22 @@ class Cluster:
         """Instance i again, on the same port (nginx's upstream)."""
         self.generation[i] += 1
         return self._start_instance(i, self.ports[i])
+
+    def restart_unready(self, i):
+        """Instance i again on its port, with an event log nobody listens
+        on and eventlog_wait 0: it listens at once, not ready, and answers
+        503 to whatever needs the log (as one instance cut off from Redis
+        would)."""
+        self.generation[i] += 1
+        conf = dict(self.conf)
+        conf["listen"] = f"127.0.0.1:{self.ports[i]}"
+        conf["eventlog"] = f"redis://127.0.0.1:{free_port()}"
+        conf["eventlog_wait"] = "0"
+        d = _Unready(self, conf, f"mcpd{i}.{self.generation[i]}.unready")
+        self.h.daemons.append(d)
+        d.start()
+        self.instances[i] = d
+        return d
 
     def wait_ready(self, d, timeout=10):
         """Until d's /readyz says 200 (or, without /readyz, /healthz)."""

@@ -228,6 +228,49 @@ def test_delete_through_one_instance_404_on_every_other(c):
 
 
 # --------------------------------------------------------------------------
+# 3b. an instance that answers 503: retried where safe, and only there
+
+
+def test_nginx_retries_a_503_only_where_nothing_was_done(c):
+    """One instance is cut off from Redis (it listens, unready, and answers
+    503 "Event log unavailable"). Through nginx, no GET of a session ever
+    sees that 503 (retried on another instance: a GET changes nothing),
+    while a POST's 503 reaches the client as it is, with its Retry-After
+    (nginx never resends a POST that reached an instance)."""
+    a = c.instances[0]
+    sid = a.initialize()
+    rc, _ = c.drain_stop(2)
+    expect(rc == 0, f"exit status {rc} after SIGTERM")
+    bad = c.restart_unready(2)
+    r = bad.request("GET", path="/readyz", timeout=5)
+    expect(r.status == 503, f"{bad.name}: /readyz -> HTTP {r.status}")
+    r = bad.get_sse(sid, timeout=5)
+    expect(r.status == 503, f"{bad.name}: GET directly -> HTTP {r.status}, "
+           f"expected its 503")
+    front = c.front
+    gets, posts = [], []
+    # Round robin per nginx worker over three instances: each worker
+    # that gets three requests sends one to the unready instance.
+    for i in range(12):
+        g = front.get_sse(sid, timeout=10)
+        gets.append(g.status)
+        g.close()
+        p = front.post(sid, rpc("ping", None, front.new_id()))
+        posts.append((p.status, p.header("Retry-After")))
+    expect(all(s == 200 for s in gets), f"GETs through nginx -> {gets}: a "
+           f"GET's 503 was passed to the client instead of being retried")
+    expect(all(s in (200, 503) for s, _ in posts), f"POSTs through nginx "
+           f"-> {posts}")
+    refused = [p for p in posts if p[0] == 503]
+    expect(refused, f"no POST reached {bad.name} in 12 ({posts}): the test "
+           "proves nothing about POSTs")
+    expect(all(ra == "1" for _, ra in refused), f"POST 503s without their "
+           f"Retry-After: {refused}")
+    print(f"  {len(refused)} of 12 POSTs answered 503 by {bad.name}; "
+          f"every GET retried elsewhere")
+
+
+# --------------------------------------------------------------------------
 # 4. elicitation and sampling answered through another instance
 
 

@@ -720,16 +720,20 @@ class Daemon:
         self.problems = []
         self.cond = threading.Condition()
         self.nofile = None          # RLIMIT_NOFILE (soft and hard) if set
+        self.env = {}               # added to the environment at start
 
     # process
 
     def _limit(self):
         resource.setrlimit(resource.RLIMIT_NOFILE, (self.nofile, self.nofile))
 
-    def start(self, timeout=10):
+    def start(self, timeout=10, listening=True):
+        """Start the daemon and (listening=True) wait until it listens;
+        with listening=False, return at once (await_listening later)."""
         env = os.environ.copy()
         if self.sanitized:
             sanitizer_env(env)
+        env.update(self.env)
         self.proc = subprocess.Popen(
             [self.mcpd, "-c", self.conf_path], stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
@@ -739,6 +743,13 @@ class Daemon:
         self.out = _Drain(self.proc.stdout, self.cond)
         self.err.start()
         self.out.start()
+        if listening:
+            self.await_listening(timeout)
+        return self
+
+    def await_listening(self, timeout=10):
+        """Wait for the daemon's "listening on HOST:PORT" line (and with
+        the redis log, for its command connection)."""
         deadline = time.monotonic() + tmo(timeout)
         with self.cond:
             while True:
@@ -769,11 +780,11 @@ class Daemon:
         return self
 
     def _wait_redis_ready(self, timeout):
-        """With the redis event log the daemon listens before its command
-        connection is up (and answers 503 meanwhile), and issues no
-        requestState before it has read the log's keyring: wait for
-        those, but never fail here (a test may mean a Redis that is not
-        there)."""
+        """With the redis event log the daemon listens once its command
+        connection is up, or after eventlog_wait without it (and answers
+        503 meanwhile), and issues no requestState before it has read the
+        log's keyring: wait for those, but never fail here (a test may
+        mean a Redis that is not there)."""
         try:
             self.wait_log(lambda line: "command connection ready" in line,
                           timeout, "redis command connection ready")

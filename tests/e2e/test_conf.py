@@ -1,5 +1,6 @@
 """The conf file as seen from outside: `mcpd -t -c FILE` and start-up."""
 
+import socket
 import subprocess
 import time
 
@@ -101,3 +102,41 @@ def test_drain_and_lease_keys(h):
     dup = GOOD + "lease_ttl 2\nlease_ttl 3\n"
     rc, out = h.run_mcpd("-t", "-c", h.write("drain-dup.conf", dup))
     expect(rc != 0, f"mcpd -t accepted lease_ttl twice:\n{out}")
+
+
+def _start_fails(h, name, listen):
+    """mcpd -c on a conf listening on `listen`: exits non-zero at once;
+    returns its output."""
+    path = h.write(name, f"listen {listen}\neventlog memory\n")
+    try:
+        rc, out = h.run_mcpd("-c", path, timeout=5)
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"mcpd listening on {listen} kept running "
+                             f"(it should not be able to)") from None
+    expect(rc != 0, f"mcpd on {listen} exited 0:\n{out}")
+    expect(f"cannot listen on {listen}" in out, f"no 'cannot listen on "
+           f"{listen}' line:\n{out}")
+    return out
+
+
+def test_listen_failure_names_its_reason(h):
+    # A port another process listens on: the line says it is in use, not
+    # only that listening failed.
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", 0))
+        s.listen(1)
+        port = s.getsockname()[1]
+        out = _start_fails(h, "inuse.conf", f"127.0.0.1:{port}")
+        expect("in use" in out, f"port {port} in use: the error does not "
+               f"say so:\n{out}")
+    finally:
+        s.close()
+    # An address no interface of this host has (TEST-NET-1, RFC 5737).
+    out = _start_fails(h, "notavail.conf", "192.0.2.1:8080")
+    expect("not available" in out, f"192.0.2.1: the error does not say the "
+           f"address is not available:\n{out}")
+    # A name that does not resolve (.invalid, RFC 2606).
+    out = _start_fails(h, "noname.conf", "mcpd-test.invalid:8080")
+    expect("cannot be resolved" in out, f"mcpd-test.invalid: the error does "
+           f"not say the name cannot be resolved:\n{out}")

@@ -243,6 +243,50 @@ def test_second_sigterm_exits_at_once(h):
            "at once")
 
 
+def _exit_with_the_log_freed(h, what, **conf):
+    """The exit is held right before the event log is freed
+    (MCPD_TEST_EXIT_HOLD_MS, a test hook of server.c) for longer than the
+    one-second cron's period, and a SIGHUP and a second SIGTERM arrive
+    meanwhile: when the exit goes on, no timer and no signal may run into
+    what is freed (the cron reads the log; a reload, the providers and the
+    HTTP server). Exit 0, no reload, no sanitizer report."""
+    d = Daemon(h.mcpd, h.workdir, conf, (), h.sanitized,
+               f"mcpd{len(h.daemons)}")
+    d.env["MCPD_TEST_EXIT_HOLD_MS"] = "1500"
+    h.daemons.append(d)
+    d.start()
+    sid = d.initialize(LATEST)
+    msg, _ = d.call(sid, "echo", {"text": "before the exit"})
+    expect(result_text(msg) == "before the exit", f"{what}: echo -> {msg!r}")
+    d.signal(signal.SIGTERM)
+    d.wait_log(lambda line: "test hook: exit held" in line, 5,
+               f"{what}: the exit held before the log is freed")
+    d.signal(signal.SIGHUP)
+    d.signal(signal.SIGTERM)
+    rc = _wait_exit(d, 10, f"{what}: the held exit")
+    held = d.stderr_text().split("test hook: exit held", 1)[1]
+    expect(rc == 0, f"{what}: mcpd exited with status {rc} (a negative "
+           f"status is the signal that killed it); after the hold:\n"
+           f"{held[-2000:]}")
+    expect("reload" not in held, f"{what}: a SIGHUP during the exit "
+           f"reloaded the configuration:\n{held[-2000:]}")
+    expect("stopped: exit status 0" in held, f"{what}: no 'stopped' line "
+           f"after the hold:\n{held[-2000:]}")
+
+
+def test_exit_runs_no_timer_or_signal_after_the_log_is_freed(h):
+    _exit_with_the_log_freed(h, "memory log")
+
+
+def test_redis_exit_runs_no_timer_or_signal_after_the_log_is_freed(h):
+    # With a shared log the lease timers run too.
+    if REDIS_URL is None:
+        print("SKIP exit with the redis log freed: needs "
+              "MCPD_TEST_REDIS_URL (run it under scripts/with-redis)")
+        return
+    _exit_with_the_log_freed(h, "redis log", eventlog=REDIS_URL)
+
+
 def test_drain_ends_standalone_stream_with_retry(h):
     d = h.start(drain_delay=0, drain_timeout=5, sse_retry_ms=1234)
     sid = d.initialize(LATEST)
@@ -367,8 +411,10 @@ def test_redis_readyz_follows_the_log(h):
         return
     rs = RedisServer(h.workdir)
     try:
-        d = _NoRedisWaitDaemon(h.mcpd, h.workdir, {"eventlog": rs.url},
-                               (), h.sanitized, f"mcpd{len(h.daemons)}")
+        # eventlog_wait 0: listening at once, before Redis ever answered.
+        d = _NoRedisWaitDaemon(h.mcpd, h.workdir, {"eventlog": rs.url,
+                               "eventlog_wait": 0}, (), h.sanitized,
+                               f"mcpd{len(h.daemons)}")
         h.daemons.append(d)
         d.start()
         status, body = _get(d, "/readyz")

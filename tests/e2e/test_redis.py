@@ -22,8 +22,9 @@ from mcpd_harness import (LATEST, REDIS_URL, VERSIONS, Conn, Daemon,
                           RedisError, RedisServer, Timeout,
                           assert_rpc_error, check_ids, expect, is_log,
                           is_progress, is_response, message_events,
-                          parse_event_id, redis_command, redis_server_path,
-                          result_text, rpc, tmo, tool_call)
+                          free_port, parse_event_id, redis_command,
+                          redis_server_path, result_text, rpc, tmo,
+                          tool_call)
 
 
 # --------------------------------------------------------------------------
@@ -875,14 +876,87 @@ def test_redis_hung_while_serving_503_then_recovers(h):
 # 8. Redis down when mcpd starts
 
 
-def test_redis_down_at_start_then_comes_up(h):
-    if not _private_redis_ok("redis down at start"):
+def _refused(port):
+    try:
+        s = Conn("127.0.0.1", port, tmo(2))
+    except ConnectionRefusedError:
+        return True
+    s.close()
+    return False
+
+
+def test_redis_down_at_start_listens_only_once_it_is_up(h):
+    # A starting instance takes no connection before its log is
+    # reachable (eventlog_wait, 10 s by default): a balancer then tries
+    # another instance instead of getting 503 "Event log unavailable".
+    # Once it listens, the first request is served.
+    if not _private_redis_ok("redis down at start: not listening"):
+        return
+    rs = RedisServer(h.workdir)         # not started yet
+    port = free_port()
+    d = Daemon(h.mcpd, h.workdir, {"eventlog": rs.url,
+               "listen": f"127.0.0.1:{port}"}, (), h.sanitized,
+               f"mcpd{len(h.daemons)}")
+    h.daemons.append(d)
+    try:
+        d.start(listening=False)
+        d.wait_log(lambda l: rs.url in l and "connection failed" in l, 5,
+                   "a log line saying the Redis connection failed")
+        expect(_refused(port), f"mcpd accepts connections on port {port} "
+               f"with its event log unreachable")
+        expect("listening on" not in d.stderr_text(), f"mcpd says it "
+               f"listens with its event log unreachable:\n"
+               f"{d.stderr_tail(10)}")
+        d.wait_log(lambda l: "eventlog_wait" in l and "waiting" in l, 5,
+                   "a log line saying start-up waits for the log")
+        # A reload asked for meanwhile is taken up once it listens (a
+        # reload says READY=1 to the service manager).
+        d.signal(signal.SIGHUP)
+        d.wait_log(lambda l: "reload: once listening" in l, 5,
+                   "a line saying the reload waits for the listening")
+        expect("reload: reading" not in d.stderr_text(), "reloaded while "
+               "waiting for the log")
+        rs.start()
+        d.await_listening(15)
+        expect(d.port == port, f"mcpd listens on {d.port}, not {port}")
+        d.wait_log(lambda l: "reload:" in l and "applied" in l, 5,
+                   "the reload, once listening")
+        text = d.stderr_text()
+        expect(text.index("listening on") < text.index("reload: reading"),
+               "the reload ran before mcpd listened")
+        r = d.request("GET", path="/readyz", timeout=5)
+        expect(r.status == 200, f"/readyz once listening -> HTTP "
+               f"{r.status} {r.body[:200]!r}")
+        r = d.initialize_reply(LATEST)
+        expect(r.status == 200, f"the first initialize once listening -> "
+               f"HTTP {r.status} {r.body[:200]!r}")
+        sid = r.session_id
+        d.versions[sid] = LATEST
+        _echo(d, sid, "first")
+        d.assert_alive(sid, "after Redis came up")
+    finally:
+        _stop_all(h)
+        rs.stop()
+
+
+def test_redis_down_at_start_past_eventlog_wait_listens_unready(h):
+    # Past eventlog_wait mcpd listens all the same, not ready, and says
+    # why; requests get 503 until Redis is up, then it serves.
+    if not _private_redis_ok("redis down at start: unready"):
         return
     rs = RedisServer(h.workdir)         # not started yet
     try:
-        d = _start_no_wait(h, eventlog=rs.url)
-        d.wait_log(lambda l: rs.url in l and "connection failed" in l, 5,
-                   "a log line saying the Redis connection failed")
+        d = _start_no_wait(h, eventlog=rs.url, eventlog_wait=1)
+        line = d.wait_log(lambda l: "eventlog_wait" in l and
+                          "not reachable" in l, 5,
+                          "a warning that the log is not reachable")
+        expect(rs.url in line and "not ready" in line and " warn" in line,
+               f"the warning should name the log and say the instance is "
+               f"not ready: {line!r}")
+        r = d.request("GET", path="/readyz", timeout=5)
+        expect(r.status == 503 and (r.json or {}).get("status") ==
+               "starting", f"/readyz with Redis down at start -> HTTP "
+               f"{r.status} {r.body[:200]!r}, expected 503 starting")
         r, t = _timed(d.initialize_reply, LATEST)
         _expect_503(r, "initialize with Redis down at start", t)
         expect(d.alive(), "mcpd died without Redis")
@@ -895,6 +969,31 @@ def test_redis_down_at_start_then_comes_up(h):
     finally:
         _stop_all(h)
         rs.stop()
+
+
+def test_redis_sigterm_while_waiting_at_start_exits(h):
+    # A stop while start-up waits for the log: exit 0 without listening.
+    if not _private_redis_ok("SIGTERM while waiting for Redis"):
+        return
+    rs = RedisServer(h.workdir)         # never started
+    d = Daemon(h.mcpd, h.workdir, {"eventlog": rs.url, "drain_delay": 0},
+               (), h.sanitized, f"mcpd{len(h.daemons)}")
+    h.daemons.append(d)
+    d.start(listening=False)
+    d.wait_log(lambda l: rs.url in l and "connection failed" in l, 5,
+               "a log line saying the Redis connection failed")
+    d.signal(signal.SIGTERM)
+    try:
+        rc = d.proc.wait(tmo(5))
+    except subprocess.TimeoutExpired:
+        raise AssertionError("mcpd waiting for its log did not exit on "
+                             "SIGTERM") from None
+    d.stopped = True
+    d.exit_status = rc
+    expect(rc == 0, f"mcpd exited with status {rc} on SIGTERM while "
+           f"waiting for its log")
+    expect("listening on" not in d.stderr_text(), f"mcpd listened after "
+           f"SIGTERM:\n{d.stderr_tail(10)}")
 
 
 # --------------------------------------------------------------------------
@@ -1270,6 +1369,181 @@ def test_redis_hung_during_call_ends_the_response_within_the_bound(h):
         _expect_log_unavailable_error(rest[-1].json, id, "Redis hung")
         _expect_no_dead_owner(d, "Redis hung")
         d.assert_alive(sid, "after Redis hung")
+    finally:
+        _stop_all(h)
+        rs.stop()
+
+
+# --------------------------------------------------------------------------
+# 15. Redis loses a session that processes hold (FLUSHALL, a restart
+# without persistence): once the log says it is gone, every request about
+# it is 404 on every process, and their views of it end.
+
+
+def _lost_session_setup(h, rs):
+    """Two processes on rs holding one session: a finished call's cursor
+    and a standalone GET open on each. Returns (a, b, sid, cursor,
+    {process: its open standalone reply})."""
+    a = h.start(eventlog=rs.url)
+    b = h.start(eventlog=rs.url)
+    sid = a.initialize(LATEST)
+    _adopt(b, a, sid)
+    k, head, _ = _finished_stream(a, sid, 2)
+    b.assert_alive(sid, "on B before the log loses it")     # B holds it
+    views = {}
+    for d in (a, b):
+        s = d.get_sse(sid)
+        expect(s.status == 200 and s.is_sse, f"standalone GET -> HTTP "
+               f"{s.status}")
+        expect(s.next_event(5).id is not None, "the standalone GET was "
+               "not primed")
+        views[d] = s
+    return a, b, sid, f"{k}-{head}", views
+
+
+def _view_ends(s, what, timeout=5):
+    try:
+        rest = s.events_until_close(timeout)
+    except Timeout:
+        raise AssertionError(f"{what}: the standalone GET of the lost "
+                             f"session stayed open") from None
+    expect(not message_events(rest), f"{what}: messages after the log "
+           f"lost the session: {rest!r}")
+
+
+def _every_request_404(d, sid, cursor, what):
+    def check(r, name):
+        if r.status == 200 and r.is_sse:
+            r.close()
+        expect(r.status == 404, f"{what}: {name} -> HTTP {r.status} "
+               f"{'' if r.is_sse else r.body[:200]!r}, expected 404")
+        assert_rpc_error(r.json)
+    check(d.post(sid, rpc("ping", None, d.new_id())), "ping")
+    check(d.post(sid, rpc("tools/list", None, d.new_id())), "tools/list")
+    check(d.post(sid, rpc("notifications/initialized")), "a notification")
+    check(d.post(sid, {"jsonrpc": "2.0", "id": "mcpd-0123456789ab",
+                       "result": {}}), "a response")
+    check(d.post(sid, tool_call("echo", {"text": "x"}, d.new_id())),
+          "tools/call")
+    check(d.get_sse(sid), "GET")
+    check(d.get_sse(sid, cursor), f"GET Last-Event-ID {cursor}")
+    check(d.delete(sid), "DELETE")
+
+
+def test_redis_flushall_session_404_on_every_process(h):
+    # FLUSHALL tells nobody: the first request that reads the session
+    # (here a ping on A) hears it is gone; A tells B, whose view of it ends
+    # before B gets any request; then everything is 404 on both.
+    if not _private_redis_ok("FLUSHALL of held sessions"):
+        return
+    rs = RedisServer(h.workdir)
+    rs.start()
+    try:
+        a, b, sid, cursor, views = _lost_session_setup(h, rs)
+        rs.cmd("FLUSHALL")
+        r = a.post(sid, rpc("ping", None, a.new_id()))
+        expect(r.status == 404, f"ping on A after FLUSHALL -> HTTP "
+               f"{r.status} {r.body[:200]!r}, expected 404")
+        _view_ends(views[a], "A")
+        _view_ends(views[b], "B (told by A)")
+        for d, name in ((a, "A"), (b, "B")):
+            d.wait_log(lambda l: f"session={sid} closed: gone from the "
+                       "shared log" in l, 3, f"{name}: a line saying the "
+                       "session is gone from the log")
+            _every_request_404(d, sid, cursor, f"{name} after FLUSHALL")
+        sid2 = a.initialize(LATEST)
+        _echo(a, sid2, "after")
+    finally:
+        _stop_all(h)
+        rs.stop()
+
+
+def test_redis_restarted_empty_session_404_on_every_process(h):
+    # Both processes reconnect to a Redis that lost everything: the
+    # re-read after the reconnection finds the session gone, without any
+    # request; then everything is 404 on both.
+    if not _private_redis_ok("Redis restarted empty with held sessions"):
+        return
+    rs = RedisServer(h.workdir)         # no AOF: it restarts empty
+    rs.start()
+    try:
+        a, b, sid, cursor, views = _lost_session_setup(h, rs)
+        rs.shutdown()
+        rs.start()
+        for d, name in ((a, "A"), (b, "B")):
+            d.wait_log(lambda l: f"session={sid} closed: gone from the "
+                       "shared log" in l, 15, f"{name}: a line saying the "
+                       "session is gone from the log")
+            _view_ends(views[d], name)
+        for d, name in ((a, "A"), (b, "B")):
+            _every_request_404(d, sid, cursor, f"{name} after the restart")
+    finally:
+        _stop_all(h)
+        rs.stop()
+
+
+def test_redis_subscription_back_before_commands_still_rereads(h):
+    # The race of a reconnection: each process's subscription is back
+    # (subscribed again) while its command connection cannot be set up
+    # (SCRIPT denied), and meanwhile the session is lost. Once commands
+    # work again, both re-read it and drop it without any request.
+    if not _private_redis_ok("subscription back before commands"):
+        return
+    rs = RedisServer(h.workdir)
+    rs.start()
+    try:
+        a, b, sid, cursor, views = _lost_session_setup(h, rs)
+        rs.cmd("ACL", "SETUSER", "default", "-script")
+        rs.cmd("FLUSHALL")
+        rs.cmd("CLIENT", "KILL", "TYPE", "pubsub")
+        rs.cmd("CLIENT", "KILL", "TYPE", "normal")
+        channel = f"mcpd:{{{sid}}}:events"
+        deadline = time.monotonic() + tmo(10)
+        while rs.cmd("PUBSUB", "NUMSUB", channel)[1] < 2:
+            expect(time.monotonic() < deadline, "the processes did not "
+                   "subscribe again")
+            time.sleep(0.05)
+        for d in (a, b):
+            expect("command connection ready" not in
+                   d.stderr_text().split("command connection lost")[-1],
+                   "a command connection came back with SCRIPT denied")
+        rs.cmd("ACL", "SETUSER", "default", "+script")
+        for d, name in ((a, "A"), (b, "B")):
+            d.wait_log(lambda l: f"session={sid} closed: gone from the "
+                       "shared log" in l, 15, f"{name}: a line saying the "
+                       "session is gone from the log (no re-read once "
+                       "commands worked again)")
+            _view_ends(views[d], name)
+            _every_request_404(d, sid, cursor, f"{name} after the race")
+    finally:
+        _stop_all(h)
+        rs.stop()
+
+
+def test_redis_flushall_not_brought_back_by_a_re_store(h):
+    # A process re-stores a session in use (every session_ttl / 4; an
+    # open GET keeps it in use) without any request. After FLUSHALL that
+    # re-store must not bring the session back for every process: it is
+    # refused, and the process drops the session (its GET ends).
+    if not _private_redis_ok("FLUSHALL, then a re-store"):
+        return
+    rs = RedisServer(h.workdir)
+    rs.start()
+    try:
+        d = h.start(eventlog=rs.url, session_ttl=10)
+        sid = d.initialize(LATEST)
+        s = d.get_sse(sid)
+        expect(s.status == 200 and s.is_sse, f"GET -> HTTP {s.status}")
+        expect(s.next_event(5).id is not None, "the GET was not primed")
+        rs.cmd("FLUSHALL")
+        d.wait_log(lambda l: f"session={sid} closed: gone from the shared "
+                   "log (found when storing it again)" in l, 10,
+                   "a line saying the re-store found the session gone")
+        _view_ends(s, "the GET of the session")
+        meta = f"mcpd:{{{sid}}}:meta"
+        expect(rs.cmd("EXISTS", meta) == 0, f"{meta} is back in Redis "
+               f"after FLUSHALL: a re-store brought the session back")
+        _every_request_404(d, sid, "1-0", "after the refused re-store")
     finally:
         _stop_all(h)
         rs.stop()

@@ -678,6 +678,55 @@ START_TEST(test_session)
 }
 END_TEST
 
+static enum eventlog_status
+update(const char *sid, const char *meta, size_t len)
+{
+	struct res		r;
+	enum eventlog_status	status;
+
+	memset(&r, 0, sizeof r);
+	eventlog_session_update(el, sid, meta, len, done_cb, &r);
+	ck_assert_int_eq(r.calls, 0);
+	wait_for(&r);
+	status = r.status;
+	res_clear(&r);
+	return (status);
+}
+
+/*
+ * An update replaces the meta of a session the log has, and is refused
+ * once the log lost it (deleted, expired, flushed): it never brings a
+ * session back.
+ */
+START_TEST(test_session_update)
+{
+	struct res	r;
+
+	expect_status(update(SID, "u", 1), EVENTLOG_NOT_FOUND);
+	load(SID, &r);
+	expect_status(r.status, EVENTLOG_NOT_FOUND);
+	res_clear(&r);
+
+	expect_status(store(SID, "m", 1), EVENTLOG_OK);
+	fill(K, 2);
+	expect_status(update(SID, "u2", 2), EVENTLOG_OK);
+	load(SID, &r);
+	expect_status(r.status, EVENTLOG_OK);
+	ck_assert_str_eq(r.meta, "u2");
+	res_clear(&r);
+	/* Its streams are untouched. */
+	expect_status(readr(SID, K, 0, 10, &r), EVENTLOG_OK);
+	ck_assert_uint_eq(r.info.head, 2);
+	res_clear(&r);
+
+	expect_status(delete(SID), EVENTLOG_OK);
+	expect_status(update(SID, "u3", 2), EVENTLOG_NOT_FOUND);
+	load(SID, &r);
+	expect_status(r.status, EVENTLOG_NOT_FOUND);
+	res_clear(&r);
+}
+END_TEST
+
 /* Deleting a session takes its streams with it. */
 START_TEST(test_session_delete_streams)
 {
@@ -1593,6 +1642,7 @@ eventlog_cases_add(Suite *s, const struct eventlog_cases_backend *b)
 	    eventlog_cases_teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_session);
+	tcase_add_test(tc, test_session_update);
 	tcase_add_test(tc, test_session_delete_streams);
 	tcase_add_test(tc, test_stream_create);
 	tcase_add_test(tc, test_append_answer);

@@ -41,6 +41,7 @@
 #include "clock.h"
 #include "conf.h"
 #include "eventlog.h"
+#include "redis_script.h"
 
 #define REDIS_SERVER	"/usr/bin/redis-server"
 
@@ -1457,6 +1458,8 @@ struct watcher {
 	int		 unwatch_in_cb;
 	size_t		 nmsgs;		/* messages (message_cb) */
 	char		 msgs[MAX_NOTES][32];
+	struct eventlog	*log;		/* not NULL: k == 0 calls checked */
+	int		 unavailable;	/* k == 0 while reads would fail */
 };
 
 static void
@@ -1489,6 +1492,8 @@ watch_cb(const char *sid, uint64_t k, uint64_t seq, void *arg)
 	snprintf(w->sid, sizeof w->sid, "%s", sid);
 	if (k == 0) {
 		w->resyncs++;
+		if (w->log != NULL && !eventlog_available(w->log))
+			w->unavailable++;
 		return;
 	}
 	if (w->n < MAX_NOTES) {
@@ -1798,6 +1803,61 @@ START_TEST(test_kill_restart)
 }
 END_TEST
 
+/*
+ * The subscription comes back before the command connection (both lost;
+ * the command connection's set-up refused meanwhile: SCRIPT is denied):
+ * the watcher's k = 0 call waits until reads can be made, or the re-read
+ * it asks for would fail and nothing would ask again (a session that
+ * Redis lost kept by its process). Restores the ACL it changes; runs
+ * before test_kill_restart, which starts a fresh server anyway.
+ */
+START_TEST(test_resync_waits_for_commands)
+{
+	struct watcher	 w;
+	redisReply	*reply;
+	char		*channel;
+	uint64_t	 start;
+	long long	 subscribed;
+
+	if (!own_server)
+		return;
+	freeReplyObject(sync_command("ACL SETUSER default +@all"));
+	memset(&w, 0, sizeof w);
+	w.log = el;
+	eventlog_watch(el, SID, watch_cb, NULL, &w);
+	resync_wait(&w, 1);
+	ck_assert_int_eq(w.unavailable, 0);
+
+	freeReplyObject(sync_command("ACL SETUSER default -script"));
+	freeReplyObject(sync_command("CLIENT KILL TYPE pubsub"));
+	freeReplyObject(sync_command("CLIENT KILL TYPE normal"));
+	/* Until the subscription is back: subscribed again, as Redis says. */
+	channel = redis_script_channel(SID);
+	start = clock_now_ms();
+	for (;;) {
+		reply = sync_command("PUBSUB NUMSUB %s", channel);
+		ck_assert_int_eq(reply->type, REDIS_REPLY_ARRAY);
+		subscribed = reply->element[1]->integer;
+		freeReplyObject(reply);
+		if (subscribed == 1)
+			break;
+		ck_assert_msg(clock_now_ms() - start < WAIT_MS,
+		    "the subscription never came back");
+		run_for(20);
+	}
+	free(channel);
+	run_for(300);		/* the confirmation, and then some */
+	ck_assert(!eventlog_available(el));
+	ck_assert_msg(w.resyncs == 1, "a k = 0 call (%d) with the command "
+	    "connection down (%d of them)", w.resyncs, w.unavailable);
+
+	freeReplyObject(sync_command("ACL SETUSER default +script"));
+	resync_wait(&w, 2);
+	ck_assert_int_eq(w.unavailable, 0);
+	eventlog_unwatch(el, SID, watch_cb, NULL, &w);
+}
+END_TEST
+
 static Suite *
 eventlog_redis_suite(void)
 {
@@ -1839,6 +1899,7 @@ eventlog_redis_suite(void)
 	tcase_add_checked_fixture(tc, eventlog_cases_setup,
 	    eventlog_cases_teardown);
 	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_resync_waits_for_commands);
 	tcase_add_test(tc, test_kill_restart);
 	suite_add_tcase(s, tc);
 	return (s);

@@ -64,6 +64,20 @@ START_TEST(test_deleted)
 }
 END_TEST
 
+/* "g" exactly; "g " or "gg" are somebody else's. */
+START_TEST(test_gone)
+{
+	struct peer_message	m;
+
+	parse(PEER_GONE_MESSAGE, &m);
+	ck_assert_int_eq(m.kind, PEER_GONE);
+	parse("g ", &m);
+	ck_assert_int_eq(m.kind, PEER_UNKNOWN);
+	parse("gg", &m);
+	ck_assert_int_eq(m.kind, PEER_UNKNOWN);
+}
+END_TEST
+
 START_TEST(test_answer)
 {
 	struct peer_message	 m;
@@ -134,6 +148,7 @@ peer_suite(void)
 	tcase_add_loop_test(tc, test_bad, 0,
 	    (int)(sizeof bad / sizeof bad[0]));
 	tcase_add_test(tc, test_deleted);
+	tcase_add_test(tc, test_gone);
 	tcase_add_test(tc, test_answer);
 	tcase_add_test(tc, test_answer_bound);
 	suite_add_tcase(s, tc);
