@@ -13,8 +13,12 @@ CFLAGS	+= -D_GNU_SOURCE -D__unused="__attribute__((__unused__))" -std=gnu11 -g $
 	   -Wno-unused-parameter -Iinclude $(PKG_CFLAGS) -MMD -MP
 LDLIBS	+= $(PKG_LIBS) -lm
 
-SRCS	 = $(filter-out src/main.c,$(wildcard src/*.c))
-OBJS	 = $(SRCS:src/%.c=$(BUILD)/%.o)
+# src/ has a folder per layer (docs/architecture.md); file names are unique
+# across them, so the objects stay side by side in $(BUILD).
+SRCDIRS	 = core conf http session mcp providers upstream auth eventlog util
+vpath %.c $(SRCDIRS:%=src/%)
+SRCS	 = $(filter-out src/core/main.c,$(wildcard $(SRCDIRS:%=src/%/*.c)))
+OBJS	 = $(patsubst %.c,$(BUILD)/%.o,$(notdir $(SRCS)))
 LIB	 = $(BUILD)/libmcpd.a
 
 UNIT_SRCS = $(wildcard tests/unit/test_*.c)
@@ -42,7 +46,7 @@ $(LIB): $(OBJS)
 	rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/%.o: src/%.c | $(BUILD)
+$(BUILD)/%.o: %.c | $(BUILD)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
 $(BUILD):
