@@ -84,7 +84,7 @@
 #include "xmalloc.h"
 
 static const char redis_script_lua[] =
-"-- mcpd event log (see src/redis_script.c).\n"
+"-- mcpd event log (see src/eventlog/redis_script.c).\n"
 "-- KEYS[1] the session's meta hash, KEYS[2] the stream (stream ops).\n"
 "-- ARGV[1] operation, ARGV[2] session lifetime (ms), ARGV[3] open\n"
 "-- stream lifetime (ms), ARGV[4] stream key prefix, ARGV[5] channel,\n"

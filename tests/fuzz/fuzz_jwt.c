@@ -1,5 +1,5 @@
 /*
- * Access tokens and key sets (src/jwt.c, src/jwks.c), what a client (a
+ * Access tokens and key sets (src/auth/jwt.c, src/auth/jwks.c), what a client (a
  * token) or an authorization server (a key set) sends, and what auth.c
  * makes of a token's claims once its signature holds.
  *
