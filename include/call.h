@@ -28,7 +28,7 @@ typedef void (*call_cancel_cb)(void *);
 typedef void (*call_response_cb)(const cJSON *, const cJSON *, void *);
 
 /* The revision of stateless requests. */
-#define CALL_MODERN_VERSION	"2026-07-28"
+#define CALL_STATELESS_VERSION	"2026-07-28"
 
 enum call_ask {
 	CALL_ASK_ANSWERED,	/* *answer: the client's result */
@@ -36,7 +36,7 @@ enum call_ask {
 	CALL_ASK_REFUSED	/* the sink has ended the call */
 };
 
-/* Where a stateless request's call sends (modern.c). */
+/* Where a stateless request's call sends (stateless.c). */
 struct call_sink {
 	/* A message before the response (taken); cb(ok) on a later turn. */
 	void		(*send)(void *, cJSON *, call_sent_cb, void *);

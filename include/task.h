@@ -104,7 +104,7 @@ void		 task_read(const char *, task_read_cb, void *);
 /*
  * Status notifications: fn runs with a task's id and its DetailedTask
  * (what tasks/get would answer, without resultType) after every change
- * committed by this instance (modern.c tells every instance's listen
+ * committed by this instance (stateless.c tells every instance's listen
  * streams).
  */
 typedef void (*task_listener_fn)(const char *, const cJSON *);

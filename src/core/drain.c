@@ -35,7 +35,7 @@
 #include "conf.h"
 #include "drain.h"
 #include "log.h"
-#include "modern.h"
+#include "stateless.h"
 #include "notify.h"
 #include "server.h"
 #include "session.h"
@@ -98,7 +98,7 @@ drain_timer_cb(evutil_socket_t fd, short events, void *arg)
 		    (uint64_t)server.conf->drain_timeout * 1000;
 		log_info("drain: listening socket closed after drain_delay; "
 		    "%zu call(s) running, waiting up to %llds (drain_timeout)",
-		    session_running_calls() + modern_running_calls() +
+		    session_running_calls() + stateless_running_calls() +
 		    task_running(),
 		    server.conf->drain_timeout);
 	}
@@ -130,7 +130,7 @@ drain_step(void)
 
 	if (drain.state == DRAIN_CALLS) {
 		if ((n = session_running_calls() +
-		    modern_running_calls() + task_running()) > 0) {
+		    stateless_running_calls() + task_running()) > 0) {
 			if (now < drain.deadline_ms) {
 				drain_arm(DRAIN_POLL_MS);
 				return;
@@ -139,7 +139,7 @@ drain_step(void)
 			    "%zu call(s)", n);
 			session_interrupt_calls("the server is shutting down "
 			    "(drain_timeout)");
-			modern_interrupt_calls("the server is shutting down "
+			stateless_interrupt_calls("the server is shutting down "
 			    "(drain_timeout)");
 			task_interrupt("the server is shutting down "
 			    "(drain_timeout)");

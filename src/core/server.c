@@ -33,7 +33,7 @@
 #include "http_client.h"
 #include "lease.h"
 #include "log.h"
-#include "modern.h"
+#include "stateless.h"
 #include "notify.h"
 #include "provider.h"
 #include "reload.h"
@@ -227,7 +227,7 @@ server_cron_cb(evutil_socket_t fd, short events, void *arg)
 	health_cron();
 	session_cron();
 	view_cron();
-	modern_cron();
+	stateless_cron();
 	server_accept_cron();
 	log_cron();
 }
@@ -655,7 +655,7 @@ server_run(struct conf *conf)
 	server_init(base, conf, el);
 	seal_start(base, el);	/* reads the log's keyring once it can */
 	session_init();
-	modern_init();
+	stateless_init();
 	task_init();
 	exec_init(base);
 	http_client_init(base);	/* before the providers: HTTP upstreams */
@@ -733,7 +733,7 @@ out:
 		auth_shutdown();	/* requests waiting for a check: 503 */
 		http_client_shutdown();
 		view_shutdown();
-		modern_shutdown();
+		stateless_shutdown();
 		session_shutdown();
 		task_shutdown();
 		provider_shutdown();	/* upstreams stopped */

@@ -25,7 +25,7 @@
 #include "log.h"
 #include "mcp.h"
 #include "metrics.h"
-#include "modern.h"
+#include "stateless.h"
 #include "prometheus.h"
 #include "provider.h"
 #include "reply.h"
@@ -117,7 +117,7 @@ transport_check_version(struct evhttp_request *req)
 /*
  * Checks shared by every method; answers and returns -1 on refusal. The
  * version of a POST without a session is checked once its body says
- * which path it takes (modern.c answers versions of its own).
+ * which path it takes (stateless.c answers versions of its own).
  */
 static int
 transport_check_common(struct evhttp_request *req)
@@ -140,11 +140,11 @@ transport_check_common(struct evhttp_request *req)
 	return (transport_check_version(req));
 }
 
-/* A view counts with the stateless path's streams (modern_room). */
+/* A view counts with the stateless path's streams (stateless_room). */
 static int
 transport_view_room(struct evhttp_request *req)
 {
-	if (modern_room())
+	if (stateless_room())
 		return (1);
 	reply_unavailable(req, 1, "Too many open streams, retry later");
 	return (0);
@@ -542,12 +542,12 @@ transport_post(struct evhttp_request *req, struct auth_principal *who)
 		reply_error(req, 400, code, cause, NULL);
 		return;
 	}
-	/* A 2026-07-28 request: the stateless path (modern.c) from here. */
-	if (modern_claims(req, msg)) {
+	/* A 2026-07-28 request: the stateless path (stateless.c) from here. */
+	if (stateless_claims(req, msg)) {
 		if (transport_tool_refused(req, who, NULL, msg))
 			cJSON_Delete(msg);
 		else
-			modern_serve(req, msg, who);
+			stateless_serve(req, msg, who);
 		return;
 	}
 	if (transport_header(req, "Mcp-Session-Id") == NULL &&
@@ -881,9 +881,9 @@ transport_healthz_cb(struct evhttp_request *req, void *arg)
 	cJSON_AddNumberToObject(health, "sessions", (double)session_count());
 	/* What max_views bounds: views, stateless calls, listen streams. */
 	cJSON_AddNumberToObject(health, "streams", (double)(view_count() +
-	    modern_running_calls() + modern_listen_count()));
+	    stateless_running_calls() + stateless_listen_count()));
 	cJSON_AddNumberToObject(health, "listens",
-	    (double)modern_listen_count());
+	    (double)stateless_listen_count());
 	cJSON_AddItemToObject(health, "metrics", metrics_json());
 	if (auth_enabled())
 		cJSON_AddNumberToObject(health, "auth_waiting",

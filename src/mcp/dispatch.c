@@ -724,7 +724,7 @@ dispatch_run_call(struct session *s, struct call *c, const cJSON *req)
 }
 
 /*
- * Starts a stateless request's call (modern.c), which owes its response
+ * Starts a stateless request's call (stateless.c), which owes its response
  * to its sink: a call method, or a quick one answered through the call.
  */
 void

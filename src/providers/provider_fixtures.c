@@ -21,7 +21,7 @@
 #include "jsonrpc.h"
 #include "log.h"
 #include "mcp.h"
-#include "modern.h"
+#include "stateless.h"
 #include "provider.h"
 #include "server.h"
 #include "session.h"
@@ -263,7 +263,7 @@ fixtures_update_watched(struct call *c, const struct fixtures_tool *t,
 
 	fixtures_watched_revision++;
 	session_resource_updated(FIXTURES_WATCHED);
-	modern_notify(MODERN_RESOURCE_UPDATED, FIXTURES_WATCHED);
+	stateless_notify(STATELESS_RESOURCE_UPDATED, FIXTURES_WATCHED);
 	xasprintf(&text, "Updated %s to revision %ld", FIXTURES_WATCHED,
 	    fixtures_watched_revision);
 	fixtures_answer_text(c, text, 0);
@@ -948,8 +948,8 @@ static void
 fixtures_trigger(struct call *c, const struct fixtures_tool *t,
     const cJSON *args)
 {
-	modern_notify(strstr(t->name, "prompt") != NULL ?
-	    MODERN_PROMPTS_CHANGED : MODERN_TOOLS_CHANGED, NULL);
+	stateless_notify(strstr(t->name, "prompt") != NULL ?
+	    STATELESS_PROMPTS_CHANGED : STATELESS_TOOLS_CHANGED, NULL);
 	fixtures_answer_text(c, "list change announced", 0);
 }
 

@@ -44,7 +44,7 @@ struct call {
 
 	/*
 	 * A stateless (2026-07-28) request's call has no session nor
-	 * stream: what it sends and answers goes to its sink (modern.c).
+	 * stream: what it sends and answers goes to its sink (stateless.c).
 	 */
 	const struct call_sink *sink;
 	void		*sink_arg;
@@ -152,7 +152,7 @@ const char *
 call_version(const struct call *c)
 {
 	return (c->session != NULL ? session_version(c->session) :
-	    CALL_MODERN_VERSION);
+	    CALL_STATELESS_VERSION);
 }
 
 int
@@ -457,7 +457,7 @@ call_answered_cb(evutil_socket_t fd, short events, void *arg)
 }
 
 /*
- * A stateless request asks through MRTR (modern.c): the sink finds the
+ * A stateless request asks through MRTR (stateless.c): the sink finds the
  * answer among the request's inputResponses, or leaves the question for
  * an input_required result and the client's next round (the asker hears
  * an error once the call has ended), or refuses it (the call has ended,

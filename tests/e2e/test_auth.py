@@ -833,7 +833,7 @@ def test_auth_stateless_requests_scopes_and_exec_env(h):
     """A 2026-07-28 request (no session) is authorized as a session's is:
     401 without a token, tools/list filtered by the token's scopes, 403
     for a scoped tool, and an exec tool sees the token's principal."""
-    import test_modern
+    import test_stateless
     q = '"echo sub=$MCPD_SUBJECT scopes=$MCPD_SCOPES"'
     d = start(h, scopes="mcp", extra=[
         "tool deploy {", f"    exec /bin/sh -c {q}", "    scope deploy",
@@ -841,8 +841,8 @@ def test_auth_stateless_requests_scopes_and_exec_env(h):
 
     def post(tok, method, params=None):
         params = dict(params or {})
-        params["_meta"] = test_modern._meta()
-        headers = test_modern._headers(method, params)
+        params["_meta"] = test_stateless._meta()
+        headers = test_stateless._headers(method, params)
         if tok is not None:
             headers.update(bearer(tok))
         id = d.new_id()

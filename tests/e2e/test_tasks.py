@@ -610,7 +610,7 @@ def test_task_status_notifications(h):
     expect(ack["params"]["notifications"].get("taskIds") == [tid, "0" * 32],
            f"ack {ack!r}")
     # Changes after the listen are told: the answer, then the result.
-    t = _wait_modern(d, tid, lambda t: t["status"] == "input_required")
+    t = _wait_stateless(d, tid, lambda t: t["status"] == "input_required")
     key = next(iter(t["inputRequests"]))
     _mpost(d, "tasks/update", {"taskId": tid, "inputResponses": {
         key: {"action": "accept", "content": {"confirm": True}}}})
@@ -627,7 +627,7 @@ def test_task_status_notifications(h):
     r.close()
 
 
-def _wait_modern(d, tid, until, timeout=10, what="status"):
+def _wait_stateless(d, tid, until, timeout=10, what="status"):
     deadline = time.monotonic() + tmo(timeout)
     while True:
         r, msg = _mpost(d, "tasks/get", {"taskId": tid})
@@ -647,7 +647,7 @@ def test_task_notifications_across_instances(h):
     r, msg = _mpost(a, "tools/call", {"name": "confirm_delete",
                                       "arguments": {"filename": "ab"}})
     tid = msg["result"]["taskId"]
-    t = _wait_modern(a, tid, lambda t: t["status"] == "input_required")
+    t = _wait_stateless(a, tid, lambda t: t["status"] == "input_required")
     r = _mlisten(b, {"taskIds": [tid]}, 80)
     expect(r.status == 200 and r.is_sse, f"listen on B: HTTP {r.status}")
     r.next_message(5)

@@ -938,7 +938,7 @@ def test_upstream_scope_covers_resources_and_prompts(h):
     # them without it is 403 insufficient_scope, as for its tools; on the
     # session path and the stateless (2026-07-28) path.
     import test_auth as ta
-    import test_modern
+    import test_stateless
     d = ta.start(h, scopes="mcp", extra=upstream("fake", "prefix up_",
                                                  "scope upstream"))
     full, plain = ta.token(scope="mcp upstream"), ta.token(scope="mcp")
@@ -950,8 +950,8 @@ def test_upstream_scope_covers_resources_and_prompts(h):
         params = {}
         headers = ta.bearer(tok)
         if session is None:
-            params["_meta"] = test_modern._meta()
-            headers.update(test_modern._headers(method, params))
+            params["_meta"] = test_stateless._meta()
+            headers.update(test_stateless._headers(method, params))
         r = d.post(session, rpc(method, params, id), headers)
         expect(r.status == 200, f"{method}: HTTP {r.status}")
         return r.rpc(id)["result"][key]
@@ -959,8 +959,8 @@ def test_upstream_scope_covers_resources_and_prompts(h):
     def asked(tok, method, params, session=sid):
         headers = ta.bearer(tok)
         if session is None:
-            params = dict(params, _meta=test_modern._meta())
-            headers.update(test_modern._headers(method, params))
+            params = dict(params, _meta=test_stateless._meta())
+            headers.update(test_stateless._headers(method, params))
         return d.post(session, rpc(method, params, d.new_id()), headers)
 
     for path in (sid, None):

@@ -1,9 +1,9 @@
 /*
  * The stateless path: MCP 2026-07-28 on the endpoint the legacy
  * (2025-era, session) path serves. transport.c hands over a POST that
- * modern_claims; everything after that is here: the request metadata
+ * stateless_claims; everything after that is here: the request metadata
  * checks in the order of the Streamable HTTP binding's Server Validation,
- * the method table of this revision (modern_methods, one handler per
+ * the method table of this revision (stateless_methods, one handler per
  * method), the response (a JSON body, or an SSE stream scoped to the
  * request), subscriptions/listen streams and the MRTR rounds of
  * input_required results.
@@ -37,7 +37,7 @@
 #include "jsonrpc.h"
 #include "log.h"
 #include "mcp.h"
-#include "modern.h"
+#include "stateless.h"
 #include "provider.h"
 #include "reply.h"
 #include "seal.h"
@@ -47,63 +47,63 @@
 #include "view.h"
 #include "xmalloc.h"
 
-#define MODERN_VERSION		CALL_MODERN_VERSION
-#define MODERN_META_VERSION	"io.modelcontextprotocol/protocolVersion"
-#define MODERN_META_CAPS	"io.modelcontextprotocol/clientCapabilities"
-#define MODERN_META_LEVEL	"io.modelcontextprotocol/logLevel"
-#define MODERN_META_SERVER	"io.modelcontextprotocol/serverInfo"
-#define MODERN_META_SUB		"io.modelcontextprotocol/subscriptionId"
+#define STATELESS_VERSION		CALL_STATELESS_VERSION
+#define STATELESS_META_VERSION	"io.modelcontextprotocol/protocolVersion"
+#define STATELESS_META_CAPS	"io.modelcontextprotocol/clientCapabilities"
+#define STATELESS_META_LEVEL	"io.modelcontextprotocol/logLevel"
+#define STATELESS_META_SERVER	"io.modelcontextprotocol/serverInfo"
+#define STATELESS_META_SUB		"io.modelcontextprotocol/subscriptionId"
 
 /* JSON-RPC errors this revision defines. */
-#define MODERN_HEADER_MISMATCH	-32020
-#define MODERN_MISSING_CAP	-32021
-#define MODERN_UNSUPPORTED	-32022
+#define STATELESS_HEADER_MISMATCH	-32020
+#define STATELESS_MISSING_CAP	-32021
+#define STATELESS_UNSUPPORTED	-32022
 
 /*
  * A call that has neither answered nor sent anything this long gets an
  * SSE response anyway: evhttp only notices a client gone once it writes,
  * and a gone client must cancel its request.
  */
-#define MODERN_JSON_MS		200
+#define STATELESS_JSON_MS		200
 /*
  * No key may sign a requestState (seal_ready): the event log's keyring not
  * read yet, or not for too long. Another instance may have one: 503.
  */
-#define MODERN_NO_STATE_KEY	"No requestState key from the event log; " \
+#define STATELESS_NO_STATE_KEY	"No requestState key from the event log; " \
 				"retry later"
 /* Mcp-Param-* headers a tool may declare, and their nesting. */
-#define MODERN_MAX_PARAMS	32
-#define MODERN_MAX_DEPTH	8
+#define STATELESS_MAX_PARAMS	32
+#define STATELESS_MAX_DEPTH	8
 
-enum modern_state {
-	MODERN_WAITING,		/* nothing sent yet: a JSON body is possible */
-	MODERN_STREAMING,	/* an SSE response has begun */
-	MODERN_DONE		/* the response ended, or the client left */
+enum stateless_state {
+	STATELESS_WAITING,		/* nothing sent yet: a JSON body is possible */
+	STATELESS_STREAMING,	/* an SSE response has begun */
+	STATELESS_DONE		/* the response ended, or the client left */
 };
 
-struct modern_req;
+struct stateless_req;
 
 /*
  * One method of this revision. A handler of its own (run), or dispatch.c's
  * (quick methods answered at once, call methods run as a call whose sink
  * is this file). name_param: the params member Mcp-Name mirrors.
  */
-struct modern_method {
+struct stateless_method {
 	const char	*name;
 	const char	*name_param;
 	int		 flags;
-#define MODERN_CALL		0x1	/* runs as a call (dispatch.c) */
-#define MODERN_CACHEABLE	0x2	/* ttlMs and cacheScope */
+#define STATELESS_CALL		0x1	/* runs as a call (dispatch.c) */
+#define STATELESS_CACHEABLE	0x2	/* ttlMs and cacheScope */
 	int		(*enabled)(void);
-	void		(*run)(struct modern_req *, const cJSON *);
+	void		(*run)(struct stateless_req *, const cJSON *);
 };
 
-struct modern_req {
+struct stateless_req {
 	struct evhttp_request		*req;
 	struct evhttp_connection	*evcon;
-	const struct modern_method	*m;
+	const struct stateless_method	*m;
 	cJSON				*id;
-	enum modern_state		 state;
+	enum stateless_state		 state;
 	struct event			*late;	/* the JSON body's deadline */
 	struct event			*timer;	/* keep-alive comments */
 	int				 starting; /* inside its handler */
@@ -117,51 +117,51 @@ struct modern_req {
 	call_sent_cb			 sent_cb;  /* waiting for a drain */
 	void				*sent_arg;
 
-	int				 running;  /* on modern_calls */
-	TAILQ_ENTRY(modern_req)		 call_entry;
+	int				 running;  /* on stateless_calls */
+	TAILQ_ENTRY(stateless_req)		 call_entry;
 
 	int				 listen;
-	int				 filter[MODERN_RESOURCE_UPDATED];
+	int				 filter[STATELESS_RESOURCE_UPDATED];
 	cJSON				*uris;	/* resourceSubscriptions */
 	cJSON				*tasks;	/* taskIds */
 	struct auth_principal		*who;	/* NULL without auth */
-	TAILQ_ENTRY(modern_req)		 entry;
+	TAILQ_ENTRY(stateless_req)		 entry;
 };
 
-static TAILQ_HEAD(, modern_req)	modern_listeners =
-    TAILQ_HEAD_INITIALIZER(modern_listeners);
+static TAILQ_HEAD(, stateless_req)	stateless_listeners =
+    TAILQ_HEAD_INITIALIZER(stateless_listeners);
 /* Requests whose call has not answered: what a drain waits for. */
-static TAILQ_HEAD(, modern_req)	modern_calls =
-    TAILQ_HEAD_INITIALIZER(modern_calls);
+static TAILQ_HEAD(, stateless_req)	stateless_calls =
+    TAILQ_HEAD_INITIALIZER(stateless_calls);
 
-/* Changes heard from other instances (a shared log): see modern_notify. */
+/* Changes heard from other instances (a shared log): see stateless_notify. */
 static struct {
 	int	watching;
 	int	live;		/* the subscription went live once */
-} modern_fanout;
+} stateless_fanout;
 
 /* --- helpers ------------------------------------------------------------ */
 
 static const cJSON *
-modern_get(const cJSON *obj, const char *key)
+stateless_get(const cJSON *obj, const char *key)
 {
 	return (cJSON_GetObjectItemCaseSensitive(obj, key));
 }
 
 static const cJSON *
-modern_meta(const cJSON *msg)
+stateless_meta(const cJSON *msg)
 {
-	return (modern_get(modern_get(msg, "params"), "_meta"));
+	return (stateless_get(stateless_get(msg, "params"), "_meta"));
 }
 
 /* The revision's versions, newest first, then the legacy ones. */
 static cJSON *
-modern_supported(void)
+stateless_supported(void)
 {
 	cJSON	*list = cJSON_CreateArray();
 	int	 i, n;
 
-	cJSON_AddItemToArray(list, cJSON_CreateString(MODERN_VERSION));
+	cJSON_AddItemToArray(list, cJSON_CreateString(STATELESS_VERSION));
 	for (n = 0; mcp_versions[n] != NULL; n++)
 		;
 	for (i = n - 1; i >= 0; i--)
@@ -170,7 +170,7 @@ modern_supported(void)
 }
 
 static void
-modern_error(struct evhttp_request *req, int status, const cJSON *id,
+stateless_error(struct evhttp_request *req, int status, const cJSON *id,
     int code, const char *message, cJSON *data)
 {
 	reply_json(req, status, jsonrpc_error(id, code, message, data));
@@ -183,7 +183,7 @@ modern_error(struct evhttp_request *req, int status, const cJSON *id,
  * header value cannot carry.
  */
 static char *
-modern_header(struct evhttp_request *req, const char *name, int *bad)
+stateless_header(struct evhttp_request *req, const char *name, int *bad)
 {
 	const char	*v, *end;
 	unsigned char	*out;
@@ -223,13 +223,13 @@ modern_header(struct evhttp_request *req, const char *name, int *bad)
 
 /* --- the response ------------------------------------------------------- */
 
-static void	modern_keepalive_cb(evutil_socket_t, short, void *);
+static void	stateless_keepalive_cb(evutil_socket_t, short, void *);
 
 static void
-modern_free(struct modern_req *mr)
+stateless_free(struct stateless_req *mr)
 {
 	if (mr->listen)
-		TAILQ_REMOVE(&modern_listeners, mr, entry);
+		TAILQ_REMOVE(&stateless_listeners, mr, entry);
 	if (mr->late != NULL)
 		event_free(mr->late);
 	if (mr->timer != NULL)
@@ -248,22 +248,22 @@ modern_free(struct modern_req *mr)
 
 /* Freed once neither the call nor the connection can reach it. */
 static void
-modern_maybe_free(struct modern_req *mr)
+stateless_maybe_free(struct stateless_req *mr)
 {
-	if (mr->state == MODERN_DONE && !mr->starting &&
+	if (mr->state == STATELESS_DONE && !mr->starting &&
 	    (mr->call == NULL || mr->call_done))
-		modern_free(mr);
+		stateless_free(mr);
 }
 
 static void
-modern_closed_cb(struct evhttp_connection *evcon, void *arg)
+stateless_closed_cb(struct evhttp_connection *evcon, void *arg)
 {
-	struct modern_req	*mr = arg;
+	struct stateless_req	*mr = arg;
 
-	if (mr->state != MODERN_STREAMING)
+	if (mr->state != STATELESS_STREAMING)
 		return;
 	log_debug("stateless request: the client closed its stream");
-	mr->state = MODERN_DONE;
+	mr->state = STATELESS_DONE;
 	/* On a peer close the request is ours to end (STYLE.md). */
 	evhttp_send_reply_end(mr->req);
 	if (mr->call != NULL && !mr->call_done) {
@@ -271,11 +271,11 @@ modern_closed_cb(struct evhttp_connection *evcon, void *arg)
 		call_cancel(mr->call, "the client closed the response stream");
 		return;
 	}
-	modern_maybe_free(mr);
+	stateless_maybe_free(mr);
 }
 
 static void
-modern_stream_start(struct modern_req *mr)
+stateless_stream_start(struct stateless_req *mr)
 {
 	struct evkeyvalq	*headers;
 	struct bufferevent	*bev;
@@ -287,25 +287,25 @@ modern_stream_start(struct modern_req *mr)
 	evhttp_add_header(headers, "X-Accel-Buffering", "no");
 	reply_count(mr->req, 200);
 	evhttp_send_reply_start(mr->req, 200, "OK");
-	mr->state = MODERN_STREAMING;
+	mr->state = STATELESS_STREAMING;
 	bev = evhttp_connection_get_bufferevent(mr->evcon);
 	bufferevent_set_timeouts(bev, NULL, NULL);
-	evhttp_connection_set_closecb(mr->evcon, modern_closed_cb, mr);
+	evhttp_connection_set_closecb(mr->evcon, stateless_closed_cb, mr);
 	mr->timer = event_new(server.base, -1, EV_PERSIST,
-	    modern_keepalive_cb, mr);
+	    stateless_keepalive_cb, mr);
 	tv.tv_sec = server.conf->sse_keepalive;
 	tv.tv_usec = 0;
 	evtimer_add(mr->timer, &tv);
 }
 
 static size_t
-modern_queued(struct modern_req *mr)
+stateless_queued(struct stateless_req *mr)
 {
 	return (evbuffer_get_length(bufferevent_get_output(
 	    evhttp_connection_get_bufferevent(mr->evcon))));
 }
 
-static void	modern_drained_cb(struct evhttp_connection *, void *);
+static void	stateless_drained_cb(struct evhttp_connection *, void *);
 
 /*
  * Every chunk names the drain callback: the connection has one slot, and
@@ -313,13 +313,13 @@ static void	modern_drained_cb(struct evhttp_connection *, void *);
  * (the end of the reply takes the slot back).
  */
 static void
-modern_chunk(struct modern_req *mr, struct evbuffer *buf)
+stateless_chunk(struct stateless_req *mr, struct evbuffer *buf)
 {
-	evhttp_send_reply_chunk_with_cb(mr->req, buf, modern_drained_cb, mr);
+	evhttp_send_reply_chunk_with_cb(mr->req, buf, stateless_drained_cb, mr);
 }
 
 static void
-modern_write(struct modern_req *mr, const cJSON *msg)
+stateless_write(struct stateless_req *mr, const cJSON *msg)
 {
 	struct evbuffer	*buf = evbuffer_new();
 	const char	*text;
@@ -327,42 +327,42 @@ modern_write(struct modern_req *mr, const cJSON *msg)
 
 	text = jsonrpc_print_shared(msg, &len);
 	sse_event(buf, NULL, "message", text, len, -1);
-	modern_chunk(mr, buf);
+	stateless_chunk(mr, buf);
 	evbuffer_free(buf);
 }
 
 /* Ends a streaming response normally: the connection may serve again. */
 static void
-modern_stream_end(struct modern_req *mr)
+stateless_stream_end(struct stateless_req *mr)
 {
 	evhttp_connection_set_closecb(mr->evcon, NULL, NULL);
 	evhttp_connection_set_timeout(mr->evcon, SERVER_REQUEST_TIMEOUT);
 	evhttp_send_reply_end(mr->req);
-	mr->state = MODERN_DONE;
+	mr->state = STATELESS_DONE;
 }
 
 static void
-modern_keepalive_cb(evutil_socket_t fd, short events, void *arg)
+stateless_keepalive_cb(evutil_socket_t fd, short events, void *arg)
 {
-	struct modern_req	*mr = arg;
+	struct stateless_req	*mr = arg;
 	struct evbuffer		*buf;
 
-	if (mr->state != MODERN_STREAMING || modern_queued(mr) > 0)
+	if (mr->state != STATELESS_STREAMING || stateless_queued(mr) > 0)
 		return;
 	buf = evbuffer_new();
 	sse_comment(buf, "keepalive");
-	modern_chunk(mr, buf);
+	stateless_chunk(mr, buf);
 	evbuffer_free(buf);
 }
 
 /* The deadline for a JSON body passed: the response becomes a stream. */
 static void
-modern_json_late_cb(evutil_socket_t fd, short events, void *arg)
+stateless_json_late_cb(evutil_socket_t fd, short events, void *arg)
 {
-	struct modern_req	*mr = arg;
+	struct stateless_req	*mr = arg;
 
-	if (mr->state == MODERN_WAITING)
-		modern_stream_start(mr);
+	if (mr->state == STATELESS_WAITING)
+		stateless_stream_start(mr);
 }
 
 /*
@@ -370,29 +370,29 @@ modern_json_late_cb(evutil_socket_t fd, short events, void *arg)
  * itself in _meta; cacheable results carry their caching hints.
  */
 static void
-modern_decorate(const struct modern_method *m, cJSON *result);
+stateless_decorate(const struct stateless_method *m, cJSON *result);
 
 /* --- the call's sink ---------------------------------------------------- */
 
-struct modern_sent {
+struct stateless_sent {
 	call_sent_cb	 cb;
 	void		*arg;
 	int		 ok;
 };
 
 static void
-modern_sent_later_cb(evutil_socket_t fd, short events, void *arg)
+stateless_sent_later_cb(evutil_socket_t fd, short events, void *arg)
 {
-	struct modern_sent	*s = arg;
+	struct stateless_sent	*s = arg;
 
 	s->cb(s->ok, s->arg);
 	free(s);
 }
 
 static void
-modern_sent_later(call_sent_cb cb, void *arg, int ok)
+stateless_sent_later(call_sent_cb cb, void *arg, int ok)
 {
-	struct modern_sent	*s;
+	struct stateless_sent	*s;
 
 	if (cb == NULL)
 		return;
@@ -400,15 +400,15 @@ modern_sent_later(call_sent_cb cb, void *arg, int ok)
 	s->cb = cb;
 	s->arg = arg;
 	s->ok = ok;
-	event_base_once(server.base, -1, EV_TIMEOUT, modern_sent_later_cb, s,
+	event_base_once(server.base, -1, EV_TIMEOUT, stateless_sent_later_cb, s,
 	    NULL);
 }
 
 /* The client took what was queued: a paused sender goes on. */
 static void
-modern_drained_cb(struct evhttp_connection *evcon, void *arg)
+stateless_drained_cb(struct evhttp_connection *evcon, void *arg)
 {
-	struct modern_req	*mr = arg;
+	struct stateless_req	*mr = arg;
 	call_sent_cb		 cb = mr->sent_cb;
 
 	if (cb == NULL)
@@ -424,21 +424,21 @@ modern_drained_cb(struct evhttp_connection *evcon, void *arg)
  * stays near sse_high_watermark.
  */
 static void
-modern_sink_send(void *arg, cJSON *msg, call_sent_cb cb, void *cbarg)
+stateless_sink_send(void *arg, cJSON *msg, call_sent_cb cb, void *cbarg)
 {
-	struct modern_req	*mr = arg;
+	struct stateless_req	*mr = arg;
 
-	if (mr->state == MODERN_DONE) {
+	if (mr->state == STATELESS_DONE) {
 		cJSON_Delete(msg);
-		modern_sent_later(cb, cbarg, 0);
+		stateless_sent_later(cb, cbarg, 0);
 		return;
 	}
-	if (mr->state == MODERN_WAITING)
-		modern_stream_start(mr);
-	modern_write(mr, msg);
-	if ((long long)modern_queued(mr) < server.conf->sse_high_watermark ||
+	if (mr->state == STATELESS_WAITING)
+		stateless_stream_start(mr);
+	stateless_write(mr, msg);
+	if ((long long)stateless_queued(mr) < server.conf->sse_high_watermark ||
 	    cb == NULL || mr->sent_cb != NULL)
-		modern_sent_later(cb, cbarg, 1);
+		stateless_sent_later(cb, cbarg, 1);
 	else {
 		mr->sent_cb = cb;
 		mr->sent_arg = cbarg;
@@ -447,11 +447,11 @@ modern_sink_send(void *arg, cJSON *msg, call_sent_cb cb, void *cbarg)
 }
 
 static int
-modern_error_status(const cJSON *msg)
+stateless_error_status(const cJSON *msg)
 {
-	const cJSON	*code = modern_get(modern_get(msg, "error"), "code");
+	const cJSON	*code = stateless_get(stateless_get(msg, "error"), "code");
 
-	if (cJSON_IsNumber(code) && code->valueint == MODERN_MISSING_CAP)
+	if (cJSON_IsNumber(code) && code->valueint == STATELESS_MISSING_CAP)
 		return (400);
 	if (cJSON_IsNumber(code) && code->valueint == JSONRPC_UNAVAILABLE)
 		return (503);
@@ -460,33 +460,33 @@ modern_error_status(const cJSON *msg)
 
 /* The call's response (taken), or NULL: it ended without one. */
 static void
-modern_sink_respond(void *arg, cJSON *msg)
+stateless_sink_respond(void *arg, cJSON *msg)
 {
-	struct modern_req	*mr = arg;
+	struct stateless_req	*mr = arg;
 	int			 status;
 
 	mr->call_done = 1;
 	if (mr->running) {
-		TAILQ_REMOVE(&modern_calls, mr, call_entry);
+		TAILQ_REMOVE(&stateless_calls, mr, call_entry);
 		mr->running = 0;
 	}
 	if (mr->sent_cb != NULL) {
-		modern_sent_later(mr->sent_cb, mr->sent_arg, 0);
+		stateless_sent_later(mr->sent_cb, mr->sent_arg, 0);
 		mr->sent_cb = NULL;
 	}
-	if (msg == NULL && mr->state != MODERN_DONE)
+	if (msg == NULL && mr->state != STATELESS_DONE)
 		msg = jsonrpc_error(mr->id, JSONRPC_INTERNAL_ERROR,
 		    "The request ended without a result", NULL);
-	if (msg != NULL && mr->state != MODERN_DONE) {
-		modern_decorate(mr->m, modern_get(msg, "result") != NULL ?
+	if (msg != NULL && mr->state != STATELESS_DONE) {
+		stateless_decorate(mr->m, stateless_get(msg, "result") != NULL ?
 		    cJSON_GetObjectItemCaseSensitive(msg, "result") : NULL);
-		if (mr->state == MODERN_STREAMING) {
-			modern_write(mr, msg);
+		if (mr->state == STATELESS_STREAMING) {
+			stateless_write(mr, msg);
 			cJSON_Delete(msg);
-			modern_stream_end(mr);
+			stateless_stream_end(mr);
 		} else {
-			mr->state = MODERN_DONE;
-			status = modern_error_status(msg);
+			mr->state = STATELESS_DONE;
+			status = stateless_error_status(msg);
 			if (status == 503)
 				evhttp_add_header(
 				    evhttp_request_get_output_headers(mr->req),
@@ -496,7 +496,7 @@ modern_sink_respond(void *arg, cJSON *msg)
 	} else
 		cJSON_Delete(msg);
 	/* call.c touches nothing of ours once the call has ended. */
-	modern_maybe_free(mr);
+	stateless_maybe_free(mr);
 }
 
 /* --- MRTR --------------------------------------------------------------- */
@@ -508,7 +508,7 @@ modern_sink_respond(void *arg, cJSON *msg)
  * when no key may sign (seal_ready).
  */
 static char *
-modern_state_seal(struct modern_req *mr)
+stateless_state_seal(struct stateless_req *mr)
 {
 	cJSON	*state = cJSON_CreateObject();
 	char	*text, *sealed;
@@ -530,7 +530,7 @@ modern_state_seal(struct modern_req *mr)
  * another request or is too old (seal.c).
  */
 static cJSON *
-modern_state_open(const struct modern_req *mr, const char *sealed,
+stateless_state_open(const struct stateless_req *mr, const char *sealed,
     const char **cause)
 {
 	cJSON		*state, *answers;
@@ -541,8 +541,8 @@ modern_state_open(const struct modern_req *mr, const char *sealed,
 		return (NULL);
 	state = cJSON_Parse(text);
 	free(text);
-	m = modern_get(state, "m");
-	n = modern_get(state, "n");
+	m = stateless_get(state, "m");
+	n = stateless_get(state, "n");
 	*cause = "requestState belongs to another request";
 	if (!cJSON_IsString(m) || !cJSON_IsString(n) ||
 	    strcmp(m->valuestring, mr->m->name) != 0 ||
@@ -561,18 +561,18 @@ modern_state_open(const struct modern_req *mr, const char *sealed,
 
 /* The end of the turn the call asked in: its input_required result. */
 static void
-modern_asked_cb(evutil_socket_t fd, short events, void *arg)
+stateless_asked_cb(evutil_socket_t fd, short events, void *arg)
 {
-	struct modern_req	*mr = arg;
+	struct stateless_req	*mr = arg;
 	cJSON			*result;
 	char			*state;
 
 	if (mr->call_done || mr->asked == NULL)
 		return;
-	if ((state = modern_state_seal(mr)) == NULL) {
+	if ((state = stateless_state_seal(mr)) == NULL) {
 		/* mr may be freed by the time this returns. */
 		call_respond_error(mr->call, JSONRPC_UNAVAILABLE,
-		    MODERN_NO_STATE_KEY);
+		    STATELESS_NO_STATE_KEY);
 		return;
 	}
 	result = cJSON_CreateObject();
@@ -593,10 +593,10 @@ modern_asked_cb(evutil_socket_t fd, short events, void *arg)
  * -32021.
  */
 static enum call_ask
-modern_sink_ask(void *arg, struct call *c, const char *key,
+stateless_sink_ask(void *arg, struct call *c, const char *key,
     const char *method, cJSON *params, const cJSON **answer)
 {
-	struct modern_req	*mr = arg;
+	struct stateless_req	*mr = arg;
 	const char		*cap = mcp_request_capability(method);
 	const cJSON		*found;
 	cJSON			*data, *q;
@@ -609,11 +609,11 @@ modern_sink_ask(void *arg, struct call *c, const char *key,
 		    "requiredCapabilities"), cap);
 		xasprintf(&message, "Missing required client capability: %s",
 		    cap);
-		call_respond_error_data(c, MODERN_MISSING_CAP, message, data);
+		call_respond_error_data(c, STATELESS_MISSING_CAP, message, data);
 		free(message);
 		return (CALL_ASK_REFUSED);
 	}
-	found = modern_get(mr->answers, key);
+	found = stateless_get(mr->answers, key);
 	if (cJSON_IsObject(found)) {
 		cJSON_Delete(params);
 		*answer = found;
@@ -628,23 +628,23 @@ modern_sink_ask(void *arg, struct call *c, const char *key,
 	cJSON_DeleteItemFromObjectCaseSensitive(mr->asked, key);
 	cJSON_AddItemToObject(mr->asked, key, q);
 	if (mr->asked_ev == NULL)
-		mr->asked_ev = evtimer_new(server.base, modern_asked_cb, mr);
+		mr->asked_ev = evtimer_new(server.base, stateless_asked_cb, mr);
 	if (!evtimer_pending(mr->asked_ev, NULL))
 		event_active(mr->asked_ev, EV_TIMEOUT, 0);
 	return (CALL_ASK_PENDING);
 }
 
-static const struct call_sink modern_sink = {
-	modern_sink_send,
-	modern_sink_respond,
-	modern_sink_ask,
+static const struct call_sink stateless_sink = {
+	stateless_sink_send,
+	stateless_sink_respond,
+	stateless_sink_ask,
 	NULL
 };
 
 /* --- results ------------------------------------------------------------ */
 
 static void
-modern_decorate(const struct modern_method *m, cJSON *result)
+stateless_decorate(const struct stateless_method *m, cJSON *result)
 {
 	cJSON	*meta, *info;
 	int	 complete;
@@ -653,15 +653,15 @@ modern_decorate(const struct modern_method *m, cJSON *result)
 		return;
 	if (!cJSON_HasObjectItem(result, "resultType"))
 		cJSON_AddStringToObject(result, "resultType", "complete");
-	complete = strcmp(cJSON_GetStringValue(modern_get(result,
-	    "resultType")) != NULL ? cJSON_GetStringValue(modern_get(result,
+	complete = strcmp(cJSON_GetStringValue(stateless_get(result,
+	    "resultType")) != NULL ? cJSON_GetStringValue(stateless_get(result,
 	    "resultType")) : "", "complete") == 0;
 	if ((meta = cJSON_GetObjectItemCaseSensitive(result, "_meta")) ==
 	    NULL || !cJSON_IsObject(meta)) {
 		cJSON_DeleteItemFromObjectCaseSensitive(result, "_meta");
 		meta = cJSON_AddObjectToObject(result, "_meta");
 	}
-	info = cJSON_AddObjectToObject(meta, MODERN_META_SERVER);
+	info = cJSON_AddObjectToObject(meta, STATELESS_META_SERVER);
 	cJSON_AddStringToObject(info, "name", "mcpd");
 	cJSON_AddStringToObject(info, "version", MCPD_VERSION);
 	/*
@@ -669,7 +669,7 @@ modern_decorate(const struct modern_method *m, cJSON *result)
 	 * resource on any read: no freshness is promised. Nothing served
 	 * depends on who asks.
 	 */
-	if (m != NULL && (m->flags & MODERN_CACHEABLE) && complete) {
+	if (m != NULL && (m->flags & STATELESS_CACHEABLE) && complete) {
 		if (!cJSON_HasObjectItem(result, "ttlMs"))
 			cJSON_AddNumberToObject(result, "ttlMs", 0);
 		if (!cJSON_HasObjectItem(result, "cacheScope"))
@@ -679,44 +679,44 @@ modern_decorate(const struct modern_method *m, cJSON *result)
 
 /* A whole JSON-RPC response (taken) for a request answered at once. */
 static void
-modern_reply(struct modern_req *mr, cJSON *msg)
+stateless_reply(struct stateless_req *mr, cJSON *msg)
 {
-	modern_decorate(mr->m, cJSON_GetObjectItemCaseSensitive(msg,
+	stateless_decorate(mr->m, cJSON_GetObjectItemCaseSensitive(msg,
 	    "result"));
-	mr->state = MODERN_DONE;
+	mr->state = STATELESS_DONE;
 	reply_json(mr->req, 200, msg);
 }
 
 /*
- * For a method handler in another file (a line of modern_methods): the
+ * For a method handler in another file (a line of stateless_methods): the
  * request's id, and its answer (a whole JSON-RPC response, taken), given
  * in the handler or on a later turn; the request is freed with it.
  */
 const cJSON *
-modern_request_id(const struct modern_req *mr)
+stateless_request_id(const struct stateless_req *mr)
 {
 	return (mr->id);
 }
 
 void
-modern_respond(struct modern_req *mr, cJSON *msg)
+stateless_respond(struct stateless_req *mr, cJSON *msg)
 {
-	if (mr->state != MODERN_WAITING) {
+	if (mr->state != STATELESS_WAITING) {
 		cJSON_Delete(msg);
 		return;
 	}
-	modern_reply(mr, msg);
-	modern_maybe_free(mr);
+	stateless_reply(mr, msg);
+	stateless_maybe_free(mr);
 }
 
 /* --- methods of our own ------------------------------------------------- */
 
 static void
-modern_discover(struct modern_req *mr, const cJSON *params)
+stateless_discover(struct stateless_req *mr, const cJSON *params)
 {
 	cJSON	*result = cJSON_CreateObject(), *caps, *o;
 
-	cJSON_AddItemToObject(result, "supportedVersions", modern_supported());
+	cJSON_AddItemToObject(result, "supportedVersions", stateless_supported());
 	caps = dispatch_capabilities();
 	/* Listen streams hear list changes (the fixtures make some). */
 	if (server.conf->fixtures_conformance) {
@@ -731,34 +731,36 @@ modern_discover(struct modern_req *mr, const cJSON *params)
 	}
 	task_capabilities(caps);
 	cJSON_AddItemToObject(result, "capabilities", caps);
-	modern_reply(mr, jsonrpc_result(mr->id, result));
+	stateless_reply(mr, jsonrpc_result(mr->id, result));
 }
 
 static const struct {
 	const char		*field;
-	enum modern_change	 change;
+	enum stateless_change	 change;
 	int			(*served)(void);
-} modern_filters[] = {
-	{ "toolsListChanged", MODERN_TOOLS_CHANGED, NULL },
-	{ "promptsListChanged", MODERN_PROMPTS_CHANGED, provider_has_prompts },
-	{ "resourcesListChanged", MODERN_RESOURCES_CHANGED,
+} stateless_filters[] = {
+	{ "toolsListChanged", STATELESS_TOOLS_CHANGED, NULL },
+	{ "promptsListChanged", STATELESS_PROMPTS_CHANGED, provider_has_prompts },
+	{ "resourcesListChanged", STATELESS_RESOURCES_CHANGED,
 	  provider_has_resources },
 };
-#define MODERN_NFILTERS	(sizeof modern_filters / sizeof modern_filters[0])
+#define STATELESS_NFILTERS \
+	(sizeof stateless_filters / sizeof stateless_filters[0])
 
 /* A notification on a listen stream, tagged with its subscription. */
 static void
-modern_listen_send(struct modern_req *mr, const char *method, cJSON *params)
+stateless_listen_send(struct stateless_req *mr, const char *method,
+    cJSON *params)
 {
 	cJSON	*msg, *meta;
 
 	if (params == NULL)
 		params = cJSON_CreateObject();
 	meta = cJSON_AddObjectToObject(params, "_meta");
-	cJSON_AddItemToObject(meta, MODERN_META_SUB, cJSON_Duplicate(mr->id,
+	cJSON_AddItemToObject(meta, STATELESS_META_SUB, cJSON_Duplicate(mr->id,
 	    1));
 	msg = jsonrpc_notification(method, params);
-	modern_write(mr, msg);
+	stateless_write(mr, msg);
 	cJSON_Delete(msg);
 }
 
@@ -768,30 +770,30 @@ modern_listen_send(struct modern_req *mr, const char *method, cJSON *params)
  * until the client leaves or the server ends the stream.
  */
 static void
-modern_listen(struct modern_req *mr, const cJSON *params)
+stateless_listen(struct stateless_req *mr, const cJSON *params)
 {
-	const cJSON	*filter = modern_get(params, "notifications");
+	const cJSON	*filter = stateless_get(params, "notifications");
 	const cJSON	*f, *uri;
 	cJSON		*ack, *honoured;
 	size_t		 i;
 
 	if (!cJSON_IsObject(filter)) {
-		modern_reply(mr, jsonrpc_error(mr->id, JSONRPC_INVALID_PARAMS,
+		stateless_reply(mr, jsonrpc_error(mr->id, JSONRPC_INVALID_PARAMS,
 		    "Invalid params: subscriptions/listen needs a "
 		    "notifications object", NULL));
 		return;
 	}
 	ack = cJSON_CreateObject();
 	honoured = cJSON_AddObjectToObject(ack, "notifications");
-	for (i = 0; i < MODERN_NFILTERS; i++) {
-		f = modern_get(filter, modern_filters[i].field);
-		if (!cJSON_IsTrue(f) || (modern_filters[i].served != NULL &&
-		    !modern_filters[i].served()))
+	for (i = 0; i < STATELESS_NFILTERS; i++) {
+		f = stateless_get(filter, stateless_filters[i].field);
+		if (!cJSON_IsTrue(f) || (stateless_filters[i].served != NULL &&
+		    !stateless_filters[i].served()))
 			continue;
-		mr->filter[modern_filters[i].change] = 1;
-		cJSON_AddBoolToObject(honoured, modern_filters[i].field, 1);
+		mr->filter[stateless_filters[i].change] = 1;
+		cJSON_AddBoolToObject(honoured, stateless_filters[i].field, 1);
 	}
-	f = modern_get(filter, "resourceSubscriptions");
+	f = stateless_get(filter, "resourceSubscriptions");
 	if (cJSON_IsArray(f) && provider_has_resources()) {
 		mr->uris = cJSON_CreateArray();
 		cJSON_ArrayForEach(uri, f) {
@@ -803,13 +805,13 @@ modern_listen(struct modern_req *mr, const cJSON *params)
 		cJSON_AddItemToObject(honoured, "resourceSubscriptions",
 		    cJSON_Duplicate(mr->uris, 1));
 	}
-	f = modern_get(filter, "taskIds");
+	f = stateless_get(filter, "taskIds");
 	if (cJSON_IsArray(f) && cJSON_GetArraySize(f) > 0) {
 		/* The extension says: only for clients that declare it. */
 		if (!task_declared(params)) {
 			cJSON_Delete(ack);
-			mr->state = MODERN_DONE;
-			modern_error(mr->req, 400, mr->id, MODERN_MISSING_CAP,
+			mr->state = STATELESS_DONE;
+			stateless_error(mr->req, 400, mr->id, STATELESS_MISSING_CAP,
 			    "Missing required client capability",
 			    task_missing_capability());
 			return;
@@ -824,23 +826,23 @@ modern_listen(struct modern_req *mr, const cJSON *params)
 		cJSON_AddItemToObject(honoured, "taskIds",
 		    cJSON_Duplicate(mr->tasks, 1));
 	}
-	if (modern_fanout.watching && (!modern_fanout.live ||
+	if (stateless_fanout.watching && (!stateless_fanout.live ||
 	    !eventlog_available(server.eventlog))) {
 		cJSON_Delete(ack);
-		mr->state = MODERN_DONE;
+		mr->state = STATELESS_DONE;
 		reply_unavailable(mr->req, 1, "Cannot hear other instances' "
 		    "changes now, listen again later");
 		return;
 	}
 	mr->listen = 1;
-	TAILQ_INSERT_TAIL(&modern_listeners, mr, entry);
-	modern_stream_start(mr);
-	modern_listen_send(mr, "notifications/subscriptions/acknowledged",
+	TAILQ_INSERT_TAIL(&stateless_listeners, mr, entry);
+	stateless_stream_start(mr);
+	stateless_listen_send(mr, "notifications/subscriptions/acknowledged",
 	    ack);
 }
 
 static int
-modern_listens(const cJSON *list, const char *s)
+stateless_listens(const cJSON *list, const char *s)
 {
 	const cJSON	*u;
 
@@ -860,50 +862,50 @@ modern_listens(const cJSON *list, const char *s)
  * meanwhile).
  */
 static void
-modern_task_read_cb(const cJSON *task, const cJSON *principal, void *arg)
+stateless_task_read_cb(const cJSON *task, const cJSON *principal, void *arg)
 {
 	char			*tid = arg;
-	struct modern_req	*mr, *mr1;
+	struct stateless_req	*mr, *mr1;
 
-	TAILQ_FOREACH_SAFE(mr, &modern_listeners, entry, mr1) {
-		if (task == NULL || mr->state != MODERN_STREAMING ||
-		    !modern_listens(mr->tasks, tid) ||
+	TAILQ_FOREACH_SAFE(mr, &stateless_listeners, entry, mr1) {
+		if (task == NULL || mr->state != STATELESS_STREAMING ||
+		    !stateless_listens(mr->tasks, tid) ||
 		    !task_allowed(principal, mr->who))
 			continue;
-		if ((long long)modern_queued(mr) >=
+		if ((long long)stateless_queued(mr) >=
 		    server.conf->sse_high_watermark) {
 			log_limited(LOG_LEVEL_WARN, "listen-slow", "a listen "
 			    "stream is too far behind; ending it");
-			modern_stream_end(mr);
-			modern_maybe_free(mr);
+			stateless_stream_end(mr);
+			stateless_maybe_free(mr);
 			continue;
 		}
-		modern_listen_send(mr, "notifications/tasks",
+		stateless_listen_send(mr, "notifications/tasks",
 		    cJSON_Duplicate(task, 1));
 	}
 	free(tid);
 }
 
 static void
-modern_task_changed(const char *tid)
+stateless_task_changed(const char *tid)
 {
-	struct modern_req	*mr;
+	struct stateless_req	*mr;
 
-	TAILQ_FOREACH(mr, &modern_listeners, entry) {
-		if (mr->state == MODERN_STREAMING &&
-		    modern_listens(mr->tasks, tid))
+	TAILQ_FOREACH(mr, &stateless_listeners, entry) {
+		if (mr->state == STATELESS_STREAMING &&
+		    stateless_listens(mr->tasks, tid))
 			break;
 	}
 	if (mr == NULL)
 		return;
-	task_read(tid, modern_task_read_cb, xstrdup(tid));
+	task_read(tid, stateless_task_read_cb, xstrdup(tid));
 }
 
 /* task.c's hook: a change it committed goes to every instance's listens. */
 static void
-modern_task_listener(const char *tid, const cJSON *task)
+stateless_task_listener(const char *tid, const cJSON *task)
 {
-	modern_notify(MODERN_TASK_CHANGED, tid);
+	stateless_notify(STATELESS_TASK_CHANGED, tid);
 }
 
 /*
@@ -912,7 +914,7 @@ modern_task_listener(const char *tid, const cJSON *task)
  * re-reads what it lists) rather than buffered without bound.
  */
 static void
-modern_deliver(enum modern_change change, const char *uri)
+stateless_deliver(enum stateless_change change, const char *uri)
 {
 	static const char	*methods[] = {
 		"notifications/tools/list_changed",
@@ -920,20 +922,20 @@ modern_deliver(enum modern_change change, const char *uri)
 		"notifications/resources/list_changed",
 		"notifications/resources/updated"
 	};
-	struct modern_req	*mr, *mr1;
+	struct stateless_req	*mr, *mr1;
 	const cJSON		*u;
 	cJSON			*params;
 	int			 match;
 
-	if (change == MODERN_TASK_CHANGED) {
-		modern_task_changed(uri);
+	if (change == STATELESS_TASK_CHANGED) {
+		stateless_task_changed(uri);
 		return;
 	}
-	TAILQ_FOREACH_SAFE(mr, &modern_listeners, entry, mr1) {
-		if (mr->state != MODERN_STREAMING)
+	TAILQ_FOREACH_SAFE(mr, &stateless_listeners, entry, mr1) {
+		if (mr->state != STATELESS_STREAMING)
 			continue;
 		match = 0;
-		if (change != MODERN_RESOURCE_UPDATED)
+		if (change != STATELESS_RESOURCE_UPDATED)
 			match = mr->filter[change];
 		else {
 			cJSON_ArrayForEach(u, mr->uris) {
@@ -943,90 +945,90 @@ modern_deliver(enum modern_change change, const char *uri)
 		}
 		if (!match)
 			continue;
-		if ((long long)modern_queued(mr) >=
+		if ((long long)stateless_queued(mr) >=
 		    server.conf->sse_high_watermark) {
 			log_limited(LOG_LEVEL_WARN, "listen-slow", "a listen "
 			    "stream is too far behind; ending it");
-			modern_stream_end(mr);
-			modern_maybe_free(mr);
+			stateless_stream_end(mr);
+			stateless_maybe_free(mr);
 			continue;
 		}
 		params = NULL;
-		if (change == MODERN_RESOURCE_UPDATED) {
+		if (change == STATELESS_RESOURCE_UPDATED) {
 			params = cJSON_CreateObject();
 			cJSON_AddStringToObject(params, "uri", uri);
 		}
-		modern_listen_send(mr, methods[change], params);
+		stateless_listen_send(mr, methods[change], params);
 	}
 }
 
 /*
  * With a shared log, changes go to every instance through the log's
- * messages (Redis PUBLISH on one channel, MODERN_CHANNEL); each delivers
+ * messages (Redis PUBLISH on one channel, STATELESS_CHANNEL); each delivers
  * to its own listen streams, this one included, when the message comes
  * back. "C<change><uri>".
  */
-#define MODERN_CHANNEL	"listen"
+#define STATELESS_CHANNEL	"listen"
 
 
-struct modern_published {
-	enum modern_change	 change;
+struct stateless_published {
+	enum stateless_change	 change;
 	char			*uri;
 };
 
 static void
-modern_published_cb(enum eventlog_status status, void *arg)
+stateless_published_cb(enum eventlog_status status, void *arg)
 {
-	struct modern_published	*p = arg;
+	struct stateless_published	*p = arg;
 
 	if (status != EVENTLOG_OK) {
 		/* The others cannot hear it; this instance's listeners can. */
 		log_limited(LOG_LEVEL_WARN, "listen-publish", "a change could "
 		    "not be published to other instances: %s",
 		    eventlog_status_name(status));
-		modern_deliver(p->change, p->uri);
+		stateless_deliver(p->change, p->uri);
 	}
 	free(p->uri);
 	free(p);
 }
 
 void
-modern_notify(enum modern_change change, const char *uri)
+stateless_notify(enum stateless_change change, const char *uri)
 {
-	struct modern_published	*p;
+	struct stateless_published	*p;
 	char			*msg;
 	int			 len;
 
 	if (uri == NULL)
 		uri = "";
-	if (!modern_fanout.watching ||
+	if (!stateless_fanout.watching ||
 	    strlen(uri) + 2 > EVENTLOG_MESSAGE_MAX) {
-		modern_deliver(change, uri);
+		stateless_deliver(change, uri);
 		return;
 	}
 	len = xasprintf(&msg, "C%d%s", (int)change, uri);
 	p = xmalloc(sizeof *p);
 	p->change = change;
 	p->uri = xstrdup(uri);
-	eventlog_publish(server.eventlog, MODERN_CHANNEL, msg, (size_t)len,
-	    modern_published_cb, p);
+	eventlog_publish(server.eventlog, STATELESS_CHANNEL, msg, (size_t)len,
+	    stateless_published_cb, p);
 	free(msg);
 }
 
 static void
-modern_message_cb(const char *sid, const char *msg, size_t len, void *arg)
+stateless_message_cb(const char *sid, const char *msg, size_t len, void *arg)
 {
 	char	*uri;
 
 	if (len < 2 || msg[0] != 'C' || msg[1] < '0' ||
-	    msg[1] > '0' + MODERN_TASK_CHANGED)
+	    msg[1] > '0' + STATELESS_TASK_CHANGED)
 		return;		/* a newer instance's, or not ours */
 	uri = xstrndup(msg + 2, len - 2);
-	modern_deliver((enum modern_change)(msg[1] - '0'), uri);
+	stateless_deliver((enum stateless_change)(msg[1] - '0'), uri);
 	free(uri);
 }
 
-static void	modern_listen_end_all(const char *);
+static void	stateless_listen_end_all(const char *);
 
 /*
  * The subscription is (again) live: k = 0 says what was published
@@ -1034,34 +1036,34 @@ static void	modern_listen_end_all(const char *);
  * across the gap end, and their clients listen again.
  */
 static void
-modern_watch_cb(const char *sid, uint64_t k, uint64_t seq, void *arg)
+stateless_watch_cb(const char *sid, uint64_t k, uint64_t seq, void *arg)
 {
 	if (k != 0)
 		return;
-	if (modern_fanout.live)
-		modern_listen_end_all("the subscription to other instances' "
+	if (stateless_fanout.live)
+		stateless_listen_end_all("the subscription to other instances' "
 		    "changes was lost");
-	modern_fanout.live = 1;
+	stateless_fanout.live = 1;
 }
 
 void
-modern_init(void)
+stateless_init(void)
 {
-	task_set_listener(modern_task_listener);
+	task_set_listener(stateless_task_listener);
 	if (!server.shared)
 		return;
-	eventlog_watch(server.eventlog, MODERN_CHANNEL, modern_watch_cb,
-	    modern_message_cb, NULL);
-	modern_fanout.watching = 1;
+	eventlog_watch(server.eventlog, STATELESS_CHANNEL, stateless_watch_cb,
+	    stateless_message_cb, NULL);
+	stateless_fanout.watching = 1;
 }
 
 /* Once a second: a log that cannot be reached ends the listen streams. */
 void
-modern_cron(void)
+stateless_cron(void)
 {
-	if (modern_fanout.watching && !eventlog_available(server.eventlog) &&
-	    !TAILQ_EMPTY(&modern_listeners))
-		modern_listen_end_all("the event log is unavailable");
+	if (stateless_fanout.watching && !eventlog_available(server.eventlog) &&
+	    !TAILQ_EMPTY(&stateless_listeners))
+		stateless_listen_end_all("the event log is unavailable");
 }
 
 /*
@@ -1070,104 +1072,105 @@ modern_cron(void)
  * other instances announce.
  */
 static void
-modern_listen_end_all(const char *why)
+stateless_listen_end_all(const char *why)
 {
-	struct modern_req	*mr, *mr1;
+	struct stateless_req	*mr, *mr1;
 	cJSON			*result, *meta;
 
-	TAILQ_FOREACH_SAFE(mr, &modern_listeners, entry, mr1) {
-		if (mr->state != MODERN_STREAMING)
+	TAILQ_FOREACH_SAFE(mr, &stateless_listeners, entry, mr1) {
+		if (mr->state != STATELESS_STREAMING)
 			continue;
 		log_info("listen stream ended: %s", why);
 		result = cJSON_CreateObject();
 		cJSON_AddStringToObject(result, "resultType", "complete");
 		meta = cJSON_AddObjectToObject(result, "_meta");
-		cJSON_AddItemToObject(meta, MODERN_META_SUB,
+		cJSON_AddItemToObject(meta, STATELESS_META_SUB,
 		    cJSON_Duplicate(mr->id, 1));
 		result = jsonrpc_result(mr->id, result);
-		modern_write(mr, result);
+		stateless_write(mr, result);
 		cJSON_Delete(result);
-		modern_stream_end(mr);
-		modern_maybe_free(mr);
+		stateless_stream_end(mr);
+		stateless_maybe_free(mr);
 	}
 }
 
 /* Stateless calls running (a drain waits for them as for sessions'). */
 size_t
-modern_running_calls(void)
+stateless_running_calls(void)
 {
-	struct modern_req	*mr;
+	struct stateless_req	*mr;
 	size_t			 n = 0;
 
-	TAILQ_FOREACH(mr, &modern_calls, call_entry)
+	TAILQ_FOREACH(mr, &stateless_calls, call_entry)
 		n++;
 	return (n);
 }
 
 /* Listen streams open (they count against max_views; /healthz shows them). */
 size_t
-modern_listen_count(void)
+stateless_listen_count(void)
 {
-	struct modern_req	*mr;
+	struct stateless_req	*mr;
 	size_t			 n = 0;
 
-	TAILQ_FOREACH(mr, &modern_listeners, entry)
+	TAILQ_FOREACH(mr, &stateless_listeners, entry)
 		n++;
 	return (n);
 }
 
 /* Each running call answers an error saying why, and its provider stops. */
 void
-modern_interrupt_calls(const char *reason)
+stateless_interrupt_calls(const char *reason)
 {
-	struct modern_req	*mr, *mr1;
+	struct stateless_req	*mr, *mr1;
 
-	TAILQ_FOREACH_SAFE(mr, &modern_calls, call_entry, mr1)
+	TAILQ_FOREACH_SAFE(mr, &stateless_calls, call_entry, mr1)
 		call_interrupt(mr->call, reason);
 }
 
 void
-modern_shutdown(void)
+stateless_shutdown(void)
 {
-	modern_interrupt_calls("the server is shutting down");
-	modern_listen_end_all("the server stops");
-	if (modern_fanout.watching)
-		eventlog_unwatch(server.eventlog, MODERN_CHANNEL,
-		    modern_watch_cb, modern_message_cb, NULL);
-	modern_fanout.watching = 0;
+	stateless_interrupt_calls("the server is shutting down");
+	stateless_listen_end_all("the server stops");
+	if (stateless_fanout.watching)
+		eventlog_unwatch(server.eventlog, STATELESS_CHANNEL,
+		    stateless_watch_cb, stateless_message_cb, NULL);
+	stateless_fanout.watching = 0;
 }
 
 /* --- the table ---------------------------------------------------------- */
 
-static const struct modern_method modern_methods[] = {
-	{ "server/discover", NULL, MODERN_CACHEABLE, NULL, modern_discover },
-	{ "subscriptions/listen", NULL, 0, NULL, modern_listen },
-	{ "tools/list", NULL, MODERN_CACHEABLE, NULL, NULL },
-	{ "tools/call", "name", MODERN_CALL, NULL, NULL },
-	{ "resources/list", NULL, MODERN_CACHEABLE, provider_has_resources,
+static const struct stateless_method stateless_methods[] = {
+	{ "server/discover", NULL, STATELESS_CACHEABLE, NULL, stateless_discover },
+	{ "subscriptions/listen", NULL, 0, NULL, stateless_listen },
+	{ "tools/list", NULL, STATELESS_CACHEABLE, NULL, NULL },
+	{ "tools/call", "name", STATELESS_CALL, NULL, NULL },
+	{ "resources/list", NULL, STATELESS_CACHEABLE, provider_has_resources,
 	  NULL },
-	{ "resources/templates/list", NULL, MODERN_CACHEABLE,
+	{ "resources/templates/list", NULL, STATELESS_CACHEABLE,
 	  provider_has_resources, NULL },
-	{ "resources/read", "uri", MODERN_CALL | MODERN_CACHEABLE, NULL, NULL },
-	{ "prompts/list", NULL, MODERN_CACHEABLE, provider_has_prompts, NULL },
-	{ "prompts/get", "name", MODERN_CALL, NULL, NULL },
-	{ "completion/complete", NULL, MODERN_CALL, NULL, NULL },
+	{ "resources/read", "uri", STATELESS_CALL | STATELESS_CACHEABLE, NULL, NULL },
+	{ "prompts/list", NULL, STATELESS_CACHEABLE, provider_has_prompts, NULL },
+	{ "prompts/get", "name", STATELESS_CALL, NULL, NULL },
+	{ "completion/complete", NULL, STATELESS_CALL, NULL, NULL },
 	/* The tasks extension (task.c), through dispatch.c's handlers. */
-	{ "tasks/get", "taskId", MODERN_CALL, NULL, NULL },
-	{ "tasks/update", "taskId", MODERN_CALL, NULL, NULL },
-	{ "tasks/cancel", "taskId", MODERN_CALL, NULL, NULL },
+	{ "tasks/get", "taskId", STATELESS_CALL, NULL, NULL },
+	{ "tasks/update", "taskId", STATELESS_CALL, NULL, NULL },
+	{ "tasks/cancel", "taskId", STATELESS_CALL, NULL, NULL },
 };
-#define MODERN_NMETHODS	(sizeof modern_methods / sizeof modern_methods[0])
+#define STATELESS_NMETHODS \
+	(sizeof stateless_methods / sizeof stateless_methods[0])
 
-static const struct modern_method *
-modern_find(const char *name)
+static const struct stateless_method *
+stateless_find(const char *name)
 {
 	size_t	i;
 
-	for (i = 0; i < MODERN_NMETHODS; i++) {
-		if (strcmp(modern_methods[i].name, name) == 0)
-			return (modern_methods[i].enabled == NULL ||
-			    modern_methods[i].enabled() ? &modern_methods[i] :
+	for (i = 0; i < STATELESS_NMETHODS; i++) {
+		if (strcmp(stateless_methods[i].name, name) == 0)
+			return (stateless_methods[i].enabled == NULL ||
+			    stateless_methods[i].enabled() ? &stateless_methods[i] :
 			    NULL);
 	}
 	return (NULL);
@@ -1177,7 +1180,7 @@ modern_find(const char *name)
 
 /* A body value as its header carries it; NULL: no header expected. */
 static char *
-modern_param_text(const cJSON *v)
+stateless_param_text(const cJSON *v)
 {
 	char	*s;
 
@@ -1193,7 +1196,7 @@ modern_param_text(const cJSON *v)
 }
 
 static int
-modern_param_equal(const cJSON *v, const char *header)
+stateless_param_equal(const cJSON *v, const char *header)
 {
 	char	*text, *end;
 	double	 d;
@@ -1204,7 +1207,7 @@ modern_param_equal(const cJSON *v, const char *header)
 		d = strtod(header, &end);
 		return (*header != '\0' && *end == '\0' && d == v->valuedouble);
 	}
-	if ((text = modern_param_text(v)) == NULL)
+	if ((text = stateless_param_text(v)) == NULL)
 		return (0);
 	same = strcmp(text, header) == 0;
 	free(text);
@@ -1217,24 +1220,24 @@ modern_param_equal(const cJSON *v, const char *header)
  * with its header, equal to it. 0, or -1 with *why (allocated).
  */
 static int
-modern_params_walk(struct evhttp_request *req, const cJSON *schema,
+stateless_params_walk(struct evhttp_request *req, const cJSON *schema,
     const cJSON *args, int depth, char **why)
 {
 	const cJSON	*props, *p, *annot, *v;
 	char		*hname, *hval;
 	int		 bad;
 
-	if (depth > MODERN_MAX_DEPTH ||
-	    !cJSON_IsObject(props = modern_get(schema, "properties")))
+	if (depth > STATELESS_MAX_DEPTH ||
+	    !cJSON_IsObject(props = stateless_get(schema, "properties")))
 		return (0);
 	cJSON_ArrayForEach(p, props) {
-		v = cJSON_IsObject(args) ? modern_get(args, p->string) : NULL;
-		annot = modern_get(p, "x-mcp-header");
+		v = cJSON_IsObject(args) ? stateless_get(args, p->string) : NULL;
+		annot = stateless_get(p, "x-mcp-header");
 		if (cJSON_IsString(annot)) {
 			xasprintf(&hname, "Mcp-Param-%s", annot->valuestring);
-			hval = modern_header(req, hname, &bad);
+			hval = stateless_header(req, hname, &bad);
 			if (bad || (v != NULL && !cJSON_IsNull(v) &&
-			    (hval == NULL || !modern_param_equal(v, hval)))) {
+			    (hval == NULL || !stateless_param_equal(v, hval)))) {
 				xasprintf(why, "Header mismatch: %s %s the "
 				    "body's arguments.%s", hname, bad ?
 				    "is not a valid header value for" :
@@ -1247,17 +1250,17 @@ modern_params_walk(struct evhttp_request *req, const cJSON *schema,
 			free(hname);
 			free(hval);
 		}
-		if (modern_params_walk(req, p, v, depth + 1, why) != 0)
+		if (stateless_params_walk(req, p, v, depth + 1, why) != 0)
 			return (-1);
 	}
 	return (0);
 }
 
 static int
-modern_params_check(struct evhttp_request *req, const cJSON *params,
+stateless_params_check(struct evhttp_request *req, const cJSON *params,
     char **why)
 {
-	const cJSON	*name = modern_get(params, "name"), *t;
+	const cJSON	*name = stateless_get(params, "name"), *t;
 	cJSON		*tools;
 	int		 rc = 0;
 
@@ -1265,11 +1268,11 @@ modern_params_check(struct evhttp_request *req, const cJSON *params,
 		return (0);
 	tools = provider_list_tools(NULL);
 	cJSON_ArrayForEach(t, tools) {
-		if (cJSON_IsString(modern_get(t, "name")) &&
-		    strcmp(modern_get(t, "name")->valuestring,
+		if (cJSON_IsString(stateless_get(t, "name")) &&
+		    strcmp(stateless_get(t, "name")->valuestring,
 		    name->valuestring) == 0) {
-			rc = modern_params_walk(req, modern_get(t,
-			    "inputSchema"), modern_get(params, "arguments"), 0,
+			rc = stateless_params_walk(req, stateless_get(t,
+			    "inputSchema"), stateless_get(params, "arguments"), 0,
 			    why);
 			break;
 		}
@@ -1287,7 +1290,7 @@ modern_params_check(struct evhttp_request *req, const cJSON *params,
  * a 2025 header stay on the legacy path, byte for byte.
  */
 int
-modern_claims(struct evhttp_request *req, const cJSON *msg)
+stateless_claims(struct evhttp_request *req, const cJSON *msg)
 {
 	struct evkeyvalq	*in = evhttp_request_get_input_headers(req);
 	const char		*version;
@@ -1297,44 +1300,44 @@ modern_claims(struct evhttp_request *req, const cJSON *msg)
 		return (0);
 	if ((version = evhttp_find_header(in, "MCP-Protocol-Version")) != NULL)
 		return (!mcp_version_supported(version));
-	return (modern_get(modern_meta(msg), MODERN_META_VERSION) != NULL);
+	return (stateless_get(stateless_meta(msg), STATELESS_META_VERSION) != NULL);
 }
 
 /* The request's metadata against its headers; 0 or answered. */
 static int
-modern_validate(struct evhttp_request *req, const cJSON *msg,
-    const cJSON *id, const struct modern_method **mp)
+stateless_validate(struct evhttp_request *req, const cJSON *msg,
+    const cJSON *id, const struct stateless_method **mp)
 {
-	const cJSON	*meta = modern_meta(msg), *pv, *caps, *method, *nv;
-	const struct modern_method *m;
+	const cJSON	*meta = stateless_meta(msg), *pv, *caps, *method, *nv;
+	const struct stateless_method *m;
 	char		*h, *message;
 	cJSON		*data;
 	int		 bad;
 
-	pv = modern_get(meta, MODERN_META_VERSION);
-	caps = modern_get(meta, MODERN_META_CAPS);
+	pv = stateless_get(meta, STATELESS_META_VERSION);
+	caps = stateless_get(meta, STATELESS_META_CAPS);
 	if (!cJSON_IsString(pv) || !cJSON_IsObject(caps)) {
-		modern_error(req, 400, id, JSONRPC_INVALID_PARAMS,
+		stateless_error(req, 400, id, JSONRPC_INVALID_PARAMS,
 		    "Invalid params: _meta must carry "
-		    MODERN_META_VERSION " and " MODERN_META_CAPS, NULL);
+		    STATELESS_META_VERSION " and " STATELESS_META_CAPS, NULL);
 		return (-1);
 	}
-	h = modern_header(req, "MCP-Protocol-Version", &bad);
+	h = stateless_header(req, "MCP-Protocol-Version", &bad);
 	if (h == NULL || strcmp(h, pv->valuestring) != 0) {
 		xasprintf(&message, "Header mismatch: MCP-Protocol-Version %s%s "
 		    "the body's %s", h == NULL ? "is missing for" : h,
 		    h == NULL ? "" : " does not match", pv->valuestring);
-		modern_error(req, 400, id, MODERN_HEADER_MISMATCH, message,
+		stateless_error(req, 400, id, STATELESS_HEADER_MISMATCH, message,
 		    NULL);
 		free(message);
 		free(h);
 		return (-1);
 	}
 	free(h);
-	method = modern_get(msg, "method");
-	h = modern_header(req, "Mcp-Method", &bad);
+	method = stateless_get(msg, "method");
+	h = stateless_header(req, "Mcp-Method", &bad);
 	if (h == NULL || strcmp(h, method->valuestring) != 0) {
-		modern_error(req, 400, id, MODERN_HEADER_MISMATCH, h == NULL ?
+		stateless_error(req, 400, id, STATELESS_HEADER_MISMATCH, h == NULL ?
 		    "Header mismatch: Mcp-Method is missing or malformed" :
 		    "Header mismatch: Mcp-Method does not match the body's "
 		    "method", NULL);
@@ -1342,25 +1345,25 @@ modern_validate(struct evhttp_request *req, const cJSON *msg,
 		return (-1);
 	}
 	free(h);
-	if (strcmp(pv->valuestring, MODERN_VERSION) != 0) {
+	if (strcmp(pv->valuestring, STATELESS_VERSION) != 0) {
 		data = cJSON_CreateObject();
-		cJSON_AddItemToObject(data, "supported", modern_supported());
+		cJSON_AddItemToObject(data, "supported", stateless_supported());
 		cJSON_AddStringToObject(data, "requested", pv->valuestring);
-		modern_error(req, 400, id, MODERN_UNSUPPORTED,
+		stateless_error(req, 400, id, STATELESS_UNSUPPORTED,
 		    "Unsupported protocol version", data);
 		return (-1);
 	}
-	if ((m = modern_find(method->valuestring)) == NULL) {
-		modern_error(req, 404, id, JSONRPC_METHOD_NOT_FOUND,
+	if ((m = stateless_find(method->valuestring)) == NULL) {
+		stateless_error(req, 404, id, JSONRPC_METHOD_NOT_FOUND,
 		    "Method not found", NULL);
 		return (-1);
 	}
 	if (m->name_param != NULL) {
-		nv = modern_get(modern_get(msg, "params"), m->name_param);
-		h = modern_header(req, "Mcp-Name", &bad);
+		nv = stateless_get(stateless_get(msg, "params"), m->name_param);
+		h = stateless_header(req, "Mcp-Name", &bad);
 		if (h == NULL || (cJSON_IsString(nv) &&
 		    strcmp(h, nv->valuestring) != 0)) {
-			modern_error(req, 400, id, MODERN_HEADER_MISMATCH,
+			stateless_error(req, 400, id, STATELESS_HEADER_MISMATCH,
 			    h == NULL ? "Header mismatch: Mcp-Name is missing "
 			    "or malformed" : "Header mismatch: Mcp-Name does "
 			    "not match the body", NULL);
@@ -1370,8 +1373,8 @@ modern_validate(struct evhttp_request *req, const cJSON *msg,
 		free(h);
 	}
 	if (strcmp(m->name, "tools/call") == 0 &&
-	    modern_params_check(req, modern_get(msg, "params"), &message) != 0) {
-		modern_error(req, 400, id, MODERN_HEADER_MISMATCH, message,
+	    stateless_params_check(req, stateless_get(msg, "params"), &message) != 0) {
+		stateless_error(req, 400, id, STATELESS_HEADER_MISMATCH, message,
 		    NULL);
 		free(message);
 		return (-1);
@@ -1382,23 +1385,23 @@ modern_validate(struct evhttp_request *req, const cJSON *msg,
 
 /* The answers so far: requestState's and this round's; 0 or answered. */
 static int
-modern_rounds(struct modern_req *mr, const cJSON *params, int *resumed)
+stateless_rounds(struct stateless_req *mr, const cJSON *params, int *resumed)
 {
-	const cJSON	*state = modern_get(params, "requestState");
-	const cJSON	*responses = modern_get(params, "inputResponses");
+	const cJSON	*state = stateless_get(params, "requestState");
+	const cJSON	*responses = stateless_get(params, "inputResponses");
 	const cJSON	*r;
 	const char	*cause;
 
 	*resumed = 0;
 	if (state != NULL && !seal_ready()) {
-		reply_unavailable(mr->req, 1, MODERN_NO_STATE_KEY);
+		reply_unavailable(mr->req, 1, STATELESS_NO_STATE_KEY);
 		return (-1);
 	}
 	if (state != NULL) {
 		if (!cJSON_IsString(state) ||
-		    (mr->answers = modern_state_open(mr, state->valuestring,
+		    (mr->answers = stateless_state_open(mr, state->valuestring,
 		    &cause)) == NULL) {
-			modern_error(mr->req, 400, mr->id,
+			stateless_error(mr->req, 400, mr->id,
 			    JSONRPC_INVALID_PARAMS, cJSON_IsString(state) ?
 			    cause : "requestState must be a string", NULL);
 			return (-1);
@@ -1408,7 +1411,7 @@ modern_rounds(struct modern_req *mr, const cJSON *params, int *resumed)
 	if (responses == NULL)
 		return (0);
 	if (!cJSON_IsObject(responses)) {
-		modern_error(mr->req, 400, mr->id, JSONRPC_INVALID_PARAMS,
+		stateless_error(mr->req, 400, mr->id, JSONRPC_INVALID_PARAMS,
 		    "Invalid params: inputResponses must be an object", NULL);
 		return (-1);
 	}
@@ -1426,41 +1429,41 @@ modern_rounds(struct modern_req *mr, const cJSON *params, int *resumed)
 }
 
 static void
-modern_start_call(struct modern_req *mr, const cJSON *msg, int resumed,
+stateless_start_call(struct stateless_req *mr, const cJSON *msg, int resumed,
     struct auth_principal *who)
 {
-	const cJSON	*meta = modern_meta(msg), *level, *token;
+	const cJSON	*meta = stateless_meta(msg), *level, *token;
 	struct timeval	 tv;
 	int		 n = INT_MAX;
 
-	level = modern_get(meta, MODERN_META_LEVEL);
+	level = stateless_get(meta, STATELESS_META_LEVEL);
 	if (cJSON_IsString(level))
 		n = mcp_log_level_parse(level->valuestring);
 	if (n < 0) {
-		modern_reply(mr, jsonrpc_error(mr->id, JSONRPC_INVALID_PARAMS,
-		    "Invalid params: unknown " MODERN_META_LEVEL, NULL));
-		modern_free(mr);
+		stateless_reply(mr, jsonrpc_error(mr->id, JSONRPC_INVALID_PARAMS,
+		    "Invalid params: unknown " STATELESS_META_LEVEL, NULL));
+		stateless_free(mr);
 		return;
 	}
-	token = modern_get(meta, "progressToken");
+	token = stateless_get(meta, "progressToken");
 	if (token != NULL && !cJSON_IsString(token) && !cJSON_IsNumber(token))
 		token = NULL;
-	mr->call = call_start_sink(&modern_sink, mr, mr->id, token, n,
-	    modern_get(meta, MODERN_META_CAPS), resumed);
+	mr->call = call_start_sink(&stateless_sink, mr, mr->id, token, n,
+	    stateless_get(meta, STATELESS_META_CAPS), resumed);
 	call_set_principal(mr->call, who);
-	TAILQ_INSERT_TAIL(&modern_calls, mr, call_entry);
+	TAILQ_INSERT_TAIL(&stateless_calls, mr, call_entry);
 	mr->running = 1;
 	mr->starting = 1;
 	dispatch_start_call(mr->call, msg);
 	mr->starting = 0;
-	if (mr->state == MODERN_DONE) {
-		modern_maybe_free(mr);
+	if (mr->state == STATELESS_DONE) {
+		stateless_maybe_free(mr);
 		return;
 	}
-	if (mr->state == MODERN_WAITING) {
-		mr->late = evtimer_new(server.base, modern_json_late_cb, mr);
+	if (mr->state == STATELESS_WAITING) {
+		mr->late = evtimer_new(server.base, stateless_json_late_cb, mr);
 		tv.tv_sec = 0;
-		tv.tv_usec = MODERN_JSON_MS * 1000;
+		tv.tv_usec = STATELESS_JSON_MS * 1000;
 		evtimer_add(mr->late, &tv);
 	}
 }
@@ -1471,10 +1474,10 @@ modern_start_call(struct modern_req *mr, const cJSON *msg, int resumed,
  * max_views (transport.c asks before a session's view, too).
  */
 int
-modern_room(void)
+stateless_room(void)
 {
-	size_t	n = view_count() + modern_running_calls() +
-		    modern_listen_count();
+	size_t	n = view_count() + stateless_running_calls() +
+		    stateless_listen_count();
 
 	if ((long long)n < server.conf->max_views)
 		return (1);
@@ -1483,26 +1486,26 @@ modern_room(void)
 	return (0);
 }
 
-/* A POST modern_claims took (msg taken): validated, then carried out. */
+/* A POST stateless_claims took (msg taken): validated, then carried out. */
 void
-modern_serve(struct evhttp_request *req, cJSON *msg,
+stateless_serve(struct evhttp_request *req, cJSON *msg,
     struct auth_principal *who)
 {
-	const struct modern_method	*m;
-	struct modern_req		*mr;
+	const struct stateless_method	*m;
+	struct stateless_req		*mr;
 	const cJSON			*id, *nv;
 	const char			*cause;
 	int				 resumed;
 
 	switch (jsonrpc_classify(msg, &cause)) {
 	case JSONRPC_INVALID:
-		modern_error(req, 400, jsonrpc_reply_id(msg),
+		stateless_error(req, 400, jsonrpc_reply_id(msg),
 		    JSONRPC_INVALID_REQUEST, cause, NULL);
 		goto out;
 	case JSONRPC_RESPONSE:
-		modern_error(req, 400, jsonrpc_reply_id(msg),
+		stateless_error(req, 400, jsonrpc_reply_id(msg),
 		    JSONRPC_INVALID_REQUEST, "Invalid Request: a client sends "
-		    "no responses in " MODERN_VERSION, NULL);
+		    "no responses in " STATELESS_VERSION, NULL);
 		goto out;
 	case JSONRPC_NOTIFICATION:
 		/* The revision defines none over HTTP: taken, ignored. */
@@ -1511,17 +1514,17 @@ modern_serve(struct evhttp_request *req, cJSON *msg,
 	case JSONRPC_REQUEST:
 		break;
 	}
-	id = modern_get(msg, "id");
-	if (jsonrpc_has_nul(modern_get(msg, "params"))) {
-		modern_error(req, 400, id, JSONRPC_INVALID_PARAMS,
+	id = stateless_get(msg, "id");
+	if (jsonrpc_has_nul(stateless_get(msg, "params"))) {
+		stateless_error(req, 400, id, JSONRPC_INVALID_PARAMS,
 		    "Invalid params: a name or string contains NUL (\\u0000)",
 		    NULL);
 		goto out;
 	}
-	if (modern_validate(req, msg, id, &m) != 0)
+	if (stateless_validate(req, msg, id, &m) != 0)
 		goto out;
-	if ((m->flags & MODERN_CALL || m->run == modern_listen) &&
-	    !modern_room()) {
+	if ((m->flags & STATELESS_CALL || m->run == stateless_listen) &&
+	    !stateless_room()) {
 		reply_unavailable(req, 1, "Too many open streams, retry later");
 		goto out;
 	}
@@ -1532,22 +1535,22 @@ modern_serve(struct evhttp_request *req, cJSON *msg,
 	mr->id = cJSON_Duplicate(id, 1);
 	mr->who = auth_principal_ref(who);
 	if (m->name_param != NULL) {
-		nv = modern_get(modern_get(msg, "params"), m->name_param);
+		nv = stateless_get(stateless_get(msg, "params"), m->name_param);
 		mr->name = cJSON_IsString(nv) ? xstrdup(nv->valuestring) :
 		    NULL;
 	}
 	if (m->run != NULL) {
 		mr->starting = 1;
-		m->run(mr, modern_get(msg, "params"));
+		m->run(mr, stateless_get(msg, "params"));
 		mr->starting = 0;
-		modern_maybe_free(mr);
-	} else if (!(m->flags & MODERN_CALL)) {
-		modern_reply(mr, dispatch_quick_stateless(who, msg));
-		modern_free(mr);
-	} else if (modern_rounds(mr, modern_get(msg, "params"), &resumed) != 0)
-		modern_free(mr);
+		stateless_maybe_free(mr);
+	} else if (!(m->flags & STATELESS_CALL)) {
+		stateless_reply(mr, dispatch_quick_stateless(who, msg));
+		stateless_free(mr);
+	} else if (stateless_rounds(mr, stateless_get(msg, "params"), &resumed) != 0)
+		stateless_free(mr);
 	else
-		modern_start_call(mr, msg, resumed, who);
+		stateless_start_call(mr, msg, resumed, who);
 out:
 	cJSON_Delete(msg);
 }

@@ -39,7 +39,7 @@ def _headers(method, params):
 
 def _post(d, method, params=None, id=None, headers=None, meta=True,
           caps=None, timeout=10):
-    """One modern request; returns (reply, its JSON-RPC response)."""
+    """One stateless (2026-07-28) request; returns (reply, its JSON-RPC response)."""
     params = dict(params or {})
     if meta is True:
         params["_meta"] = _meta(caps)
@@ -81,7 +81,7 @@ def _b64(s):
 # validation, in the binding's order
 
 
-def test_modern_missing_meta_fields_are_32602_400(h):
+def test_stateless_missing_meta_fields_are_32602_400(h):
     d = h.start()
     for what, meta in (("no _meta", None),
                        ("no protocolVersion", {
@@ -92,9 +92,9 @@ def test_modern_missing_meta_fields_are_32602_400(h):
         _error(r, msg, 400, -32602, 41, what)
 
 
-def test_modern_protocol_version_header_absent_or_different(h):
+def test_stateless_protocol_version_header_absent_or_different(h):
     d = h.start()
-    # no header, the body's _meta says 2026-07-28: modern, and refused
+    # no header, the body's _meta says 2026-07-28: stateless, and refused
     r, msg = _post(d, "tools/list", id=5,
                    headers={"MCP-Protocol-Version": None})
     _error(r, msg, 400, -32020, 5, "header absent")
@@ -103,7 +103,7 @@ def test_modern_protocol_version_header_absent_or_different(h):
     _error(r, msg, 400, -32020, 6, "header differs from the body")
 
 
-def test_modern_mcp_method_and_name_checked_after_trim_and_decoding(h):
+def test_stateless_mcp_method_and_name_checked_after_trim_and_decoding(h):
     d = h.start()
     r, msg = _post(d, "tools/list", id=7, headers={"Mcp-Method": None})
     _error(r, msg, 400, -32020, 7, "Mcp-Method absent")
@@ -128,7 +128,7 @@ def test_modern_mcp_method_and_name_checked_after_trim_and_decoding(h):
     _error(r, msg, 400, -32020, 13, "Mcp-Name with broken base64")
 
 
-def test_modern_unsupported_version_lists_the_supported(h):
+def test_stateless_unsupported_version_lists_the_supported(h):
     d = h.start()
     meta = _meta() | {"io.modelcontextprotocol/protocolVersion": "1900-01-01"}
     r, msg = _post(d, "server/discover", id=14, meta=meta,
@@ -140,7 +140,7 @@ def test_modern_unsupported_version_lists_the_supported(h):
            f"data {data!r}")
 
 
-def test_modern_unknown_and_removed_methods_are_404(h):
+def test_stateless_unknown_and_removed_methods_are_404(h):
     d = h.start()
     for i, m in enumerate(("no/such", "initialize", "ping",
                            "logging/setLevel", "resources/subscribe",
@@ -149,7 +149,7 @@ def test_modern_unknown_and_removed_methods_are_404(h):
         _error(r, msg, 404, -32601, 100 + i, m)
 
 
-def test_modern_undeclared_capability_is_32021(h):
+def test_stateless_undeclared_capability_is_32021(h):
     d = h.start(extra_lines=FIXTURES)
     args = {"name": "test_missing_capability", "arguments": {}}
     r, msg = _post(d, "tools/call", args, id=15)
@@ -160,7 +160,7 @@ def test_modern_undeclared_capability_is_32021(h):
     expect(result_text(msg) == "sampling declared", f"declared: {msg!r}")
 
 
-def test_modern_mcp_param_headers_validated(h):
+def test_stateless_mcp_param_headers_validated(h):
     d = h.start(extra_lines=FIXTURES)
     args = {"name": "test_mcp_header_param",
             "arguments": {"region": "us-west1", "query": "q"}}
@@ -188,7 +188,7 @@ def test_modern_mcp_param_headers_validated(h):
 # methods
 
 
-def test_modern_discover_and_lists(h):
+def test_stateless_discover_and_lists(h):
     d = h.start(extra_lines=FIXTURES)
     r, msg = _post(d, "server/discover", id=23)
     res = _result(msg, "server/discover")
@@ -212,7 +212,7 @@ def test_modern_discover_and_lists(h):
                f"{m}: order changed between two lists")
 
 
-def test_modern_resources_prompts_completion(h):
+def test_stateless_resources_prompts_completion(h):
     d = h.start(extra_lines=FIXTURES)
     _, msg = _post(d, "resources/read", {"uri": "test://static-text"})
     res = _result(msg, "resources/read")
@@ -233,7 +233,7 @@ def test_modern_resources_prompts_completion(h):
            f"complete {res!r}")
 
 
-def test_modern_tools_call_json_and_sse(h):
+def test_stateless_tools_call_json_and_sse(h):
     d = h.start()
     r, msg = _post(d, "tools/call", {"name": "echo",
                                      "arguments": {"text": "x"}})
@@ -267,7 +267,7 @@ def test_modern_tools_call_json_and_sse(h):
            result_text(msgs[-1]) == "done 2", f"progress {msgs!r}")
 
 
-def test_modern_slow_client_pauses_the_call_and_loses_nothing(h):
+def test_stateless_slow_client_pauses_the_call_and_loses_nothing(h):
     # Past sse_high_watermark queued, the call's next message waits for
     # the client to drain: all of them arrive, in order, then the result
     d = h.start(sse_high_watermark=8192)
@@ -284,7 +284,7 @@ def test_modern_slow_client_pauses_the_call_and_loses_nothing(h):
            f"{len(progress)} progress notifications, then {msg!r}")
 
 
-def test_modern_notify_needs_a_session(h):
+def test_stateless_notify_needs_a_session(h):
     d = h.start()
     _, msg = _post(d, "tools/call", {"name": "notify",
                                      "arguments": {"n": 1}})
@@ -293,7 +293,7 @@ def test_modern_notify_needs_a_session(h):
            f"notify on the stateless path {msg!r}")
 
 
-def test_modern_client_disconnect_cancels_the_call(h):
+def test_stateless_client_disconnect_cancels_the_call(h):
     d = h.start()
     params = {"name": "stream", "arguments": {"n": 50, "interval_ms": 100},
               "_meta": _meta(progressToken="c")}
@@ -309,7 +309,7 @@ def test_modern_client_disconnect_cancels_the_call(h):
     expect(result_text(msg) == "on", "serving after the disconnect")
 
 
-def test_modern_exec_tool_killed_when_the_client_leaves(h):
+def test_stateless_exec_tool_killed_when_the_client_leaves(h):
     from test_exec import PIDSLEEP, first_progress, wait_gone
     d = h.start(extra_lines=PIDSLEEP)
     params = {"name": "pidsleep", "arguments": {},
@@ -322,7 +322,7 @@ def test_modern_exec_tool_killed_when_the_client_leaves(h):
     wait_gone(pid, "the program of a stateless call whose client left")
 
 
-def test_modern_drain_lets_a_stateless_call_finish(h):
+def test_stateless_drain_lets_a_stateless_call_finish(h):
     # SIGTERM: the listener closes, and a running stateless call is waited
     # for (drain_timeout) as a session's is; its client gets its result
     import signal
@@ -339,7 +339,7 @@ def test_modern_drain_lets_a_stateless_call_finish(h):
     expect(result_text(msg) == "done 5", f"after the drain: {msg!r}")
 
 
-def test_modern_exec_tool(h):
+def test_stateless_exec_tool(h):
     d = h.start(extra_lines=("tool greet {", "    exec /bin/echo hello",
                              "}"))
     _, msg = _post(d, "tools/call", {"name": "greet", "arguments": {}})
@@ -350,7 +350,7 @@ def test_modern_exec_tool(h):
 # the legacy path stays as it was
 
 
-def test_modern_legacy_requests_keep_their_path(h):
+def test_stateless_legacy_requests_keep_their_path(h):
     d = h.start()
     sid = d.initialize(LATEST)
     r = d.post(sid, rpc("ping", None, 40))
@@ -399,7 +399,7 @@ def _listen(d, filt, id):
     return r, ack
 
 
-def test_modern_listen_ack_tag_and_filter(h):
+def test_stateless_listen_ack_tag_and_filter(h):
     d = h.start(extra_lines=FIXTURES)
     tools, ack = _listen(d, {"toolsListChanged": True}, 50)
     expect(ack["params"]["notifications"] == {"toolsListChanged": True},
@@ -427,7 +427,7 @@ def test_modern_listen_ack_tag_and_filter(h):
            f"watched stream {m!r}")
 
 
-def test_modern_streams_count_against_max_views(h):
+def test_stateless_streams_count_against_max_views(h):
     d = h.start(max_views=2)
     a, _ = _listen(d, {"toolsListChanged": True}, 53)
     b, _ = _listen(d, {"toolsListChanged": True}, 54)
@@ -490,7 +490,7 @@ def test_listen_streams_count_against_max_views_for_sessions(h):
         x.close()
 
 
-def test_modern_listen_across_instances_on_redis(h):
+def test_stateless_listen_across_instances_on_redis(h):
     if REDIS_URL is None:
         print("SKIP listen across instances: needs MCPD_TEST_REDIS_URL")
         return
@@ -512,7 +512,7 @@ def test_modern_listen_across_instances_on_redis(h):
            f"A's listen stream got {m!r} for a change raised on B")
 
 
-def test_modern_listen_ends_when_the_subscription_is_lost(h):
+def test_stateless_listen_ends_when_the_subscription_is_lost(h):
     # Listen streams are not resumable: an instance that may have missed
     # a change ends them (with their result), and clients listen again
     if REDIS_URL is None:
@@ -554,7 +554,7 @@ def _round(d, name, inputs=None, state=None, caps=None, id=None,
                                "roots": {}})
 
 
-def test_modern_mrtr_elicitation_round_trip(h):
+def test_stateless_mrtr_elicitation_round_trip(h):
     d = h.start(extra_lines=FIXTURES)
     name = "test_input_required_result_elicitation"
     r, msg = _round(d, name, id=70)
@@ -573,7 +573,7 @@ def test_modern_mrtr_elicitation_round_trip(h):
            f"wrong key {msg!r}")
 
 
-def test_modern_mrtr_multi_round_carries_earlier_answers(h):
+def test_stateless_mrtr_multi_round_carries_earlier_answers(h):
     d = h.start(extra_lines=FIXTURES)
     name = "test_input_required_result_multi_round"
     _, msg = _round(d, name)
@@ -591,7 +591,7 @@ def test_modern_mrtr_multi_round_carries_earlier_answers(h):
     expect("Ada" in text and "red" in text, f"round 3 {msg!r}")
 
 
-def test_modern_mrtr_tampered_state_refused(h):
+def test_stateless_mrtr_tampered_state_refused(h):
     d = h.start(extra_lines=FIXTURES)
     name = "test_input_required_result_tampered_state"
     _, msg = _round(d, name)
@@ -646,7 +646,7 @@ def _state_lifetime_checks(instances, key):
                 expect(why in err["message"], f"{what}: {err!r}")
 
 
-def test_modern_mrtr_state_lifetime_is_wall_clock(h):
+def test_stateless_mrtr_state_lifetime_is_wall_clock(h):
     # The sealing time is the wall clock's (an instance on another host
     # compares it with its own), with a bounded skew.
     key = "w" * 64
@@ -660,7 +660,7 @@ def _keyring():
     return dict(zip(ring[::2], ring[1::2]))
 
 
-def test_modern_mrtr_state_key_shared_on_redis(h):
+def test_stateless_mrtr_state_key_shared_on_redis(h):
     # Without state_key_file, instances sharing a Redis share the key that
     # seals requestState (the log's keyring): a round begun on one is
     # answered through another, both ways, and the key is never logged.
@@ -685,7 +685,7 @@ def test_modern_mrtr_state_key_shared_on_redis(h):
     _state_lifetime_checks([a, b], ring["c"])
 
 
-def test_modern_mrtr_state_key_rotation_keeps_rounds(h):
+def test_stateless_mrtr_state_key_rotation_keeps_rounds(h):
     # A rotation (forced here: its mark deleted, then a reload) refuses no
     # state in flight: A signs with the ring's next key at once, which B,
     # not yet told, already opens; what A and B sealed before still opens
@@ -723,7 +723,7 @@ def test_modern_mrtr_state_key_rotation_keeps_rounds(h):
               "instance's side was not exercised")
 
 
-def test_modern_mrtr_no_state_without_the_keyring(h):
+def test_stateless_mrtr_no_state_without_the_keyring(h):
     # An instance that cannot read the log's keyring issues no state that
     # others could not open: /readyz says so, and a round is 503 until it
     # can; then it serves.
@@ -759,7 +759,7 @@ def test_modern_mrtr_no_state_without_the_keyring(h):
     _result(msg, "once the keyring is read")
 
 
-def test_modern_mrtr_prompt_and_capabilities(h):
+def test_stateless_mrtr_prompt_and_capabilities(h):
     d = h.start(extra_lines=FIXTURES)
     _, msg = _round(d, "test_input_required_result_prompt",
                     method="prompts/get")
@@ -779,7 +779,7 @@ def test_modern_mrtr_prompt_and_capabilities(h):
            ["sampling/createMessage"], f"only sampling asked: {res!r}")
 
 
-def test_modern_mrtr_round_continued_on_another_instance(h):
+def test_stateless_mrtr_round_continued_on_another_instance(h):
     # The state travels with the client: B, holding A's key, takes the
     # round A began; C holds a new key with A's as previous (a rotation)
     key = h.write("state.key", "k" * 64 + "\n")

@@ -1,0 +1,36 @@
+#ifndef MCPD_STATELESS_H
+#define MCPD_STATELESS_H
+
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+struct auth_principal;
+struct evhttp_request;
+struct stateless_req;
+
+int	 stateless_claims(struct evhttp_request *, const cJSON *);
+/* A request stateless_claims took (taken), for a principal (NULL: no auth). */
+void	 stateless_serve(struct evhttp_request *, cJSON *,
+	    struct auth_principal *);
+const cJSON *stateless_request_id(const struct stateless_req *);
+void	 stateless_respond(struct stateless_req *, cJSON *);
+void	 stateless_init(void);
+void	 stateless_cron(void);
+void	 stateless_shutdown(void);
+size_t	 stateless_running_calls(void);
+size_t	 stateless_listen_count(void);
+int	 stateless_room(void);
+void	 stateless_interrupt_calls(const char *);
+
+/* What a listen stream can be told (its filter's fields). */
+enum stateless_change {
+	STATELESS_TOOLS_CHANGED,
+	STATELESS_PROMPTS_CHANGED,
+	STATELESS_RESOURCES_CHANGED,
+	STATELESS_RESOURCE_UPDATED,
+	STATELESS_TASK_CHANGED	/* the tasks extension: uri is the task id */
+};
+void	 stateless_notify(enum stateless_change, const char *);
+
+#endif
