@@ -11,8 +11,6 @@ struct call;
 struct session;
 struct stream;
 
-#define MCPD_VERSION	"0.1.0"
-
 /* Why initialize was refused. */
 enum dispatch_refusal {
 	DISPATCH_INVALID,	/* the request is wrong: 400 */

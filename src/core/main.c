@@ -9,8 +9,8 @@
 
 #include "auth.h"
 #include "conf.h"
-#include "dispatch.h"
 #include "log.h"
+#include "mcpd.h"
 #include "seal.h"
 #include "server.h"
 #include "xmalloc.h"

@@ -21,11 +21,11 @@
 
 #include "auth.h"
 #include "conf.h"
-#include "dispatch.h"
 #include "drain.h"
 #include "eventlog.h"
 #include "exec.h"
 #include "health.h"
+#include "mcpd.h"
 #include "metrics.h"
 #include "prometheus.h"
 #include "provider_upstream.h"

@@ -37,6 +37,7 @@
 #include "jsonrpc.h"
 #include "log.h"
 #include "mcp.h"
+#include "mcpd.h"
 #include "stateless.h"
 #include "provider.h"
 #include "reply.h"

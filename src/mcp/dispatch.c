@@ -17,6 +17,7 @@
 #include "jsonrpc.h"
 #include "log.h"
 #include "mcp.h"
+#include "mcpd.h"
 #include "outbound.h"
 #include "provider.h"
 #include "session.h"

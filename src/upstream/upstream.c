@@ -39,11 +39,11 @@
 
 #include "clock.h"
 #include "conf.h"
-#include "dispatch.h"
 #include "exec.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "mcp.h"
+#include "mcpd.h"
 #include "server.h"
 #include "upstream.h"
 #include "upstream_http.h"
