@@ -1415,18 +1415,6 @@ conf_parse_enum(const struct conf_enum *values, const char *s, int *v,
 	return (-1);
 }
 
-static void
-conf_free_words(char **list)
-{
-	char	**p;
-
-	if (list == NULL)
-		return;
-	for (p = list; *p != NULL; p++)
-		free(*p);
-	free(list);
-}
-
 /* Set one directive's value(s) on cs->base. */
 static int
 conf_set(void *base, const struct conf_entry *ce, int argc, char **argv,
@@ -1491,11 +1479,11 @@ conf_set(void *base, const struct conf_entry *ce, int argc, char **argv,
 			if (ce->check == NULL)
 				list[i] = xstrdup(argv[i]);
 			else if (ce->check(argv[i], &list[i], why) != 0) {
-				conf_free_words(list);
+				xfree_words(list);
 				return (-1);
 			}
 		}
-		conf_free_words(*(char ***)field);
+		xfree_words(*(char ***)field);
 		*(char ***)field = list;
 		*(size_t *)((char *)base + ce->offset2) = argc;
 		return (0);
@@ -1898,9 +1886,9 @@ conf_tool_clear(struct conf_tool *tool)
 	}
 	free(tool->params);
 	free(tool->program);
-	conf_free_words(tool->argv);
+	xfree_words(tool->argv);
 	free(tool->argv_param);
-	conf_free_words(tool->env);
+	xfree_words(tool->env);
 	free(tool->cwd);
 	free(tool->scope);
 	memset(tool, 0, sizeof *tool);
@@ -2369,7 +2357,7 @@ conf_auth_free(struct conf_auth *auth)
 		if (ce->type == CONF_STRING)
 			free(*(char **)field);
 		else if (ce->type == CONF_WORDS)
-			conf_free_words(*(char ***)field);
+			xfree_words(*(char ***)field);
 	}
 	free(auth->introspection);
 	free(auth->client_id);
@@ -2450,10 +2438,10 @@ conf_upstream_clear(struct conf_upstream *up)
 {
 	free(up->name);
 	free(up->program);
-	conf_free_words(up->argv);
+	xfree_words(up->argv);
 	free(up->url);
 	free(up->prefix);
-	conf_free_words(up->env);
+	xfree_words(up->env);
 	free(up->cwd);
 	free(up->scope);
 	memset(up, 0, sizeof *up);
@@ -2985,7 +2973,7 @@ conf_free(struct conf *conf)
 		if (ce->type == CONF_STRING || ce->type == CONF_HOSTPORT)
 			free(*(char **)field);
 		else if (ce->type == CONF_WORDS)
-			conf_free_words(*(char ***)field);
+			xfree_words(*(char ***)field);
 	}
 	/* Fields set by custom parsers and blocks. */
 	for (i = 0; i < conf->ntools; i++)

@@ -249,18 +249,6 @@ provider_exec_argv(const struct conf_tool *tool, const cJSON *args,
 	return (argv);
 }
 
-void
-provider_exec_argv_free(char **argv)
-{
-	char	**p;
-
-	if (argv == NULL)
-		return;
-	for (p = argv; *p != NULL; p++)
-		free(*p);
-	free(argv);
-}
-
 /* Length of the valid UTF-8 sequence at p (RFC 3629), 0 if there is none. */
 static size_t
 exectool_utf8_len(const u_char *p, size_t left)
@@ -666,16 +654,6 @@ exectool_env(const struct conf_tool *tool, const struct auth_principal *p)
 	return (env);
 }
 
-static void
-exectool_env_free(char **env)
-{
-	char	**p;
-
-	for (p = env; *p != NULL; p++)
-		free(*p);
-	free(env);
-}
-
 static int
 exectool_call_tool(struct call *c, const char *name, const cJSON *args)
 {
@@ -718,7 +696,7 @@ exectool_call_tool(struct call *c, const char *name, const cJSON *args)
 	spec.cwd = tool->cwd;
 	spec.name = tool->name;
 	job = exec_start(&spec, exectool_line_cb, exectool_done_cb, t, &cause);
-	exectool_env_free(env);
+	xfree_words(env);
 	if (job == NULL) {
 		log_limited(LOG_LEVEL_WARN, "exec-start", "session=%s tool=%s: "
 		    "cannot run: %s", call_owner(c), tool->name,
@@ -726,11 +704,11 @@ exectool_call_tool(struct call *c, const char *name, const cJSON *args)
 		xasprintf(&text, "cannot run %s: %s", tool->name, cause);
 		free(cause);
 		free(t);
-		provider_exec_argv_free(argv);
+		xfree_words(argv);
 		exectool_refuse(c, text);
 		return (0);
 	}
-	provider_exec_argv_free(argv);
+	xfree_words(argv);
 
 	t->conf = conf_ref(conf);
 	t->tool = tool;
@@ -750,7 +728,7 @@ exectool_call_tool(struct call *c, const char *name, const cJSON *args)
 busy:
 	log_limited(LOG_LEVEL_INFO, "exec-busy", "session=%s %s",
 	    call_owner(c), text);
-	provider_exec_argv_free(argv);
+	xfree_words(argv);
 	exectool_refuse(c, text);
 	return (0);
 }

@@ -1195,16 +1195,6 @@ upstream_env(const struct conf_upstream *def)
 }
 
 static void
-upstream_env_free(char **env)
-{
-	char	**p;
-
-	for (p = env; *p != NULL; p++)
-		free(*p);
-	free(env);
-}
-
-static void
 upstream_http_message_cb(const char *text, size_t len, int64_t related,
     void *arg)
 {
@@ -1268,7 +1258,7 @@ upstream_spawn(struct upstream *u)
 	spec.err_cb = upstream_err_cb;
 	u->job = exec_start(&spec, upstream_line_cb, upstream_done_cb, u,
 	    &cause);
-	upstream_env_free(env);
+	xfree_words(env);
 	u->started_ms = clock_now_ms();
 	if (u->job == NULL) {
 		free(u->last_error);
