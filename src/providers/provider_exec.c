@@ -35,6 +35,7 @@
 #include "provider_exec.h"
 #include "server.h"
 #include "session.h"
+#include "utf8.h"
 #include "xmalloc.h"
 
 /* Progress messages of one call waiting for their commit. */
@@ -249,56 +250,21 @@ provider_exec_argv(const struct conf_tool *tool, const cJSON *args,
 	return (argv);
 }
 
-/* Length of the valid UTF-8 sequence at p (RFC 3629), 0 if there is none. */
-static size_t
-exectool_utf8_len(const u_char *p, size_t left)
-{
-	u_char	lo = 0x80, hi = 0xbf;
-	size_t	n, i;
-
-	if (p[0] >= 0x01 && p[0] <= 0x7f)
-		return (1);
-	if (p[0] >= 0xc2 && p[0] <= 0xdf)
-		n = 2;
-	else if (p[0] >= 0xe0 && p[0] <= 0xef) {
-		n = 3;
-		if (p[0] == 0xe0)
-			lo = 0xa0;
-		else if (p[0] == 0xed)
-			hi = 0x9f;
-	} else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
-		n = 4;
-		if (p[0] == 0xf0)
-			lo = 0x90;
-		else if (p[0] == 0xf4)
-			hi = 0x8f;
-	} else
-		return (0);
-	if (left < n || p[1] < lo || p[1] > hi)
-		return (0);
-	for (i = 2; i < n; i++) {
-		if (p[i] < 0x80 || p[i] > 0xbf)
-			return (0);
-	}
-	return (n);
-}
-
 char *
 provider_exec_text(const char *s, size_t len)
 {
-	const u_char	*p = (const u_char *)s;
-	char		*out, *o;
-	size_t		 i = 0, n;
+	char	*out, *o;
+	size_t	 i = 0, n;
 
 	o = out = xmalloc(len * 3 + 1);
 	while (i < len) {
-		if ((n = exectool_utf8_len(p + i, len - i)) == 0) {
+		if ((n = utf8_sequence(s + i, len - i, UTF8_NO_NUL)) == 0) {
 			memcpy(o, "\xef\xbf\xbd", 3);	/* U+FFFD */
 			o += 3;
 			i++;
 			continue;
 		}
-		memcpy(o, p + i, n);
+		memcpy(o, s + i, n);
 		o += n;
 		i += n;
 	}
