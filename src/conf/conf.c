@@ -1207,7 +1207,7 @@ conf_check(struct conf *conf, struct conf_scope *cs, const char *file,
 	if (conf_check_window(conf, file, conf_scope_line(cs,
 	    "stream_maxlen"), 0, cause) != 0)
 		return (-1);
-	return (conf_check_tools(conf, file, cause));
+	return (conf_tool_check_names(conf, file, cause));
 }
 
 /* ---------------------------------------------------------------------

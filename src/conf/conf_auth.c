@@ -19,11 +19,11 @@
 #define CONF_URL_MAX		2048
 #define CONF_SECRET_MAX		4096
 
-static conf_check_cb	conf_check_url;
-static conf_check_cb	conf_check_file;
-static conf_line_cb	conf_line_introspection;
+static conf_check_cb	conf_auth_url;
+static conf_check_cb	conf_auth_file;
+static conf_line_cb	conf_auth_introspection;
 
-static const struct conf_enum conf_token_type_values[] = {
+static const struct conf_enum conf_auth_token_types[] = {
 	{ "any", CONF_TOKEN_ANY },
 	{ "at+jwt", CONF_TOKEN_AT_JWT },
 	{ NULL, 0 }
@@ -33,7 +33,7 @@ static const struct conf_enum conf_token_type_values[] = {
 #define CONF_AUTH_OFF(f)	offsetof(struct conf_auth, f)
 static const struct conf_entry conf_auth_entries[] = {
 	{ .name = "resource", .type = CONF_STRING,
-	  .offset = CONF_AUTH_OFF(resource), .check = conf_check_url,
+	  .offset = CONF_AUTH_OFF(resource), .check = conf_auth_url,
 	  .args = "URI",
 	  .help = "This server's canonical URI as clients reach it, such as "
 	  "https://mcp.example.com/mcp (RFC 8707): a JWT's aud must "
@@ -42,7 +42,7 @@ static const struct conf_entry conf_auth_entries[] = {
 	{ .name = "authorization_server", .type = CONF_WORDS,
 	  .offset = CONF_AUTH_OFF(authorization_servers),
 	  .offset2 = CONF_AUTH_OFF(nauthorization_servers),
-	  .check = conf_check_url, .args = "URL...",
+	  .check = conf_auth_url, .args = "URL...",
 	  .help = "The issuer URL of each authorization server clients may "
 	  "get tokens from, as the protected resource metadata "
 	  "(/.well-known/oauth-protected-resource) lists them. Required." },
@@ -52,27 +52,27 @@ static const struct conf_entry conf_auth_entries[] = {
 	  .help = "The iss a JWT access token must carry, exactly." },
 	{ .name = "token_type", .type = CONF_ENUM,
 	  .offset = CONF_AUTH_OFF(token_type),
-	  .values = conf_token_type_values, .def = "any",
+	  .values = conf_auth_token_types, .def = "any",
 	  .help = "at+jwt: a JWT access token's header must say typ at+jwt "
 	  "or application/at+jwt (RFC 9068, in any case), so that another "
 	  "JWT signed with the same keys (an ID token, say) cannot pass as "
 	  "an access token; any: typ is not looked at, for authorization "
 	  "servers that do not set it." },
 	{ .name = "jwks_file", .type = CONF_STRING,
-	  .offset = CONF_AUTH_OFF(jwks_file), .check = conf_check_file,
+	  .offset = CONF_AUTH_OFF(jwks_file), .check = conf_auth_file,
 	  .args = "PATH",
 	  .help = "A JSON Web Key Set (RFC 7517) whose keys verify JWT "
 	  "access tokens: RSA (RS256, PS256), EC P-256 (ES256) and Ed25519 "
 	  "(EdDSA). Read at start-up." },
 	{ .name = "jwks_uri", .type = CONF_STRING,
-	  .offset = CONF_AUTH_OFF(jwks_uri), .check = conf_check_url,
+	  .offset = CONF_AUTH_OFF(jwks_uri), .check = conf_auth_url,
 	  .args = "URL",
 	  .help = "Where the authorization server publishes its key set; "
 	  "fetched at start-up, again after jwks_cache, and when a token "
 	  "names a kid the set lacks (at most once per jwks_refresh_min). "
 	  "With jwks_file too, both sets count." },
 	{ .name = "introspection", .type = CONF_LINE,
-	  .line = conf_line_introspection,
+	  .line = conf_auth_introspection,
 	  .args = "URL [CLIENT_ID CLIENT_SECRET_FILE]",
 	  .help = "Tokens that are not JWTs are sent to this token "
 	  "introspection endpoint (RFC 7662), authenticated with HTTP Basic "
@@ -93,7 +93,7 @@ static const struct conf_entry conf_auth_entries[] = {
 	  .help = "Scopes every request's token must have; one that lacks "
 	  "one is answered 403 with error=\"insufficient_scope\"." },
 	{ .name = "token_file", .type = CONF_STRING,
-	  .offset = CONF_AUTH_OFF(token_file), .check = conf_check_file,
+	  .offset = CONF_AUTH_OFF(token_file), .check = conf_auth_file,
 	  .args = "PATH",
 	  .help = "Static tokens, one per line: the SHA-256 of the token in "
 	  "hex, the principal (subject) it stands for, and its scopes, "
@@ -155,7 +155,7 @@ const char conf_auth_examples[] =
  * loopback set-ups and tests; docs/authorization.md says to use https.
  */
 static int
-conf_check_url(const char *s, char **value, char **why)
+conf_auth_url(const char *s, char **value, char **why)
 {
 	const char	*p;
 	size_t		 len = strlen(s);
@@ -187,7 +187,7 @@ conf_check_url(const char *s, char **value, char **why)
 
 /* An absolute path to a regular file mcpd can read now. */
 static int
-conf_check_file(const char *s, char **value, char **why)
+conf_auth_file(const char *s, char **value, char **why)
 {
 	struct stat	sb;
 
@@ -209,7 +209,7 @@ conf_check_file(const char *s, char **value, char **why)
 
 /* The first line of a secret file, without its newline. */
 static int
-conf_read_secret(const char *path, char **secret, char **why)
+conf_auth_secret(const char *path, char **secret, char **why)
 {
 	FILE	*f;
 	char	 buf[CONF_SECRET_MAX + 2];
@@ -236,7 +236,7 @@ conf_read_secret(const char *path, char **secret, char **why)
 
 /* introspection URL [CLIENT_ID CLIENT_SECRET_FILE] */
 static int
-conf_line_introspection(void *base, const struct conf_entry *ce, int argc,
+conf_auth_introspection(void *base, const struct conf_entry *ce, int argc,
     char **argv, char **why)
 {
 	struct conf_auth	*auth = base;
@@ -246,15 +246,15 @@ conf_line_introspection(void *base, const struct conf_entry *ce, int argc,
 		xasprintf(why, "expected \"introspection %s\"", ce->args);
 		return (-1);
 	}
-	if (conf_check_url(argv[0], &url, why) != 0)
+	if (conf_auth_url(argv[0], &url, why) != 0)
 		return (-1);
 	if (argc == 3) {
-		if (conf_check_file(argv[2], &path, why) != 0) {
+		if (conf_auth_file(argv[2], &path, why) != 0) {
 			free(url);
 			return (-1);
 		}
 		free(path);
-		if (conf_read_secret(argv[2], &secret, why) != 0) {
+		if (conf_auth_secret(argv[2], &secret, why) != 0) {
 			free(url);
 			return (-1);
 		}
@@ -299,7 +299,7 @@ conf_auth_free(struct conf_auth *auth)
 }
 
 int
-conf_block_auth(void *base, const struct conf_entry *ce,
+conf_auth_block(void *base, const struct conf_entry *ce,
     const struct conf_directive *cd, const char *file, char **cause)
 {
 	struct conf		*conf = base;

@@ -153,14 +153,14 @@ extern const struct conf_table conf_table_main;
 extern const struct conf_table conf_tool_table;
 extern const char conf_tool_examples[];
 extern const char conf_tool_example_active[];
-conf_block_cb	 conf_block_tool;
+conf_block_cb	 conf_tool_block;
 void		 conf_tool_clear(struct conf_tool *);
-int		 conf_check_tools(struct conf *, const char *, char **);
+int		 conf_tool_check_names(struct conf *, const char *, char **);
 
 /* conf_auth.c */
 extern const struct conf_table conf_auth_table;
 extern const char conf_auth_examples[];
-conf_block_cb	 conf_block_auth;
+conf_block_cb	 conf_auth_block;
 void		 conf_auth_free(struct conf_auth *);
 int		 conf_auth_differ(const struct conf_auth *,
 		     const struct conf_auth *);
@@ -169,7 +169,7 @@ struct conf_auth *conf_auth_copy(const struct conf_auth *);
 /* conf_upstream.c */
 extern const struct conf_table conf_upstream_table;
 extern const char conf_upstream_examples[];
-conf_block_cb	 conf_block_upstream;
+conf_block_cb	 conf_upstream_block;
 void		 conf_upstream_clear(struct conf_upstream *);
 
 #endif

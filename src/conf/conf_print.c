@@ -48,7 +48,7 @@ conf_print_wrapped(FILE *f, const char *prefix, const char *text,
 
 /* The words after the directive's name in a synopsis. */
 static char *
-conf_synopsis(const struct conf_entry *ce)
+conf_print_synopsis(const struct conf_entry *ce)
 {
 	if (ce->args != NULL)
 		return (xstrdup(ce->args));
@@ -73,7 +73,7 @@ conf_synopsis(const struct conf_entry *ce)
 
 /* "Default: X (range A to B)", or NULL if there is no default. */
 static char *
-conf_default_text(const struct conf_entry *ce)
+conf_print_default(const struct conf_entry *ce)
 {
 	char	*s, lo[32], hi[32];
 
@@ -111,11 +111,11 @@ conf_print_entry(FILE *f, const struct conf_entry *ce, const char *head,
 	char	*synopsis, *def, *subprefix;
 	size_t	 i;
 
-	synopsis = conf_synopsis(ce);
+	synopsis = conf_print_synopsis(ce);
 	fprintf(f, "%s%s %s\n", head, ce->name, synopsis);
 	free(synopsis);
 	conf_print_wrapped(f, prefix, ce->help, width);
-	if ((def = conf_default_text(ce)) != NULL) {
+	if ((def = conf_print_default(ce)) != NULL) {
 		conf_print_wrapped(f, prefix, def, width);
 		free(def);
 	}
@@ -197,7 +197,7 @@ conf_print_example(FILE *f)
  * would be a request); \& before such a line makes it text.
  */
 static void
-conf_man_text(FILE *f, const char *text)
+conf_print_man_text(FILE *f, const char *text)
 {
 	const char	*p;
 	int		 bol = 1;
@@ -217,23 +217,23 @@ conf_man_text(FILE *f, const char *text)
 
 /* One directive as a tagged paragraph; a block's own directives inside. */
 static void
-conf_man_entry(FILE *f, const struct conf_entry *ce)
+conf_print_man_entry(FILE *f, const struct conf_entry *ce)
 {
 	char	*synopsis, *def;
 	size_t	 i;
 
-	synopsis = conf_synopsis(ce);
+	synopsis = conf_print_synopsis(ce);
 	fputs(".TP\n\\fB", f);
-	conf_man_text(f, ce->name);
+	conf_print_man_text(f, ce->name);
 	fputs("\\fR \\fI", f);
-	conf_man_text(f, synopsis);
+	conf_print_man_text(f, synopsis);
 	fputs("\\fR\n", f);
 	free(synopsis);
-	conf_man_text(f, ce->help);
+	conf_print_man_text(f, ce->help);
 	fputs("\n", f);
-	if ((def = conf_default_text(ce)) != NULL) {
+	if ((def = conf_print_default(ce)) != NULL) {
 		fputs(".br\n", f);
-		conf_man_text(f, def);
+		conf_print_man_text(f, def);
 		fputs("\n", f);
 		free(def);
 	}
@@ -241,20 +241,20 @@ conf_man_entry(FILE *f, const struct conf_entry *ce)
 		return;
 	fputs(".RS\n", f);
 	for (i = 0; i < ce->sub->n; i++)
-		conf_man_entry(f, &ce->sub->entries[i]);
+		conf_print_man_entry(f, &ce->sub->entries[i]);
 	fputs(".RE\n", f);
 }
 
 /* A block's examples, as they appear in the example file, unfilled. */
 static void
-conf_man_examples(FILE *f, const struct conf_entry *ce)
+conf_print_man_examples(FILE *f, const struct conf_entry *ce)
 {
 	fputs(".PP\nExamples:\n.PP\n.nf\n.RS\n", f);
 	if (ce->example != NULL)
-		conf_man_text(f, ce->example);
+		conf_print_man_text(f, ce->example);
 	if (ce->example_active != NULL) {
 		fputs("\n", f);
-		conf_man_text(f, ce->example_active);
+		conf_print_man_text(f, ce->example_active);
 	}
 	fputs(".RE\n.fi\n", f);
 }
@@ -297,12 +297,12 @@ conf_print_man(FILE *f, const char *version)
 		ce = &conf_table_main.entries[i];
 		if (ce->section != NULL) {
 			fputs(".SS ", f);
-			conf_man_text(f, ce->section);
+			conf_print_man_text(f, ce->section);
 			fputs("\n", f);
 		}
-		conf_man_entry(f, ce);
+		conf_print_man_entry(f, ce);
 		if (ce->type == CONF_BLOCK)
-			conf_man_examples(f, ce);
+			conf_print_man_examples(f, ce);
 	}
 	fputs(
 ".SH FILES\n"

@@ -71,7 +71,7 @@ static const struct conf_entry conf_entries[] = {
 	    CONF_MIB, "16k", "Largest size of the request line and headers "
 	    "accepted."),
 
-	{ .name = "auth", .type = CONF_BLOCK, .block = conf_block_auth,
+	{ .name = "auth", .type = CONF_BLOCK, .block = conf_auth_block,
 	  .sub = &conf_auth_table,
 	  .example = conf_auth_examples, .args = "{ ... }",
 	  .section = "Authorization",
@@ -200,7 +200,7 @@ static const struct conf_entry conf_entries[] = {
 	    "64", "Programs of exec tools running at once, over all tools "
 	    "(a program counts until it has been reaped); a call beyond "
 	    "this gets the isError result \"tool busy\"."),
-	{ .name = "tool", .type = CONF_BLOCK, .block = conf_block_tool,
+	{ .name = "tool", .type = CONF_BLOCK, .block = conf_tool_block,
 	  .sub = &conf_tool_table,
 	  .example = conf_tool_examples,
 	  .example_active = conf_tool_example_active,
@@ -220,7 +220,7 @@ static const struct conf_entry conf_entries[] = {
 	  "digits, \"_\", \"-\" or \".\"; it is unique, and not echo, "
 	  "stream or notify while builtin_tools is on. Inside the block, "
 	  "one directive per line; param and env may repeat:" },
-	{ .name = "upstream", .type = CONF_BLOCK, .block = conf_block_upstream,
+	{ .name = "upstream", .type = CONF_BLOCK, .block = conf_upstream_block,
 	  .sub = &conf_upstream_table,
 	  .example = conf_upstream_examples, .args = "NAME { ... }",
 	  .help = "An MCP server mcpd is a client of: its tools, resources, "

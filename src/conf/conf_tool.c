@@ -16,15 +16,15 @@
 #define CONF_PARAM_NAME_MAX	64
 
 /* Tool names the built-in provider serves (docs/protocol.md). */
-static const char *const conf_builtin_tools[] = {
+static const char *const conf_tool_builtin[] = {
 	"echo", "stream", "notify"
 };
 
-static conf_parse_cb	conf_parse_env;
-static conf_line_cb	conf_line_param;
-static conf_line_cb	conf_line_exec;
+static conf_parse_cb	conf_tool_env;
+static conf_line_cb	conf_tool_param;
+static conf_line_cb	conf_tool_exec;
 
-static const struct conf_enum conf_task_support_values[] = {
+static const struct conf_enum conf_tool_task_values[] = {
 	{ "forbidden", CONF_TASK_FORBIDDEN },
 	{ "optional", CONF_TASK_OPTIONAL },
 	{ "required", CONF_TASK_REQUIRED },
@@ -38,7 +38,7 @@ static const struct conf_entry conf_tool_entries[] = {
 	  .offset = CONF_TOOL_OFF(description), .args = "STRING",
 	  .help = "What the tool does, in words for the model: the tool's "
 	  "description in tools/list." },
-	{ .name = "param", .type = CONF_LINE, .line = conf_line_param,
+	{ .name = "param", .type = CONF_LINE, .line = conf_tool_param,
 	  .flags = CONF_REPEAT,
 	  .args = "NAME string|integer|number|boolean [required] [STRING]",
 	  .help = "One argument of the tool: its name (letters, digits, "
@@ -46,7 +46,7 @@ static const struct conf_entry conf_tool_entries[] = {
 	  "and its description. The params make the tool's inputSchema. A "
 	  "call whose arguments have another type, lack a required one or "
 	  "name one not declared gets an isError result and runs nothing." },
-	{ .name = "exec", .type = CONF_LINE, .line = conf_line_exec,
+	{ .name = "exec", .type = CONF_LINE, .line = conf_tool_exec,
 	  .args = "PROGRAM [ARG...]",
 	  .help = "The program and its arguments, run directly: no shell "
 	  "is involved unless PROGRAM is one. PROGRAM is an absolute path, "
@@ -73,7 +73,7 @@ static const struct conf_entry conf_tool_entries[] = {
 	  .help = "Bytes of standard output kept for the result; beyond "
 	  "them the result is cut and says so. Progress notifications "
 	  "carry every line regardless." },
-	{ .name = "env", .type = CONF_CUSTOM, .parse = conf_parse_env,
+	{ .name = "env", .type = CONF_CUSTOM, .parse = conf_tool_env,
 	  .flags = CONF_REPEAT, .args = "NAME=VALUE",
 	  .help = "One variable of the program's environment, which holds "
 	  "nothing else: mcpd's own environment is not passed on (set PATH "
@@ -99,7 +99,7 @@ static const struct conf_entry conf_tool_entries[] = {
 	  "effect." },
 	{ .name = "task", .type = CONF_ENUM,
 	  .offset = CONF_TOOL_OFF(task_support),
-	  .values = conf_task_support_values, .def = "forbidden",
+	  .values = conf_tool_task_values, .def = "forbidden",
 	  .help = "Whether a call may run as a task (the "
 	  "io.modelcontextprotocol/tasks extension; tools/list says it as "
 	  "execution.taskSupport): optional runs it as a task when the "
@@ -164,7 +164,7 @@ const char conf_tool_example_active[] =
 "}\n";
 
 static int
-conf_param_name_ok(const char *s)
+conf_tool_param_name_ok(const char *s)
 {
 	return (conf_name_ok(s, "_-", CONF_PARAM_NAME_MAX) &&
 	    !isdigit((u_char)*s) && *s != '-');
@@ -185,7 +185,7 @@ conf_tool_param_ref(const struct conf_tool *tool, const char *word)
 		return (-2);
 	memcpy(name, word + 1, len - 2);
 	name[len - 2] = '\0';
-	if (!conf_param_name_ok(name))
+	if (!conf_tool_param_name_ok(name))
 		return (-2);
 	for (i = 0; i < tool->nparams; i++) {
 		if (strcmp(tool->params[i].name, name) == 0)
@@ -217,7 +217,7 @@ conf_tool_clear(struct conf_tool *tool)
 
 /* env NAME=VALUE; each NAME once per tool. */
 static int
-conf_parse_env(void *base, const struct conf_entry *ce, const char *s,
+conf_tool_env(void *base, const struct conf_entry *ce, const char *s,
     char **why)
 {
 	struct conf_tool	*tool = base;
@@ -227,7 +227,7 @@ conf_parse_env(void *base, const struct conf_entry *ce, const char *s,
 
 /* param NAME TYPE [required] [STRING] */
 static int
-conf_line_param(void *base, const struct conf_entry *ce, int argc,
+conf_tool_param(void *base, const struct conf_entry *ce, int argc,
     char **argv, char **why)
 {
 	struct conf_tool	*tool = base;
@@ -240,7 +240,7 @@ conf_line_param(void *base, const struct conf_entry *ce, int argc,
 		xasprintf(why, "expected \"param %s\"", ce->args);
 		return (-1);
 	}
-	if (!conf_param_name_ok(argv[0])) {
+	if (!conf_tool_param_name_ok(argv[0])) {
 		xasprintf(why, "invalid name \"%s\" (letters, digits, \"_\" "
 		    "and \"-\", starting with a letter or \"_\", at most %d)",
 		    argv[0], CONF_PARAM_NAME_MAX);
@@ -282,7 +282,7 @@ conf_line_param(void *base, const struct conf_entry *ce, int argc,
 
 /* exec PROGRAM [ARG...]; "{NAME}" words are resolved after the block. */
 static int
-conf_line_exec(void *base, const struct conf_entry *ce, int argc,
+conf_tool_exec(void *base, const struct conf_entry *ce, int argc,
     char **argv, char **why)
 {
 	struct conf_tool	*tool = base;
@@ -324,7 +324,7 @@ conf_tool_line(const struct conf *conf, const char *name)
  * table, then come the checks that need the whole block.
  */
 int
-conf_block_tool(void *base, const struct conf_entry *ce,
+conf_tool_block(void *base, const struct conf_entry *ce,
     const struct conf_directive *cd, const char *file, char **cause)
 {
 	struct conf		*conf = base;
@@ -392,14 +392,14 @@ fail:
 
 /* Tool names against the built-in ones, once builtin_tools is known. */
 int
-conf_check_tools(struct conf *conf, const char *file, char **cause)
+conf_tool_check_names(struct conf *conf, const char *file, char **cause)
 {
 	size_t	i, j;
 
 	for (i = 0; conf->builtin_tools && i < conf->ntools; i++) {
-		for (j = 0; j < CONF_NITEMS(conf_builtin_tools); j++) {
+		for (j = 0; j < CONF_NITEMS(conf_tool_builtin); j++) {
 			if (strcmp(conf->tools[i].name,
-			    conf_builtin_tools[j]) != 0)
+			    conf_tool_builtin[j]) != 0)
 				continue;
 			xasprintf(cause, "%s:%d: tool %s: the name is taken by "
 			    "a built-in tool (builtin_tools is on)", file,

@@ -12,12 +12,12 @@
 
 #define CONF_PREFIX_MAX		64
 
-static conf_check_cb	conf_check_prefix;
-static conf_check_cb	conf_check_upstream_url;
-static conf_parse_cb	conf_parse_upstream_env;
-static conf_line_cb	conf_line_upstream_exec;
+static conf_check_cb	conf_upstream_prefix;
+static conf_check_cb	conf_upstream_url;
+static conf_parse_cb	conf_upstream_env;
+static conf_line_cb	conf_upstream_exec;
 
-static const struct conf_enum conf_sharing_values[] = {
+static const struct conf_enum conf_upstream_sharing[] = {
 	{ "shared", CONF_SHARING_SHARED },
 	{ "session", CONF_SHARING_SESSION },
 	{ NULL, 0 }
@@ -26,7 +26,7 @@ static const struct conf_enum conf_sharing_values[] = {
 /* The directives inside "upstream NAME { }"; into struct conf_upstream. */
 #define CONF_UPSTREAM_OFF(f)	offsetof(struct conf_upstream, f)
 static const struct conf_entry conf_upstream_entries[] = {
-	{ .name = "exec", .type = CONF_LINE, .line = conf_line_upstream_exec,
+	{ .name = "exec", .type = CONF_LINE, .line = conf_upstream_exec,
 	  .args = "PROGRAM [ARG...]",
 	  .help = "A server speaking MCP on its standard input and output "
 	  "(newline-delimited JSON-RPC), run directly, no shell involved. "
@@ -35,26 +35,26 @@ static const struct conf_entry conf_upstream_entries[] = {
 	  "each line with the upstream's name, rate-limited. Exactly one of "
 	  "exec and url." },
 	{ .name = "url", .type = CONF_STRING, .offset = CONF_UPSTREAM_OFF(url),
-	  .check = conf_check_upstream_url, .args = "URL",
+	  .check = conf_upstream_url, .args = "URL",
 	  .help = "A Streamable HTTP MCP server, http://HOST[:PORT]/PATH or "
 	  "https://... (the certificate is verified against the system's "
 	  "trust store). Exactly one of exec and url." },
 	{ .name = "sharing", .type = CONF_ENUM,
-	  .offset = CONF_UPSTREAM_OFF(sharing), .values = conf_sharing_values,
+	  .offset = CONF_UPSTREAM_OFF(sharing), .values = conf_upstream_sharing,
 	  .def = "shared",
 	  .help = "shared: one upstream session, started with mcpd, serves "
 	  "every client session. session: each client session gets its own, "
 	  "started on its first call and stopped when the session ends (or "
 	  "is released by this instance)." },
 	{ .name = "prefix", .type = CONF_STRING,
-	  .offset = CONF_UPSTREAM_OFF(prefix), .check = conf_check_prefix,
+	  .offset = CONF_UPSTREAM_OFF(prefix), .check = conf_upstream_prefix,
 	  .args = "STRING", .def = "",
 	  .help = "Put before the names of the upstream's tools, prompts and "
 	  "resource templates as clients see them (and taken off again on the "
 	  "way to it): how two upstreams with a tool of the same name are "
 	  "served side by side. Letters, digits, \"_\", \"-\" and \".\"; "
 	  "\"\" for none." },
-	{ .name = "env", .type = CONF_CUSTOM, .parse = conf_parse_upstream_env,
+	{ .name = "env", .type = CONF_CUSTOM, .parse = conf_upstream_env,
 	  .flags = CONF_REPEAT, .args = "NAME=VALUE",
 	  .help = "One variable of the program's environment. The program "
 	  "gets HOME, LOGNAME, PATH, SHELL, TERM and USER from mcpd's "
@@ -165,7 +165,7 @@ conf_upstream_clear(struct conf_upstream *up)
 
 /* Names as tool names are, or "" for no prefix. */
 static int
-conf_check_prefix(const char *s, char **value, char **why)
+conf_upstream_prefix(const char *s, char **value, char **why)
 {
 	if (*s != '\0' && !conf_name_ok(s, "_-.", CONF_PREFIX_MAX)) {
 		xasprintf(why, "invalid prefix \"%s\" (up to %d letters, "
@@ -181,7 +181,7 @@ conf_check_prefix(const char *s, char **value, char **why)
  * (https verified against the system's trust store).
  */
 static int
-conf_check_upstream_url(const char *s, char **value, char **why)
+conf_upstream_url(const char *s, char **value, char **why)
 {
 	const char	*host;
 	size_t		 i;
@@ -210,7 +210,7 @@ conf_check_upstream_url(const char *s, char **value, char **why)
 }
 
 static int
-conf_parse_upstream_env(void *base, const struct conf_entry *ce,
+conf_upstream_env(void *base, const struct conf_entry *ce,
     const char *s, char **why)
 {
 	struct conf_upstream	*up = base;
@@ -220,7 +220,7 @@ conf_parse_upstream_env(void *base, const struct conf_entry *ce,
 
 /* exec PROGRAM [ARG...], as written: no argument substitution here. */
 static int
-conf_line_upstream_exec(void *base, const struct conf_entry *ce, int argc,
+conf_upstream_exec(void *base, const struct conf_entry *ce, int argc,
     char **argv, char **why)
 {
 	struct conf_upstream	*up = base;
@@ -238,7 +238,7 @@ conf_line_upstream_exec(void *base, const struct conf_entry *ce, int argc,
 }
 
 int
-conf_block_upstream(void *base, const struct conf_entry *ce,
+conf_upstream_block(void *base, const struct conf_entry *ce,
     const struct conf_directive *cd, const char *file, char **cause)
 {
 	struct conf		*conf = base;
