@@ -32,9 +32,6 @@
  * interleaving. Checks that wait (for a key set, an introspection answer)
  * are counted and bounded by max_pending.
  */
-#include <sys/queue.h>
-#include <sys/tree.h>
-
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -44,7 +41,7 @@
 
 #include <event2/event.h>
 
-#include "auth.h"
+#include "auth_int.h"
 #include "base64.h"
 #include "clock.h"
 #include "conf.h"
@@ -58,8 +55,6 @@
 
 #define AUTH_TOKEN_FILE_MAX	(1024 * 1024)
 #define AUTH_ISSUER_STATIC	"mcpd:token_file"
-#define AUTH_INTROSPECT_MAX	(64 * 1024)	/* bytes of an answer */
-#define AUTH_CLAIM_MAX		1024		/* bytes of iss, sub, ... */
 #define AUTH_SCOPES_MAX		64		/* scopes kept of a token */
 #define AUTH_WK_PATH		"/.well-known/oauth-protected-resource"
 
@@ -78,72 +73,14 @@ struct auth_static {
 	struct auth_principal	*principal;
 };
 
-struct auth_cache;
+struct auth_state auth;
 
-struct auth_check {
-	auth_check_cb		*cb;
-	void			*arg;
-	struct auth_result	 result;
-	struct event		*ev;
-	struct jwt		*jwt;		/* waiting for keys */
-	struct auth_cache	*waiting;	/* for an introspection */
-	int			 counted;	/* in auth.pending */
-	unsigned char		 hash[JWT_SHA256_LEN];	/* the token's */
-	char			*scope_text;
-	TAILQ_ENTRY(auth_check)	 entry;		/* auth.checks */
-	TAILQ_ENTRY(auth_check)	 wait;		/* a waiting list */
-};
-TAILQ_HEAD(auth_checks, auth_check);
-
-/* An introspection answer, or one on its way, by the token's SHA-256. */
-struct auth_cache {
-	unsigned char		 hash[JWT_SHA256_LEN];
-	struct auth_principal	*principal;	/* NULL: inactive */
-	const char		*why;		/* inactive: why */
-	int			 jwt;		/* a verified JWT */
-	uint64_t		 expires_ms;	/* monotonic */
-	struct http_client	*request;	/* on its way */
-	struct auth_checks	 waiters;
-	RB_ENTRY(auth_cache)	 tree;
-	TAILQ_ENTRY(auth_cache)	 order;
-};
-RB_HEAD(auth_cache_tree, auth_cache);
-TAILQ_HEAD(auth_cache_list, auth_cache);
-
-static struct {
-	const struct conf	*conf;		/* the one auth started with */
-	const struct conf_auth	*a;
-	struct event_base	*base;
-	char			*metadata_url;
-	char			*metadata_path;
-	struct jwks		*file_keys;
-	struct jwks		*uri_keys;
-	uint64_t		 uri_fetched_ms;
-	uint64_t		 uri_refresh_ms;	/* for an unknown kid */
-	int			 uri_refreshed;
-	struct http_client	*uri_fetch;
-	struct auth_checks	 key_waiters;
-	struct auth_static	*statics;
-	size_t			 nstatics;
-	struct auth_checks	 checks;	/* every check not answered */
-	size_t			 pending;
-	struct auth_cache_tree	 cache;
-	struct auth_cache_list	 cache_order;
-	size_t			 ncache;
-	uint64_t		 intro_second_ms; /* introspection_rate's */
-	long long		 intro_count;	  /* new tokens asked in it */
-} auth;
-
-static int
+int
 auth_cache_cmp(struct auth_cache *x, struct auth_cache *y)
 {
 	return (memcmp(x->hash, y->hash, sizeof x->hash));
 }
-RB_GENERATE_STATIC(auth_cache_tree, auth_cache, tree, auth_cache_cmp);
-
-static void		 auth_cache_remove(struct auth_cache *);
-static void		 auth_cache_room(void);
-static struct auth_cache *auth_cache_find(const unsigned char *);
+RB_GENERATE(auth_cache_tree, auth_cache, tree, auth_cache_cmp);
 
 /* ---------------------------------------------------------------------
  * Principals.
@@ -477,7 +414,7 @@ auth_uncount(struct auth_check *c)
 }
 
 /* Answers c on a later turn (now, if this is a loop callback already). */
-static void
+void
 auth_answer(struct auth_check *c, enum auth_status status,
     const char *description)
 {
@@ -520,7 +457,7 @@ auth_required_text(const char *extra)
 }
 
 /* A principal is known: the required scopes decide. Takes p. */
-static void
+void
 auth_found(struct auth_check *c, struct auth_principal *p)
 {
 	size_t	i;
@@ -542,14 +479,14 @@ auth_found(struct auth_check *c, struct auth_principal *p)
 }
 
 /* ---------------------------------------------------------------------
- * JWT access tokens.
+ * Claims: what a JWT's claims or an introspection answer must say.
  */
 
 /*
  * A string claim: absent (1), a string of at most AUTH_CLAIM_MAX bytes
  * (0, in *v), or there but not usable (-1).
  */
-static int
+int
 auth_claim_text(const cJSON *claims, const char *name, const char **v)
 {
 	const cJSON	*c = cJSON_GetObjectItemCaseSensitive(claims, name);
@@ -568,7 +505,7 @@ auth_claim_text(const cJSON *claims, const char *name, const char **v)
  * client acting for itself (client credentials) may have no sub: its
  * client id is then the subject. 0, or -1 with *why.
  */
-static int
+int
 auth_claim_who(const cJSON *claims, int jwt, const char **sub,
     const char **cid, const char **why)
 {
@@ -593,18 +530,8 @@ auth_claim_who(const cJSON *claims, int jwt, const char **sub,
 	return (0);
 }
 
-/* RFC 9068 (2.1, 4): typ at+jwt, or its media type, in any case. */
-static int
-auth_typ_ok(const char *typ)
-{
-	if (auth.a->token_type == CONF_TOKEN_ANY)
-		return (1);
-	return (typ != NULL && (strcasecmp(typ, "at+jwt") == 0 ||
-	    strcasecmp(typ, "application/at+jwt") == 0));
-}
-
 /* Whether aud (a string or an array of them) names this resource. */
-static int
+int
 auth_aud_ok(const cJSON *aud)
 {
 	const cJSON	*v;
@@ -622,7 +549,7 @@ auth_aud_ok(const cJSON *aud)
 }
 
 /* scope (RFC 9068: space-separated) or scp (an array), as one string. */
-static char *
+char *
 auth_claim_scopes(const cJSON *claims)
 {
 	const cJSON	*scope, *v;
@@ -645,7 +572,7 @@ auth_claim_scopes(const cJSON *claims)
 }
 
 /* A time claim: absent (1), a number of seconds (0), or bad (-1). */
-static int
+int
 auth_claim_time(const cJSON *claims, const char *name, double *t)
 {
 	const cJSON	*v = cJSON_GetObjectItemCaseSensitive(claims, name);
@@ -659,276 +586,12 @@ auth_claim_time(const cJSON *claims, const char *name, double *t)
 	return (0);
 }
 
-/* The claims of a verified JWT: its principal, or NULL and why not. */
-static struct auth_principal *
-auth_jwt_principal(const struct jwt *j, double *expp, const char **why)
-{
-	const cJSON	*claims = jwt_claims(j);
-	const char	*iss, *sub, *cid;
-	double		 now = (double)clock_wall_ms() / 1000, exp, nbf;
-	double		 leeway = (double)auth.a->leeway;
-	struct auth_principal *p;
-	char		*scopes;
-	int		 r;
-
-	if (!auth_typ_ok(jwt_typ(j))) {
-		*why = "the token's typ is not at+jwt";
-		return (NULL);
-	}
-	if (auth_claim_text(claims, "iss", &iss) != 0 ||
-	    strcmp(iss, auth.a->issuer) != 0) {
-		*why = "wrong issuer (iss)";
-		return (NULL);
-	}
-	if (!auth_aud_ok(cJSON_GetObjectItemCaseSensitive(claims, "aud"))) {
-		*why = "the audience (aud) is not this resource";
-		return (NULL);
-	}
-	if ((r = auth_claim_time(claims, "exp", &exp)) != 0) {
-		*why = r > 0 ? "no expiry (exp)" : "exp is not a number";
-		return (NULL);
-	}
-	if (now > exp + leeway) {
-		*why = "the token has expired";
-		return (NULL);
-	}
-	*expp = exp;
-	if ((r = auth_claim_time(claims, "nbf", &nbf)) < 0) {
-		*why = "nbf is not a number";
-		return (NULL);
-	}
-	if (r == 0 && nbf > now + leeway) {
-		*why = "the token is not valid yet (nbf)";
-		return (NULL);
-	}
-	if (auth_claim_who(claims, 1, &sub, &cid, why) != 0)
-		return (NULL);
-	scopes = auth_claim_scopes(claims);
-	p = auth_principal_new(iss, sub, cid, scopes);
-	free(scopes);
-	return (p);
-}
-
-static int
-auth_try_keys(const struct jwt *j, const struct jwks *keys)
-{
-	const struct jwt_key	*key;
-	size_t			 i = 0;
-
-	while ((key = jwks_next(keys, jwt_kid(j), jwt_alg(j), &i)) != NULL) {
-		if (jwt_verify(j, key) == 0)
-			return (0);
-	}
-	return (-1);
-}
-
-/* A verified JWT, remembered until it expires (jwks_cache at most). */
-static void
-auth_jwt_remember(const unsigned char *hash, struct auth_principal *p,
-    double exp)
-{
-	struct auth_cache	*e;
-	double			 left;
-	uint64_t		 ttl = (uint64_t)auth.a->jwks_cache * 1000;
-
-	if (auth_cache_find(hash) != NULL)
-		return;
-	left = (exp + (double)auth.a->leeway) * 1000 -
-	    (double)clock_wall_ms();
-	if (left <= 0)
-		return;
-	if (left < (double)ttl)
-		ttl = (uint64_t)left;
-	auth_cache_room();
-	e = xcalloc(1, sizeof *e);
-	memcpy(e->hash, hash, sizeof e->hash);
-	e->principal = auth_principal_ref(p);
-	e->jwt = 1;
-	e->expires_ms = clock_now_ms() + ttl;
-	TAILQ_INIT(&e->waiters);
-	RB_INSERT(auth_cache_tree, &auth.cache, e);
-	TAILQ_INSERT_TAIL(&auth.cache_order, e, order);
-	auth.ncache++;
-}
-
-/* A new key set: what the old one verified is verified again. */
-static void
-auth_jwt_forget(void)
-{
-	struct auth_cache	*e, *next;
-
-	TAILQ_FOREACH_SAFE(e, &auth.cache_order, order, next) {
-		if (e->jwt)
-			auth_cache_remove(e);
-	}
-}
-
-/* Verifies with the keys there are now; answers c. */
-static void
-auth_jwt_verify(struct auth_check *c)
-{
-	struct auth_principal	*p;
-	const char		*why = "invalid token";
-	double			 exp = 0;
-
-	if (auth_try_keys(c->jwt, auth.file_keys) != 0 &&
-	    auth_try_keys(c->jwt, auth.uri_keys) != 0) {
-		if (auth.a->jwks_uri != NULL && auth.uri_keys == NULL)
-			auth_answer(c, AUTH_UNAVAILABLE, "the authorization "
-			    "server's keys cannot be fetched");
-		else if (jwt_kid(c->jwt) != NULL &&
-		    !jwks_has_kid(auth.file_keys, jwt_kid(c->jwt)) &&
-		    !jwks_has_kid(auth.uri_keys, jwt_kid(c->jwt)))
-			auth_answer(c, AUTH_INVALID, "no key with the token's "
-			    "kid");
-		else
-			auth_answer(c, AUTH_INVALID, "bad signature");
-		return;
-	}
-	if ((p = auth_jwt_principal(c->jwt, &exp, &why)) == NULL) {
-		auth_answer(c, AUTH_INVALID, why);
-		return;
-	}
-	auth_jwt_remember(c->hash, p, exp);
-	auth_found(c, p);
-}
-
-static void	auth_jwks_fetch(void);
-
-/*
- * Whether a token naming an unknown kid may have the set fetched again:
- * once per jwks_refresh_min, however many such tokens come.
- */
-static int
-auth_may_refresh(void)
-{
-	return (!auth.uri_refreshed || clock_now_ms() - auth.uri_refresh_ms >=
-	    (uint64_t)auth.a->jwks_refresh_min * 1000);
-}
-
-static void
-auth_jwt(struct auth_check *c, const char *token, size_t len)
-{
-	struct auth_cache	*e;
-	const char		*why, *kid;
-	int			 known;
-
-	if ((e = auth_cache_find(c->hash)) != NULL && e->jwt) {
-		auth_found(c, auth_principal_ref(e->principal));
-		return;
-	}
-	if ((c->jwt = jwt_parse(token, len, &why)) == NULL) {
-		auth_answer(c, AUTH_INVALID, why);
-		return;
-	}
-	if (auth.a->jwks_uri == NULL) {
-		auth_jwt_verify(c);
-		return;
-	}
-	kid = jwt_kid(c->jwt);
-	known = (kid != NULL && jwks_has_kid(auth.file_keys, kid)) ||
-	    (auth.uri_keys != NULL && (kid == NULL ||
-	    jwks_has_kid(auth.uri_keys, kid)));
-	if (!known && (auth.uri_fetch != NULL || auth_may_refresh())) {
-		if (auth.pending >= (size_t)auth.a->max_pending) {
-			auth_answer(c, AUTH_UNAVAILABLE, "too many requests "
-			    "waiting for authorization");
-			return;
-		}
-		/* Wait for a fresh set: the key may just have rotated. */
-		c->counted = 1;
-		auth.pending++;
-		TAILQ_INSERT_TAIL(&auth.key_waiters, c, wait);
-		if (auth.uri_fetch == NULL) {
-			auth.uri_refreshed = 1;
-			auth.uri_refresh_ms = clock_now_ms();
-			auth_jwks_fetch();
-		}
-		return;
-	}
-	/* A set older than jwks_cache is fetched again, in the background. */
-	if (auth.uri_keys != NULL && auth.uri_fetch == NULL &&
-	    clock_now_ms() - auth.uri_fetched_ms >=
-	    (uint64_t)auth.a->jwks_cache * 1000) {
-		auth.uri_fetched_ms = clock_now_ms();	/* once per period */
-		auth_jwks_fetch();
-	}
-	auth_jwt_verify(c);
-}
-
-/* The fetch is over (or never started): its waiters verify now. */
-static void
-auth_jwks_waiters(void)
-{
-	struct auth_check	*c;
-
-	while ((c = TAILQ_FIRST(&auth.key_waiters)) != NULL) {
-		TAILQ_REMOVE(&auth.key_waiters, c, wait);
-		auth_jwt_verify(c);
-	}
-}
-
-static void
-auth_jwks_fetched_cb(struct http_client *hc, void *arg)
-{
-	struct jwks		*keys;
-	const char		*body;
-	size_t			 len;
-	char			*why;
-
-	auth.uri_fetch = NULL;
-	if (http_client_status(hc) != 200) {
-		log_limited(LOG_LEVEL_WARN, "auth-jwks", "auth: jwks_uri %s: "
-		    "%s", auth.a->jwks_uri, http_client_status(hc) != 0 ?
-		    "status not 200" : http_client_error(hc));
-	} else {
-		body = http_client_body(hc, &len);
-		if ((keys = jwks_parse(body, len, &why)) == NULL) {
-			log_limited(LOG_LEVEL_WARN, "auth-jwks", "auth: "
-			    "jwks_uri %s: %s", auth.a->jwks_uri, why);
-			free(why);
-		} else {
-			jwks_free(auth.uri_keys);
-			auth.uri_keys = keys;
-			auth_jwt_forget();
-			auth.uri_fetched_ms = clock_now_ms();
-			log_info("auth: jwks_uri %s: %zu keys",
-			    auth.a->jwks_uri, jwks_count(keys));
-		}
-	}
-	auth_jwks_waiters();
-}
-
-static void
-auth_jwks_fetch(void)
-{
-	struct http_client_request	 r;
-	struct http_client_header	 accept = { "Accept",
-					    "application/json" };
-	char				*cause;
-
-	memset(&r, 0, sizeof r);
-	r.method = "GET";
-	r.url = auth.a->jwks_uri;
-	r.headers = &accept;
-	r.nheaders = 1;
-	r.max_body = JWKS_MAX_SIZE;
-	r.timeout_ms = (int)auth.a->timeout * 1000;
-	r.done = auth_jwks_fetched_cb;
-	log_debug("auth: fetching %s", auth.a->jwks_uri);
-	if ((auth.uri_fetch = http_client_start(&r, &cause)) == NULL) {
-		log_limited(LOG_LEVEL_WARN, "auth-jwks", "auth: jwks_uri: %s",
-		    cause);
-		free(cause);
-		auth_jwks_waiters();
-	}
-}
-
 /* ---------------------------------------------------------------------
- * Introspection (RFC 7662).
+ * The cache: answered tokens by their SHA-256 (verified JWTs,
+ * introspection answers and requests under way).
  */
 
-static void
+void
 auth_cache_remove(struct auth_cache *e)
 {
 	RB_REMOVE(auth_cache_tree, &auth.cache, e);
@@ -939,7 +602,7 @@ auth_cache_remove(struct auth_cache *e)
 }
 
 /* The entry of a token's hash, unless it has expired. */
-static struct auth_cache *
+struct auth_cache *
 auth_cache_find(const unsigned char *hash)
 {
 	struct auth_cache	 find, *e;
@@ -954,7 +617,7 @@ auth_cache_find(const unsigned char *hash)
 }
 
 /* Room for one more entry: the expired go, then the oldest answered. */
-static void
+void
 auth_cache_room(void)
 {
 	struct auth_cache	*e, *next;
@@ -971,255 +634,6 @@ auth_cache_room(void)
 			return;
 		if (e->request == NULL)
 			auth_cache_remove(e);
-	}
-}
-
-/*
- * What the introspection endpoint said: e->principal, or the refusal in
- * e->why; neither when the answer is none (not a JSON object with a
- * boolean active, RFC 7662 2.2): then the token cannot be checked now,
- * and that is not remembered.
- */
-static void
-auth_introspected(struct auth_cache *e, const char *body, size_t len)
-{
-	cJSON		*json = NULL;
-	const cJSON	*active, *aud;
-	const char	*iss, *sub, *cid;
-	double		 now = (double)clock_wall_ms() / 1000, exp;
-	uint64_t	 ttl = (uint64_t)auth.a->jwks_cache * 1000;
-	char		*scopes;
-	int		 r;
-
-	e->why = NULL;
-	if (jwt_json_has_nul(body, len)) {
-		/* A claim cJSON would cut short (a sub "alice\u0000x"). */
-		e->why = "the introspection answer holds a NUL character";
-		goto out;
-	}
-	json = cJSON_ParseWithLength(body, len);
-	active = cJSON_GetObjectItemCaseSensitive(json, "active");
-	if (!cJSON_IsObject(json) || !cJSON_IsBool(active)) {
-		log_limited(LOG_LEVEL_WARN, "auth-introspection", "auth: "
-		    "introspection %s: the answer is not a JSON object with a "
-		    "boolean active; the token is answered 503, nothing is "
-		    "cached", auth.a->introspection);
-		goto out;
-	}
-	e->why = "the token is not active";
-	if (!cJSON_IsTrue(active))
-		goto out;
-	if ((r = auth_claim_time(json, "exp", &exp)) < 0 ||
-	    (r == 0 && now > exp + (double)auth.a->leeway)) {
-		e->why = "the token has expired";
-		goto out;
-	}
-	if (r == 0 && (exp - now) * 1000 < (double)ttl)
-		ttl = exp > now ? (uint64_t)((exp - now) * 1000) : 0;
-	aud = cJSON_GetObjectItemCaseSensitive(json, "aud");
-	if (aud != NULL && !auth_aud_ok(aud)) {
-		e->why = "the audience (aud) is not this resource";
-		goto out;
-	}
-	if ((r = auth_claim_text(json, "iss", &iss)) < 0 ||
-	    (r == 0 && strcmp(iss, auth.a->issuer) != 0)) {
-		e->why = "wrong issuer (iss)";
-		goto out;
-	}
-	if (auth_claim_who(json, 0, &sub, &cid, &e->why) != 0)
-		goto out;
-	scopes = auth_claim_scopes(json);
-	e->principal = auth_principal_new(auth.a->issuer, sub, cid, scopes);
-	free(scopes);
-	e->why = NULL;
-out:
-	e->expires_ms = clock_now_ms() + ttl;
-	cJSON_Delete(json);
-}
-
-/* A cache entry is answered (or could not be): its waiters hear it. */
-static void
-auth_cache_answer(struct auth_cache *e)
-{
-	struct auth_check	*c;
-
-	while ((c = TAILQ_FIRST(&e->waiters)) != NULL) {
-		TAILQ_REMOVE(&e->waiters, c, wait);
-		c->waiting = NULL;
-		if (e->principal != NULL)
-			auth_found(c, auth_principal_ref(e->principal));
-		else if (e->why != NULL)
-			auth_answer(c, AUTH_INVALID, e->why);
-		else
-			auth_answer(c, AUTH_UNAVAILABLE, "the introspection "
-			    "endpoint gave no usable answer");
-	}
-}
-
-static void
-auth_introspect_cb(struct http_client *hc, void *arg)
-{
-	struct auth_cache	*e = arg;
-	const char		*body;
-	size_t			 len;
-
-	e->request = NULL;
-	if (http_client_status(hc) == 200) {
-		body = http_client_body(hc, &len);
-		auth_introspected(e, body, len);
-	} else {
-		log_limited(LOG_LEVEL_WARN, "auth-introspection", "auth: "
-		    "introspection %s: %s", auth.a->introspection,
-		    http_client_status(hc) != 0 ? "status not 200" :
-		    http_client_error(hc));
-		e->why = NULL;
-	}
-	auth_cache_answer(e);
-	if (e->principal == NULL && e->why == NULL)
-		auth_cache_remove(e);	/* not an answer: ask again */
-}
-
-/*
- * Whether one more token may be sent to the endpoint in this second
- * (introspection_rate): counts it if so. Tokens with a cached answer, or
- * one on its way, do not count.
- */
-static int
-auth_introspect_rate(void)
-{
-	uint64_t	now = clock_now_ms();
-
-	if (now - auth.intro_second_ms >= 1000) {
-		auth.intro_second_ms = now;
-		auth.intro_count = 0;
-	}
-	if (auth.intro_count >= auth.a->introspection_rate)
-		return (0);
-	auth.intro_count++;
-	return (1);
-}
-
-/* application/x-www-form-urlencoded, as RFC 6749 (2.3.1) wants it. */
-static char *
-auth_form_encode(const char *s, size_t len)
-{
-	char	*out = xmalloc(len * 3 + 1), *o = out;
-	size_t	 i;
-
-	for (i = 0; i < len; i++) {
-		if (isalnum((u_char)s[i]) || strchr("-._~", s[i]) != NULL)
-			*o++ = s[i];
-		else
-			o += sprintf(o, "%%%02X", (u_char)s[i]);
-	}
-	*o = '\0';
-	return (out);
-}
-
-static void
-auth_introspect(struct auth_check *c, const char *token, size_t len,
-    const unsigned char hash[JWT_SHA256_LEN])
-{
-	struct auth_cache		*e;
-	struct http_client_request	 r;
-	struct http_client_header	 h[3];
-	char				*body, *tok, *id, *secret, *pair;
-	char				*basic = NULL, *cause;
-	size_t				 nh = 0;
-
-	if ((e = auth_cache_find(hash)) != NULL && e->jwt) {
-		auth_found(c, auth_principal_ref(e->principal));
-		return;
-	}
-	if (e != NULL && e->request == NULL) {
-		if (e->principal != NULL)
-			auth_found(c, auth_principal_ref(e->principal));
-		else
-			auth_answer(c, AUTH_INVALID, e->why);
-		return;
-	}
-	if (auth.pending >= (size_t)auth.a->max_pending) {
-		auth_answer(c, AUTH_UNAVAILABLE, "too many requests waiting "
-		    "for authorization");
-		return;
-	}
-	if (e == NULL && !auth_introspect_rate()) {
-		log_limited(LOG_LEVEL_WARN, "auth-introspection-rate", "auth: "
-		    "introspection_rate (%lld a second) reached: a new token "
-		    "answered 503", auth.a->introspection_rate);
-		auth_answer(c, AUTH_UNAVAILABLE, "too many new tokens to "
-		    "introspect now");
-		return;
-	}
-	c->counted = 1;
-	auth.pending++;
-	if (e != NULL) {
-		/* The same token is being asked about already. */
-		c->waiting = e;
-		TAILQ_INSERT_TAIL(&e->waiters, c, wait);
-		return;
-	}
-
-	auth_cache_room();
-	e = xcalloc(1, sizeof *e);
-	memcpy(e->hash, hash, sizeof e->hash);
-	TAILQ_INIT(&e->waiters);
-	RB_INSERT(auth_cache_tree, &auth.cache, e);
-	TAILQ_INSERT_TAIL(&auth.cache_order, e, order);
-	auth.ncache++;
-	c->waiting = e;
-	TAILQ_INSERT_TAIL(&e->waiters, c, wait);
-
-	tok = auth_form_encode(token, len);
-	xasprintf(&body, "token=%s&token_type_hint=access_token", tok);
-	explicit_bzero(tok, strlen(tok));
-	free(tok);
-	h[nh].name = "Content-Type";
-	h[nh++].value = "application/x-www-form-urlencoded";
-	h[nh].name = "Accept";
-	h[nh++].value = "application/json";
-	if (auth.a->client_id != NULL) {
-		id = auth_form_encode(auth.a->client_id,
-		    strlen(auth.a->client_id));
-		secret = auth_form_encode(auth.a->client_secret,
-		    strlen(auth.a->client_secret));
-		xasprintf(&pair, "%s:%s", id, secret);
-		tok = base64_encode(pair, strlen(pair), 0);
-		xasprintf(&basic, "Basic %s", tok);
-		explicit_bzero(pair, strlen(pair));
-		explicit_bzero(secret, strlen(secret));
-		explicit_bzero(tok, strlen(tok));
-		free(id);
-		free(secret);
-		free(pair);
-		free(tok);
-		h[nh].name = "Authorization";
-		h[nh++].value = basic;
-	}
-	memset(&r, 0, sizeof r);
-	r.method = "POST";
-	r.url = auth.a->introspection;
-	r.headers = h;
-	r.nheaders = nh;
-	r.body = body;
-	r.bodylen = strlen(body);
-	r.max_body = AUTH_INTROSPECT_MAX;
-	r.timeout_ms = (int)auth.a->timeout * 1000;
-	r.done = auth_introspect_cb;
-	r.arg = e;
-	e->request = http_client_start(&r, &cause);
-	explicit_bzero(body, strlen(body));
-	free(body);
-	if (basic != NULL) {
-		explicit_bzero(basic, strlen(basic));
-		free(basic);
-	}
-	if (e->request == NULL) {
-		log_limited(LOG_LEVEL_WARN, "auth-introspection", "auth: "
-		    "introspection: %s", cause);
-		free(cause);
-		auth_cache_answer(e);
-		auth_cache_remove(e);
 	}
 }
 
