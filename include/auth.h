@@ -2,10 +2,11 @@
  * Authorization: mcpd as an OAuth 2.1 resource server (MCP "Authorization",
  * RFC 9728, RFC 6750, RFC 8707, RFC 7662). This is the policy: which
  * tokens count, who they stand for (a principal), which scopes they carry,
- * and how a refusal is said (401 or 403, and its WWW-Authenticate). The
- * cryptography is jwt.c's, key sets jwks.c's, outbound requests
- * http_client.c's; sessions and HTTP are transport.c's, which calls
- * auth_check before it looks at a session.
+ * and how a refusal is said (401 or 403, and its WWW-Authenticate), in
+ * auth.c; JWT access tokens are auth_jwt.c's, introspection (RFC 7662)
+ * auth_introspect.c's. The cryptography is jwt.c's, key sets jwks.c's,
+ * outbound requests http_client.c's; sessions and HTTP are transport.c's,
+ * which calls auth_check before it looks at a session.
  *
  * Tokens are never logged, stored or passed on: a check holds one only
  * while it runs, the introspection cache is keyed by its SHA-256, and a

@@ -27,6 +27,10 @@
  * a JSON object with a boolean active) is not an answer: 503, and
  * nothing is cached.
  *
+ * This file is the policy and the check; a JWT is auth_jwt.c's to
+ * verify, a token for the introspection endpoint auth_introspect.c's to
+ * ask about (auth_int.h).
+ *
  * Every check is answered on a later loop turn through its own event,
  * also when nothing had to be waited for, so transport.c meets one
  * interleaving. Checks that wait (for a key set, an introspection answer)
@@ -42,7 +46,6 @@
 #include <event2/event.h>
 
 #include "auth_int.h"
-#include "base64.h"
 #include "clock.h"
 #include "conf.h"
 #include "http_client.h"
@@ -73,14 +76,30 @@ struct auth_static {
 	struct auth_principal	*principal;
 };
 
-struct auth_state auth;
+RB_HEAD(auth_cache_tree, auth_cache);
+TAILQ_HEAD(auth_cache_list, auth_cache);
 
-int
+static struct {
+	const struct conf	*conf;		/* the one auth started with */
+	const struct conf_auth	*a;
+	struct event_base	*base;
+	char			*metadata_url;
+	char			*metadata_path;
+	struct auth_static	*statics;
+	size_t			 nstatics;
+	struct auth_checks	 checks;	/* every check not answered */
+	size_t			 pending;
+	struct auth_cache_tree	 cache;
+	struct auth_cache_list	 cache_order;
+	size_t			 ncache;
+} auth;
+
+static int
 auth_cache_cmp(struct auth_cache *x, struct auth_cache *y)
 {
 	return (memcmp(x->hash, y->hash, sizeof x->hash));
 }
-RB_GENERATE(auth_cache_tree, auth_cache, tree, auth_cache_cmp);
+RB_GENERATE_STATIC(auth_cache_tree, auth_cache, tree, auth_cache_cmp);
 
 /* ---------------------------------------------------------------------
  * Principals.
@@ -431,6 +450,23 @@ auth_answer(struct auth_check *c, enum auth_status status,
 	event_active(c->ev, 0, 0);
 }
 
+/*
+ * c waits (for a key set, an introspection answer): it counts against
+ * max_pending, or, with no room left, is answered 503 and -1 returned.
+ */
+int
+auth_wait(struct auth_check *c)
+{
+	if (auth.pending >= (size_t)auth.a->max_pending) {
+		auth_answer(c, AUTH_UNAVAILABLE, "too many requests waiting "
+		    "for authorization");
+		return (-1);
+	}
+	c->counted = 1;
+	auth.pending++;
+	return (0);
+}
+
 /* The space-separated scopes every request needs (allocated). */
 static char *
 auth_required_text(const char *extra)
@@ -532,7 +568,7 @@ auth_claim_who(const cJSON *claims, int jwt, const char **sub,
 
 /* Whether aud (a string or an array of them) names this resource. */
 int
-auth_aud_ok(const cJSON *aud)
+auth_claim_aud(const cJSON *aud)
 {
 	const cJSON	*v;
 
@@ -617,7 +653,7 @@ auth_cache_find(const unsigned char *hash)
 }
 
 /* Room for one more entry: the expired go, then the oldest answered. */
-void
+static void
 auth_cache_room(void)
 {
 	struct auth_cache	*e, *next;
@@ -633,6 +669,34 @@ auth_cache_room(void)
 		if ((long long)auth.ncache < auth.a->cache_max)
 			return;
 		if (e->request == NULL)
+			auth_cache_remove(e);
+	}
+}
+
+/* A new entry for a token's hash, to be filled in by the caller. */
+struct auth_cache *
+auth_cache_new(const unsigned char *hash)
+{
+	struct auth_cache	*e;
+
+	auth_cache_room();
+	e = xcalloc(1, sizeof *e);
+	memcpy(e->hash, hash, sizeof e->hash);
+	TAILQ_INIT(&e->waiters);
+	RB_INSERT(auth_cache_tree, &auth.cache, e);
+	TAILQ_INSERT_TAIL(&auth.cache_order, e, order);
+	auth.ncache++;
+	return (e);
+}
+
+/* The verified JWTs go (a new key set): they are verified again. */
+void
+auth_cache_forget_jwts(void)
+{
+	struct auth_cache	*e, *next;
+
+	TAILQ_FOREACH_SAFE(e, &auth.cache_order, order, next) {
+		if (e->jwt)
 			auth_cache_remove(e);
 	}
 }
@@ -694,11 +758,11 @@ auth_check(const char *header, auth_check_cb *cb, void *arg)
 	}
 	if ((auth.a->jwks_file != NULL || auth.a->jwks_uri != NULL) &&
 	    jwt_looks_like(token, len)) {
-		auth_jwt(c, token, len);
+		auth_jwt_check(c, token, len);
 		return;
 	}
 	if (auth.a->introspection != NULL) {
-		auth_introspect(c, token, len, hash);
+		auth_introspect_check(c, token, len);
 		return;
 	}
 	auth_answer(c, AUTH_INVALID, auth.a->jwks_file != NULL ||
@@ -873,37 +937,32 @@ int
 auth_init(struct event_base *base, const struct conf *conf, char **cause)
 {
 	const struct conf_auth	*a = conf->auth;
-	char			*why;
 
 	auth.base = base;
 	TAILQ_INIT(&auth.checks);
-	TAILQ_INIT(&auth.key_waiters);
 	RB_INIT(&auth.cache);
 	TAILQ_INIT(&auth.cache_order);
 	if (a == NULL)
 		return (0);
-	if (a->jwks_file != NULL &&
-	    (auth.file_keys = jwks_load(a->jwks_file, &why)) == NULL) {
-		xasprintf(cause, "jwks_file %s: %s", a->jwks_file, why);
-		free(why);
+	if (auth_jwt_init(a, cause) != 0) {
+		auth_jwt_shutdown();
 		return (-1);
 	}
 	if (a->token_file != NULL && auth_load_statics(a->token_file,
 	    &auth.statics, &auth.nstatics, cause) != 0) {
-		jwks_free(auth.file_keys);
-		auth.file_keys = NULL;
+		auth_jwt_shutdown();
 		return (-1);
 	}
+	auth_introspect_init(a);
 	auth.conf = conf_ref(conf);
 	auth.a = a;
 	auth_metadata_where(a->resource);
 	log_info("auth: resource %s, issuer %s; %zu keys from jwks_file, "
 	    "%zu static tokens%s%s", a->resource, a->issuer,
-	    jwks_count(auth.file_keys), auth.nstatics,
+	    auth_jwt_file_keys(), auth.nstatics,
 	    a->jwks_uri != NULL ? ", jwks_uri" : "",
 	    a->introspection != NULL ? ", introspection" : "");
-	if (a->jwks_uri != NULL)
-		auth_jwks_fetch();
+	auth_jwt_start();
 	return (0);
 }
 
@@ -936,8 +995,8 @@ auth_shutdown(void)
 	}
 	while ((e = TAILQ_FIRST(&auth.cache_order)) != NULL)
 		auth_cache_remove(e);
-	jwks_free(auth.file_keys);
-	jwks_free(auth.uri_keys);
+	auth_jwt_shutdown();
+	auth_introspect_shutdown();
 	auth_statics_free(auth.statics, auth.nstatics);
 	free(auth.metadata_url);
 	free(auth.metadata_path);

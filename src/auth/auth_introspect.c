@@ -6,6 +6,8 @@
  * same token while it is asked about wait for that one answer. At most
  * introspection_rate new tokens a second are sent.
  */
+#include <sys/queue.h>
+
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +23,12 @@
 
 #define AUTH_INTROSPECT_MAX	(64 * 1024)	/* bytes of an answer */
 
+static struct {
+	const struct conf_auth	*a;
+	uint64_t		 second_ms;	/* introspection_rate's */
+	long long		 count;		/* new tokens asked in it */
+} intro;
+
 /*
  * What the introspection endpoint said: e->principal, or the refusal in
  * e->why; neither when the answer is none (not a JSON object with a
@@ -28,13 +36,13 @@
  * and that is not remembered.
  */
 static void
-auth_introspected(struct auth_cache *e, const char *body, size_t len)
+auth_introspect_read(struct auth_cache *e, const char *body, size_t len)
 {
 	cJSON		*json = NULL;
 	const cJSON	*active, *aud;
 	const char	*iss, *sub, *cid;
 	double		 now = (double)clock_wall_ms() / 1000, exp;
-	uint64_t	 ttl = (uint64_t)auth.a->jwks_cache * 1000;
+	uint64_t	 ttl = (uint64_t)intro.a->jwks_cache * 1000;
 	char		*scopes;
 	int		 r;
 
@@ -50,33 +58,33 @@ auth_introspected(struct auth_cache *e, const char *body, size_t len)
 		log_limited(LOG_LEVEL_WARN, "auth-introspection", "auth: "
 		    "introspection %s: the answer is not a JSON object with a "
 		    "boolean active; the token is answered 503, nothing is "
-		    "cached", auth.a->introspection);
+		    "cached", intro.a->introspection);
 		goto out;
 	}
 	e->why = "the token is not active";
 	if (!cJSON_IsTrue(active))
 		goto out;
 	if ((r = auth_claim_time(json, "exp", &exp)) < 0 ||
-	    (r == 0 && now > exp + (double)auth.a->leeway)) {
+	    (r == 0 && now > exp + (double)intro.a->leeway)) {
 		e->why = "the token has expired";
 		goto out;
 	}
 	if (r == 0 && (exp - now) * 1000 < (double)ttl)
 		ttl = exp > now ? (uint64_t)((exp - now) * 1000) : 0;
 	aud = cJSON_GetObjectItemCaseSensitive(json, "aud");
-	if (aud != NULL && !auth_aud_ok(aud)) {
+	if (aud != NULL && !auth_claim_aud(aud)) {
 		e->why = "the audience (aud) is not this resource";
 		goto out;
 	}
 	if ((r = auth_claim_text(json, "iss", &iss)) < 0 ||
-	    (r == 0 && strcmp(iss, auth.a->issuer) != 0)) {
+	    (r == 0 && strcmp(iss, intro.a->issuer) != 0)) {
 		e->why = "wrong issuer (iss)";
 		goto out;
 	}
 	if (auth_claim_who(json, 0, &sub, &cid, &e->why) != 0)
 		goto out;
 	scopes = auth_claim_scopes(json);
-	e->principal = auth_principal_new(auth.a->issuer, sub, cid, scopes);
+	e->principal = auth_principal_new(intro.a->issuer, sub, cid, scopes);
 	free(scopes);
 	e->why = NULL;
 out:
@@ -86,7 +94,7 @@ out:
 
 /* A cache entry is answered (or could not be): its waiters hear it. */
 static void
-auth_cache_answer(struct auth_cache *e)
+auth_introspect_tell(struct auth_cache *e)
 {
 	struct auth_check	*c;
 
@@ -113,15 +121,15 @@ auth_introspect_cb(struct http_client *hc, void *arg)
 	e->request = NULL;
 	if (http_client_status(hc) == 200) {
 		body = http_client_body(hc, &len);
-		auth_introspected(e, body, len);
+		auth_introspect_read(e, body, len);
 	} else {
 		log_limited(LOG_LEVEL_WARN, "auth-introspection", "auth: "
-		    "introspection %s: %s", auth.a->introspection,
+		    "introspection %s: %s", intro.a->introspection,
 		    http_client_status(hc) != 0 ? "status not 200" :
 		    http_client_error(hc));
 		e->why = NULL;
 	}
-	auth_cache_answer(e);
+	auth_introspect_tell(e);
 	if (e->principal == NULL && e->why == NULL)
 		auth_cache_remove(e);	/* not an answer: ask again */
 }
@@ -136,19 +144,19 @@ auth_introspect_rate(void)
 {
 	uint64_t	now = clock_now_ms();
 
-	if (now - auth.intro_second_ms >= 1000) {
-		auth.intro_second_ms = now;
-		auth.intro_count = 0;
+	if (now - intro.second_ms >= 1000) {
+		intro.second_ms = now;
+		intro.count = 0;
 	}
-	if (auth.intro_count >= auth.a->introspection_rate)
+	if (intro.count >= intro.a->introspection_rate)
 		return (0);
-	auth.intro_count++;
+	intro.count++;
 	return (1);
 }
 
 /* application/x-www-form-urlencoded, as RFC 6749 (2.3.1) wants it. */
 static char *
-auth_form_encode(const char *s, size_t len)
+auth_introspect_form(const char *s, size_t len)
 {
 	char	*out = xmalloc(len * 3 + 1), *o = out;
 	size_t	 i;
@@ -163,9 +171,12 @@ auth_form_encode(const char *s, size_t len)
 	return (out);
 }
 
+/*
+ * A token that is not a JWT: its cached answer, the answer already asked
+ * for, or a new question to the endpoint.
+ */
 void
-auth_introspect(struct auth_check *c, const char *token, size_t len,
-    const unsigned char hash[JWT_SHA256_LEN])
+auth_introspect_check(struct auth_check *c, const char *token, size_t len)
 {
 	struct auth_cache		*e;
 	struct http_client_request	 r;
@@ -174,7 +185,7 @@ auth_introspect(struct auth_check *c, const char *token, size_t len,
 	char				*basic = NULL, *cause;
 	size_t				 nh = 0;
 
-	if ((e = auth_cache_find(hash)) != NULL && e->jwt) {
+	if ((e = auth_cache_find(c->hash)) != NULL && e->jwt) {
 		auth_found(c, auth_principal_ref(e->principal));
 		return;
 	}
@@ -185,21 +196,16 @@ auth_introspect(struct auth_check *c, const char *token, size_t len,
 			auth_answer(c, AUTH_INVALID, e->why);
 		return;
 	}
-	if (auth.pending >= (size_t)auth.a->max_pending) {
-		auth_answer(c, AUTH_UNAVAILABLE, "too many requests waiting "
-		    "for authorization");
+	if (auth_wait(c) != 0)
 		return;
-	}
 	if (e == NULL && !auth_introspect_rate()) {
 		log_limited(LOG_LEVEL_WARN, "auth-introspection-rate", "auth: "
 		    "introspection_rate (%lld a second) reached: a new token "
-		    "answered 503", auth.a->introspection_rate);
+		    "answered 503", intro.a->introspection_rate);
 		auth_answer(c, AUTH_UNAVAILABLE, "too many new tokens to "
 		    "introspect now");
 		return;
 	}
-	c->counted = 1;
-	auth.pending++;
 	if (e != NULL) {
 		/* The same token is being asked about already. */
 		c->waiting = e;
@@ -207,17 +213,11 @@ auth_introspect(struct auth_check *c, const char *token, size_t len,
 		return;
 	}
 
-	auth_cache_room();
-	e = xcalloc(1, sizeof *e);
-	memcpy(e->hash, hash, sizeof e->hash);
-	TAILQ_INIT(&e->waiters);
-	RB_INSERT(auth_cache_tree, &auth.cache, e);
-	TAILQ_INSERT_TAIL(&auth.cache_order, e, order);
-	auth.ncache++;
+	e = auth_cache_new(c->hash);
 	c->waiting = e;
 	TAILQ_INSERT_TAIL(&e->waiters, c, wait);
 
-	tok = auth_form_encode(token, len);
+	tok = auth_introspect_form(token, len);
 	xasprintf(&body, "token=%s&token_type_hint=access_token", tok);
 	explicit_bzero(tok, strlen(tok));
 	free(tok);
@@ -225,11 +225,11 @@ auth_introspect(struct auth_check *c, const char *token, size_t len,
 	h[nh++].value = "application/x-www-form-urlencoded";
 	h[nh].name = "Accept";
 	h[nh++].value = "application/json";
-	if (auth.a->client_id != NULL) {
-		id = auth_form_encode(auth.a->client_id,
-		    strlen(auth.a->client_id));
-		secret = auth_form_encode(auth.a->client_secret,
-		    strlen(auth.a->client_secret));
+	if (intro.a->client_id != NULL) {
+		id = auth_introspect_form(intro.a->client_id,
+		    strlen(intro.a->client_id));
+		secret = auth_introspect_form(intro.a->client_secret,
+		    strlen(intro.a->client_secret));
 		xasprintf(&pair, "%s:%s", id, secret);
 		tok = base64_encode(pair, strlen(pair), 0);
 		xasprintf(&basic, "Basic %s", tok);
@@ -245,13 +245,13 @@ auth_introspect(struct auth_check *c, const char *token, size_t len,
 	}
 	memset(&r, 0, sizeof r);
 	r.method = "POST";
-	r.url = auth.a->introspection;
+	r.url = intro.a->introspection;
 	r.headers = h;
 	r.nheaders = nh;
 	r.body = body;
 	r.bodylen = strlen(body);
 	r.max_body = AUTH_INTROSPECT_MAX;
-	r.timeout_ms = (int)auth.a->timeout * 1000;
+	r.timeout_ms = (int)intro.a->timeout * 1000;
 	r.done = auth_introspect_cb;
 	r.arg = e;
 	e->request = http_client_start(&r, &cause);
@@ -265,7 +265,19 @@ auth_introspect(struct auth_check *c, const char *token, size_t len,
 		log_limited(LOG_LEVEL_WARN, "auth-introspection", "auth: "
 		    "introspection: %s", cause);
 		free(cause);
-		auth_cache_answer(e);
+		auth_introspect_tell(e);
 		auth_cache_remove(e);
 	}
+}
+
+void
+auth_introspect_init(const struct conf_auth *a)
+{
+	intro.a = a;
+}
+
+void
+auth_introspect_shutdown(void)
+{
+	memset(&intro, 0, sizeof intro);
 }

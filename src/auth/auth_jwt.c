@@ -7,6 +7,8 @@
  * verified token is remembered in auth.c's cache until it expires; a new
  * key set forgets them all, so a key taken out stops its tokens at once.
  */
+#include <sys/queue.h>
+
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -19,11 +21,24 @@
 #include "log.h"
 #include "xmalloc.h"
 
+static struct {
+	const struct conf_auth	*a;
+	struct jwks		*file;		/* jwks_file's */
+	struct jwks		*uri;		/* jwks_uri's, once fetched */
+	uint64_t		 uri_fetched_ms;
+	uint64_t		 uri_refresh_ms;	/* for an unknown kid */
+	int			 uri_refreshed;
+	struct http_client	*uri_fetch;
+	struct auth_checks	 waiters;	/* for uri_fetch */
+} keys;
+
+static void	auth_jwt_fetch(void);
+
 /* RFC 9068 (2.1, 4): typ at+jwt, or its media type, in any case. */
 static int
-auth_typ_ok(const char *typ)
+auth_jwt_typ_ok(const char *typ)
 {
-	if (auth.a->token_type == CONF_TOKEN_ANY)
+	if (keys.a->token_type == CONF_TOKEN_ANY)
 		return (1);
 	return (typ != NULL && (strcasecmp(typ, "at+jwt") == 0 ||
 	    strcasecmp(typ, "application/at+jwt") == 0));
@@ -36,21 +51,21 @@ auth_jwt_principal(const struct jwt *j, double *expp, const char **why)
 	const cJSON	*claims = jwt_claims(j);
 	const char	*iss, *sub, *cid;
 	double		 now = (double)clock_wall_ms() / 1000, exp, nbf;
-	double		 leeway = (double)auth.a->leeway;
+	double		 leeway = (double)keys.a->leeway;
 	struct auth_principal *p;
 	char		*scopes;
 	int		 r;
 
-	if (!auth_typ_ok(jwt_typ(j))) {
+	if (!auth_jwt_typ_ok(jwt_typ(j))) {
 		*why = "the token's typ is not at+jwt";
 		return (NULL);
 	}
 	if (auth_claim_text(claims, "iss", &iss) != 0 ||
-	    strcmp(iss, auth.a->issuer) != 0) {
+	    strcmp(iss, keys.a->issuer) != 0) {
 		*why = "wrong issuer (iss)";
 		return (NULL);
 	}
-	if (!auth_aud_ok(cJSON_GetObjectItemCaseSensitive(claims, "aud"))) {
+	if (!auth_claim_aud(cJSON_GetObjectItemCaseSensitive(claims, "aud"))) {
 		*why = "the audience (aud) is not this resource";
 		return (NULL);
 	}
@@ -80,12 +95,12 @@ auth_jwt_principal(const struct jwt *j, double *expp, const char **why)
 }
 
 static int
-auth_try_keys(const struct jwt *j, const struct jwks *keys)
+auth_jwt_try(const struct jwt *j, const struct jwks *set)
 {
 	const struct jwt_key	*key;
 	size_t			 i = 0;
 
-	while ((key = jwks_next(keys, jwt_kid(j), jwt_alg(j), &i)) != NULL) {
+	while ((key = jwks_next(set, jwt_kid(j), jwt_alg(j), &i)) != NULL) {
 		if (jwt_verify(j, key) == 0)
 			return (0);
 	}
@@ -99,38 +114,20 @@ auth_jwt_remember(const unsigned char *hash, struct auth_principal *p,
 {
 	struct auth_cache	*e;
 	double			 left;
-	uint64_t		 ttl = (uint64_t)auth.a->jwks_cache * 1000;
+	uint64_t		 ttl = (uint64_t)keys.a->jwks_cache * 1000;
 
 	if (auth_cache_find(hash) != NULL)
 		return;
-	left = (exp + (double)auth.a->leeway) * 1000 -
+	left = (exp + (double)keys.a->leeway) * 1000 -
 	    (double)clock_wall_ms();
 	if (left <= 0)
 		return;
 	if (left < (double)ttl)
 		ttl = (uint64_t)left;
-	auth_cache_room();
-	e = xcalloc(1, sizeof *e);
-	memcpy(e->hash, hash, sizeof e->hash);
+	e = auth_cache_new(hash);
 	e->principal = auth_principal_ref(p);
 	e->jwt = 1;
 	e->expires_ms = clock_now_ms() + ttl;
-	TAILQ_INIT(&e->waiters);
-	RB_INSERT(auth_cache_tree, &auth.cache, e);
-	TAILQ_INSERT_TAIL(&auth.cache_order, e, order);
-	auth.ncache++;
-}
-
-/* A new key set: what the old one verified is verified again. */
-static void
-auth_jwt_forget(void)
-{
-	struct auth_cache	*e, *next;
-
-	TAILQ_FOREACH_SAFE(e, &auth.cache_order, order, next) {
-		if (e->jwt)
-			auth_cache_remove(e);
-	}
 }
 
 /* Verifies with the keys there are now; answers c. */
@@ -141,14 +138,14 @@ auth_jwt_verify(struct auth_check *c)
 	const char		*why = "invalid token";
 	double			 exp = 0;
 
-	if (auth_try_keys(c->jwt, auth.file_keys) != 0 &&
-	    auth_try_keys(c->jwt, auth.uri_keys) != 0) {
-		if (auth.a->jwks_uri != NULL && auth.uri_keys == NULL)
+	if (auth_jwt_try(c->jwt, keys.file) != 0 &&
+	    auth_jwt_try(c->jwt, keys.uri) != 0) {
+		if (keys.a->jwks_uri != NULL && keys.uri == NULL)
 			auth_answer(c, AUTH_UNAVAILABLE, "the authorization "
 			    "server's keys cannot be fetched");
 		else if (jwt_kid(c->jwt) != NULL &&
-		    !jwks_has_kid(auth.file_keys, jwt_kid(c->jwt)) &&
-		    !jwks_has_kid(auth.uri_keys, jwt_kid(c->jwt)))
+		    !jwks_has_kid(keys.file, jwt_kid(c->jwt)) &&
+		    !jwks_has_kid(keys.uri, jwt_kid(c->jwt)))
 			auth_answer(c, AUTH_INVALID, "no key with the token's "
 			    "kid");
 		else
@@ -168,14 +165,18 @@ auth_jwt_verify(struct auth_check *c)
  * once per jwks_refresh_min, however many such tokens come.
  */
 static int
-auth_may_refresh(void)
+auth_jwt_may_refresh(void)
 {
-	return (!auth.uri_refreshed || clock_now_ms() - auth.uri_refresh_ms >=
-	    (uint64_t)auth.a->jwks_refresh_min * 1000);
+	return (!keys.uri_refreshed || clock_now_ms() - keys.uri_refresh_ms >=
+	    (uint64_t)keys.a->jwks_refresh_min * 1000);
 }
 
+/*
+ * A token that looks like a JWT: from the cache, or verified now, or
+ * once a fresh key set has come when it names a kid the sets lack.
+ */
 void
-auth_jwt(struct auth_check *c, const char *token, size_t len)
+auth_jwt_check(struct auth_check *c, const char *token, size_t len)
 {
 	struct auth_cache	*e;
 	const char		*why, *kid;
@@ -189,86 +190,82 @@ auth_jwt(struct auth_check *c, const char *token, size_t len)
 		auth_answer(c, AUTH_INVALID, why);
 		return;
 	}
-	if (auth.a->jwks_uri == NULL) {
+	if (keys.a->jwks_uri == NULL) {
 		auth_jwt_verify(c);
 		return;
 	}
 	kid = jwt_kid(c->jwt);
-	known = (kid != NULL && jwks_has_kid(auth.file_keys, kid)) ||
-	    (auth.uri_keys != NULL && (kid == NULL ||
-	    jwks_has_kid(auth.uri_keys, kid)));
-	if (!known && (auth.uri_fetch != NULL || auth_may_refresh())) {
-		if (auth.pending >= (size_t)auth.a->max_pending) {
-			auth_answer(c, AUTH_UNAVAILABLE, "too many requests "
-			    "waiting for authorization");
-			return;
-		}
+	known = (kid != NULL && jwks_has_kid(keys.file, kid)) ||
+	    (keys.uri != NULL && (kid == NULL ||
+	    jwks_has_kid(keys.uri, kid)));
+	if (!known && (keys.uri_fetch != NULL || auth_jwt_may_refresh())) {
 		/* Wait for a fresh set: the key may just have rotated. */
-		c->counted = 1;
-		auth.pending++;
-		TAILQ_INSERT_TAIL(&auth.key_waiters, c, wait);
-		if (auth.uri_fetch == NULL) {
-			auth.uri_refreshed = 1;
-			auth.uri_refresh_ms = clock_now_ms();
-			auth_jwks_fetch();
+		if (auth_wait(c) != 0)
+			return;
+		TAILQ_INSERT_TAIL(&keys.waiters, c, wait);
+		if (keys.uri_fetch == NULL) {
+			keys.uri_refreshed = 1;
+			keys.uri_refresh_ms = clock_now_ms();
+			auth_jwt_fetch();
 		}
 		return;
 	}
 	/* A set older than jwks_cache is fetched again, in the background. */
-	if (auth.uri_keys != NULL && auth.uri_fetch == NULL &&
-	    clock_now_ms() - auth.uri_fetched_ms >=
-	    (uint64_t)auth.a->jwks_cache * 1000) {
-		auth.uri_fetched_ms = clock_now_ms();	/* once per period */
-		auth_jwks_fetch();
+	if (keys.uri != NULL && keys.uri_fetch == NULL &&
+	    clock_now_ms() - keys.uri_fetched_ms >=
+	    (uint64_t)keys.a->jwks_cache * 1000) {
+		keys.uri_fetched_ms = clock_now_ms();	/* once per period */
+		auth_jwt_fetch();
 	}
 	auth_jwt_verify(c);
 }
 
 /* The fetch is over (or never started): its waiters verify now. */
 static void
-auth_jwks_waiters(void)
+auth_jwt_waiters(void)
 {
 	struct auth_check	*c;
 
-	while ((c = TAILQ_FIRST(&auth.key_waiters)) != NULL) {
-		TAILQ_REMOVE(&auth.key_waiters, c, wait);
+	while ((c = TAILQ_FIRST(&keys.waiters)) != NULL) {
+		TAILQ_REMOVE(&keys.waiters, c, wait);
 		auth_jwt_verify(c);
 	}
 }
 
 static void
-auth_jwks_fetched_cb(struct http_client *hc, void *arg)
+auth_jwt_fetched_cb(struct http_client *hc, void *arg)
 {
-	struct jwks		*keys;
+	struct jwks		*set;
 	const char		*body;
 	size_t			 len;
 	char			*why;
 
-	auth.uri_fetch = NULL;
+	keys.uri_fetch = NULL;
 	if (http_client_status(hc) != 200) {
 		log_limited(LOG_LEVEL_WARN, "auth-jwks", "auth: jwks_uri %s: "
-		    "%s", auth.a->jwks_uri, http_client_status(hc) != 0 ?
+		    "%s", keys.a->jwks_uri, http_client_status(hc) != 0 ?
 		    "status not 200" : http_client_error(hc));
 	} else {
 		body = http_client_body(hc, &len);
-		if ((keys = jwks_parse(body, len, &why)) == NULL) {
+		if ((set = jwks_parse(body, len, &why)) == NULL) {
 			log_limited(LOG_LEVEL_WARN, "auth-jwks", "auth: "
-			    "jwks_uri %s: %s", auth.a->jwks_uri, why);
+			    "jwks_uri %s: %s", keys.a->jwks_uri, why);
 			free(why);
 		} else {
-			jwks_free(auth.uri_keys);
-			auth.uri_keys = keys;
-			auth_jwt_forget();
-			auth.uri_fetched_ms = clock_now_ms();
+			jwks_free(keys.uri);
+			keys.uri = set;
+			/* What the old set verified is verified again. */
+			auth_cache_forget_jwts();
+			keys.uri_fetched_ms = clock_now_ms();
 			log_info("auth: jwks_uri %s: %zu keys",
-			    auth.a->jwks_uri, jwks_count(keys));
+			    keys.a->jwks_uri, jwks_count(set));
 		}
 	}
-	auth_jwks_waiters();
+	auth_jwt_waiters();
 }
 
-void
-auth_jwks_fetch(void)
+static void
+auth_jwt_fetch(void)
 {
 	struct http_client_request	 r;
 	struct http_client_header	 accept = { "Accept",
@@ -277,17 +274,56 @@ auth_jwks_fetch(void)
 
 	memset(&r, 0, sizeof r);
 	r.method = "GET";
-	r.url = auth.a->jwks_uri;
+	r.url = keys.a->jwks_uri;
 	r.headers = &accept;
 	r.nheaders = 1;
 	r.max_body = JWKS_MAX_SIZE;
-	r.timeout_ms = (int)auth.a->timeout * 1000;
-	r.done = auth_jwks_fetched_cb;
-	log_debug("auth: fetching %s", auth.a->jwks_uri);
-	if ((auth.uri_fetch = http_client_start(&r, &cause)) == NULL) {
+	r.timeout_ms = (int)keys.a->timeout * 1000;
+	r.done = auth_jwt_fetched_cb;
+	log_debug("auth: fetching %s", keys.a->jwks_uri);
+	if ((keys.uri_fetch = http_client_start(&r, &cause)) == NULL) {
 		log_limited(LOG_LEVEL_WARN, "auth-jwks", "auth: jwks_uri: %s",
 		    cause);
 		free(cause);
-		auth_jwks_waiters();
+		auth_jwt_waiters();
 	}
+}
+
+/* jwks_file's keys, read now; jwks_uri's are fetched by auth_jwt_start. */
+int
+auth_jwt_init(const struct conf_auth *a, char **cause)
+{
+	char	*why;
+
+	keys.a = a;
+	TAILQ_INIT(&keys.waiters);
+	if (a->jwks_file != NULL &&
+	    (keys.file = jwks_load(a->jwks_file, &why)) == NULL) {
+		xasprintf(cause, "jwks_file %s: %s", a->jwks_file, why);
+		free(why);
+		return (-1);
+	}
+	return (0);
+}
+
+size_t
+auth_jwt_file_keys(void)
+{
+	return (jwks_count(keys.file));
+}
+
+void
+auth_jwt_start(void)
+{
+	if (keys.a->jwks_uri != NULL)
+		auth_jwt_fetch();
+}
+
+/* After http_client_shutdown: no fetch is under way, no check waits. */
+void
+auth_jwt_shutdown(void)
+{
+	jwks_free(keys.file);
+	jwks_free(keys.uri);
+	memset(&keys, 0, sizeof keys);
 }
