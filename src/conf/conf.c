@@ -1203,11 +1203,19 @@ static int
 conf_check(struct conf *conf, struct conf_scope *cs, const char *file,
     char **cause)
 {
+	const struct conf_entry	*ce;
+	size_t			 i;
+
 	conf->stream_window_line = conf_scope_line(cs, "stream_window");
 	if (conf_check_window(conf, file, conf_scope_line(cs,
 	    "stream_maxlen"), 0, cause) != 0)
 		return (-1);
-	return (conf_tool_check_names(conf, file, cause));
+	for (i = 0; i < conf_table_main.n; i++) {
+		ce = &conf_table_main.entries[i];
+		if (ce->done != NULL && ce->done(conf, file, cause) != 0)
+			return (-1);
+	}
+	return (0);
 }
 
 /* ---------------------------------------------------------------------
@@ -1301,6 +1309,9 @@ int
 conf_keep_restart_only(struct conf *new, const struct conf *old,
     const char **names, size_t max, size_t *n, char **cause)
 {
+	const struct conf_entry	*ce;
+	size_t			 i;
+
 	*n = 0;
 #define CONF_KEEP(name, differ, keep) do {				\
 	if (differ) {							\
@@ -1332,10 +1343,14 @@ conf_keep_restart_only(struct conf *new, const struct conf *old,
 	CONF_KEEP_NUM("stream_ttl", stream_ttl);
 	CONF_KEEP_NUM("session_ttl", session_ttl);
 	CONF_KEEP_NUM("session_max_streams", session_max_streams);
-	CONF_KEEP("auth", conf_auth_differ(new->auth, old->auth),
-	    (conf_auth_free(new->auth), new->auth = conf_auth_copy(old->auth)));
 #undef CONF_KEEP_NUM
 #undef CONF_KEEP
+	/* Blocks read at start-up only (auth): their rows keep them. */
+	for (i = 0; i < conf_table_main.n; i++) {
+		ce = &conf_table_main.entries[i];
+		if (ce->keep != NULL && ce->keep(new, old) && *n < max)
+			names[(*n)++] = ce->name;
+	}
 
 	/* An unset window is at most half of the stream_maxlen kept. */
 	return (conf_check_window(new, new->path, 0, 1, cause));
@@ -1456,15 +1471,10 @@ conf_free(struct conf *conf)
 			free(*(char **)field);
 		else if (ce->type == CONF_WORDS)
 			xfree_words(*(char ***)field);
+		else if (ce->type == CONF_BLOCK && ce->free != NULL)
+			ce->free(conf);
 	}
-	/* Fields set by custom parsers and blocks. */
-	for (i = 0; i < conf->ntools; i++)
-		conf_tool_clear(&conf->tools[i]);
-	free(conf->tools);
-	for (i = 0; i < conf->nupstreams; i++)
-		conf_upstream_clear(&conf->upstreams[i]);
-	free(conf->upstreams);
-	conf_auth_free(conf->auth);
+	/* A field set by a custom parser. */
 	free(conf->redis_host);
 	free(conf->path);
 	free(conf);

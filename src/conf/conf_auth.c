@@ -271,8 +271,8 @@ conf_auth_introspection(void *base, const struct conf_entry *ce, int argc,
 	return (0);
 }
 
-void
-conf_auth_free(struct conf_auth *auth)
+static void
+conf_auth_delete(struct conf_auth *auth)
 {
 	const struct conf_entry	*ce;
 	char			*field;
@@ -354,12 +354,12 @@ conf_auth_block(void *base, const struct conf_entry *ce,
 	return (0);
 
 fail:
-	conf_auth_free(auth);
+	conf_auth_delete(auth);
 	return (-1);
 }
 
 /* Whether two auth blocks say different things (file contents aside). */
-int
+static int
 conf_auth_differ(const struct conf_auth *a, const struct conf_auth *b)
 {
 	if (a == NULL || b == NULL)
@@ -383,7 +383,7 @@ conf_auth_differ(const struct conf_auth *a, const struct conf_auth *b)
 	    a->timeout != b->timeout);
 }
 
-struct conf_auth *
+static struct conf_auth *
 conf_auth_copy(const struct conf_auth *a)
 {
 	struct conf_auth	*c;
@@ -404,4 +404,30 @@ conf_auth_copy(const struct conf_auth *a)
 	c->scopes = conf_words_copy(a->scopes, a->nscopes);
 	c->token_file = conf_str_copy(a->token_file);
 	return (c);
+}
+
+/* What the auth block put into base: conf_free's. */
+void
+conf_auth_free(void *base)
+{
+	struct conf	*conf = base;
+
+	conf_auth_delete(conf->auth);
+}
+
+/*
+ * A reload keeps the running auth block (auth.c took it up at start): 1
+ * if the new file's said something else.
+ */
+int
+conf_auth_keep(void *newbase, const void *oldbase)
+{
+	struct conf		*new = newbase;
+	const struct conf	*old = oldbase;
+
+	if (!conf_auth_differ(new->auth, old->auth))
+		return (0);
+	conf_auth_delete(new->auth);
+	new->auth = conf_auth_copy(old->auth);
+	return (1);
 }

@@ -93,6 +93,16 @@ struct conf_entry {
 	conf_line_cb		*line;		/* CONF_LINE */
 	conf_block_cb		*block;		/* CONF_BLOCK */
 	const struct conf_table	*sub;		/* CONF_BLOCK: its directives */
+	/*
+	 * CONF_BLOCK, each optional: free what the blocks put into base
+	 * (conf_free); check them once the whole file is read; and, for a
+	 * block a running process cannot take up, keep old's in new on a
+	 * reload (1 if they differed). The engine names no block: it calls
+	 * these through the table.
+	 */
+	void			(*free)(void *);
+	int			(*done)(void *, const char *, char **);
+	int			(*keep)(void *, const void *);
 	const char		*args;		/* synopsis; NULL: from type */
 	const char		*def;		/* one word, as in the file */
 	const char		*def_text;	/* documents a NULL def */
@@ -154,22 +164,20 @@ extern const struct conf_table conf_tool_table;
 extern const char conf_tool_examples[];
 extern const char conf_tool_example_active[];
 conf_block_cb	 conf_tool_block;
-void		 conf_tool_clear(struct conf_tool *);
-int		 conf_tool_check_names(struct conf *, const char *, char **);
+void		 conf_tool_free(void *);
+int		 conf_tool_done(void *, const char *, char **);
 
 /* conf_auth.c */
 extern const struct conf_table conf_auth_table;
 extern const char conf_auth_examples[];
 conf_block_cb	 conf_auth_block;
-void		 conf_auth_free(struct conf_auth *);
-int		 conf_auth_differ(const struct conf_auth *,
-		     const struct conf_auth *);
-struct conf_auth *conf_auth_copy(const struct conf_auth *);
+void		 conf_auth_free(void *);
+int		 conf_auth_keep(void *, const void *);
 
 /* conf_upstream.c */
 extern const struct conf_table conf_upstream_table;
 extern const char conf_upstream_examples[];
 conf_block_cb	 conf_upstream_block;
-void		 conf_upstream_clear(struct conf_upstream *);
+void		 conf_upstream_free(void *);
 
 #endif

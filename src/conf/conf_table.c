@@ -72,7 +72,8 @@ static const struct conf_entry conf_entries[] = {
 	    "accepted."),
 
 	{ .name = "auth", .type = CONF_BLOCK, .block = conf_auth_block,
-	  .sub = &conf_auth_table,
+	  .sub = &conf_auth_table, .free = conf_auth_free,
+	  .keep = conf_auth_keep,
 	  .example = conf_auth_examples, .args = "{ ... }",
 	  .section = "Authorization",
 	  .help = "Makes mcpd an OAuth 2.1 resource server, as MCP's "
@@ -201,7 +202,8 @@ static const struct conf_entry conf_entries[] = {
 	    "(a program counts until it has been reaped); a call beyond "
 	    "this gets the isError result \"tool busy\"."),
 	{ .name = "tool", .type = CONF_BLOCK, .block = conf_tool_block,
-	  .sub = &conf_tool_table,
+	  .sub = &conf_tool_table, .free = conf_tool_free,
+	  .done = conf_tool_done,
 	  .example = conf_tool_examples,
 	  .example_active = conf_tool_example_active,
 	  .args = "NAME { ... }",
@@ -221,7 +223,7 @@ static const struct conf_entry conf_entries[] = {
 	  "stream or notify while builtin_tools is on. Inside the block, "
 	  "one directive per line; param and env may repeat:" },
 	{ .name = "upstream", .type = CONF_BLOCK, .block = conf_upstream_block,
-	  .sub = &conf_upstream_table,
+	  .sub = &conf_upstream_table, .free = conf_upstream_free,
 	  .example = conf_upstream_examples, .args = "NAME { ... }",
 	  .help = "An MCP server mcpd is a client of: its tools, resources, "
 	  "resource templates, prompts and completions are served to clients "

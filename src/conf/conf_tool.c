@@ -194,7 +194,7 @@ conf_tool_param_ref(const struct conf_tool *tool, const char *word)
 	return (-1);
 }
 
-void
+static void
 conf_tool_clear(struct conf_tool *tool)
 {
 	size_t	i;
@@ -392,9 +392,10 @@ fail:
 
 /* Tool names against the built-in ones, once builtin_tools is known. */
 int
-conf_tool_check_names(struct conf *conf, const char *file, char **cause)
+conf_tool_done(void *base, const char *file, char **cause)
 {
-	size_t	i, j;
+	struct conf	*conf = base;
+	size_t		 i, j;
 
 	for (i = 0; conf->builtin_tools && i < conf->ntools; i++) {
 		for (j = 0; j < CONF_NITEMS(conf_tool_builtin); j++) {
@@ -408,6 +409,18 @@ conf_tool_check_names(struct conf *conf, const char *file, char **cause)
 		}
 	}
 	return (0);
+}
+
+/* What the tool blocks put into base: conf_free's. */
+void
+conf_tool_free(void *base)
+{
+	struct conf	*conf = base;
+	size_t		 i;
+
+	for (i = 0; i < conf->ntools; i++)
+		conf_tool_clear(&conf->tools[i]);
+	free(conf->tools);
 }
 
 const struct conf_tool *

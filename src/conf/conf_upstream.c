@@ -149,7 +149,7 @@ const char conf_upstream_examples[] =
 "    restart_delay 2\n"
 "}\n";
 
-void
+static void
 conf_upstream_clear(struct conf_upstream *up)
 {
 	free(up->name);
@@ -310,6 +310,18 @@ conf_upstream_block(void *base, const struct conf_entry *ce,
 fail:
 	conf_upstream_clear(&up);
 	return (-1);
+}
+
+/* What the upstream blocks put into base: conf_free's. */
+void
+conf_upstream_free(void *base)
+{
+	struct conf	*conf = base;
+	size_t		 i;
+
+	for (i = 0; i < conf->nupstreams; i++)
+		conf_upstream_clear(&conf->upstreams[i]);
+	free(conf->upstreams);
 }
 
 const struct conf_upstream *
