@@ -66,16 +66,12 @@ cJSON		*auth_metadata(void);
 const char	*auth_metadata_path(int);
 
 /*
- * Per tool: the scope a tool needs (NULL: none), and whether a principal
- * may call it (1 without auth). A function of the name, so tools of any
- * provider can get one.
+ * Whether a principal may use a tool, prompt, resource or template that
+ * needs scope (NULL: none; 1 without auth), and the scopes to ask for
+ * (allocated): the required ones, then scope. The caller knows the
+ * item's scope (provider_tool_scope, provider_item_scope): authorization
+ * asks no provider.
  */
-const char	*auth_tool_scope(const char *);
-int		 auth_tool_allowed(const struct auth_principal *,
-		     const char *);
-/* The scopes to ask for to call a tool (allocated): required, then its. */
-char		*auth_tool_scopes_needed(const char *);
-/* The same for an item that needs scope (NULL: none): 1 without auth. */
 int		 auth_scope_allowed(const struct auth_principal *,
 		     const char *);
 char		*auth_scopes_needed(const char *);

@@ -1,17 +1,26 @@
 /*
- * What the parts of authorization share (src/auth/ only):
+ * What the parts of authorization share (src/auth/ only), top down:
  *
- *	auth.c			the policy: principals, static tokens, a
- *				check and its answer, what claims must say,
- *				the cache of answered tokens, the challenge
+ *	auth.c			the policy: where a token goes (static,
+ *				JWT, introspection), token_file, the
+ *				challenge, the metadata, scopes of items
  *	auth_jwt.c		JWT access tokens: keys (jwks_file, jwks_uri
  *				and its refresh), signature, claims
  *	auth_introspect.c	tokens the introspection endpoint vouches
  *				for (RFC 7662)
+ *	auth_answer.c		how a check ends: on a later turn, once;
+ *				counted while it waits (max_pending)
+ *	auth_cache.c		answered tokens by their SHA-256
+ *	auth_claim.c		what claims must say, for JWTs and
+ *				introspection answers alike
+ *	auth_principal.c	who a token stands for
+ *	jwt.c, jwks.c		signatures and key sets (OpenSSL)
  *
- * A check is auth.c's; the other two take it (auth_jwt_check,
- * auth_introspect_check) and end it with auth_found or auth_answer, now
- * or once what it waits for has come (auth_wait counts it meanwhile).
+ * auth.c makes a check (auth_answer_new) and ends it, or hands it to
+ * auth_jwt_check or auth_introspect_check, which end it with
+ * auth_answer_found or auth_answer, now or once what it waits for has
+ * come (auth_answer_wait counts it meanwhile). A file calls only those
+ * below it.
  */
 #ifndef MCPD_AUTH_INT_H
 #define MCPD_AUTH_INT_H
@@ -28,9 +37,11 @@
 #include "jwt.h"
 
 struct conf_auth;
+struct event_base;
 struct http_client;
 
 #define AUTH_CLAIM_MAX		1024		/* bytes of iss, sub, ... */
+#define AUTH_SCOPES_MAX		64		/* scopes kept of a token */
 
 struct auth_cache;
 
@@ -65,21 +76,34 @@ struct auth_cache {
 	TAILQ_ENTRY(auth_cache)	 order;
 };
 
-/* auth.c */
+/* auth_answer.c */
+void		 auth_answer_init(struct event_base *,
+		     const struct conf_auth *);
+struct auth_check *auth_answer_new(auth_check_cb *, void *);
 void		 auth_answer(struct auth_check *, enum auth_status,
 		     const char *);
-void		 auth_found(struct auth_check *, struct auth_principal *);
-int		 auth_wait(struct auth_check *);
-int		 auth_claim_text(const cJSON *, const char *, const char **);
-int		 auth_claim_who(const cJSON *, int, const char **,
-		     const char **, const char **);
-int		 auth_claim_aud(const cJSON *);
-char		*auth_claim_scopes(const cJSON *);
-int		 auth_claim_time(const cJSON *, const char *, double *);
+void		 auth_answer_found(struct auth_check *,
+		     struct auth_principal *);
+int		 auth_answer_wait(struct auth_check *);
+size_t		 auth_answer_pending(void);
+char		*auth_answer_scopes(const char *);
+void		 auth_answer_shutdown(void);
+
+/* auth_cache.c */
+void		 auth_cache_init(long long);
 struct auth_cache *auth_cache_find(const unsigned char *);
 struct auth_cache *auth_cache_new(const unsigned char *);
 void		 auth_cache_remove(struct auth_cache *);
 void		 auth_cache_forget_jwts(void);
+void		 auth_cache_clear(void);
+
+/* auth_claim.c */
+int		 auth_claim_text(const cJSON *, const char *, const char **);
+int		 auth_claim_who(const cJSON *, int, const char **,
+		     const char **, const char **);
+int		 auth_claim_aud(const cJSON *, const char *);
+char		*auth_claim_scopes(const cJSON *);
+int		 auth_claim_time(const cJSON *, const char *, double *);
 
 /* auth_jwt.c */
 int		 auth_jwt_init(const struct conf_auth *, char **);

@@ -72,7 +72,7 @@ auth_introspect_read(struct auth_cache *e, const char *body, size_t len)
 	if (r == 0 && (exp - now) * 1000 < (double)ttl)
 		ttl = exp > now ? (uint64_t)((exp - now) * 1000) : 0;
 	aud = cJSON_GetObjectItemCaseSensitive(json, "aud");
-	if (aud != NULL && !auth_claim_aud(aud)) {
+	if (aud != NULL && !auth_claim_aud(aud, intro.a->resource)) {
 		e->why = "the audience (aud) is not this resource";
 		goto out;
 	}
@@ -102,7 +102,7 @@ auth_introspect_tell(struct auth_cache *e)
 		TAILQ_REMOVE(&e->waiters, c, wait);
 		c->waiting = NULL;
 		if (e->principal != NULL)
-			auth_found(c, auth_principal_ref(e->principal));
+			auth_answer_found(c, auth_principal_ref(e->principal));
 		else if (e->why != NULL)
 			auth_answer(c, AUTH_INVALID, e->why);
 		else
@@ -186,17 +186,17 @@ auth_introspect_check(struct auth_check *c, const char *token, size_t len)
 	size_t				 nh = 0;
 
 	if ((e = auth_cache_find(c->hash)) != NULL && e->jwt) {
-		auth_found(c, auth_principal_ref(e->principal));
+		auth_answer_found(c, auth_principal_ref(e->principal));
 		return;
 	}
 	if (e != NULL && e->request == NULL) {
 		if (e->principal != NULL)
-			auth_found(c, auth_principal_ref(e->principal));
+			auth_answer_found(c, auth_principal_ref(e->principal));
 		else
 			auth_answer(c, AUTH_INVALID, e->why);
 		return;
 	}
-	if (auth_wait(c) != 0)
+	if (auth_answer_wait(c) != 0)
 		return;
 	if (e == NULL && !auth_introspect_rate()) {
 		log_limited(LOG_LEVEL_WARN, "auth-introspection-rate", "auth: "

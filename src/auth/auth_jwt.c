@@ -65,7 +65,8 @@ auth_jwt_principal(const struct jwt *j, double *expp, const char **why)
 		*why = "wrong issuer (iss)";
 		return (NULL);
 	}
-	if (!auth_claim_aud(cJSON_GetObjectItemCaseSensitive(claims, "aud"))) {
+	if (!auth_claim_aud(cJSON_GetObjectItemCaseSensitive(claims, "aud"),
+	    keys.a->resource)) {
 		*why = "the audience (aud) is not this resource";
 		return (NULL);
 	}
@@ -157,7 +158,7 @@ auth_jwt_verify(struct auth_check *c)
 		return;
 	}
 	auth_jwt_remember(c->hash, p, exp);
-	auth_found(c, p);
+	auth_answer_found(c, p);
 }
 
 /*
@@ -183,7 +184,7 @@ auth_jwt_check(struct auth_check *c, const char *token, size_t len)
 	int			 known;
 
 	if ((e = auth_cache_find(c->hash)) != NULL && e->jwt) {
-		auth_found(c, auth_principal_ref(e->principal));
+		auth_answer_found(c, auth_principal_ref(e->principal));
 		return;
 	}
 	if ((c->jwt = jwt_parse(token, len, &why)) == NULL) {
@@ -200,7 +201,7 @@ auth_jwt_check(struct auth_check *c, const char *token, size_t len)
 	    jwks_has_kid(keys.uri, kid)));
 	if (!known && (keys.uri_fetch != NULL || auth_jwt_may_refresh())) {
 		/* Wait for a fresh set: the key may just have rotated. */
-		if (auth_wait(c) != 0)
+		if (auth_answer_wait(c) != 0)
 			return;
 		TAILQ_INSERT_TAIL(&keys.waiters, c, wait);
 		if (keys.uri_fetch == NULL) {

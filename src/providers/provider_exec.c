@@ -282,6 +282,18 @@ exectool_enabled(const struct conf *conf)
 	return (conf->ntools > 0);
 }
 
+/*
+ * The scope the tool block names (NULL: none), from the running
+ * configuration: a reload changes it live.
+ */
+static const char *
+exectool_tool_scope(const char *name)
+{
+	const struct conf_tool	*tool = conf_tool_find(server.conf, name);
+
+	return (tool != NULL ? tool->scope : NULL);
+}
+
 /* What the tool block's task key says. */
 static const char *
 exectool_task_support(const char *name)
@@ -705,4 +717,5 @@ const struct provider provider_exec = {
 	.list_tools = exectool_list_tools,
 	.call_tool = exectool_call_tool,
 	.task_support = exectool_task_support,
+	.tool_scope = exectool_tool_scope,
 };
