@@ -12,6 +12,9 @@
 #include "auth_int.h"
 #include "xmalloc.h"
 
+/* Bytes of a token's scopes read; what follows is not looked at. */
+#define AUTH_CLAIM_SCOPES_MAX	4096
+
 /*
  * A string claim: absent (1), a string of at most AUTH_CLAIM_MAX bytes
  * (0, in *v), or there but not usable (-1).
@@ -87,11 +90,11 @@ auth_claim_scopes(const cJSON *claims)
 
 	scope = cJSON_GetObjectItemCaseSensitive(claims, "scope");
 	if (cJSON_IsString(scope))
-		return (xstrndup(scope->valuestring, 4096));
+		return (xstrndup(scope->valuestring, AUTH_CLAIM_SCOPES_MAX));
 	s = xstrdup("");
 	scope = cJSON_GetObjectItemCaseSensitive(claims, "scp");
 	cJSON_ArrayForEach(v, scope) {
-		if (!cJSON_IsString(v) || strlen(s) > 4096)
+		if (!cJSON_IsString(v) || strlen(s) > AUTH_CLAIM_SCOPES_MAX)
 			continue;
 		xasprintf(&t, "%s%s%s", s, *s == '\0' ? "" : " ",
 		    v->valuestring);
