@@ -41,17 +41,4 @@ void		 upstream_http_set_version(struct upstream_http *,
 void		 upstream_http_listen(struct upstream_http *);
 void		 upstream_http_close(struct upstream_http *);
 
-/*
- * The SSE parser, for the unit tests too: feed bytes; each event's data
- * is handed to the callback with its id (NULL if none). -1 when a line is
- * longer than the bound.
- */
-struct upstream_sse;
-typedef void	upstream_sse_cb(const char *, size_t, const char *, void *);
-struct upstream_sse *upstream_sse_new(size_t, upstream_sse_cb *, void *);
-int		 upstream_sse_feed(struct upstream_sse *, const char *,
-		     size_t);
-const char	*upstream_sse_last_id(const struct upstream_sse *);
-void		 upstream_sse_free(struct upstream_sse *);
-
 #endif
