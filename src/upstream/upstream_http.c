@@ -35,10 +35,11 @@
 
 #include <cjson/cJSON.h>
 
+#include "conf.h"
 #include "http_client.h"
 #include "log.h"
 #include "server.h"
-#include "upstream_http.h"
+#include "upstream_int.h"
 #include "upstream_sse.h"
 #include "xmalloc.h"
 
@@ -85,12 +86,13 @@ struct upstream_http {
 	char			*listen_id;	/* the GET stream's cursor */
 	struct event		*relisten;
 	struct uhposts		 posts;
-	const struct upstream_http_cbs *cbs;
+	const struct upstream_transport_cbs *cbs;
 	void			*arg;
 };
 
 static void	uhpost_start(struct uhpost *, const char *, size_t,
 		    const char *);
+static void	upstream_http_listen(void *);
 
 static void
 upstream_http_maybe_free(struct upstream_http *h)
@@ -439,45 +441,32 @@ uhpost_new(struct upstream_http *h, int64_t id)
 }
 
 /* ---------------------------------------------------------------------
- * The API.
+ * The transport's operations (upstream_int.h).
  */
 
-struct upstream_http *
-upstream_http_open(const char *url, const char *name, size_t max,
-    int idle_ms, const struct upstream_http_cbs *cbs, void *arg)
+/*
+ * A message to the server, a line whose newline is not sent; id > 0 for
+ * a request (its answer is awaited).
+ */
+static const char *
+upstream_http_send(void *arg, const char *line, size_t len, int64_t id)
 {
-	struct upstream_http	*h;
-
-	h = xcalloc(1, sizeof *h);
-	h->url = xstrdup(url);
-	h->name = xstrdup(name);
-	h->max = max;
-	h->idle_ms = idle_ms;
-	h->cbs = cbs;
-	h->arg = arg;
-	TAILQ_INIT(&h->posts);
-	h->relisten = evtimer_new(server.base, uhpost_relisten_cb, h);
-	return (h);
-}
-
-/* A message to the server; id > 0 for a request (its answer is awaited). */
-void
-upstream_http_send(struct upstream_http *h, const char *json, size_t len,
-    int64_t id)
-{
-	struct uhpost	*p;
+	struct upstream_http	*h = arg;
+	struct uhpost		*p;
 
 	if (h->closed)
-		return;
+		return (NULL);
 	p = uhpost_new(h, id);
-	uhpost_start(p, json, len, NULL);
+	uhpost_start(p, line, len - 1, NULL);
+	return (NULL);
 }
 
 /* Request id is no longer awaited (timeout, cancel): its POST ends. */
-void
-upstream_http_forget(struct upstream_http *h, int64_t id)
+static void
+upstream_http_forget(void *arg, int64_t id)
 {
-	struct uhpost	*p;
+	struct upstream_http	*h = arg;
+	struct uhpost		*p;
 
 	TAILQ_FOREACH(p, &h->posts, entry) {
 		if (p->id == id && id > 0) {
@@ -488,17 +477,20 @@ upstream_http_forget(struct upstream_http *h, int64_t id)
 	}
 }
 
-void
-upstream_http_set_version(struct upstream_http *h, const char *version)
+static void
+upstream_http_set_version(void *arg, const char *version)
 {
+	struct upstream_http	*h = arg;
+
 	free(h->version);
 	h->version = xstrdup(version);
 }
 
-void
-upstream_http_listen(struct upstream_http *h)
+static void
+upstream_http_listen(void *arg)
 {
-	struct uhpost	*p;
+	struct upstream_http	*h = arg;
+	struct uhpost		*p;
 
 	if (h->closed || h->listening || h->session == NULL)
 		return;
@@ -508,16 +500,18 @@ upstream_http_listen(struct upstream_http *h)
 }
 
 /*
- * Ends the transport: the session is deleted at the server (not waited
- * for), every request in flight is cancelled; no callback runs after.
+ * Ends the transport, and the run with it: the session is deleted at the
+ * server (not waited for), every request in flight is cancelled; no
+ * callback runs after.
  */
-void
-upstream_http_close(struct upstream_http *h)
+static int
+upstream_http_close(void *arg, int stopping)
 {
-	struct uhpost	*p;
+	struct upstream_http	*h = arg;
+	struct uhpost		*p;
 
 	if (h->closed)
-		return;
+		return (1);
 	TAILQ_FOREACH(p, &h->posts, entry) {
 		if (p->hc != NULL)
 			http_client_cancel(p->hc);
@@ -529,4 +523,34 @@ upstream_http_close(struct upstream_http *h)
 	}
 	h->closed = 1;
 	upstream_http_maybe_free(h);
+	return (1);
+}
+
+static const struct upstream_transport upstream_http_ops = {
+	.broken = "a new session follows",
+	.send = upstream_http_send,
+	.forget = upstream_http_forget,
+	.set_version = upstream_http_set_version,
+	.listen = upstream_http_listen,
+	.close = upstream_http_close,
+};
+
+void *
+upstream_http_open(const struct conf_upstream *def, const char *name,
+    const char *sid, const struct upstream_transport_cbs *cbs, void *arg,
+    const struct upstream_transport **ops, char **cause)
+{
+	struct upstream_http	*h;
+
+	h = xcalloc(1, sizeof *h);
+	h->url = xstrdup(def->url);
+	h->name = xstrdup(name);
+	h->max = (size_t)def->max_line;
+	h->idle_ms = (int)def->idle_timeout * 1000;
+	h->cbs = cbs;
+	h->arg = arg;
+	TAILQ_INIT(&h->posts);
+	h->relisten = evtimer_new(server.base, uhpost_relisten_cb, h);
+	*ops = &upstream_http_ops;
+	return (h);
 }
