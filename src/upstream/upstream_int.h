@@ -51,7 +51,7 @@ struct upstream_transport {
 	void		 (*forget)(void *, int64_t);
 	/* The revision initialize agreed on. Optional. */
 	void		 (*set_version)(void *, const char *);
-	/* Initialized: open what carries the server's own messages. Optional. */
+	/* Initialized: listen for the server's own messages. Optional. */
 	void		 (*listen)(void *);
 	/*
 	 * Ends the run (stopping: for good, nothing more is read): 1 when
