@@ -1,7 +1,7 @@
 /*
  * Token introspection (RFC 7662): a token that is not a JWT is sent to
  * the introspection endpoint, authenticated with HTTP Basic when the conf
- * names a client; its answer is cached in auth.c's cache by the token's
+ * names a client; its answer is cached (auth_cache.c) by the token's
  * SHA-256 until the token's exp (jwks_cache at most), and checks of the
  * same token while it is asked about wait for that one answer. At most
  * introspection_rate new tokens a second are sent.

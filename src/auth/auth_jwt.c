@@ -4,7 +4,7 @@
  * exp, nbf, sub) make its principal. jwks_uri's set is fetched at start,
  * again after jwks_cache, and when a token names a kid the set lacks (at
  * most once per jwks_refresh_min); checks waiting for it wait here. A
- * verified token is remembered in auth.c's cache until it expires; a new
+ * verified token is remembered in auth_cache.c until it expires; a new
  * key set forgets them all, so a key taken out stops its tokens at once.
  */
 #include <sys/queue.h>
