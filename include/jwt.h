@@ -43,7 +43,10 @@ int		 jwt_alg_parse(const char *);
 const char	*jwt_alg_name(enum jwt_alg);
 enum jwt_kty	 jwt_alg_kty(enum jwt_alg);
 
-/* base64url without padding (RFC 7515, 2): an allocated buffer, or NULL. */
+/*
+ * base64url without padding (RFC 7515, 2), at most JWT_B64_MAX bytes of
+ * it: an allocated buffer, or NULL. base64.c decodes.
+ */
 unsigned char	*jwt_base64url_decode(const char *, size_t, size_t *);
 
 /*

@@ -109,6 +109,7 @@ void	 provider_shutdown(void);
 const char *provider_tool_owner(const char *, const struct provider *);
 /* Every tool of the providers other than self: [{name, provider}]. */
 cJSON	*provider_other_tools(const struct provider *);
+/* The scope tool NAME needs (NULL: none), as its provider says. */
 const char *provider_tool_scope(const char *);
 /* The scope a prompt, resource or template needs (enum provider_list). */
 const char *provider_item_scope(int, const char *);

@@ -27,14 +27,12 @@
  * a JSON object with a boolean active) is not an answer: 503, and
  * nothing is cached.
  *
- * Every check is answered on a later loop turn through its own event,
- * also when nothing had to be waited for, so transport.c meets one
- * interleaving. Checks that wait (for a key set, an introspection answer)
- * are counted and bounded by max_pending.
+ * This file is the policy: where a token goes, static tokens, what a
+ * refusal says, which scopes an item needs. A JWT is auth_jwt.c's to
+ * verify, an opaque token auth_introspect.c's to ask about; a check ends
+ * through auth_answer.c, on a later loop turn, exactly once (auth_int.h
+ * has the whole map).
  */
-#include <sys/queue.h>
-#include <sys/tree.h>
-
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -42,35 +40,18 @@
 #include <string.h>
 #include <strings.h>
 
-#include <event2/event.h>
-
-#include "auth.h"
-#include "base64.h"
-#include "clock.h"
+#include "auth_int.h"
 #include "conf.h"
 #include "http_client.h"
 #include "jwks.h"
 #include "jwt.h"
 #include "log.h"
-#include "provider.h"
 #include "server.h"
 #include "xmalloc.h"
 
 #define AUTH_TOKEN_FILE_MAX	(1024 * 1024)
 #define AUTH_ISSUER_STATIC	"mcpd:token_file"
-#define AUTH_INTROSPECT_MAX	(64 * 1024)	/* bytes of an answer */
-#define AUTH_CLAIM_MAX		1024		/* bytes of iss, sub, ... */
-#define AUTH_SCOPES_MAX		64		/* scopes kept of a token */
 #define AUTH_WK_PATH		"/.well-known/oauth-protected-resource"
-
-struct auth_principal {
-	unsigned int	 refs;
-	char		*issuer;
-	char		*subject;
-	char		*client_id;	/* NULL if none */
-	char		**scopes;
-	size_t		 nscopes;
-};
 
 /* One line of token_file. */
 struct auth_static {
@@ -78,221 +59,14 @@ struct auth_static {
 	struct auth_principal	*principal;
 };
 
-struct auth_cache;
-
-struct auth_check {
-	auth_check_cb		*cb;
-	void			*arg;
-	struct auth_result	 result;
-	struct event		*ev;
-	struct jwt		*jwt;		/* waiting for keys */
-	struct auth_cache	*waiting;	/* for an introspection */
-	int			 counted;	/* in auth.pending */
-	unsigned char		 hash[JWT_SHA256_LEN];	/* the token's */
-	char			*scope_text;
-	TAILQ_ENTRY(auth_check)	 entry;		/* auth.checks */
-	TAILQ_ENTRY(auth_check)	 wait;		/* a waiting list */
-};
-TAILQ_HEAD(auth_checks, auth_check);
-
-/* An introspection answer, or one on its way, by the token's SHA-256. */
-struct auth_cache {
-	unsigned char		 hash[JWT_SHA256_LEN];
-	struct auth_principal	*principal;	/* NULL: inactive */
-	const char		*why;		/* inactive: why */
-	int			 jwt;		/* a verified JWT */
-	uint64_t		 expires_ms;	/* monotonic */
-	struct http_client	*request;	/* on its way */
-	struct auth_checks	 waiters;
-	RB_ENTRY(auth_cache)	 tree;
-	TAILQ_ENTRY(auth_cache)	 order;
-};
-RB_HEAD(auth_cache_tree, auth_cache);
-TAILQ_HEAD(auth_cache_list, auth_cache);
-
 static struct {
 	const struct conf	*conf;		/* the one auth started with */
 	const struct conf_auth	*a;
-	struct event_base	*base;
 	char			*metadata_url;
 	char			*metadata_path;
-	struct jwks		*file_keys;
-	struct jwks		*uri_keys;
-	uint64_t		 uri_fetched_ms;
-	uint64_t		 uri_refresh_ms;	/* for an unknown kid */
-	int			 uri_refreshed;
-	struct http_client	*uri_fetch;
-	struct auth_checks	 key_waiters;
 	struct auth_static	*statics;
 	size_t			 nstatics;
-	struct auth_checks	 checks;	/* every check not answered */
-	size_t			 pending;
-	struct auth_cache_tree	 cache;
-	struct auth_cache_list	 cache_order;
-	size_t			 ncache;
-	uint64_t		 intro_second_ms; /* introspection_rate's */
-	long long		 intro_count;	  /* new tokens asked in it */
 } auth;
-
-static int
-auth_cache_cmp(struct auth_cache *x, struct auth_cache *y)
-{
-	return (memcmp(x->hash, y->hash, sizeof x->hash));
-}
-RB_GENERATE_STATIC(auth_cache_tree, auth_cache, tree, auth_cache_cmp);
-
-static void		 auth_cache_remove(struct auth_cache *);
-static void		 auth_cache_room(void);
-static struct auth_cache *auth_cache_find(const unsigned char *);
-
-/* ---------------------------------------------------------------------
- * Principals.
- */
-
-struct auth_principal *
-auth_principal_new(const char *issuer, const char *subject,
-    const char *client_id, const char *scopes)
-{
-	struct auth_principal	*p;
-	const char		*s, *end;
-
-	p = xcalloc(1, sizeof *p);
-	p->refs = 1;
-	p->issuer = xstrdup(issuer);
-	p->subject = xstrdup(subject);
-	p->client_id = client_id != NULL ? xstrdup(client_id) : NULL;
-	for (s = scopes; s != NULL && *s != '\0'; s = end) {
-		while (*s == ' ')
-			s++;
-		if (*s == '\0')
-			break;
-		end = s + strcspn(s, " ");
-		if (p->nscopes == AUTH_SCOPES_MAX)
-			break;
-		p->scopes = xreallocarray(p->scopes, p->nscopes + 1,
-		    sizeof *p->scopes);
-		p->scopes[p->nscopes++] = xstrndup(s, end - s);
-	}
-	return (p);
-}
-
-struct auth_principal *
-auth_principal_ref(struct auth_principal *p)
-{
-	if (p != NULL)
-		p->refs++;
-	return (p);
-}
-
-void
-auth_principal_unref(struct auth_principal *p)
-{
-	size_t	i;
-
-	if (p == NULL)
-		return;
-	if (p->refs == 0)
-		fatalx("auth_principal_unref: no reference left");
-	if (--p->refs > 0)
-		return;
-	free(p->issuer);
-	free(p->subject);
-	free(p->client_id);
-	for (i = 0; i < p->nscopes; i++)
-		free(p->scopes[i]);
-	free(p->scopes);
-	free(p);
-}
-
-static int
-auth_str_same(const char *a, const char *b)
-{
-	if (a == NULL || b == NULL)
-		return (a == b);
-	return (strcmp(a, b) == 0);
-}
-
-int
-auth_principal_same(const struct auth_principal *a,
-    const struct auth_principal *b)
-{
-	if (a == NULL || b == NULL)
-		return (a == b);
-	return (auth_str_same(a->issuer, b->issuer) &&
-	    auth_str_same(a->subject, b->subject) &&
-	    auth_str_same(a->client_id, b->client_id));
-}
-
-const char *
-auth_principal_issuer(const struct auth_principal *p)
-{
-	return (p->issuer);
-}
-
-const char *
-auth_principal_subject(const struct auth_principal *p)
-{
-	return (p->subject);
-}
-
-const char *
-auth_principal_client_id(const struct auth_principal *p)
-{
-	return (p->client_id);
-}
-
-int
-auth_principal_has_scope(const struct auth_principal *p, const char *scope)
-{
-	size_t	i;
-
-	for (i = 0; p != NULL && i < p->nscopes; i++) {
-		if (strcmp(p->scopes[i], scope) == 0)
-			return (1);
-	}
-	return (0);
-}
-
-char *
-auth_principal_scopes(const struct auth_principal *p)
-{
-	char	*s = xstrdup(""), *t;
-	size_t	 i;
-
-	for (i = 0; p != NULL && i < p->nscopes; i++) {
-		xasprintf(&t, "%s%s%s", s, i == 0 ? "" : " ", p->scopes[i]);
-		free(s);
-		s = t;
-	}
-	return (s);
-}
-
-cJSON *
-auth_principal_json(const struct auth_principal *p)
-{
-	cJSON	*json = cJSON_CreateObject();
-
-	cJSON_AddStringToObject(json, "iss", p->issuer);
-	cJSON_AddStringToObject(json, "sub", p->subject);
-	if (p->client_id != NULL)
-		cJSON_AddStringToObject(json, "client_id", p->client_id);
-	return (json);
-}
-
-struct auth_principal *
-auth_principal_from_json(const cJSON *json)
-{
-	const cJSON	*iss, *sub, *cid;
-
-	iss = cJSON_GetObjectItemCaseSensitive(json, "iss");
-	sub = cJSON_GetObjectItemCaseSensitive(json, "sub");
-	cid = cJSON_GetObjectItemCaseSensitive(json, "client_id");
-	if (!cJSON_IsString(iss) || !cJSON_IsString(sub) ||
-	    (cid != NULL && !cJSON_IsString(cid)))
-		return (NULL);
-	return (auth_principal_new(iss->valuestring, sub->valuestring,
-	    cid != NULL ? cid->valuestring : NULL, NULL));
-}
 
 /* ---------------------------------------------------------------------
  * Files: jwks_file and token_file.
@@ -450,780 +224,6 @@ auth_check_files(const struct conf *conf, char **cause)
 }
 
 /* ---------------------------------------------------------------------
- * Answering checks.
- */
-
-static void
-auth_deliver_cb(evutil_socket_t fd, short events, void *arg)
-{
-	struct auth_check	*c = arg;
-
-	TAILQ_REMOVE(&auth.checks, c, entry);
-	c->cb(&c->result, c->arg);
-	auth_principal_unref(c->result.principal);
-	event_free(c->ev);
-	jwt_free(c->jwt);
-	free(c->scope_text);
-	free(c);
-}
-
-static void
-auth_uncount(struct auth_check *c)
-{
-	if (c->counted) {
-		c->counted = 0;
-		auth.pending--;
-	}
-}
-
-/* Answers c on a later turn (now, if this is a loop callback already). */
-static void
-auth_answer(struct auth_check *c, enum auth_status status,
-    const char *description)
-{
-	auth_uncount(c);
-	c->result.status = status;
-	c->result.description = description;
-	if (status != AUTH_OK && status != AUTH_FORBIDDEN) {
-		auth_principal_unref(c->result.principal);
-		c->result.principal = NULL;
-	}
-	if (status == AUTH_INVALID)
-		log_limited(LOG_LEVEL_INFO, "auth-invalid", "auth: token "
-		    "refused: %s", description);
-	event_active(c->ev, 0, 0);
-}
-
-/* The space-separated scopes every request needs (allocated). */
-static char *
-auth_required_text(const char *extra)
-{
-	char	*s = xstrdup(""), *t;
-	size_t	 i;
-
-	for (i = 0; i < auth.a->nscopes; i++) {
-		xasprintf(&t, "%s%s%s", s, *s == '\0' ? "" : " ",
-		    auth.a->scopes[i]);
-		free(s);
-		s = t;
-	}
-	if (extra != NULL) {
-		for (i = 0; i < auth.a->nscopes; i++) {
-			if (strcmp(auth.a->scopes[i], extra) == 0)
-				return (s);
-		}
-		xasprintf(&t, "%s%s%s", s, *s == '\0' ? "" : " ", extra);
-		free(s);
-		s = t;
-	}
-	return (s);
-}
-
-/* A principal is known: the required scopes decide. Takes p. */
-static void
-auth_found(struct auth_check *c, struct auth_principal *p)
-{
-	size_t	i;
-
-	c->result.principal = p;
-	for (i = 0; i < auth.a->nscopes; i++) {
-		if (!auth_principal_has_scope(p, auth.a->scopes[i])) {
-			c->scope_text = auth_required_text(NULL);
-			c->result.scope = c->scope_text;
-			log_limited(LOG_LEVEL_INFO, "auth-scope", "auth: "
-			    "subject %s lacks scope %s", p->subject,
-			    auth.a->scopes[i]);
-			auth_answer(c, AUTH_FORBIDDEN,
-			    "the token lacks a required scope");
-			return;
-		}
-	}
-	auth_answer(c, AUTH_OK, NULL);
-}
-
-/* ---------------------------------------------------------------------
- * JWT access tokens.
- */
-
-/*
- * A string claim: absent (1), a string of at most AUTH_CLAIM_MAX bytes
- * (0, in *v), or there but not usable (-1).
- */
-static int
-auth_claim_text(const cJSON *claims, const char *name, const char **v)
-{
-	const cJSON	*c = cJSON_GetObjectItemCaseSensitive(claims, name);
-
-	*v = NULL;
-	if (c == NULL)
-		return (1);
-	if (!cJSON_IsString(c) || strlen(c->valuestring) > AUTH_CLAIM_MAX)
-		return (-1);
-	*v = c->valuestring;
-	return (0);
-}
-
-/*
- * Who a token's claims name: sub, and client_id (or azp, in a JWT). A
- * client acting for itself (client credentials) may have no sub: its
- * client id is then the subject. 0, or -1 with *why.
- */
-static int
-auth_claim_who(const cJSON *claims, int jwt, const char **sub,
-    const char **cid, const char **why)
-{
-	int	r;
-
-	if ((r = auth_claim_text(claims, "client_id", cid)) < 0) {
-		*why = "client_id is not a string (or too long)";
-		return (-1);
-	}
-	if (r > 0 && jwt && auth_claim_text(claims, "azp", cid) < 0) {
-		*why = "azp is not a string (or too long)";
-		return (-1);
-	}
-	if ((r = auth_claim_text(claims, "sub", sub)) < 0) {
-		*why = "sub is not a string (or too long)";
-		return (-1);
-	}
-	if (r > 0 && (*sub = *cid) == NULL) {
-		*why = "no subject (sub) nor client_id";
-		return (-1);
-	}
-	return (0);
-}
-
-/* RFC 9068 (2.1, 4): typ at+jwt, or its media type, in any case. */
-static int
-auth_typ_ok(const char *typ)
-{
-	if (auth.a->token_type == CONF_TOKEN_ANY)
-		return (1);
-	return (typ != NULL && (strcasecmp(typ, "at+jwt") == 0 ||
-	    strcasecmp(typ, "application/at+jwt") == 0));
-}
-
-/* Whether aud (a string or an array of them) names this resource. */
-static int
-auth_aud_ok(const cJSON *aud)
-{
-	const cJSON	*v;
-
-	if (cJSON_IsString(aud))
-		return (strcmp(aud->valuestring, auth.a->resource) == 0);
-	if (!cJSON_IsArray(aud))
-		return (0);
-	cJSON_ArrayForEach(v, aud) {
-		if (cJSON_IsString(v) &&
-		    strcmp(v->valuestring, auth.a->resource) == 0)
-			return (1);
-	}
-	return (0);
-}
-
-/* scope (RFC 9068: space-separated) or scp (an array), as one string. */
-static char *
-auth_claim_scopes(const cJSON *claims)
-{
-	const cJSON	*scope, *v;
-	char		*s, *t;
-
-	scope = cJSON_GetObjectItemCaseSensitive(claims, "scope");
-	if (cJSON_IsString(scope))
-		return (xstrndup(scope->valuestring, 4096));
-	s = xstrdup("");
-	scope = cJSON_GetObjectItemCaseSensitive(claims, "scp");
-	cJSON_ArrayForEach(v, scope) {
-		if (!cJSON_IsString(v) || strlen(s) > 4096)
-			continue;
-		xasprintf(&t, "%s%s%s", s, *s == '\0' ? "" : " ",
-		    v->valuestring);
-		free(s);
-		s = t;
-	}
-	return (s);
-}
-
-/* A time claim: absent (1), a number of seconds (0), or bad (-1). */
-static int
-auth_claim_time(const cJSON *claims, const char *name, double *t)
-{
-	const cJSON	*v = cJSON_GetObjectItemCaseSensitive(claims, name);
-
-	if (v == NULL)
-		return (1);
-	if (!cJSON_IsNumber(v) || v->valuedouble < 0 ||
-	    v->valuedouble > 1e13)
-		return (-1);
-	*t = v->valuedouble;
-	return (0);
-}
-
-/* The claims of a verified JWT: its principal, or NULL and why not. */
-static struct auth_principal *
-auth_jwt_principal(const struct jwt *j, double *expp, const char **why)
-{
-	const cJSON	*claims = jwt_claims(j);
-	const char	*iss, *sub, *cid;
-	double		 now = (double)clock_wall_ms() / 1000, exp, nbf;
-	double		 leeway = (double)auth.a->leeway;
-	struct auth_principal *p;
-	char		*scopes;
-	int		 r;
-
-	if (!auth_typ_ok(jwt_typ(j))) {
-		*why = "the token's typ is not at+jwt";
-		return (NULL);
-	}
-	if (auth_claim_text(claims, "iss", &iss) != 0 ||
-	    strcmp(iss, auth.a->issuer) != 0) {
-		*why = "wrong issuer (iss)";
-		return (NULL);
-	}
-	if (!auth_aud_ok(cJSON_GetObjectItemCaseSensitive(claims, "aud"))) {
-		*why = "the audience (aud) is not this resource";
-		return (NULL);
-	}
-	if ((r = auth_claim_time(claims, "exp", &exp)) != 0) {
-		*why = r > 0 ? "no expiry (exp)" : "exp is not a number";
-		return (NULL);
-	}
-	if (now > exp + leeway) {
-		*why = "the token has expired";
-		return (NULL);
-	}
-	*expp = exp;
-	if ((r = auth_claim_time(claims, "nbf", &nbf)) < 0) {
-		*why = "nbf is not a number";
-		return (NULL);
-	}
-	if (r == 0 && nbf > now + leeway) {
-		*why = "the token is not valid yet (nbf)";
-		return (NULL);
-	}
-	if (auth_claim_who(claims, 1, &sub, &cid, why) != 0)
-		return (NULL);
-	scopes = auth_claim_scopes(claims);
-	p = auth_principal_new(iss, sub, cid, scopes);
-	free(scopes);
-	return (p);
-}
-
-static int
-auth_try_keys(const struct jwt *j, const struct jwks *keys)
-{
-	const struct jwt_key	*key;
-	size_t			 i = 0;
-
-	while ((key = jwks_next(keys, jwt_kid(j), jwt_alg(j), &i)) != NULL) {
-		if (jwt_verify(j, key) == 0)
-			return (0);
-	}
-	return (-1);
-}
-
-/* A verified JWT, remembered until it expires (jwks_cache at most). */
-static void
-auth_jwt_remember(const unsigned char *hash, struct auth_principal *p,
-    double exp)
-{
-	struct auth_cache	*e;
-	double			 left;
-	uint64_t		 ttl = (uint64_t)auth.a->jwks_cache * 1000;
-
-	if (auth_cache_find(hash) != NULL)
-		return;
-	left = (exp + (double)auth.a->leeway) * 1000 -
-	    (double)clock_wall_ms();
-	if (left <= 0)
-		return;
-	if (left < (double)ttl)
-		ttl = (uint64_t)left;
-	auth_cache_room();
-	e = xcalloc(1, sizeof *e);
-	memcpy(e->hash, hash, sizeof e->hash);
-	e->principal = auth_principal_ref(p);
-	e->jwt = 1;
-	e->expires_ms = clock_now_ms() + ttl;
-	TAILQ_INIT(&e->waiters);
-	RB_INSERT(auth_cache_tree, &auth.cache, e);
-	TAILQ_INSERT_TAIL(&auth.cache_order, e, order);
-	auth.ncache++;
-}
-
-/* A new key set: what the old one verified is verified again. */
-static void
-auth_jwt_forget(void)
-{
-	struct auth_cache	*e, *next;
-
-	TAILQ_FOREACH_SAFE(e, &auth.cache_order, order, next) {
-		if (e->jwt)
-			auth_cache_remove(e);
-	}
-}
-
-/* Verifies with the keys there are now; answers c. */
-static void
-auth_jwt_verify(struct auth_check *c)
-{
-	struct auth_principal	*p;
-	const char		*why = "invalid token";
-	double			 exp = 0;
-
-	if (auth_try_keys(c->jwt, auth.file_keys) != 0 &&
-	    auth_try_keys(c->jwt, auth.uri_keys) != 0) {
-		if (auth.a->jwks_uri != NULL && auth.uri_keys == NULL)
-			auth_answer(c, AUTH_UNAVAILABLE, "the authorization "
-			    "server's keys cannot be fetched");
-		else if (jwt_kid(c->jwt) != NULL &&
-		    !jwks_has_kid(auth.file_keys, jwt_kid(c->jwt)) &&
-		    !jwks_has_kid(auth.uri_keys, jwt_kid(c->jwt)))
-			auth_answer(c, AUTH_INVALID, "no key with the token's "
-			    "kid");
-		else
-			auth_answer(c, AUTH_INVALID, "bad signature");
-		return;
-	}
-	if ((p = auth_jwt_principal(c->jwt, &exp, &why)) == NULL) {
-		auth_answer(c, AUTH_INVALID, why);
-		return;
-	}
-	auth_jwt_remember(c->hash, p, exp);
-	auth_found(c, p);
-}
-
-static void	auth_jwks_fetch(void);
-
-/*
- * Whether a token naming an unknown kid may have the set fetched again:
- * once per jwks_refresh_min, however many such tokens come.
- */
-static int
-auth_may_refresh(void)
-{
-	return (!auth.uri_refreshed || clock_now_ms() - auth.uri_refresh_ms >=
-	    (uint64_t)auth.a->jwks_refresh_min * 1000);
-}
-
-static void
-auth_jwt(struct auth_check *c, const char *token, size_t len)
-{
-	struct auth_cache	*e;
-	const char		*why, *kid;
-	int			 known;
-
-	if ((e = auth_cache_find(c->hash)) != NULL && e->jwt) {
-		auth_found(c, auth_principal_ref(e->principal));
-		return;
-	}
-	if ((c->jwt = jwt_parse(token, len, &why)) == NULL) {
-		auth_answer(c, AUTH_INVALID, why);
-		return;
-	}
-	if (auth.a->jwks_uri == NULL) {
-		auth_jwt_verify(c);
-		return;
-	}
-	kid = jwt_kid(c->jwt);
-	known = (kid != NULL && jwks_has_kid(auth.file_keys, kid)) ||
-	    (auth.uri_keys != NULL && (kid == NULL ||
-	    jwks_has_kid(auth.uri_keys, kid)));
-	if (!known && (auth.uri_fetch != NULL || auth_may_refresh())) {
-		if (auth.pending >= (size_t)auth.a->max_pending) {
-			auth_answer(c, AUTH_UNAVAILABLE, "too many requests "
-			    "waiting for authorization");
-			return;
-		}
-		/* Wait for a fresh set: the key may just have rotated. */
-		c->counted = 1;
-		auth.pending++;
-		TAILQ_INSERT_TAIL(&auth.key_waiters, c, wait);
-		if (auth.uri_fetch == NULL) {
-			auth.uri_refreshed = 1;
-			auth.uri_refresh_ms = clock_now_ms();
-			auth_jwks_fetch();
-		}
-		return;
-	}
-	/* A set older than jwks_cache is fetched again, in the background. */
-	if (auth.uri_keys != NULL && auth.uri_fetch == NULL &&
-	    clock_now_ms() - auth.uri_fetched_ms >=
-	    (uint64_t)auth.a->jwks_cache * 1000) {
-		auth.uri_fetched_ms = clock_now_ms();	/* once per period */
-		auth_jwks_fetch();
-	}
-	auth_jwt_verify(c);
-}
-
-/* The fetch is over (or never started): its waiters verify now. */
-static void
-auth_jwks_waiters(void)
-{
-	struct auth_check	*c;
-
-	while ((c = TAILQ_FIRST(&auth.key_waiters)) != NULL) {
-		TAILQ_REMOVE(&auth.key_waiters, c, wait);
-		auth_jwt_verify(c);
-	}
-}
-
-static void
-auth_jwks_fetched_cb(struct http_client *hc, void *arg)
-{
-	struct jwks		*keys;
-	const char		*body;
-	size_t			 len;
-	char			*why;
-
-	auth.uri_fetch = NULL;
-	if (http_client_status(hc) != 200) {
-		log_limited(LOG_LEVEL_WARN, "auth-jwks", "auth: jwks_uri %s: "
-		    "%s", auth.a->jwks_uri, http_client_status(hc) != 0 ?
-		    "status not 200" : http_client_error(hc));
-	} else {
-		body = http_client_body(hc, &len);
-		if ((keys = jwks_parse(body, len, &why)) == NULL) {
-			log_limited(LOG_LEVEL_WARN, "auth-jwks", "auth: "
-			    "jwks_uri %s: %s", auth.a->jwks_uri, why);
-			free(why);
-		} else {
-			jwks_free(auth.uri_keys);
-			auth.uri_keys = keys;
-			auth_jwt_forget();
-			auth.uri_fetched_ms = clock_now_ms();
-			log_info("auth: jwks_uri %s: %zu keys",
-			    auth.a->jwks_uri, jwks_count(keys));
-		}
-	}
-	auth_jwks_waiters();
-}
-
-static void
-auth_jwks_fetch(void)
-{
-	struct http_client_request	 r;
-	struct http_client_header	 accept = { "Accept",
-					    "application/json" };
-	char				*cause;
-
-	memset(&r, 0, sizeof r);
-	r.method = "GET";
-	r.url = auth.a->jwks_uri;
-	r.headers = &accept;
-	r.nheaders = 1;
-	r.max_body = JWKS_MAX_SIZE;
-	r.timeout_ms = (int)auth.a->timeout * 1000;
-	r.done = auth_jwks_fetched_cb;
-	log_debug("auth: fetching %s", auth.a->jwks_uri);
-	if ((auth.uri_fetch = http_client_start(&r, &cause)) == NULL) {
-		log_limited(LOG_LEVEL_WARN, "auth-jwks", "auth: jwks_uri: %s",
-		    cause);
-		free(cause);
-		auth_jwks_waiters();
-	}
-}
-
-/* ---------------------------------------------------------------------
- * Introspection (RFC 7662).
- */
-
-static void
-auth_cache_remove(struct auth_cache *e)
-{
-	RB_REMOVE(auth_cache_tree, &auth.cache, e);
-	TAILQ_REMOVE(&auth.cache_order, e, order);
-	auth.ncache--;
-	auth_principal_unref(e->principal);
-	free(e);
-}
-
-/* The entry of a token's hash, unless it has expired. */
-static struct auth_cache *
-auth_cache_find(const unsigned char *hash)
-{
-	struct auth_cache	 find, *e;
-
-	memcpy(find.hash, hash, sizeof find.hash);
-	if ((e = RB_FIND(auth_cache_tree, &auth.cache, &find)) != NULL &&
-	    e->request == NULL && e->expires_ms <= clock_now_ms()) {
-		auth_cache_remove(e);
-		e = NULL;
-	}
-	return (e);
-}
-
-/* Room for one more entry: the expired go, then the oldest answered. */
-static void
-auth_cache_room(void)
-{
-	struct auth_cache	*e, *next;
-	uint64_t		 now = clock_now_ms();
-
-	TAILQ_FOREACH_SAFE(e, &auth.cache_order, order, next) {
-		if ((long long)auth.ncache < auth.a->cache_max)
-			return;
-		if (e->request == NULL && e->expires_ms <= now)
-			auth_cache_remove(e);
-	}
-	TAILQ_FOREACH_SAFE(e, &auth.cache_order, order, next) {
-		if ((long long)auth.ncache < auth.a->cache_max)
-			return;
-		if (e->request == NULL)
-			auth_cache_remove(e);
-	}
-}
-
-/*
- * What the introspection endpoint said: e->principal, or the refusal in
- * e->why; neither when the answer is none (not a JSON object with a
- * boolean active, RFC 7662 2.2): then the token cannot be checked now,
- * and that is not remembered.
- */
-static void
-auth_introspected(struct auth_cache *e, const char *body, size_t len)
-{
-	cJSON		*json = NULL;
-	const cJSON	*active, *aud;
-	const char	*iss, *sub, *cid;
-	double		 now = (double)clock_wall_ms() / 1000, exp;
-	uint64_t	 ttl = (uint64_t)auth.a->jwks_cache * 1000;
-	char		*scopes;
-	int		 r;
-
-	e->why = NULL;
-	if (jwt_json_has_nul(body, len)) {
-		/* A claim cJSON would cut short (a sub "alice\u0000x"). */
-		e->why = "the introspection answer holds a NUL character";
-		goto out;
-	}
-	json = cJSON_ParseWithLength(body, len);
-	active = cJSON_GetObjectItemCaseSensitive(json, "active");
-	if (!cJSON_IsObject(json) || !cJSON_IsBool(active)) {
-		log_limited(LOG_LEVEL_WARN, "auth-introspection", "auth: "
-		    "introspection %s: the answer is not a JSON object with a "
-		    "boolean active; the token is answered 503, nothing is "
-		    "cached", auth.a->introspection);
-		goto out;
-	}
-	e->why = "the token is not active";
-	if (!cJSON_IsTrue(active))
-		goto out;
-	if ((r = auth_claim_time(json, "exp", &exp)) < 0 ||
-	    (r == 0 && now > exp + (double)auth.a->leeway)) {
-		e->why = "the token has expired";
-		goto out;
-	}
-	if (r == 0 && (exp - now) * 1000 < (double)ttl)
-		ttl = exp > now ? (uint64_t)((exp - now) * 1000) : 0;
-	aud = cJSON_GetObjectItemCaseSensitive(json, "aud");
-	if (aud != NULL && !auth_aud_ok(aud)) {
-		e->why = "the audience (aud) is not this resource";
-		goto out;
-	}
-	if ((r = auth_claim_text(json, "iss", &iss)) < 0 ||
-	    (r == 0 && strcmp(iss, auth.a->issuer) != 0)) {
-		e->why = "wrong issuer (iss)";
-		goto out;
-	}
-	if (auth_claim_who(json, 0, &sub, &cid, &e->why) != 0)
-		goto out;
-	scopes = auth_claim_scopes(json);
-	e->principal = auth_principal_new(auth.a->issuer, sub, cid, scopes);
-	free(scopes);
-	e->why = NULL;
-out:
-	e->expires_ms = clock_now_ms() + ttl;
-	cJSON_Delete(json);
-}
-
-/* A cache entry is answered (or could not be): its waiters hear it. */
-static void
-auth_cache_answer(struct auth_cache *e)
-{
-	struct auth_check	*c;
-
-	while ((c = TAILQ_FIRST(&e->waiters)) != NULL) {
-		TAILQ_REMOVE(&e->waiters, c, wait);
-		c->waiting = NULL;
-		if (e->principal != NULL)
-			auth_found(c, auth_principal_ref(e->principal));
-		else if (e->why != NULL)
-			auth_answer(c, AUTH_INVALID, e->why);
-		else
-			auth_answer(c, AUTH_UNAVAILABLE, "the introspection "
-			    "endpoint gave no usable answer");
-	}
-}
-
-static void
-auth_introspect_cb(struct http_client *hc, void *arg)
-{
-	struct auth_cache	*e = arg;
-	const char		*body;
-	size_t			 len;
-
-	e->request = NULL;
-	if (http_client_status(hc) == 200) {
-		body = http_client_body(hc, &len);
-		auth_introspected(e, body, len);
-	} else {
-		log_limited(LOG_LEVEL_WARN, "auth-introspection", "auth: "
-		    "introspection %s: %s", auth.a->introspection,
-		    http_client_status(hc) != 0 ? "status not 200" :
-		    http_client_error(hc));
-		e->why = NULL;
-	}
-	auth_cache_answer(e);
-	if (e->principal == NULL && e->why == NULL)
-		auth_cache_remove(e);	/* not an answer: ask again */
-}
-
-/*
- * Whether one more token may be sent to the endpoint in this second
- * (introspection_rate): counts it if so. Tokens with a cached answer, or
- * one on its way, do not count.
- */
-static int
-auth_introspect_rate(void)
-{
-	uint64_t	now = clock_now_ms();
-
-	if (now - auth.intro_second_ms >= 1000) {
-		auth.intro_second_ms = now;
-		auth.intro_count = 0;
-	}
-	if (auth.intro_count >= auth.a->introspection_rate)
-		return (0);
-	auth.intro_count++;
-	return (1);
-}
-
-/* application/x-www-form-urlencoded, as RFC 6749 (2.3.1) wants it. */
-static char *
-auth_form_encode(const char *s, size_t len)
-{
-	char	*out = xmalloc(len * 3 + 1), *o = out;
-	size_t	 i;
-
-	for (i = 0; i < len; i++) {
-		if (isalnum((u_char)s[i]) || strchr("-._~", s[i]) != NULL)
-			*o++ = s[i];
-		else
-			o += sprintf(o, "%%%02X", (u_char)s[i]);
-	}
-	*o = '\0';
-	return (out);
-}
-
-static void
-auth_introspect(struct auth_check *c, const char *token, size_t len,
-    const unsigned char hash[JWT_SHA256_LEN])
-{
-	struct auth_cache		*e;
-	struct http_client_request	 r;
-	struct http_client_header	 h[3];
-	char				*body, *tok, *id, *secret, *pair;
-	char				*basic = NULL, *cause;
-	size_t				 nh = 0;
-
-	if ((e = auth_cache_find(hash)) != NULL && e->jwt) {
-		auth_found(c, auth_principal_ref(e->principal));
-		return;
-	}
-	if (e != NULL && e->request == NULL) {
-		if (e->principal != NULL)
-			auth_found(c, auth_principal_ref(e->principal));
-		else
-			auth_answer(c, AUTH_INVALID, e->why);
-		return;
-	}
-	if (auth.pending >= (size_t)auth.a->max_pending) {
-		auth_answer(c, AUTH_UNAVAILABLE, "too many requests waiting "
-		    "for authorization");
-		return;
-	}
-	if (e == NULL && !auth_introspect_rate()) {
-		log_limited(LOG_LEVEL_WARN, "auth-introspection-rate", "auth: "
-		    "introspection_rate (%lld a second) reached: a new token "
-		    "answered 503", auth.a->introspection_rate);
-		auth_answer(c, AUTH_UNAVAILABLE, "too many new tokens to "
-		    "introspect now");
-		return;
-	}
-	c->counted = 1;
-	auth.pending++;
-	if (e != NULL) {
-		/* The same token is being asked about already. */
-		c->waiting = e;
-		TAILQ_INSERT_TAIL(&e->waiters, c, wait);
-		return;
-	}
-
-	auth_cache_room();
-	e = xcalloc(1, sizeof *e);
-	memcpy(e->hash, hash, sizeof e->hash);
-	TAILQ_INIT(&e->waiters);
-	RB_INSERT(auth_cache_tree, &auth.cache, e);
-	TAILQ_INSERT_TAIL(&auth.cache_order, e, order);
-	auth.ncache++;
-	c->waiting = e;
-	TAILQ_INSERT_TAIL(&e->waiters, c, wait);
-
-	tok = auth_form_encode(token, len);
-	xasprintf(&body, "token=%s&token_type_hint=access_token", tok);
-	explicit_bzero(tok, strlen(tok));
-	free(tok);
-	h[nh].name = "Content-Type";
-	h[nh++].value = "application/x-www-form-urlencoded";
-	h[nh].name = "Accept";
-	h[nh++].value = "application/json";
-	if (auth.a->client_id != NULL) {
-		id = auth_form_encode(auth.a->client_id,
-		    strlen(auth.a->client_id));
-		secret = auth_form_encode(auth.a->client_secret,
-		    strlen(auth.a->client_secret));
-		xasprintf(&pair, "%s:%s", id, secret);
-		tok = base64_encode(pair, strlen(pair), 0);
-		xasprintf(&basic, "Basic %s", tok);
-		explicit_bzero(pair, strlen(pair));
-		explicit_bzero(secret, strlen(secret));
-		explicit_bzero(tok, strlen(tok));
-		free(id);
-		free(secret);
-		free(pair);
-		free(tok);
-		h[nh].name = "Authorization";
-		h[nh++].value = basic;
-	}
-	memset(&r, 0, sizeof r);
-	r.method = "POST";
-	r.url = auth.a->introspection;
-	r.headers = h;
-	r.nheaders = nh;
-	r.body = body;
-	r.bodylen = strlen(body);
-	r.max_body = AUTH_INTROSPECT_MAX;
-	r.timeout_ms = (int)auth.a->timeout * 1000;
-	r.done = auth_introspect_cb;
-	r.arg = e;
-	e->request = http_client_start(&r, &cause);
-	explicit_bzero(body, strlen(body));
-	free(body);
-	if (basic != NULL) {
-		explicit_bzero(basic, strlen(basic));
-		free(basic);
-	}
-	if (e->request == NULL) {
-		log_limited(LOG_LEVEL_WARN, "auth-introspection", "auth: "
-		    "introspection: %s", cause);
-		free(cause);
-		auth_cache_answer(e);
-		auth_cache_remove(e);
-	}
-}
-
-/* ---------------------------------------------------------------------
  * The check.
  */
 
@@ -1250,12 +250,7 @@ auth_check(const char *header, auth_check_cb *cb, void *arg)
 	unsigned char		 hash[JWT_SHA256_LEN];
 	size_t			 len = 0, i;
 
-	c = xcalloc(1, sizeof *c);
-	c->cb = cb;
-	c->arg = arg;
-	c->ev = event_new(auth.base, -1, 0, auth_deliver_cb, c);
-	TAILQ_INSERT_TAIL(&auth.checks, c, entry);
-
+	c = auth_answer_new(cb, arg);
 	if ((token = auth_bearer(header, &len)) == NULL) {
 		auth_answer(c, AUTH_MISSING, "no bearer token");
 		return;
@@ -1273,18 +268,18 @@ auth_check(const char *header, auth_check_cb *cb, void *arg)
 	memcpy(c->hash, hash, sizeof c->hash);
 	for (i = 0; i < auth.nstatics; i++) {
 		if (jwt_equal(hash, auth.statics[i].hash, sizeof hash)) {
-			auth_found(c, auth_principal_ref(
+			auth_answer_found(c, auth_principal_ref(
 			    auth.statics[i].principal));
 			return;
 		}
 	}
 	if ((auth.a->jwks_file != NULL || auth.a->jwks_uri != NULL) &&
 	    jwt_looks_like(token, len)) {
-		auth_jwt(c, token, len);
+		auth_jwt_check(c, token, len);
 		return;
 	}
 	if (auth.a->introspection != NULL) {
-		auth_introspect(c, token, len, hash);
+		auth_introspect_check(c, token, len);
 		return;
 	}
 	auth_answer(c, AUTH_INVALID, auth.a->jwks_file != NULL ||
@@ -1294,7 +289,7 @@ auth_check(const char *header, auth_check_cb *cb, void *arg)
 size_t
 auth_pending(void)
 {
-	return (auth.pending);
+	return (auth_answer_pending());
 }
 
 /* ---------------------------------------------------------------------
@@ -1308,7 +303,7 @@ auth_challenge(const struct auth_result *r)
 
 	switch (r->status) {
 	case AUTH_MISSING:
-		scopes = auth_required_text(NULL);
+		scopes = auth_answer_scopes(NULL);
 		if (*scopes != '\0')
 			xasprintf(&s, "Bearer resource_metadata=\"%s\", "
 			    "scope=\"%s\"", auth.metadata_url, scopes);
@@ -1401,36 +396,11 @@ auth_metadata_where(const char *resource)
 }
 
 /* ---------------------------------------------------------------------
- * Tools.
+ * Scopes of tools, prompts, resources and templates, as their providers
+ * name them (provider_tool_scope, provider_item_scope: the caller asks).
  */
 
-const char *
-auth_tool_scope(const char *tool)
-{
-	const struct conf_tool	*t;
-
-	if ((t = conf_tool_find(server.conf, tool)) != NULL)
-		return (t->scope);
-	return (provider_tool_scope(tool));
-}
-
-int
-auth_tool_allowed(const struct auth_principal *p, const char *tool)
-{
-	const char	*scope;
-
-	if (auth.a == NULL || (scope = auth_tool_scope(tool)) == NULL)
-		return (1);
-	return (auth_principal_has_scope(p, scope));
-}
-
-char *
-auth_tool_scopes_needed(const char *tool)
-{
-	return (auth_required_text(auth_tool_scope(tool)));
-}
-
-/* Prompts, resources and templates: the scope their provider names. */
+/* Whether p may use an item that needs scope (NULL: none); 1 without auth. */
 int
 auth_scope_allowed(const struct auth_principal *p, const char *scope)
 {
@@ -1442,7 +412,7 @@ auth_scope_allowed(const struct auth_principal *p, const char *scope)
 char *
 auth_scopes_needed(const char *scope)
 {
-	return (auth_required_text(scope));
+	return (auth_answer_scopes(scope));
 }
 
 /* ---------------------------------------------------------------------
@@ -1459,71 +429,44 @@ int
 auth_init(struct event_base *base, const struct conf *conf, char **cause)
 {
 	const struct conf_auth	*a = conf->auth;
-	char			*why;
 
-	auth.base = base;
-	TAILQ_INIT(&auth.checks);
-	TAILQ_INIT(&auth.key_waiters);
-	RB_INIT(&auth.cache);
-	TAILQ_INIT(&auth.cache_order);
+	auth_answer_init(base, a);
 	if (a == NULL)
 		return (0);
-	if (a->jwks_file != NULL &&
-	    (auth.file_keys = jwks_load(a->jwks_file, &why)) == NULL) {
-		xasprintf(cause, "jwks_file %s: %s", a->jwks_file, why);
-		free(why);
+	if (auth_jwt_init(a, cause) != 0) {
+		auth_jwt_shutdown();
 		return (-1);
 	}
 	if (a->token_file != NULL && auth_load_statics(a->token_file,
 	    &auth.statics, &auth.nstatics, cause) != 0) {
-		jwks_free(auth.file_keys);
-		auth.file_keys = NULL;
+		auth_jwt_shutdown();
 		return (-1);
 	}
+	auth_cache_init(a->cache_max);
+	auth_introspect_init(a);
 	auth.conf = conf_ref(conf);
 	auth.a = a;
 	auth_metadata_where(a->resource);
 	log_info("auth: resource %s, issuer %s; %zu keys from jwks_file, "
 	    "%zu static tokens%s%s", a->resource, a->issuer,
-	    jwks_count(auth.file_keys), auth.nstatics,
+	    auth_jwt_file_keys(), auth.nstatics,
 	    a->jwks_uri != NULL ? ", jwks_uri" : "",
 	    a->introspection != NULL ? ", introspection" : "");
-	if (a->jwks_uri != NULL)
-		auth_jwks_fetch();
+	auth_jwt_start();
 	return (0);
 }
 
 void
 auth_shutdown(void)
 {
-	struct auth_check	*c;
-	struct auth_cache	*e;
-
 	if (auth.a == NULL)
 		return;
 	/* The fetches' callbacks answer their waiters. */
 	http_client_shutdown();
-	while ((c = TAILQ_FIRST(&auth.checks)) != NULL) {
-		if (c->waiting != NULL) {
-			TAILQ_REMOVE(&c->waiting->waiters, c, wait);
-			c->waiting = NULL;
-			auth_answer(c, AUTH_UNAVAILABLE, "shutting down");
-		}
-		/* Nothing new is served now, whatever the token was. */
-		if (c->result.status != AUTH_UNAVAILABLE) {
-			auth_principal_unref(c->result.principal);
-			c->result.principal = NULL;
-			c->result.status = AUTH_UNAVAILABLE;
-			c->result.description = "shutting down";
-		}
-		auth_uncount(c);
-		event_del(c->ev);
-		auth_deliver_cb(-1, 0, c);
-	}
-	while ((e = TAILQ_FIRST(&auth.cache_order)) != NULL)
-		auth_cache_remove(e);
-	jwks_free(auth.file_keys);
-	jwks_free(auth.uri_keys);
+	auth_answer_shutdown();
+	auth_cache_clear();
+	auth_jwt_shutdown();
+	auth_introspect_shutdown();
 	auth_statics_free(auth.statics, auth.nstatics);
 	free(auth.metadata_url);
 	free(auth.metadata_path);

@@ -16,6 +16,7 @@
 #include <openssl/param_build.h>
 #include <openssl/rsa.h>
 
+#include "base64.h"
 #include "jwt.h"
 #include "xmalloc.h"
 
@@ -78,51 +79,14 @@ jwt_alg_kty(enum jwt_alg alg)
 	}
 }
 
-static int
-jwt_b64_value(unsigned char ch)
-{
-	if (ch >= 'A' && ch <= 'Z')
-		return (ch - 'A');
-	if (ch >= 'a' && ch <= 'z')
-		return (ch - 'a' + 26);
-	if (ch >= '0' && ch <= '9')
-		return (ch - '0' + 52);
-	if (ch == '-')
-		return (62);
-	if (ch == '_')
-		return (63);
-	return (-1);
-}
-
+/* base64.c's URL-safe decoder, within the bound a JOSE part may have. */
 unsigned char *
 jwt_base64url_decode(const char *s, size_t len, size_t *outlen)
 {
 	unsigned char	*out;
-	uint32_t	 acc = 0;
-	size_t		 i, n = 0;
-	int		 v, bits = 0;
 
-	if (len > JWT_B64_MAX || len % 4 == 1)
+	if (len > JWT_B64_MAX || base64_decode(s, len, 1, &out, outlen) != 0)
 		return (NULL);
-	out = xmalloc(len * 3 / 4 + 1);
-	for (i = 0; i < len; i++) {
-		if ((v = jwt_b64_value((unsigned char)s[i])) < 0) {
-			free(out);
-			return (NULL);
-		}
-		acc = (acc << 6) | (uint32_t)v;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			out[n++] = (acc >> bits) & 0xff;
-		}
-	}
-	/* The bits left over must be zero: one text per value. */
-	if ((acc & ((1U << bits) - 1)) != 0) {
-		free(out);
-		return (NULL);
-	}
-	*outlen = n;
 	return (out);
 }
 
@@ -265,10 +229,12 @@ jwt_key_free(struct jwt_key *key)
 	free(key);
 }
 
+/* A character of the base64url alphabet. */
 static int
 jwt_b64_char(char ch)
 {
-	return (jwt_b64_value((unsigned char)ch) >= 0);
+	return ((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') ||
+	    (ch >= '0' && ch <= '9') || ch == '-' || ch == '_');
 }
 
 int

@@ -305,8 +305,7 @@ transport_open_stream(struct evhttp_request *req, struct session *s,
  * completion). NULL: nothing scoped.
  */
 static const char *
-transport_item_scope(const cJSON *msg, const char **what, int *tool,
-    const char **name)
+transport_item_scope(const cJSON *msg, const char **what, const char **name)
 {
 	const cJSON	*params, *ref;
 	const char	*method, *type;
@@ -314,15 +313,13 @@ transport_item_scope(const cJSON *msg, const char **what, int *tool,
 	method = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(msg,
 	    "method"));
 	params = cJSON_GetObjectItemCaseSensitive(msg, "params");
-	*tool = 0;
 	if (method == NULL)
 		return (NULL);
 	if (strcmp(method, "tools/call") == 0) {
 		*what = "tool";
-		*tool = 1;
 		*name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
 		    params, "name"));
-		return (*name != NULL ? auth_tool_scope(*name) : NULL);
+		return (*name != NULL ? provider_tool_scope(*name) : NULL);
 	}
 	if (strcmp(method, "prompts/get") == 0) {
 		*what = "prompt";
@@ -372,16 +369,13 @@ transport_tool_refused(struct evhttp_request *req,
 	struct auth_result	 r;
 	const char		*scope, *what = NULL, *name = NULL;
 	char			*scopes, *challenge, *text;
-	int			 tool;
 
 	if (!auth_enabled())
 		return (0);
-	scope = transport_item_scope(msg, &what, &tool, &name);
-	if (scope == NULL || (tool ? auth_tool_allowed(who, name) :
-	    auth_scope_allowed(who, scope)))
+	scope = transport_item_scope(msg, &what, &name);
+	if (scope == NULL || auth_scope_allowed(who, scope))
 		return (0);
-	scopes = tool ? auth_tool_scopes_needed(name) :
-	    auth_scopes_needed(scope);
+	scopes = auth_scopes_needed(scope);
 	memset(&r, 0, sizeof r);
 	r.status = AUTH_FORBIDDEN;
 	r.scope = scopes;

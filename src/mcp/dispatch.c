@@ -205,8 +205,9 @@ dispatch_cut_cb(const cJSON *item, const char *scope, void *arg)
 	c->pos++;
 	if (c->l == PROVIDER_TOOLS) {
 		name = cJSON_GetObjectItemCaseSensitive(item, "name");
-		allowed = !cJSON_IsString(name) || auth_tool_allowed(c->who,
-		    name->valuestring);
+		allowed = !cJSON_IsString(name) || !auth_enabled() ||
+		    auth_scope_allowed(c->who,
+		    provider_tool_scope(name->valuestring));
 	} else
 		allowed = auth_scope_allowed(c->who, scope);
 	if (allowed) {
@@ -267,7 +268,7 @@ dispatch_reinitialize(struct session *s, const cJSON *params,
 	return (NULL);
 }
 
-/* Only the items the principal may see (auth_tool_allowed, scopes). */
+/* Only the items the principal may see (auth_scope_allowed). */
 static cJSON *
 dispatch_tools_list(struct session *s, const cJSON *params,
     struct dispatch_error *err)

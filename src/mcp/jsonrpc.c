@@ -20,7 +20,7 @@ jsonrpc_utf8_valid(const char *s, size_t len)
 	size_t	i, n;
 
 	for (i = 0; i < len; i += n) {
-		if ((n = utf8_sequence(s + i, len - i)) == 0)
+		if ((n = utf8_sequence(s + i, len - i, 0)) == 0)
 			return (0);
 	}
 	return (1);

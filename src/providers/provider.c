@@ -228,7 +228,11 @@ provider_list_walk(struct session *s, int l, size_t from,
 	return (total);
 }
 
-/* The first tool_scope hook that knows the tool (auth.c's per-tool scope). */
+/*
+ * The OAuth scope a tool needs (NULL: none): the first tool_scope hook
+ * that knows it. What auth_scope_allowed and auth_scopes_needed are
+ * given for a tool.
+ */
 const char *
 provider_tool_scope(const char *name)
 {

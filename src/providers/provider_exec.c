@@ -35,6 +35,7 @@
 #include "provider_exec.h"
 #include "server.h"
 #include "session.h"
+#include "utf8.h"
 #include "xmalloc.h"
 
 /* Progress messages of one call waiting for their commit. */
@@ -249,68 +250,21 @@ provider_exec_argv(const struct conf_tool *tool, const cJSON *args,
 	return (argv);
 }
 
-void
-provider_exec_argv_free(char **argv)
-{
-	char	**p;
-
-	if (argv == NULL)
-		return;
-	for (p = argv; *p != NULL; p++)
-		free(*p);
-	free(argv);
-}
-
-/* Length of the valid UTF-8 sequence at p (RFC 3629), 0 if there is none. */
-static size_t
-exectool_utf8_len(const u_char *p, size_t left)
-{
-	u_char	lo = 0x80, hi = 0xbf;
-	size_t	n, i;
-
-	if (p[0] >= 0x01 && p[0] <= 0x7f)
-		return (1);
-	if (p[0] >= 0xc2 && p[0] <= 0xdf)
-		n = 2;
-	else if (p[0] >= 0xe0 && p[0] <= 0xef) {
-		n = 3;
-		if (p[0] == 0xe0)
-			lo = 0xa0;
-		else if (p[0] == 0xed)
-			hi = 0x9f;
-	} else if (p[0] >= 0xf0 && p[0] <= 0xf4) {
-		n = 4;
-		if (p[0] == 0xf0)
-			lo = 0x90;
-		else if (p[0] == 0xf4)
-			hi = 0x8f;
-	} else
-		return (0);
-	if (left < n || p[1] < lo || p[1] > hi)
-		return (0);
-	for (i = 2; i < n; i++) {
-		if (p[i] < 0x80 || p[i] > 0xbf)
-			return (0);
-	}
-	return (n);
-}
-
 char *
 provider_exec_text(const char *s, size_t len)
 {
-	const u_char	*p = (const u_char *)s;
-	char		*out, *o;
-	size_t		 i = 0, n;
+	char	*out, *o;
+	size_t	 i = 0, n;
 
 	o = out = xmalloc(len * 3 + 1);
 	while (i < len) {
-		if ((n = exectool_utf8_len(p + i, len - i)) == 0) {
+		if ((n = utf8_sequence(s + i, len - i, UTF8_NO_NUL)) == 0) {
 			memcpy(o, "\xef\xbf\xbd", 3);	/* U+FFFD */
 			o += 3;
 			i++;
 			continue;
 		}
-		memcpy(o, p + i, n);
+		memcpy(o, s + i, n);
 		o += n;
 		i += n;
 	}
@@ -326,6 +280,18 @@ static int
 exectool_enabled(const struct conf *conf)
 {
 	return (conf->ntools > 0);
+}
+
+/*
+ * The scope the tool block names (NULL: none), from the running
+ * configuration: a reload changes it live.
+ */
+static const char *
+exectool_tool_scope(const char *name)
+{
+	const struct conf_tool	*tool = conf_tool_find(server.conf, name);
+
+	return (tool != NULL ? tool->scope : NULL);
 }
 
 /* What the tool block's task key says. */
@@ -666,16 +632,6 @@ exectool_env(const struct conf_tool *tool, const struct auth_principal *p)
 	return (env);
 }
 
-static void
-exectool_env_free(char **env)
-{
-	char	**p;
-
-	for (p = env; *p != NULL; p++)
-		free(*p);
-	free(env);
-}
-
 static int
 exectool_call_tool(struct call *c, const char *name, const cJSON *args)
 {
@@ -718,7 +674,7 @@ exectool_call_tool(struct call *c, const char *name, const cJSON *args)
 	spec.cwd = tool->cwd;
 	spec.name = tool->name;
 	job = exec_start(&spec, exectool_line_cb, exectool_done_cb, t, &cause);
-	exectool_env_free(env);
+	xfree_words(env);
 	if (job == NULL) {
 		log_limited(LOG_LEVEL_WARN, "exec-start", "session=%s tool=%s: "
 		    "cannot run: %s", call_owner(c), tool->name,
@@ -726,11 +682,11 @@ exectool_call_tool(struct call *c, const char *name, const cJSON *args)
 		xasprintf(&text, "cannot run %s: %s", tool->name, cause);
 		free(cause);
 		free(t);
-		provider_exec_argv_free(argv);
+		xfree_words(argv);
 		exectool_refuse(c, text);
 		return (0);
 	}
-	provider_exec_argv_free(argv);
+	xfree_words(argv);
 
 	t->conf = conf_ref(conf);
 	t->tool = tool;
@@ -750,7 +706,7 @@ exectool_call_tool(struct call *c, const char *name, const cJSON *args)
 busy:
 	log_limited(LOG_LEVEL_INFO, "exec-busy", "session=%s %s",
 	    call_owner(c), text);
-	provider_exec_argv_free(argv);
+	xfree_words(argv);
 	exectool_refuse(c, text);
 	return (0);
 }
@@ -761,4 +717,5 @@ const struct provider provider_exec = {
 	.list_tools = exectool_list_tools,
 	.call_tool = exectool_call_tool,
 	.task_support = exectool_task_support,
+	.tool_scope = exectool_tool_scope,
 };

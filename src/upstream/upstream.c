@@ -1,11 +1,10 @@
 /*
- * Upstreams: mcpd as the MCP client of a server. A stdio server's program
- * runs through exec.c (own process group, reaped through SIGCHLD, killed
- * with its group); its stdin carries our messages, its stdout theirs, one
- * JSON object per line, and its stderr goes to the log a line at a time,
- * rate-limited per upstream. A url upstream's messages go through
- * upstream_http.c instead; a run is then one HTTP session, and what ends a
- * program's run (exit) is the session failing there.
+ * Upstreams: mcpd as the MCP client of a server, one run after another.
+ * A run is carried by a transport (upstream_int.h): a program's stdin and
+ * stdout (upstream_stdio.c), or one Streamable HTTP session
+ * (upstream_http.c). This file frames messages, does the handshake,
+ * keeps the catalog and the requests, and starts a new run with back-off
+ * when one ends: a program exits, or an HTTP session fails.
  *
  * An upstream's state:
  *
@@ -29,7 +28,6 @@
 #include <sys/types.h>
 #include <sys/queue.h>
 
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,14 +37,13 @@
 
 #include "clock.h"
 #include "conf.h"
-#include "exec.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "mcp.h"
 #include "mcpd.h"
 #include "server.h"
 #include "upstream.h"
-#include "upstream_http.h"
+#include "upstream_int.h"
 #include "xmalloc.h"
 
 /* A run this long resets the back-off. */
@@ -55,9 +52,6 @@
 #define UPSTREAM_BACKOFF_MAX	60
 /* Pages of one list fetched at most (a server that never ends a list). */
 #define UPSTREAM_LIST_PAGES	100
-/* Lines of stderr logged per upstream per interval; then a count. */
-#define UPSTREAM_STDERR_LINES	20
-#define UPSTREAM_STDERR_MS	10000
 /* The revision mcpd asks its upstreams for. */
 #define UPSTREAM_VERSION	"2025-06-18"
 
@@ -98,9 +92,9 @@ struct upstream {
 	char			*key;		/* session id, or NULL */
 	enum upstream_state	 state;
 
-	struct exec_job		*job;		/* NULL while not running */
-	struct upstream_http	*http;		/* url: NULL while not running */
-	long			 pid;
+	const struct upstream_transport *ops;	/* stdio or HTTP */
+	void			*tp;		/* the run; NULL: none */
+	long			 pid;		/* of the last run, 0: none */
 	uint64_t		 started_ms;
 	u_int			 failures;	/* runs in a row not stable */
 	u_int			 ended;		/* runs that ended, in all */
@@ -108,11 +102,6 @@ struct upstream {
 	char			*last_error;	/* how the last run ended */
 	struct event		*restart_ev;
 	struct event		*fail_ev;	/* runs failed requests' cbs */
-
-	char			*line;		/* a line being reassembled */
-	size_t			 linelen;
-	size_t			 linesize;
-	int			 overlong;
 
 	int64_t			 next_id;
 	struct upstream_reqs	 reqs;		/* all, sent or not */
@@ -124,10 +113,6 @@ struct upstream {
 	int			 list_seq[UPSTREAM_LIST_MAX];
 	u_int			 pending_lists;	/* bits: 1 << list */
 	int			 generation;	/* of the running program */
-
-	uint64_t		 err_window_ms;
-	u_int			 err_lines;
-	u_int			 err_suppressed;
 
 	const struct upstream_hooks *hooks;
 	void			*arg;
@@ -223,7 +208,7 @@ upstream_state(const struct upstream *u)
 long
 upstream_pid(const struct upstream *u)
 {
-	return (u->job != NULL ? u->pid : 0);
+	return (u->tp != NULL ? u->pid : 0);
 }
 
 const cJSON *
@@ -321,32 +306,38 @@ upstream_req_fail(struct upstream_req *r, const char *fmt, ...)
 	event_active(r->u->fail_ev, EV_TIMEOUT, 0);
 }
 
-/* The program's stdin is full or closed: the run cannot go on. */
+/* The run cannot go on (its transport says why). */
 static void	upstream_broken(struct upstream *, const char *);
 
 /* Whether a run is under way: a program, or an HTTP session. */
 static int
 upstream_running(const struct upstream *u)
 {
-	return (u->job != NULL || u->http != NULL);
+	return (u->tp != NULL);
 }
 
 /* A message to the server; id: of a request (its answer is awaited). */
 static void
 upstream_write(struct upstream *u, const cJSON *msg, int64_t id)
 {
-	char	*line;
-	size_t	 len;
+	const char	*why;
+	char		*line;
+	size_t		 len;
 
 	if (!upstream_running(u))
 		return;
 	line = upstream_frame(msg, &len);
-	if (u->http != NULL)
-		upstream_http_send(u->http, line, len - 1, id);
-	else if (exec_write(u->job, line, len) != 0)
-		upstream_broken(u, "it does not read its input (stdin full or "
-		    "closed)");
+	if ((why = u->ops->send(u->tp, line, len, id)) != NULL)
+		upstream_broken(u, why);
 	free(line);
+}
+
+/* Request id is no longer awaited: the transport may let go of it. */
+static void
+upstream_forget(struct upstream *u, int64_t id)
+{
+	if (upstream_running(u) && u->ops->forget != NULL)
+		u->ops->forget(u->tp, id);
 }
 
 static void
@@ -377,8 +368,7 @@ upstream_timeout_cb(evutil_socket_t fd, short events, void *arg)
 		cJSON_AddNumberToObject(params, "requestId", (double)r->id);
 		cJSON_AddStringToObject(params, "reason", "timed out");
 		upstream_notify(u, "notifications/cancelled", params);
-		if (u->http != NULL)
-			upstream_http_forget(u->http, r->id);
+		upstream_forget(u, r->id);
 	}
 	upstream_req_fail(r, "upstream %s: no answer to %s within %lld s "
 	    "(timeout)", u->name, r->method, u->def->timeout);
@@ -469,8 +459,7 @@ upstream_cancel(struct upstream *u, int64_t id, const char *reason)
 		cJSON_AddNumberToObject(params, "requestId", (double)id);
 		cJSON_AddStringToObject(params, "reason", reason);
 		upstream_notify(u, "notifications/cancelled", params);
-		if (u->http != NULL)
-			upstream_http_forget(u->http, id);
+		upstream_forget(u, id);
 	}
 	upstream_req_fail(r, "cancelled: %s", reason);
 }
@@ -751,11 +740,11 @@ upstream_initialized_cb(const cJSON *result, const cJSON *error, void *arg)
 	u->capabilities = cJSON_Duplicate(caps, 1);
 	log_debug("upstream=%s session=%s: initialized, revision %s", u->name,
 	    upstream_sid(u), version->valuestring);
-	if (u->http != NULL)
-		upstream_http_set_version(u->http, version->valuestring);
+	if (upstream_running(u) && u->ops->set_version != NULL)
+		u->ops->set_version(u->tp, version->valuestring);
 	upstream_notify(u, "notifications/initialized", NULL);
-	if (u->http != NULL)
-		upstream_http_listen(u->http);
+	if (upstream_running(u) && u->ops->listen != NULL)
+		u->ops->listen(u->tp);
 	/* mcpd filters log messages per client session itself. */
 	if (cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(caps, "logging"))) {
 		params = cJSON_CreateObject();
@@ -997,91 +986,15 @@ upstream_message(struct upstream *u, const char *line, size_t len,
 	cJSON_Delete(msg);
 }
 
-/*
- * A piece of a line of stdout: exec.c splits lines at EXEC_LINE_MAX, so
- * longer messages are put together here, up to max_message.
- */
-static void
-upstream_line_cb(const char *p, size_t len, int newline, void *arg)
-{
-	struct upstream	*u = arg;
-	size_t		 max = (size_t)u->def->max_line;
-
-	if (u->state == UPSTREAM_STOPPING || u->job == NULL)
-		return;
-	if (u->linelen == 0 && newline) {
-		upstream_message(u, p, len, 0);
-		return;
-	}
-	if (u->linelen + len > max) {
-		u->linelen = 0;
-		upstream_broken(u, "it sent a message longer than "
-		    "max_message");
-		return;
-	}
-	if (u->linelen + len > u->linesize) {
-		u->linesize = u->linesize == 0 ? 2 * EXEC_LINE_MAX :
-		    u->linesize;
-		while (u->linesize < u->linelen + len)
-			u->linesize *= 2;
-		u->line = xrealloc(u->line, u->linesize);
-	}
-	memcpy(u->line + u->linelen, p, len);
-	u->linelen += len;
-	if (!newline && len == EXEC_LINE_MAX)
-		return;		/* more of it comes */
-	len = u->linelen;
-	u->linelen = 0;
-	upstream_message(u, u->line, len, 0);
-	if (u->linesize > 4 * EXEC_LINE_MAX) {
-		free(u->line);
-		u->line = NULL;
-		u->linesize = 0;
-	}
-}
-
-/* A line of stderr: to the log, at most so many per interval. */
-static void
-upstream_err_cb(const char *p, size_t len, void *arg)
-{
-	struct upstream	*u = arg;
-	uint64_t	 now = clock_now_ms();
-	char		*text;
-	size_t		 i;
-
-	if (now - u->err_window_ms >= UPSTREAM_STDERR_MS) {
-		if (u->err_suppressed > 0)
-			log_warn("upstream=%s session=%s pid=%ld: %u lines of "
-			    "stderr not logged in the last %d s", u->name,
-			    upstream_sid(u), u->pid, u->err_suppressed,
-			    UPSTREAM_STDERR_MS / 1000);
-		u->err_window_ms = now;
-		u->err_lines = 0;
-		u->err_suppressed = 0;
-	}
-	if (u->err_lines >= UPSTREAM_STDERR_LINES) {
-		u->err_suppressed++;
-		return;
-	}
-	u->err_lines++;
-	text = xmalloc(len + 1);
-	for (i = 0; i < len; i++)
-		text[i] = ((u_char)p[i] < ' ' && p[i] != '\t') ? '?' : p[i];
-	text[len] = '\0';
-	log_info("upstream=%s session=%s pid=%ld stderr: %s", u->name,
-	    upstream_sid(u), u->pid, text);
-	free(text);
-}
-
 /* ---------------------------------------------------------------------
- * The program.
+ * Runs.
  */
 
 static void	upstream_run_ended(struct upstream *, char *);
 
 /*
- * The run cannot go on: a program is killed (its exit is handled in
- * upstream_done_cb), an HTTP session is closed and the run ends now.
+ * The run cannot go on: its transport closes it, now (an HTTP session)
+ * or later (a program is killed; upstream_ended_cb sees its end).
  */
 static void
 upstream_broken(struct upstream *u, const char *why)
@@ -1090,16 +1003,13 @@ upstream_broken(struct upstream *u, const char *why)
 		return;
 	log_limited(LOG_LEVEL_WARN, "upstream-broken", "upstream=%s session=%s "
 	    "pid=%ld: %s; %s", u->name, upstream_sid(u), u->pid, why,
-	    u->http != NULL ? "a new session follows" : "killing it");
+	    u->ops->broken);
 	free(u->last_error);
 	xasprintf(&u->last_error, "%s", why);
-	if (u->http != NULL) {
-		upstream_http_close(u->http);
-		u->http = NULL;
+	if (u->ops->close(u->tp, 0)) {
+		u->tp = NULL;
 		upstream_run_ended(u, xstrdup(why));
-		return;
 	}
-	exec_kill(u->job);
 }
 
 static void
@@ -1108,27 +1018,24 @@ upstream_restart_cb(evutil_socket_t fd, short events, void *arg)
 	upstream_spawn(arg);
 }
 
+/*
+ * A run close left to end later is over (a program reaped). Killed, it
+ * ended as its last error said (why it was killed), if there was one.
+ */
 static void
-upstream_done_cb(const struct exec_result *res, void *arg)
+upstream_ended_cb(int killed, const char *how, void *arg)
 {
 	struct upstream	*u = arg;
-	char		*how;
 
-	u->job = NULL;
-	u->linelen = 0;
+	u->tp = NULL;
 	if (u->state == UPSTREAM_STOPPING) {
 		u->generation++;
 		upstream_set_state(u, UPSTREAM_STOPPED);
 		event_active(u->fail_ev, EV_TIMEOUT, 0);
 		return;
 	}
-	if (u->last_error != NULL && res->killed)
-		how = xstrdup(u->last_error);
-	else if (res->exited)
-		xasprintf(&how, "exited with status %d", res->status);
-	else
-		xasprintf(&how, "killed by signal %d", res->status);
-	upstream_run_ended(u, how);
+	upstream_run_ended(u, xstrdup(killed && u->last_error != NULL ?
+	    u->last_error : how));
 }
 
 /* A run is over (how, taken): its requests fail, a restart is due. */
@@ -1163,56 +1070,15 @@ upstream_run_ended(struct upstream *u, char *how)
 	evtimer_add(u->restart_ev, &tv);
 }
 
-/* The program's environment: what the SDKs pass their stdio servers. */
-static char **
-upstream_env(const struct conf_upstream *def)
-{
-	static const char *const inherit[] = {
-		"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"
-	};
-	char		**env;
-	const char	 *v;
-	size_t		  n = 0, i, j, len;
-	int		  set;
-
-	env = xcalloc(def->nenv + sizeof inherit / sizeof inherit[0] + 1,
-	    sizeof *env);
-	for (i = 0; i < def->nenv; i++)
-		env[n++] = xstrdup(def->env[i]);
-	for (i = 0; i < sizeof inherit / sizeof inherit[0]; i++) {
-		len = strlen(inherit[i]);
-		set = 0;
-		for (j = 0; j < def->nenv; j++) {
-			if (strncmp(def->env[j], inherit[i], len) == 0 &&
-			    def->env[j][len] == '=')
-				set = 1;
-		}
-		if (!set && (v = getenv(inherit[i])) != NULL)
-			xasprintf(&env[n++], "%s=%s", inherit[i], v);
-	}
-	env[n] = NULL;
-	return (env);
-}
-
 static void
-upstream_env_free(char **env)
-{
-	char	**p;
-
-	for (p = env; *p != NULL; p++)
-		free(*p);
-	free(env);
-}
-
-static void
-upstream_http_message_cb(const char *text, size_t len, int64_t related,
+upstream_message_cb(const char *text, size_t len, int64_t related,
     void *arg)
 {
 	upstream_message(arg, text, len, related);
 }
 
 static void
-upstream_http_lost_cb(int64_t id, const char *why, void *arg)
+upstream_lost_cb(int64_t id, const char *why, void *arg)
 {
 	struct upstream		*u = arg;
 	struct upstream_req	*r;
@@ -1228,53 +1094,36 @@ upstream_http_lost_cb(int64_t id, const char *why, void *arg)
 }
 
 static void
-upstream_http_failed_cb(const char *why, void *arg)
+upstream_failed_cb(const char *why, void *arg)
 {
 	upstream_broken(arg, why);
 }
 
-static const struct upstream_http_cbs upstream_http_cbs = {
-	upstream_http_message_cb,
-	upstream_http_lost_cb,
-	upstream_http_failed_cb
+static const struct upstream_transport_cbs upstream_transport_cbs = {
+	upstream_message_cb,
+	upstream_lost_cb,
+	upstream_failed_cb,
+	upstream_ended_cb
 };
 
+/* A run: by the transport the conf says (exec or url). */
 static void
 upstream_spawn(struct upstream *u)
 {
-	struct exec_spec	 spec;
-	char			**env, *cause = NULL;
-	struct timeval		 tv;
-	int			 ms;
+	char		*cause = NULL;
+	struct timeval	 tv;
+	int		 ms;
 
-	if (u->def->url != NULL) {
-		u->http = upstream_http_open(u->def->url, u->name,
-		    (size_t)u->def->max_line, (int)u->def->idle_timeout * 1000,
-		    &upstream_http_cbs, u);
-		u->started_ms = clock_now_ms();
-		u->pid = 0;
-		upstream_set_state(u, UPSTREAM_STARTING);
-		upstream_handshake(u);
-		return;
-	}
-	memset(&spec, 0, sizeof spec);
-	env = upstream_env(u->def);
-	spec.path = u->def->program;
-	spec.argv = u->def->argv;
-	spec.envp = env;
-	spec.cwd = u->def->cwd;
-	spec.name = u->name;
-	spec.stdin_max = (size_t)u->def->max_line * 2;
-	spec.err_cb = upstream_err_cb;
-	u->job = exec_start(&spec, upstream_line_cb, upstream_done_cb, u,
-	    &cause);
-	upstream_env_free(env);
+	if (u->def->url != NULL)
+		u->tp = upstream_http_open(u->def, u->name, upstream_sid(u),
+		    &upstream_transport_cbs, u, &u->ops, &cause);
+	else
+		u->tp = upstream_stdio_open(u->def, u->name, upstream_sid(u),
+		    &upstream_transport_cbs, u, &u->ops, &cause);
 	u->started_ms = clock_now_ms();
-	if (u->job == NULL) {
+	if (u->tp == NULL) {
 		free(u->last_error);
-		xasprintf(&u->last_error, "cannot run %s: %s", u->def->program,
-		    cause);
-		free(cause);
+		u->last_error = cause;
 		u->start_failed = 1;
 		u->failures++;
 		upstream_fail_requests(u, u->last_error, 1);
@@ -1287,9 +1136,7 @@ upstream_spawn(struct upstream *u)
 		evtimer_add(u->restart_ev, &tv);
 		return;
 	}
-	u->pid = (long)exec_pid(u->job);
-	u->err_window_ms = u->started_ms;
-	u->err_lines = u->err_suppressed = 0;
+	u->pid = u->ops->pid != NULL ? u->ops->pid(u->tp) : 0;
 	upstream_set_state(u, UPSTREAM_STARTING);
 	upstream_handshake(u);
 }
@@ -1329,7 +1176,6 @@ upstream_maybe_free(struct upstream *u)
 	upstream_lists_clear(u->lists);
 	upstream_lists_clear(u->loading);
 	cJSON_Delete(u->capabilities);
-	free(u->line);
 	free(u->last_error);
 	free(u->name);
 	free(u->key);
@@ -1351,19 +1197,16 @@ upstream_stop(struct upstream *u, const char *why)
 		return;
 	u->hooks = &upstream_no_hooks;
 	evtimer_del(u->restart_ev);
-	if (u->http != NULL) {
-		upstream_http_close(u->http);
-		u->http = NULL;
-	}
+	if (upstream_running(u) && u->ops->close(u->tp, 1))
+		u->tp = NULL;
 	xasprintf(&text, "upstream %s stopped (%s)", u->name, why);
 	upstream_fail_requests(u, text, 1);
 	free(text);
-	if (u->job == NULL) {
+	if (!upstream_running(u)) {
 		upstream_set_state(u, UPSTREAM_STOPPED);
 		event_active(u->fail_ev, EV_TIMEOUT, 0);
 		return;
 	}
+	/* A program: stopped once it has been reaped (upstream_ended_cb). */
 	upstream_set_state(u, UPSTREAM_STOPPING);
-	exec_close_stdin(u->job);
-	exec_kill(u->job);
 }

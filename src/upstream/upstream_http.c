@@ -4,8 +4,8 @@
  * or a response of ours), a JSON body (one message, or a batch), or an SSE
  * stream whose events are messages: the server's requests and
  * notifications for the request, then its answer, after which the server
- * ends the stream. The SSE parser below is bounded: a line longer than the
- * upstream's max_message ends the stream as a failure.
+ * ends the stream. The SSE parser (upstream_sse.c) is bounded: a line
+ * longer than the upstream's max_message ends the stream as a failure.
  *
  * A request's stream that ends before its answer: if the server gave
  * event ids, a GET with Last-Event-ID takes it up again (at most
@@ -35,10 +35,12 @@
 
 #include <cjson/cJSON.h>
 
+#include "conf.h"
 #include "http_client.h"
 #include "log.h"
 #include "server.h"
-#include "upstream_http.h"
+#include "upstream_int.h"
+#include "upstream_sse.h"
 #include "xmalloc.h"
 
 /* Resumes of one request's stream in a row before it counts as lost. */
@@ -50,155 +52,6 @@
 /* The id of the GET stream's post; requests' ids are positive. */
 #define UPHTTP_LISTEN		(-1)
 #define UPHTTP_DELETE		(-2)
-
-/* ---------------------------------------------------------------------
- * SSE, parsed as WHATWG says: lines, fields, a blank line ends an event.
- */
-
-struct upstream_sse {
-	size_t		 max;
-	char		*line;
-	size_t		 linelen;
-	size_t		 linesize;
-	char		*data;
-	size_t		 datalen;
-	size_t		 datasize;
-	int		 has_data;
-	char		*id;		/* of this event */
-	char		*last_id;	/* the last event's that had one */
-	int		 cr;		/* the last byte was \r */
-	upstream_sse_cb	*cb;
-	void		*arg;
-};
-
-struct upstream_sse *
-upstream_sse_new(size_t max, upstream_sse_cb *cb, void *arg)
-{
-	struct upstream_sse	*p;
-
-	p = xcalloc(1, sizeof *p);
-	p->max = max;
-	p->cb = cb;
-	p->arg = arg;
-	return (p);
-}
-
-void
-upstream_sse_free(struct upstream_sse *p)
-{
-	if (p == NULL)
-		return;
-	free(p->line);
-	free(p->data);
-	free(p->id);
-	free(p->last_id);
-	free(p);
-}
-
-const char *
-upstream_sse_last_id(const struct upstream_sse *p)
-{
-	return (p->last_id);
-}
-
-static void
-upstream_sse_append(char **buf, size_t *len, size_t *size, const char *s,
-    size_t n)
-{
-	if (*len + n + 1 > *size) {
-		*size = *size == 0 ? 256 : *size;
-		while (*size < *len + n + 1)
-			*size *= 2;
-		*buf = xrealloc(*buf, *size);
-	}
-	memcpy(*buf + *len, s, n);
-	*len += n;
-	(*buf)[*len] = '\0';
-}
-
-static int
-upstream_sse_line(struct upstream_sse *p, const char *s, size_t n)
-{
-	const char	*colon, *value;
-	size_t		 flen, vlen;
-
-	if (n == 0) {
-		/* The event is complete. */
-		if (p->id != NULL) {
-			free(p->last_id);
-			p->last_id = p->id;
-			p->id = NULL;
-		}
-		if (p->has_data && p->datalen > 0)
-			p->cb(p->data, p->datalen, p->last_id, p->arg);
-		p->datalen = 0;
-		p->has_data = 0;
-		return (0);
-	}
-	if (s[0] == ':')
-		return (0);	/* a comment: keepalives */
-	if ((colon = memchr(s, ':', n)) != NULL) {
-		flen = colon - s;
-		value = colon + 1;
-		vlen = n - flen - 1;
-		if (vlen > 0 && *value == ' ') {
-			value++;
-			vlen--;
-		}
-	} else {
-		flen = n;
-		value = "";
-		vlen = 0;
-	}
-	if (flen == 4 && memcmp(s, "data", 4) == 0) {
-		if (p->has_data)
-			upstream_sse_append(&p->data, &p->datalen,
-			    &p->datasize, "\n", 1);
-		upstream_sse_append(&p->data, &p->datalen, &p->datasize,
-		    value, vlen);
-		p->has_data = 1;
-		if (p->datalen > p->max)
-			return (-1);
-	} else if (flen == 2 && memcmp(s, "id", 2) == 0 &&
-	    memchr(value, '\0', vlen) == NULL) {
-		free(p->id);
-		p->id = xstrndup(value, vlen);
-	}
-	return (0);		/* event:, retry: and others: not needed */
-}
-
-int
-upstream_sse_feed(struct upstream_sse *p, const char *s, size_t n)
-{
-	size_t	i, start = 0;
-
-	for (i = 0; i < n; i++) {
-		if (s[i] != '\n' && s[i] != '\r') {
-			p->cr = 0;
-			continue;
-		}
-		if (s[i] == '\n' && p->cr && i == start && p->linelen == 0) {
-			/* the \n of a \r\n */
-			p->cr = 0;
-			start = i + 1;
-			continue;
-		}
-		upstream_sse_append(&p->line, &p->linelen, &p->linesize,
-		    s + start, i - start);
-		if (upstream_sse_line(p, p->line, p->linelen) != 0)
-			return (-1);
-		p->linelen = 0;
-		p->cr = (s[i] == '\r');
-		start = i + 1;
-	}
-	if (start < n) {
-		if (p->linelen + (n - start) > p->max)
-			return (-1);
-		upstream_sse_append(&p->line, &p->linelen, &p->linesize,
-		    s + start, n - start);
-	}
-	return (0);
-}
 
 /* ---------------------------------------------------------------------
  * Posts.
@@ -217,7 +70,6 @@ struct uhpost {
 	char			*cause;		/* it could not be sent */
 	char			*body;		/* a JSON answer, gathered */
 	size_t			 bodylen;
-	size_t			 bodysize;
 	TAILQ_ENTRY(uhpost)	 entry;
 };
 TAILQ_HEAD(uhposts, uhpost);
@@ -234,12 +86,13 @@ struct upstream_http {
 	char			*listen_id;	/* the GET stream's cursor */
 	struct event		*relisten;
 	struct uhposts		 posts;
-	const struct upstream_http_cbs *cbs;
+	const struct upstream_transport_cbs *cbs;
 	void			*arg;
 };
 
 static void	uhpost_start(struct uhpost *, const char *, size_t,
 		    const char *);
+static void	upstream_http_listen(void *);
 
 static void
 upstream_http_maybe_free(struct upstream_http *h)
@@ -331,7 +184,10 @@ uhpost_chunk_cb(struct http_client *hc, const char *data, size_t len,
 		return (-1);
 	if (status != 200 && p->bodylen >= UPHTTP_ERRBODY)
 		return (0);
-	upstream_sse_append(&p->body, &p->bodylen, &p->bodysize, data, len);
+	p->body = xrealloc(p->body, p->bodylen + len + 1);
+	memcpy(p->body + p->bodylen, data, len);
+	p->bodylen += len;
+	p->body[p->bodylen] = '\0';
 	return (0);
 }
 
@@ -585,45 +441,32 @@ uhpost_new(struct upstream_http *h, int64_t id)
 }
 
 /* ---------------------------------------------------------------------
- * The API.
+ * The transport's operations (upstream_int.h).
  */
 
-struct upstream_http *
-upstream_http_open(const char *url, const char *name, size_t max,
-    int idle_ms, const struct upstream_http_cbs *cbs, void *arg)
+/*
+ * A message to the server, a line whose newline is not sent; id > 0 for
+ * a request (its answer is awaited).
+ */
+static const char *
+upstream_http_send(void *arg, const char *line, size_t len, int64_t id)
 {
-	struct upstream_http	*h;
-
-	h = xcalloc(1, sizeof *h);
-	h->url = xstrdup(url);
-	h->name = xstrdup(name);
-	h->max = max;
-	h->idle_ms = idle_ms;
-	h->cbs = cbs;
-	h->arg = arg;
-	TAILQ_INIT(&h->posts);
-	h->relisten = evtimer_new(server.base, uhpost_relisten_cb, h);
-	return (h);
-}
-
-/* A message to the server; id > 0 for a request (its answer is awaited). */
-void
-upstream_http_send(struct upstream_http *h, const char *json, size_t len,
-    int64_t id)
-{
-	struct uhpost	*p;
+	struct upstream_http	*h = arg;
+	struct uhpost		*p;
 
 	if (h->closed)
-		return;
+		return (NULL);
 	p = uhpost_new(h, id);
-	uhpost_start(p, json, len, NULL);
+	uhpost_start(p, line, len - 1, NULL);
+	return (NULL);
 }
 
 /* Request id is no longer awaited (timeout, cancel): its POST ends. */
-void
-upstream_http_forget(struct upstream_http *h, int64_t id)
+static void
+upstream_http_forget(void *arg, int64_t id)
 {
-	struct uhpost	*p;
+	struct upstream_http	*h = arg;
+	struct uhpost		*p;
 
 	TAILQ_FOREACH(p, &h->posts, entry) {
 		if (p->id == id && id > 0) {
@@ -634,17 +477,20 @@ upstream_http_forget(struct upstream_http *h, int64_t id)
 	}
 }
 
-void
-upstream_http_set_version(struct upstream_http *h, const char *version)
+static void
+upstream_http_set_version(void *arg, const char *version)
 {
+	struct upstream_http	*h = arg;
+
 	free(h->version);
 	h->version = xstrdup(version);
 }
 
-void
-upstream_http_listen(struct upstream_http *h)
+static void
+upstream_http_listen(void *arg)
 {
-	struct uhpost	*p;
+	struct upstream_http	*h = arg;
+	struct uhpost		*p;
 
 	if (h->closed || h->listening || h->session == NULL)
 		return;
@@ -654,16 +500,18 @@ upstream_http_listen(struct upstream_http *h)
 }
 
 /*
- * Ends the transport: the session is deleted at the server (not waited
- * for), every request in flight is cancelled; no callback runs after.
+ * Ends the transport, and the run with it: the session is deleted at the
+ * server (not waited for), every request in flight is cancelled; no
+ * callback runs after.
  */
-void
-upstream_http_close(struct upstream_http *h)
+static int
+upstream_http_close(void *arg, int stopping)
 {
-	struct uhpost	*p;
+	struct upstream_http	*h = arg;
+	struct uhpost		*p;
 
 	if (h->closed)
-		return;
+		return (1);
 	TAILQ_FOREACH(p, &h->posts, entry) {
 		if (p->hc != NULL)
 			http_client_cancel(p->hc);
@@ -675,4 +523,34 @@ upstream_http_close(struct upstream_http *h)
 	}
 	h->closed = 1;
 	upstream_http_maybe_free(h);
+	return (1);
+}
+
+static const struct upstream_transport upstream_http_ops = {
+	.broken = "a new session follows",
+	.send = upstream_http_send,
+	.forget = upstream_http_forget,
+	.set_version = upstream_http_set_version,
+	.listen = upstream_http_listen,
+	.close = upstream_http_close,
+};
+
+void *
+upstream_http_open(const struct conf_upstream *def, const char *name,
+    const char *sid, const struct upstream_transport_cbs *cbs, void *arg,
+    const struct upstream_transport **ops, char **cause)
+{
+	struct upstream_http	*h;
+
+	h = xcalloc(1, sizeof *h);
+	h->url = xstrdup(def->url);
+	h->name = xstrdup(name);
+	h->max = (size_t)def->max_line;
+	h->idle_ms = (int)def->idle_timeout * 1000;
+	h->cbs = cbs;
+	h->arg = arg;
+	TAILQ_INIT(&h->posts);
+	h->relisten = evtimer_new(server.base, uhpost_relisten_cb, h);
+	*ops = &upstream_http_ops;
+	return (h);
 }

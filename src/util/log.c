@@ -183,13 +183,13 @@ log_json_escape(char *p, const char *msg, size_t len)
 			*p++ = '\\';
 			*p++ = 't';
 		} else if (c < 0x20 || c == 0x7f ||
-		    (c >= 0x80 && utf8_sequence(msg + i, len - i) == 0)) {
+		    (c >= 0x80 && utf8_sequence(msg + i, len - i, 0) == 0)) {
 			memcpy(p, "\\u00", 4);
 			p[4] = hex[c >> 4];
 			p[5] = hex[c & 0xf];
 			p += 6;
 		} else {
-			n = utf8_sequence(msg + i, len - i);
+			n = utf8_sequence(msg + i, len - i, 0);
 			memcpy(p, msg + i, n);
 			p += n;
 		}
@@ -215,7 +215,7 @@ log_text_escape(char *p, const char *msg, size_t len)
 
 	for (i = 0; i < len; i += n) {
 		c = (unsigned char)msg[i];
-		n = c < 0x80 ? 1 : utf8_sequence(msg + i, len - i);
+		n = c < 0x80 ? 1 : utf8_sequence(msg + i, len - i, 0);
 		if (c == '\n' || c == '\r' || c == '\t') {
 			*p++ = '\\';
 			*p++ = c == '\n' ? 'n' : c == '\r' ? 'r' : 't';

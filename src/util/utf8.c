@@ -1,18 +1,24 @@
 /*
  * The length of one well-formed UTF-8 sequence: what the JSON-RPC parser
- * checks request bodies with, and what JSON log lines pass through as it
- * is (anything else they escape byte by byte).
+ * checks request bodies with, what JSON log lines pass through as it is
+ * (anything else they escape byte by byte), and what an exec tool's
+ * output keeps (anything else, and NUL, becomes U+FFFD).
  */
 #include "utf8.h"
 
-/* The sequence starting at s (len > 0 bytes left): its length, or 0. */
+/*
+ * The sequence starting at s (len > 0 bytes left): its length, or 0. With
+ * UTF8_NO_NUL in flags a NUL is not one.
+ */
 size_t
-utf8_sequence(const char *s, size_t len)
+utf8_sequence(const char *s, size_t len, int flags)
 {
 	const unsigned char	*p = (const unsigned char *)s;
 	size_t			 n, k;
 	unsigned int		 cp;
 
+	if (p[0] == '\0' && (flags & UTF8_NO_NUL))
+		return (0);
 	if (p[0] < 0x80)
 		return (1);
 	if ((p[0] & 0xe0) == 0xc0) {

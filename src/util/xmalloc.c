@@ -92,6 +92,22 @@ xmemdup(const void *p, size_t len)
 	return (copy);
 }
 
+/*
+ * Frees a NULL-terminated list of allocated strings and the list (an argv,
+ * an environment, a directive's words); NULL is no list.
+ */
+void
+xfree_words(char **list)
+{
+	char	**p;
+
+	if (list == NULL)
+		return;
+	for (p = list; *p != NULL; p++)
+		free(*p);
+	free(list);
+}
+
 int
 xasprintf(char **ret, const char *fmt, ...)
 {

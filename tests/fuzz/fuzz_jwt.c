@@ -451,7 +451,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const char		*why;
 
 	if ((raw = jwt_base64url_decode(text, len, &n)) != NULL) {
-		/* base64.c's encoder, written apart from jwt.c's decoder. */
+		/* Encoded back, the same text: one text per value. */
 		back = base64_encode(raw, n, 1);
 		FUZZ_CHECK(strcmp(back, text) == 0, "\"%s\" decodes to %zu "
 		    "bytes that encode as \"%s\"", text, n, back);

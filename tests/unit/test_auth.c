@@ -23,6 +23,7 @@
 #include "http_client.h"
 #include "jwt.h"
 #include "log.h"
+#include "provider.h"
 #include "server.h"
 #include "xmalloc.h"
 
@@ -478,22 +479,27 @@ START_TEST(test_challenge_and_metadata)
 	free(text);
 	cJSON_Delete(md);
 
-	/* Tools: their scope, who may call them, what to ask for. */
-	ck_assert_str_eq(auth_tool_scope("deploy"), "deploy");
-	ck_assert_ptr_null(auth_tool_scope("open"));
-	ck_assert_ptr_null(auth_tool_scope("echo"));
+	/*
+	 * Tools: their scope (the exec provider's, from the tool block),
+	 * who may call them, what to ask for.
+	 */
+	provider_init(conf);
+	ck_assert_str_eq(provider_tool_scope("deploy"), "deploy");
+	ck_assert_ptr_null(provider_tool_scope("open"));
+	ck_assert_ptr_null(provider_tool_scope("echo"));
 	p = auth_principal_new(ISSUER, "al", NULL, "mcp");
-	ck_assert(!auth_tool_allowed(p, "deploy"));
-	ck_assert(auth_tool_allowed(p, "status"));
-	ck_assert(auth_tool_allowed(p, "open"));
-	ck_assert(auth_tool_allowed(p, "no-such-tool"));
+	ck_assert(!auth_scope_allowed(p, provider_tool_scope("deploy")));
+	ck_assert(auth_scope_allowed(p, provider_tool_scope("status")));
+	ck_assert(auth_scope_allowed(p, provider_tool_scope("open")));
+	ck_assert(auth_scope_allowed(p, provider_tool_scope("no-such-tool")));
 	auth_principal_unref(p);
-	s = auth_tool_scopes_needed("deploy");
+	s = auth_scopes_needed(provider_tool_scope("deploy"));
 	ck_assert_str_eq(s, "mcp deploy");
 	free(s);
-	s = auth_tool_scopes_needed("status");
+	s = auth_scopes_needed(provider_tool_scope("status"));
 	ck_assert_str_eq(s, "mcp");
 	free(s);
+	provider_shutdown();
 }
 END_TEST
 

@@ -81,7 +81,7 @@ expect_argv(const char *json, const char *want)
 	got = joined(argv);
 	ck_assert_str_eq(got, want);
 	free(got);
-	provider_exec_argv_free(argv);
+	xfree_words(argv);
 }
 
 static void
@@ -175,7 +175,7 @@ START_TEST(test_invalid)
 	ck_assert_str_eq(argv[0], "/bin/true");
 	ck_assert_str_eq(argv[2], "b");
 	ck_assert_ptr_null(argv[3]);
-	provider_exec_argv_free(argv);
+	xfree_words(argv);
 	argv = argv_for("none", "{\"a\": 1}", &cause);
 	ck_assert_ptr_null(argv);
 	ck_assert_str_eq(cause, "unknown argument 'a'");

@@ -23,7 +23,7 @@
 #include "exec.h"
 #include "server.h"
 #include "upstream.h"
-#include "upstream_http.h"
+#include "upstream_sse.h"
 #include "xmalloc.h"
 
 static struct conf *
