@@ -124,9 +124,11 @@ cluster-test: mcpd
 	sh scripts/with-redis $(PYTHON) tests/cluster/run.py --mcpd ./mcpd
 
 # The only cycle among src/ files allowed: a session, its streams, their
-# calls (docs/architecture.md, "Who calls whom").
+# calls (docs/architecture.md, "Who calls whom"); and the layer rules
+# between src/ folders, written down in scripts/callgraph.rules
+# (`scripts/callgraph -f` prints the graph between folders).
 callgraph: all
-	sh scripts/callgraph -c 'call session stream'
+	sh scripts/callgraph -c 'call session stream' -f
 
 check: deps
 	$(MAKE) all
