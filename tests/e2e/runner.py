@@ -115,7 +115,8 @@ def skipped(name, why, other_run=False):
 
 
 def run_one(suite, name, fn, args, workroot):
-    """Runs one test; returns "pass", "fail" or "skip"."""
+    """Runs one test; returns "pass", "fail" or "skip", and whether its
+    work directory is kept (it failed while it ran)."""
     workdir = tempfile.mkdtemp(prefix=name.replace("::", ".") + ".",
                                dir=workroot)
     h = mcpd_harness.Harness(args.mcpd, args.sanitized, workdir)
@@ -160,7 +161,7 @@ def run_one(suite, name, fn, args, workroot):
     if failure is None:
         shutil.rmtree(workdir, ignore_errors=True)
     sys.stdout.flush()
-    return outcome
+    return outcome, failure is not None
 
 
 def main(suite, doc):
@@ -186,6 +187,7 @@ def main(suite, doc):
 
     count = {"pass": 0, "fail": 0, "skip": 0}
     skips = []
+    kept = False
     if not os.access(args.mcpd, os.X_OK):
         print(f"FAIL mcpd binary {args.mcpd} is missing or not executable")
         count["fail"] = max(1, len(tests))
@@ -205,16 +207,17 @@ def main(suite, doc):
         if tests:
             suite.begin_run(workroot)
         for name, fn in tests:
-            outcome = run_one(suite, name, fn, args, workroot)
+            outcome, failed = run_one(suite, name, fn, args, workroot)
             count[outcome] += 1
+            kept = kept or failed
             if outcome == "skip":
                 skips.append(name)
     finally:
         suite.end_run()
-        if count["fail"] == 0:
-            shutil.rmtree(workroot, ignore_errors=True)
-        else:
+        if kept:
             print(f"(work files of failed tests kept in {workroot})")
+        else:
+            shutil.rmtree(workroot, ignore_errors=True)
     print(f"# {time.monotonic() - t0:.1f}s")
     if skips:
         print(f"# {len(skips)} skipped, not run here:")
