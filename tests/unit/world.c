@@ -26,6 +26,9 @@ struct event_base	*base;
 struct conf		*conf;
 struct eventlog		*el;
 
+/* world_start() ran (a test may free the log itself and NULL el). */
+static int		 started;
+
 void
 world_setup(struct conf *c)
 {
@@ -45,12 +48,13 @@ world_start(void)
 	ck_assert_msg(el != NULL, "eventlog_create: %s", cause);
 	server_init(base, conf, el);
 	session_init();
+	started = 1;
 }
 
 void
 world_stop(void)
 {
-	if (el == NULL)
+	if (!started)
 		return;
 	session_shutdown();
 	unit_turns(base, WORLD_TURNS);
@@ -69,6 +73,7 @@ world_free(void)
 	base = NULL;
 	conf_free(conf);
 	conf = NULL;
+	started = 0;
 }
 
 void
