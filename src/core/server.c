@@ -676,8 +676,10 @@ server_run(struct conf *conf)
 	for (i = 0; i < SERVER_NSIGNALS; i++) {
 		server_ev.signals[i] = evsignal_new(base,
 		    server_signals[i].sig, server_signals[i].cb, NULL);
-		/* Not memory alone: sigaction can refuse. A daemon deaf to
-		 * SIGTERM or SIGHUP must not start. */
+		/*
+		 * Not for memory alone: sigaction can refuse, and a daemon
+		 * deaf to SIGTERM or SIGHUP must not start.
+		 */
 		if (evsignal_add(server_ev.signals[i], NULL) != 0)
 			fatalx("cannot handle signal %s",
 			    strsignal(server_signals[i].sig));
