@@ -62,6 +62,16 @@ $(BUILD)/unit/%.o: tests/unit/%.c | $(BUILD)
 	$(CC) $(CFLAGS) $(shell pkg-config --cflags check) -Itests/unit \
 	    -c -o $@ $<
 
+# The tests of sessions and of what lives on them run in the memory-log
+# world of world.c; those that write a configuration parse it through
+# confparse.c.
+WORLD_TESTS = test_auth test_call test_dispatch test_lease test_session \
+	test_stream test_task test_view
+$(WORLD_TESTS:%=$(BUILD)/unit/%): $(BUILD)/unit/world.o
+CONF_TESTS = test_auth test_conf test_dispatch test_exec_args \
+	test_exec_conf test_upstream
+$(CONF_TESTS:%=$(BUILD)/unit/%): $(BUILD)/unit/confparse.o
+
 # The event-log behavioural suite runs on every backend.
 $(BUILD)/unit/test_eventlog $(BUILD)/unit/test_eventlog_redis: \
     $(BUILD)/unit/eventlog_cases.o
@@ -124,9 +134,11 @@ cluster-test: mcpd
 	sh scripts/with-redis $(PYTHON) tests/cluster/run.py --mcpd ./mcpd
 
 # The only cycle among src/ files allowed: a session, its streams, their
-# calls (docs/architecture.md, "Who calls whom").
+# calls (docs/architecture.md, "Who calls whom"); and the layer rules
+# between src/ folders, written down in scripts/callgraph.rules
+# (`scripts/callgraph -f` prints the graph between folders).
 callgraph: all
-	sh scripts/callgraph -c 'call session stream'
+	sh scripts/callgraph -c 'call session stream' -f
 
 check: deps
 	$(MAKE) all

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <event2/event.h>
+
 #include "auth.h"
 #include "conf.h"
 #include "log.h"
@@ -36,6 +38,14 @@ main(int argc, char **argv)
 	char		*cause = NULL;
 	int		 ch, check = 0, rc;
 
+	/*
+	 * First, before any libevent call allocates: libevent's memory then
+	 * comes from the x* allocators too, so an event, timer or buffer it
+	 * cannot allocate stops the daemon loudly instead of coming back NULL
+	 * to a caller that would use it (event_base_once included: with the
+	 * loop's base, EV_TIMEOUT and no timeout, memory is all it can lack).
+	 */
+	event_set_mem_functions(xmalloc, xrealloc, free);
 	xmalloc_init_cjson();
 	log_init(LOG_LEVEL_INFO);
 	while ((ch = getopt(argc, argv, "c:ehMtV")) != -1) {

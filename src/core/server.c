@@ -676,7 +676,13 @@ server_run(struct conf *conf)
 	for (i = 0; i < SERVER_NSIGNALS; i++) {
 		server_ev.signals[i] = evsignal_new(base,
 		    server_signals[i].sig, server_signals[i].cb, NULL);
-		evsignal_add(server_ev.signals[i], NULL);
+		/*
+		 * Not for memory alone: sigaction can refuse, and a daemon
+		 * deaf to SIGTERM or SIGHUP must not start.
+		 */
+		if (evsignal_add(server_ev.signals[i], NULL) != 0)
+			fatalx("cannot handle signal %s",
+			    strsignal(server_signals[i].sig));
 	}
 	server_ev.cron = event_new(base, -1, EV_PERSIST, server_cron_cb, NULL);
 	event_add(server_ev.cron, &second);

@@ -17,7 +17,7 @@ import time
 
 import authkit
 import test_metrics
-from mcpd_harness import (LATEST, REDIS_URL, Reply, expect,
+from mcpd_harness import (LATEST, Reply, expect, need_shared_redis,
                           random_session_id, rpc, result_text, tmo, tool_call)
 
 ISSUER = "https://as.example.test"
@@ -374,10 +374,7 @@ def test_auth_session_binding_survives_a_restart_on_redis(h):
     """On the redis log the principal is stored with the session: a new
     process loads it from the log and still refuses another principal
     (one instance here; tests of two instances live elsewhere)."""
-    if REDIS_URL is None:
-        print("SKIP principal stored in the log: no redis "
-              "(MCPD_TEST_REDIS_URL; scripts/with-redis)")
-        return
+    need_shared_redis()
     d = start(h)
     alice = token(sub="alice")
     sid = session(d, alice)

@@ -13,7 +13,8 @@ import signal
 import time
 
 from mcpd_harness import (LATEST, REDIS_URL, expect, is_response,
-                          redis_command, result_text, rpc, tmo)
+                          need_shared_redis, redis_command, result_text, rpc,
+                          tmo)
 
 V = "2026-07-28"
 FIXTURES = ("fixtures conformance",)
@@ -491,9 +492,7 @@ def test_listen_streams_count_against_max_views_for_sessions(h):
 
 
 def test_stateless_listen_across_instances_on_redis(h):
-    if REDIS_URL is None:
-        print("SKIP listen across instances: needs MCPD_TEST_REDIS_URL")
-        return
+    need_shared_redis()
     a = h.start(extra_lines=FIXTURES)
     b = h.start(extra_lines=FIXTURES)
     r, _ = _listen(b, {"toolsListChanged": True}, 60)
@@ -515,10 +514,7 @@ def test_stateless_listen_across_instances_on_redis(h):
 def test_stateless_listen_ends_when_the_subscription_is_lost(h):
     # Listen streams are not resumable: an instance that may have missed
     # a change ends them (with their result), and clients listen again
-    if REDIS_URL is None:
-        print("SKIP listen ends on a lost subscription: needs "
-              "MCPD_TEST_REDIS_URL")
-        return
+    need_shared_redis()
     d = h.start(extra_lines=FIXTURES)
     r, _ = _listen(d, {"toolsListChanged": True}, 62)
     redis_command(REDIS_URL, "CLIENT", "KILL", "TYPE", "pubsub")
@@ -664,9 +660,7 @@ def test_stateless_mrtr_state_key_shared_on_redis(h):
     # Without state_key_file, instances sharing a Redis share the key that
     # seals requestState (the log's keyring): a round begun on one is
     # answered through another, both ways, and the key is never logged.
-    if REDIS_URL is None:
-        print("SKIP shared state key: needs MCPD_TEST_REDIS_URL")
-        return
+    need_shared_redis()
     a = h.start(extra_lines=FIXTURES)
     b = h.start(extra_lines=FIXTURES)
     for first, second, what in ((a, b, "A to B"), (b, a, "B to A")):
@@ -690,9 +684,7 @@ def test_stateless_mrtr_state_key_rotation_keeps_rounds(h):
     # state in flight: A signs with the ring's next key at once, which B,
     # not yet told, already opens; what A and B sealed before still opens
     # on both.
-    if REDIS_URL is None:
-        print("SKIP state key rotation: needs MCPD_TEST_REDIS_URL")
-        return
+    need_shared_redis()
     a = h.start(extra_lines=FIXTURES)
     b = h.start(extra_lines=FIXTURES)
     before = _keyring()
@@ -727,9 +719,7 @@ def test_stateless_mrtr_no_state_without_the_keyring(h):
     # An instance that cannot read the log's keyring issues no state that
     # others could not open: /readyz says so, and a round is 503 until it
     # can; then it serves.
-    if REDIS_URL is None:
-        print("SKIP no keyring: needs MCPD_TEST_REDIS_URL")
-        return
+    need_shared_redis()
     saved = _keyring()
     redis_command(REDIS_URL, "DEL", "mcpd:{keyring}:keys")
     redis_command(REDIS_URL, "SET", "mcpd:{keyring}:keys", "not a hash")

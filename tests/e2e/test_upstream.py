@@ -670,11 +670,8 @@ def test_upstream_http_session_forgotten_and_server_down(h):
 
 
 def test_upstream_sampling_answered_through_another_instance(h):
-    from mcpd_harness import REDIS_URL
-    if REDIS_URL is None:
-        print("SKIP upstream across instances: needs MCPD_TEST_REDIS_URL "
-              "(run it under scripts/with-redis)")
-        return
+    from mcpd_harness import need_shared_redis
+    need_shared_redis()
     a, sid = start_ready(h, upstream("fake"))
     b = h.start(extra_lines=upstream("fake"))
     b.versions[sid] = a.versions[sid]

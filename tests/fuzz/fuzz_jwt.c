@@ -399,6 +399,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	FILE			*f;
 	struct answer		 a;
 
+	event_set_mem_functions(xmalloc, xrealloc, free);	/* as main() */
 	xmalloc_init_cjson();
 	log_level = LOG_LEVEL_ERROR;
 	fz.base = event_base_new();

@@ -14,7 +14,9 @@
 
 #include <openssl/evp.h>
 
+#include "confparse.h"
 #include "unit.h"
+#include "world.h"
 
 #include "auth.h"
 #include "base64.h"
@@ -31,9 +33,6 @@
 #define ISSUER		"https://as.example.test"
 #define STATIC_TOKEN	"static-token-of-the-unit-test"
 
-static struct event_base	*base;
-static struct conf		*conf;
-static struct eventlog		*el;
 static EVP_PKEY			*key;
 static char			 dir[] = "/tmp/mcpd-test-auth.XXXXXX";
 
@@ -120,11 +119,8 @@ start(const char *extra)
 	    "tool status {\n exec /bin/true\n scope mcp\n}\n"
 	    "tool open {\n exec /bin/true\n}\n", jwks_path, tokens_path,
 	    extra);
-	conf = conf_parse_string(text, "t.conf", &cause);
-	ck_assert_msg(conf != NULL, "conf: %s", cause);
-	el = eventlog_create(base, conf, &cause);
-	ck_assert_ptr_nonnull(el);
-	server_init(base, conf, el);
+	world_setup(parse_ok(text));
+	world_start();
 	http_client_init(base);
 	ck_assert_msg(auth_init(base, conf, &cause) == 0, "auth_init: %s",
 	    cause);
@@ -140,8 +136,6 @@ start(const char *extra)
 static void
 setup(void)
 {
-	log_level = LOG_LEVEL_ERROR;
-	base = event_base_new();
 	key = EVP_PKEY_Q_keygen(NULL, NULL, "ED25519");
 	ck_assert_ptr_nonnull(key);
 	ck_assert_ptr_nonnull(mkdtemp(dir));
@@ -153,13 +147,8 @@ teardown(void)
 	char	*cmd;
 
 	auth_shutdown();
-	unit_turns(base, 4);
-	if (el != NULL)
-		eventlog_free(el);
-	el = NULL;
-	conf_free(conf);
-	conf = NULL;
-	event_base_free(base);
+	if (base != NULL)	/* start() ran */
+		world_teardown();
 	EVP_PKEY_free(key);
 	xasprintf(&cmd, "rm -rf %s", dir);
 	if (system(cmd) != 0)

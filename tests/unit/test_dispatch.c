@@ -10,7 +10,9 @@
 
 #include <event2/event.h>
 
+#include "confparse.h"
 #include "unit.h"
+#include "world.h"
 
 #include "conf.h"
 #include "dispatch.h"
@@ -26,43 +28,22 @@
 #define NTOOLS		247
 #define NLISTED		(NTOOLS + 3)
 
-static struct event_base	*base;
-static struct conf		*conf;
-static struct eventlog		*el;
-
 static void
 setup(void)
 {
-	char	*text, *cause = NULL;
+	char	*text;
 	size_t	 len = 0, size = 64 * NTOOLS + 64;
 	int	 i;
 
-	log_level = LOG_LEVEL_ERROR;
-	xmalloc_init_cjson();
 	text = xmalloc(size);
 	len += (size_t)snprintf(text, size, "builtin_tools on\n");
 	for (i = 0; i < NTOOLS; i++)
 		len += (size_t)snprintf(text + len, size - len,
 		    "tool t%03d {\n exec /bin/true\n}\n", i);
-	conf = conf_parse_string(text, "t.conf", &cause);
-	ck_assert_msg(conf != NULL, "conf: %s", cause);
+	world_setup(parse_ok(text));
 	free(text);
-	base = event_base_new();
-	ck_assert_ptr_nonnull(base);
-	el = eventlog_create(base, conf, &cause);
-	ck_assert_msg(el != NULL, "eventlog_create: %s", cause);
-	server_init(base, conf, el);
-	session_init();
+	world_start();
 	provider_init(conf);
-}
-
-static void
-teardown(void)
-{
-	session_shutdown();
-	eventlog_free(el);
-	event_base_free(base);
-	conf_free(conf);
 }
 
 /* Runs one quick request given as JSON text; returns the answer. */
@@ -299,20 +280,20 @@ dispatch_suite(void)
 	TCase	*tc;
 
 	tc = tcase_create("pages");
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_checked_fixture(tc, setup, world_teardown);
 	tcase_add_test(tc, test_pages);
 	tcase_add_test(tc, test_null_cursor);
 	tcase_add_loop_test(tc, test_bad_cursor, 0, NITEMS(bad_cursors));
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("nul");
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_checked_fixture(tc, setup, world_teardown);
 	tcase_add_loop_test(tc, test_nul_params, 0, NITEMS(nul_params));
 	tcase_add_test(tc, test_nul_initialize);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("methods");
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_checked_fixture(tc, setup, world_teardown);
 	tcase_add_loop_test(tc, test_method_table, 0, NITEMS(methods));
 	suite_add_tcase(s, tc);
 	return (s);

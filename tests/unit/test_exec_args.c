@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "confparse.h"
 #include "unit.h"
 
 #include "conf.h"
@@ -18,10 +19,7 @@ static struct conf	*conf;
 static void
 setup(void)
 {
-	char	*cause = NULL;
-
-	xmalloc_init_cjson();
-	conf = conf_parse_string(
+	conf = parse_ok(
 	    "tool t {\n"
 	    "    param s string required \"A string\"\n"
 	    "    param i integer\n"
@@ -31,9 +29,7 @@ setup(void)
 	    "}\n"
 	    "tool none {\n"
 	    "    exec /bin/true a b\n"
-	    "}\n", "t.conf", &cause);
-	if (conf == NULL)
-		ck_abort_msg("%s", cause);
+	    "}\n");
 }
 
 static void

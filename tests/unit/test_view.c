@@ -42,6 +42,7 @@
 #include <cjson/cJSON.h>
 
 #include "unit.h"
+#include "world.h"
 
 #include "conf.h"
 #include "cursor.h"
@@ -61,9 +62,6 @@
 /* The most a test client keeps of what it receives. */
 #define CLIENT_MAX	(4 * 1024 * 1024)
 
-static struct event_base	*base;
-static struct conf		*conf;
-static struct eventlog		*el;
 static struct evhttp		*http;
 static int			 port;
 /* The request the server received last, until the test takes it. */
@@ -79,11 +77,7 @@ http_cb(struct evhttp_request *req, void *arg)
 static void
 setup(void)
 {
-	log_level = LOG_LEVEL_ERROR;
-	base = event_base_new();
-	ck_assert_ptr_nonnull(base);
-	conf = conf_default();
-	conf->eventlog = CONF_EVENTLOG_MEMORY;
+	world_setup(NULL);
 	memset(&metrics, 0, sizeof metrics);
 }
 
@@ -94,13 +88,8 @@ start(void)
 	struct evhttp_bound_socket	*bound;
 	struct sockaddr_in		 sin;
 	socklen_t			 len = sizeof sin;
-	char				*cause = NULL;
 
-	el = eventlog_create(base, conf, &cause);
-	ck_assert_msg(el != NULL, "eventlog_create: %s", cause);
-	server_init(base, conf, el);
-	session_init();
-
+	world_start();
 	http = evhttp_new(base);
 	ck_assert_ptr_nonnull(http);
 	evhttp_set_gencb(http, http_cb, NULL);
@@ -115,21 +104,14 @@ static void
 teardown(void)
 {
 	if (el != NULL) {
-		session_shutdown();	/* in server_run's order */
-		view_shutdown();
-		unit_turns(base, 50);
+		view_shutdown();	/* in server_run's order */
+		world_stop();
 		ck_assert_uint_eq(view_count(), 0);
-		ck_assert_uint_eq(session_allocated(), 0);
 		evhttp_free(http);
 		http = NULL;
-		eventlog_free(el);
-		el = NULL;
 	}
 	received = NULL;
-	event_base_free(base);
-	base = NULL;
-	conf_free(conf);
-	conf = NULL;
+	world_free();
 }
 
 static void
@@ -151,26 +133,6 @@ create(const char *version)
 		unit_turns(base, 1);
 	ck_assert_int_eq(done, 1);
 	return (s);
-}
-
-static void
-created_cb(struct stream *st, int ok, void *arg)
-{
-	*(int *)arg = ok ? 1 : -1;
-}
-
-/* A request stream of s, created in the log (entry 0 committed). */
-static struct stream *
-open_request(struct session *s)
-{
-	struct stream	*st;
-	int		 created = 0, n;
-
-	st = stream_open(s, STREAM_REQUEST, created_cb, &created);
-	for (n = 0; created == 0 && n < MAX_TURNS; n++)
-		unit_turns(base, 1);
-	ck_assert_int_eq(created, 1);
-	return (st);
 }
 
 static void
@@ -517,7 +479,7 @@ START_TEST(test_request_stream)
 
 	start();
 	s = create(V_NEW);
-	st = open_request(s);
+	st = world_request_stream(s);
 	k = stream_id(st);
 	c = client_connect(0);
 	req = client_get(c);
@@ -578,7 +540,7 @@ START_TEST(test_no_priming_before_2025_11_25)
 
 	start();
 	s = create(V_OLD);
-	st = open_request(s);
+	st = world_request_stream(s);
 	k = stream_id(st);
 	c = client_connect(0);
 	req = client_get(c);
@@ -612,7 +574,7 @@ START_TEST(test_resume_shows_what_follows)
 
 	start();
 	s = create(V_NEW);
-	st = open_request(s);
+	st = world_request_stream(s);
 	from.stream = stream_id(st);
 	from.seq = 1;
 	append(st, "one", 0);
@@ -788,7 +750,7 @@ START_TEST(test_watermark_pause_and_resume)
 	conf->stream_window = 1000;
 	start();
 	s = create(V_NEW);
-	st = open_request(s);
+	st = world_request_stream(s);
 	k = stream_id(st);
 	/* Small socket buffers: the kernel must not absorb the backlog. */
 	c = client_connect(4096);
