@@ -25,7 +25,7 @@ cJSON	*dispatch_quick(struct session *, const cJSON *);
 /* The same without a session, for a principal (NULL: no auth). */
 cJSON	*dispatch_quick_stateless(const struct auth_principal *,
 	    const cJSON *);
-cJSON	*dispatch_capabilities(void);
+cJSON	*dispatch_capabilities(int);
 void	 dispatch_start_call(struct call *, const cJSON *);
 void	 dispatch_start(struct session *, struct stream *, const cJSON *);
 void	 dispatch_start_batch(struct session *, struct stream *,

@@ -23,14 +23,4 @@ size_t	 stateless_listen_count(void);
 int	 stateless_room(void);
 void	 stateless_interrupt_calls(const char *);
 
-/* What a listen stream can be told (its filter's fields). */
-enum stateless_change {
-	STATELESS_TOOLS_CHANGED,
-	STATELESS_PROMPTS_CHANGED,
-	STATELESS_RESOURCES_CHANGED,
-	STATELESS_RESOURCE_UPDATED,
-	STATELESS_TASK_CHANGED	/* the tasks extension: uri is the task id */
-};
-void	 stateless_notify(enum stateless_change, const char *);
-
 #endif

@@ -101,13 +101,4 @@ int		 task_allowed(const cJSON *, const struct auth_principal *);
 typedef void (*task_read_cb)(const cJSON *, const cJSON *, void *);
 void		 task_read(const char *, task_read_cb, void *);
 
-/*
- * Status notifications: fn runs with a task's id and its DetailedTask
- * (what tasks/get would answer, without resultType) after every change
- * committed by this instance (stateless.c tells every instance's listen
- * streams).
- */
-typedef void (*task_listener_fn)(const char *, const cJSON *);
-void		 task_set_listener(task_listener_fn);
-
 #endif

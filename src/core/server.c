@@ -22,6 +22,7 @@
 #include <event2/http.h>
 #include <event2/listener.h>
 
+#include "announce.h"
 #include "auth.h"
 #include "clock.h"
 #include "conf.h"
@@ -655,6 +656,7 @@ server_run(struct conf *conf)
 	server_init(base, conf, el);
 	seal_start(base, el);	/* reads the log's keyring once it can */
 	session_init();
+	announce_init();	/* with a shared log: other instances' changes */
 	stateless_init();
 	task_init();
 	exec_init(base);
@@ -734,6 +736,7 @@ out:
 		http_client_shutdown();
 		view_shutdown();
 		stateless_shutdown();
+		announce_shutdown();
 		session_shutdown();
 		task_shutdown();
 		provider_shutdown();	/* upstreams stopped */

@@ -28,6 +28,7 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
+#include "announce.h"
 #include "auth.h"
 #include "base64.h"
 #include "call.h"
@@ -122,7 +123,7 @@ struct stateless_req {
 	TAILQ_ENTRY(stateless_req)		 call_entry;
 
 	int				 listen;
-	int				 filter[STATELESS_RESOURCE_UPDATED];
+	int				 filter[ANNOUNCE_RESOURCE_UPDATED];
 	cJSON				*uris;	/* resourceSubscriptions */
 	cJSON				*tasks;	/* taskIds */
 	struct auth_principal		*who;	/* NULL without auth */
@@ -134,12 +135,6 @@ static TAILQ_HEAD(, stateless_req)	stateless_listeners =
 /* Requests whose call has not answered: what a drain waits for. */
 static TAILQ_HEAD(, stateless_req)	stateless_calls =
     TAILQ_HEAD_INITIALIZER(stateless_calls);
-
-/* Changes heard from other instances (a shared log): see stateless_notify. */
-static struct {
-	int	watching;
-	int	live;		/* the subscription went live once */
-} stateless_fanout;
 
 /* --- helpers ------------------------------------------------------------ */
 
@@ -715,21 +710,10 @@ stateless_respond(struct stateless_req *mr, cJSON *msg)
 static void
 stateless_discover(struct stateless_req *mr, const cJSON *params)
 {
-	cJSON	*result = cJSON_CreateObject(), *caps, *o;
+	cJSON	*result = cJSON_CreateObject(), *caps;
 
 	cJSON_AddItemToObject(result, "supportedVersions", stateless_supported());
-	caps = dispatch_capabilities();
-	/* Listen streams hear list changes (the fixtures make some). */
-	if (server.conf->fixtures_conformance) {
-		if ((o = cJSON_GetObjectItemCaseSensitive(caps, "tools")) !=
-		    NULL)
-			cJSON_ReplaceItemInObjectCaseSensitive(o, "listChanged",
-			    cJSON_CreateTrue());
-		if ((o = cJSON_GetObjectItemCaseSensitive(caps, "prompts")) !=
-		    NULL)
-			cJSON_ReplaceItemInObjectCaseSensitive(o, "listChanged",
-			    cJSON_CreateTrue());
-	}
+	caps = dispatch_capabilities(MCP_REV_2026);
 	task_capabilities(caps);
 	cJSON_AddItemToObject(result, "capabilities", caps);
 	stateless_reply(mr, jsonrpc_result(mr->id, result));
@@ -737,12 +721,12 @@ stateless_discover(struct stateless_req *mr, const cJSON *params)
 
 static const struct {
 	const char		*field;
-	enum stateless_change	 change;
+	enum announce_kind	 change;
 	int			(*served)(void);
 } stateless_filters[] = {
-	{ "toolsListChanged", STATELESS_TOOLS_CHANGED, NULL },
-	{ "promptsListChanged", STATELESS_PROMPTS_CHANGED, provider_has_prompts },
-	{ "resourcesListChanged", STATELESS_RESOURCES_CHANGED,
+	{ "toolsListChanged", ANNOUNCE_TOOLS, NULL },
+	{ "promptsListChanged", ANNOUNCE_PROMPTS, provider_has_prompts },
+	{ "resourcesListChanged", ANNOUNCE_RESOURCES,
 	  provider_has_resources },
 };
 #define STATELESS_NFILTERS \
@@ -827,8 +811,7 @@ stateless_listen(struct stateless_req *mr, const cJSON *params)
 		cJSON_AddItemToObject(honoured, "taskIds",
 		    cJSON_Duplicate(mr->tasks, 1));
 	}
-	if (stateless_fanout.watching && (!stateless_fanout.live ||
-	    !eventlog_available(server.eventlog))) {
+	if (!announce_hearing()) {
 		cJSON_Delete(ack);
 		mr->state = STATELESS_DONE;
 		reply_unavailable(mr->req, 1, "Cannot hear other instances' "
@@ -902,33 +885,20 @@ stateless_task_changed(const char *tid)
 	task_read(tid, stateless_task_read_cb, xstrdup(tid));
 }
 
-/* task.c's hook: a change it committed goes to every instance's listens. */
-static void
-stateless_task_listener(const char *tid, const cJSON *task)
-{
-	stateless_notify(STATELESS_TASK_CHANGED, tid);
-}
-
 /*
  * A change: every listen stream here whose filter asks for it hears of
  * it. One that cannot keep up is ended (its client listens again and
  * re-reads what it lists) rather than buffered without bound.
  */
 static void
-stateless_deliver(enum stateless_change change, const char *uri)
+stateless_deliver(enum announce_kind change, const char *uri, void *arg)
 {
-	static const char	*methods[] = {
-		"notifications/tools/list_changed",
-		"notifications/prompts/list_changed",
-		"notifications/resources/list_changed",
-		"notifications/resources/updated"
-	};
 	struct stateless_req	*mr, *mr1;
 	const cJSON		*u;
 	cJSON			*params;
 	int			 match;
 
-	if (change == STATELESS_TASK_CHANGED) {
+	if (change == ANNOUNCE_TASK) {
 		stateless_task_changed(uri);
 		return;
 	}
@@ -936,7 +906,7 @@ stateless_deliver(enum stateless_change change, const char *uri)
 		if (mr->state != STATELESS_STREAMING)
 			continue;
 		match = 0;
-		if (change != STATELESS_RESOURCE_UPDATED)
+		if (change != ANNOUNCE_RESOURCE_UPDATED)
 			match = mr->filter[change];
 		else {
 			cJSON_ArrayForEach(u, mr->uris) {
@@ -955,115 +925,44 @@ stateless_deliver(enum stateless_change change, const char *uri)
 			continue;
 		}
 		params = NULL;
-		if (change == STATELESS_RESOURCE_UPDATED) {
+		if (change == ANNOUNCE_RESOURCE_UPDATED) {
 			params = cJSON_CreateObject();
 			cJSON_AddStringToObject(params, "uri", uri);
 		}
-		stateless_listen_send(mr, methods[change], params);
+		stateless_listen_send(mr, announce_method(change), params);
 	}
-}
-
-/*
- * With a shared log, changes go to every instance through the log's
- * messages (Redis PUBLISH on one channel, STATELESS_CHANNEL); each delivers
- * to its own listen streams, this one included, when the message comes
- * back. "C<change><uri>".
- */
-#define STATELESS_CHANNEL	"listen"
-
-
-struct stateless_published {
-	enum stateless_change	 change;
-	char			*uri;
-};
-
-static void
-stateless_published_cb(enum eventlog_status status, void *arg)
-{
-	struct stateless_published	*p = arg;
-
-	if (status != EVENTLOG_OK) {
-		/* The others cannot hear it; this instance's listeners can. */
-		log_limited(LOG_LEVEL_WARN, "listen-publish", "a change could "
-		    "not be published to other instances: %s",
-		    eventlog_status_name(status));
-		stateless_deliver(p->change, p->uri);
-	}
-	free(p->uri);
-	free(p);
-}
-
-void
-stateless_notify(enum stateless_change change, const char *uri)
-{
-	struct stateless_published	*p;
-	char			*msg;
-	int			 len;
-
-	if (uri == NULL)
-		uri = "";
-	if (!stateless_fanout.watching ||
-	    strlen(uri) + 2 > EVENTLOG_MESSAGE_MAX) {
-		stateless_deliver(change, uri);
-		return;
-	}
-	len = xasprintf(&msg, "C%d%s", (int)change, uri);
-	p = xmalloc(sizeof *p);
-	p->change = change;
-	p->uri = xstrdup(uri);
-	eventlog_publish(server.eventlog, STATELESS_CHANNEL, msg, (size_t)len,
-	    stateless_published_cb, p);
-	free(msg);
-}
-
-static void
-stateless_message_cb(const char *sid, const char *msg, size_t len, void *arg)
-{
-	char	*uri;
-
-	if (len < 2 || msg[0] != 'C' || msg[1] < '0' ||
-	    msg[1] > '0' + STATELESS_TASK_CHANGED)
-		return;		/* a newer instance's, or not ours */
-	uri = xstrndup(msg + 2, len - 2);
-	stateless_deliver((enum stateless_change)(msg[1] - '0'), uri);
-	free(uri);
 }
 
 static void	stateless_listen_end_all(const char *);
 
-/*
- * The subscription is (again) live: k = 0 says what was published
- * meanwhile may be lost. Listen streams cannot be resumed, so those open
- * across the gap end, and their clients listen again.
- */
+/* Changes may have been missed: listen streams cannot be resumed. */
 static void
-stateless_watch_cb(const char *sid, uint64_t k, uint64_t seq, void *arg)
+stateless_lost(const char *why, void *arg)
 {
-	if (k != 0)
-		return;
-	if (stateless_fanout.live)
-		stateless_listen_end_all("the subscription to other instances' "
-		    "changes was lost");
-	stateless_fanout.live = 1;
+	stateless_listen_end_all(why);
 }
+
+/* Listen streams hear every instance's changes (announce.h). */
+static const struct announce_hooks stateless_announce_hooks = {
+	ANNOUNCE_EVERYWHERE,
+	stateless_deliver,
+	stateless_lost
+};
 
 void
 stateless_init(void)
 {
-	task_set_listener(stateless_task_listener);
-	if (!server.shared)
-		return;
-	eventlog_watch(server.eventlog, STATELESS_CHANNEL, stateless_watch_cb,
-	    stateless_message_cb, NULL);
-	stateless_fanout.watching = 1;
+	announce_subscribe(&stateless_announce_hooks, NULL);
 }
 
-/* Once a second: a log that cannot be reached ends the listen streams. */
+/*
+ * Once a second: listen streams that cannot hear other instances'
+ * changes (the log unavailable) end.
+ */
 void
 stateless_cron(void)
 {
-	if (stateless_fanout.watching && !eventlog_available(server.eventlog) &&
-	    !TAILQ_EMPTY(&stateless_listeners))
+	if (!announce_hearing() && !TAILQ_EMPTY(&stateless_listeners))
 		stateless_listen_end_all("the event log is unavailable");
 }
 
@@ -1134,10 +1033,7 @@ stateless_shutdown(void)
 {
 	stateless_interrupt_calls("the server is shutting down");
 	stateless_listen_end_all("the server stops");
-	if (stateless_fanout.watching)
-		eventlog_unwatch(server.eventlog, STATELESS_CHANNEL,
-		    stateless_watch_cb, stateless_message_cb, NULL);
-	stateless_fanout.watching = 0;
+	announce_unsubscribe(&stateless_announce_hooks, NULL);
 }
 
 /* --- the table ---------------------------------------------------------- */

@@ -65,26 +65,31 @@ dispatch_params_ok(const cJSON *req, struct dispatch_error *err)
 	return (0);
 }
 
-/* The server's capabilities, as initialize and server/discover say them. */
+/*
+ * The server's capabilities for a revision (MCP_REV_*), as initialize and
+ * server/discover say them: listChanged as the providers' lists_change.
+ */
 cJSON *
-dispatch_capabilities(void)
+dispatch_capabilities(int rev)
 {
 	cJSON	*caps = cJSON_CreateObject();
 	cJSON	*tools = cJSON_AddObjectToObject(caps, "tools");
 
 	cJSON	*resources, *prompts;
-	int	 changes = provider_lists_change();
 
-	cJSON_AddBoolToObject(tools, "listChanged", changes);
+	cJSON_AddBoolToObject(tools, "listChanged", provider_lists_change(rev,
+	    PROVIDER_TOOLS));
 	cJSON_AddObjectToObject(caps, "logging");
 	if (provider_has_resources()) {
 		resources = cJSON_AddObjectToObject(caps, "resources");
 		cJSON_AddBoolToObject(resources, "subscribe", 1);
-		cJSON_AddBoolToObject(resources, "listChanged", changes);
+		cJSON_AddBoolToObject(resources, "listChanged",
+		    provider_lists_change(rev, PROVIDER_RESOURCES));
 	}
 	if (provider_has_prompts()) {
 		prompts = cJSON_AddObjectToObject(caps, "prompts");
-		cJSON_AddBoolToObject(prompts, "listChanged", changes);
+		cJSON_AddBoolToObject(prompts, "listChanged",
+		    provider_lists_change(rev, PROVIDER_PROMPTS));
 	}
 	if (provider_has_completions())
 		cJSON_AddObjectToObject(caps, "completions");
@@ -131,7 +136,8 @@ dispatch_initialize(const cJSON *req, struct auth_principal *principal,
 	}
 	result = cJSON_CreateObject();
 	cJSON_AddStringToObject(result, "protocolVersion", version);
-	cJSON_AddItemToObject(result, "capabilities", dispatch_capabilities());
+	cJSON_AddItemToObject(result, "capabilities",
+	    dispatch_capabilities(MCP_REV_2025));
 	info = cJSON_AddObjectToObject(result, "serverInfo");
 	cJSON_AddStringToObject(info, "name", "mcpd");
 	cJSON_AddStringToObject(info, "version", MCPD_VERSION);

@@ -51,6 +51,7 @@
 
 #include <event2/event.h>
 
+#include "announce.h"
 #include "auth.h"
 #include "call.h"
 #include "clock.h"
@@ -417,26 +418,6 @@ task_answer_later(task_answer_cb cb, void *arg, cJSON *result, int code,
  * Changes: read, change, write back compare-and-set; again on a race.
  */
 
-static task_listener_fn	 task_listener;
-
-void
-task_set_listener(task_listener_fn fn)
-{
-	task_listener = fn;
-}
-
-/* A change is committed: whoever listens hears of it. */
-static void
-task_announce(const char *tid, const cJSON *rec)
-{
-	cJSON	*view;
-
-	if (task_listener != NULL) {
-		view = task_view(rec, 1);
-		task_listener(tid, view);
-		cJSON_Delete(view);
-	}
-}
 
 /* 1: write the record as changed; 0: leave it as it is. */
 typedef int (*task_change_fn)(cJSON *, void *);
@@ -481,8 +462,13 @@ task_change_put_cb(enum eventlog_status status, void *arg)
 		task_change_read(tc);
 		return;
 	}
+	/*
+	 * A change is committed: its listeners hear of it, on every instance
+	 * (announce.h: each reads the task again, with task_read, and tells
+	 * those task_allowed lets see it).
+	 */
 	if (status == EVENTLOG_OK)
-		task_announce(tc->tid, tc->rec);
+		announce_change(ANNOUNCE_TASK, tc->tid);
 	else
 		log_limited(LOG_LEVEL_WARN, "task-write", "task=%s revision "
 		    "%llu not written: %s", tc->handle,
@@ -1173,7 +1159,7 @@ task_create_put_cb(enum eventlog_status status, void *arg)
 		free(tcr);
 		return;
 	}
-	task_announce(run->tid, tcr->rec);
+	announce_change(ANNOUNCE_TASK, run->tid);
 	log_info("task=%s tool=%s created", run->handle, run->tool);
 
 	/* The call's id and owner name it in log lines: by its handle. */
