@@ -13,8 +13,6 @@ int	 stateless_claims(struct evhttp_request *, const cJSON *);
 /* A request stateless_claims took (taken), for a principal (NULL: no auth). */
 void	 stateless_serve(struct evhttp_request *, cJSON *,
 	    struct auth_principal *);
-const cJSON *stateless_request_id(const struct stateless_req *);
-void	 stateless_respond(struct stateless_req *, cJSON *);
 void	 stateless_init(void);
 void	 stateless_cron(void);
 void	 stateless_shutdown(void);

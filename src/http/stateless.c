@@ -4,9 +4,10 @@
  * stateless_claims; everything after that is here: the request metadata
  * checks in the order of the Streamable HTTP binding's Server Validation,
  * the method table of this revision (stateless_methods, one handler per
- * method), the response (a JSON body, or an SSE stream scoped to the
- * request), subscriptions/listen streams and the MRTR rounds of
- * input_required results.
+ * method), the call's sink, whose messages go to the request's response
+ * (response.c: a JSON body, or an SSE stream scoped to the request),
+ * subscriptions/listen streams and the MRTR rounds of input_required
+ * results.
  *
  * Nothing here goes through the event log. The revision has no sessions
  * and no resumption: a response stream carries one request's
@@ -22,8 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <event2/buffer.h>
-#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
@@ -42,6 +41,7 @@
 #include "stateless.h"
 #include "provider.h"
 #include "reply.h"
+#include "response.h"
 #include "seal.h"
 #include "server.h"
 #include "sse.h"
@@ -66,7 +66,7 @@
  * SSE response anyway: evhttp only notices a client gone once it writes,
  * and a gone client must cancel its request.
  */
-#define STATELESS_JSON_MS		200
+#define STATELESS_JSON_MS	200
 /*
  * No key may sign a requestState (seal_ready): the event log's keyring not
  * read yet, or not for too long. Another instance may have one: 503.
@@ -76,12 +76,6 @@
 /* Mcp-Param-* headers a tool may declare, and their nesting. */
 #define STATELESS_MAX_PARAMS	32
 #define STATELESS_MAX_DEPTH	8
-
-enum stateless_state {
-	STATELESS_WAITING,		/* nothing sent yet: a JSON body is possible */
-	STATELESS_STREAMING,	/* an SSE response has begun */
-	STATELESS_DONE		/* the response ended, or the client left */
-};
 
 struct stateless_req;
 
@@ -101,13 +95,9 @@ struct stateless_method {
 };
 
 struct stateless_req {
-	struct evhttp_request		*req;
-	struct evhttp_connection	*evcon;
+	struct response			*resp;
 	const struct stateless_method	*m;
 	cJSON				*id;
-	enum stateless_state		 state;
-	struct event			*late;	/* the JSON body's deadline */
-	struct event			*timer;	/* keep-alive comments */
 	int				 starting; /* inside its handler */
 
 	struct call			*call;
@@ -116,8 +106,6 @@ struct stateless_req {
 	cJSON				*answers;  /* inputResponses so far */
 	cJSON				*asked;	   /* this round's questions */
 	struct event			*asked_ev;
-	call_sent_cb			 sent_cb;  /* waiting for a drain */
-	void				*sent_arg;
 
 	int				 running;  /* on stateless_calls */
 	TAILQ_ENTRY(stateless_req)		 call_entry;
@@ -217,21 +205,16 @@ stateless_header(struct evhttp_request *req, const char *name, int *bad)
 	return (xstrndup(v, len));
 }
 
-/* --- the response ------------------------------------------------------- */
-
-static void	stateless_keepalive_cb(evutil_socket_t, short, void *);
+/* --- the request ------------------------------------------------------- */
 
 static void
 stateless_free(struct stateless_req *mr)
 {
 	if (mr->listen)
 		TAILQ_REMOVE(&stateless_listeners, mr, entry);
-	if (mr->late != NULL)
-		event_free(mr->late);
-	if (mr->timer != NULL)
-		event_free(mr->timer);
 	if (mr->asked_ev != NULL)
 		event_free(mr->asked_ev);
+	response_free(mr->resp);
 	cJSON_Delete(mr->id);
 	free(mr->name);
 	cJSON_Delete(mr->answers);
@@ -242,123 +225,33 @@ stateless_free(struct stateless_req *mr)
 	free(mr);
 }
 
+static int
+stateless_done(const struct stateless_req *mr)
+{
+	return (response_state(mr->resp) == RESPONSE_DONE);
+}
+
 /* Freed once neither the call nor the connection can reach it. */
 static void
 stateless_maybe_free(struct stateless_req *mr)
 {
-	if (mr->state == STATELESS_DONE && !mr->starting &&
+	if (stateless_done(mr) && !mr->starting &&
 	    (mr->call == NULL || mr->call_done))
 		stateless_free(mr);
 }
 
+/* The client closed its stream: a running call is cancelled. */
 static void
-stateless_closed_cb(struct evhttp_connection *evcon, void *arg)
+stateless_gone(void *arg)
 {
 	struct stateless_req	*mr = arg;
 
-	if (mr->state != STATELESS_STREAMING)
-		return;
-	log_debug("stateless request: the client closed its stream");
-	mr->state = STATELESS_DONE;
-	/* On a peer close the request is ours to end (STYLE.md). */
-	evhttp_send_reply_end(mr->req);
 	if (mr->call != NULL && !mr->call_done) {
 		/* Its sink's respond(NULL) frees mr. */
 		call_cancel(mr->call, "the client closed the response stream");
 		return;
 	}
 	stateless_maybe_free(mr);
-}
-
-static void
-stateless_stream_start(struct stateless_req *mr)
-{
-	struct evkeyvalq	*headers;
-	struct bufferevent	*bev;
-	struct timeval		 tv;
-
-	headers = evhttp_request_get_output_headers(mr->req);
-	evhttp_add_header(headers, "Content-Type", "text/event-stream");
-	evhttp_add_header(headers, "Cache-Control", "no-cache");
-	evhttp_add_header(headers, "X-Accel-Buffering", "no");
-	reply_count(mr->req, 200);
-	evhttp_send_reply_start(mr->req, 200, "OK");
-	mr->state = STATELESS_STREAMING;
-	bev = evhttp_connection_get_bufferevent(mr->evcon);
-	bufferevent_set_timeouts(bev, NULL, NULL);
-	evhttp_connection_set_closecb(mr->evcon, stateless_closed_cb, mr);
-	mr->timer = event_new(server.base, -1, EV_PERSIST,
-	    stateless_keepalive_cb, mr);
-	tv.tv_sec = server.conf->sse_keepalive;
-	tv.tv_usec = 0;
-	evtimer_add(mr->timer, &tv);
-}
-
-static size_t
-stateless_queued(struct stateless_req *mr)
-{
-	return (evbuffer_get_length(bufferevent_get_output(
-	    evhttp_connection_get_bufferevent(mr->evcon))));
-}
-
-static void	stateless_drained_cb(struct evhttp_connection *, void *);
-
-/*
- * Every chunk names the drain callback: the connection has one slot, and
- * a chunk sent without it would leave a paused sender waiting forever
- * (the end of the reply takes the slot back).
- */
-static void
-stateless_chunk(struct stateless_req *mr, struct evbuffer *buf)
-{
-	evhttp_send_reply_chunk_with_cb(mr->req, buf, stateless_drained_cb, mr);
-}
-
-static void
-stateless_write(struct stateless_req *mr, const cJSON *msg)
-{
-	struct evbuffer	*buf = evbuffer_new();
-	const char	*text;
-	size_t		 len;
-
-	text = jsonrpc_print_shared(msg, &len);
-	sse_event(buf, NULL, "message", text, len, -1);
-	stateless_chunk(mr, buf);
-	evbuffer_free(buf);
-}
-
-/* Ends a streaming response normally: the connection may serve again. */
-static void
-stateless_stream_end(struct stateless_req *mr)
-{
-	evhttp_connection_set_closecb(mr->evcon, NULL, NULL);
-	evhttp_connection_set_timeout(mr->evcon, SERVER_REQUEST_TIMEOUT);
-	evhttp_send_reply_end(mr->req);
-	mr->state = STATELESS_DONE;
-}
-
-static void
-stateless_keepalive_cb(evutil_socket_t fd, short events, void *arg)
-{
-	struct stateless_req	*mr = arg;
-	struct evbuffer		*buf;
-
-	if (mr->state != STATELESS_STREAMING || stateless_queued(mr) > 0)
-		return;
-	buf = evbuffer_new();
-	sse_comment(buf, "keepalive");
-	stateless_chunk(mr, buf);
-	evbuffer_free(buf);
-}
-
-/* The deadline for a JSON body passed: the response becomes a stream. */
-static void
-stateless_json_late_cb(evutil_socket_t fd, short events, void *arg)
-{
-	struct stateless_req	*mr = arg;
-
-	if (mr->state == STATELESS_WAITING)
-		stateless_stream_start(mr);
 }
 
 /*
@@ -370,75 +263,19 @@ stateless_decorate(const struct stateless_method *m, cJSON *result);
 
 /* --- the call's sink ---------------------------------------------------- */
 
-struct stateless_sent {
-	call_sent_cb	 cb;
-	void		*arg;
-	int		 ok;
-};
-
-static void
-stateless_sent_later_cb(evutil_socket_t fd, short events, void *arg)
-{
-	struct stateless_sent	*s = arg;
-
-	s->cb(s->ok, s->arg);
-	free(s);
-}
-
-static void
-stateless_sent_later(call_sent_cb cb, void *arg, int ok)
-{
-	struct stateless_sent	*s;
-
-	if (cb == NULL)
-		return;
-	s = xmalloc(sizeof *s);
-	s->cb = cb;
-	s->arg = arg;
-	s->ok = ok;
-	event_base_once(server.base, -1, EV_TIMEOUT, stateless_sent_later_cb, s,
-	    NULL);
-}
-
-/* The client took what was queued: a paused sender goes on. */
-static void
-stateless_drained_cb(struct evhttp_connection *evcon, void *arg)
-{
-	struct stateless_req	*mr = arg;
-	call_sent_cb		 cb = mr->sent_cb;
-
-	if (cb == NULL)
-		return;
-	mr->sent_cb = NULL;
-	cb(1, mr->sent_arg);
-}
-
 /*
  * A notification of the call: the response becomes a stream if it was
- * not one. Past the high watermark the sender hears back only once the
- * client has taken what is queued (the block policy): memory per request
- * stays near sse_high_watermark.
+ * not one, and the sender hears back as response_sent says (the block
+ * policy past sse_high_watermark).
  */
 static void
 stateless_sink_send(void *arg, cJSON *msg, call_sent_cb cb, void *cbarg)
 {
 	struct stateless_req	*mr = arg;
 
-	if (mr->state == STATELESS_DONE) {
-		cJSON_Delete(msg);
-		stateless_sent_later(cb, cbarg, 0);
-		return;
-	}
-	if (mr->state == STATELESS_WAITING)
-		stateless_stream_start(mr);
-	stateless_write(mr, msg);
-	if ((long long)stateless_queued(mr) < server.conf->sse_high_watermark ||
-	    cb == NULL || mr->sent_cb != NULL)
-		stateless_sent_later(cb, cbarg, 1);
-	else {
-		mr->sent_cb = cb;
-		mr->sent_arg = cbarg;
-	}
+	if (!stateless_done(mr))
+		response_write(mr->resp, msg);
+	response_sent(mr->resp, cb, cbarg);
 	cJSON_Delete(msg);
 }
 
@@ -459,36 +296,25 @@ static void
 stateless_sink_respond(void *arg, cJSON *msg)
 {
 	struct stateless_req	*mr = arg;
-	int			 status;
 
 	mr->call_done = 1;
 	if (mr->running) {
 		TAILQ_REMOVE(&stateless_calls, mr, call_entry);
 		mr->running = 0;
 	}
-	if (mr->sent_cb != NULL) {
-		stateless_sent_later(mr->sent_cb, mr->sent_arg, 0);
-		mr->sent_cb = NULL;
-	}
-	if (msg == NULL && mr->state != STATELESS_DONE)
+	if (msg == NULL && !stateless_done(mr))
 		msg = jsonrpc_error(mr->id, JSONRPC_INTERNAL_ERROR,
 		    "The request ended without a result", NULL);
-	if (msg != NULL && mr->state != STATELESS_DONE) {
+	if (msg != NULL && !stateless_done(mr)) {
 		stateless_decorate(mr->m, stateless_get(msg, "result") != NULL ?
 		    cJSON_GetObjectItemCaseSensitive(msg, "result") : NULL);
-		if (mr->state == STATELESS_STREAMING) {
-			stateless_write(mr, msg);
+		if (response_state(mr->resp) == RESPONSE_STREAMING) {
+			response_write(mr->resp, msg);
 			cJSON_Delete(msg);
-			stateless_stream_end(mr);
-		} else {
-			mr->state = STATELESS_DONE;
-			status = stateless_error_status(msg);
-			if (status == 503)
-				evhttp_add_header(
-				    evhttp_request_get_output_headers(mr->req),
-				    "Retry-After", "1");
-			reply_json(mr->req, status, msg);
-		}
+			response_end(mr->resp);
+		} else
+			response_json(mr->resp, stateless_error_status(msg),
+			    msg);
 	} else
 		cJSON_Delete(msg);
 	/* call.c touches nothing of ours once the call has ended. */
@@ -679,30 +505,7 @@ stateless_reply(struct stateless_req *mr, cJSON *msg)
 {
 	stateless_decorate(mr->m, cJSON_GetObjectItemCaseSensitive(msg,
 	    "result"));
-	mr->state = STATELESS_DONE;
-	reply_json(mr->req, 200, msg);
-}
-
-/*
- * For a method handler in another file (a line of stateless_methods): the
- * request's id, and its answer (a whole JSON-RPC response, taken), given
- * in the handler or on a later turn; the request is freed with it.
- */
-const cJSON *
-stateless_request_id(const struct stateless_req *mr)
-{
-	return (mr->id);
-}
-
-void
-stateless_respond(struct stateless_req *mr, cJSON *msg)
-{
-	if (mr->state != STATELESS_WAITING) {
-		cJSON_Delete(msg);
-		return;
-	}
-	stateless_reply(mr, msg);
-	stateless_maybe_free(mr);
+	response_json(mr->resp, 200, msg);
 }
 
 /* --- methods of our own ------------------------------------------------- */
@@ -745,7 +548,7 @@ stateless_listen_send(struct stateless_req *mr, const char *method,
 	cJSON_AddItemToObject(meta, STATELESS_META_SUB, cJSON_Duplicate(mr->id,
 	    1));
 	msg = jsonrpc_notification(method, params);
-	stateless_write(mr, msg);
+	response_write(mr->resp, msg);
 	cJSON_Delete(msg);
 }
 
@@ -795,10 +598,9 @@ stateless_listen(struct stateless_req *mr, const cJSON *params)
 		/* The extension says: only for clients that declare it. */
 		if (!task_declared(params)) {
 			cJSON_Delete(ack);
-			mr->state = STATELESS_DONE;
-			stateless_error(mr->req, 400, mr->id, STATELESS_MISSING_CAP,
-			    "Missing required client capability",
-			    task_missing_capability());
+			response_json(mr->resp, 400, jsonrpc_error(mr->id,
+			    STATELESS_MISSING_CAP, "Missing required client "
+			    "capability", task_missing_capability()));
 			return;
 		}
 		mr->tasks = cJSON_CreateArray();
@@ -813,14 +615,13 @@ stateless_listen(struct stateless_req *mr, const cJSON *params)
 	}
 	if (!announce_hearing()) {
 		cJSON_Delete(ack);
-		mr->state = STATELESS_DONE;
-		reply_unavailable(mr->req, 1, "Cannot hear other instances' "
+		response_unavailable(mr->resp, "Cannot hear other instances' "
 		    "changes now, listen again later");
 		return;
 	}
 	mr->listen = 1;
 	TAILQ_INSERT_TAIL(&stateless_listeners, mr, entry);
-	stateless_stream_start(mr);
+	response_stream(mr->resp);
 	stateless_listen_send(mr, "notifications/subscriptions/acknowledged",
 	    ack);
 }
@@ -852,15 +653,15 @@ stateless_task_read_cb(const cJSON *task, const cJSON *principal, void *arg)
 	struct stateless_req	*mr, *mr1;
 
 	TAILQ_FOREACH_SAFE(mr, &stateless_listeners, entry, mr1) {
-		if (task == NULL || mr->state != STATELESS_STREAMING ||
+		if (task == NULL ||
+		    response_state(mr->resp) != RESPONSE_STREAMING ||
 		    !stateless_listens(mr->tasks, tid) ||
 		    !task_allowed(principal, mr->who))
 			continue;
-		if ((long long)stateless_queued(mr) >=
-		    server.conf->sse_high_watermark) {
+		if (response_behind(mr->resp)) {
 			log_limited(LOG_LEVEL_WARN, "listen-slow", "a listen "
 			    "stream is too far behind; ending it");
-			stateless_stream_end(mr);
+			response_end(mr->resp);
 			stateless_maybe_free(mr);
 			continue;
 		}
@@ -876,7 +677,7 @@ stateless_task_changed(const char *tid)
 	struct stateless_req	*mr;
 
 	TAILQ_FOREACH(mr, &stateless_listeners, entry) {
-		if (mr->state == STATELESS_STREAMING &&
+		if (response_state(mr->resp) == RESPONSE_STREAMING &&
 		    stateless_listens(mr->tasks, tid))
 			break;
 	}
@@ -903,7 +704,7 @@ stateless_deliver(enum announce_kind change, const char *uri, void *arg)
 		return;
 	}
 	TAILQ_FOREACH_SAFE(mr, &stateless_listeners, entry, mr1) {
-		if (mr->state != STATELESS_STREAMING)
+		if (response_state(mr->resp) != RESPONSE_STREAMING)
 			continue;
 		match = 0;
 		if (change != ANNOUNCE_RESOURCE_UPDATED)
@@ -916,11 +717,10 @@ stateless_deliver(enum announce_kind change, const char *uri, void *arg)
 		}
 		if (!match)
 			continue;
-		if ((long long)stateless_queued(mr) >=
-		    server.conf->sse_high_watermark) {
+		if (response_behind(mr->resp)) {
 			log_limited(LOG_LEVEL_WARN, "listen-slow", "a listen "
 			    "stream is too far behind; ending it");
-			stateless_stream_end(mr);
+			response_end(mr->resp);
 			stateless_maybe_free(mr);
 			continue;
 		}
@@ -978,7 +778,7 @@ stateless_listen_end_all(const char *why)
 	cJSON			*result, *meta;
 
 	TAILQ_FOREACH_SAFE(mr, &stateless_listeners, entry, mr1) {
-		if (mr->state != STATELESS_STREAMING)
+		if (response_state(mr->resp) != RESPONSE_STREAMING)
 			continue;
 		log_info("listen stream ended: %s", why);
 		result = cJSON_CreateObject();
@@ -987,9 +787,9 @@ stateless_listen_end_all(const char *why)
 		cJSON_AddItemToObject(meta, STATELESS_META_SUB,
 		    cJSON_Duplicate(mr->id, 1));
 		result = jsonrpc_result(mr->id, result);
-		stateless_write(mr, result);
+		response_write(mr->resp, result);
 		cJSON_Delete(result);
-		stateless_stream_end(mr);
+		response_end(mr->resp);
 		stateless_maybe_free(mr);
 	}
 }
@@ -1291,16 +1091,16 @@ stateless_rounds(struct stateless_req *mr, const cJSON *params, int *resumed)
 
 	*resumed = 0;
 	if (state != NULL && !seal_ready()) {
-		reply_unavailable(mr->req, 1, STATELESS_NO_STATE_KEY);
+		response_unavailable(mr->resp, STATELESS_NO_STATE_KEY);
 		return (-1);
 	}
 	if (state != NULL) {
 		if (!cJSON_IsString(state) ||
 		    (mr->answers = stateless_state_open(mr, state->valuestring,
 		    &cause)) == NULL) {
-			stateless_error(mr->req, 400, mr->id,
+			response_json(mr->resp, 400, jsonrpc_error(mr->id,
 			    JSONRPC_INVALID_PARAMS, cJSON_IsString(state) ?
-			    cause : "requestState must be a string", NULL);
+			    cause : "requestState must be a string", NULL));
 			return (-1);
 		}
 		*resumed = 1;
@@ -1308,8 +1108,9 @@ stateless_rounds(struct stateless_req *mr, const cJSON *params, int *resumed)
 	if (responses == NULL)
 		return (0);
 	if (!cJSON_IsObject(responses)) {
-		stateless_error(mr->req, 400, mr->id, JSONRPC_INVALID_PARAMS,
-		    "Invalid params: inputResponses must be an object", NULL);
+		response_json(mr->resp, 400, jsonrpc_error(mr->id,
+		    JSONRPC_INVALID_PARAMS, "Invalid params: inputResponses "
+		    "must be an object", NULL));
 		return (-1);
 	}
 	if (mr->answers == NULL)
@@ -1330,7 +1131,6 @@ stateless_start_call(struct stateless_req *mr, const cJSON *msg, int resumed,
     struct auth_principal *who)
 {
 	const cJSON	*meta = stateless_meta(msg), *level, *token;
-	struct timeval	 tv;
 	int		 n = INT_MAX;
 
 	level = stateless_get(meta, STATELESS_META_LEVEL);
@@ -1353,16 +1153,10 @@ stateless_start_call(struct stateless_req *mr, const cJSON *msg, int resumed,
 	mr->starting = 1;
 	dispatch_start_call(mr->call, msg);
 	mr->starting = 0;
-	if (mr->state == STATELESS_DONE) {
+	if (stateless_done(mr))
 		stateless_maybe_free(mr);
-		return;
-	}
-	if (mr->state == STATELESS_WAITING) {
-		mr->late = evtimer_new(server.base, stateless_json_late_cb, mr);
-		tv.tv_sec = 0;
-		tv.tv_usec = STATELESS_JSON_MS * 1000;
-		evtimer_add(mr->late, &tv);
-	}
+	else
+		response_stream_after(mr->resp, STATELESS_JSON_MS);
 }
 
 /*
@@ -1426,8 +1220,7 @@ stateless_serve(struct evhttp_request *req, cJSON *msg,
 		goto out;
 	}
 	mr = xcalloc(1, sizeof *mr);
-	mr->req = req;
-	mr->evcon = evhttp_request_get_connection(req);
+	mr->resp = response_new(req, stateless_gone, mr);
 	mr->m = m;
 	mr->id = cJSON_Duplicate(id, 1);
 	mr->who = auth_principal_ref(who);
