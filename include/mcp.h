@@ -6,6 +6,8 @@
 #ifndef MCPD_MCP_H
 #define MCPD_MCP_H
 
+#include <cjson/cJSON.h>
+
 /*
  * The two families of revisions, as masks: the 2025-era ones of
  * mcp_versions, spoken in sessions, and 2026-07-28, stateless
@@ -19,6 +21,7 @@
 /* The session revisions, oldest first; the last is preferred. */
 extern const char *mcp_versions[];
 int		 mcp_version_supported(const char *);
+cJSON		*mcp_supported_versions(void);
 int		 mcp_version_at_least(const char *, const char *);
 
 /* MCP logging levels, in RFC 5424 order. */

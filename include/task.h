@@ -17,8 +17,6 @@
 
 /* The extension's name, in capabilities and in requests' _meta. */
 #define TASK_EXTENSION		"io.modelcontextprotocol/tasks"
-/* -32021 (2026-07-28): the request lacks a client capability it needs. */
-#define TASK_MISSING_CAPABILITY	-32021
 /* Task ids: 128 random bits, in hex. */
 #define TASK_ID_LEN		32
 
@@ -54,8 +52,6 @@ size_t		 task_running(void);
 /* Whether a request's params declare the extension in their _meta. */
 int		 task_declared(const cJSON *);
 enum task_mode	 task_mode(const char *, const cJSON *);
-/* The -32021 error's data: requiredCapabilities naming the extension. */
-cJSON		*task_missing_capability(void);
 /* Adds capabilities.extensions[TASK_EXTENSION] to a capabilities object. */
 void		 task_capabilities(cJSON *);
 

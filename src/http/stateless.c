@@ -3,11 +3,11 @@
  * (2025-era, session) path serves. transport.c hands over a POST that
  * stateless_claims; everything after that is here: the request metadata
  * checks in the order of the Streamable HTTP binding's Server Validation,
- * the method table of this revision (stateless_methods, one handler per
- * method), the call's sink, whose messages go to the request's response
- * (response.c: a JSON body, or an SSE stream scoped to the request),
- * subscriptions/listen streams and the MRTR rounds of input_required
- * results.
+ * the methods of this revision as dispatch.c's table has them (quick
+ * methods answered at once, call methods run as calls), the call's sink,
+ * whose messages go to the request's response (response.c: a JSON body,
+ * or an SSE stream scoped to the request), subscriptions/listen streams
+ * and the MRTR rounds of input_required results.
  *
  * Nothing here goes through the event log. The revision has no sessions
  * and no resumption: a response stream carries one request's
@@ -49,17 +49,12 @@
 #include "view.h"
 #include "xmalloc.h"
 
-#define STATELESS_VERSION		CALL_STATELESS_VERSION
+#define STATELESS_VERSION	MCP_STATELESS_VERSION
 #define STATELESS_META_VERSION	"io.modelcontextprotocol/protocolVersion"
 #define STATELESS_META_CAPS	"io.modelcontextprotocol/clientCapabilities"
 #define STATELESS_META_LEVEL	"io.modelcontextprotocol/logLevel"
 #define STATELESS_META_SERVER	"io.modelcontextprotocol/serverInfo"
 #define STATELESS_META_SUB		"io.modelcontextprotocol/subscriptionId"
-
-/* JSON-RPC errors this revision defines. */
-#define STATELESS_HEADER_MISMATCH	-32020
-#define STATELESS_MISSING_CAP	-32021
-#define STATELESS_UNSUPPORTED	-32022
 
 /*
  * A call that has neither answered nor sent anything this long gets an
@@ -79,24 +74,9 @@
 
 struct stateless_req;
 
-/*
- * One method of this revision. A handler of its own (run), or dispatch.c's
- * (quick methods answered at once, call methods run as a call whose sink
- * is this file). name_param: the params member Mcp-Name mirrors.
- */
-struct stateless_method {
-	const char	*name;
-	const char	*name_param;
-	int		 flags;
-#define STATELESS_CALL		0x1	/* runs as a call (dispatch.c) */
-#define STATELESS_CACHEABLE	0x2	/* ttlMs and cacheScope */
-	int		(*enabled)(void);
-	void		(*run)(struct stateless_req *, const cJSON *);
-};
-
 struct stateless_req {
 	struct response			*resp;
-	const struct stateless_method	*m;
+	const struct dispatch_method	*m;
 	cJSON				*id;
 	int				 starting; /* inside its handler */
 
@@ -136,21 +116,6 @@ static const cJSON *
 stateless_meta(const cJSON *msg)
 {
 	return (stateless_get(stateless_get(msg, "params"), "_meta"));
-}
-
-/* The revision's versions, newest first, then the legacy ones. */
-static cJSON *
-stateless_supported(void)
-{
-	cJSON	*list = cJSON_CreateArray();
-	int	 i, n;
-
-	cJSON_AddItemToArray(list, cJSON_CreateString(STATELESS_VERSION));
-	for (n = 0; mcp_versions[n] != NULL; n++)
-		;
-	for (i = n - 1; i >= 0; i--)
-		cJSON_AddItemToArray(list, cJSON_CreateString(mcp_versions[i]));
-	return (list);
 }
 
 static void
@@ -259,7 +224,7 @@ stateless_gone(void *arg)
  * itself in _meta; cacheable results carry their caching hints.
  */
 static void
-stateless_decorate(const struct stateless_method *m, cJSON *result);
+stateless_decorate(const struct dispatch_method *m, cJSON *result);
 
 /* --- the call's sink ---------------------------------------------------- */
 
@@ -284,7 +249,8 @@ stateless_error_status(const cJSON *msg)
 {
 	const cJSON	*code = stateless_get(stateless_get(msg, "error"), "code");
 
-	if (cJSON_IsNumber(code) && code->valueint == STATELESS_MISSING_CAP)
+	if (cJSON_IsNumber(code) && code->valueint ==
+	    JSONRPC_MISSING_CAPABILITY)
 		return (400);
 	if (cJSON_IsNumber(code) && code->valueint == JSONRPC_UNAVAILABLE)
 		return (503);
@@ -335,7 +301,7 @@ stateless_state_seal(struct stateless_req *mr)
 	cJSON	*state = cJSON_CreateObject();
 	char	*text, *sealed;
 
-	cJSON_AddStringToObject(state, "m", mr->m->name);
+	cJSON_AddStringToObject(state, "m", dispatch_method_name(mr->m));
 	cJSON_AddStringToObject(state, "n", mr->name != NULL ? mr->name : "");
 	cJSON_AddItemToObject(state, "a", mr->answers != NULL ?
 	    cJSON_Duplicate(mr->answers, 1) : cJSON_CreateObject());
@@ -367,7 +333,7 @@ stateless_state_open(const struct stateless_req *mr, const char *sealed,
 	n = stateless_get(state, "n");
 	*cause = "requestState belongs to another request";
 	if (!cJSON_IsString(m) || !cJSON_IsString(n) ||
-	    strcmp(m->valuestring, mr->m->name) != 0 ||
+	    strcmp(m->valuestring, dispatch_method_name(mr->m)) != 0 ||
 	    strcmp(n->valuestring, mr->name != NULL ? mr->name : "") != 0) {
 		cJSON_Delete(state);
 		return (NULL);
@@ -411,30 +377,17 @@ stateless_asked_cb(evutil_socket_t fd, short events, void *arg)
  * A question of the call (provider_*.c through call_request): answered
  * from the client's inputResponses (this round's or, in requestState,
  * an earlier one's), else kept for this turn's input_required result.
- * A question the client declared no capability for ends the call with
- * -32021.
+ * (One the client declared no capability for never gets here: call.c
+ * ends the call with -32021.)
  */
 static enum call_ask
 stateless_sink_ask(void *arg, struct call *c, const char *key,
     const char *method, cJSON *params, const cJSON **answer)
 {
 	struct stateless_req	*mr = arg;
-	const char		*cap = mcp_request_capability(method);
 	const cJSON		*found;
-	cJSON			*data, *q;
-	char			*message;
+	cJSON			*q;
 
-	if (cap != NULL && !call_client_capable(c, cap)) {
-		cJSON_Delete(params);
-		data = cJSON_CreateObject();
-		cJSON_AddObjectToObject(cJSON_AddObjectToObject(data,
-		    "requiredCapabilities"), cap);
-		xasprintf(&message, "Missing required client capability: %s",
-		    cap);
-		call_respond_error_data(c, STATELESS_MISSING_CAP, message, data);
-		free(message);
-		return (CALL_ASK_REFUSED);
-	}
 	found = stateless_get(mr->answers, key);
 	if (cJSON_IsObject(found)) {
 		cJSON_Delete(params);
@@ -466,7 +419,7 @@ static const struct call_sink stateless_sink = {
 /* --- results ------------------------------------------------------------ */
 
 static void
-stateless_decorate(const struct stateless_method *m, cJSON *result)
+stateless_decorate(const struct dispatch_method *m, cJSON *result)
 {
 	cJSON	*meta, *info;
 	int	 complete;
@@ -491,7 +444,8 @@ stateless_decorate(const struct stateless_method *m, cJSON *result)
 	 * resource on any read: no freshness is promised. Nothing served
 	 * depends on who asks.
 	 */
-	if (m != NULL && (m->flags & STATELESS_CACHEABLE) && complete) {
+	if (m != NULL && (dispatch_method_flags(m) & DISPATCH_CACHEABLE) &&
+	    complete) {
 		if (!cJSON_HasObjectItem(result, "ttlMs"))
 			cJSON_AddNumberToObject(result, "ttlMs", 0);
 		if (!cJSON_HasObjectItem(result, "cacheScope"))
@@ -508,19 +462,7 @@ stateless_reply(struct stateless_req *mr, cJSON *msg)
 	response_json(mr->resp, 200, msg);
 }
 
-/* --- methods of our own ------------------------------------------------- */
-
-static void
-stateless_discover(struct stateless_req *mr, const cJSON *params)
-{
-	cJSON	*result = cJSON_CreateObject(), *caps;
-
-	cJSON_AddItemToObject(result, "supportedVersions", stateless_supported());
-	caps = dispatch_capabilities(MCP_REV_2026);
-	task_capabilities(caps);
-	cJSON_AddItemToObject(result, "capabilities", caps);
-	stateless_reply(mr, jsonrpc_result(mr->id, result));
-}
+/* --- subscriptions/listen ---------------------------------------------- */
 
 static const struct {
 	const char		*field;
@@ -598,9 +540,9 @@ stateless_listen(struct stateless_req *mr, const cJSON *params)
 		/* The extension says: only for clients that declare it. */
 		if (!task_declared(params)) {
 			cJSON_Delete(ack);
-			response_json(mr->resp, 400, jsonrpc_error(mr->id,
-			    STATELESS_MISSING_CAP, "Missing required client "
-			    "capability", task_missing_capability()));
+			response_json(mr->resp, 400,
+			    jsonrpc_missing_capability(mr->id, NULL,
+			    TASK_EXTENSION));
 			return;
 		}
 		mr->tasks = cJSON_CreateArray();
@@ -836,43 +778,6 @@ stateless_shutdown(void)
 	announce_unsubscribe(&stateless_announce_hooks, NULL);
 }
 
-/* --- the table ---------------------------------------------------------- */
-
-static const struct stateless_method stateless_methods[] = {
-	{ "server/discover", NULL, STATELESS_CACHEABLE, NULL, stateless_discover },
-	{ "subscriptions/listen", NULL, 0, NULL, stateless_listen },
-	{ "tools/list", NULL, STATELESS_CACHEABLE, NULL, NULL },
-	{ "tools/call", "name", STATELESS_CALL, NULL, NULL },
-	{ "resources/list", NULL, STATELESS_CACHEABLE, provider_has_resources,
-	  NULL },
-	{ "resources/templates/list", NULL, STATELESS_CACHEABLE,
-	  provider_has_resources, NULL },
-	{ "resources/read", "uri", STATELESS_CALL | STATELESS_CACHEABLE, NULL, NULL },
-	{ "prompts/list", NULL, STATELESS_CACHEABLE, provider_has_prompts, NULL },
-	{ "prompts/get", "name", STATELESS_CALL, NULL, NULL },
-	{ "completion/complete", NULL, STATELESS_CALL, NULL, NULL },
-	/* The tasks extension (task.c), through dispatch.c's handlers. */
-	{ "tasks/get", "taskId", STATELESS_CALL, NULL, NULL },
-	{ "tasks/update", "taskId", STATELESS_CALL, NULL, NULL },
-	{ "tasks/cancel", "taskId", STATELESS_CALL, NULL, NULL },
-};
-#define STATELESS_NMETHODS \
-	(sizeof stateless_methods / sizeof stateless_methods[0])
-
-static const struct stateless_method *
-stateless_find(const char *name)
-{
-	size_t	i;
-
-	for (i = 0; i < STATELESS_NMETHODS; i++) {
-		if (strcmp(stateless_methods[i].name, name) == 0)
-			return (stateless_methods[i].enabled == NULL ||
-			    stateless_methods[i].enabled() ? &stateless_methods[i] :
-			    NULL);
-	}
-	return (NULL);
-}
-
 /* --- Mcp-Param-* -------------------------------------------------------- */
 
 /* A body value as its header carries it; NULL: no header expected. */
@@ -1003,10 +908,11 @@ stateless_claims(struct evhttp_request *req, const cJSON *msg)
 /* The request's metadata against its headers; 0 or answered. */
 static int
 stateless_validate(struct evhttp_request *req, const cJSON *msg,
-    const cJSON *id, const struct stateless_method **mp)
+    const cJSON *id, const struct dispatch_method **mp)
 {
 	const cJSON	*meta = stateless_meta(msg), *pv, *caps, *method, *nv;
-	const struct stateless_method *m;
+	const struct dispatch_method *m;
+	const char	*np;
 	char		*h, *message;
 	cJSON		*data;
 	int		 bad;
@@ -1024,7 +930,7 @@ stateless_validate(struct evhttp_request *req, const cJSON *msg,
 		xasprintf(&message, "Header mismatch: MCP-Protocol-Version %s%s "
 		    "the body's %s", h == NULL ? "is missing for" : h,
 		    h == NULL ? "" : " does not match", pv->valuestring);
-		stateless_error(req, 400, id, STATELESS_HEADER_MISMATCH, message,
+		stateless_error(req, 400, id, JSONRPC_HEADER_MISMATCH, message,
 		    NULL);
 		free(message);
 		free(h);
@@ -1034,7 +940,7 @@ stateless_validate(struct evhttp_request *req, const cJSON *msg,
 	method = stateless_get(msg, "method");
 	h = stateless_header(req, "Mcp-Method", &bad);
 	if (h == NULL || strcmp(h, method->valuestring) != 0) {
-		stateless_error(req, 400, id, STATELESS_HEADER_MISMATCH, h == NULL ?
+		stateless_error(req, 400, id, JSONRPC_HEADER_MISMATCH, h == NULL ?
 		    "Header mismatch: Mcp-Method is missing or malformed" :
 		    "Header mismatch: Mcp-Method does not match the body's "
 		    "method", NULL);
@@ -1044,23 +950,23 @@ stateless_validate(struct evhttp_request *req, const cJSON *msg,
 	free(h);
 	if (strcmp(pv->valuestring, STATELESS_VERSION) != 0) {
 		data = cJSON_CreateObject();
-		cJSON_AddItemToObject(data, "supported", stateless_supported());
+		cJSON_AddItemToObject(data, "supported", mcp_supported_versions());
 		cJSON_AddStringToObject(data, "requested", pv->valuestring);
-		stateless_error(req, 400, id, STATELESS_UNSUPPORTED,
+		stateless_error(req, 400, id, JSONRPC_UNSUPPORTED_VERSION,
 		    "Unsupported protocol version", data);
 		return (-1);
 	}
-	if ((m = stateless_find(method->valuestring)) == NULL) {
+	if ((m = dispatch_lookup(method->valuestring, MCP_REV_2026)) == NULL) {
 		stateless_error(req, 404, id, JSONRPC_METHOD_NOT_FOUND,
 		    "Method not found", NULL);
 		return (-1);
 	}
-	if (m->name_param != NULL) {
-		nv = stateless_get(stateless_get(msg, "params"), m->name_param);
+	if ((np = dispatch_method_name_param(m)) != NULL) {
+		nv = stateless_get(stateless_get(msg, "params"), np);
 		h = stateless_header(req, "Mcp-Name", &bad);
 		if (h == NULL || (cJSON_IsString(nv) &&
 		    strcmp(h, nv->valuestring) != 0)) {
-			stateless_error(req, 400, id, STATELESS_HEADER_MISMATCH,
+			stateless_error(req, 400, id, JSONRPC_HEADER_MISMATCH,
 			    h == NULL ? "Header mismatch: Mcp-Name is missing "
 			    "or malformed" : "Header mismatch: Mcp-Name does "
 			    "not match the body", NULL);
@@ -1069,9 +975,9 @@ stateless_validate(struct evhttp_request *req, const cJSON *msg,
 		}
 		free(h);
 	}
-	if (strcmp(m->name, "tools/call") == 0 &&
+	if ((dispatch_method_flags(m) & DISPATCH_PARAM_HEADERS) &&
 	    stateless_params_check(req, stateless_get(msg, "params"), &message) != 0) {
-		stateless_error(req, 400, id, STATELESS_HEADER_MISMATCH, message,
+		stateless_error(req, 400, id, JSONRPC_HEADER_MISMATCH, message,
 		    NULL);
 		free(message);
 		return (-1);
@@ -1182,10 +1088,11 @@ void
 stateless_serve(struct evhttp_request *req, cJSON *msg,
     struct auth_principal *who)
 {
-	const struct stateless_method	*m;
+	const struct dispatch_method	*m;
 	struct stateless_req		*mr;
 	const cJSON			*id, *nv;
-	const char			*cause;
+	const char			*cause, *np;
+	enum dispatch_kind		 kind;
 	int				 resumed;
 
 	switch (jsonrpc_classify(msg, &cause)) {
@@ -1214,7 +1121,8 @@ stateless_serve(struct evhttp_request *req, cJSON *msg,
 	}
 	if (stateless_validate(req, msg, id, &m) != 0)
 		goto out;
-	if ((m->flags & STATELESS_CALL || m->run == stateless_listen) &&
+	kind = dispatch_method_kind(m);
+	if ((kind == DISPATCH_CALL || kind == DISPATCH_LISTEN) &&
 	    !stateless_room()) {
 		reply_unavailable(req, 1, "Too many open streams, retry later");
 		goto out;
@@ -1224,17 +1132,17 @@ stateless_serve(struct evhttp_request *req, cJSON *msg,
 	mr->m = m;
 	mr->id = cJSON_Duplicate(id, 1);
 	mr->who = auth_principal_ref(who);
-	if (m->name_param != NULL) {
-		nv = stateless_get(stateless_get(msg, "params"), m->name_param);
+	if ((np = dispatch_method_name_param(m)) != NULL) {
+		nv = stateless_get(stateless_get(msg, "params"), np);
 		mr->name = cJSON_IsString(nv) ? xstrdup(nv->valuestring) :
 		    NULL;
 	}
-	if (m->run != NULL) {
+	if (kind == DISPATCH_LISTEN) {
 		mr->starting = 1;
-		m->run(mr, stateless_get(msg, "params"));
+		stateless_listen(mr, stateless_get(msg, "params"));
 		mr->starting = 0;
 		stateless_maybe_free(mr);
-	} else if (!(m->flags & STATELESS_CALL)) {
+	} else if (kind == DISPATCH_QUICK) {
 		stateless_reply(mr, dispatch_quick_stateless(who, msg));
 		stateless_free(mr);
 	} else if (stateless_rounds(mr, stateless_get(msg, "params"), &resumed) != 0)

@@ -302,45 +302,34 @@ transport_open_stream(struct evhttp_request *req, struct session *s,
  * What a request names that may need a scope, and that scope: a tool
  * (tools/call), a prompt (prompts/get, a ref/prompt completion), a
  * resource (resources/read and subscribe) or a template (a ref/resource
- * completion). NULL: nothing scoped.
+ * completion), as dispatch.c's table says. NULL: nothing scoped.
  */
 static const char *
 transport_item_scope(const cJSON *msg, const char **what, int *tool,
     const char **name)
 {
-	const cJSON	*params, *ref;
-	const char	*method, *type;
+	const cJSON	*ref;
+	const char	*type;
 
-	method = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(msg,
-	    "method"));
-	params = cJSON_GetObjectItemCaseSensitive(msg, "params");
 	*tool = 0;
-	if (method == NULL)
-		return (NULL);
-	if (strcmp(method, "tools/call") == 0) {
+	switch (dispatch_scope(msg, name)) {
+	case DISPATCH_SCOPE_NONE:
+		break;
+	case DISPATCH_SCOPE_TOOL:
 		*what = "tool";
 		*tool = 1;
-		*name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
-		    params, "name"));
 		return (*name != NULL ? auth_tool_scope(*name) : NULL);
-	}
-	if (strcmp(method, "prompts/get") == 0) {
+	case DISPATCH_SCOPE_PROMPT:
 		*what = "prompt";
-		*name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
-		    params, "name"));
 		return (*name != NULL ? provider_item_scope(PROVIDER_PROMPTS,
 		    *name) : NULL);
-	}
-	if (strcmp(method, "resources/read") == 0 ||
-	    strcmp(method, "resources/subscribe") == 0) {
+	case DISPATCH_SCOPE_RESOURCE:
 		*what = "resource";
-		*name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
-		    params, "uri"));
 		return (*name != NULL ? provider_item_scope(PROVIDER_RESOURCES,
 		    *name) : NULL);
-	}
-	if (strcmp(method, "completion/complete") == 0) {
-		ref = cJSON_GetObjectItemCaseSensitive(params, "ref");
+	case DISPATCH_SCOPE_REF:
+		ref = cJSON_GetObjectItemCaseSensitive(
+		    cJSON_GetObjectItemCaseSensitive(msg, "params"), "ref");
 		type = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
 		    ref, "type"));
 		*what = "prompt";
@@ -355,6 +344,7 @@ transport_item_scope(const cJSON *msg, const char **what, int *tool,
 		if (type != NULL && strcmp(type, "ref/resource") == 0)
 			return (*name != NULL ? provider_item_scope(
 			    PROVIDER_TEMPLATES, *name) : NULL);
+		break;
 	}
 	return (NULL);
 }

@@ -1073,22 +1073,7 @@ task_sink_ask(void *arg, struct call *c, const char *key, const char *method,
 {
 	struct task_run	*run = arg;
 	struct task_ask	*ta;
-	const char	*cap = mcp_request_capability(method);
-	cJSON		*data;
-	char		*message;
 
-	if (cap != NULL && !call_client_capable(c, cap)) {
-		cJSON_Delete(params);
-		data = cJSON_CreateObject();
-		cJSON_AddObjectToObject(cJSON_AddObjectToObject(data,
-		    "requiredCapabilities"), cap);
-		xasprintf(&message, "Missing required client capability: %s",
-		    cap);
-		call_respond_error_data(c, TASK_MISSING_CAPABILITY, message,
-		    data);
-		free(message);
-		return (CALL_ASK_REFUSED);
-	}
 	if (cJSON_GetArraySize(run->keys) >= TASK_MAX_QUESTIONS) {
 		cJSON_Delete(params);
 		call_respond_error(c, JSONRPC_INTERNAL_ERROR, "The task asked "
@@ -1548,17 +1533,6 @@ task_mode(const char *tool, const cJSON *params)
 	if (strcmp(support, "required") == 0)
 		return (TASK_MODE_REFUSE);
 	return (TASK_MODE_CALL);
-}
-
-cJSON *
-task_missing_capability(void)
-{
-	cJSON	*data = cJSON_CreateObject(), *req;
-
-	req = cJSON_AddObjectToObject(data, "requiredCapabilities");
-	cJSON_AddObjectToObject(cJSON_AddObjectToObject(req, "extensions"),
-	    TASK_EXTENSION);
-	return (data);
 }
 
 void

@@ -22,6 +22,7 @@
 #include "clock.h"
 #include "jsonrpc.h"
 #include "log.h"
+#include "mcp.h"
 #include "metrics.h"
 #include "outbound.h"
 #include "server.h"
@@ -152,7 +153,7 @@ const char *
 call_version(const struct call *c)
 {
 	return (c->session != NULL ? session_version(c->session) :
-	    CALL_STATELESS_VERSION);
+	    MCP_STATELESS_VERSION);
 }
 
 int
@@ -463,7 +464,9 @@ call_answered_cb(evutil_socket_t fd, short events, void *arg)
  * an error once the call has ended), or refuses it (the call has ended,
  * with -32021 say). key names the question in inputRequests; NULL: one
  * is made from the order of the call's questions, which a provider
- * running the same way again asks in the same order.
+ * running the same way again asks in the same order. A question the
+ * client declared no capability for (sampling, elicitation, roots) ends
+ * the call with -32021, whatever the sink.
  */
 static void
 call_ask(struct call *c, const char *key, const char *method, cJSON *params,
@@ -471,14 +474,23 @@ call_ask(struct call *c, const char *key, const char *method, cJSON *params,
 {
 	struct call_answer	*a;
 	const cJSON		*answer = NULL;
+	const char		*cap = mcp_request_capability(method);
 	char			*made = NULL;
+	enum call_ask		 asked;
 
 	if (key == NULL) {
 		xasprintf(&made, "input-%u", c->asks);
 		key = made;
 	}
 	c->asks++;
-	switch (c->sink->ask(c->sink_arg, c, key, method, params, &answer)) {
+	if (cap != NULL && !call_client_capable(c, cap)) {
+		cJSON_Delete(params);
+		call_respond_missing_capability(c, cap, NULL);
+		asked = CALL_ASK_REFUSED;
+	} else
+		asked = c->sink->ask(c->sink_arg, c, key, method, params,
+		    &answer);
+	switch (asked) {
 	case CALL_ASK_ANSWERED:
 		a = xmalloc(sizeof *a);
 		a->cb = cb;
@@ -647,6 +659,16 @@ void
 call_respond_error(struct call *c, int code, const char *message)
 {
 	call_respond_error_data(c, code, message, NULL);
+}
+
+/* -32021: the client did not declare a capability or an extension. */
+void
+call_respond_missing_capability(struct call *c, const char *capability,
+    const char *extension)
+{
+	if (!c->finished)
+		call_send_response(c, jsonrpc_missing_capability(c->id,
+		    capability, extension));
 }
 
 /* An error with its data member (taken), as another server answered it. */
