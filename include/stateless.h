@@ -13,11 +13,8 @@ int	 stateless_claims(struct evhttp_request *, const cJSON *);
 /* A request stateless_claims took (taken), for a principal (NULL: no auth). */
 void	 stateless_serve(struct evhttp_request *, cJSON *,
 	    struct auth_principal *);
-void	 stateless_init(void);
-void	 stateless_cron(void);
 void	 stateless_shutdown(void);
 size_t	 stateless_running_calls(void);
-size_t	 stateless_listen_count(void);
 int	 stateless_room(void);
 void	 stateless_interrupt_calls(const char *);
 

@@ -22,6 +22,7 @@
 #include "eventlog.h"
 #include "health.h"
 #include "jsonrpc.h"
+#include "listen.h"
 #include "log.h"
 #include "mcp.h"
 #include "metrics.h"
@@ -871,9 +872,9 @@ transport_healthz_cb(struct evhttp_request *req, void *arg)
 	cJSON_AddNumberToObject(health, "sessions", (double)session_count());
 	/* What max_views bounds: views, stateless calls, listen streams. */
 	cJSON_AddNumberToObject(health, "streams", (double)(view_count() +
-	    stateless_running_calls() + stateless_listen_count()));
+	    stateless_running_calls() + listen_count()));
 	cJSON_AddNumberToObject(health, "listens",
-	    (double)stateless_listen_count());
+	    (double)listen_count());
 	cJSON_AddItemToObject(health, "metrics", metrics_json());
 	if (auth_enabled())
 		cJSON_AddNumberToObject(health, "auth_waiting",

@@ -458,7 +458,7 @@ call_answered_cb(evutil_socket_t fd, short events, void *arg)
 }
 
 /*
- * A stateless request asks through MRTR (stateless.c): the sink finds the
+ * A stateless request asks through MRTR (mrtr.c): the sink finds the
  * answer among the request's inputResponses, or leaves the question for
  * an input_required result and the client's next round (the asker hears
  * an error once the call has ended), or refuses it (the call has ended,
