@@ -81,6 +81,8 @@ void		 call_cancel(struct call *, const char *);
 void		 call_interrupt(struct call *, const char *);
 
 void		 call_send(struct call *, cJSON *, call_sent_cb, void *);
+/* cb(ok, arg) on a later turn (NULL cb: nothing): a sink's "sent". */
+void		 call_sent_later(call_sent_cb, void *, int);
 void		 call_send_standalone(struct call *, cJSON *, call_sent_cb,
 		     void *);
 void		 call_request(struct call *, const char *, cJSON *,

@@ -54,6 +54,8 @@ const char *dispatch_method_name(const struct dispatch_method *);
 enum dispatch_kind dispatch_method_kind(const struct dispatch_method *);
 int	 dispatch_method_flags(const struct dispatch_method *);
 const char *dispatch_method_name_param(const struct dispatch_method *);
+/* The -32602 message for a request whose params hold a NUL, or NULL. */
+const char *dispatch_params_refused(const cJSON *);
 cJSON	*dispatch_quick(struct session *, const cJSON *);
 /* The same without a session, for a principal (NULL: no auth). */
 cJSON	*dispatch_quick_stateless(const struct auth_principal *,

@@ -15,7 +15,7 @@ void	 stateless_serve(struct evhttp_request *, cJSON *,
 	    struct auth_principal *);
 void	 stateless_shutdown(void);
 size_t	 stateless_running_calls(void);
-int	 stateless_room(void);
+int	 stateless_room(struct evhttp_request *);
 void	 stateless_interrupt_calls(const char *);
 
 #endif

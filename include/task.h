@@ -36,6 +36,9 @@ int		 task_state_terminal(enum task_state);
 int		 task_state_allowed(enum task_state, enum task_state);
 
 typedef void (*task_answer_cb)(cJSON *, int, const char *, cJSON *, void *);
+struct call;
+/* A task_answer_cb for a call (arg): its response, then released. */
+void		 task_answer_call(cJSON *, int, const char *, cJSON *, void *);
 
 /* How a tools/call runs, from the tool's taskSupport and the request. */
 enum task_mode {
@@ -65,7 +68,6 @@ struct auth_principal;
 void		 task_call_tool(const char *, const cJSON *,
 		     struct auth_principal *, task_answer_cb, void *);
 
-struct call;
 /*
  * A tool that asked by MRTR first (provider task_self) goes on as a task:
  * call answers with the task once it is committed, then is released.

@@ -56,36 +56,6 @@ response_state(const struct response *r)
 	return (r->state);
 }
 
-struct response_sent {
-	call_sent_cb	 cb;
-	void		*arg;
-	int		 ok;
-};
-
-static void
-response_sent_later_cb(evutil_socket_t fd, short events, void *arg)
-{
-	struct response_sent	*s = arg;
-
-	s->cb(s->ok, s->arg);
-	free(s);
-}
-
-static void
-response_sent_later(call_sent_cb cb, void *arg, int ok)
-{
-	struct response_sent	*s;
-
-	if (cb == NULL)
-		return;
-	s = xmalloc(sizeof *s);
-	s->cb = cb;
-	s->arg = arg;
-	s->ok = ok;
-	event_base_once(server.base, -1, EV_TIMEOUT, response_sent_later_cb, s,
-	    NULL);
-}
-
 /* Done: timers stop, and a waiting writer hears it may not go on. */
 static void
 response_done(struct response *r)
@@ -96,7 +66,7 @@ response_done(struct response *r)
 	if (r->timer != NULL)
 		evtimer_del(r->timer);
 	if (r->sent_cb != NULL) {
-		response_sent_later(r->sent_cb, r->sent_arg, 0);
+		call_sent_later(r->sent_cb, r->sent_arg, 0);
 		r->sent_cb = NULL;
 	}
 }
@@ -268,9 +238,9 @@ void
 response_sent(struct response *r, call_sent_cb cb, void *arg)
 {
 	if (r->state != RESPONSE_STREAMING)
-		response_sent_later(cb, arg, r->state != RESPONSE_DONE);
+		call_sent_later(cb, arg, r->state != RESPONSE_DONE);
 	else if (!response_behind(r) || cb == NULL || r->sent_cb != NULL)
-		response_sent_later(cb, arg, 1);
+		call_sent_later(cb, arg, 1);
 	else {
 		r->sent_cb = cb;
 		r->sent_arg = arg;

@@ -589,10 +589,11 @@ stateless_start_call(struct stateless_req *mr, const cJSON *msg, int resumed,
 /*
  * Whether one more open stream fits: session views, stateless calls and
  * listen streams hold a connection each, and together they stay within
- * max_views (transport.c asks before a session's view, too).
+ * max_views (transport.c asks before a session's view, too). 0: req is
+ * answered 503.
  */
 int
-stateless_room(void)
+stateless_room(struct evhttp_request *req)
 {
 	size_t	n = view_count() + stateless_running_calls() + listen_count();
 
@@ -600,6 +601,7 @@ stateless_room(void)
 		return (1);
 	log_limited(LOG_LEVEL_WARN, "max-views", "open stream limit reached "
 	    "(max_views %lld)", server.conf->max_views);
+	reply_unavailable(req, 1, "Too many open streams, retry later");
 	return (0);
 }
 
@@ -633,9 +635,8 @@ stateless_serve(struct evhttp_request *req, cJSON *msg,
 		break;
 	}
 	id = stateless_get(msg, "id");
-	if (jsonrpc_has_nul(stateless_get(msg, "params"))) {
-		stateless_error(req, 400, id, JSONRPC_INVALID_PARAMS,
-		    "Invalid params: a name or string contains NUL (\\u0000)",
+	if ((cause = dispatch_params_refused(msg)) != NULL) {
+		stateless_error(req, 400, id, JSONRPC_INVALID_PARAMS, cause,
 		    NULL);
 		goto out;
 	}
@@ -643,10 +644,8 @@ stateless_serve(struct evhttp_request *req, cJSON *msg,
 		goto out;
 	kind = dispatch_method_kind(m);
 	if ((kind == DISPATCH_CALL || kind == DISPATCH_LISTEN) &&
-	    !stateless_room()) {
-		reply_unavailable(req, 1, "Too many open streams, retry later");
+	    !stateless_room(req))
 		goto out;
-	}
 	if (kind == DISPATCH_LISTEN) {
 		listen_start(req, id, stateless_get(msg, "params"), who);
 		goto out;

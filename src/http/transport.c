@@ -141,22 +141,12 @@ transport_check_common(struct evhttp_request *req)
 	return (transport_check_version(req));
 }
 
-/* A view counts with the stateless path's streams (stateless_room). */
-static int
-transport_view_room(struct evhttp_request *req)
-{
-	if (stateless_room())
-		return (1);
-	reply_unavailable(req, 1, "Too many open streams, retry later");
-	return (0);
-}
-
 static int
 transport_stream_room(struct evhttp_request *req, struct session *s)
 {
 	if ((long long)session_stream_count(s) <
 	    server.conf->session_max_streams)
-		return (transport_view_room(req));
+		return (stateless_room(req));
 	reply_error(req, 429, JSONRPC_SERVER_ERROR,
 	    "Too many open streams in this session (session_max_streams)",
 	    NULL);
@@ -589,7 +579,7 @@ transport_get_session(struct evhttp_request *req, struct session *s,
 {
 	struct stream	*st;
 
-	if (!transport_view_room(req))
+	if (!stateless_room(req))
 		return;
 	if (from != NULL) {
 		view_resume(req, s, from);

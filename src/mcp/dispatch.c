@@ -64,18 +64,29 @@ dispatch_params(const cJSON *req)
 /*
  * jsonrpc_classify left a request's params to be checked here, once for
  * every method: a name or text with a NUL would reach a provider cut at
- * the NUL (tool "echo\u0000zzz" run as echo), so it is refused whole.
+ * the NUL (tool "echo\u0000zzz" run as echo), so it is refused whole
+ * (-32602 with this message). The stateless edge asks before its other
+ * checks (stateless_serve); on the session path it is checked as a
+ * method runs.
  */
 #define DISPATCH_NUL_PARAMS \
 	"Invalid params: a name or string contains NUL (\\u0000)"
 
-static int
-dispatch_params_ok(const cJSON *req, struct dispatch_error *err)
+const char *
+dispatch_params_refused(const cJSON *req)
 {
-	if (!jsonrpc_has_nul(dispatch_params(req)))
+	return (jsonrpc_has_nul(dispatch_params(req)) ? DISPATCH_NUL_PARAMS :
+	    NULL);
+}
+
+/* Checked here on the session path; the stateless edge checked already. */
+static int
+dispatch_params_ok(int rev, const cJSON *req, struct dispatch_error *err)
+{
+	if (rev == MCP_REV_2026 ||
+	    (err->message = dispatch_params_refused(req)) == NULL)
 		return (1);
 	err->code = JSONRPC_INVALID_PARAMS;
-	err->message = DISPATCH_NUL_PARAMS;
 	return (0);
 }
 
@@ -390,20 +401,6 @@ dispatch_discover(const struct dispatch_ctx *ctx, const cJSON *params,
 
 static void	dispatch_call_error(struct call *, int, const char *);
 
-/* A task method's answer (task.h), the call's response. */
-static void
-dispatch_task_answer(cJSON *result, int code, const char *message,
-    cJSON *data, void *arg)
-{
-	struct call	*c = arg;
-
-	if (result != NULL)
-		call_respond(c, result);
-	else
-		call_respond_error_data(c, code, message, data);
-	call_release(c);
-}
-
 /*
  * tasks/get, tasks/update, tasks/cancel: for requests that declare the
  * extension in their _meta, as the extension says of every request.
@@ -417,7 +414,7 @@ dispatch_task_method(struct call *c, const char *method, const cJSON *params)
 		return;
 	}
 	task_run_method(method, params, call_principal(c),
-	    dispatch_task_answer, c);
+	    task_answer_call, c);
 }
 
 static void
@@ -455,7 +452,7 @@ dispatch_tools_call(struct call *c, const cJSON *params)
 	switch (task_mode(name->valuestring, params)) {
 	case TASK_MODE_TASK:
 		task_call_tool(name->valuestring, params, call_principal(c),
-		    dispatch_task_answer, c);
+		    task_answer_call, c);
 		return;
 	case TASK_MODE_REFUSE:
 		call_respond_missing_capability(c, NULL, TASK_EXTENSION);
@@ -786,7 +783,7 @@ dispatch_answer(const struct dispatch_ctx *ctx, const cJSON *req)
 	struct dispatch_error	 err;
 	cJSON			*result;
 
-	if (!dispatch_params_ok(req, &err) ||
+	if (!dispatch_params_ok(ctx->rev, req, &err) ||
 	    (result = dispatch_run(ctx, req, &err)) == NULL)
 		return (jsonrpc_error(id, err.code, err.message, NULL));
 	return (jsonrpc_result(id, result));
@@ -840,7 +837,7 @@ dispatch_run_call(struct session *s, struct call *c, const cJSON *req)
 	struct dispatch_error		 err;
 	cJSON				*result;
 
-	if (!dispatch_params_ok(req, &err)) {
+	if (!dispatch_params_ok(ctx.rev, req, &err)) {
 		dispatch_call_error(c, err.code, err.message);
 		return;
 	}

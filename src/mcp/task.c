@@ -923,33 +923,12 @@ task_run_tick_cb(evutil_socket_t fd, short events, void *arg)
 
 /* The sink: where a task's call sends. */
 
-struct task_sent {
-	call_sent_cb	 cb;
-	void		*arg;
-};
-
-static void
-task_sent_cb(evutil_socket_t fd, short events, void *arg)
-{
-	struct task_sent	*ts = arg;
-
-	ts->cb(1, ts->arg);
-	free(ts);
-}
-
 /* Tasks carry no notifications (the extension): as good as sent. */
 static void
 task_sink_send(void *arg, cJSON *msg, call_sent_cb cb, void *cbarg)
 {
-	struct task_sent	*ts;
-
 	cJSON_Delete(msg);
-	if (cb == NULL)
-		return;
-	ts = xmalloc(sizeof *ts);
-	ts->cb = cb;
-	ts->arg = cbarg;
-	event_base_once(server.base, -1, EV_TIMEOUT, task_sent_cb, ts, NULL);
+	call_sent_later(cb, cbarg, 1);
 }
 
 /*
@@ -1235,12 +1214,11 @@ task_call_tool(const char *name, const cJSON *params,
 }
 
 /*
- * A call that gathered its input (by MRTR) goes on as a task: tool name
- * runs again with args (taken) as the task's call, and call c answers
- * with the CreateTaskResult (or an error) once the task is committed.
+ * A task_answer_cb whose arg is a call: the answer, or the error, is the
+ * call's response, and the call is released.
  */
-static void
-task_escalated_cb(cJSON *result, int code, const char *message, cJSON *data,
+void
+task_answer_call(cJSON *result, int code, const char *message, cJSON *data,
     void *arg)
 {
 	struct call	*c = arg;
@@ -1252,13 +1230,18 @@ task_escalated_cb(cJSON *result, int code, const char *message, cJSON *data,
 	call_release(c);
 }
 
+/*
+ * A call that gathered its input (by MRTR) goes on as a task: tool name
+ * runs again with args (taken) as the task's call, and call c answers
+ * with the CreateTaskResult (or an error) once the task is committed.
+ */
 void
 task_escalate(struct call *c, const char *name, cJSON *args)
 {
 	cJSON	*params = cJSON_CreateObject();
 
 	cJSON_AddItemToObject(params, "arguments", args);
-	task_call_tool(name, params, call_principal(c), task_escalated_cb, c);
+	task_call_tool(name, params, call_principal(c), task_answer_call, c);
 	cJSON_Delete(params);
 }
 

@@ -270,7 +270,7 @@ call_unref(struct call *c)
 		call_free(c);
 }
 
-static void	call_refuse_later(call_sent_cb, call_response_cb, void *);
+static void	call_refuse_later(call_response_cb, void *);
 
 /* Marks the call done and settles the stream; returns 1 if it was last. */
 static int
@@ -282,7 +282,7 @@ call_finish(struct call *c)
 	if (c->sink != NULL) {
 		/* Its questions are answered by the client's next round. */
 		for (i = 0; i < c->nwaiters; i++) {
-			call_refuse_later(NULL, c->waiters[i].cb,
+			call_refuse_later(c->waiters[i].cb,
 			    c->waiters[i].arg);
 			free(c->waiters[i].key);
 		}
@@ -356,9 +356,43 @@ call_append(struct call *c, struct stream *st, cJSON *msg, int final,
 	cJSON_Delete(msg);
 }
 
-/* What a finished call owes a sender or an asker: a refusal, later. */
+/*
+ * A sender hears back on a later turn (the callback rule): ok, or not
+ * sent. For every sink too (response.c's, task.c's), so the rule is kept
+ * in one place.
+ */
+struct call_sent {
+	call_sent_cb	 cb;
+	void		*arg;
+	int		 ok;
+};
+
+static void
+call_sent_later_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct call_sent	*s = arg;
+
+	s->cb(s->ok, s->arg);
+	free(s);
+}
+
+void
+call_sent_later(call_sent_cb cb, void *arg, int ok)
+{
+	struct call_sent	*s;
+
+	if (cb == NULL)
+		return;
+	s = xmalloc(sizeof *s);
+	s->cb = cb;
+	s->arg = arg;
+	s->ok = ok;
+	event_base_once(server.base, -1, EV_TIMEOUT, call_sent_later_cb, s,
+	    NULL);
+}
+
+/* What a finished call owes an asker: a refusal, later. */
 struct call_refusal {
-	call_sent_cb	 sent;
 	call_response_cb answered;
 	void		*arg;
 };
@@ -369,26 +403,21 @@ call_refused_cb(evutil_socket_t fd, short events, void *arg)
 	struct call_refusal	*r = arg;
 	cJSON			*error;
 
-	if (r->sent != NULL)
-		r->sent(0, r->arg);
-	else {
-		error = cJSON_CreateObject();
-		cJSON_AddNumberToObject(error, "code", JSONRPC_SERVER_ERROR);
-		cJSON_AddStringToObject(error, "message",
-		    "The request's call has ended");
-		r->answered(NULL, error, r->arg);
-		cJSON_Delete(error);
-	}
+	error = cJSON_CreateObject();
+	cJSON_AddNumberToObject(error, "code", JSONRPC_SERVER_ERROR);
+	cJSON_AddStringToObject(error, "message",
+	    "The request's call has ended");
+	r->answered(NULL, error, r->arg);
+	cJSON_Delete(error);
 	free(r);
 }
 
 static void
-call_refuse_later(call_sent_cb sent, call_response_cb answered, void *arg)
+call_refuse_later(call_response_cb answered, void *arg)
 {
 	struct call_refusal	*r;
 
 	r = xmalloc(sizeof *r);
-	r->sent = sent;
 	r->answered = answered;
 	r->arg = arg;
 	event_base_once(server.base, -1, EV_TIMEOUT, call_refused_cb, r,
@@ -400,8 +429,7 @@ static void
 call_refuse(cJSON *msg, call_sent_cb cb, void *arg)
 {
 	cJSON_Delete(msg);
-	if (cb != NULL)
-		call_refuse_later(cb, NULL, arg);
+	call_sent_later(cb, arg, 0);
 }
 
 void
@@ -510,7 +538,7 @@ call_ask(struct call *c, const char *key, const char *method, cJSON *params,
 		}
 		/* FALLTHROUGH */
 	case CALL_ASK_REFUSED:
-		call_refuse_later(NULL, cb, arg);
+		call_refuse_later(cb, arg);
 		break;
 	}
 	free(made);
@@ -555,7 +583,7 @@ call_request_keyed(struct call *c, const char *key, const char *method,
 
 	if (c->finished) {
 		cJSON_Delete(params);
-		call_refuse_later(NULL, cb, arg);
+		call_refuse_later(cb, arg);
 		return;
 	}
 	if (c->sink != NULL) {

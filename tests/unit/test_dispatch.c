@@ -197,10 +197,19 @@ static const char *nul_params[] = {
 
 START_TEST(test_nul_params)
 {
-	cJSON	*answer = quick(nul_params[_i]);
+	cJSON		*answer = quick(nul_params[_i]), *req;
+	const char	*message, *cause;
+	int		 code;
 
 	ck_assert_int_eq(error_code(answer), JSONRPC_INVALID_PARAMS);
 	ck_assert_int_eq(cJSON_GetObjectItem(answer, "id")->valueint, 9);
+	/* The stateless edge asks first, and answers the same message. */
+	req = jsonrpc_parse(nul_params[_i], strlen(nul_params[_i]), &code,
+	    &cause);
+	ck_assert_ptr_nonnull(message = dispatch_params_refused(req));
+	ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(answer,
+	    "error"), "message")->valuestring, message);
+	cJSON_Delete(req);
 	cJSON_Delete(answer);
 }
 END_TEST
