@@ -59,8 +59,7 @@
 #define STATELESS_MAX_PARAMS	32
 #define STATELESS_MAX_DEPTH	8
 
-struct stateless_req;
-
+/* One request of a call method, until its call and its response end. */
 struct stateless_req {
 	struct response			*resp;
 	const struct dispatch_method	*m;
