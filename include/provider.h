@@ -48,8 +48,12 @@ struct provider {
 	void		(*session_closed)(struct session *);
 	/* Shutdown: stop what runs (before exec.c reaps the programs). */
 	void		(*shutdown)(void);
-	/* Whether the lists may change while a session lives. */
-	int		(*lists_change)(void);
+	/*
+	 * Whether list (enum provider_list) may change while a client of
+	 * revision rev (MCP_REV_*) uses it: clients are told so in the
+	 * capabilities (listChanged), and hear of changes (announce.h).
+	 */
+	int		(*lists_change)(int, int);
 	/* Whether this provider serves tool NAME. */
 	int		(*has_tool)(const char *);
 	/*
@@ -102,7 +106,7 @@ void	 provider_init(const struct conf *);
 int	 provider_has_resources(void);
 int	 provider_has_prompts(void);
 int	 provider_has_completions(void);
-int	 provider_lists_change(void);
+int	 provider_lists_change(int, int);
 void	 provider_session_closed(struct session *);
 void	 provider_shutdown(void);
 /* Which provider serves tool NAME, besides self (NULL: none). */

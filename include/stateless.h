@@ -1,3 +1,9 @@
+/*
+ * The stateless path's edge (MCP 2026-07-28): which POSTs are its
+ * (stateless_claims), and serving them (stateless_serve) as dispatch.c's
+ * table says. Its calls count against max_views with session views and
+ * listen streams (stateless_room), and a drain waits for them.
+ */
 #ifndef MCPD_STATELESS_H
 #define MCPD_STATELESS_H
 
@@ -7,30 +13,15 @@
 
 struct auth_principal;
 struct evhttp_request;
-struct stateless_req;
 
 int	 stateless_claims(struct evhttp_request *, const cJSON *);
 /* A request stateless_claims took (taken), for a principal (NULL: no auth). */
 void	 stateless_serve(struct evhttp_request *, cJSON *,
 	    struct auth_principal *);
-const cJSON *stateless_request_id(const struct stateless_req *);
-void	 stateless_respond(struct stateless_req *, cJSON *);
-void	 stateless_init(void);
-void	 stateless_cron(void);
 void	 stateless_shutdown(void);
 size_t	 stateless_running_calls(void);
-size_t	 stateless_listen_count(void);
-int	 stateless_room(void);
+/* Whether one more open stream fits; 0: req was answered 503. */
+int	 stateless_room(struct evhttp_request *);
 void	 stateless_interrupt_calls(const char *);
-
-/* What a listen stream can be told (its filter's fields). */
-enum stateless_change {
-	STATELESS_TOOLS_CHANGED,
-	STATELESS_PROMPTS_CHANGED,
-	STATELESS_RESOURCES_CHANGED,
-	STATELESS_RESOURCE_UPDATED,
-	STATELESS_TASK_CHANGED	/* the tasks extension: uri is the task id */
-};
-void	 stateless_notify(enum stateless_change, const char *);
 
 #endif

@@ -10,8 +10,8 @@
 #include "eventlog.h"
 #include "health.h"
 #include "notify.h"
-#include "seal.h"
 #include "server.h"
+#include "statekey.h"
 
 /* Milliseconds since the cron last ran after which the loop is stalled. */
 #define HEALTH_LIVE_MS	5000
@@ -62,7 +62,7 @@ health_log_available(void)
 /*
  * NULL when ready for new work, else why not: draining, the log is
  * unreachable, or it never was yet (start-up), or the requestState keys
- * are not read from it yet (seal.c; an instance that signs with keys of
+ * are not read from it yet (statekey.c; an instance that signs with keys of
  * its own issues states no other instance opens).
  */
 const char *
@@ -72,7 +72,7 @@ health_not_ready(void)
 		return ("draining");
 	if (!health_log_available())
 		return (health.log_seen ? "eventlog unavailable" : "starting");
-	if (!seal_ready())
+	if (!statekey_ready())
 		return ("state key unavailable");
 	return (NULL);
 }

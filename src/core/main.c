@@ -13,8 +13,8 @@
 #include "conf.h"
 #include "log.h"
 #include "mcpd.h"
-#include "seal.h"
 #include "server.h"
+#include "statekey.h"
 #include "xmalloc.h"
 
 static void
@@ -103,7 +103,7 @@ main(int argc, char **argv)
 		conf_free(conf);
 		return (1);
 	}
-	if (seal_load(conf, 1, &cause) != 0) {
+	if (statekey_load(conf, 1, &cause) != 0) {
 		fprintf(stderr, "mcpd: state_key_file: %s\n", cause);
 		free(cause);
 		conf_free(conf);

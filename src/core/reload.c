@@ -23,9 +23,9 @@
 #include "log.h"
 #include "notify.h"
 #include "provider.h"
-#include "seal.h"
 #include "reload.h"
 #include "server.h"
+#include "statekey.h"
 
 /* More than conf_keep_restart_only can name. */
 #define RELOAD_KEPT_MAX	16
@@ -57,7 +57,7 @@ reload_conf(void)
 	log_info("reload: reading %s", old->path);
 	if ((new = conf_load(old->path, &cause)) == NULL ||
 	    conf_keep_restart_only(new, old, kept, RELOAD_KEPT_MAX, &nkept,
-	    &cause) != 0 || seal_load(new, 0, &cause) != 0) {
+	    &cause) != 0 || statekey_load(new, 0, &cause) != 0) {
 		log_error("reload: %s; the running configuration stays",
 		    cause);
 		free(cause);

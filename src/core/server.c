@@ -22,6 +22,7 @@
 #include <event2/http.h>
 #include <event2/listener.h>
 
+#include "announce.h"
 #include "auth.h"
 #include "clock.h"
 #include "conf.h"
@@ -31,15 +32,16 @@
 #include "health.h"
 #include "http_client.h"
 #include "lease.h"
+#include "listen.h"
 #include "log.h"
 #include "mcpd.h"
 #include "stateless.h"
 #include "notify.h"
 #include "provider.h"
 #include "reload.h"
-#include "seal.h"
 #include "server.h"
 #include "session.h"
+#include "statekey.h"
 #include "task.h"
 #include "transport.h"
 #include "view.h"
@@ -227,7 +229,7 @@ server_cron_cb(evutil_socket_t fd, short events, void *arg)
 	health_cron();
 	session_cron();
 	view_cron();
-	stateless_cron();
+	listen_cron();
 	server_accept_cron();
 	log_cron();
 }
@@ -653,9 +655,10 @@ server_run(struct conf *conf)
 		goto out;
 	}
 	server_init(base, conf, el);
-	seal_start(base, el);	/* reads the log's keyring once it can */
+	statekey_start(base, el);	/* reads the log's keyring once it can */
 	session_init();
-	stateless_init();
+	announce_init();	/* with a shared log: other instances' changes */
+	listen_init();
 	task_init();
 	exec_init(base);
 	http_client_init(base);	/* before the providers: HTTP upstreams */
@@ -740,6 +743,8 @@ out:
 		http_client_shutdown();
 		view_shutdown();
 		stateless_shutdown();
+		listen_shutdown();
+		announce_shutdown();
 		session_shutdown();
 		task_shutdown();
 		provider_shutdown();	/* upstreams stopped */
@@ -747,7 +752,7 @@ out:
 		server_drain(base);
 	}
 	server_timers_free();
-	seal_stop();
+	statekey_stop();
 	if (http != NULL)
 		evhttp_free(http);
 	server.http = NULL;

@@ -1,19 +1,45 @@
 /*
- * HTTP replies with JSON bodies. Every 503 goes through reply_unavailable,
- * so none goes out without the Retry-After that tells a client when to
- * come back (docs/protocol.md, Requests and statuses).
+ * HTTP replies. Every 503 goes through reply_unavailable, so none goes
+ * out without the Retry-After that tells a client when to come back
+ * (docs/protocol.md, Requests and statuses). Every response, whole or
+ * SSE, begins and ends here: each is counted and has its access line,
+ * and no SSE response of either revision goes without the socket and
+ * timeout settings a long-lived stream needs.
  */
+#include <sys/types.h>
+#include <sys/socket.h>
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/http.h>
+#include <event2/keyvalq_struct.h>
 
 #include "access.h"
 #include "jsonrpc.h"
 #include "metrics.h"
 #include "reply.h"
+#include "server.h"
+#include "xmalloc.h"
+
+/* An SSE response between its head and its end. */
+struct reply_sse {
+	struct evhttp_request		*req;
+	struct evhttp_connection	*evcon;
+	uint64_t			 k;
+	int				 access;	/* a line is owed */
+	uint64_t			 access_start;
+	size_t				 access_bytes;
+	const char			*access_method;
+	char				*access_session;
+	char				 access_path[ACCESS_PATH_MAX + 1];
+};
 
 /*
  * The methods the access log names and the metrics count one by one; any
@@ -133,4 +159,92 @@ reply_unavailable(struct evhttp_request *req, int retry_after,
 	evhttp_add_header(evhttp_request_get_output_headers(req),
 	    "Retry-After", seconds);
 	reply_error(req, 503, JSONRPC_UNAVAILABLE, message, NULL);
+}
+
+struct reply_sse *
+reply_sse_start(struct evhttp_request *req, uint64_t k, reply_conn_cb *closecb,
+    void *arg)
+{
+	struct reply_sse	*rs;
+	struct evkeyvalq	*headers;
+	struct bufferevent	*bev;
+	const char		*sid;
+	int			 one = 1;
+
+	rs = xcalloc(1, sizeof *rs);
+	rs->req = req;
+	rs->evcon = evhttp_request_get_connection(req);
+	rs->k = k;
+	headers = evhttp_request_get_output_headers(req);
+	evhttp_add_header(headers, "Content-Type", "text/event-stream");
+	evhttp_add_header(headers, "Cache-Control", "no-cache");
+	evhttp_add_header(headers, "X-Accel-Buffering", "no");
+	reply_count(req, 200);
+	if (access_enabled()) {
+		rs->access = 1;
+		rs->access_start = access_take(req);
+		rs->access_method = reply_method(req);
+		access_path(rs->access_path, evhttp_request_get_uri(req));
+		if ((sid = reply_session(req)) != NULL)
+			rs->access_session = xstrdup(sid);
+	}
+	evhttp_send_reply_start(req, 200, "OK");
+
+	/* An idle stream is healthy; stalls are the cron's business. */
+	bev = evhttp_connection_get_bufferevent(rs->evcon);
+	bufferevent_set_timeouts(bev, NULL, NULL);
+	/*
+	 * Events go out as small chunks, each as soon as it is ready:
+	 * Nagle's algorithm would hold one back until the client's delayed
+	 * ACK (40 ms) for every short response.
+	 */
+	setsockopt(bufferevent_getfd(bev), IPPROTO_TCP, TCP_NODELAY, &one,
+	    sizeof one);
+	evhttp_connection_set_closecb(rs->evcon, closecb, arg);
+	return (rs);
+}
+
+void
+reply_sse_chunk(struct reply_sse *rs, struct evbuffer *buf,
+    reply_conn_cb *drained, void *arg)
+{
+	rs->access_bytes += evbuffer_get_length(buf);
+	evhttp_send_reply_chunk_with_cb(rs->req, buf, drained, arg);
+}
+
+/*
+ * The end, however it came (STYLE.md's evhttp traps):
+ *  - DONE: the close callback is cleared first (it is the connection's
+ *    and would fire into freed memory on a later close), and the
+ *    connection gets back the request timeouts the stream took away, so
+ *    an idle or stalled client does not hold it;
+ *  - GONE: in the close callback the request is ours to end, once, or
+ *    it leaks;
+ *  - CUT: the request goes with its connection, never ended, and the
+ *    client does not reuse it.
+ */
+void
+reply_sse_end(struct reply_sse *rs, enum reply_sse_end how)
+{
+	switch (how) {
+	case REPLY_SSE_DONE:
+		evhttp_connection_set_closecb(rs->evcon, NULL, NULL);
+		evhttp_connection_set_timeout(rs->evcon, SERVER_REQUEST_TIMEOUT);
+		evhttp_send_reply_end(rs->req);
+		break;
+	case REPLY_SSE_GONE:
+		evhttp_send_reply_end(rs->req);
+		break;
+	case REPLY_SSE_CUT:
+		evhttp_connection_set_closecb(rs->evcon, NULL, NULL);
+		break;
+	}
+	if (rs->access)
+		access_line(rs->access_method, rs->access_path, 200,
+		    rs->access_session, rs->k, rs->access_bytes,
+		    rs->access_start);
+	if (how == REPLY_SSE_CUT)
+		evhttp_connection_free(rs->evcon);
+	free(rs->access_session);
+	free(rs);
 }

@@ -1,145 +1,82 @@
 /*
- * The stateless path: MCP 2026-07-28 on the endpoint the legacy
+ * The stateless path's edge: MCP 2026-07-28 on the endpoint the legacy
  * (2025-era, session) path serves. transport.c hands over a POST that
- * stateless_claims; everything after that is here: the request metadata
- * checks in the order of the Streamable HTTP binding's Server Validation,
- * the method table of this revision (stateless_methods, one handler per
- * method), the response (a JSON body, or an SSE stream scoped to the
- * request), subscriptions/listen streams and the MRTR rounds of
- * input_required results.
+ * stateless_claims; here it is checked in the order of the Streamable HTTP
+ * binding's Server Validation (metadata, Mcp-Method, Mcp-Name,
+ * Mcp-Param-*), then served as dispatch.c's table says: a quick method
+ * answered at once, a call whose sink is this file (its messages go to the
+ * request's response, response.c: a JSON body, or an SSE stream scoped to
+ * the request; its questions to the client go through MRTR, mrtr.c), or a
+ * subscriptions/listen stream (listen.c).
  *
  * Nothing here goes through the event log. The revision has no sessions
  * and no resumption: a response stream carries one request's
  * notifications and its response, and a client that loses it retries the
  * request (docs/protocol.md, "The stateless path"). What must survive a
  * round (the answers a client gave so far) travels with the client, in a
- * requestState sealed by seal.c, so any instance can take the next round.
+ * requestState (mrtr.c), so any instance can take the next round.
  */
-#include <sys/types.h>
 #include <sys/queue.h>
 
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <event2/buffer.h>
-#include <event2/bufferevent.h>
-#include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
-#include "auth.h"
 #include "base64.h"
 #include "call.h"
 #include "conf.h"
 #include "dispatch.h"
-#include "eventlog.h"
 #include "jsonrpc.h"
+#include "listen.h"
 #include "log.h"
 #include "mcp.h"
 #include "mcpd.h"
+#include "mrtr.h"
 #include "stateless.h"
 #include "provider.h"
 #include "reply.h"
-#include "seal.h"
+#include "response.h"
 #include "server.h"
-#include "sse.h"
-#include "task.h"
 #include "view.h"
 #include "xmalloc.h"
 
-#define STATELESS_VERSION		CALL_STATELESS_VERSION
+#define STATELESS_VERSION	MCP_STATELESS_VERSION
 #define STATELESS_META_VERSION	"io.modelcontextprotocol/protocolVersion"
 #define STATELESS_META_CAPS	"io.modelcontextprotocol/clientCapabilities"
 #define STATELESS_META_LEVEL	"io.modelcontextprotocol/logLevel"
 #define STATELESS_META_SERVER	"io.modelcontextprotocol/serverInfo"
-#define STATELESS_META_SUB		"io.modelcontextprotocol/subscriptionId"
-
-/* JSON-RPC errors this revision defines. */
-#define STATELESS_HEADER_MISMATCH	-32020
-#define STATELESS_MISSING_CAP	-32021
-#define STATELESS_UNSUPPORTED	-32022
 
 /*
  * A call that has neither answered nor sent anything this long gets an
  * SSE response anyway: evhttp only notices a client gone once it writes,
  * and a gone client must cancel its request.
  */
-#define STATELESS_JSON_MS		200
-/*
- * No key may sign a requestState (seal_ready): the event log's keyring not
- * read yet, or not for too long. Another instance may have one: 503.
- */
-#define STATELESS_NO_STATE_KEY	"No requestState key from the event log; " \
-				"retry later"
+#define STATELESS_JSON_MS	200
 /* Mcp-Param-* headers a tool may declare, and their nesting. */
 #define STATELESS_MAX_PARAMS	32
 #define STATELESS_MAX_DEPTH	8
 
-enum stateless_state {
-	STATELESS_WAITING,		/* nothing sent yet: a JSON body is possible */
-	STATELESS_STREAMING,	/* an SSE response has begun */
-	STATELESS_DONE		/* the response ended, or the client left */
-};
-
-struct stateless_req;
-
-/*
- * One method of this revision. A handler of its own (run), or dispatch.c's
- * (quick methods answered at once, call methods run as a call whose sink
- * is this file). name_param: the params member Mcp-Name mirrors.
- */
-struct stateless_method {
-	const char	*name;
-	const char	*name_param;
-	int		 flags;
-#define STATELESS_CALL		0x1	/* runs as a call (dispatch.c) */
-#define STATELESS_CACHEABLE	0x2	/* ttlMs and cacheScope */
-	int		(*enabled)(void);
-	void		(*run)(struct stateless_req *, const cJSON *);
-};
-
+/* One request of a call method, until its call and its response end. */
 struct stateless_req {
-	struct evhttp_request		*req;
-	struct evhttp_connection	*evcon;
-	const struct stateless_method	*m;
+	struct response			*resp;
+	const struct dispatch_method	*m;
 	cJSON				*id;
-	enum stateless_state		 state;
-	struct event			*late;	/* the JSON body's deadline */
-	struct event			*timer;	/* keep-alive comments */
 	int				 starting; /* inside its handler */
 
 	struct call			*call;
 	int				 call_done;
-	char				*name;	/* the tool, prompt or URI */
-	cJSON				*answers;  /* inputResponses so far */
-	cJSON				*asked;	   /* this round's questions */
-	struct event			*asked_ev;
-	call_sent_cb			 sent_cb;  /* waiting for a drain */
-	void				*sent_arg;
+	struct mrtr			*mrtr;	/* a call's rounds */
 
 	int				 running;  /* on stateless_calls */
-	TAILQ_ENTRY(stateless_req)		 call_entry;
-
-	int				 listen;
-	int				 filter[STATELESS_RESOURCE_UPDATED];
-	cJSON				*uris;	/* resourceSubscriptions */
-	cJSON				*tasks;	/* taskIds */
-	struct auth_principal		*who;	/* NULL without auth */
-	TAILQ_ENTRY(stateless_req)		 entry;
+	TAILQ_ENTRY(stateless_req)	 call_entry;
 };
 
-static TAILQ_HEAD(, stateless_req)	stateless_listeners =
-    TAILQ_HEAD_INITIALIZER(stateless_listeners);
 /* Requests whose call has not answered: what a drain waits for. */
 static TAILQ_HEAD(, stateless_req)	stateless_calls =
     TAILQ_HEAD_INITIALIZER(stateless_calls);
-
-/* Changes heard from other instances (a shared log): see stateless_notify. */
-static struct {
-	int	watching;
-	int	live;		/* the subscription went live once */
-} stateless_fanout;
 
 /* --- helpers ------------------------------------------------------------ */
 
@@ -153,21 +90,6 @@ static const cJSON *
 stateless_meta(const cJSON *msg)
 {
 	return (stateless_get(stateless_get(msg, "params"), "_meta"));
-}
-
-/* The revision's versions, newest first, then the legacy ones. */
-static cJSON *
-stateless_supported(void)
-{
-	cJSON	*list = cJSON_CreateArray();
-	int	 i, n;
-
-	cJSON_AddItemToArray(list, cJSON_CreateString(STATELESS_VERSION));
-	for (n = 0; mcp_versions[n] != NULL; n++)
-		;
-	for (i = n - 1; i >= 0; i--)
-		cJSON_AddItemToArray(list, cJSON_CreateString(mcp_versions[i]));
-	return (list);
 }
 
 static void
@@ -222,51 +144,38 @@ stateless_header(struct evhttp_request *req, const char *name, int *bad)
 	return (xstrndup(v, len));
 }
 
-/* --- the response ------------------------------------------------------- */
-
-static void	stateless_keepalive_cb(evutil_socket_t, short, void *);
+/* --- the request ------------------------------------------------------- */
 
 static void
 stateless_free(struct stateless_req *mr)
 {
-	if (mr->listen)
-		TAILQ_REMOVE(&stateless_listeners, mr, entry);
-	if (mr->late != NULL)
-		event_free(mr->late);
-	if (mr->timer != NULL)
-		event_free(mr->timer);
-	if (mr->asked_ev != NULL)
-		event_free(mr->asked_ev);
+	mrtr_free(mr->mrtr);
+	response_free(mr->resp);
 	cJSON_Delete(mr->id);
-	free(mr->name);
-	cJSON_Delete(mr->answers);
-	cJSON_Delete(mr->asked);
-	cJSON_Delete(mr->uris);
-	cJSON_Delete(mr->tasks);
-	auth_principal_unref(mr->who);
 	free(mr);
+}
+
+static int
+stateless_done(const struct stateless_req *mr)
+{
+	return (response_state(mr->resp) == RESPONSE_DONE);
 }
 
 /* Freed once neither the call nor the connection can reach it. */
 static void
 stateless_maybe_free(struct stateless_req *mr)
 {
-	if (mr->state == STATELESS_DONE && !mr->starting &&
+	if (stateless_done(mr) && !mr->starting &&
 	    (mr->call == NULL || mr->call_done))
 		stateless_free(mr);
 }
 
+/* The client closed its stream: a running call is cancelled. */
 static void
-stateless_closed_cb(struct evhttp_connection *evcon, void *arg)
+stateless_gone(void *arg)
 {
 	struct stateless_req	*mr = arg;
 
-	if (mr->state != STATELESS_STREAMING)
-		return;
-	log_debug("stateless request: the client closed its stream");
-	mr->state = STATELESS_DONE;
-	/* On a peer close the request is ours to end (STYLE.md). */
-	evhttp_send_reply_end(mr->req);
 	if (mr->call != NULL && !mr->call_done) {
 		/* Its sink's respond(NULL) frees mr. */
 		call_cancel(mr->call, "the client closed the response stream");
@@ -275,175 +184,28 @@ stateless_closed_cb(struct evhttp_connection *evcon, void *arg)
 	stateless_maybe_free(mr);
 }
 
-static void
-stateless_stream_start(struct stateless_req *mr)
-{
-	struct evkeyvalq	*headers;
-	struct bufferevent	*bev;
-	struct timeval		 tv;
-
-	headers = evhttp_request_get_output_headers(mr->req);
-	evhttp_add_header(headers, "Content-Type", "text/event-stream");
-	evhttp_add_header(headers, "Cache-Control", "no-cache");
-	evhttp_add_header(headers, "X-Accel-Buffering", "no");
-	reply_count(mr->req, 200);
-	evhttp_send_reply_start(mr->req, 200, "OK");
-	mr->state = STATELESS_STREAMING;
-	bev = evhttp_connection_get_bufferevent(mr->evcon);
-	bufferevent_set_timeouts(bev, NULL, NULL);
-	evhttp_connection_set_closecb(mr->evcon, stateless_closed_cb, mr);
-	mr->timer = event_new(server.base, -1, EV_PERSIST,
-	    stateless_keepalive_cb, mr);
-	tv.tv_sec = server.conf->sse_keepalive;
-	tv.tv_usec = 0;
-	evtimer_add(mr->timer, &tv);
-}
-
-static size_t
-stateless_queued(struct stateless_req *mr)
-{
-	return (evbuffer_get_length(bufferevent_get_output(
-	    evhttp_connection_get_bufferevent(mr->evcon))));
-}
-
-static void	stateless_drained_cb(struct evhttp_connection *, void *);
-
-/*
- * Every chunk names the drain callback: the connection has one slot, and
- * a chunk sent without it would leave a paused sender waiting forever
- * (the end of the reply takes the slot back).
- */
-static void
-stateless_chunk(struct stateless_req *mr, struct evbuffer *buf)
-{
-	evhttp_send_reply_chunk_with_cb(mr->req, buf, stateless_drained_cb, mr);
-}
-
-static void
-stateless_write(struct stateless_req *mr, const cJSON *msg)
-{
-	struct evbuffer	*buf = evbuffer_new();
-	const char	*text;
-	size_t		 len;
-
-	text = jsonrpc_print_shared(msg, &len);
-	sse_event(buf, NULL, "message", text, len, -1);
-	stateless_chunk(mr, buf);
-	evbuffer_free(buf);
-}
-
-/* Ends a streaming response normally: the connection may serve again. */
-static void
-stateless_stream_end(struct stateless_req *mr)
-{
-	evhttp_connection_set_closecb(mr->evcon, NULL, NULL);
-	evhttp_connection_set_timeout(mr->evcon, SERVER_REQUEST_TIMEOUT);
-	evhttp_send_reply_end(mr->req);
-	mr->state = STATELESS_DONE;
-}
-
-static void
-stateless_keepalive_cb(evutil_socket_t fd, short events, void *arg)
-{
-	struct stateless_req	*mr = arg;
-	struct evbuffer		*buf;
-
-	if (mr->state != STATELESS_STREAMING || stateless_queued(mr) > 0)
-		return;
-	buf = evbuffer_new();
-	sse_comment(buf, "keepalive");
-	stateless_chunk(mr, buf);
-	evbuffer_free(buf);
-}
-
-/* The deadline for a JSON body passed: the response becomes a stream. */
-static void
-stateless_json_late_cb(evutil_socket_t fd, short events, void *arg)
-{
-	struct stateless_req	*mr = arg;
-
-	if (mr->state == STATELESS_WAITING)
-		stateless_stream_start(mr);
-}
-
 /*
  * Every result of this revision says its resultType; the server names
  * itself in _meta; cacheable results carry their caching hints.
  */
 static void
-stateless_decorate(const struct stateless_method *m, cJSON *result);
+stateless_decorate(const struct dispatch_method *m, cJSON *result);
 
 /* --- the call's sink ---------------------------------------------------- */
 
-struct stateless_sent {
-	call_sent_cb	 cb;
-	void		*arg;
-	int		 ok;
-};
-
-static void
-stateless_sent_later_cb(evutil_socket_t fd, short events, void *arg)
-{
-	struct stateless_sent	*s = arg;
-
-	s->cb(s->ok, s->arg);
-	free(s);
-}
-
-static void
-stateless_sent_later(call_sent_cb cb, void *arg, int ok)
-{
-	struct stateless_sent	*s;
-
-	if (cb == NULL)
-		return;
-	s = xmalloc(sizeof *s);
-	s->cb = cb;
-	s->arg = arg;
-	s->ok = ok;
-	event_base_once(server.base, -1, EV_TIMEOUT, stateless_sent_later_cb, s,
-	    NULL);
-}
-
-/* The client took what was queued: a paused sender goes on. */
-static void
-stateless_drained_cb(struct evhttp_connection *evcon, void *arg)
-{
-	struct stateless_req	*mr = arg;
-	call_sent_cb		 cb = mr->sent_cb;
-
-	if (cb == NULL)
-		return;
-	mr->sent_cb = NULL;
-	cb(1, mr->sent_arg);
-}
-
 /*
  * A notification of the call: the response becomes a stream if it was
- * not one. Past the high watermark the sender hears back only once the
- * client has taken what is queued (the block policy): memory per request
- * stays near sse_high_watermark.
+ * not one, and the sender hears back as response_sent says (the block
+ * policy past sse_high_watermark).
  */
 static void
 stateless_sink_send(void *arg, cJSON *msg, call_sent_cb cb, void *cbarg)
 {
 	struct stateless_req	*mr = arg;
 
-	if (mr->state == STATELESS_DONE) {
-		cJSON_Delete(msg);
-		stateless_sent_later(cb, cbarg, 0);
-		return;
-	}
-	if (mr->state == STATELESS_WAITING)
-		stateless_stream_start(mr);
-	stateless_write(mr, msg);
-	if ((long long)stateless_queued(mr) < server.conf->sse_high_watermark ||
-	    cb == NULL || mr->sent_cb != NULL)
-		stateless_sent_later(cb, cbarg, 1);
-	else {
-		mr->sent_cb = cb;
-		mr->sent_arg = cbarg;
-	}
+	if (!stateless_done(mr))
+		response_write(mr->resp, msg);
+	response_sent(mr->resp, cb, cbarg);
 	cJSON_Delete(msg);
 }
 
@@ -452,7 +214,8 @@ stateless_error_status(const cJSON *msg)
 {
 	const cJSON	*code = stateless_get(stateless_get(msg, "error"), "code");
 
-	if (cJSON_IsNumber(code) && code->valueint == STATELESS_MISSING_CAP)
+	if (cJSON_IsNumber(code) && code->valueint ==
+	    JSONRPC_MISSING_CAPABILITY)
 		return (400);
 	if (cJSON_IsNumber(code) && code->valueint == JSONRPC_UNAVAILABLE)
 		return (503);
@@ -464,175 +227,40 @@ static void
 stateless_sink_respond(void *arg, cJSON *msg)
 {
 	struct stateless_req	*mr = arg;
-	int			 status;
 
 	mr->call_done = 1;
+	mrtr_ended(mr->mrtr);
 	if (mr->running) {
 		TAILQ_REMOVE(&stateless_calls, mr, call_entry);
 		mr->running = 0;
 	}
-	if (mr->sent_cb != NULL) {
-		stateless_sent_later(mr->sent_cb, mr->sent_arg, 0);
-		mr->sent_cb = NULL;
-	}
-	if (msg == NULL && mr->state != STATELESS_DONE)
+	if (msg == NULL && !stateless_done(mr))
 		msg = jsonrpc_error(mr->id, JSONRPC_INTERNAL_ERROR,
 		    "The request ended without a result", NULL);
-	if (msg != NULL && mr->state != STATELESS_DONE) {
+	if (msg != NULL && !stateless_done(mr)) {
 		stateless_decorate(mr->m, stateless_get(msg, "result") != NULL ?
 		    cJSON_GetObjectItemCaseSensitive(msg, "result") : NULL);
-		if (mr->state == STATELESS_STREAMING) {
-			stateless_write(mr, msg);
+		if (response_state(mr->resp) == RESPONSE_STREAMING) {
+			response_write(mr->resp, msg);
 			cJSON_Delete(msg);
-			stateless_stream_end(mr);
-		} else {
-			mr->state = STATELESS_DONE;
-			status = stateless_error_status(msg);
-			if (status == 503)
-				evhttp_add_header(
-				    evhttp_request_get_output_headers(mr->req),
-				    "Retry-After", "1");
-			reply_json(mr->req, status, msg);
-		}
+			response_end(mr->resp);
+		} else
+			response_json(mr->resp, stateless_error_status(msg),
+			    msg);
 	} else
 		cJSON_Delete(msg);
 	/* call.c touches nothing of ours once the call has ended. */
 	stateless_maybe_free(mr);
 }
 
-/* --- MRTR --------------------------------------------------------------- */
-
-/*
- * What a sealed requestState holds: the request it belongs to (method and
- * name) and the answers the client gave in earlier rounds; seal.c stamps
- * it with the time, and refuses it once too old (SEAL_LIFETIME_MS). NULL
- * when no key may sign (seal_ready).
- */
-static char *
-stateless_state_seal(struct stateless_req *mr)
-{
-	cJSON	*state = cJSON_CreateObject();
-	char	*text, *sealed;
-
-	cJSON_AddStringToObject(state, "m", mr->m->name);
-	cJSON_AddStringToObject(state, "n", mr->name != NULL ? mr->name : "");
-	cJSON_AddItemToObject(state, "a", mr->answers != NULL ?
-	    cJSON_Duplicate(mr->answers, 1) : cJSON_CreateObject());
-	text = cJSON_PrintUnformatted(state);
-	cJSON_Delete(state);
-	sealed = seal_sign(text);
-	free(text);
-	return (sealed);
-}
-
-/*
- * Opens a requestState: its earlier answers (taken by the caller), or
- * NULL and a static *cause if it is not ours, was changed, belongs to
- * another request or is too old (seal.c).
- */
-static cJSON *
-stateless_state_open(const struct stateless_req *mr, const char *sealed,
-    const char **cause)
-{
-	cJSON		*state, *answers;
-	const cJSON	*m, *n;
-	char		*text;
-
-	if ((text = seal_open(sealed, cause)) == NULL)
-		return (NULL);
-	state = cJSON_Parse(text);
-	free(text);
-	m = stateless_get(state, "m");
-	n = stateless_get(state, "n");
-	*cause = "requestState belongs to another request";
-	if (!cJSON_IsString(m) || !cJSON_IsString(n) ||
-	    strcmp(m->valuestring, mr->m->name) != 0 ||
-	    strcmp(n->valuestring, mr->name != NULL ? mr->name : "") != 0) {
-		cJSON_Delete(state);
-		return (NULL);
-	}
-	answers = cJSON_DetachItemFromObjectCaseSensitive(state, "a");
-	cJSON_Delete(state);
-	if (!cJSON_IsObject(answers)) {
-		cJSON_Delete(answers);
-		return (cJSON_CreateObject());
-	}
-	return (answers);
-}
-
-/* The end of the turn the call asked in: its input_required result. */
-static void
-stateless_asked_cb(evutil_socket_t fd, short events, void *arg)
-{
-	struct stateless_req	*mr = arg;
-	cJSON			*result;
-	char			*state;
-
-	if (mr->call_done || mr->asked == NULL)
-		return;
-	if ((state = stateless_state_seal(mr)) == NULL) {
-		/* mr may be freed by the time this returns. */
-		call_respond_error(mr->call, JSONRPC_UNAVAILABLE,
-		    STATELESS_NO_STATE_KEY);
-		return;
-	}
-	result = cJSON_CreateObject();
-	cJSON_AddStringToObject(result, "resultType", "input_required");
-	cJSON_AddItemToObject(result, "inputRequests", mr->asked);
-	mr->asked = NULL;
-	cJSON_AddStringToObject(result, "requestState", state);
-	free(state);
-	/* mr may be freed by the time this returns. */
-	call_respond(mr->call, result);
-}
-
-/*
- * A question of the call (provider_*.c through call_request): answered
- * from the client's inputResponses (this round's or, in requestState,
- * an earlier one's), else kept for this turn's input_required result.
- * A question the client declared no capability for ends the call with
- * -32021.
- */
+/* A question of the call (provider_*.c through call_request): MRTR. */
 static enum call_ask
 stateless_sink_ask(void *arg, struct call *c, const char *key,
     const char *method, cJSON *params, const cJSON **answer)
 {
 	struct stateless_req	*mr = arg;
-	const char		*cap = mcp_request_capability(method);
-	const cJSON		*found;
-	cJSON			*data, *q;
-	char			*message;
 
-	if (cap != NULL && !call_client_capable(c, cap)) {
-		cJSON_Delete(params);
-		data = cJSON_CreateObject();
-		cJSON_AddObjectToObject(cJSON_AddObjectToObject(data,
-		    "requiredCapabilities"), cap);
-		xasprintf(&message, "Missing required client capability: %s",
-		    cap);
-		call_respond_error_data(c, STATELESS_MISSING_CAP, message, data);
-		free(message);
-		return (CALL_ASK_REFUSED);
-	}
-	found = stateless_get(mr->answers, key);
-	if (cJSON_IsObject(found)) {
-		cJSON_Delete(params);
-		*answer = found;
-		return (CALL_ASK_ANSWERED);
-	}
-	if (mr->asked == NULL)
-		mr->asked = cJSON_CreateObject();
-	q = cJSON_CreateObject();
-	cJSON_AddStringToObject(q, "method", method);
-	cJSON_AddItemToObject(q, "params", params != NULL ? params :
-	    cJSON_CreateObject());
-	cJSON_DeleteItemFromObjectCaseSensitive(mr->asked, key);
-	cJSON_AddItemToObject(mr->asked, key, q);
-	if (mr->asked_ev == NULL)
-		mr->asked_ev = evtimer_new(server.base, stateless_asked_cb, mr);
-	if (!evtimer_pending(mr->asked_ev, NULL))
-		event_active(mr->asked_ev, EV_TIMEOUT, 0);
-	return (CALL_ASK_PENDING);
+	return (mrtr_ask(mr->mrtr, c, key, method, params, answer));
 }
 
 static const struct call_sink stateless_sink = {
@@ -645,7 +273,7 @@ static const struct call_sink stateless_sink = {
 /* --- results ------------------------------------------------------------ */
 
 static void
-stateless_decorate(const struct stateless_method *m, cJSON *result)
+stateless_decorate(const struct dispatch_method *m, cJSON *result)
 {
 	cJSON	*meta, *info;
 	int	 complete;
@@ -670,7 +298,8 @@ stateless_decorate(const struct stateless_method *m, cJSON *result)
 	 * resource on any read: no freshness is promised. Nothing served
 	 * depends on who asks.
 	 */
-	if (m != NULL && (m->flags & STATELESS_CACHEABLE) && complete) {
+	if (m != NULL && (dispatch_method_flags(m) & DISPATCH_CACHEABLE) &&
+	    complete) {
 		if (!cJSON_HasObjectItem(result, "ttlMs"))
 			cJSON_AddNumberToObject(result, "ttlMs", 0);
 		if (!cJSON_HasObjectItem(result, "cacheScope"))
@@ -684,415 +313,7 @@ stateless_reply(struct stateless_req *mr, cJSON *msg)
 {
 	stateless_decorate(mr->m, cJSON_GetObjectItemCaseSensitive(msg,
 	    "result"));
-	mr->state = STATELESS_DONE;
-	reply_json(mr->req, 200, msg);
-}
-
-/*
- * For a method handler in another file (a line of stateless_methods): the
- * request's id, and its answer (a whole JSON-RPC response, taken), given
- * in the handler or on a later turn; the request is freed with it.
- */
-const cJSON *
-stateless_request_id(const struct stateless_req *mr)
-{
-	return (mr->id);
-}
-
-void
-stateless_respond(struct stateless_req *mr, cJSON *msg)
-{
-	if (mr->state != STATELESS_WAITING) {
-		cJSON_Delete(msg);
-		return;
-	}
-	stateless_reply(mr, msg);
-	stateless_maybe_free(mr);
-}
-
-/* --- methods of our own ------------------------------------------------- */
-
-static void
-stateless_discover(struct stateless_req *mr, const cJSON *params)
-{
-	cJSON	*result = cJSON_CreateObject(), *caps, *o;
-
-	cJSON_AddItemToObject(result, "supportedVersions", stateless_supported());
-	caps = dispatch_capabilities();
-	/* Listen streams hear list changes (the fixtures make some). */
-	if (server.conf->fixtures_conformance) {
-		if ((o = cJSON_GetObjectItemCaseSensitive(caps, "tools")) !=
-		    NULL)
-			cJSON_ReplaceItemInObjectCaseSensitive(o, "listChanged",
-			    cJSON_CreateTrue());
-		if ((o = cJSON_GetObjectItemCaseSensitive(caps, "prompts")) !=
-		    NULL)
-			cJSON_ReplaceItemInObjectCaseSensitive(o, "listChanged",
-			    cJSON_CreateTrue());
-	}
-	task_capabilities(caps);
-	cJSON_AddItemToObject(result, "capabilities", caps);
-	stateless_reply(mr, jsonrpc_result(mr->id, result));
-}
-
-static const struct {
-	const char		*field;
-	enum stateless_change	 change;
-	int			(*served)(void);
-} stateless_filters[] = {
-	{ "toolsListChanged", STATELESS_TOOLS_CHANGED, NULL },
-	{ "promptsListChanged", STATELESS_PROMPTS_CHANGED, provider_has_prompts },
-	{ "resourcesListChanged", STATELESS_RESOURCES_CHANGED,
-	  provider_has_resources },
-};
-#define STATELESS_NFILTERS \
-	(sizeof stateless_filters / sizeof stateless_filters[0])
-
-/* A notification on a listen stream, tagged with its subscription. */
-static void
-stateless_listen_send(struct stateless_req *mr, const char *method,
-    cJSON *params)
-{
-	cJSON	*msg, *meta;
-
-	if (params == NULL)
-		params = cJSON_CreateObject();
-	meta = cJSON_AddObjectToObject(params, "_meta");
-	cJSON_AddItemToObject(meta, STATELESS_META_SUB, cJSON_Duplicate(mr->id,
-	    1));
-	msg = jsonrpc_notification(method, params);
-	stateless_write(mr, msg);
-	cJSON_Delete(msg);
-}
-
-/*
- * subscriptions/listen: the acknowledgement (what of the filter is
- * served) first, then the change notifications the filter asks for,
- * until the client leaves or the server ends the stream.
- */
-static void
-stateless_listen(struct stateless_req *mr, const cJSON *params)
-{
-	const cJSON	*filter = stateless_get(params, "notifications");
-	const cJSON	*f, *uri;
-	cJSON		*ack, *honoured;
-	size_t		 i;
-
-	if (!cJSON_IsObject(filter)) {
-		stateless_reply(mr, jsonrpc_error(mr->id, JSONRPC_INVALID_PARAMS,
-		    "Invalid params: subscriptions/listen needs a "
-		    "notifications object", NULL));
-		return;
-	}
-	ack = cJSON_CreateObject();
-	honoured = cJSON_AddObjectToObject(ack, "notifications");
-	for (i = 0; i < STATELESS_NFILTERS; i++) {
-		f = stateless_get(filter, stateless_filters[i].field);
-		if (!cJSON_IsTrue(f) || (stateless_filters[i].served != NULL &&
-		    !stateless_filters[i].served()))
-			continue;
-		mr->filter[stateless_filters[i].change] = 1;
-		cJSON_AddBoolToObject(honoured, stateless_filters[i].field, 1);
-	}
-	f = stateless_get(filter, "resourceSubscriptions");
-	if (cJSON_IsArray(f) && provider_has_resources()) {
-		mr->uris = cJSON_CreateArray();
-		cJSON_ArrayForEach(uri, f) {
-			if (cJSON_IsString(uri) && cJSON_GetArraySize(mr->uris)
-			    < SESSION_MAX_SUBSCRIPTIONS)
-				cJSON_AddItemToArray(mr->uris,
-				    cJSON_CreateString(uri->valuestring));
-		}
-		cJSON_AddItemToObject(honoured, "resourceSubscriptions",
-		    cJSON_Duplicate(mr->uris, 1));
-	}
-	f = stateless_get(filter, "taskIds");
-	if (cJSON_IsArray(f) && cJSON_GetArraySize(f) > 0) {
-		/* The extension says: only for clients that declare it. */
-		if (!task_declared(params)) {
-			cJSON_Delete(ack);
-			mr->state = STATELESS_DONE;
-			stateless_error(mr->req, 400, mr->id, STATELESS_MISSING_CAP,
-			    "Missing required client capability",
-			    task_missing_capability());
-			return;
-		}
-		mr->tasks = cJSON_CreateArray();
-		cJSON_ArrayForEach(uri, f) {
-			if (cJSON_IsString(uri) && cJSON_GetArraySize(mr->tasks)
-			    < SESSION_MAX_SUBSCRIPTIONS)
-				cJSON_AddItemToArray(mr->tasks,
-				    cJSON_CreateString(uri->valuestring));
-		}
-		cJSON_AddItemToObject(honoured, "taskIds",
-		    cJSON_Duplicate(mr->tasks, 1));
-	}
-	if (stateless_fanout.watching && (!stateless_fanout.live ||
-	    !eventlog_available(server.eventlog))) {
-		cJSON_Delete(ack);
-		mr->state = STATELESS_DONE;
-		reply_unavailable(mr->req, 1, "Cannot hear other instances' "
-		    "changes now, listen again later");
-		return;
-	}
-	mr->listen = 1;
-	TAILQ_INSERT_TAIL(&stateless_listeners, mr, entry);
-	stateless_stream_start(mr);
-	stateless_listen_send(mr, "notifications/subscriptions/acknowledged",
-	    ack);
-}
-
-static int
-stateless_listens(const cJSON *list, const char *s)
-{
-	const cJSON	*u;
-
-	cJSON_ArrayForEach(u, list) {
-		if (strcmp(u->valuestring, s) == 0)
-			return (1);
-	}
-	return (0);
-}
-
-/*
- * A task's state, read for the listen streams here that asked for it:
- * each hears notifications/tasks with the DetailedTask tasks/get gives,
- * if its principal may see the task (a task of another principal is
- * one it never hears of, as tasks/get does not find it). The listeners
- * are found again once the record is read (no pointer to them is kept
- * meanwhile).
- */
-static void
-stateless_task_read_cb(const cJSON *task, const cJSON *principal, void *arg)
-{
-	char			*tid = arg;
-	struct stateless_req	*mr, *mr1;
-
-	TAILQ_FOREACH_SAFE(mr, &stateless_listeners, entry, mr1) {
-		if (task == NULL || mr->state != STATELESS_STREAMING ||
-		    !stateless_listens(mr->tasks, tid) ||
-		    !task_allowed(principal, mr->who))
-			continue;
-		if ((long long)stateless_queued(mr) >=
-		    server.conf->sse_high_watermark) {
-			log_limited(LOG_LEVEL_WARN, "listen-slow", "a listen "
-			    "stream is too far behind; ending it");
-			stateless_stream_end(mr);
-			stateless_maybe_free(mr);
-			continue;
-		}
-		stateless_listen_send(mr, "notifications/tasks",
-		    cJSON_Duplicate(task, 1));
-	}
-	free(tid);
-}
-
-static void
-stateless_task_changed(const char *tid)
-{
-	struct stateless_req	*mr;
-
-	TAILQ_FOREACH(mr, &stateless_listeners, entry) {
-		if (mr->state == STATELESS_STREAMING &&
-		    stateless_listens(mr->tasks, tid))
-			break;
-	}
-	if (mr == NULL)
-		return;
-	task_read(tid, stateless_task_read_cb, xstrdup(tid));
-}
-
-/* task.c's hook: a change it committed goes to every instance's listens. */
-static void
-stateless_task_listener(const char *tid, const cJSON *task)
-{
-	stateless_notify(STATELESS_TASK_CHANGED, tid);
-}
-
-/*
- * A change: every listen stream here whose filter asks for it hears of
- * it. One that cannot keep up is ended (its client listens again and
- * re-reads what it lists) rather than buffered without bound.
- */
-static void
-stateless_deliver(enum stateless_change change, const char *uri)
-{
-	static const char	*methods[] = {
-		"notifications/tools/list_changed",
-		"notifications/prompts/list_changed",
-		"notifications/resources/list_changed",
-		"notifications/resources/updated"
-	};
-	struct stateless_req	*mr, *mr1;
-	const cJSON		*u;
-	cJSON			*params;
-	int			 match;
-
-	if (change == STATELESS_TASK_CHANGED) {
-		stateless_task_changed(uri);
-		return;
-	}
-	TAILQ_FOREACH_SAFE(mr, &stateless_listeners, entry, mr1) {
-		if (mr->state != STATELESS_STREAMING)
-			continue;
-		match = 0;
-		if (change != STATELESS_RESOURCE_UPDATED)
-			match = mr->filter[change];
-		else {
-			cJSON_ArrayForEach(u, mr->uris) {
-				if (strcmp(u->valuestring, uri) == 0)
-					match = 1;
-			}
-		}
-		if (!match)
-			continue;
-		if ((long long)stateless_queued(mr) >=
-		    server.conf->sse_high_watermark) {
-			log_limited(LOG_LEVEL_WARN, "listen-slow", "a listen "
-			    "stream is too far behind; ending it");
-			stateless_stream_end(mr);
-			stateless_maybe_free(mr);
-			continue;
-		}
-		params = NULL;
-		if (change == STATELESS_RESOURCE_UPDATED) {
-			params = cJSON_CreateObject();
-			cJSON_AddStringToObject(params, "uri", uri);
-		}
-		stateless_listen_send(mr, methods[change], params);
-	}
-}
-
-/*
- * With a shared log, changes go to every instance through the log's
- * messages (Redis PUBLISH on one channel, STATELESS_CHANNEL); each delivers
- * to its own listen streams, this one included, when the message comes
- * back. "C<change><uri>".
- */
-#define STATELESS_CHANNEL	"listen"
-
-
-struct stateless_published {
-	enum stateless_change	 change;
-	char			*uri;
-};
-
-static void
-stateless_published_cb(enum eventlog_status status, void *arg)
-{
-	struct stateless_published	*p = arg;
-
-	if (status != EVENTLOG_OK) {
-		/* The others cannot hear it; this instance's listeners can. */
-		log_limited(LOG_LEVEL_WARN, "listen-publish", "a change could "
-		    "not be published to other instances: %s",
-		    eventlog_status_name(status));
-		stateless_deliver(p->change, p->uri);
-	}
-	free(p->uri);
-	free(p);
-}
-
-void
-stateless_notify(enum stateless_change change, const char *uri)
-{
-	struct stateless_published	*p;
-	char			*msg;
-	int			 len;
-
-	if (uri == NULL)
-		uri = "";
-	if (!stateless_fanout.watching ||
-	    strlen(uri) + 2 > EVENTLOG_MESSAGE_MAX) {
-		stateless_deliver(change, uri);
-		return;
-	}
-	len = xasprintf(&msg, "C%d%s", (int)change, uri);
-	p = xmalloc(sizeof *p);
-	p->change = change;
-	p->uri = xstrdup(uri);
-	eventlog_publish(server.eventlog, STATELESS_CHANNEL, msg, (size_t)len,
-	    stateless_published_cb, p);
-	free(msg);
-}
-
-static void
-stateless_message_cb(const char *sid, const char *msg, size_t len, void *arg)
-{
-	char	*uri;
-
-	if (len < 2 || msg[0] != 'C' || msg[1] < '0' ||
-	    msg[1] > '0' + STATELESS_TASK_CHANGED)
-		return;		/* a newer instance's, or not ours */
-	uri = xstrndup(msg + 2, len - 2);
-	stateless_deliver((enum stateless_change)(msg[1] - '0'), uri);
-	free(uri);
-}
-
-static void	stateless_listen_end_all(const char *);
-
-/*
- * The subscription is (again) live: k = 0 says what was published
- * meanwhile may be lost. Listen streams cannot be resumed, so those open
- * across the gap end, and their clients listen again.
- */
-static void
-stateless_watch_cb(const char *sid, uint64_t k, uint64_t seq, void *arg)
-{
-	if (k != 0)
-		return;
-	if (stateless_fanout.live)
-		stateless_listen_end_all("the subscription to other instances' "
-		    "changes was lost");
-	stateless_fanout.live = 1;
-}
-
-void
-stateless_init(void)
-{
-	task_set_listener(stateless_task_listener);
-	if (!server.shared)
-		return;
-	eventlog_watch(server.eventlog, STATELESS_CHANNEL, stateless_watch_cb,
-	    stateless_message_cb, NULL);
-	stateless_fanout.watching = 1;
-}
-
-/* Once a second: a log that cannot be reached ends the listen streams. */
-void
-stateless_cron(void)
-{
-	if (stateless_fanout.watching && !eventlog_available(server.eventlog) &&
-	    !TAILQ_EMPTY(&stateless_listeners))
-		stateless_listen_end_all("the event log is unavailable");
-}
-
-/*
- * Listen streams end with their result, so clients listen again
- * (elsewhere if need be): the process stops, or can no longer hear what
- * other instances announce.
- */
-static void
-stateless_listen_end_all(const char *why)
-{
-	struct stateless_req	*mr, *mr1;
-	cJSON			*result, *meta;
-
-	TAILQ_FOREACH_SAFE(mr, &stateless_listeners, entry, mr1) {
-		if (mr->state != STATELESS_STREAMING)
-			continue;
-		log_info("listen stream ended: %s", why);
-		result = cJSON_CreateObject();
-		cJSON_AddStringToObject(result, "resultType", "complete");
-		meta = cJSON_AddObjectToObject(result, "_meta");
-		cJSON_AddItemToObject(meta, STATELESS_META_SUB,
-		    cJSON_Duplicate(mr->id, 1));
-		result = jsonrpc_result(mr->id, result);
-		stateless_write(mr, result);
-		cJSON_Delete(result);
-		stateless_stream_end(mr);
-		stateless_maybe_free(mr);
-	}
+	response_json(mr->resp, 200, msg);
 }
 
 /* Stateless calls running (a drain waits for them as for sessions'). */
@@ -1103,18 +324,6 @@ stateless_running_calls(void)
 	size_t			 n = 0;
 
 	TAILQ_FOREACH(mr, &stateless_calls, call_entry)
-		n++;
-	return (n);
-}
-
-/* Listen streams open (they count against max_views; /healthz shows them). */
-size_t
-stateless_listen_count(void)
-{
-	struct stateless_req	*mr;
-	size_t			 n = 0;
-
-	TAILQ_FOREACH(mr, &stateless_listeners, entry)
 		n++;
 	return (n);
 }
@@ -1133,48 +342,6 @@ void
 stateless_shutdown(void)
 {
 	stateless_interrupt_calls("the server is shutting down");
-	stateless_listen_end_all("the server stops");
-	if (stateless_fanout.watching)
-		eventlog_unwatch(server.eventlog, STATELESS_CHANNEL,
-		    stateless_watch_cb, stateless_message_cb, NULL);
-	stateless_fanout.watching = 0;
-}
-
-/* --- the table ---------------------------------------------------------- */
-
-static const struct stateless_method stateless_methods[] = {
-	{ "server/discover", NULL, STATELESS_CACHEABLE, NULL, stateless_discover },
-	{ "subscriptions/listen", NULL, 0, NULL, stateless_listen },
-	{ "tools/list", NULL, STATELESS_CACHEABLE, NULL, NULL },
-	{ "tools/call", "name", STATELESS_CALL, NULL, NULL },
-	{ "resources/list", NULL, STATELESS_CACHEABLE, provider_has_resources,
-	  NULL },
-	{ "resources/templates/list", NULL, STATELESS_CACHEABLE,
-	  provider_has_resources, NULL },
-	{ "resources/read", "uri", STATELESS_CALL | STATELESS_CACHEABLE, NULL, NULL },
-	{ "prompts/list", NULL, STATELESS_CACHEABLE, provider_has_prompts, NULL },
-	{ "prompts/get", "name", STATELESS_CALL, NULL, NULL },
-	{ "completion/complete", NULL, STATELESS_CALL, NULL, NULL },
-	/* The tasks extension (task.c), through dispatch.c's handlers. */
-	{ "tasks/get", "taskId", STATELESS_CALL, NULL, NULL },
-	{ "tasks/update", "taskId", STATELESS_CALL, NULL, NULL },
-	{ "tasks/cancel", "taskId", STATELESS_CALL, NULL, NULL },
-};
-#define STATELESS_NMETHODS \
-	(sizeof stateless_methods / sizeof stateless_methods[0])
-
-static const struct stateless_method *
-stateless_find(const char *name)
-{
-	size_t	i;
-
-	for (i = 0; i < STATELESS_NMETHODS; i++) {
-		if (strcmp(stateless_methods[i].name, name) == 0)
-			return (stateless_methods[i].enabled == NULL ||
-			    stateless_methods[i].enabled() ? &stateless_methods[i] :
-			    NULL);
-	}
-	return (NULL);
 }
 
 /* --- Mcp-Param-* -------------------------------------------------------- */
@@ -1307,10 +474,11 @@ stateless_claims(struct evhttp_request *req, const cJSON *msg)
 /* The request's metadata against its headers; 0 or answered. */
 static int
 stateless_validate(struct evhttp_request *req, const cJSON *msg,
-    const cJSON *id, const struct stateless_method **mp)
+    const cJSON *id, const struct dispatch_method **mp)
 {
 	const cJSON	*meta = stateless_meta(msg), *pv, *caps, *method, *nv;
-	const struct stateless_method *m;
+	const struct dispatch_method *m;
+	const char	*np;
 	char		*h, *message;
 	cJSON		*data;
 	int		 bad;
@@ -1328,7 +496,7 @@ stateless_validate(struct evhttp_request *req, const cJSON *msg,
 		xasprintf(&message, "Header mismatch: MCP-Protocol-Version %s%s "
 		    "the body's %s", h == NULL ? "is missing for" : h,
 		    h == NULL ? "" : " does not match", pv->valuestring);
-		stateless_error(req, 400, id, STATELESS_HEADER_MISMATCH, message,
+		stateless_error(req, 400, id, JSONRPC_HEADER_MISMATCH, message,
 		    NULL);
 		free(message);
 		free(h);
@@ -1338,7 +506,7 @@ stateless_validate(struct evhttp_request *req, const cJSON *msg,
 	method = stateless_get(msg, "method");
 	h = stateless_header(req, "Mcp-Method", &bad);
 	if (h == NULL || strcmp(h, method->valuestring) != 0) {
-		stateless_error(req, 400, id, STATELESS_HEADER_MISMATCH, h == NULL ?
+		stateless_error(req, 400, id, JSONRPC_HEADER_MISMATCH, h == NULL ?
 		    "Header mismatch: Mcp-Method is missing or malformed" :
 		    "Header mismatch: Mcp-Method does not match the body's "
 		    "method", NULL);
@@ -1348,23 +516,23 @@ stateless_validate(struct evhttp_request *req, const cJSON *msg,
 	free(h);
 	if (strcmp(pv->valuestring, STATELESS_VERSION) != 0) {
 		data = cJSON_CreateObject();
-		cJSON_AddItemToObject(data, "supported", stateless_supported());
+		cJSON_AddItemToObject(data, "supported", mcp_supported_versions());
 		cJSON_AddStringToObject(data, "requested", pv->valuestring);
-		stateless_error(req, 400, id, STATELESS_UNSUPPORTED,
+		stateless_error(req, 400, id, JSONRPC_UNSUPPORTED_VERSION,
 		    "Unsupported protocol version", data);
 		return (-1);
 	}
-	if ((m = stateless_find(method->valuestring)) == NULL) {
+	if ((m = dispatch_lookup(method->valuestring, MCP_REV_2026)) == NULL) {
 		stateless_error(req, 404, id, JSONRPC_METHOD_NOT_FOUND,
 		    "Method not found", NULL);
 		return (-1);
 	}
-	if (m->name_param != NULL) {
-		nv = stateless_get(stateless_get(msg, "params"), m->name_param);
+	if ((np = dispatch_method_name_param(m)) != NULL) {
+		nv = stateless_get(stateless_get(msg, "params"), np);
 		h = stateless_header(req, "Mcp-Name", &bad);
 		if (h == NULL || (cJSON_IsString(nv) &&
 		    strcmp(h, nv->valuestring) != 0)) {
-			stateless_error(req, 400, id, STATELESS_HEADER_MISMATCH,
+			stateless_error(req, 400, id, JSONRPC_HEADER_MISMATCH,
 			    h == NULL ? "Header mismatch: Mcp-Name is missing "
 			    "or malformed" : "Header mismatch: Mcp-Name does "
 			    "not match the body", NULL);
@@ -1373,9 +541,9 @@ stateless_validate(struct evhttp_request *req, const cJSON *msg,
 		}
 		free(h);
 	}
-	if (strcmp(m->name, "tools/call") == 0 &&
+	if ((dispatch_method_flags(m) & DISPATCH_PARAM_HEADERS) &&
 	    stateless_params_check(req, stateless_get(msg, "params"), &message) != 0) {
-		stateless_error(req, 400, id, STATELESS_HEADER_MISMATCH, message,
+		stateless_error(req, 400, id, JSONRPC_HEADER_MISMATCH, message,
 		    NULL);
 		free(message);
 		return (-1);
@@ -1384,57 +552,11 @@ stateless_validate(struct evhttp_request *req, const cJSON *msg,
 	return (0);
 }
 
-/* The answers so far: requestState's and this round's; 0 or answered. */
-static int
-stateless_rounds(struct stateless_req *mr, const cJSON *params, int *resumed)
-{
-	const cJSON	*state = stateless_get(params, "requestState");
-	const cJSON	*responses = stateless_get(params, "inputResponses");
-	const cJSON	*r;
-	const char	*cause;
-
-	*resumed = 0;
-	if (state != NULL && !seal_ready()) {
-		reply_unavailable(mr->req, 1, STATELESS_NO_STATE_KEY);
-		return (-1);
-	}
-	if (state != NULL) {
-		if (!cJSON_IsString(state) ||
-		    (mr->answers = stateless_state_open(mr, state->valuestring,
-		    &cause)) == NULL) {
-			stateless_error(mr->req, 400, mr->id,
-			    JSONRPC_INVALID_PARAMS, cJSON_IsString(state) ?
-			    cause : "requestState must be a string", NULL);
-			return (-1);
-		}
-		*resumed = 1;
-	}
-	if (responses == NULL)
-		return (0);
-	if (!cJSON_IsObject(responses)) {
-		stateless_error(mr->req, 400, mr->id, JSONRPC_INVALID_PARAMS,
-		    "Invalid params: inputResponses must be an object", NULL);
-		return (-1);
-	}
-	if (mr->answers == NULL)
-		mr->answers = cJSON_CreateObject();
-	/* An answer that is no result object is asked for again. */
-	cJSON_ArrayForEach(r, responses) {
-		if (!cJSON_IsObject(r))
-			continue;
-		cJSON_DeleteItemFromObjectCaseSensitive(mr->answers, r->string);
-		cJSON_AddItemToObject(mr->answers, r->string,
-		    cJSON_Duplicate(r, 1));
-	}
-	return (0);
-}
-
 static void
 stateless_start_call(struct stateless_req *mr, const cJSON *msg, int resumed,
     struct auth_principal *who)
 {
 	const cJSON	*meta = stateless_meta(msg), *level, *token;
-	struct timeval	 tv;
 	int		 n = INT_MAX;
 
 	level = stateless_get(meta, STATELESS_META_LEVEL);
@@ -1457,33 +579,28 @@ stateless_start_call(struct stateless_req *mr, const cJSON *msg, int resumed,
 	mr->starting = 1;
 	dispatch_start_call(mr->call, msg);
 	mr->starting = 0;
-	if (mr->state == STATELESS_DONE) {
+	if (stateless_done(mr))
 		stateless_maybe_free(mr);
-		return;
-	}
-	if (mr->state == STATELESS_WAITING) {
-		mr->late = evtimer_new(server.base, stateless_json_late_cb, mr);
-		tv.tv_sec = 0;
-		tv.tv_usec = STATELESS_JSON_MS * 1000;
-		evtimer_add(mr->late, &tv);
-	}
+	else
+		response_stream_after(mr->resp, STATELESS_JSON_MS);
 }
 
 /*
  * Whether one more open stream fits: session views, stateless calls and
  * listen streams hold a connection each, and together they stay within
- * max_views (transport.c asks before a session's view, too).
+ * max_views (transport.c asks before a session's view, too). 0: req is
+ * answered 503.
  */
 int
-stateless_room(void)
+stateless_room(struct evhttp_request *req)
 {
-	size_t	n = view_count() + stateless_running_calls() +
-		    stateless_listen_count();
+	size_t	n = view_count() + stateless_running_calls() + listen_count();
 
 	if ((long long)n < server.conf->max_views)
 		return (1);
 	log_limited(LOG_LEVEL_WARN, "max-views", "open stream limit reached "
 	    "(max_views %lld)", server.conf->max_views);
+	reply_unavailable(req, 1, "Too many open streams, retry later");
 	return (0);
 }
 
@@ -1492,11 +609,12 @@ void
 stateless_serve(struct evhttp_request *req, cJSON *msg,
     struct auth_principal *who)
 {
-	const struct stateless_method	*m;
+	const struct dispatch_method	*m;
 	struct stateless_req		*mr;
-	const cJSON			*id, *nv;
-	const char			*cause;
-	int				 resumed;
+	const cJSON			*id, *params;
+	const char			*cause, *np;
+	enum dispatch_kind		 kind;
+	int				 resumed, status;
 
 	switch (jsonrpc_classify(msg, &cause)) {
 	case JSONRPC_INVALID:
@@ -1516,42 +634,44 @@ stateless_serve(struct evhttp_request *req, cJSON *msg,
 		break;
 	}
 	id = stateless_get(msg, "id");
-	if (jsonrpc_has_nul(stateless_get(msg, "params"))) {
-		stateless_error(req, 400, id, JSONRPC_INVALID_PARAMS,
-		    "Invalid params: a name or string contains NUL (\\u0000)",
+	if ((cause = dispatch_params_refused(msg)) != NULL) {
+		stateless_error(req, 400, id, JSONRPC_INVALID_PARAMS, cause,
 		    NULL);
 		goto out;
 	}
 	if (stateless_validate(req, msg, id, &m) != 0)
 		goto out;
-	if ((m->flags & STATELESS_CALL || m->run == stateless_listen) &&
-	    !stateless_room()) {
-		reply_unavailable(req, 1, "Too many open streams, retry later");
+	kind = dispatch_method_kind(m);
+	if ((kind == DISPATCH_CALL || kind == DISPATCH_LISTEN) &&
+	    !stateless_room(req))
+		goto out;
+	if (kind == DISPATCH_LISTEN) {
+		listen_start(req, id, stateless_get(msg, "params"), who);
 		goto out;
 	}
 	mr = xcalloc(1, sizeof *mr);
-	mr->req = req;
-	mr->evcon = evhttp_request_get_connection(req);
+	mr->resp = response_new(req, stateless_gone, mr);
 	mr->m = m;
 	mr->id = cJSON_Duplicate(id, 1);
-	mr->who = auth_principal_ref(who);
-	if (m->name_param != NULL) {
-		nv = stateless_get(stateless_get(msg, "params"), m->name_param);
-		mr->name = cJSON_IsString(nv) ? xstrdup(nv->valuestring) :
-		    NULL;
-	}
-	if (m->run != NULL) {
-		mr->starting = 1;
-		m->run(mr, stateless_get(msg, "params"));
-		mr->starting = 0;
-		stateless_maybe_free(mr);
-	} else if (!(m->flags & STATELESS_CALL)) {
+	if (kind == DISPATCH_QUICK) {
 		stateless_reply(mr, dispatch_quick_stateless(who, msg));
 		stateless_free(mr);
-	} else if (stateless_rounds(mr, stateless_get(msg, "params"), &resumed) != 0)
-		stateless_free(mr);
-	else
+		goto out;
+	}
+	params = stateless_get(msg, "params");
+	np = dispatch_method_name_param(m);
+	mr->mrtr = mrtr_new(dispatch_method_name(m), np != NULL ?
+	    cJSON_GetStringValue(stateless_get(params, np)) : NULL);
+	if (mrtr_rounds(mr->mrtr, params, &resumed, &status, &cause) == 0)
 		stateless_start_call(mr, msg, resumed, who);
+	else {
+		if (status == 503)
+			response_unavailable(mr->resp, cause);
+		else
+			response_json(mr->resp, status, jsonrpc_error(id,
+			    JSONRPC_INVALID_PARAMS, cause, NULL));
+		stateless_free(mr);
+	}
 out:
 	cJSON_Delete(msg);
 }

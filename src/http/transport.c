@@ -22,6 +22,7 @@
 #include "eventlog.h"
 #include "health.h"
 #include "jsonrpc.h"
+#include "listen.h"
 #include "log.h"
 #include "mcp.h"
 #include "metrics.h"
@@ -140,22 +141,12 @@ transport_check_common(struct evhttp_request *req)
 	return (transport_check_version(req));
 }
 
-/* A view counts with the stateless path's streams (stateless_room). */
-static int
-transport_view_room(struct evhttp_request *req)
-{
-	if (stateless_room())
-		return (1);
-	reply_unavailable(req, 1, "Too many open streams, retry later");
-	return (0);
-}
-
 static int
 transport_stream_room(struct evhttp_request *req, struct session *s)
 {
 	if ((long long)session_stream_count(s) <
 	    server.conf->session_max_streams)
-		return (transport_view_room(req));
+		return (stateless_room(req));
 	reply_error(req, 429, JSONRPC_SERVER_ERROR,
 	    "Too many open streams in this session (session_max_streams)",
 	    NULL);
@@ -302,42 +293,31 @@ transport_open_stream(struct evhttp_request *req, struct session *s,
  * What a request names that may need a scope, and that scope: a tool
  * (tools/call), a prompt (prompts/get, a ref/prompt completion), a
  * resource (resources/read and subscribe) or a template (a ref/resource
- * completion). NULL: nothing scoped.
+ * completion), as dispatch.c's table says. NULL: nothing scoped.
  */
 static const char *
 transport_item_scope(const cJSON *msg, const char **what, const char **name)
 {
-	const cJSON	*params, *ref;
-	const char	*method, *type;
+	const cJSON	*ref;
+	const char	*type;
 
-	method = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(msg,
-	    "method"));
-	params = cJSON_GetObjectItemCaseSensitive(msg, "params");
-	if (method == NULL)
-		return (NULL);
-	if (strcmp(method, "tools/call") == 0) {
+	switch (dispatch_scope(msg, name)) {
+	case DISPATCH_SCOPE_NONE:
+		break;
+	case DISPATCH_SCOPE_TOOL:
 		*what = "tool";
-		*name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
-		    params, "name"));
 		return (*name != NULL ? provider_tool_scope(*name) : NULL);
-	}
-	if (strcmp(method, "prompts/get") == 0) {
+	case DISPATCH_SCOPE_PROMPT:
 		*what = "prompt";
-		*name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
-		    params, "name"));
 		return (*name != NULL ? provider_item_scope(PROVIDER_PROMPTS,
 		    *name) : NULL);
-	}
-	if (strcmp(method, "resources/read") == 0 ||
-	    strcmp(method, "resources/subscribe") == 0) {
+	case DISPATCH_SCOPE_RESOURCE:
 		*what = "resource";
-		*name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
-		    params, "uri"));
 		return (*name != NULL ? provider_item_scope(PROVIDER_RESOURCES,
 		    *name) : NULL);
-	}
-	if (strcmp(method, "completion/complete") == 0) {
-		ref = cJSON_GetObjectItemCaseSensitive(params, "ref");
+	case DISPATCH_SCOPE_REF:
+		ref = cJSON_GetObjectItemCaseSensitive(
+		    cJSON_GetObjectItemCaseSensitive(msg, "params"), "ref");
 		type = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
 		    ref, "type"));
 		*what = "prompt";
@@ -352,6 +332,7 @@ transport_item_scope(const cJSON *msg, const char **what, const char **name)
 		if (type != NULL && strcmp(type, "ref/resource") == 0)
 			return (*name != NULL ? provider_item_scope(
 			    PROVIDER_TEMPLATES, *name) : NULL);
+		break;
 	}
 	return (NULL);
 }
@@ -592,7 +573,7 @@ transport_get_session(struct evhttp_request *req, struct session *s,
 {
 	struct stream	*st;
 
-	if (!transport_view_room(req))
+	if (!stateless_room(req))
 		return;
 	if (from != NULL) {
 		view_resume(req, s, from);
@@ -875,9 +856,9 @@ transport_healthz_cb(struct evhttp_request *req, void *arg)
 	cJSON_AddNumberToObject(health, "sessions", (double)session_count());
 	/* What max_views bounds: views, stateless calls, listen streams. */
 	cJSON_AddNumberToObject(health, "streams", (double)(view_count() +
-	    stateless_running_calls() + stateless_listen_count()));
+	    stateless_running_calls() + listen_count()));
 	cJSON_AddNumberToObject(health, "listens",
-	    (double)stateless_listen_count());
+	    (double)listen_count());
 	cJSON_AddItemToObject(health, "metrics", metrics_json());
 	if (auth_enabled())
 		cJSON_AddNumberToObject(health, "auth_waiting",

@@ -34,9 +34,6 @@
 #include <linux/sockios.h>
 #endif
 
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,7 +42,6 @@
 #include <event2/event.h>
 #include <event2/http.h>
 
-#include "access.h"
 #include "clock.h"
 #include "conf.h"
 #include "cursor.h"
@@ -128,12 +124,7 @@ struct view {
 	uint64_t		 received;	/* last entry reported received */
 	struct event		*ack_ev;	/* checks the marks again */
 	uint64_t		 ack_ms;	/* its current period */
-	/* The access log's line, written when the response ends. */
-	int			 access;	/* a line is owed */
-	uint64_t		 access_start;
-	size_t			 access_bytes;
-	const char		*access_method;
-	char			*access_path;
+	struct reply_sse	*sse;		/* its response, once begun */
 	TAILQ_ENTRY(view)	 entry;
 	TAILQ_ENTRY(view)	 tentry;	/* on view_takenq */
 };
@@ -217,7 +208,6 @@ view_free_cb(evutil_socket_t fd, short events, void *arg)
 	event_free(v->grace_ev);
 	event_free(v->ack_ev);
 	session_unref(v->session);
-	free(v->access_path);
 	free(v);
 }
 
@@ -249,12 +239,6 @@ view_detach(struct view *v)
 		stream_unwatch(v->watch);
 		v->watch = NULL;
 	}
-	if (v->access) {
-		access_line(v->access_method, v->access_path, 200,
-		    session_id(v->session), v->k, v->access_bytes,
-		    v->access_start);
-		v->access = 0;
-	}
 	view_set_state(v, VIEW_CLOSED);
 	v->req = NULL;
 	v->evcon = NULL;
@@ -269,7 +253,8 @@ view_peer_closed_cb(struct evhttp_connection *evcon, void *arg)
 	log_debug("session=%s stream=%llu client disconnected after %lld",
 	    session_id(v->session), (unsigned long long)v->k,
 	    (long long)v->last_written);
-	evhttp_send_reply_end(v->req);
+	reply_sse_end(v->sse, REPLY_SSE_GONE);
+	v->sse = NULL;
 	view_detach(v);
 	view_maybe_free(v);
 }
@@ -438,8 +423,7 @@ view_send(struct view *v, struct evbuffer *buf, uint64_t upto)
 	out = bufferevent_get_output(evhttp_connection_get_bufferevent(
 	    v->evcon));
 	was = evbuffer_get_length(out);
-	v->access_bytes += evbuffer_get_length(buf);
-	evhttp_send_reply_chunk_with_cb(v->req, buf, view_drained_cb, v);
+	reply_sse_chunk(v->sse, buf, view_drained_cb, v);
 	now = evbuffer_get_length(out);
 	v->sent += now > was ? now - was : 0;
 	view_mark(v, upto);
@@ -482,16 +466,13 @@ view_taken_cb(evutil_socket_t fd, short events, void *arg)
  * response has ended, so closing it after the end, unannounced, loses the
  * request it sends next (a `Connection: close` added now would not reach
  * the client: the head is gone, and evhttp would close after the end).
- * The connection gets back the request timeouts view_start took away: an
- * idle or stalled client does not hold it.
  */
 static void
 view_finish(struct view *v)
 {
 	view_flush(v);
-	evhttp_connection_set_closecb(v->evcon, NULL, NULL);
-	evhttp_connection_set_timeout(v->evcon, SERVER_REQUEST_TIMEOUT);
-	evhttp_send_reply_end(v->req);
+	reply_sse_end(v->sse, REPLY_SSE_DONE);
+	v->sse = NULL;
 	view_detach(v);
 	view_maybe_free(v);
 }
@@ -499,36 +480,9 @@ view_finish(struct view *v)
 static void
 view_start(struct view *v)
 {
-	struct evkeyvalq	*headers;
-	struct bufferevent	*bev;
-	int			 one = 1;
-
-	headers = evhttp_request_get_output_headers(v->req);
-	evhttp_add_header(headers, "Content-Type", "text/event-stream");
-	evhttp_add_header(headers, "Cache-Control", "no-cache");
-	evhttp_add_header(headers, "X-Accel-Buffering", "no");
-	evhttp_add_header(headers, "Mcp-Session-Id", session_id(v->session));
-	reply_count(v->req, 200);
-	if (access_enabled()) {
-		v->access = 1;
-		v->access_start = access_take(v->req);
-		v->access_method = reply_method(v->req);
-		v->access_path = xmalloc(ACCESS_PATH_MAX + 1);
-		access_path(v->access_path, evhttp_request_get_uri(v->req));
-	}
-	evhttp_send_reply_start(v->req, 200, "OK");
-
-	/* An idle stream is healthy; stalls are the cron's business. */
-	bev = evhttp_connection_get_bufferevent(v->evcon);
-	bufferevent_set_timeouts(bev, NULL, NULL);
-	/*
-	 * Events go out as small chunks, each as soon as it is committed:
-	 * Nagle's algorithm would hold one back until the client's delayed
-	 * ACK (40 ms) for every short response.
-	 */
-	setsockopt(bufferevent_getfd(bev), IPPROTO_TCP, TCP_NODELAY, &one,
-	    sizeof one);
-	evhttp_connection_set_closecb(v->evcon, view_peer_closed_cb, v);
+	evhttp_add_header(evhttp_request_get_output_headers(v->req),
+	    "Mcp-Session-Id", session_id(v->session));
+	v->sse = reply_sse_start(v->req, v->k, view_peer_closed_cb, v);
 
 	view_set_state(v, VIEW_STREAMING);
 	v->watch = stream_watch(v->session, v->k, v->sole, &view_hooks, v);
@@ -936,18 +890,18 @@ view_close(void *arg, const char *reason)
 static void
 view_abort(void *arg, const char *reason)
 {
-	struct view			*v = arg;
-	struct evhttp_connection	*evcon = v->evcon;
+	struct view		*v = arg;
+	struct reply_sse	*sse = v->sse;
 
 	if (v->state != VIEW_STREAMING)
 		return;
 	log_debug("session=%s stream=%llu connection cut: %s",
 	    session_id(v->session), (unsigned long long)v->k, reason);
-	evhttp_connection_set_closecb(evcon, NULL, NULL);
+	v->sse = NULL;
 	view_detach(v);
 	view_maybe_free(v);
-	/* The request goes with it: it was never ended. */
-	evhttp_connection_free(evcon);
+	/* The request goes with its connection: it was never ended. */
+	reply_sse_end(sse, REPLY_SSE_CUT);
 }
 
 /*

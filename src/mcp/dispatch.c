@@ -1,11 +1,15 @@
 /*
- * Method dispatch, driven by one table (dispatch_methods, below the
- * handlers): each method's name, how it runs, whether it needs a session,
+ * Method dispatch, driven by one table for both revisions
+ * (dispatch_methods, below the handlers), as nginx's ngx_command_t says
+ * in which contexts a directive is allowed: each method's name, how it
+ * runs, the revisions that have it (MCP_REV_*), its flags, the params
+ * member that names what it is about, whose scope authorization checks,
  * the capability that enables it, and its handler. Quick methods answer at
  * once (the transport sends them as a JSON body); methods that may take
- * time or send notifications run as calls on a request stream, where their
- * response is the last entry. The transport asks the table too
- * (dispatch_streams, dispatch_sessionless) rather than naming methods.
+ * time or send notifications run as calls, on a request stream (where
+ * their response is the last entry) or a stateless request's response.
+ * Both edges ask the table (dispatch_streams, dispatch_sessionless,
+ * dispatch_lookup, dispatch_scope) rather than naming methods.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +37,16 @@ struct dispatch_error {
 	const char	*message;
 };
 
+/*
+ * Whom a method answers: a session's client, or a stateless one, in
+ * revision rev (MCP_REV_*).
+ */
+struct dispatch_ctx {
+	struct session			*s;	/* NULL: stateless */
+	const struct auth_principal	*who;	/* NULL without auth */
+	int				 rev;
+};
+
 static const char *
 dispatch_method(const cJSON *req)
 {
@@ -50,41 +64,57 @@ dispatch_params(const cJSON *req)
 /*
  * jsonrpc_classify left a request's params to be checked here, once for
  * every method: a name or text with a NUL would reach a provider cut at
- * the NUL (tool "echo\u0000zzz" run as echo), so it is refused whole.
+ * the NUL (tool "echo\u0000zzz" run as echo), so it is refused whole
+ * (-32602 with this message). The stateless edge asks before its other
+ * checks (stateless_serve); on the session path it is checked as a
+ * method runs.
  */
 #define DISPATCH_NUL_PARAMS \
 	"Invalid params: a name or string contains NUL (\\u0000)"
 
-static int
-dispatch_params_ok(const cJSON *req, struct dispatch_error *err)
+const char *
+dispatch_params_refused(const cJSON *req)
 {
-	if (!jsonrpc_has_nul(dispatch_params(req)))
+	return (jsonrpc_has_nul(dispatch_params(req)) ? DISPATCH_NUL_PARAMS :
+	    NULL);
+}
+
+/* Checked here on the session path; the stateless edge checked already. */
+static int
+dispatch_params_ok(int rev, const cJSON *req, struct dispatch_error *err)
+{
+	if (rev == MCP_REV_2026 ||
+	    (err->message = dispatch_params_refused(req)) == NULL)
 		return (1);
 	err->code = JSONRPC_INVALID_PARAMS;
-	err->message = DISPATCH_NUL_PARAMS;
 	return (0);
 }
 
-/* The server's capabilities, as initialize and server/discover say them. */
+/*
+ * The server's capabilities for a revision (MCP_REV_*), as initialize and
+ * server/discover say them: listChanged as the providers' lists_change.
+ */
 cJSON *
-dispatch_capabilities(void)
+dispatch_capabilities(int rev)
 {
 	cJSON	*caps = cJSON_CreateObject();
 	cJSON	*tools = cJSON_AddObjectToObject(caps, "tools");
 
 	cJSON	*resources, *prompts;
-	int	 changes = provider_lists_change();
 
-	cJSON_AddBoolToObject(tools, "listChanged", changes);
+	cJSON_AddBoolToObject(tools, "listChanged", provider_lists_change(rev,
+	    PROVIDER_TOOLS));
 	cJSON_AddObjectToObject(caps, "logging");
 	if (provider_has_resources()) {
 		resources = cJSON_AddObjectToObject(caps, "resources");
 		cJSON_AddBoolToObject(resources, "subscribe", 1);
-		cJSON_AddBoolToObject(resources, "listChanged", changes);
+		cJSON_AddBoolToObject(resources, "listChanged",
+		    provider_lists_change(rev, PROVIDER_RESOURCES));
 	}
 	if (provider_has_prompts()) {
 		prompts = cJSON_AddObjectToObject(caps, "prompts");
-		cJSON_AddBoolToObject(prompts, "listChanged", changes);
+		cJSON_AddBoolToObject(prompts, "listChanged",
+		    provider_lists_change(rev, PROVIDER_PROMPTS));
 	}
 	if (provider_has_completions())
 		cJSON_AddObjectToObject(caps, "completions");
@@ -131,7 +161,8 @@ dispatch_initialize(const cJSON *req, struct auth_principal *principal,
 	}
 	result = cJSON_CreateObject();
 	cJSON_AddStringToObject(result, "protocolVersion", version);
-	cJSON_AddItemToObject(result, "capabilities", dispatch_capabilities());
+	cJSON_AddItemToObject(result, "capabilities",
+	    dispatch_capabilities(MCP_REV_2025));
 	info = cJSON_AddObjectToObject(result, "serverInfo");
 	cJSON_AddStringToObject(info, "name", "mcpd");
 	cJSON_AddStringToObject(info, "version", MCPD_VERSION);
@@ -166,12 +197,6 @@ dispatch_cursor(const cJSON *cursor, long count, long *offset)
 	*offset = n;
 	return (0);
 }
-
-/*
- * Who a quick method without a session answers for: set only while
- * dispatch_quick_stateless runs (quick methods answer at once).
- */
-static const struct auth_principal *dispatch_stateless_who;
 
 /* A page being cut: DISPATCH_PAGE positions of the list, from start. */
 struct dispatch_cut {
@@ -217,17 +242,17 @@ dispatch_cut_cb(const cJSON *item, const char *scope, void *arg)
 	return (0);
 }
 
-/* One page of list l as session s sees it. */
+/* One page of list l as the context's session and principal see it. */
 static cJSON *
-dispatch_page(struct session *s, int l, const cJSON *params, const char *key,
-    struct dispatch_error *err)
+dispatch_page(const struct dispatch_ctx *ctx, int l, const cJSON *params,
+    const char *key, struct dispatch_error *err)
 {
 	struct dispatch_cut	 c;
 	cJSON			*result;
 	char			 next[32];
 	long			 offset, count;
 
-	count = (long)provider_list_walk(s, l, 0, NULL, NULL);
+	count = (long)provider_list_walk(ctx->s, l, 0, NULL, NULL);
 	if (dispatch_cursor(cJSON_GetObjectItemCaseSensitive(params, "cursor"),
 	    count, &offset) != 0) {
 		err->code = JSONRPC_INVALID_PARAMS;
@@ -237,11 +262,11 @@ dispatch_page(struct session *s, int l, const cJSON *params, const char *key,
 	result = cJSON_CreateObject();
 	memset(&c, 0, sizeof c);
 	c.l = l;
-	c.who = s != NULL ? session_principal(s) : dispatch_stateless_who;
+	c.who = ctx->who;
 	c.page = cJSON_AddArrayToObject(result, key);
 	c.pos = offset;
 	c.end = offset + DISPATCH_PAGE;
-	provider_list_walk(s, l, (size_t)offset, dispatch_cut_cb, &c);
+	provider_list_walk(ctx->s, l, (size_t)offset, dispatch_cut_cb, &c);
 	if (c.pos < count) {
 		snprintf(next, sizeof next, "%ld", c.end);
 		cJSON_AddStringToObject(result, "nextCursor", next);
@@ -252,7 +277,7 @@ dispatch_page(struct session *s, int l, const cJSON *params, const char *key,
 /* --- quick methods ------------------------------------------------------ */
 
 static cJSON *
-dispatch_ping(struct session *s, const cJSON *params,
+dispatch_ping(const struct dispatch_ctx *ctx, const cJSON *params,
     struct dispatch_error *err)
 {
 	return (cJSON_CreateObject());
@@ -260,7 +285,7 @@ dispatch_ping(struct session *s, const cJSON *params,
 
 /* initialize is answered before a session exists; in one it is refused. */
 static cJSON *
-dispatch_reinitialize(struct session *s, const cJSON *params,
+dispatch_reinitialize(const struct dispatch_ctx *ctx, const cJSON *params,
     struct dispatch_error *err)
 {
 	err->code = JSONRPC_INVALID_REQUEST;
@@ -270,33 +295,33 @@ dispatch_reinitialize(struct session *s, const cJSON *params,
 
 /* Only the items the principal may see (auth_scope_allowed). */
 static cJSON *
-dispatch_tools_list(struct session *s, const cJSON *params,
+dispatch_tools_list(const struct dispatch_ctx *ctx, const cJSON *params,
     struct dispatch_error *err)
 {
-	return (dispatch_page(s, PROVIDER_TOOLS, params, "tools", err));
+	return (dispatch_page(ctx, PROVIDER_TOOLS, params, "tools", err));
 }
 
 static cJSON *
-dispatch_resources_list(struct session *s, const cJSON *params,
+dispatch_resources_list(const struct dispatch_ctx *ctx, const cJSON *params,
     struct dispatch_error *err)
 {
-	return (dispatch_page(s, PROVIDER_RESOURCES, params, "resources",
+	return (dispatch_page(ctx, PROVIDER_RESOURCES, params, "resources",
 	    err));
 }
 
 static cJSON *
-dispatch_templates_list(struct session *s, const cJSON *params,
+dispatch_templates_list(const struct dispatch_ctx *ctx, const cJSON *params,
     struct dispatch_error *err)
 {
-	return (dispatch_page(s, PROVIDER_TEMPLATES, params,
+	return (dispatch_page(ctx, PROVIDER_TEMPLATES, params,
 	    "resourceTemplates", err));
 }
 
 static cJSON *
-dispatch_prompts_list(struct session *s, const cJSON *params,
+dispatch_prompts_list(const struct dispatch_ctx *ctx, const cJSON *params,
     struct dispatch_error *err)
 {
-	return (dispatch_page(s, PROVIDER_PROMPTS, params, "prompts", err));
+	return (dispatch_page(ctx, PROVIDER_PROMPTS, params, "prompts", err));
 }
 
 static cJSON *
@@ -328,21 +353,21 @@ dispatch_subscription(struct session *s, const cJSON *params, int on,
 }
 
 static cJSON *
-dispatch_subscribe(struct session *s, const cJSON *params,
+dispatch_subscribe(const struct dispatch_ctx *ctx, const cJSON *params,
     struct dispatch_error *err)
 {
-	return (dispatch_subscription(s, params, 1, err));
+	return (dispatch_subscription(ctx->s, params, 1, err));
 }
 
 static cJSON *
-dispatch_unsubscribe(struct session *s, const cJSON *params,
+dispatch_unsubscribe(const struct dispatch_ctx *ctx, const cJSON *params,
     struct dispatch_error *err)
 {
-	return (dispatch_subscription(s, params, 0, err));
+	return (dispatch_subscription(ctx->s, params, 0, err));
 }
 
 static cJSON *
-dispatch_set_level(struct session *s, const cJSON *params,
+dispatch_set_level(const struct dispatch_ctx *ctx, const cJSON *params,
     struct dispatch_error *err)
 {
 	const cJSON	*level = cJSON_GetObjectItemCaseSensitive(params, "level");
@@ -354,27 +379,28 @@ dispatch_set_level(struct session *s, const cJSON *params,
 		err->message = "Invalid params: unknown log level";
 		return (NULL);
 	}
-	session_set_log_level(s, n);
+	session_set_log_level(ctx->s, n);
 	return (cJSON_CreateObject());
+}
+
+/* 2026-07-28: the revisions spoken, and the capabilities of this one. */
+static cJSON *
+dispatch_discover(const struct dispatch_ctx *ctx, const cJSON *params,
+    struct dispatch_error *err)
+{
+	cJSON	*result = cJSON_CreateObject(), *caps;
+
+	cJSON_AddItemToObject(result, "supportedVersions",
+	    mcp_supported_versions());
+	caps = dispatch_capabilities(MCP_REV_2026);
+	task_capabilities(caps);
+	cJSON_AddItemToObject(result, "capabilities", caps);
+	return (result);
 }
 
 /* --- call methods ------------------------------------------------------- */
 
 static void	dispatch_call_error(struct call *, int, const char *);
-
-/* A task method's answer (task.h), the call's response. */
-static void
-dispatch_task_answer(cJSON *result, int code, const char *message,
-    cJSON *data, void *arg)
-{
-	struct call	*c = arg;
-
-	if (result != NULL)
-		call_respond(c, result);
-	else
-		call_respond_error_data(c, code, message, data);
-	call_release(c);
-}
 
 /*
  * tasks/get, tasks/update, tasks/cancel: for requests that declare the
@@ -384,14 +410,12 @@ static void
 dispatch_task_method(struct call *c, const char *method, const cJSON *params)
 {
 	if (!task_declared(params)) {
-		call_respond_error_data(c, TASK_MISSING_CAPABILITY,
-		    "Missing required client capability",
-		    task_missing_capability());
+		call_respond_missing_capability(c, NULL, TASK_EXTENSION);
 		call_release(c);
 		return;
 	}
 	task_run_method(method, params, call_principal(c),
-	    dispatch_task_answer, c);
+	    task_answer_call, c);
 }
 
 static void
@@ -429,12 +453,10 @@ dispatch_tools_call(struct call *c, const cJSON *params)
 	switch (task_mode(name->valuestring, params)) {
 	case TASK_MODE_TASK:
 		task_call_tool(name->valuestring, params, call_principal(c),
-		    dispatch_task_answer, c);
+		    task_answer_call, c);
 		return;
 	case TASK_MODE_REFUSE:
-		call_respond_error_data(c, TASK_MISSING_CAPABILITY,
-		    "Missing required client capability",
-		    task_missing_capability());
+		call_respond_missing_capability(c, NULL, TASK_EXTENSION);
 		call_release(c);
 		return;
 	case TASK_MODE_CALL:
@@ -546,92 +568,186 @@ dispatch_initialized(struct session *s, const cJSON *params)
 
 /* --- the table ---------------------------------------------------------- */
 
-enum dispatch_kind {
-	DISPATCH_QUICK,		/* answered at once */
-	DISPATCH_CALL,		/* run as a call on a request stream */
-	DISPATCH_NOTIFICATION	/* a client notification; nothing answered */
-};
-
-/* Answered before a session exists (and refused in one): initialize. */
-#define DISPATCH_SESSIONLESS	0x1
-
 struct dispatch_method {
 	const char		*name;
 	enum dispatch_kind	 kind;
-	int			 flags;
+	int			 revs;		/* MCP_REV_* that have it */
+	int			 flags;		/* DISPATCH_SESSIONLESS ... */
+	/* The params member it is about (2026-07-28: Mcp-Name mirrors it). */
+	const char		*name_param;
+	enum dispatch_scope	 scope;
 	/* The capability that enables a quick method; NULL: always on. */
 	int			(*enabled)(void);
 
-	cJSON			*(*quick)(struct session *, const cJSON *,
-				    struct dispatch_error *);
+	cJSON			*(*quick)(const struct dispatch_ctx *,
+				    const cJSON *, struct dispatch_error *);
 	void			 (*call)(struct call *, const cJSON *);
 	void			 (*notify)(struct session *, const cJSON *);
 };
 
+#define BOTH	(MCP_REV_2025 | MCP_REV_2026)
+#define S2025	MCP_REV_2025
+#define S2026	MCP_REV_2026
+
 /*
- * A quick method whose capability is off is unknown (-32601). Call
- * methods have none: a provider-less resources/read, prompts/get or
- * completion/complete is answered by its handler (not found, unknown
- * prompt, an empty completion).
+ * A quick method whose capability is off is unknown (-32601; 404 on the
+ * stateless path). Call methods have none: a provider-less resources/read,
+ * prompts/get or completion/complete is answered by its handler (not
+ * found, unknown prompt, an empty completion).
  */
-#define QUICK(name, flags, enabled, fn) \
-	{ name, DISPATCH_QUICK, flags, enabled, fn, NULL, NULL }
-#define CALL(name, fn) \
-	{ name, DISPATCH_CALL, 0, NULL, NULL, fn, NULL }
-#define NOTIFICATION(name, fn) \
-	{ name, DISPATCH_NOTIFICATION, 0, NULL, NULL, NULL, fn }
+#define QUICK(name, revs, flags, enabled, fn) \
+	{ name, DISPATCH_QUICK, revs, flags, NULL, DISPATCH_SCOPE_NONE, \
+	  enabled, fn, NULL, NULL }
+#define CALL(name, revs, flags, param, scope, fn) \
+	{ name, DISPATCH_CALL, revs, flags, param, scope, NULL, NULL, fn, \
+	  NULL }
+#define LISTEN(name, revs) \
+	{ name, DISPATCH_LISTEN, revs, 0, NULL, DISPATCH_SCOPE_NONE, NULL, \
+	  NULL, NULL, NULL }
+#define NOTIFICATION(name, revs, fn) \
+	{ name, DISPATCH_NOTIFICATION, revs, 0, NULL, DISPATCH_SCOPE_NONE, \
+	  NULL, NULL, NULL, fn }
 
 static const struct dispatch_method dispatch_methods[] = {
-	QUICK("initialize", DISPATCH_SESSIONLESS, NULL, dispatch_reinitialize),
-	QUICK("ping", 0, NULL, dispatch_ping),
-	QUICK("tools/list", 0, NULL, dispatch_tools_list),
-	QUICK("resources/list", 0, provider_has_resources,
-	    dispatch_resources_list),
-	QUICK("resources/templates/list", 0, provider_has_resources,
-	    dispatch_templates_list),
-	QUICK("resources/subscribe", 0, provider_has_resources,
-	    dispatch_subscribe),
-	QUICK("resources/unsubscribe", 0, provider_has_resources,
+	QUICK("initialize", S2025, DISPATCH_SESSIONLESS, NULL,
+	    dispatch_reinitialize),
+	QUICK("ping", S2025, 0, NULL, dispatch_ping),
+	QUICK("server/discover", S2026, DISPATCH_CACHEABLE, NULL,
+	    dispatch_discover),
+	QUICK("tools/list", BOTH, DISPATCH_CACHEABLE, NULL,
+	    dispatch_tools_list),
+	QUICK("resources/list", BOTH, DISPATCH_CACHEABLE,
+	    provider_has_resources, dispatch_resources_list),
+	QUICK("resources/templates/list", BOTH, DISPATCH_CACHEABLE,
+	    provider_has_resources, dispatch_templates_list),
+	/* subscribe names a resource, whose scope is checked. */
+	{ "resources/subscribe", DISPATCH_QUICK, S2025, 0, "uri",
+	  DISPATCH_SCOPE_RESOURCE, provider_has_resources, dispatch_subscribe,
+	  NULL, NULL },
+	QUICK("resources/unsubscribe", S2025, 0, provider_has_resources,
 	    dispatch_unsubscribe),
-	QUICK("prompts/list", 0, provider_has_prompts, dispatch_prompts_list),
-	QUICK("logging/setLevel", 0, NULL, dispatch_set_level),
-	CALL("tools/call", dispatch_tools_call),
-	CALL("resources/read", dispatch_resources_read),
-	CALL("prompts/get", dispatch_prompts_get),
-	CALL("completion/complete", dispatch_complete),
-	CALL("tasks/get", dispatch_tasks_get),
-	CALL("tasks/update", dispatch_tasks_update),
-	CALL("tasks/cancel", dispatch_tasks_cancel),
-	NOTIFICATION("notifications/cancelled", dispatch_cancelled),
-	NOTIFICATION("notifications/initialized", dispatch_initialized),
+	QUICK("prompts/list", BOTH, DISPATCH_CACHEABLE, provider_has_prompts,
+	    dispatch_prompts_list),
+	QUICK("logging/setLevel", S2025, 0, NULL, dispatch_set_level),
+	LISTEN("subscriptions/listen", S2026),
+	CALL("tools/call", BOTH, DISPATCH_PARAM_HEADERS, "name",
+	    DISPATCH_SCOPE_TOOL, dispatch_tools_call),
+	CALL("resources/read", BOTH, DISPATCH_CACHEABLE, "uri",
+	    DISPATCH_SCOPE_RESOURCE, dispatch_resources_read),
+	CALL("prompts/get", BOTH, 0, "name", DISPATCH_SCOPE_PROMPT,
+	    dispatch_prompts_get),
+	CALL("completion/complete", BOTH, 0, NULL, DISPATCH_SCOPE_REF,
+	    dispatch_complete),
+	/* The tasks extension (task.c). */
+	CALL("tasks/get", BOTH, 0, "taskId", DISPATCH_SCOPE_NONE,
+	    dispatch_tasks_get),
+	CALL("tasks/update", BOTH, 0, "taskId", DISPATCH_SCOPE_NONE,
+	    dispatch_tasks_update),
+	CALL("tasks/cancel", BOTH, 0, "taskId", DISPATCH_SCOPE_NONE,
+	    dispatch_tasks_cancel),
+	NOTIFICATION("notifications/cancelled", S2025, dispatch_cancelled),
+	NOTIFICATION("notifications/initialized", S2025,
+	    dispatch_initialized),
 };
 #define DISPATCH_NMETHODS \
 	(sizeof dispatch_methods / sizeof dispatch_methods[0])
 
+#undef BOTH
+#undef S2025
+#undef S2026
 #undef QUICK
 #undef CALL
+#undef LISTEN
 #undef NOTIFICATION
 
-/* The entry of msg's method if it is of this kind, else NULL. */
+/* The line of method name, whatever its revisions; NULL if none. */
 static const struct dispatch_method *
-dispatch_find(const cJSON *msg, enum dispatch_kind kind)
+dispatch_named(const char *name)
 {
-	const char	*method = dispatch_method(msg);
-	size_t		 i;
+	size_t	i;
 
 	for (i = 0; i < DISPATCH_NMETHODS; i++) {
-		if (strcmp(method, dispatch_methods[i].name) == 0)
-			return (dispatch_methods[i].kind == kind ?
-			    &dispatch_methods[i] : NULL);
+		if (strcmp(name, dispatch_methods[i].name) == 0)
+			return (&dispatch_methods[i]);
 	}
 	return (NULL);
+}
+
+/* The line of msg's method if revision rev has it as this kind, or NULL. */
+static const struct dispatch_method *
+dispatch_find(const cJSON *msg, enum dispatch_kind kind, int rev)
+{
+	const struct dispatch_method	*m = dispatch_named(
+					    dispatch_method(msg));
+
+	return (m != NULL && m->kind == kind && (m->revs & rev) ? m : NULL);
+}
+
+/*
+ * A request's method in revision rev (MCP_REV_*), if it has it and its
+ * capability is on: what the stateless edge serves. NULL: not found.
+ */
+const struct dispatch_method *
+dispatch_lookup(const char *name, int rev)
+{
+	const struct dispatch_method	*m = dispatch_named(name);
+
+	if (m == NULL || !(m->revs & rev) || m->kind == DISPATCH_NOTIFICATION ||
+	    (m->enabled != NULL && !m->enabled()))
+		return (NULL);
+	return (m);
+}
+
+const char *
+dispatch_method_name(const struct dispatch_method *m)
+{
+	return (m->name);
+}
+
+enum dispatch_kind
+dispatch_method_kind(const struct dispatch_method *m)
+{
+	return (m->kind);
+}
+
+int
+dispatch_method_flags(const struct dispatch_method *m)
+{
+	return (m->flags);
+}
+
+const char *
+dispatch_method_name_param(const struct dispatch_method *m)
+{
+	return (m->name_param);
+}
+
+/*
+ * What request msg names whose scope authorization checks, in either
+ * revision (a method a revision lacks is refused later, as unknown): the
+ * kind, and in *name the params member the table names (for
+ * DISPATCH_SCOPE_REF the caller reads params.ref).
+ */
+enum dispatch_scope
+dispatch_scope(const cJSON *msg, const char **name)
+{
+	const struct dispatch_method	*m = dispatch_named(
+					    dispatch_method(msg));
+
+	*name = NULL;
+	if (m == NULL)
+		return (DISPATCH_SCOPE_NONE);
+	if (m->name_param != NULL)
+		*name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+		    dispatch_params(msg), m->name_param));
+	return (m->scope);
 }
 
 /* Whether a request runs as a call on a request stream. */
 int
 dispatch_streams(const cJSON *req)
 {
-	return (dispatch_find(req, DISPATCH_CALL) != NULL);
+	return (dispatch_find(req, DISPATCH_CALL, MCP_REV_2025) != NULL);
 }
 
 /* Whether msg is a request answered without a session (initialize). */
@@ -642,47 +758,55 @@ dispatch_sessionless(const cJSON *msg)
 
 	if (!cJSON_IsObject(msg) || !cJSON_HasObjectItem(msg, "id"))
 		return (0);
-	m = dispatch_find(msg, DISPATCH_QUICK);
+	m = dispatch_find(msg, DISPATCH_QUICK, MCP_REV_2025);
 	return (m != NULL && (m->flags & DISPATCH_SESSIONLESS));
 }
 
 /* Runs a quick method: a result, or NULL with *err filled in. */
 static cJSON *
-dispatch_run(struct session *s, const cJSON *req, struct dispatch_error *err)
+dispatch_run(const struct dispatch_ctx *ctx, const cJSON *req,
+    struct dispatch_error *err)
 {
-	const struct dispatch_method	*m = dispatch_find(req,
-					    DISPATCH_QUICK);
+	const struct dispatch_method	*m;
 
+	m = dispatch_find(req, DISPATCH_QUICK, ctx->rev);
 	if (m == NULL || (m->enabled != NULL && !m->enabled())) {
 		err->code = JSONRPC_METHOD_NOT_FOUND;
 		err->message = "Method not found";
 		return (NULL);
 	}
-	return (m->quick(s, dispatch_params(req), err));
+	return (m->quick(ctx, dispatch_params(req), err));
 }
-
-cJSON *
-dispatch_quick_stateless(const struct auth_principal *who, const cJSON *req)
-{
-	cJSON	*answer;
-
-	dispatch_stateless_who = who;
-	answer = dispatch_quick(NULL, req);
-	dispatch_stateless_who = NULL;
-	return (answer);
-}
-
-cJSON *
-dispatch_quick(struct session *s, const cJSON *req)
+static cJSON *
+dispatch_answer(const struct dispatch_ctx *ctx, const cJSON *req)
 {
 	const cJSON		*id = cJSON_GetObjectItemCaseSensitive(req, "id");
 	struct dispatch_error	 err;
 	cJSON			*result;
 
-	if (!dispatch_params_ok(req, &err) ||
-	    (result = dispatch_run(s, req, &err)) == NULL)
+	if (!dispatch_params_ok(ctx->rev, req, &err) ||
+	    (result = dispatch_run(ctx, req, &err)) == NULL)
 		return (jsonrpc_error(id, err.code, err.message, NULL));
 	return (jsonrpc_result(id, result));
+}
+
+/* A quick method of session s (NULL in tests: no principal either). */
+cJSON *
+dispatch_quick(struct session *s, const cJSON *req)
+{
+	struct dispatch_ctx	ctx = { s, s != NULL ? session_principal(s) :
+				    NULL, MCP_REV_2025 };
+
+	return (dispatch_answer(&ctx, req));
+}
+
+/* A quick method of the stateless path, for principal who. */
+cJSON *
+dispatch_quick_stateless(const struct auth_principal *who, const cJSON *req)
+{
+	struct dispatch_ctx	ctx = { NULL, who, MCP_REV_2026 };
+
+	return (dispatch_answer(&ctx, req));
 }
 
 /* A request's call on stream st, owing its response there. */
@@ -701,24 +825,28 @@ dispatch_call(struct session *s, struct stream *st, const cJSON *req)
 
 /*
  * Runs the method of a started call: a call method's handler, or a quick
- * method (in a batch that streams) answered on the stream.
+ * method (in a batch that streams) answered on the stream. s NULL: a
+ * stateless request's call.
  */
 static void
 dispatch_run_call(struct session *s, struct call *c, const cJSON *req)
 {
 	const struct dispatch_method	*m;
+	struct dispatch_ctx		 ctx = { s, call_principal(c),
+					    s != NULL ? MCP_REV_2025 :
+					    MCP_REV_2026 };
 	struct dispatch_error		 err;
 	cJSON				*result;
 
-	if (!dispatch_params_ok(req, &err)) {
+	if (!dispatch_params_ok(ctx.rev, req, &err)) {
 		dispatch_call_error(c, err.code, err.message);
 		return;
 	}
-	if ((m = dispatch_find(req, DISPATCH_CALL)) != NULL) {
+	if ((m = dispatch_find(req, DISPATCH_CALL, ctx.rev)) != NULL) {
 		m->call(c, dispatch_params(req));
 		return;
 	}
-	if ((result = dispatch_run(s, req, &err)) != NULL)
+	if ((result = dispatch_run(&ctx, req, &err)) != NULL)
 		call_respond(c, result);
 	else
 		call_respond_error(c, err.code, err.message);
@@ -781,7 +909,8 @@ dispatch_notification(struct session *s, const cJSON *msg)
 {
 	const struct dispatch_method	*m;
 
-	if ((m = dispatch_find(msg, DISPATCH_NOTIFICATION)) != NULL)
+	if ((m = dispatch_find(msg, DISPATCH_NOTIFICATION, MCP_REV_2025)) !=
+	    NULL)
 		m->notify(s, dispatch_params(msg));
 	else
 		log_debug("session=%s notification %s ignored", session_id(s),

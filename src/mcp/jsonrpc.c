@@ -379,6 +379,29 @@ jsonrpc_error(const cJSON *id, int code, const char *message, cJSON *data)
 }
 
 cJSON *
+jsonrpc_missing_capability(const cJSON *id, const char *capability,
+    const char *extension)
+{
+	cJSON	*data = cJSON_CreateObject(), *required;
+	char	*message;
+	cJSON	*msg;
+
+	required = cJSON_AddObjectToObject(data, "requiredCapabilities");
+	if (extension != NULL) {
+		cJSON_AddObjectToObject(cJSON_AddObjectToObject(required,
+		    "extensions"), extension);
+		return (jsonrpc_error(id, JSONRPC_MISSING_CAPABILITY,
+		    "Missing required client capability", data));
+	}
+	cJSON_AddObjectToObject(required, capability);
+	xasprintf(&message, "Missing required client capability: %s",
+	    capability);
+	msg = jsonrpc_error(id, JSONRPC_MISSING_CAPABILITY, message, data);
+	free(message);
+	return (msg);
+}
+
+cJSON *
 jsonrpc_notification(const char *method, cJSON *params)
 {
 	cJSON	*msg = jsonrpc_envelope();

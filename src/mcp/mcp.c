@@ -4,6 +4,8 @@
  */
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "mcp.h"
 
 const char *mcp_versions[] = {
@@ -25,6 +27,21 @@ mcp_version_supported(const char *version)
 			return (1);
 	}
 	return (0);
+}
+
+/* Every revision spoken, newest first: the stateless one, then sessions'. */
+cJSON *
+mcp_supported_versions(void)
+{
+	cJSON	*list = cJSON_CreateArray();
+	int	 i, n;
+
+	cJSON_AddItemToArray(list, cJSON_CreateString(MCP_STATELESS_VERSION));
+	for (n = 0; mcp_versions[n] != NULL; n++)
+		;
+	for (i = n - 1; i >= 0; i--)
+		cJSON_AddItemToArray(list, cJSON_CreateString(mcp_versions[i]));
+	return (list);
 }
 
 int

@@ -51,6 +51,7 @@
 
 #include <event2/event.h>
 
+#include "announce.h"
 #include "auth.h"
 #include "call.h"
 #include "clock.h"
@@ -417,26 +418,6 @@ task_answer_later(task_answer_cb cb, void *arg, cJSON *result, int code,
  * Changes: read, change, write back compare-and-set; again on a race.
  */
 
-static task_listener_fn	 task_listener;
-
-void
-task_set_listener(task_listener_fn fn)
-{
-	task_listener = fn;
-}
-
-/* A change is committed: whoever listens hears of it. */
-static void
-task_announce(const char *tid, const cJSON *rec)
-{
-	cJSON	*view;
-
-	if (task_listener != NULL) {
-		view = task_view(rec, 1);
-		task_listener(tid, view);
-		cJSON_Delete(view);
-	}
-}
 
 /* 1: write the record as changed; 0: leave it as it is. */
 typedef int (*task_change_fn)(cJSON *, void *);
@@ -481,8 +462,13 @@ task_change_put_cb(enum eventlog_status status, void *arg)
 		task_change_read(tc);
 		return;
 	}
+	/*
+	 * A change is committed: its listeners hear of it, on every instance
+	 * (announce.h: each reads the task again, with task_read, and tells
+	 * those task_allowed lets see it).
+	 */
 	if (status == EVENTLOG_OK)
-		task_announce(tc->tid, tc->rec);
+		announce_change(ANNOUNCE_TASK, tc->tid);
 	else
 		log_limited(LOG_LEVEL_WARN, "task-write", "task=%s revision "
 		    "%llu not written: %s", tc->handle,
@@ -937,33 +923,12 @@ task_run_tick_cb(evutil_socket_t fd, short events, void *arg)
 
 /* The sink: where a task's call sends. */
 
-struct task_sent {
-	call_sent_cb	 cb;
-	void		*arg;
-};
-
-static void
-task_sent_cb(evutil_socket_t fd, short events, void *arg)
-{
-	struct task_sent	*ts = arg;
-
-	ts->cb(1, ts->arg);
-	free(ts);
-}
-
 /* Tasks carry no notifications (the extension): as good as sent. */
 static void
 task_sink_send(void *arg, cJSON *msg, call_sent_cb cb, void *cbarg)
 {
-	struct task_sent	*ts;
-
 	cJSON_Delete(msg);
-	if (cb == NULL)
-		return;
-	ts = xmalloc(sizeof *ts);
-	ts->cb = cb;
-	ts->arg = cbarg;
-	event_base_once(server.base, -1, EV_TIMEOUT, task_sent_cb, ts, NULL);
+	call_sent_later(cb, cbarg, 1);
 }
 
 /*
@@ -1087,22 +1052,7 @@ task_sink_ask(void *arg, struct call *c, const char *key, const char *method,
 {
 	struct task_run	*run = arg;
 	struct task_ask	*ta;
-	const char	*cap = mcp_request_capability(method);
-	cJSON		*data;
-	char		*message;
 
-	if (cap != NULL && !call_client_capable(c, cap)) {
-		cJSON_Delete(params);
-		data = cJSON_CreateObject();
-		cJSON_AddObjectToObject(cJSON_AddObjectToObject(data,
-		    "requiredCapabilities"), cap);
-		xasprintf(&message, "Missing required client capability: %s",
-		    cap);
-		call_respond_error_data(c, TASK_MISSING_CAPABILITY, message,
-		    data);
-		free(message);
-		return (CALL_ASK_REFUSED);
-	}
 	if (cJSON_GetArraySize(run->keys) >= TASK_MAX_QUESTIONS) {
 		cJSON_Delete(params);
 		call_respond_error(c, JSONRPC_INTERNAL_ERROR, "The task asked "
@@ -1173,7 +1123,7 @@ task_create_put_cb(enum eventlog_status status, void *arg)
 		free(tcr);
 		return;
 	}
-	task_announce(run->tid, tcr->rec);
+	announce_change(ANNOUNCE_TASK, run->tid);
 	log_info("task=%s tool=%s created", run->handle, run->tool);
 
 	/* The call's id and owner name it in log lines: by its handle. */
@@ -1264,12 +1214,11 @@ task_call_tool(const char *name, const cJSON *params,
 }
 
 /*
- * A call that gathered its input (by MRTR) goes on as a task: tool name
- * runs again with args (taken) as the task's call, and call c answers
- * with the CreateTaskResult (or an error) once the task is committed.
+ * A task_answer_cb whose arg is a call: the answer, or the error, is the
+ * call's response, and the call is released.
  */
-static void
-task_escalated_cb(cJSON *result, int code, const char *message, cJSON *data,
+void
+task_answer_call(cJSON *result, int code, const char *message, cJSON *data,
     void *arg)
 {
 	struct call	*c = arg;
@@ -1281,13 +1230,18 @@ task_escalated_cb(cJSON *result, int code, const char *message, cJSON *data,
 	call_release(c);
 }
 
+/*
+ * A call that gathered its input (by MRTR) goes on as a task: tool name
+ * runs again with args (taken) as the task's call, and call c answers
+ * with the CreateTaskResult (or an error) once the task is committed.
+ */
 void
 task_escalate(struct call *c, const char *name, cJSON *args)
 {
 	cJSON	*params = cJSON_CreateObject();
 
 	cJSON_AddItemToObject(params, "arguments", args);
-	task_call_tool(name, params, call_principal(c), task_escalated_cb, c);
+	task_call_tool(name, params, call_principal(c), task_answer_call, c);
 	cJSON_Delete(params);
 }
 
@@ -1562,17 +1516,6 @@ task_mode(const char *tool, const cJSON *params)
 	if (strcmp(support, "required") == 0)
 		return (TASK_MODE_REFUSE);
 	return (TASK_MODE_CALL);
-}
-
-cJSON *
-task_missing_capability(void)
-{
-	cJSON	*data = cJSON_CreateObject(), *req;
-
-	req = cJSON_AddObjectToObject(data, "requiredCapabilities");
-	cJSON_AddObjectToObject(cJSON_AddObjectToObject(req, "extensions"),
-	    TASK_EXTENSION);
-	return (data);
 }
 
 void

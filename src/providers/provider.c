@@ -72,13 +72,13 @@ provider_shutdown(void)
 }
 
 int
-provider_lists_change(void)
+provider_lists_change(int rev, int list)
 {
 	const struct provider	*p;
 	size_t			 i;
 
 	PROVIDER_FOREACH(i, p, lists_change) {
-		if (p->lists_change())
+		if (p->lists_change(rev, list))
 			return (1);
 	}
 	return (0);

@@ -16,12 +16,12 @@
 
 #include <event2/event.h>
 
+#include "announce.h"
 #include "call.h"
 #include "conf.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "mcp.h"
-#include "stateless.h"
 #include "provider.h"
 #include "server.h"
 #include "session.h"
@@ -87,6 +87,19 @@ static int
 fixtures_enabled(const struct conf *conf)
 {
 	return (conf->fixtures_conformance);
+}
+
+/*
+ * The triggers change the tools and prompts, for the 2026-07-28 suite's
+ * listen scenarios, which look for listChanged in server/discover first.
+ * Sessions hear the triggers too (announce.h), but no 2025 scenario
+ * calls one: to 2025 clients the fixtures' lists stay declared fixed.
+ */
+static int
+fixtures_lists_change(int rev, int list)
+{
+	return (rev == MCP_REV_2026 && (list == PROVIDER_TOOLS ||
+	    list == PROVIDER_PROMPTS));
 }
 
 /* Parses JSON written in this file; NULL would be a bug here. */
@@ -262,8 +275,7 @@ fixtures_update_watched(struct call *c, const struct fixtures_tool *t,
 	char	*text;
 
 	fixtures_watched_revision++;
-	session_resource_updated(FIXTURES_WATCHED);
-	stateless_notify(STATELESS_RESOURCE_UPDATED, FIXTURES_WATCHED);
+	announce_change(ANNOUNCE_RESOURCE_UPDATED, FIXTURES_WATCHED);
 	xasprintf(&text, "Updated %s to revision %ld", FIXTURES_WATCHED,
 	    fixtures_watched_revision);
 	fixtures_answer_text(c, text, 0);
@@ -943,13 +955,13 @@ fixtures_missing_capability(struct call *c, const struct fixtures_tool *t,
 	fixtures_answer_text(c, "sampling declared", 0);
 }
 
-/* Lists change (as far as listen streams hear): the triggers. */
+/* Lists change (as far as clients hear): the triggers. */
 static void
 fixtures_trigger(struct call *c, const struct fixtures_tool *t,
     const cJSON *args)
 {
-	stateless_notify(strstr(t->name, "prompt") != NULL ?
-	    STATELESS_PROMPTS_CHANGED : STATELESS_TOOLS_CHANGED, NULL);
+	announce_change(strstr(t->name, "prompt") != NULL ?
+	    ANNOUNCE_PROMPTS : ANNOUNCE_TOOLS, NULL);
 	fixtures_answer_text(c, "list change announced", 0);
 }
 
@@ -1435,4 +1447,5 @@ const struct provider provider_fixtures = {
 	.list_prompts = fixtures_list_prompts,
 	.get_prompt = fixtures_get_prompt,
 	.complete = fixtures_complete,
+	.lists_change = fixtures_lists_change,
 };

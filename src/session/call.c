@@ -22,6 +22,7 @@
 #include "clock.h"
 #include "jsonrpc.h"
 #include "log.h"
+#include "mcp.h"
 #include "metrics.h"
 #include "outbound.h"
 #include "server.h"
@@ -152,7 +153,7 @@ const char *
 call_version(const struct call *c)
 {
 	return (c->session != NULL ? session_version(c->session) :
-	    CALL_STATELESS_VERSION);
+	    MCP_STATELESS_VERSION);
 }
 
 int
@@ -269,7 +270,7 @@ call_unref(struct call *c)
 		call_free(c);
 }
 
-static void	call_refuse_later(call_sent_cb, call_response_cb, void *);
+static void	call_refuse_later(call_response_cb, void *);
 
 /* Marks the call done and settles the stream; returns 1 if it was last. */
 static int
@@ -281,7 +282,7 @@ call_finish(struct call *c)
 	if (c->sink != NULL) {
 		/* Its questions are answered by the client's next round. */
 		for (i = 0; i < c->nwaiters; i++) {
-			call_refuse_later(NULL, c->waiters[i].cb,
+			call_refuse_later(c->waiters[i].cb,
 			    c->waiters[i].arg);
 			free(c->waiters[i].key);
 		}
@@ -355,9 +356,43 @@ call_append(struct call *c, struct stream *st, cJSON *msg, int final,
 	cJSON_Delete(msg);
 }
 
-/* What a finished call owes a sender or an asker: a refusal, later. */
+/*
+ * A sender hears back on a later turn (the callback rule): ok, or not
+ * sent. For every sink too (response.c's, task.c's), so the rule is kept
+ * in one place.
+ */
+struct call_sent {
+	call_sent_cb	 cb;
+	void		*arg;
+	int		 ok;
+};
+
+static void
+call_sent_later_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct call_sent	*s = arg;
+
+	s->cb(s->ok, s->arg);
+	free(s);
+}
+
+void
+call_sent_later(call_sent_cb cb, void *arg, int ok)
+{
+	struct call_sent	*s;
+
+	if (cb == NULL)
+		return;
+	s = xmalloc(sizeof *s);
+	s->cb = cb;
+	s->arg = arg;
+	s->ok = ok;
+	event_base_once(server.base, -1, EV_TIMEOUT, call_sent_later_cb, s,
+	    NULL);
+}
+
+/* What a finished call owes an asker: a refusal, later. */
 struct call_refusal {
-	call_sent_cb	 sent;
 	call_response_cb answered;
 	void		*arg;
 };
@@ -368,26 +403,21 @@ call_refused_cb(evutil_socket_t fd, short events, void *arg)
 	struct call_refusal	*r = arg;
 	cJSON			*error;
 
-	if (r->sent != NULL)
-		r->sent(0, r->arg);
-	else {
-		error = cJSON_CreateObject();
-		cJSON_AddNumberToObject(error, "code", JSONRPC_SERVER_ERROR);
-		cJSON_AddStringToObject(error, "message",
-		    "The request's call has ended");
-		r->answered(NULL, error, r->arg);
-		cJSON_Delete(error);
-	}
+	error = cJSON_CreateObject();
+	cJSON_AddNumberToObject(error, "code", JSONRPC_SERVER_ERROR);
+	cJSON_AddStringToObject(error, "message",
+	    "The request's call has ended");
+	r->answered(NULL, error, r->arg);
+	cJSON_Delete(error);
 	free(r);
 }
 
 static void
-call_refuse_later(call_sent_cb sent, call_response_cb answered, void *arg)
+call_refuse_later(call_response_cb answered, void *arg)
 {
 	struct call_refusal	*r;
 
 	r = xmalloc(sizeof *r);
-	r->sent = sent;
 	r->answered = answered;
 	r->arg = arg;
 	event_base_once(server.base, -1, EV_TIMEOUT, call_refused_cb, r,
@@ -399,8 +429,7 @@ static void
 call_refuse(cJSON *msg, call_sent_cb cb, void *arg)
 {
 	cJSON_Delete(msg);
-	if (cb != NULL)
-		call_refuse_later(cb, NULL, arg);
+	call_sent_later(cb, arg, 0);
 }
 
 void
@@ -457,13 +486,15 @@ call_answered_cb(evutil_socket_t fd, short events, void *arg)
 }
 
 /*
- * A stateless request asks through MRTR (stateless.c): the sink finds the
+ * A stateless request asks through MRTR (mrtr.c): the sink finds the
  * answer among the request's inputResponses, or leaves the question for
  * an input_required result and the client's next round (the asker hears
  * an error once the call has ended), or refuses it (the call has ended,
  * with -32021 say). key names the question in inputRequests; NULL: one
  * is made from the order of the call's questions, which a provider
- * running the same way again asks in the same order.
+ * running the same way again asks in the same order. A question the
+ * client declared no capability for (sampling, elicitation, roots) ends
+ * the call with -32021, whatever the sink.
  */
 static void
 call_ask(struct call *c, const char *key, const char *method, cJSON *params,
@@ -471,14 +502,23 @@ call_ask(struct call *c, const char *key, const char *method, cJSON *params,
 {
 	struct call_answer	*a;
 	const cJSON		*answer = NULL;
+	const char		*cap = mcp_request_capability(method);
 	char			*made = NULL;
+	enum call_ask		 asked;
 
 	if (key == NULL) {
 		xasprintf(&made, "input-%u", c->asks);
 		key = made;
 	}
 	c->asks++;
-	switch (c->sink->ask(c->sink_arg, c, key, method, params, &answer)) {
+	if (cap != NULL && !call_client_capable(c, cap)) {
+		cJSON_Delete(params);
+		call_respond_missing_capability(c, cap, NULL);
+		asked = CALL_ASK_REFUSED;
+	} else
+		asked = c->sink->ask(c->sink_arg, c, key, method, params,
+		    &answer);
+	switch (asked) {
 	case CALL_ASK_ANSWERED:
 		a = xmalloc(sizeof *a);
 		a->cb = cb;
@@ -498,7 +538,7 @@ call_ask(struct call *c, const char *key, const char *method, cJSON *params,
 		}
 		/* FALLTHROUGH */
 	case CALL_ASK_REFUSED:
-		call_refuse_later(NULL, cb, arg);
+		call_refuse_later(cb, arg);
 		break;
 	}
 	free(made);
@@ -543,7 +583,7 @@ call_request_keyed(struct call *c, const char *key, const char *method,
 
 	if (c->finished) {
 		cJSON_Delete(params);
-		call_refuse_later(NULL, cb, arg);
+		call_refuse_later(cb, arg);
 		return;
 	}
 	if (c->sink != NULL) {
@@ -647,6 +687,16 @@ void
 call_respond_error(struct call *c, int code, const char *message)
 {
 	call_respond_error_data(c, code, message, NULL);
+}
+
+/* -32021: the client did not declare a capability or an extension. */
+void
+call_respond_missing_capability(struct call *c, const char *capability,
+    const char *extension)
+{
+	if (!c->finished)
+		call_send_response(c, jsonrpc_missing_capability(c->id,
+		    capability, extension));
 }
 
 /* An error with its data member (taken), as another server answered it. */

@@ -23,6 +23,7 @@
 
 #include <event2/event.h>
 
+#include "announce.h"
 #include "auth.h"
 #include "call.h"
 #include "clock.h"
@@ -106,6 +107,14 @@ static void		 session_teardown(struct session *, const char *,
 static void		 session_reread(struct session *, int, session_load_cb,
 			     void *);
 static void		 session_gone(struct session *, const char *, int);
+static void		 session_announced(enum announce_kind, const char *,
+			     void *);
+
+static const struct announce_hooks session_announce_hooks = {
+	ANNOUNCE_HERE,
+	session_announced,
+	NULL
+};
 
 static int
 session_cmp(struct session *a, struct session *b)
@@ -118,6 +127,7 @@ void
 session_init(void)
 {
 	RB_INIT(&sessions.tree);
+	announce_subscribe(&session_announce_hooks, NULL);
 }
 
 static void
@@ -890,32 +900,6 @@ session_unsubscribe(struct session *s, const char *uri)
 	s->subscriptions[i] = s->subscriptions[--s->nsubscriptions];
 }
 
-/* Tells every subscribed session, on its standalone stream. */
-void
-session_resource_updated(const char *uri)
-{
-	struct session	*s;
-	cJSON		*params, *msg;
-	char		*text;
-
-	RB_FOREACH(s, session_tree, &sessions.tree) {
-		if (s->standalone == NULL ||
-		    session_subscription_find(s, uri) < 0)
-			continue;
-		params = cJSON_CreateObject();
-		cJSON_AddStringToObject(params, "uri", uri);
-		msg = cJSON_CreateObject();
-		cJSON_AddStringToObject(msg, "jsonrpc", "2.0");
-		cJSON_AddStringToObject(msg, "method",
-		    "notifications/resources/updated");
-		cJSON_AddItemToObject(msg, "params", params);
-		text = cJSON_PrintUnformatted(msg);
-		cJSON_Delete(msg);
-		stream_append(s->standalone, text, strlen(text), 0, NULL, NULL);
-		free(text);
-	}
-}
-
 /* What a session request refused at once is told, on a later turn. */
 struct session_refusal {
 	session_answer_cb	 cb;
@@ -980,16 +964,36 @@ session_notify(struct session *s, const char *text, size_t len)
 		stream_append(s->standalone, text, len, 0, NULL, NULL);
 }
 
-/* A notification (text) on the standalone stream of every session here. */
-void
-session_broadcast(const char *text, size_t len)
+/*
+ * A change made in this process (announce.h): the standalone stream of
+ * every session here hears a list change, and of a resource update those
+ * subscribed to it. A session's stream is in the log every instance
+ * shares, so only the instance that made the change tells it.
+ */
+static void
+session_announced(enum announce_kind kind, const char *uri, void *arg)
 {
 	struct session	*s;
+	cJSON		*params = NULL, *msg;
+	const char	*text;
+	size_t		 len;
 
-	RB_FOREACH(s, session_tree, &sessions.tree) {
-		if (s->standalone != NULL)
-			stream_append(s->standalone, text, len, 0, NULL, NULL);
+	if (kind == ANNOUNCE_TASK)
+		return;
+	if (kind == ANNOUNCE_RESOURCE_UPDATED) {
+		params = cJSON_CreateObject();
+		cJSON_AddStringToObject(params, "uri", uri);
 	}
+	msg = jsonrpc_notification(announce_method(kind), params);
+	text = jsonrpc_print_shared(msg, &len);
+	RB_FOREACH(s, session_tree, &sessions.tree) {
+		if (s->standalone == NULL || (kind ==
+		    ANNOUNCE_RESOURCE_UPDATED &&
+		    session_subscription_find(s, uri) < 0))
+			continue;
+		stream_append(s->standalone, text, len, 0, NULL, NULL);
+	}
+	cJSON_Delete(msg);
 }
 
 /*

@@ -40,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "announce.h"
 #include "call.h"
 #include "conf.h"
 #include "jsonrpc.h"
@@ -341,39 +342,39 @@ uplist_same(const struct uplist *a, const struct uplist *b)
  * The catalog, and list_changed for clients.
  */
 
-static const char *const upsrv_changed[UPSTREAM_LIST_MAX] = {
-	"notifications/tools/list_changed",
-	"notifications/prompts/list_changed",
-	"notifications/resources/list_changed",
-	"notifications/resources/list_changed"
+/* The change each kind of list announces (templates: resources'). */
+static const enum announce_kind upsrv_changed[UPSTREAM_LIST_MAX] = {
+	ANNOUNCE_TOOLS,
+	ANNOUNCE_PROMPTS,
+	ANNOUNCE_RESOURCES,
+	ANNOUNCE_RESOURCES
 };
 
-/* A notification to session s's standalone stream, or every session's. */
-static void
-upsrv_broadcast(struct session *s, const char *method)
-{
-	cJSON		*msg = jsonrpc_notification(method, NULL);
-	const char	*text;
-	size_t		 len;
-
-	text = jsonrpc_print_shared(msg, &len);
-	if (s != NULL)
-		session_notify(s, text, len);
-	else
-		session_broadcast(text, len);
-	cJSON_Delete(msg);
-}
-
-/* Tells s (NULL: everyone) of the kinds of list that differ. */
+/*
+ * Tells s (NULL: everyone, through announce.h) of the kinds of list
+ * that differ.
+ */
 static void
 upsrv_tell(struct session *s, const int *differ)
 {
-	int	l;
+	cJSON		*msg;
+	const char	*text;
+	size_t		 len;
+	int		 l;
 
 	for (l = 0; l < UPSTREAM_TEMPLATES; l++) {
-		if (differ[l] || (l == UPSTREAM_RESOURCES &&
+		if (!differ[l] && !(l == UPSTREAM_RESOURCES &&
 		    differ[UPSTREAM_TEMPLATES]))
-			upsrv_broadcast(s, upsrv_changed[l]);
+			continue;
+		if (s == NULL) {
+			announce_change(upsrv_changed[l], NULL);
+			continue;
+		}
+		msg = jsonrpc_notification(announce_method(upsrv_changed[l]),
+		    NULL);
+		text = jsonrpc_print_shared(msg, &len);
+		session_notify(s, text, len);
+		cJSON_Delete(msg);
 	}
 }
 
@@ -1189,7 +1190,7 @@ upstream_provider_notification(struct upstream *u, const cJSON *msg,
 	}
 	if (strcmp(method, "notifications/resources/updated") == 0) {
 		if ((uri = upname_of(params, "uri")) != NULL)
-			session_resource_updated(uri);
+			announce_change(ANNOUNCE_RESOURCE_UPDATED, uri);
 		return;
 	}
 	log_debug("upstream=%s: notification %s ignored", upstream_name(u),
@@ -1428,7 +1429,7 @@ upprov_shutdown(void)
 }
 
 static int
-upprov_lists_change(void)
+upprov_lists_change(int rev, int list)
 {
 	return (up.nsrvs > 0);
 }

@@ -14,7 +14,9 @@
  * - the high watermark: a client that does not read stops the view (the
  *   entries stay in the log), and once it reads, the view pulls them from
  *   the log as the connection drains;
- * - takeover: a second view of a stream cuts the first.
+ * - takeover: a second view of a stream cuts the first;
+ * - both revisions' SSE responses (a view, a stateless response.c) begin
+ *   in reply.c alike: their head, and TCP_NODELAY on their socket.
  *
  * Nothing sleeps: each wait runs loop turns (never blocking) until the
  * bytes it awaits have arrived, within a bound of turns. Loopback delivers
@@ -23,6 +25,7 @@
 #include <sys/socket.h>
 
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 
 #include <arpa/inet.h>
 
@@ -51,6 +54,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "reply.h"
+#include "response.h"
 #include "server.h"
 #include "session.h"
 #include "stream.h"
@@ -528,6 +532,83 @@ START_TEST(test_request_stream)
 }
 END_TEST
 
+/* Whether the server's socket of req's connection has TCP_NODELAY set. */
+static int
+nodelay(struct evhttp_request *req)
+{
+	int		on = 0;
+	socklen_t	len = sizeof on;
+
+	ck_assert_int_eq(getsockopt(bufferevent_getfd(
+	    evhttp_connection_get_bufferevent(evhttp_request_get_connection(
+	    req))), IPPROTO_TCP, TCP_NODELAY, &on, &len), 0);
+	return (on);
+}
+
+static void
+gone_cb(void *arg)
+{
+	ck_abort_msg("the client did not leave");
+}
+
+/*
+ * An SSE response of either revision begins in reply.c: a session's view
+ * and a stateless request's response (response.c) both send the SSE head
+ * and turn Nagle off (small events, each at once: no delayed-ACK stall).
+ */
+START_TEST(test_sse_start_both_revisions)
+{
+	struct session		*s;
+	struct stream		*st;
+	struct client		*c;
+	struct evhttp_request	*req;
+	struct response		*r;
+	cJSON			*msg;
+
+	start();
+	s = create(V_NEW);
+	st = open_request(s);
+	c = client_connect(0);
+	req = client_get(c);
+	ck_assert(!nodelay(req));
+	view_open(req, s, stream_id(st), stream_head(st) + 1,
+	    (int64_t)stream_head(st), 1);
+	await_head(c);
+	ck_assert_int_eq(c->status, 200);
+	ck_assert_str_eq(client_header(c, "Content-Type"),
+	    "text/event-stream");
+	ck_assert(nodelay(req));
+	stream_append(st, "{}", 2, 1, NULL, NULL);
+	stream_close(st);
+	await_end(c);
+	client_free(c);
+
+	c = client_connect(0);
+	req = client_get(c);
+	ck_assert(!nodelay(req));
+	r = response_new(req, gone_cb, NULL);
+	ck_assert_int_eq(response_state(r), RESPONSE_WAITING);
+	msg = jsonrpc_notification("notifications/progress", NULL);
+	response_write(r, msg);
+	cJSON_Delete(msg);
+	ck_assert_int_eq(response_state(r), RESPONSE_STREAMING);
+	await_head(c);
+	ck_assert_int_eq(c->status, 200);
+	ck_assert_str_eq(client_header(c, "Content-Type"),
+	    "text/event-stream");
+	ck_assert_str_eq(client_header(c, "X-Accel-Buffering"), "no");
+	ck_assert(nodelay(req));
+	await_body(c, "event: message\ndata: {\"jsonrpc\":\"2.0\","
+	    "\"method\":\"notifications/progress\"}\n\n");
+	response_end(r);
+	ck_assert_int_eq(response_state(r), RESPONSE_DONE);
+	await_end(c);
+	ck_assert(!c->eof);
+	response_free(r);
+	client_free(c);
+}
+END_TEST
+
 /* A client before 2025-11-25 gets no priming event and no retry:. */
 START_TEST(test_no_priming_before_2025_11_25)
 {
@@ -853,6 +934,7 @@ view_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_request_stream);
 	tcase_add_test(tc, test_no_priming_before_2025_11_25);
+	tcase_add_test(tc, test_sse_start_both_revisions);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("resume");
