@@ -567,7 +567,7 @@ START_TEST(test_sse_start_both_revisions)
 
 	start();
 	s = create(V_NEW);
-	st = open_request(s);
+	st = world_request_stream(s);
 	c = client_connect(0);
 	req = client_get(c);
 	ck_assert(!nodelay(req));
