@@ -1,7 +1,7 @@
 /*
  * JSON Web Tokens (RFC 7519) signed with JWS (RFC 7515), and the
- * cryptography they need, through OpenSSL 3: the only file that includes
- * OpenSSL's headers. Parsing a token checks its form only; what the claims
+ * cryptography they need, through OpenSSL 3 (beside seal.c's HMAC and
+ * http_client.c's TLS, the only users of OpenSSL). Parsing a token checks its form only; what the claims
  * must say is auth.c's policy.
  *
  * Algorithms: RS256, PS256 (RSA, 2048 bits or more), ES256 (P-256) and

@@ -1,7 +1,7 @@
 /*
  * Providers: where tools, resources and prompts come from (built-in
- * diagnostics, the conformance fixtures; exec programs and stdio MCP
- * servers later). Each provider lives in its own file and is registered in
+ * diagnostics, the conformance fixtures and their task tools, exec
+ * programs, upstream MCP servers). Each provider lives in its own file and is registered in
  * the one table in provider.c. Any hook may be NULL.
  *
  * Listing hooks append definitions to an array and return at once. Hooks

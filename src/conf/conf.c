@@ -1158,7 +1158,7 @@ conf_scope_line(struct conf_scope *cs, const char *name)
 }
 
 /*
- * The block window against retention (DESIGN.md, invariant 5: written is
+ * The block window against retention (docs/protocol.md, Backpressure: written is
  * not received). A producer runs at most stream_window entries past what
  * its client's connection acknowledged (view.c). What a proxy or the
  * client's own socket acknowledged and did not hand on is invisible here

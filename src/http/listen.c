@@ -7,9 +7,10 @@
  * log.
  *
  * Listen streams cannot be resumed: one that may have missed a change
- * (the subscription to other instances was lost, the log is unavailable,
- * the stream fell sse_high_watermark behind) ends with its result, and
- * its client listens again and re-reads what it lists.
+ * (the subscription to other instances was lost, the log is unavailable)
+ * ends with its result, and its client listens again and re-reads what it
+ * lists; one that fell sse_high_watermark behind is cut without one (a
+ * result would only queue behind what it cannot read).
  */
 #include <sys/queue.h>
 

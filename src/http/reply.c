@@ -213,7 +213,8 @@ reply_sse_chunk(struct reply_sse *rs, struct evbuffer *buf,
 }
 
 /*
- * The end, however it came (STYLE.md's evhttp traps):
+ * The end, however it came (evhttp's traps: on a peer's close the
+ * request is ours to end, once):
  *  - DONE: the close callback is cleared first (it is the connection's
  *    and would fire into freed memory on a later close), and the
  *    connection gets back the request timeouts the stream took away, so

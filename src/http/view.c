@@ -12,7 +12,7 @@
  * each of those is handled here, where the code meets it (view_open and
  * the keep-alive timer, view_peer_closed_cb, the high watermark).
  *
- * Written is not received (DESIGN.md, invariant 5). An entry written to
+ * Written is not received (docs/protocol.md, Backpressure). An entry written to
  * the connection may still sit in its output buffer or in the kernel's
  * send queue, and a cut loses it; under the block policy the stream's
  * producers run stream_window entries past what the view reports, so the

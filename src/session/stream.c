@@ -12,7 +12,7 @@
  * queue, in append order, until a view's client catches up. Whatever a
  * producer pipelines and however many producers share the stream, the log
  * never holds more undelivered entries than the window. Delivered means
- * received, not written (DESIGN.md, invariant 5): a view reports an entry
+ * received, not written (docs/protocol.md, Backpressure): a view reports an entry
  * once its client named it in Last-Event-ID or its connection's peer
  * acknowledged every byte of it (view.c), and a cut loses only what an
  * intermediary acknowledged and did not forward. For that the window is at

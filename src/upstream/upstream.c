@@ -1184,9 +1184,10 @@ upstream_maybe_free(struct upstream *u)
 }
 
 /*
- * The owner lets go: the program is killed with its process group, every
- * request ends with an error (later), and the upstream is freed once the
- * program has been reaped. No hook runs after this.
+ * The owner lets go: every request ends with an error (later); a program
+ * is killed with its process group and the upstream freed once it has
+ * been reaped, an HTTP upstream's requests are closed at once. No hook
+ * runs after this.
  */
 void
 upstream_stop(struct upstream *u, const char *why)
