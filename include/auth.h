@@ -2,10 +2,11 @@
  * Authorization: mcpd as an OAuth 2.1 resource server (MCP "Authorization",
  * RFC 9728, RFC 6750, RFC 8707, RFC 7662). This is the policy: which
  * tokens count, who they stand for (a principal), which scopes they carry,
- * and how a refusal is said (401 or 403, and its WWW-Authenticate). The
- * cryptography is jwt.c's, key sets jwks.c's, outbound requests
- * http_client.c's; sessions and HTTP are transport.c's, which calls
- * auth_check before it looks at a session.
+ * and how a refusal is said (401 or 403, and its WWW-Authenticate), in
+ * auth.c; JWT access tokens are auth_jwt.c's, introspection (RFC 7662)
+ * auth_introspect.c's. The cryptography is jwt.c's, key sets jwks.c's,
+ * outbound requests http_client.c's; sessions and HTTP are transport.c's,
+ * which calls auth_check before it looks at a session.
  *
  * Tokens are never logged, stored or passed on: a check holds one only
  * while it runs, the introspection cache is keyed by its SHA-256, and a
@@ -65,16 +66,12 @@ cJSON		*auth_metadata(void);
 const char	*auth_metadata_path(int);
 
 /*
- * Per tool: the scope a tool needs (NULL: none), and whether a principal
- * may call it (1 without auth). A function of the name, so tools of any
- * provider can get one.
+ * Whether a principal may use a tool, prompt, resource or template that
+ * needs scope (NULL: none; 1 without auth), and the scopes to ask for
+ * (allocated): the required ones, then scope. The caller knows the
+ * item's scope (provider_tool_scope, provider_item_scope): authorization
+ * asks no provider.
  */
-const char	*auth_tool_scope(const char *);
-int		 auth_tool_allowed(const struct auth_principal *,
-		     const char *);
-/* The scopes to ask for to call a tool (allocated): required, then its. */
-char		*auth_tool_scopes_needed(const char *);
-/* The same for an item that needs scope (NULL: none): 1 without auth. */
 int		 auth_scope_allowed(const struct auth_principal *,
 		     const char *);
 char		*auth_scopes_needed(const char *);

@@ -27,22 +27,22 @@ typedef void (*call_cancel_cb)(void *);
 /* A client's answer: result or error (the other NULL). */
 typedef void (*call_response_cb)(const cJSON *, const cJSON *, void *);
 
-/* The revision of stateless requests. */
-#define CALL_MODERN_VERSION	"2026-07-28"
-
 enum call_ask {
 	CALL_ASK_ANSWERED,	/* *answer: the client's result */
 	CALL_ASK_PENDING,	/* for an input_required result */
 	CALL_ASK_REFUSED	/* the sink has ended the call */
 };
 
-/* Where a stateless request's call sends (modern.c). */
+/* Where a stateless request's call sends (stateless.c). */
 struct call_sink {
 	/* A message before the response (taken); cb(ok) on a later turn. */
 	void		(*send)(void *, cJSON *, call_sent_cb, void *);
 	/* The response (taken); NULL: the call ended without one. */
 	void		(*respond)(void *, cJSON *);
-	/* A question for the client (params taken), by MRTR. */
+	/*
+	 * A question for the client (params taken), by MRTR; one needing a
+	 * capability the client did not declare is refused before (call.c).
+	 */
 	enum call_ask	(*ask)(void *, struct call *, const char *,
 			    const char *, cJSON *, const cJSON **);
 	/* Optional: the call is freed (a task's sink outlives its call). */
@@ -67,8 +67,6 @@ int		 call_client_capable(const struct call *, const char *);
 int		 call_resumed(const struct call *);
 void		 call_request_keyed(struct call *, const char *,
 		     const char *, cJSON *, call_response_cb, void *);
-void		 call_respond_error_data(struct call *, int, const char *,
-		     cJSON *);
 struct call	*call_start(struct session *, struct stream *, const cJSON *,
 		     const cJSON *);
 void		 call_set_tool(struct call *, const char *);
@@ -83,6 +81,8 @@ void		 call_cancel(struct call *, const char *);
 void		 call_interrupt(struct call *, const char *);
 
 void		 call_send(struct call *, cJSON *, call_sent_cb, void *);
+/* cb(ok, arg) on a later turn (NULL cb: nothing): a sink's "sent". */
+void		 call_sent_later(call_sent_cb, void *, int);
 void		 call_send_standalone(struct call *, cJSON *, call_sent_cb,
 		     void *);
 void		 call_request(struct call *, const char *, cJSON *,
@@ -92,6 +92,8 @@ int		 call_close_view(struct call *);
 void		 call_respond(struct call *, cJSON *);
 void		 call_respond_text(struct call *, const char *, int);
 void		 call_respond_error(struct call *, int, const char *);
+void		 call_respond_missing_capability(struct call *, const char *,
+		     const char *);
 void		 call_respond_error_data(struct call *, int, const char *,
 		     cJSON *);
 void		 call_release(struct call *);

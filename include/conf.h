@@ -1,5 +1,6 @@
 /*
- * The configuration: one table of directives (conf.c) filling struct conf.
+ * The configuration: tables of directives (src/conf/: conf_table.c, and a
+ * table per block) filling struct conf; conf.c parses by them.
  * A configuration is immutable once loaded; a reload builds a new one.
  */
 #ifndef MCPD_CONF_H

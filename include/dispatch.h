@@ -11,7 +11,32 @@ struct call;
 struct session;
 struct stream;
 
-#define MCPD_VERSION	"0.1.0"
+struct dispatch_method;
+
+/* How a method runs. */
+enum dispatch_kind {
+	DISPATCH_QUICK,		/* answered at once */
+	DISPATCH_CALL,		/* run as a call: a request stream, or a
+				   stateless request's response */
+	DISPATCH_LISTEN,	/* 2026-07-28: a stream of change notifications */
+	DISPATCH_NOTIFICATION	/* a client notification; nothing answered */
+};
+
+/* A method's flags. */
+#define DISPATCH_SESSIONLESS	0x1	/* answered before a session exists
+					   (and refused in one): initialize */
+#define DISPATCH_CACHEABLE	0x2	/* 2026-07-28: ttlMs and cacheScope */
+#define DISPATCH_PARAM_HEADERS	0x4	/* 2026-07-28: the tool's x-mcp-header
+					   arguments come as Mcp-Param-* */
+
+/* What a request names whose OAuth scope it needs (transport.c checks). */
+enum dispatch_scope {
+	DISPATCH_SCOPE_NONE,
+	DISPATCH_SCOPE_TOOL,		/* a tool, by name */
+	DISPATCH_SCOPE_PROMPT,		/* a prompt, by name */
+	DISPATCH_SCOPE_RESOURCE,	/* a resource, by URI */
+	DISPATCH_SCOPE_REF		/* params.ref: a prompt or template */
+};
 
 /* Why initialize was refused. */
 enum dispatch_refusal {
@@ -23,11 +48,19 @@ cJSON	*dispatch_initialize(const cJSON *, struct auth_principal *,
 	    enum dispatch_refusal *, const char **, session_stored_fn, void *);
 int	 dispatch_streams(const cJSON *);
 int	 dispatch_sessionless(const cJSON *);
+enum dispatch_scope dispatch_scope(const cJSON *, const char **);
+const struct dispatch_method *dispatch_lookup(const char *, int);
+const char *dispatch_method_name(const struct dispatch_method *);
+enum dispatch_kind dispatch_method_kind(const struct dispatch_method *);
+int	 dispatch_method_flags(const struct dispatch_method *);
+const char *dispatch_method_name_param(const struct dispatch_method *);
+/* The -32602 message for a request whose params hold a NUL, or NULL. */
+const char *dispatch_params_refused(const cJSON *);
 cJSON	*dispatch_quick(struct session *, const cJSON *);
 /* The same without a session, for a principal (NULL: no auth). */
 cJSON	*dispatch_quick_stateless(const struct auth_principal *,
 	    const cJSON *);
-cJSON	*dispatch_capabilities(void);
+cJSON	*dispatch_capabilities(int);
 void	 dispatch_start_call(struct call *, const cJSON *);
 void	 dispatch_start(struct session *, struct stream *, const cJSON *);
 void	 dispatch_start_batch(struct session *, struct stream *,

@@ -188,7 +188,7 @@ const char	*eventlog_name(const struct eventlog *);
 /*
  * cb(arg) runs each time the log becomes able to take operations after it
  * could not (redis: its command connection set up), never inside this
- * call; a NULL cb stops it. One at a time: seal.c reads the keyring then.
+ * call; a NULL cb stops it. One at a time: statekey.c reads the keyring then.
  */
 void		 eventlog_on_available(struct eventlog *, void (*)(void *),
 		     void *);

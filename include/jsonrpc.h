@@ -19,6 +19,12 @@
 #define JSONRPC_UNAVAILABLE	 -32003
 /* MCP: resources/read and subscribe of an unknown URI. */
 #define JSONRPC_RESOURCE_NOT_FOUND -32002
+/* MCP 2026-07-28: a header disagrees with the body it mirrors. */
+#define JSONRPC_HEADER_MISMATCH	 -32020
+/* MCP 2026-07-28: the request lacks a client capability it needs. */
+#define JSONRPC_MISSING_CAPABILITY -32021
+/* MCP 2026-07-28: a protocol version this server does not speak. */
+#define JSONRPC_UNSUPPORTED_VERSION -32022
 
 /* Deepest nesting accepted in a request body. */
 #define JSONRPC_MAX_DEPTH	64
@@ -42,6 +48,13 @@ const cJSON		*jsonrpc_reply_id(const cJSON *);
 cJSON	*jsonrpc_result(const cJSON *, cJSON *);
 cJSON	*jsonrpc_error(const cJSON *, int, const char *, cJSON *);
 cJSON	*jsonrpc_notification(const char *, cJSON *);
+/*
+ * The -32021 error: the client did not declare a capability the request
+ * needs, a top-level one (capability, such as "sampling") or an
+ * extension's (extension, its name); data.requiredCapabilities names it.
+ */
+cJSON	*jsonrpc_missing_capability(const cJSON *, const char *,
+	    const char *);
 cJSON	*jsonrpc_id_dup(const cJSON *);
 cJSON	*jsonrpc_take(cJSON *);
 int	 jsonrpc_id_equal(const cJSON *, const cJSON *);

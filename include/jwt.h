@@ -1,7 +1,7 @@
 /*
  * JSON Web Tokens (RFC 7519) signed with JWS (RFC 7515), and the
- * cryptography they need, through OpenSSL 3: the only file that includes
- * OpenSSL's headers. Parsing a token checks its form only; what the claims
+ * cryptography they need, through OpenSSL 3 (beside seal.c's HMAC and
+ * http_client.c's TLS, the only users of OpenSSL). Parsing a token checks its form only; what the claims
  * must say is auth.c's policy.
  *
  * Algorithms: RS256, PS256 (RSA, 2048 bits or more), ES256 (P-256) and
@@ -43,7 +43,10 @@ int		 jwt_alg_parse(const char *);
 const char	*jwt_alg_name(enum jwt_alg);
 enum jwt_kty	 jwt_alg_kty(enum jwt_alg);
 
-/* base64url without padding (RFC 7515, 2): an allocated buffer, or NULL. */
+/*
+ * base64url without padding (RFC 7515, 2), at most JWT_B64_MAX bytes of
+ * it: an allocated buffer, or NULL. base64.c decodes.
+ */
 unsigned char	*jwt_base64url_decode(const char *, size_t, size_t *);
 
 /*

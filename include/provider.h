@@ -1,7 +1,7 @@
 /*
  * Providers: where tools, resources and prompts come from (built-in
- * diagnostics, the conformance fixtures; exec programs and stdio MCP
- * servers later). Each provider lives in its own file and is registered in
+ * diagnostics, the conformance fixtures and their task tools, exec
+ * programs, upstream MCP servers). Each provider lives in its own file and is registered in
  * the one table in provider.c. Any hook may be NULL.
  *
  * Listing hooks append definitions to an array and return at once. Hooks
@@ -48,8 +48,12 @@ struct provider {
 	void		(*session_closed)(struct session *);
 	/* Shutdown: stop what runs (before exec.c reaps the programs). */
 	void		(*shutdown)(void);
-	/* Whether the lists may change while a session lives. */
-	int		(*lists_change)(void);
+	/*
+	 * Whether list (enum provider_list) may change while a client of
+	 * revision rev (MCP_REV_*) uses it: clients are told so in the
+	 * capabilities (listChanged), and hear of changes (announce.h).
+	 */
+	int		(*lists_change)(int, int);
 	/* Whether this provider serves tool NAME. */
 	int		(*has_tool)(const char *);
 	/*
@@ -102,13 +106,14 @@ void	 provider_init(const struct conf *);
 int	 provider_has_resources(void);
 int	 provider_has_prompts(void);
 int	 provider_has_completions(void);
-int	 provider_lists_change(void);
+int	 provider_lists_change(int, int);
 void	 provider_session_closed(struct session *);
 void	 provider_shutdown(void);
 /* Which provider serves tool NAME, besides self (NULL: none). */
 const char *provider_tool_owner(const char *, const struct provider *);
 /* Every tool of the providers other than self: [{name, provider}]. */
 cJSON	*provider_other_tools(const struct provider *);
+/* The scope tool NAME needs (NULL: none), as its provider says. */
 const char *provider_tool_scope(const char *);
 /* The scope a prompt, resource or template needs (enum provider_list). */
 const char *provider_item_scope(int, const char *);

@@ -17,10 +17,9 @@ cJSON	*provider_exec_schema(const struct conf_tool *);
 /*
  * The argument vector for a call's arguments (an object, or NULL for
  * none): NULL-terminated, or NULL with *cause set when the arguments do not
- * fit the params. Free it with provider_exec_argv_free.
+ * fit the params. Free it with xfree_words.
  */
 char	**provider_exec_argv(const struct conf_tool *, const cJSON *, char **);
-void	 provider_exec_argv_free(char **);
 /* Program output as a JSON-safe string: bad UTF-8 and NUL become U+FFFD. */
 char	*provider_exec_text(const char *, size_t);
 

@@ -87,8 +87,6 @@ struct call	*session_call_find(struct session *, const cJSON *);
 #define SESSION_MAX_SUBSCRIPTIONS	256
 int		 session_subscribe(struct session *, const char *);
 void		 session_unsubscribe(struct session *, const char *);
-void		 session_resource_updated(const char *);
-void		 session_broadcast(const char *, size_t);
 void		 session_notify(struct session *, const char *, size_t);
 /* The client's answer: result or error (the other NULL). */
 typedef void (*session_answer_cb)(const cJSON *, const cJSON *, void *);

@@ -17,8 +17,6 @@
 
 /* The extension's name, in capabilities and in requests' _meta. */
 #define TASK_EXTENSION		"io.modelcontextprotocol/tasks"
-/* -32021 (2026-07-28): the request lacks a client capability it needs. */
-#define TASK_MISSING_CAPABILITY	-32021
 /* Task ids: 128 random bits, in hex. */
 #define TASK_ID_LEN		32
 
@@ -38,6 +36,9 @@ int		 task_state_terminal(enum task_state);
 int		 task_state_allowed(enum task_state, enum task_state);
 
 typedef void (*task_answer_cb)(cJSON *, int, const char *, cJSON *, void *);
+struct call;
+/* A task_answer_cb for a call (arg): its response, then released. */
+void		 task_answer_call(cJSON *, int, const char *, cJSON *, void *);
 
 /* How a tools/call runs, from the tool's taskSupport and the request. */
 enum task_mode {
@@ -54,8 +55,6 @@ size_t		 task_running(void);
 /* Whether a request's params declare the extension in their _meta. */
 int		 task_declared(const cJSON *);
 enum task_mode	 task_mode(const char *, const cJSON *);
-/* The -32021 error's data: requiredCapabilities naming the extension. */
-cJSON		*task_missing_capability(void);
 /* Adds capabilities.extensions[TASK_EXTENSION] to a capabilities object. */
 void		 task_capabilities(cJSON *);
 
@@ -69,7 +68,6 @@ struct auth_principal;
 void		 task_call_tool(const char *, const cJSON *,
 		     struct auth_principal *, task_answer_cb, void *);
 
-struct call;
 /*
  * A tool that asked by MRTR first (provider task_self) goes on as a task:
  * call answers with the task once it is committed, then is released.
@@ -100,14 +98,5 @@ int		 task_allowed(const cJSON *, const struct auth_principal *);
  */
 typedef void (*task_read_cb)(const cJSON *, const cJSON *, void *);
 void		 task_read(const char *, task_read_cb, void *);
-
-/*
- * Status notifications: fn runs with a task's id and its DetailedTask
- * (what tasks/get would answer, without resultType) after every change
- * committed by this instance (modern.c tells every instance's listen
- * streams).
- */
-typedef void (*task_listener_fn)(const char *, const cJSON *);
-void		 task_set_listener(task_listener_fn);
 
 #endif

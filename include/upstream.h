@@ -1,12 +1,12 @@
 /*
  * Upstreams: one MCP session with an MCP server mcpd is a client of (the
- * conf's "upstream NAME { }"), over a program's stdin and stdout or over
- * Streamable HTTP (upstream_http.c). This module runs the program
- * (through exec.c), frames newline-delimited JSON-RPC with a bounded
- * message size, does the initialize handshake,
- * keeps the server's catalog (tools, prompts, resources, templates) and
- * restarts the program with back-off when it exits. What the catalog means
- * to clients, and which client a message is for, is provider_upstream.c's.
+ * conf's "upstream NAME { }"), over a program's stdin and stdout
+ * (upstream_stdio.c) or over Streamable HTTP (upstream_http.c). This
+ * module frames newline-delimited JSON-RPC with a bounded message size,
+ * does the initialize handshake, keeps the server's catalog (tools,
+ * prompts, resources, templates) and starts the server again with
+ * back-off when a run ends. What the catalog means to clients, and which
+ * client a message is for, is provider_upstream.c's.
  *
  * The callback rule: a request's callback runs exactly once, on a later
  * loop turn, with the server's result or error, or with an error of

@@ -11,6 +11,7 @@ void	*xreallocarray(void *, size_t, size_t);
 char	*xstrdup(const char *);
 char	*xstrndup(const char *, size_t);
 char	*xmemdup(const void *, size_t);
+void	 xfree_words(char **);
 int	 xasprintf(char **, const char *, ...)
 	    __attribute__((format(printf, 2, 3)));
 

@@ -12,8 +12,12 @@ runs under a timeout (fn.timeout, default 60 s). After each test, whatever
 happened, nginx and every mcpd are stopped; the test fails if an mcpd died
 unexpectedly, exited non-zero, or left a sanitizer report.
 
-The last line printed is exactly "N passed, N failed"; the exit status is
-non-zero if any test failed or none ran.
+The last line printed is exactly "N passed, N failed, N skipped"; the
+exit status is non-zero if any test failed or no test was found. A test
+skips (it is listed as SKIP and counted apart, never as passed) when
+something it needs is not installed, or when it needs the shared Redis of
+scripts/with-redis and the run has none; with MCPD_TEST_NO_SKIP=1, as CI
+runs it, the first kind is a failure.
 """
 
 import os

@@ -11,6 +11,7 @@ Python 3.11 standard library only.
 
 import codecs
 import collections
+import contextlib
 import json
 import os
 import re
@@ -49,6 +50,31 @@ class Timeout(AssertionError):
 def expect(cond, message):
     if not cond:
         raise AssertionError(message)
+
+
+class Skip(BaseException):
+    """Raised by a test that cannot run here: the runner lists and counts
+    it apart, as skipped, never as passed. By default something it needs
+    is not installed (redis-server, promtool, nginx, node and its
+    modules): with MCPD_TEST_NO_SKIP=1, as CI sets it, that counts as a
+    failure. other_run=True: it needs what another run of the suite sets
+    up (the shared Redis of `make e2e-redis`), and is skipped in this one
+    even in CI. A BaseException, like the runner's timeout, so that no
+    test's `except Exception` turns it into a pass."""
+
+    def __init__(self, reason, other_run=False):
+        super().__init__(reason)
+        self.other_run = other_run
+
+
+def need_shared_redis():
+    """The shared Redis of the run (MCPD_TEST_REDIS_URL, which
+    scripts/with-redis sets), for tests of several processes on one log;
+    without one, Skip: the run on Redis (make e2e-redis) runs the test."""
+    if REDIS_URL is None:
+        raise Skip("needs MCPD_TEST_REDIS_URL (run it under "
+                   "scripts/with-redis)", other_run=True)
+    return REDIS_URL
 
 
 # --------------------------------------------------------------------------
@@ -1153,6 +1179,15 @@ class Harness:
         rc, _ = self.run_mcpd("-t", "-c", path)
         return rc == 0
 
+    def stop_all(self):
+        """Stop every daemon now; their problems are kept for teardown(),
+        which reports them."""
+        for d in self.daemons:
+            try:
+                d.stop()
+            except Exception:           # teardown reports it
+                d.kill()
+
     def teardown(self):
         """Stop every daemon; returns the problems (strings)."""
         problems = []
@@ -1285,6 +1320,30 @@ def redis_server_path():
     """The redis-server binary, or None."""
     import shutil
     return shutil.which("redis-server")
+
+
+@contextlib.contextmanager
+def private_redis(h, *args, aof=False, start=True):
+    """A RedisServer of the test's own (args: redis-server's options),
+    for a test that stops, restarts, pauses or configures Redis; started
+    unless start=False. Skip when no redis-server is installed. On the way
+    out, whatever happened, every daemon of h stops first (no daemon's
+    shutdown waits on a Redis that is gone), then Redis:
+
+        with private_redis(h, aof=True) as rs:
+            d = h.start(eventlog=rs.url)
+            ...
+    """
+    if redis_server_path() is None:
+        raise Skip("no redis-server binary installed (scripts/install-deps)")
+    rs = RedisServer(h.workdir, *args, aof=aof)
+    try:
+        if start:
+            rs.start()
+        yield rs
+    finally:
+        h.stop_all()
+        rs.stop()
 
 
 class RedisServer:

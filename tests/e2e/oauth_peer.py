@@ -29,7 +29,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-from mcpd_harness import expect, tmo
+from mcpd_harness import Skip, expect, tmo
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SDK_DIR = os.path.normpath(os.path.join(HERE, "..", "sdk"))
@@ -39,14 +39,17 @@ OAUTH_CLIENT = os.path.join(SDK_DIR, "oauth_client.mjs")
 
 def node_ready():
     """The node binary, after checking that what the scripts import is
-    installed; an AssertionError saying how to get it otherwise (a test
-    that silently skips in CI proves nothing)."""
+    installed; Skip saying how to get it otherwise (counted as skipped,
+    and a failure where MCPD_TEST_NO_SKIP is set, as in CI: a test that
+    silently skips there proves nothing)."""
     node = shutil.which("node")
-    expect(node is not None, "node is not on PATH (run `make deps`)")
+    if node is None:
+        raise Skip("node is not on PATH (run `make deps`)")
     for pkg in ("oauth2-mock-server", "@modelcontextprotocol/sdk"):
-        expect(os.path.isfile(os.path.join(SDK_DIR, "node_modules", pkg,
-                                           "package.json")),
-               f"tests/sdk/node_modules/{pkg} is missing (run `make deps`)")
+        if not os.path.isfile(os.path.join(SDK_DIR, "node_modules", pkg,
+                                           "package.json")):
+            raise Skip(f"tests/sdk/node_modules/{pkg} is missing (run "
+                       f"`make deps`)")
     return node
 
 

@@ -12,8 +12,12 @@ the test fails if a daemon died unexpectedly, exited non-zero, or (always,
 and what matters with --sanitized) left an AddressSanitizer/LeakSanitizer/
 UBSan report on stderr.
 
-The last line printed is exactly "N passed, N failed"; the exit status is
-non-zero if any test failed or none ran.
+The last line printed is exactly "N passed, N failed, N skipped"; the
+exit status is non-zero if any test failed or no test was found. A test
+skips (it is listed as SKIP and counted apart, never as passed) when
+something it needs is not installed, or when it needs the shared Redis of
+scripts/with-redis and the run has none; with MCPD_TEST_NO_SKIP=1, as CI
+runs it, the first kind is a failure.
 """
 
 import os

@@ -4,13 +4,19 @@ tests/cluster/run.py): discovery of test_* functions in a folder's
 test_*.py, -k patterns, a SIGALRM timeout per test (fn.timeout overrides
 the suite's default), a work directory per test kept only when it failed,
 the daemons' stderr tails on failure, and the closing line
-"N passed, N failed". A suite says only what it starts around each test:
+"N passed, N failed, N skipped". A test that cannot run here raises
+mcpd_harness.Skip: it is listed as SKIP and counted apart, never as a
+pass. With MCPD_TEST_NO_SKIP=1 (CI, where everything is installed) a test
+that skips for want of something installed (a binary, node modules)
+counts as a failure; one that needs another run of the suite (the shared
+Redis of the run under scripts/with-redis) still skips. A suite says only
+what it starts around each test:
 
     class Suite:
         here = "/path/of/the/tests"     # where test_*.py are
         prefix = "mcpd-e2e-"            # of the run's work directory
         timeout = 30                    # seconds a test, by default
-        def missing(self, args): ...    # None, or why nothing can run
+        def missing(self, args): ...    # None, or what is not installed
         def begin_run(self, workroot): ...
         def end_run(self): ...
         def make(self, h): ...          # what the test function gets
@@ -38,6 +44,10 @@ if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
 import mcpd_harness  # noqa: E402
+
+# CI sets it: there everything is installed, and a test that skips for
+# want of something is a test that did not run.
+NO_SKIP = os.environ.get("MCPD_TEST_NO_SKIP", "") not in ("", "0")
 
 
 class TestTimeout(BaseException):
@@ -94,13 +104,26 @@ def _indent(text):
     return "\n".join("    | " + line for line in text.splitlines())
 
 
+def skipped(name, why, other_run=False):
+    """A test that did not run: "skip", or "fail" under NO_SKIP unless
+    another run of the suite runs it."""
+    if NO_SKIP and not other_run:
+        print(f"FAIL {name}: skipped, and MCPD_TEST_NO_SKIP is set: {why}")
+        return "fail"
+    print(f"SKIP {name}: {why}")
+    return "skip"
+
+
 def run_one(suite, name, fn, args, workroot):
+    """Runs one test; returns "pass", "fail" or "skip", and whether its
+    work directory is kept (it failed while it ran)."""
     workdir = tempfile.mkdtemp(prefix=name.replace("::", ".") + ".",
                                dir=workroot)
     h = mcpd_harness.Harness(args.mcpd, args.sanitized, workdir)
     obj = suite.make(h)
     timeout = getattr(fn, "timeout", suite.timeout) * mcpd_harness.SLOW
     failure = None
+    skip = None
     t0 = time.monotonic()
     signal.signal(signal.SIGALRM, _alarm)
     signal.setitimer(signal.ITIMER_REAL, timeout)
@@ -115,6 +138,8 @@ def run_one(suite, name, fn, args, workroot):
     except KeyboardInterrupt:
         suite.kill(obj)
         raise
+    except mcpd_harness.Skip as e:
+        skip = e
     except BaseException as e:  # noqa: B902 - report everything
         failure = _short_traceback(e, (suite.here, HERE))
         if args.verbose:
@@ -127,11 +152,16 @@ def run_one(suite, name, fn, args, workroot):
     if failure is not None:
         print(f"FAIL {name} ({elapsed:.1f}s)\n{failure}")
         print(_indent(suite.tails(obj, 40 if problems else 20)))
+        outcome = "fail"
+    elif skip is not None:
+        outcome = skipped(name, str(skip), skip.other_run)
     else:
         print(f"ok   {name} ({elapsed:.1f}s)")
+        outcome = "pass"
+    if failure is None:
         shutil.rmtree(workdir, ignore_errors=True)
     sys.stdout.flush()
-    return failure is None
+    return outcome, failure is not None
 
 
 def main(suite, doc):
@@ -155,32 +185,45 @@ def main(suite, doc):
         tests = [t for t in tests
                  if any(_matches(p, t[0]) for p in args.pattern)]
 
-    passed = failed = 0
-    missing = None
+    count = {"pass": 0, "fail": 0, "skip": 0}
+    skips = []
+    kept = False
     if not os.access(args.mcpd, os.X_OK):
-        missing = f"mcpd binary {args.mcpd} is missing or not executable"
+        print(f"FAIL mcpd binary {args.mcpd} is missing or not executable")
+        count["fail"] = max(1, len(tests))
+        tests = []
     else:
         missing = suite.missing(args)
-    if missing:
-        print(f"FAIL {missing}")
-        failed = max(1, len(tests))
-        tests = []
+        if missing:
+            for name, _ in tests:
+                outcome = skipped(name, missing)
+                count[outcome] += 1
+                if outcome == "skip":
+                    skips.append(name)
+            tests = []
     workroot = tempfile.mkdtemp(prefix=suite.prefix)
     t0 = time.monotonic()
     try:
         if tests:
             suite.begin_run(workroot)
         for name, fn in tests:
-            if run_one(suite, name, fn, args, workroot):
-                passed += 1
-            else:
-                failed += 1
+            outcome, failed = run_one(suite, name, fn, args, workroot)
+            count[outcome] += 1
+            kept = kept or failed
+            if outcome == "skip":
+                skips.append(name)
     finally:
         suite.end_run()
-        if failed == 0:
-            shutil.rmtree(workroot, ignore_errors=True)
-        else:
+        if kept:
             print(f"(work files of failed tests kept in {workroot})")
+        else:
+            shutil.rmtree(workroot, ignore_errors=True)
     print(f"# {time.monotonic() - t0:.1f}s")
-    print(f"{passed} passed, {failed} failed")
-    return 0 if failed == 0 and passed > 0 else 1
+    if skips:
+        print(f"# {len(skips)} skipped, not run here:")
+        for name in skips:
+            print(f"#   {name}")
+    print(f"{count['pass']} passed, {count['fail']} failed, "
+          f"{count['skip']} skipped")
+    ran = count["pass"] + count["skip"]
+    return 0 if count["fail"] == 0 and ran > 0 else 1

@@ -17,7 +17,7 @@ import time
 
 import authkit
 import test_metrics
-from mcpd_harness import (LATEST, REDIS_URL, Reply, expect,
+from mcpd_harness import (LATEST, Reply, expect, need_shared_redis,
                           random_session_id, rpc, result_text, tmo, tool_call)
 
 ISSUER = "https://as.example.test"
@@ -374,10 +374,7 @@ def test_auth_session_binding_survives_a_restart_on_redis(h):
     """On the redis log the principal is stored with the session: a new
     process loads it from the log and still refuses another principal
     (one instance here; tests of two instances live elsewhere)."""
-    if REDIS_URL is None:
-        print("SKIP principal stored in the log: no redis "
-              "(MCPD_TEST_REDIS_URL; scripts/with-redis)")
-        return
+    need_shared_redis()
     d = start(h)
     alice = token(sub="alice")
     sid = session(d, alice)
@@ -833,7 +830,7 @@ def test_auth_stateless_requests_scopes_and_exec_env(h):
     """A 2026-07-28 request (no session) is authorized as a session's is:
     401 without a token, tools/list filtered by the token's scopes, 403
     for a scoped tool, and an exec tool sees the token's principal."""
-    import test_modern
+    import test_stateless
     q = '"echo sub=$MCPD_SUBJECT scopes=$MCPD_SCOPES"'
     d = start(h, scopes="mcp", extra=[
         "tool deploy {", f"    exec /bin/sh -c {q}", "    scope deploy",
@@ -841,8 +838,8 @@ def test_auth_stateless_requests_scopes_and_exec_env(h):
 
     def post(tok, method, params=None):
         params = dict(params or {})
-        params["_meta"] = test_modern._meta()
-        headers = test_modern._headers(method, params)
+        params["_meta"] = test_stateless._meta()
+        headers = test_stateless._headers(method, params)
         if tok is not None:
             headers.update(bearer(tok))
         id = d.new_id()

@@ -8,8 +8,9 @@ official TypeScript SDK client finding its own way from a bare 401 to a
 tool call (tests/sdk/oauth_client.mjs).
 
 They need node and tests/sdk/node_modules (`make deps`); without them they
-fail saying so. The two-instance test runs on one instance without Redis
-(MCPD_TEST_REDIS_URL, as scripts/with-redis sets it).
+skip saying so (a failure under MCPD_TEST_NO_SKIP=1, as in CI). The
+two-instance test runs on one instance without Redis (MCPD_TEST_REDIS_URL,
+as scripts/with-redis sets it).
 """
 
 import base64

@@ -8,11 +8,11 @@ import socket
 import subprocess
 import time
 
-from mcpd_harness import (LATEST, REDIS_URL, Daemon, RedisServer,
-                          assert_rpc_error, check_ids, expect, is_log,
-                          is_progress, is_response, message_events,
-                          parse_event_id, redis_server_path, result_text,
-                          rpc, tmo, tool_call)
+from mcpd_harness import (LATEST, REDIS_URL, Daemon, assert_rpc_error,
+                          check_ids, expect, is_log, is_progress,
+                          is_response, message_events, need_shared_redis,
+                          parse_event_id, private_redis, result_text, rpc,
+                          tmo, tool_call)
 
 
 # --------------------------------------------------------------------------
@@ -280,11 +280,7 @@ def test_exit_runs_no_timer_or_signal_after_the_log_is_freed(h):
 
 def test_redis_exit_runs_no_timer_or_signal_after_the_log_is_freed(h):
     # With a shared log the lease timers run too.
-    if REDIS_URL is None:
-        print("SKIP exit with the redis log freed: needs "
-              "MCPD_TEST_REDIS_URL (run it under scripts/with-redis)")
-        return
-    _exit_with_the_log_freed(h, "redis log", eventlog=REDIS_URL)
+    _exit_with_the_log_freed(h, "redis log", eventlog=need_shared_redis())
 
 
 def test_drain_ends_standalone_stream_with_retry(h):
@@ -312,15 +308,8 @@ def test_drain_ends_standalone_stream_with_retry(h):
 # redis: resume elsewhere, log state, orphans
 
 
-def _shared(what):
-    if REDIS_URL is None:
-        print(f"SKIP {what}: needs MCPD_TEST_REDIS_URL (scripts/with-redis)")
-    return REDIS_URL
-
-
 def test_redis_drained_standalone_stream_resumes_on_another_instance(h):
-    if not _shared("drained stream resumed elsewhere"):
-        return
+    need_shared_redis()
     a = h.start(drain_delay=0, drain_timeout=5)
     b = h.start()
     sid = a.initialize(LATEST)
@@ -359,8 +348,7 @@ def test_redis_drained_standalone_stream_resumes_on_another_instance(h):
 
 
 def test_redis_kill9_call_answered_within_lease_ttl_plus_2s(h):
-    if not _shared("kill -9 with lease_ttl"):
-        return
+    need_shared_redis()
     ttl = 1
     a = h.start(lease_ttl=ttl)
     b = h.start(lease_ttl=ttl)
@@ -399,18 +387,8 @@ class _NoRedisWaitDaemon(Daemon):
         pass
 
 
-def _private_ok(what):
-    if redis_server_path() is None:
-        print(f"SKIP {what}: no redis-server binary installed")
-        return False
-    return True
-
-
 def test_redis_readyz_follows_the_log(h):
-    if not _private_ok("readyz and the redis log"):
-        return
-    rs = RedisServer(h.workdir)
-    try:
+    with private_redis(h, start=False) as rs:
         # eventlog_wait 0: listening at once, before Redis ever answered.
         d = _NoRedisWaitDaemon(h.mcpd, h.workdir, {"eventlog": rs.url,
                                "eventlog_wait": 0}, (), h.sanitized,
@@ -437,13 +415,6 @@ def test_redis_readyz_follows_the_log(h):
         status, body = _get(d, "/healthz")
         expect(status == 200 and body["eventlog"] == {"backend": "redis",
                "state": "ready"}, f"/healthz with Redis back: {body!r}")
-    finally:
-        for d in h.daemons:
-            try:
-                d.stop()
-            except Exception:
-                d.kill()
-        rs.stop()
 
 
 def test_sigquit_drains_like_sigterm(h):

@@ -17,8 +17,8 @@ import signal
 import time
 
 from mcpd_harness import (LATEST, REDIS_URL, expect, is_log,
-                          message_events, redis_command, result_text, rpc,
-                          tmo, tool_call)
+                          message_events, need_shared_redis, redis_command,
+                          result_text, rpc, tmo, tool_call)
 
 
 def _ended(r, what):
@@ -115,10 +115,7 @@ def test_session_ended_in_shared_log_ends_stream_reusably(h):
     # another process, is dropped here when this process next finds it
     # gone: its streams end like after a DELETE. (A session is never idle
     # while it has a stream open, so its own session_ttl ends none.)
-    if REDIS_URL is None:
-        print("SKIP a session ended in the shared log: needs "
-              "MCPD_TEST_REDIS_URL (run it under scripts/with-redis)")
-        return
+    need_shared_redis()
     a = h.start()
     b = h.start()
     for how in ("expired", "deleted through another process"):

@@ -7,7 +7,9 @@ import signal
 import subprocess
 import time
 
-from mcpd_harness import conf_text, expect, free_port, sanitizer_env, tmo
+from mcpd_harness import (conf_text, expect, free_port, result_text, rpc,
+                          sanitizer_env, tmo)
+from test_stateless import _headers, _meta
 
 
 def test_json_format_every_line_is_an_object(h):
@@ -122,6 +124,34 @@ def test_access_log_one_line_per_request(h):
            f"{delete}")
     for f in (init, initialized, call, missing, health, delete):
         expect(float(f["ms"]) >= 0, f"duration: {f}")
+
+
+def test_access_log_stateless_sse_response(h):
+    # A 2026-07-28 request answered as SSE (its progress goes out before
+    # its result) writes its line once its stream ends, as a session's
+    # does; the JSON reply after it writes the next one.
+    d = h.start(access_log="on")
+    params = {"name": "stream", "arguments": {"n": 3},
+              "_meta": _meta(progressToken="t")}
+    r = d.post(None, rpc("tools/call", params, 1),
+               _headers("tools/call", params))
+    expect(r.status == 200 and r.is_sse and
+           result_text(r.rpc(1)) == "done 3", f"stream: {r.body[:300]!r}")
+    params = {"_meta": _meta()}
+    r = d.post(None, rpc("tools/list", params, 2),
+               _headers("tools/list", params))
+    expect(r.status == 200 and r.is_json, f"tools/list: HTTP {r.status}")
+    deadline = time.monotonic() + tmo(5)
+    while len(_access_lines(d)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    lines = _access_lines(d)
+    expect(len(lines) == 2, f"access lines (the SSE one first): {lines}")
+    sse, listed = map(_fields, lines)
+    expect(sse["method"] == "POST" and sse["status"] == "200" and
+           sse["session"] == "-" and sse["stream"] == "-" and
+           int(sse["bytes"]) > 0 and float(sse["ms"]) >= 0, f"{sse}")
+    expect(listed["status"] == "200" and int(listed["bytes"]) > 0,
+           f"{listed}")
 
 
 def test_access_log_off_by_default(h):

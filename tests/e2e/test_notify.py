@@ -7,8 +7,7 @@ import signal
 import socket
 import time
 
-from mcpd_harness import (Daemon, RedisServer, expect, redis_server_path,
-                          tmo)
+from mcpd_harness import Daemon, expect, private_redis, tmo
 
 
 def _messages(sock, until, timeout=10):
@@ -99,32 +98,27 @@ def test_ready_only_once_the_redis_log_is_reachable(h):
     # A service manager (and what follows it: a socket-activated balancer,
     # a rolling restart script) hears READY=1 only when the instance can
     # serve: not while its Redis is down (eventlog_wait).
-    if redis_server_path() is None:
-        print("SKIP READY after Redis: no redis-server binary installed")
-        return
-    rs = RedisServer(h.workdir)         # not started yet
-    path = os.path.join(h.workdir, "notify.sock")
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-    sock.bind(path)
-    d = Daemon(h.mcpd, h.workdir, {"eventlog": rs.url}, (), h.sanitized,
-               f"mcpd{len(h.daemons)}")
-    d.env["NOTIFY_SOCKET"] = path
-    h.daemons.append(d)
-    try:
-        d.start(listening=False)
-        got = _messages(sock, lambda m: "STATUS=waiting for the event log"
-                        in m)
-        expect(not any("READY=1" in m for m in got), f"READY=1 before the "
-               f"log was reachable: {got}")
-        d.wait_log(lambda l: rs.url in l and "connection failed" in l, 5,
-                   "a log line saying the Redis connection failed")
-        rs.start()
-        got = _messages(sock, lambda m: "READY=1" in m)
-        expect("redis (connected)" in got[-1], f"READY=1 without the log "
-               f"connected: {got[-1]!r}")
-        d.await_listening(10)
-        d.ping(d.initialize())
-    finally:
-        sock.close()
-        d.stop()
-        rs.stop()
+    with private_redis(h, start=False) as rs:
+        path = os.path.join(h.workdir, "notify.sock")
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        sock.bind(path)
+        d = Daemon(h.mcpd, h.workdir, {"eventlog": rs.url}, (),
+                   h.sanitized, f"mcpd{len(h.daemons)}")
+        d.env["NOTIFY_SOCKET"] = path
+        h.daemons.append(d)
+        try:
+            d.start(listening=False)
+            got = _messages(sock, lambda m: "STATUS=waiting for the event "
+                            "log" in m)
+            expect(not any("READY=1" in m for m in got), f"READY=1 before "
+                   f"the log was reachable: {got}")
+            d.wait_log(lambda l: rs.url in l and "connection failed" in l,
+                       5, "a log line saying the Redis connection failed")
+            rs.start()
+            got = _messages(sock, lambda m: "READY=1" in m)
+            expect("redis (connected)" in got[-1], f"READY=1 without the "
+                   f"log connected: {got[-1]!r}")
+            d.await_listening(10)
+            d.ping(d.initialize())
+        finally:
+            sock.close()

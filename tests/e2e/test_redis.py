@@ -4,11 +4,11 @@ Redis, every resume outcome, and Redis itself restarting, hanging, missing,
 misconfigured or unable to honour `commit replicas:N`.
 
 Tests that use the shared server (MCPD_TEST_REDIS_URL, as set by
-scripts/with-redis) return early with a "SKIP" note when it is not set; the
-runner has no skip status, so they count as passed. Tests that must stop,
-restart, pause or configure Redis start their own redis-server
-(mcpd_harness.RedisServer) and run in every mode (they skip only when no
-redis-server binary is installed); they always stop it in `finally`.
+scripts/with-redis) skip without it (need_shared_redis: listed and counted
+as skipped, never as passed). Tests that must stop, restart, pause or
+configure Redis start their own redis-server (`with private_redis(h) as
+rs:`) and run in every mode (they skip only when no redis-server binary is
+installed); it stops, after every mcpd, however the test ends.
 """
 
 import json
@@ -19,42 +19,15 @@ import time
 import uuid
 
 from mcpd_harness import (LATEST, REDIS_URL, VERSIONS, Conn, Daemon,
-                          RedisError, RedisServer, Timeout,
-                          assert_rpc_error, check_ids, expect, is_log,
-                          is_progress, is_response, message_events,
-                          free_port, parse_event_id, redis_command,
-                          redis_server_path, result_text, rpc, tmo,
-                          tool_call)
+                          RedisError, Timeout, assert_rpc_error, check_ids,
+                          expect, is_log, is_progress, is_response,
+                          message_events, free_port, need_shared_redis,
+                          parse_event_id, private_redis, redis_command,
+                          result_text, rpc, tmo, tool_call)
 
 
 # --------------------------------------------------------------------------
 # helpers
-
-
-def _shared_redis(what):
-    """The shared Redis url, or None (and a SKIP note) without one."""
-    if REDIS_URL is None:
-        print(f"SKIP {what}: needs MCPD_TEST_REDIS_URL (run it under "
-              "scripts/with-redis)")
-    return REDIS_URL
-
-
-def _private_redis_ok(what):
-    if redis_server_path() is None:
-        print(f"SKIP {what}: no redis-server binary installed")
-        return False
-    return True
-
-
-def _stop_all(h):
-    """Stops every daemon (problems are kept and reported by the runner's
-    teardown): called before a private Redis is stopped, so no daemon's
-    shutdown waits on a Redis that is gone."""
-    for d in h.daemons:
-        try:
-            d.stop()
-        except Exception:           # teardown reports it
-            d.kill()
 
 
 def _kill9(d):
@@ -265,9 +238,7 @@ def _stream_entries(url, sid, k):
 
 
 def test_redis_kill9_during_stream_call_is_answered_by_the_next_process(h):
-    url = _shared_redis("kill -9 during a stream call")
-    if not url:
-        return
+    url = need_shared_redis()
     a = h.start()
     sid = a.initialize(LATEST)
     id, r = a.call_open(sid, "stream", {"n": 100, "interval_ms": 50},
@@ -356,8 +327,7 @@ def _expect_interrupted(events, cursor, k, last, token, id):
 
 
 def test_redis_sigterm_during_stream_call_resumes_to_interrupted_error(h):
-    if not _shared_redis("SIGTERM during a stream call"):
-        return
+    need_shared_redis()
     a = h.start()
     sid = a.initialize(LATEST)
     id, r = a.call_open(sid, "stream", {"n": 100, "interval_ms": 50},
@@ -384,8 +354,7 @@ def test_redis_sigterm_while_producer_paused_resumes_to_interrupted_error(h):
     # The usual reason to resume: the client's connection dropped, and the
     # call, under the block policy, paused once stream_window entries were
     # undelivered. Then mcpd is restarted (a deploy).
-    if not _shared_redis("SIGTERM with a paused producer"):
-        return
+    need_shared_redis()
     # Message 1 is read, then the client goes (long before message 2, due
     # 500 ms later); messages 2..4 are committed undelivered, so the last
     # one pauses the producer (4 - 1 >= stream_window 3).
@@ -415,9 +384,7 @@ def test_redis_sigterm_while_producer_paused_resumes_to_interrupted_error(h):
 
 
 def test_redis_restart_between_calls_keeps_session_and_fresh_k(h):
-    url = _shared_redis("restart between calls")
-    if not url:
-        return
+    url = need_shared_redis()
     a = h.start()
     sid = a.initialize(LATEST)
     ks = {_echo(a, sid, "before-1"), _echo(a, sid, "before-2")}
@@ -462,8 +429,7 @@ def test_redis_restart_between_calls_keeps_session_and_fresh_k(h):
 
 
 def test_redis_two_processes_resume_and_live_follow(h):
-    if not _shared_redis("two processes on one Redis"):
-        return
+    need_shared_redis()
     a = h.start()
     b = h.start()
     sid = a.initialize(LATEST)
@@ -511,9 +477,7 @@ def test_redis_two_processes_both_produce_on_the_standalone_stream(h):
     # No sticky routing (docs/protocol.md, Sessions): a client's requests
     # land on either process. notify through A, then through B: both append
     # to the one standalone stream, in order, and a view on either sees it all.
-    if not _shared_redis("two processes producing on one standalone "
-                         "stream"):
-        return
+    need_shared_redis()
     a = h.start()
     b = h.start()
     sid = a.initialize(LATEST)
@@ -552,8 +516,7 @@ def test_redis_two_processes_both_produce_on_the_standalone_stream(h):
 def test_redis_session_deleted_through_another_process_is_gone(h):
     # DELETE through B ends the session everywhere: A, which holds it, finds
     # it gone when its next call opens a stream, answers 404 and forgets it.
-    if not _shared_redis("a session deleted through another process"):
-        return
+    need_shared_redis()
     a = h.start()
     b = h.start()
     sid = a.initialize(LATEST)
@@ -579,8 +542,7 @@ def test_redis_two_processes_share_the_log_level(h):
     # The log level is session state (docs/protocol.md, Sessions: it lives in
     # the event log, any instance can serve it): set through A, it holds for
     # calls that run on B.
-    if not _shared_redis("log level across processes"):
-        return
+    need_shared_redis()
     a = h.start()
     b = h.start()
     sid = a.initialize(LATEST)
@@ -605,9 +567,7 @@ def test_redis_two_processes_share_the_log_level(h):
 
 
 def test_redis_every_resume_outcome(h):
-    url = _shared_redis("resume outcomes")
-    if not url:
-        return
+    url = need_shared_redis()
     # 200
     d = h.start()
     sid = d.initialize(LATEST)
@@ -715,8 +675,7 @@ def test_redis_small_maxlen_burst_reaches_a_reading_client_whole(h):
     # trims anything its reading client has not received. The client
     # reads as fast as it can: it must get every event, not a
     # backpressure-disconnect. (The memory log passes this.)
-    if not _shared_redis("small stream_maxlen burst"):
-        return
+    need_shared_redis()
     d = h.start(stream_maxlen=5)
     for v in VERSIONS:
         _burst(d, v)
@@ -747,11 +706,7 @@ def _burst(d, v):
 
 
 def test_redis_restart_with_aof_keeps_events_identical(h):
-    if not _private_redis_ok("redis restart with AOF"):
-        return
-    rs = RedisServer(h.workdir, aof=True)
-    rs.start()
-    try:
+    with private_redis(h, aof=True) as rs:
         d = h.start(eventlog=rs.url)
         sid = d.initialize(LATEST)
         k, head, raw = _finished_stream(d, sid, 10)
@@ -773,9 +728,6 @@ def test_redis_restart_with_aof_keeps_events_identical(h):
         _adopt(e, d, sid)
         _expect_resume_identical(e, sid, k, 1, head, raw,
                                  "new mcpd after the Redis restart")
-    finally:
-        _stop_all(h)
-        rs.stop()
 
 
 # --------------------------------------------------------------------------
@@ -813,11 +765,7 @@ def _requests_while_down(d, sid, k, what):
 
 
 def test_redis_down_while_serving_503_then_recovers(h):
-    if not _private_redis_ok("redis down while serving"):
-        return
-    rs = RedisServer(h.workdir, aof=True)
-    rs.start()
-    try:
+    with private_redis(h, aof=True) as rs:
         d = h.start(eventlog=rs.url, eventlog_outage_grace="0")
         sid = d.initialize(LATEST)
         k, head, raw = _finished_stream(d, sid, 3)
@@ -840,18 +788,11 @@ def test_redis_down_while_serving_503_then_recovers(h):
                                  "after Redis came back")
         expect(_echo(d, sid, "back") != k, "K reused")
         expect(not failures, "\n".join(failures))
-    finally:
-        _stop_all(h)
-        rs.stop()
 
 
 def test_redis_hung_while_serving_503_then_recovers(h):
     # SIGSTOP: connections are accepted, nothing is answered.
-    if not _private_redis_ok("redis hung while serving"):
-        return
-    rs = RedisServer(h.workdir, aof=True)
-    rs.start()
-    try:
+    with private_redis(h, aof=True) as rs:
         d = h.start(eventlog=rs.url, eventlog_outage_grace="0")
         sid = d.initialize(LATEST)
         k, head, raw = _finished_stream(d, sid, 3)
@@ -867,9 +808,6 @@ def test_redis_hung_while_serving_503_then_recovers(h):
         _expect_resume_identical(d, sid, k, 1, head, raw,
                                  "after Redis answered again")
         expect(not failures, "\n".join(failures))
-    finally:
-        _stop_all(h)
-        rs.stop()
 
 
 # --------------------------------------------------------------------------
@@ -890,15 +828,12 @@ def test_redis_down_at_start_listens_only_once_it_is_up(h):
     # reachable (eventlog_wait, 10 s by default): a balancer then tries
     # another instance instead of getting 503 "Event log unavailable".
     # Once it listens, the first request is served.
-    if not _private_redis_ok("redis down at start: not listening"):
-        return
-    rs = RedisServer(h.workdir)         # not started yet
-    port = free_port()
-    d = Daemon(h.mcpd, h.workdir, {"eventlog": rs.url,
-               "listen": f"127.0.0.1:{port}"}, (), h.sanitized,
-               f"mcpd{len(h.daemons)}")
-    h.daemons.append(d)
-    try:
+    with private_redis(h, start=False) as rs:
+        port = free_port()
+        d = Daemon(h.mcpd, h.workdir, {"eventlog": rs.url,
+                   "listen": f"127.0.0.1:{port}"}, (), h.sanitized,
+                   f"mcpd{len(h.daemons)}")
+        h.daemons.append(d)
         d.start(listening=False)
         d.wait_log(lambda l: rs.url in l and "connection failed" in l, 5,
                    "a log line saying the Redis connection failed")
@@ -934,18 +869,12 @@ def test_redis_down_at_start_listens_only_once_it_is_up(h):
         d.versions[sid] = LATEST
         _echo(d, sid, "first")
         d.assert_alive(sid, "after Redis came up")
-    finally:
-        _stop_all(h)
-        rs.stop()
 
 
 def test_redis_down_at_start_past_eventlog_wait_listens_unready(h):
     # Past eventlog_wait mcpd listens all the same, not ready, and says
     # why; requests get 503 until Redis is up, then it serves.
-    if not _private_redis_ok("redis down at start: unready"):
-        return
-    rs = RedisServer(h.workdir)         # not started yet
-    try:
+    with private_redis(h, start=False) as rs:
         d = _start_no_wait(h, eventlog=rs.url, eventlog_wait=1)
         line = d.wait_log(lambda l: "eventlog_wait" in l and
                           "not reachable" in l, 5,
@@ -966,34 +895,29 @@ def test_redis_down_at_start_past_eventlog_wait_listens_unready(h):
         _echo(d, sid, "up")
         _finished_stream(d, sid, 3)
         d.assert_alive(sid, "after Redis came up")
-    finally:
-        _stop_all(h)
-        rs.stop()
 
 
 def test_redis_sigterm_while_waiting_at_start_exits(h):
     # A stop while start-up waits for the log: exit 0 without listening.
-    if not _private_redis_ok("SIGTERM while waiting for Redis"):
-        return
-    rs = RedisServer(h.workdir)         # never started
-    d = Daemon(h.mcpd, h.workdir, {"eventlog": rs.url, "drain_delay": 0},
-               (), h.sanitized, f"mcpd{len(h.daemons)}")
-    h.daemons.append(d)
-    d.start(listening=False)
-    d.wait_log(lambda l: rs.url in l and "connection failed" in l, 5,
-               "a log line saying the Redis connection failed")
-    d.signal(signal.SIGTERM)
-    try:
-        rc = d.proc.wait(tmo(5))
-    except subprocess.TimeoutExpired:
-        raise AssertionError("mcpd waiting for its log did not exit on "
-                             "SIGTERM") from None
-    d.stopped = True
-    d.exit_status = rc
-    expect(rc == 0, f"mcpd exited with status {rc} on SIGTERM while "
-           f"waiting for its log")
-    expect("listening on" not in d.stderr_text(), f"mcpd listened after "
-           f"SIGTERM:\n{d.stderr_tail(10)}")
+    with private_redis(h, start=False) as rs:     # never started
+        d = Daemon(h.mcpd, h.workdir, {"eventlog": rs.url, "drain_delay": 0},
+                   (), h.sanitized, f"mcpd{len(h.daemons)}")
+        h.daemons.append(d)
+        d.start(listening=False)
+        d.wait_log(lambda l: rs.url in l and "connection failed" in l, 5,
+                   "a log line saying the Redis connection failed")
+        d.signal(signal.SIGTERM)
+        try:
+            rc = d.proc.wait(tmo(5))
+        except subprocess.TimeoutExpired:
+            raise AssertionError("mcpd waiting for its log did not exit on "
+                                 "SIGTERM") from None
+        d.stopped = True
+        d.exit_status = rc
+        expect(rc == 0, f"mcpd exited with status {rc} on SIGTERM while "
+               f"waiting for its log")
+        expect("listening on" not in d.stderr_text(), f"mcpd listened after "
+               f"SIGTERM:\n{d.stderr_tail(10)}")
 
 
 # --------------------------------------------------------------------------
@@ -1001,11 +925,7 @@ def test_redis_sigterm_while_waiting_at_start_exits(h):
 
 
 def test_redis_eviction_policy_warns_at_start(h):
-    if not _private_redis_ok("maxmemory-policy warning"):
-        return
-    rs = RedisServer(h.workdir, "--maxmemory-policy", "allkeys-lru")
-    rs.start()
-    try:
+    with private_redis(h, "--maxmemory-policy", "allkeys-lru") as rs:
         d = h.start(eventlog=rs.url)
         line = d.wait_log(lambda l: "maxmemory-policy" in l, 5,
                           "a warning naming maxmemory-policy")
@@ -1021,9 +941,6 @@ def test_redis_eviction_policy_warns_at_start(h):
         e.initialize(LATEST)            # after the CONFIG GET reply
         expect("maxmemory-policy" not in e.stderr_text(),
                f"warning with noeviction:\n{e.stderr_tail(10)}")
-    finally:
-        _stop_all(h)
-        rs.stop()
 
 
 # --------------------------------------------------------------------------
@@ -1031,8 +948,7 @@ def test_redis_eviction_policy_warns_at_start(h):
 
 
 def test_redis_commit_replicas_without_replicas_fails_loudly(h):
-    if not _shared_redis("commit replicas:1"):
-        return
+    need_shared_redis()
     expect(h.conf_accepts("commit replicas:1"),
            "mcpd -t refuses `commit replicas:1`")
     a = h.start()                       # commit primary
@@ -1061,8 +977,7 @@ def test_redis_client_answer_reaches_the_asking_process(h):
     """A server->client request sent through A is answered by a POST that
     the load balancer sends to B: the answer reaches the waiting call on
     A (issue 3: routing of client responses across instances)."""
-    if not _shared_redis("client answers across processes"):
-        return
+    need_shared_redis()
     a = h.start(["fixtures conformance"])
     b = h.start(["fixtures conformance"])
     sid = a.initialize(LATEST)
@@ -1092,8 +1007,7 @@ def test_redis_diverged_log_ends_the_call_with_an_error(h):
     what mcpd committed): mcpd's next append is refused by the
     compare-and-append, no id is re-issued, and the call ends with a
     JSON-RPC error after what the log has."""
-    if not _shared_redis("a diverged stream"):
-        return
+    need_shared_redis()
     url = REDIS_URL
     d = h.start()
     sid = d.initialize(LATEST)
@@ -1183,51 +1097,29 @@ def _call_loses_its_stream(h, rs, lose, what, log_timeout=3):
 
 
 def test_redis_stream_key_deleted_during_a_call_ends_it_loudly(h):
-    if not _private_redis_ok("stream key deleted during a call"):
-        return
-    rs = RedisServer(h.workdir)
-    rs.start()
-    try:
+    with private_redis(h) as rs:
         _call_loses_its_stream(
             h, rs, lambda sid, k: rs.cmd("DEL", f"mcpd:{{{sid}}}:s:{k}"),
             "DEL of the stream key")
-    finally:
-        _stop_all(h)
-        rs.stop()
 
 
 def test_redis_flushall_during_a_call_ends_it_loudly(h):
-    if not _private_redis_ok("FLUSHALL during a call"):
-        return
-    rs = RedisServer(h.workdir)
-    rs.start()
-    try:
+    with private_redis(h) as rs:
         _call_loses_its_stream(h, rs, lambda sid, k: rs.cmd("FLUSHALL"),
                                "FLUSHALL")
-    finally:
-        _stop_all(h)
-        rs.stop()
 
 
 def test_redis_restarted_empty_during_a_call_is_said(h):
-    if not _private_redis_ok("Redis restarted empty during a call"):
-        return
-    rs = RedisServer(h.workdir)         # no AOF: it restarts empty
-
     def restart(sid, k):
         rs.shutdown()
         rs.start()
 
-    rs.start()
-    try:
+    with private_redis(h) as rs:        # no AOF: it restarts empty
         d = _call_loses_its_stream(h, rs, restart, "Redis restarted empty",
                                    log_timeout=10)
         d.wait_log(lambda line: " error " in line and
                    "Redis restarted empty" in line, 3,
                    "a log line saying Redis restarted empty")
-    finally:
-        _stop_all(h)
-        rs.stop()
 
 
 # --------------------------------------------------------------------------
@@ -1268,11 +1160,7 @@ def _stall_during_call(h, stall, what):
     carries the call's progress without a hole, then its error response,
     within the bound; a resume from the last progress gives exactly the
     same; the session goes on."""
-    if not _private_redis_ok(what):
-        return
-    rs = RedisServer(h.workdir, "--enable-debug-command", "yes")
-    rs.start()
-    try:
+    with private_redis(h, "--enable-debug-command", "yes") as rs:
         d = h.start(eventlog=rs.url, eventlog_outage_grace="0")
         sid = d.initialize(LATEST)
         id, r = d.call_open(sid, "stream", {"n": 100, "interval_ms": 50},
@@ -1300,9 +1188,6 @@ def _stall_during_call(h, stall, what):
                f"{what}: resume {k}-3 differs from what the response carried")
         d.assert_alive(sid, f"after {what}")
         _echo(d, sid, "after the stall")
-    finally:
-        _stop_all(h)
-        rs.stop()
 
 
 def test_redis_client_pause_ends_the_call_with_log_unavailable(h):
@@ -1335,11 +1220,7 @@ def test_redis_hung_during_call_ends_the_response_within_the_bound(h):
     the response waits 3 s more for the log), a resume meanwhile is
     answered 503, and once Redis answers the resume delivers the call's
     error response."""
-    if not _private_redis_ok("Redis hung during a call"):
-        return
-    rs = RedisServer(h.workdir)
-    rs.start()
-    try:
+    with private_redis(h) as rs:
         d = h.start(eventlog=rs.url, eventlog_outage_grace="0")
         sid = d.initialize(LATEST)
         id, r = d.call_open(sid, "stream", {"n": 100, "interval_ms": 50},
@@ -1369,9 +1250,6 @@ def test_redis_hung_during_call_ends_the_response_within_the_bound(h):
         _expect_log_unavailable_error(rest[-1].json, id, "Redis hung")
         _expect_no_dead_owner(d, "Redis hung")
         d.assert_alive(sid, "after Redis hung")
-    finally:
-        _stop_all(h)
-        rs.stop()
 
 
 # --------------------------------------------------------------------------
@@ -1434,11 +1312,7 @@ def test_redis_flushall_session_404_on_every_process(h):
     # FLUSHALL tells nobody: the first request that reads the session
     # (here a ping on A) hears it is gone; A tells B, whose view of it ends
     # before B gets any request; then everything is 404 on both.
-    if not _private_redis_ok("FLUSHALL of held sessions"):
-        return
-    rs = RedisServer(h.workdir)
-    rs.start()
-    try:
+    with private_redis(h) as rs:
         a, b, sid, cursor, views = _lost_session_setup(h, rs)
         rs.cmd("FLUSHALL")
         r = a.post(sid, rpc("ping", None, a.new_id()))
@@ -1453,20 +1327,13 @@ def test_redis_flushall_session_404_on_every_process(h):
             _every_request_404(d, sid, cursor, f"{name} after FLUSHALL")
         sid2 = a.initialize(LATEST)
         _echo(a, sid2, "after")
-    finally:
-        _stop_all(h)
-        rs.stop()
 
 
 def test_redis_restarted_empty_session_404_on_every_process(h):
     # Both processes reconnect to a Redis that lost everything: the
     # re-read after the reconnection finds the session gone, without any
     # request; then everything is 404 on both.
-    if not _private_redis_ok("Redis restarted empty with held sessions"):
-        return
-    rs = RedisServer(h.workdir)         # no AOF: it restarts empty
-    rs.start()
-    try:
+    with private_redis(h) as rs:  # no AOF: it restarts empty
         a, b, sid, cursor, views = _lost_session_setup(h, rs)
         rs.shutdown()
         rs.start()
@@ -1477,9 +1344,6 @@ def test_redis_restarted_empty_session_404_on_every_process(h):
             _view_ends(views[d], name)
         for d, name in ((a, "A"), (b, "B")):
             _every_request_404(d, sid, cursor, f"{name} after the restart")
-    finally:
-        _stop_all(h)
-        rs.stop()
 
 
 def test_redis_subscription_back_before_commands_still_rereads(h):
@@ -1487,11 +1351,7 @@ def test_redis_subscription_back_before_commands_still_rereads(h):
     # (subscribed again) while its command connection cannot be set up
     # (SCRIPT denied), and meanwhile the session is lost. Once commands
     # work again, both re-read it and drop it without any request.
-    if not _private_redis_ok("subscription back before commands"):
-        return
-    rs = RedisServer(h.workdir)
-    rs.start()
-    try:
+    with private_redis(h) as rs:
         a, b, sid, cursor, views = _lost_session_setup(h, rs)
         rs.cmd("ACL", "SETUSER", "default", "-script")
         rs.cmd("FLUSHALL")
@@ -1515,9 +1375,6 @@ def test_redis_subscription_back_before_commands_still_rereads(h):
                        "commands worked again)")
             _view_ends(views[d], name)
             _every_request_404(d, sid, cursor, f"{name} after the race")
-    finally:
-        _stop_all(h)
-        rs.stop()
 
 
 def test_redis_flushall_not_brought_back_by_a_re_store(h):
@@ -1525,11 +1382,7 @@ def test_redis_flushall_not_brought_back_by_a_re_store(h):
     # open GET keeps it in use) without any request. After FLUSHALL that
     # re-store must not bring the session back for every process: it is
     # refused, and the process drops the session (its GET ends).
-    if not _private_redis_ok("FLUSHALL, then a re-store"):
-        return
-    rs = RedisServer(h.workdir)
-    rs.start()
-    try:
+    with private_redis(h) as rs:
         d = h.start(eventlog=rs.url, session_ttl=10)
         sid = d.initialize(LATEST)
         s = d.get_sse(sid)
@@ -1544,6 +1397,3 @@ def test_redis_flushall_not_brought_back_by_a_re_store(h):
         expect(rs.cmd("EXISTS", meta) == 0, f"{meta} is back in Redis "
                f"after FLUSHALL: a re-store brought the session back")
         _every_request_404(d, sid, "1-0", "after the refused re-store")
-    finally:
-        _stop_all(h)
-        rs.stop()

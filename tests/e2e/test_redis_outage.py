@@ -7,37 +7,22 @@ ids contiguous with no duplicate and nothing lost, in the response and in
 Redis. Past the grace the calls end with the documented error ("the event
 log was unavailable") and new requests are answered 503 at once.
 
-Every test starts its own redis-server (mcpd_harness.RedisServer) and runs
-in every mode; it skips only when no redis-server binary is installed.
+Every test starts its own redis-server (`with private_redis(h) as rs:`) and
+runs in every mode; it skips only when no redis-server binary is installed.
 """
 
 import signal
 import threading
 import time
 
-from mcpd_harness import (LATEST, Conn, RedisServer, assert_rpc_error,
-                          check_ids, expect, is_progress, is_response,
-                          message_events, parse_event_id, redis_command,
-                          redis_server_path, result_text, tmo)
+from mcpd_harness import (LATEST, Conn, assert_rpc_error, check_ids,
+                          expect, is_progress, is_response, message_events,
+                          parse_event_id, private_redis, redis_command,
+                          result_text, tmo)
 
 CLIENTS = 30
 N = 40                  # progress messages per call
 INTERVAL_MS = 150       # so a call runs about 6 s, across the fault
-
-
-def _private_redis_ok(what):
-    if redis_server_path() is None:
-        print(f"SKIP {what}: no redis-server binary installed")
-        return False
-    return True
-
-
-def _stop_all(h):
-    for d in h.daemons:
-        try:
-            d.stop()
-        except Exception:           # teardown reports it
-            d.kill()
 
 
 class _Call:
@@ -191,27 +176,16 @@ def _new_call_meanwhile(d):
 
 
 def test_redis_outage_client_pause_under_load_every_call_completes(h):
-    if not _private_redis_ok("CLIENT PAUSE under load"):
-        return
-    rs = RedisServer(h.workdir)
-    rs.start()
-    try:
+    with private_redis(h) as rs:
         _outage_under_load(h, rs,
                            lambda rs: rs.cmd("CLIENT", "PAUSE", "3000"),
                            "CLIENT PAUSE 3000", _new_call_meanwhile)
-    finally:
-        _stop_all(h)
-        rs.stop()
 
 
 test_redis_outage_client_pause_under_load_every_call_completes.timeout = 120
 
 
 def test_redis_outage_debug_sleep_under_load_every_call_completes(h):
-    if not _private_redis_ok("DEBUG SLEEP under load"):
-        return
-    rs = RedisServer(h.workdir, "--enable-debug-command", "yes")
-    rs.start()
     sleepers = []
 
     def sleep(rs):
@@ -220,13 +194,12 @@ def test_redis_outage_debug_sleep_under_load_every_call_completes(h):
         conn.send(b"*3\r\n$5\r\nDEBUG\r\n$5\r\nSLEEP\r\n$1\r\n4\r\n")
         sleepers.append(conn)
 
-    try:
-        _outage_under_load(h, rs, sleep, "DEBUG SLEEP 4")
-    finally:
-        for c in sleepers:
-            c.close()
-        _stop_all(h)
-        rs.stop()
+    with private_redis(h, "--enable-debug-command", "yes") as rs:
+        try:
+            _outage_under_load(h, rs, sleep, "DEBUG SLEEP 4")
+        finally:
+            for c in sleepers:
+                c.close()
 
 
 test_redis_outage_debug_sleep_under_load_every_call_completes.timeout = 120
@@ -237,22 +210,14 @@ def test_redis_outage_restart_with_aof_under_load_every_call_completes(h):
     # when it stops, so an append whose answer the restart cut off is
     # found there by its retry (the same id, not a second entry), and one
     # Redis never executed is committed by it.
-    if not _private_redis_ok("Redis restart with AOF under load"):
-        return
-    rs = RedisServer(h.workdir, aof=True)
-    rs.start()
-
     def restart(rs):
         rs.shutdown()
         rs.start()
 
-    try:
+    with private_redis(h, aof=True) as rs:
         d = _outage_under_load(h, rs, restart, "Redis restart with AOF")
         d.wait_log(lambda line: "command connection lost" in line, 1,
                    "a log line saying the connection was lost")
-    finally:
-        _stop_all(h)
-        rs.stop()
 
 
 test_redis_outage_restart_with_aof_under_load_every_call_completes.timeout \
@@ -295,11 +260,7 @@ def test_redis_outage_past_the_grace_ends_calls_with_the_error(h):
     open response, or, if Redis is still away when the response ends, read
     by a resume once it answers), new requests are refused 503 at once
     until Redis answers, and the session goes on."""
-    if not _private_redis_ok("an outage past the grace"):
-        return
-    rs = RedisServer(h.workdir)
-    rs.start()
-    try:
+    with private_redis(h) as rs:
         d = h.start(eventlog=rs.url, eventlog_outage_grace="3")
         calls = _start_calls(d, 5, 100, 50)
         rs.cmd("CLIENT", "PAUSE", "7000")
@@ -329,9 +290,6 @@ def test_redis_outage_past_the_grace_ends_calls_with_the_error(h):
                 msgs += rest
             _expect_log_unavailable_error(msgs[-1].json, c.id, c.token)
         d.assert_alive(calls[0].sid, "after an outage past the grace")
-    finally:
-        _stop_all(h)
-        rs.stop()
 
 
 test_redis_outage_past_the_grace_ends_calls_with_the_error.timeout = 90
@@ -349,11 +307,7 @@ def test_redis_outage_lease_lapsed_in_a_restart_is_not_taken_for_death(h):
     take the missing lease for A's death while its own log has not
     answered steadily for a lease's lifetime since the outage. A renews
     when it is back, and the call completes on B's view."""
-    if not _private_redis_ok("a lease lapsed in a Redis restart"):
-        return
-    rs = RedisServer(h.workdir, aof=True)
-    rs.start()
-    try:
+    with private_redis(h, aof=True) as rs:
         a = h.start(eventlog=rs.url, lease_ttl="3")
         b = h.start(eventlog=rs.url, lease_ttl="3")
         sid = a.initialize(LATEST)
@@ -391,9 +345,6 @@ def test_redis_outage_lease_lapsed_in_a_restart_is_not_taken_for_death(h):
         dead = [l for l in b.stderr_text().splitlines()
                 if "lease expired" in l]
         expect(not dead, f"b took a for dead: {dead!r}")
-    finally:
-        _stop_all(h)
-        rs.stop()
 
 
 test_redis_outage_lease_lapsed_in_a_restart_is_not_taken_for_death.timeout \

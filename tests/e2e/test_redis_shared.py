@@ -4,24 +4,15 @@ under the block policy, a session's deletion, and clients' answers to
 server-to-client requests, each pushed on the session's channel.
 
 Tests on the shared server (MCPD_TEST_REDIS_URL, as set by
-scripts/with-redis) return early with a "SKIP" note without one; tests that
-count Redis commands start their own redis-server (mcpd_harness.RedisServer)
-so that nothing else is counted, and skip only when no redis-server binary
-is installed.
+scripts/with-redis) skip without one; tests that count Redis commands start
+their own redis-server (`with private_redis(h) as rs:`) so that nothing else
+is counted, and skip only when no redis-server binary is installed.
 """
 
-from mcpd_harness import (LATEST, REDIS_URL, Timeout, assert_rpc_error,
-                          check_ids, expect, is_progress, is_response,
-                          message_events, parse_event_id, redis_command,
-                          redis_server_path, result_text, rpc, tool_call,
-                          RedisServer)
-
-
-def _shared_redis(what):
-    if REDIS_URL is None:
-        print(f"SKIP {what}: needs MCPD_TEST_REDIS_URL (run it under "
-              "scripts/with-redis)")
-    return REDIS_URL
+from mcpd_harness import (LATEST, Timeout, assert_rpc_error, check_ids,
+                          expect, is_progress, is_response, message_events,
+                          need_shared_redis, parse_event_id, private_redis,
+                          redis_command, result_text, rpc, tool_call)
 
 
 def _adopt(d, other, sid):
@@ -37,8 +28,7 @@ def test_redis_block_stream_resumed_on_another_process_completes(h):
     # may commit only 256 past what its client received. The client reads
     # 10 on A, cuts, and resumes on B: B's view tells A how far it got, so
     # the call goes on to its end, every event exactly once, in order.
-    if not _shared_redis("block stream resumed on another process"):
-        return
+    need_shared_redis()
     conf = {"backpressure_request": "block", "stream_window": 256}
     a = h.start(**conf)
     b = h.start(**conf)
@@ -81,8 +71,7 @@ def test_redis_block_standalone_stream_shown_on_another_process(h):
     # under block (stream_window 4) A's notifications wait for a client to
     # receive them. The client's GET is on B: B's view tells A, so all 20
     # reach it, in order.
-    if not _shared_redis("block standalone stream shown elsewhere"):
-        return
+    need_shared_redis()
     conf = {"backpressure_standalone": "block", "stream_window": 4}
     a = h.start(**conf)
     b = h.start(**conf)
@@ -122,8 +111,7 @@ def test_redis_delete_through_one_process_is_404_on_every_other(h):
     # cursor a client could resume from). DELETE through A: B drops it at
     # once (its view ends) and answers 404 to everything about it; so does
     # C, which never held it, for a resume with a cursor.
-    if not _shared_redis("DELETE seen by every process"):
-        return
+    need_shared_redis()
     a = h.start()
     b = h.start()
     c = h.start()
@@ -210,12 +198,7 @@ def test_redis_answers_through_another_process_are_pushed(h):
     # the answer's note (its slow fallback, OUTBOUND_POLL_MS): Redis
     # serves no GET at all meanwhile (before, A polled every 100 ms and
     # only a poll could complete the call).
-    if redis_server_path() is None:
-        print("SKIP answers pushed: no redis-server binary installed")
-        return
-    rs = RedisServer(h.workdir)
-    rs.start()
-    try:
+    with private_redis(h) as rs:
         a = h.start(["fixtures conformance"], eventlog=rs.url)
         b = h.start(["fixtures conformance"], eventlog=rs.url)
         sid = a.initialize(LATEST)
@@ -251,10 +234,3 @@ def test_redis_answers_through_another_process_are_pushed(h):
         expect(text == "LLM response: " + big, "big sampling answer: "
                f"{len(text)} characters")
         a.assert_alive(sid, "on A")
-    finally:
-        for d in h.daemons:
-            try:
-                d.stop()
-            except Exception:
-                d.kill()
-        rs.stop()

@@ -6,16 +6,16 @@ instance killed with SIGKILL.
 
 The requests here go through the session path (initialize first); each
 declares the extension in its _meta, as the extension asks of every
-request. Tests that need two instances on one Redis return early with a
-"SKIP" note without MCPD_TEST_REDIS_URL (scripts/with-redis).
+request. Tests that need two instances on one Redis skip without
+MCPD_TEST_REDIS_URL (scripts/with-redis).
 """
 
 import hashlib
 import re
 import time
 
-from mcpd_harness import (REDIS_URL, LATEST, RedisServer, expect,
-                          redis_server_path, result_text, rpc, tmo)
+from mcpd_harness import (REDIS_URL, LATEST, expect, need_shared_redis,
+                          private_redis, result_text, rpc, tmo)
 
 EXT_NAME = "io.modelcontextprotocol/tasks"
 EXT = {"io.modelcontextprotocol/clientCapabilities":
@@ -401,16 +401,8 @@ def test_task_exec_tool(h):
 # Two instances on one Redis
 
 
-def _shared_redis(what):
-    if REDIS_URL is None:
-        print(f"SKIP {what}: needs MCPD_TEST_REDIS_URL (run it under "
-              "scripts/with-redis)")
-    return REDIS_URL
-
-
 def test_task_across_instances(h):
-    if not _shared_redis("task across instances"):
-        return
+    need_shared_redis()
     a = h.start(**FIXTURES)
     b = h.start(**FIXTURES)
     sa, sb = a.initialize(LATEST), b.initialize(LATEST)
@@ -445,8 +437,7 @@ def test_task_across_instances(h):
 def test_task_owner_killed(h):
     # kill -9 of the instance running a task: its lease lapses, and the
     # next tasks/get on another instance ends it failed.
-    if not _shared_redis("task owner killed"):
-        return
+    need_shared_redis()
     a = h.start(lease_ttl=1, **FIXTURES)
     b = h.start(lease_ttl=1, **FIXTURES)
     sa, sb = a.initialize(LATEST), b.initialize(LATEST)
@@ -610,7 +601,7 @@ def test_task_status_notifications(h):
     expect(ack["params"]["notifications"].get("taskIds") == [tid, "0" * 32],
            f"ack {ack!r}")
     # Changes after the listen are told: the answer, then the result.
-    t = _wait_modern(d, tid, lambda t: t["status"] == "input_required")
+    t = _wait_stateless(d, tid, lambda t: t["status"] == "input_required")
     key = next(iter(t["inputRequests"]))
     _mpost(d, "tasks/update", {"taskId": tid, "inputResponses": {
         key: {"action": "accept", "content": {"confirm": True}}}})
@@ -627,7 +618,7 @@ def test_task_status_notifications(h):
     r.close()
 
 
-def _wait_modern(d, tid, until, timeout=10, what="status"):
+def _wait_stateless(d, tid, until, timeout=10, what="status"):
     deadline = time.monotonic() + tmo(timeout)
     while True:
         r, msg = _mpost(d, "tasks/get", {"taskId": tid})
@@ -640,14 +631,13 @@ def _wait_modern(d, tid, until, timeout=10, what="status"):
 
 def test_task_notifications_across_instances(h):
     # A listen on B hears of a task that A runs, through the shared log.
-    if not _shared_redis("task notifications across instances"):
-        return
+    need_shared_redis()
     a = h.start(**FIXTURES)
     b = h.start(**FIXTURES)
     r, msg = _mpost(a, "tools/call", {"name": "confirm_delete",
                                       "arguments": {"filename": "ab"}})
     tid = msg["result"]["taskId"]
-    t = _wait_modern(a, tid, lambda t: t["status"] == "input_required")
+    t = _wait_stateless(a, tid, lambda t: t["status"] == "input_required")
     r = _mlisten(b, {"taskIds": [tid]}, 80)
     expect(r.status == 200 and r.is_sse, f"listen on B: HTTP {r.status}")
     r.next_message(5)
@@ -670,12 +660,7 @@ def test_task_result_waits_for_redis(h):
     # working, its owner alive. With no outage grace (eventlog_outage_grace
     # 0), so that the write fails and the task retries it: within the
     # grace the write itself would wait for Redis.
-    if redis_server_path() is None:
-        print("SKIP task result waits for redis: no redis-server binary")
-        return
-    rs = RedisServer(h.workdir, aof=True)
-    rs.start()
-    try:
+    with private_redis(h, aof=True) as rs:
         d = h.start(eventlog=rs.url, eventlog_outage_grace="0", **FIXTURES)
         sid = d.initialize(LATEST)
         tid = _start(d, sid, "slow_compute", {"seconds": 1})["taskId"]
@@ -697,10 +682,6 @@ def test_task_result_waits_for_redis(h):
         expect(msg["result"]["status"] == "completed" and
                msg["result"]["result"]["content"][0]["text"] ==
                "slow_compute -: done after 1 s", f"after Redis: {msg!r}")
-    finally:
-        for x in h.daemons:
-            x.stop()
-        rs.stop()
 
 
 # --------------------------------------------------------------------------
@@ -849,8 +830,7 @@ def test_task_bound_to_its_principal(h):
 def test_task_unbound_record_refused_under_auth(h):
     # A record that names no principal (made while auth was off, or by an
     # mcpd before tasks were bound) is nobody's once auth is on.
-    if not _shared_redis("unbound task record under auth"):
-        return
+    need_shared_redis()
     import test_auth
     d = h.start(**FIXTURES)
     sid = d.initialize(LATEST)

@@ -12,9 +12,10 @@ import os
 import sys
 import time
 
-from mcpd_harness import (cancelled, expect, is_progress, is_response, rpc,
-                          tmo, tool_call)
+from mcpd_harness import (REDIS_URL, cancelled, expect, is_progress,
+                          is_response, rpc, tmo, tool_call)
 from test_exec import children, proc_status
+from test_stateless import _listen
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FAKE = os.path.join(HERE, "upstream_fake.py")
@@ -353,6 +354,91 @@ def test_upstream_list_changed_reaches_standalone(h):
     g.close()
 
 
+def _subscribe(d, sid, uri):
+    id = d.new_id()
+    r = d.post(sid, rpc("resources/subscribe", {"uri": uri}, id))
+    expect("result" in r.rpc(id), f"subscribe {uri}: {r.body!r}")
+
+
+def _expect_next(streams, method, what, uri=None):
+    for name, stream in streams:
+        got, m = _next_method(stream, name)
+        expect(got == method and (uri is None or
+                                  m["params"]["uri"] == uri),
+               f"{name} stream {what}: {m!r}, wanted {method} {uri or ''}")
+
+
+def test_upstream_list_changed_reaches_listen_and_standalone_once(h):
+    # One notice board: an upstream's list_changed reaches the 2025
+    # standalone stream and the 2026-07-28 listen stream, each exactly
+    # once, and so does its resources/updated (the listen stream heard
+    # neither before announce.c). Once: the next message on each stream
+    # is a later change, not the same one again.
+    d, sid = start_ready(h, upstream("fake"))
+    uris = ["fake://hello", "fake://two"]
+    listen, ack = _listen(d, {"toolsListChanged": True,
+                              "resourceSubscriptions": uris}, 90)
+    expect(ack["params"]["notifications"] == {
+        "toolsListChanged": True, "resourceSubscriptions": uris},
+        f"ack {ack!r}")
+    g = d.get_sse(sid)
+    expect(g.status == 200, f"GET -> {g.status}")
+    streams = [("listen", listen), ("standalone", g)]
+    msg, _ = d.call(sid, "change", {})
+    expect(text_of(msg) == "changed", f"{msg!r}")
+    got, m = _next_method(listen, "listen")
+    expect(got == "notifications/tools/list_changed" and
+           m["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"]
+           == 90, f"listen stream: {m!r} (the upstream's list_changed "
+           "never reached it)")
+    _expect_next(streams[1:], "notifications/tools/list_changed",
+                 "after the change")
+    # The fake answers a subscribe with resources/updated of its URI.
+    _subscribe(d, sid, "fake://hello")
+    _expect_next(streams, "notifications/resources/updated",
+                 "after the list change", "fake://hello")
+    _subscribe(d, sid, "fake://two")
+    _expect_next(streams, "notifications/resources/updated",
+                 "after the first update", "fake://two")
+    listen.close()
+    g.close()
+
+
+def test_upstream_list_changed_reaches_listens_across_instances_on_redis(h):
+    # Two instances on one Redis, each with its upstream: a change on A
+    # reaches the listen streams of both once (A's through the channel,
+    # as B's), and B does not send it round again.
+    if REDIS_URL is None:
+        print("SKIP upstream changes across instances: needs "
+              "MCPD_TEST_REDIS_URL")
+        return
+    a, sid = start_ready(h, upstream("fake"))
+    b, _ = start_ready(h, upstream("fake"))
+    filt = {"toolsListChanged": True,
+            "resourceSubscriptions": ["fake://hello", "fake://two"]}
+    on_b, _ = _listen(b, filt, 91)
+    on_a, _ = _listen(a, filt, 92)
+    streams = [("B's listen", on_b), ("A's listen", on_a)]
+    msg, _ = a.call(sid, "change", {})
+    expect(text_of(msg) == "changed", f"{msg!r}")
+    _expect_next(streams, "notifications/tools/list_changed",
+                 "after A's upstream changed")
+    _subscribe(a, sid, "fake://hello")
+    _expect_next(streams, "notifications/resources/updated",
+                 "after the list change", "fake://hello")
+    _subscribe(a, sid, "fake://two")
+    _expect_next(streams, "notifications/resources/updated",
+                 "after the first update", "fake://two")
+    on_a.close()
+    on_b.close()
+
+
+def _next_method(stream, what, timeout=5):
+    m = stream.next_message(timeout)
+    expect(m is not None, f"{what}: nothing more on the stream")
+    return m[1].get("method"), m[1]
+
+
 def _ask(d, sid, name, method):
     id, r = d.call_open(sid, name, {})
     expect(r.status == 200 and r.is_sse, f"{name} -> {r.status}")
@@ -670,11 +756,8 @@ def test_upstream_http_session_forgotten_and_server_down(h):
 
 
 def test_upstream_sampling_answered_through_another_instance(h):
-    from mcpd_harness import REDIS_URL
-    if REDIS_URL is None:
-        print("SKIP upstream across instances: needs MCPD_TEST_REDIS_URL "
-              "(run it under scripts/with-redis)")
-        return
+    from mcpd_harness import need_shared_redis
+    need_shared_redis()
     a, sid = start_ready(h, upstream("fake"))
     b = h.start(extra_lines=upstream("fake"))
     b.versions[sid] = a.versions[sid]
@@ -938,7 +1021,7 @@ def test_upstream_scope_covers_resources_and_prompts(h):
     # them without it is 403 insufficient_scope, as for its tools; on the
     # session path and the stateless (2026-07-28) path.
     import test_auth as ta
-    import test_modern
+    import test_stateless
     d = ta.start(h, scopes="mcp", extra=upstream("fake", "prefix up_",
                                                  "scope upstream"))
     full, plain = ta.token(scope="mcp upstream"), ta.token(scope="mcp")
@@ -950,8 +1033,8 @@ def test_upstream_scope_covers_resources_and_prompts(h):
         params = {}
         headers = ta.bearer(tok)
         if session is None:
-            params["_meta"] = test_modern._meta()
-            headers.update(test_modern._headers(method, params))
+            params["_meta"] = test_stateless._meta()
+            headers.update(test_stateless._headers(method, params))
         r = d.post(session, rpc(method, params, id), headers)
         expect(r.status == 200, f"{method}: HTTP {r.status}")
         return r.rpc(id)["result"][key]
@@ -959,8 +1042,8 @@ def test_upstream_scope_covers_resources_and_prompts(h):
     def asked(tok, method, params, session=sid):
         headers = ta.bearer(tok)
         if session is None:
-            params = dict(params, _meta=test_modern._meta())
-            headers.update(test_modern._headers(method, params))
+            params = dict(params, _meta=test_stateless._meta())
+            headers.update(test_stateless._headers(method, params))
         return d.post(session, rpc(method, params, d.new_id()), headers)
 
     for path in (sid, None):

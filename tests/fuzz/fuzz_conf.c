@@ -1,5 +1,5 @@
 /*
- * The configuration parser (src/conf.c) on any text. The conf module does
+ * The configuration parser (src/conf/conf.c) on any text. The conf module does
  * not print a loaded configuration, so consistency is checked by
  * transforming the text in ways that must not change its meaning. Oracles:
  * - a text is accepted (no cause) or refused with a one-line cause

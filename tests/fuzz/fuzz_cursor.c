@@ -1,5 +1,5 @@
 /*
- * Cursor text (src/cursor.c), the SSE id and Last-Event-ID. Oracles:
+ * Cursor text (src/eventlog/cursor.c), the SSE id and Last-Event-ID. Oracles:
  * - cursor_parse accepts exactly what a reference reading of the grammar
  *   accepts: "K-N", two canonical decimals (no sign, no leading zero) that
  *   fit in 64 bits;

@@ -740,6 +740,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 
 	signal(SIGPIPE, SIG_IGN);
 	fz.verbose = getenv("FUZZ_HTTP_VERBOSE") != NULL;
+	event_set_mem_functions(xmalloc, xrealloc, free);	/* as main() */
 	xmalloc_init_cjson();
 	log_init(LOG_LEVEL_ERROR);
 	fz.conf = conf_parse_string("builtin_tools on\n"

@@ -1,5 +1,5 @@
 /*
- * JSON-RPC bodies (src/jsonrpc.c): parse, classify, print. The input is a
+ * JSON-RPC bodies (src/mcp/jsonrpc.c): parse, classify, print. The input is a
  * POST body. Oracles:
  * - a refused body gets a JSON-RPC error code and a reason;
  * - an accepted body holds what the reference reader (refjson.c) reads in

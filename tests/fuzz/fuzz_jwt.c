@@ -1,5 +1,5 @@
 /*
- * Access tokens and key sets (src/jwt.c, src/jwks.c), what a client (a
+ * Access tokens and key sets (src/auth/jwt.c, src/auth/jwks.c), what a client (a
  * token) or an authorization server (a key set) sends, and what auth.c
  * makes of a token's claims once its signature holds.
  *
@@ -399,6 +399,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	FILE			*f;
 	struct answer		 a;
 
+	event_set_mem_functions(xmalloc, xrealloc, free);	/* as main() */
 	xmalloc_init_cjson();
 	log_level = LOG_LEVEL_ERROR;
 	fz.base = event_base_new();
@@ -451,7 +452,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const char		*why;
 
 	if ((raw = jwt_base64url_decode(text, len, &n)) != NULL) {
-		/* base64.c's encoder, written apart from jwt.c's decoder. */
+		/* Encoded back, the same text: one text per value. */
 		back = base64_encode(raw, n, 1);
 		FUZZ_CHECK(strcmp(back, text) == 0, "\"%s\" decodes to %zu "
 		    "bytes that encode as \"%s\"", text, n, back);

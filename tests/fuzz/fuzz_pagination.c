@@ -198,6 +198,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	char			*text, *cause = NULL;
 	size_t			 i;
 
+	event_set_mem_functions(xmalloc, xrealloc, free);	/* as main() */
 	xmalloc_init_cjson();
 	log_init(LOG_LEVEL_ERROR);
 	text = xstrdup("builtin_tools on\nfixtures conformance\n");

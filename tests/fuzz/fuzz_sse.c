@@ -1,5 +1,5 @@
 /*
- * SSE framing (src/sse.c). The input gives the fields the daemon can pass
+ * SSE framing (src/http/sse.c). The input gives the fields the daemon can pass
  * (an id made of a cursor, an event name of the ones it uses, retry: ms)
  * and any data bytes. The frame is read back by a small parser written to
  * the WHATWG event-stream rules (lines end in CRLF, LF or CR; one space

@@ -23,62 +23,29 @@
  *    connection (a proxy counts them).  run.sh's conf makes the slow consumer
  *    quick to find: sse_high_watermark 64k, slow_consumer_grace_ms 300.
  *
- * Prints one line per check and "client_test: N passed, N failed"; exits
- * non-zero on any failure or after TEST_TIMEOUT_MS (default 30 s).
+ * Prints one line per check and "client_test: N passed, N failed, N
+ * skipped" (tests/js/lib.mjs); exits non-zero on any failure or after
+ * TEST_TIMEOUT_MS (default 30 s).
  *
  * SDK_TEST_ID_FORMAT=any skips the K-N id checks (for running this file
  * against a server that does not use mcpd's ids, e.g. the SDK's own).
  */
 import http from 'node:http';
-import net from 'node:net';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
 	CallToolResultSchema,
 	LoggingMessageNotificationSchema
 } from '@modelcontextprotocol/sdk/types.js';
+import {
+	check, counts, parseId, runTests, short, sleep, startProxy, waitFor
+} from '../js/lib.mjs';
 
 const TEST_TIMEOUT_MS = Number(process.env.TEST_TIMEOUT_MS || 30000);
 const STREAM_N = 40;
 const STREAM_INTERVAL_MS = 25;
 const CUT_AFTER_PROGRESS = 10;
 const CHECK_IDS = process.env.SDK_TEST_ID_FORMAT !== 'any';
-
-let passed = 0;
-let failed = 0;
-
-function check(name, ok, detail) {
-	if (ok) {
-		passed++;
-		console.log(`ok   ${name}`);
-	} else {
-		failed++;
-		console.log(`FAIL ${name}${detail !== undefined ? `: ${detail}` : ''}`);
-	}
-	return ok;
-}
-
-function finish() {
-	console.log(`client_test: ${passed} passed, ${failed} failed`);
-	process.exit(failed === 0 && passed > 0 ? 0 : 1);
-}
-
-const sleep = ms => new Promise(resolve => setTimeout(resolve, ms));
-
-async function waitFor(pred, ms) {
-	const end = Date.now() + ms;
-	while (Date.now() < end) {
-		if (pred())
-			return true;
-		await sleep(10);
-	}
-	return pred();
-}
-
-const short = v => {
-	const s = typeof v === 'string' ? v : JSON.stringify(v);
-	return s === undefined ? 'undefined' : s.length > 300 ? s.slice(0, 300) + '...' : s;
-};
 
 /*
  * A fetch that records every request the transport makes (method,
@@ -106,90 +73,6 @@ function recordingFetch(log) {
 	};
 }
 
-/*
- * TCP proxy that forwards bytes both ways.  A connection is "armed" when the
- * client sends a tools/call of the `stream` tool on it; once the response
- * bytes after that have carried CUT_AFTER_PROGRESS progress notifications,
- * the proxy forwards half of the current chunk (a torn SSE event) and resets
- * both sockets.  It cuts once per proxy.
- */
-function startProxy(host, port) {
-	const state = { cuts: 0, connections: 0, server: null, port: 0 };
-	const sockets = new Set();
-
-	state.server = net.createServer(client => {
-		state.connections++;
-		const upstream = net.connect({ host, port });
-		let reqText = '';
-		let armed = false;
-		let respText = '';
-		let cut = false;	/* set when the cut starts: no more forwarding */
-
-		sockets.add(client);
-		sockets.add(upstream);
-		client.setNoDelay(true);
-		upstream.setNoDelay(true);
-
-		const cutNow = () => {
-			state.cuts++;
-			client.resetAndDestroy();
-			upstream.resetAndDestroy();
-		};
-
-		client.on('data', buf => {
-			if (state.cuts === 0 && !armed) {
-				reqText = (reqText + buf.toString('latin1')).slice(-8192);
-				if (/"method"\s*:\s*"tools\/call"/.test(reqText) &&
-				    /"name"\s*:\s*"stream"/.test(reqText)) {
-					armed = true;
-					reqText = '';
-					respText = '';
-				}
-			}
-			if (!cut)
-				upstream.write(buf);
-		});
-		upstream.on('data', buf => {
-			if (cut)
-				return;
-			if (armed && state.cuts === 0) {
-				respText += buf.toString('latin1');
-				const seen = (respText.match(/notifications\/progress/g) || []).length;
-				if (seen >= CUT_AFTER_PROGRESS) {
-					const half = buf.subarray(0, Math.max(1, buf.length >> 1));
-					cut = true;
-					client.write(half, () => cutNow());
-					return;
-				}
-			}
-			client.write(buf);
-		});
-		const endBoth = () => {
-			if (cut)
-				return;
-			client.destroy();
-			upstream.destroy();
-		};
-		client.on('error', endBoth);
-		upstream.on('error', endBoth);
-		client.on('close', () => { sockets.delete(client); endBoth(); });
-		upstream.on('close', () => { sockets.delete(upstream); endBoth(); });
-	});
-
-	return new Promise((resolve, reject) => {
-		state.server.on('error', reject);
-		state.server.listen(0, '127.0.0.1', () => {
-			state.port = state.server.address().port;
-			state.close = () => {
-				for (const s of sockets)
-					s.destroy();
-				state.server.close();
-			};
-			resolve(state);
-		});
-	});
-}
-
 function newClient(name) {
 	return new Client({ name, version: '1.0.0' }, { capabilities: {} });
 }
@@ -197,12 +80,6 @@ function newClient(name) {
 function textOf(result) {
 	const item = result?.content?.find(c => c.type === 'text');
 	return item?.text;
-}
-
-/* Ids as docs/protocol.md (Event ids) fixes them: K-N, canonical decimals. */
-function parseId(id) {
-	const m = /^(0|[1-9][0-9]*)-(0|[1-9][0-9]*)$/.exec(id);
-	return m ? { k: m[1], n: Number(m[2]) } : null;
 }
 
 async function basics(url) {
@@ -271,13 +148,11 @@ async function basics(url) {
 }
 
 async function resumeThroughCut(url) {
-	const proxy = await startProxy(url.hostname, Number(url.port || 80));
-	const proxied = new URL(url.href);
-	proxied.host = `127.0.0.1:${proxy.port}`;
+	const proxy = await startProxy(url, { cutAfter: CUT_AFTER_PROGRESS });
 
 	const log = [];
 	const errors = [];
-	const transport = new StreamableHTTPClientTransport(proxied, {
+	const transport = new StreamableHTTPClientTransport(proxy.url, {
 		fetch: recordingFetch(log),
 		reconnectionOptions: {
 			initialReconnectionDelay: 100,
@@ -353,7 +228,7 @@ async function resumeThroughCut(url) {
 			    short(resumes.map(e => e.lastEventId)));
 		}
 	}
-	if (failed > 0 && errors.length > 0)
+	if (counts().failed > 0 && errors.length > 0)
 		console.log(`# transport errors: ${short(errors)}`);
 
 	try {
@@ -363,38 +238,6 @@ async function resumeThroughCut(url) {
 	}
 	await client.close().catch(() => {});
 	proxy.close();
-}
-
-/* A TCP proxy that counts the connections made through it. */
-function startCountingProxy(host, port) {
-	const state = { connections: 0 };
-	const sockets = new Set();
-
-	state.server = net.createServer(client => {
-		const upstream = net.connect({ host, port });
-
-		state.connections++;
-		for (const s of [client, upstream]) {
-			sockets.add(s);
-			s.on('close', () => sockets.delete(s));
-			s.on('error', () => { client.destroy(); upstream.destroy(); });
-		}
-		/* pipe() keeps backpressure: a stalled reader stalls mcpd. */
-		client.pipe(upstream);
-		upstream.pipe(client);
-	});
-	return new Promise((resolve, reject) => {
-		state.server.on('error', reject);
-		state.server.listen(0, '127.0.0.1', () => {
-			state.url = `http://127.0.0.1:${state.server.address().port}`;
-			state.close = () => {
-				for (const s of sockets)
-					s.destroy();
-				state.server.close();
-			};
-			resolve(state);
-		});
-	});
 }
 
 const MCP_HEADERS = {
@@ -421,14 +264,12 @@ function sideRequest(url, method, sid, body) {
 	});
 }
 
-async function fetchPost(base, sid, body) {
+async function fetchPost(url, sid, body) {
 	const headers = { ...MCP_HEADERS, 'mcp-protocol-version': '2025-11-25' };
 	if (sid)
 		headers['mcp-session-id'] = sid;
-	return fetch(`${base}${MCP_PATH}`, { method: 'POST', headers, body: JSON.stringify(body) });
+	return fetch(url, { method: 'POST', headers, body: JSON.stringify(body) });
 }
-
-let MCP_PATH = '/mcp';
 
 /*
  * Reads an SSE response to its end, then at once POSTs a ping on the pool:
@@ -488,7 +329,7 @@ async function reuseSession(direct) {
 }
 
 async function getStream(proxy, sid) {
-	const res = await fetch(`${proxy.url}${MCP_PATH}`, {
+	const res = await fetch(proxy.url, {
 		headers: { accept: 'text/event-stream', 'mcp-session-id': sid,
 		    'mcp-protocol-version': '2025-11-25' }
 	});
@@ -498,11 +339,10 @@ async function getStream(proxy, sid) {
 }
 
 async function connectionReuse(url) {
-	MCP_PATH = url.pathname;
 	const direct = url.href;
 
 	/* 1. the stream's own end: a tools/call's response */
-	let proxy = await startCountingProxy(url.hostname, Number(url.port || 80));
+	let proxy = await startProxy(url);
 	try {
 		const sid = await reuseSession(direct);
 		const res = await fetchPost(proxy.url, sid, { jsonrpc: '2.0', id: 2,
@@ -516,7 +356,7 @@ async function connectionReuse(url) {
 	proxy.close();
 
 	/* 2. DELETE from another connection ends the GET stream */
-	proxy = await startCountingProxy(url.hostname, Number(url.port || 80));
+	proxy = await startProxy(url);
 	try {
 		const sid = await reuseSession(direct);
 		const reader = await getStream(proxy, sid);
@@ -530,7 +370,7 @@ async function connectionReuse(url) {
 	proxy.close();
 
 	/* 3. a slow-consumer disconnect ends the GET stream */
-	proxy = await startCountingProxy(url.hostname, Number(url.port || 80));
+	proxy = await startProxy(url);
 	try {
 		const sid = await reuseSession(direct);
 		const reader = await getStream(proxy, sid);	/* then not read */
@@ -566,26 +406,14 @@ async function connectionReuse(url) {
 	proxy.close();
 }
 
-async function main() {
-	const arg = process.argv[2];
-	if (!arg) {
-		console.error('usage: node client_test.mjs http://127.0.0.1:PORT/mcp');
-		process.exit(2);
-	}
-	const url = new URL(arg);
-	const timer = setTimeout(() => {
-		check(`finished within ${TEST_TIMEOUT_MS} ms`, false, 'timeout');
-		finish();
-	}, TEST_TIMEOUT_MS);
-
+const arg = process.argv[2];
+if (!arg) {
+	console.error('usage: node client_test.mjs http://127.0.0.1:PORT/mcp');
+	process.exit(2);
+}
+const url = new URL(arg);
+runTests('client_test', async () => {
 	await basics(url);
 	await resumeThroughCut(url);
 	await connectionReuse(url);
-	clearTimeout(timer);
-	finish();
-}
-
-main().catch(err => {
-	check('test ran without an exception', false, err?.stack || String(err));
-	finish();
-});
+}, { timeoutMs: TEST_TIMEOUT_MS });

@@ -16,33 +16,19 @@
  * while working, then read cancelled.
  * The daemon needs `fixtures conformance`.
  *
- * Prints one line per check and "client_v2_tasks_test: N passed, N failed";
- * exits non-zero on any failure or after TEST_TIMEOUT_MS (default 30 s).
+ * Prints one line per check and "client_v2_tasks_test: N passed, N failed,
+ * N skipped" (tests/js/lib.mjs); exits non-zero on any failure or after
+ * TEST_TIMEOUT_MS (default 30 s).
  */
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { createTaskSessionFromClient } from '@modelcontextprotocol/ext-tasks/client';
+import { check, deadline, finish } from '../js/lib.mjs';
 
 const url = new URL(process.argv[2]);
 const VERSION = '2026-07-28';
 const clientInfo = { name: 'mcpd-sdk-v2-tasks-test', version: '1.0.0' };
-let passed = 0;
-let failed = 0;
-
-function check(what, ok, detail) {
-	if (ok) {
-		passed++;
-		console.log(`ok   ${what}`);
-	} else {
-		failed++;
-		console.log(`FAIL ${what}${detail !== undefined ? `: ${detail}` : ''}`);
-	}
-}
-
-const timer = setTimeout(() => {
-	console.log(`FAIL timed out`);
-	console.log(`client_v2_tasks_test: ${passed} passed, ${failed + 1} failed`);
-	process.exit(1);
-}, Number(process.env.TEST_TIMEOUT_MS || 30000));
+const timer = deadline('client_v2_tasks_test',
+    Number(process.env.TEST_TIMEOUT_MS || 30000));
 
 /* The extension's host-owned request path: one POST, a JSON body back. */
 let nextId = 1;
@@ -173,5 +159,4 @@ try {
 	check('closed cleanly', false, e?.stack ?? String(e));
 }
 clearTimeout(timer);
-console.log(`client_v2_tasks_test: ${passed} passed, ${failed} failed`);
-process.exit(failed === 0 ? 0 : 1);
+finish('client_v2_tasks_test');

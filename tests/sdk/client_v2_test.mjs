@@ -12,30 +12,14 @@
  * elicitation/create handler and retries with the requestState (MRTR).
  * The daemon needs `fixtures conformance` and `builtin_tools on`.
  *
- * Prints one line per check and "client_v2_test: N passed, N failed";
- * exits non-zero on any failure or after TEST_TIMEOUT_MS (default 30 s).
+ * Prints one line per check and "client_v2_test: N passed, N failed, N
+ * skipped" (tests/js/lib.mjs); exits non-zero on any failure or after
+ * TEST_TIMEOUT_MS (default 30 s).
  */
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { check, runTests } from '../js/lib.mjs';
 
 const url = new URL(process.argv[2]);
-let passed = 0;
-let failed = 0;
-
-function check(what, ok, detail) {
-	if (ok) {
-		passed++;
-		console.log(`ok   ${what}`);
-	} else {
-		failed++;
-		console.log(`FAIL ${what}${detail !== undefined ? `: ${detail}` : ''}`);
-	}
-}
-
-const timer = setTimeout(() => {
-	console.log(`FAIL timed out`);
-	console.log(`client_v2_test: ${passed} passed, ${failed + 1} failed`);
-	process.exit(1);
-}, Number(process.env.TEST_TIMEOUT_MS || 30000));
 
 async function run(mode) {
 	const label = typeof mode === 'string' ? mode : `pin ${mode.pin}`;
@@ -72,12 +56,7 @@ async function run(mode) {
 	await client.close();
 }
 
-try {
+runTests('client_v2_test', async () => {
 	await run({ pin: '2026-07-28' });
 	await run('auto');
-} catch (e) {
-	check('no exception', false, e?.stack ?? String(e));
-}
-clearTimeout(timer);
-console.log(`client_v2_test: ${passed} passed, ${failed} failed`);
-process.exit(failed === 0 ? 0 : 1);
+}, { timeoutMs: Number(process.env.TEST_TIMEOUT_MS || 30000) });

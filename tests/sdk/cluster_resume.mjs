@@ -18,122 +18,24 @@
  * own bookkeeping could hide a duplicate) with "done 40", and the event ids
  * form one unbroken K-1..K-41 sequence.
  *
- * Prints one line per round and "cluster_resume: N passed, N failed".
+ * Prints one line per round and "cluster_resume: N passed, N failed, N
+ * skipped" (tests/js/lib.mjs).
  */
-import net from 'node:net';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { check, parseId, runTests, short, sleep, startProxy } from '../js/lib.mjs';
 
 const TEST_TIMEOUT_MS = Number(process.env.TEST_TIMEOUT_MS || 50000);
 const STREAM_N = 40;
 const STREAM_INTERVAL_MS = 25;
 const CUTS = [1, 5, 12, 24, 39];
 
-let passed = 0;
-let failed = 0;
-
-const short = v => {
-	const s = typeof v === 'string' ? v : JSON.stringify(v);
-	return s === undefined ? 'undefined' : s.length > 300 ? s.slice(0, 300) + '...' : s;
-};
-
-function finish() {
-	console.log(`cluster_resume: ${passed} passed, ${failed} failed`);
-	process.exit(failed === 0 && passed > 0 ? 0 : 1);
-}
-
-/*
- * Forwards bytes both ways; the first connection that carries a tools/call
- * of `stream` is cut once its response has carried `cutAfter` progress
- * notifications: half of the current chunk is forwarded, then both sockets
- * are reset.
- */
-function startProxy(host, port, cutAfter) {
-	const state = { cuts: 0 };
-	const sockets = new Set();
-
-	state.server = net.createServer(client => {
-		const upstream = net.connect({ host, port });
-		let reqText = '';
-		let armed = false;
-		let respText = '';
-		let cut = false;
-
-		for (const s of [client, upstream]) {
-			sockets.add(s);
-			s.setNoDelay(true);
-			s.on('close', () => sockets.delete(s));
-		}
-		client.on('data', buf => {
-			if (state.cuts === 0 && !armed) {
-				reqText = (reqText + buf.toString('latin1')).slice(-8192);
-				if (/"method"\s*:\s*"tools\/call"/.test(reqText) &&
-				    /"name"\s*:\s*"stream"/.test(reqText))
-					armed = true;
-			}
-			if (!cut)
-				upstream.write(buf);
-		});
-		upstream.on('data', buf => {
-			if (cut)
-				return;
-			if (armed && state.cuts === 0) {
-				respText += buf.toString('latin1');
-				const seen = (respText.match(/notifications\/progress/g) || []).length;
-				if (seen >= cutAfter) {
-					/* In the middle of the last progress event of this
-					 * chunk (never in the headers, which came first). */
-					const text = buf.toString('latin1');
-					const at = text.lastIndexOf('notifications/progress');
-					cut = true;
-					state.cuts++;
-					client.write(buf.subarray(0, at), () => {
-						client.resetAndDestroy();
-						upstream.resetAndDestroy();
-					});
-					return;
-				}
-			}
-			client.write(buf);
-		});
-		const endBoth = () => {
-			if (cut)
-				return;
-			client.destroy();
-			upstream.destroy();
-		};
-		client.on('error', endBoth);
-		upstream.on('error', endBoth);
-		client.on('close', endBoth);
-		upstream.on('close', endBoth);
-	});
-	return new Promise((resolve, reject) => {
-		state.server.on('error', reject);
-		state.server.listen(0, '127.0.0.1', () => {
-			state.port = state.server.address().port;
-			state.close = () => {
-				for (const s of sockets)
-					s.destroy();
-				state.server.close();
-			};
-			resolve(state);
-		});
-	});
-}
-
-function parseId(id) {
-	const m = /^(0|[1-9][0-9]*)-(0|[1-9][0-9]*)$/.exec(id);
-	return m ? { k: m[1], n: Number(m[2]) } : null;
-}
-
 /* One round; returns null when it passed, else why not. */
 async function round(url, cutAfter) {
-	const proxy = await startProxy(url.hostname, Number(url.port || 80), cutAfter);
-	const proxied = new URL(url.href);
-	proxied.host = `127.0.0.1:${proxy.port}`;
+	const proxy = await startProxy(url, { cutAfter });
 	const gets = [];
-	const transport = new StreamableHTTPClientTransport(proxied, {
+	const transport = new StreamableHTTPClientTransport(proxy.url, {
 		fetch: async (input, init = {}) => {
 			const lastEventId = new Headers(init.headers).get('last-event-id');
 			const res = await fetch(input, init);
@@ -176,7 +78,7 @@ async function round(url, cutAfter) {
 			problems.push(`call failed: ${err?.message || err}`);
 		}
 		/* A duplicate response would come after the result: let it. */
-		await new Promise(resolve => setTimeout(resolve, 200));
+		await sleep(200);
 		if (proxy.cuts !== 1)
 			problems.push(`the proxy did not cut (cuts=${proxy.cuts})`);
 		if (!gets.some(g => g.status === 200))
@@ -211,35 +113,16 @@ async function round(url, cutAfter) {
 	return problems.length === 0 ? null : problems.join('; ');
 }
 
-async function main() {
-	const arg = process.argv[2];
-	if (!arg) {
-		console.error('usage: node cluster_resume.mjs http://127.0.0.1:PORT/mcp');
-		process.exit(2);
-	}
-	const url = new URL(arg);
-	const timer = setTimeout(() => {
-		failed++;
-		console.log(`FAIL not finished within ${TEST_TIMEOUT_MS} ms`);
-		finish();
-	}, TEST_TIMEOUT_MS);
+const arg = process.argv[2];
+if (!arg) {
+	console.error('usage: node cluster_resume.mjs http://127.0.0.1:PORT/mcp');
+	process.exit(2);
+}
+const url = new URL(arg);
+runTests('cluster_resume', async () => {
 	for (const cutAfter of CUTS) {
 		const why = await round(url, cutAfter);
-		const name = `cut after ${cutAfter} progress notifications: resumed exactly once`;
-		if (why === null) {
-			passed++;
-			console.log(`ok   ${name}`);
-		} else {
-			failed++;
-			console.log(`FAIL ${name}: ${why}`);
-		}
+		check(`cut after ${cutAfter} progress notifications: resumed ` +
+		    'exactly once', why === null, why);
 	}
-	clearTimeout(timer);
-	finish();
-}
-
-main().catch(err => {
-	failed++;
-	console.log(`FAIL ran without an exception: ${err?.stack || err}`);
-	finish();
-});
+}, { timeoutMs: TEST_TIMEOUT_MS });

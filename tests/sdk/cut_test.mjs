@@ -26,41 +26,20 @@
  * run.sh runs this against daemons with stream_maxlen 32, 64 and the
  * default, on the memory log and (under scripts/with-redis) on Redis.
  *
- * Prints one line per check and "cut_test: N passed, N failed"; exits
- * non-zero on any failure or after TEST_TIMEOUT_MS (default 60 s).
+ * Prints one line per check and "cut_test: N passed, N failed, N
+ * skipped" (tests/js/lib.mjs); exits non-zero on any failure or after
+ * TEST_TIMEOUT_MS (default 60 s).
  */
-import net from 'node:net';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import {
+	check, counts, parseId, runTests, short, startProxy
+} from '../js/lib.mjs';
 
 const TEST_TIMEOUT_MS = Number(process.env.TEST_TIMEOUT_MS || 60000);
 /* A call resumed into a 410 is retried by the SDK until it gives up. */
 const CALL_TIMEOUT_MS = 10000;
-
-let passed = 0;
-let failed = 0;
-
-function check(name, ok, detail) {
-	if (ok) {
-		passed++;
-		console.log(`ok   ${name}`);
-	} else {
-		failed++;
-		console.log(`FAIL ${name}${detail !== undefined ? `: ${detail}` : ''}`);
-	}
-	return ok;
-}
-
-function finish() {
-	console.log(`cut_test: ${passed} passed, ${failed} failed`);
-	process.exit(failed === 0 && passed > 0 ? 0 : 1);
-}
-
-const short = v => {
-	const s = typeof v === 'string' ? v : JSON.stringify(v);
-	return s === undefined ? 'undefined' : s.length > 300 ? s.slice(0, 300) + '...' : s;
-};
 
 /* Records every request the transport makes, to count the resumes. */
 function recordingFetch(log) {
@@ -82,106 +61,12 @@ function recordingFetch(log) {
 	};
 }
 
-/*
- * A TCP proxy that forwards bytes both ways and cuts once: a connection is
- * armed when the client sends a tools/call of `stream` on it; once the
- * bytes back have carried `cut` progress notifications, the chunk in hand
- * is forwarded up to the middle of its last data line and both sockets
- * are reset. Like any proxy it has read (and so acknowledged) what it did
- * not forward.
- */
-function startProxy(host, port, cut) {
-	const state = { cuts: 0, server: null, port: 0 };
-	const sockets = new Set();
-
-	state.server = net.createServer(client => {
-		const upstream = net.connect({ host, port });
-		let reqText = '';
-		let armed = false;
-		let seen = 0;
-		let tail = '';
-		let cutting = false;
-
-		sockets.add(client);
-		sockets.add(upstream);
-		client.setNoDelay(true);
-		upstream.setNoDelay(true);
-
-		client.on('data', buf => {
-			if (state.cuts === 0 && !armed) {
-				reqText = (reqText + buf.toString('latin1')).slice(-8192);
-				if (/"method"\s*:\s*"tools\/call"/.test(reqText) &&
-				    /"name"\s*:\s*"stream"/.test(reqText)) {
-					armed = true;
-					reqText = '';
-				}
-			}
-			if (!cutting)
-				upstream.write(buf);
-		});
-		upstream.on('data', buf => {
-			if (cutting)
-				return;
-			if (armed && state.cuts === 0) {
-				/* Count across chunk boundaries: keep a short tail. */
-				const text = tail + buf.toString('latin1');
-				seen += (text.match(/notifications\/progress/g) || []).length;
-				tail = text.slice(-32).replace(/.*notifications\/progress/s, '');
-				if (seen >= cut) {
-					cutting = true;
-					state.cuts++;
-					const at = buf.lastIndexOf('data:');
-					const torn = buf.subarray(0, at < 0 ?
-					    Math.max(1, buf.length >> 1) :
-					    at + ((buf.length - at) >> 1));
-					client.write(torn, () => {
-						client.resetAndDestroy();
-						upstream.resetAndDestroy();
-					});
-					return;
-				}
-			}
-			client.write(buf);
-		});
-		const endBoth = () => {
-			if (cutting)
-				return;
-			client.destroy();
-			upstream.destroy();
-		};
-		client.on('error', endBoth);
-		upstream.on('error', endBoth);
-		client.on('close', () => { sockets.delete(client); endBoth(); });
-		upstream.on('close', () => { sockets.delete(upstream); endBoth(); });
-	});
-
-	return new Promise((resolve, reject) => {
-		state.server.on('error', reject);
-		state.server.listen(0, '127.0.0.1', () => {
-			state.port = state.server.address().port;
-			state.close = () => {
-				for (const s of sockets)
-					s.destroy();
-				state.server.close();
-			};
-			resolve(state);
-		});
-	});
-}
-
-function parseId(id) {
-	const m = /^(0|[1-9][0-9]*)-(0|[1-9][0-9]*)$/.exec(id);
-	return m ? { k: m[1], n: Number(m[2]) } : null;
-}
-
 async function cutOnce(url, label, n, cut) {
 	const name = `${label}, n=${n}, cut after ${cut}`;
-	const proxy = await startProxy(url.hostname, Number(url.port || 80), cut);
-	const proxied = new URL(url.href);
-	proxied.host = `127.0.0.1:${proxy.port}`;
+	const proxy = await startProxy(url, { cutAfter: cut });
 	const log = [];
 	const errors = [];
-	const transport = new StreamableHTTPClientTransport(proxied, {
+	const transport = new StreamableHTTPClientTransport(proxy.url, {
 		fetch: recordingFetch(log),
 		reconnectionOptions: {
 			initialReconnectionDelay: 100,
@@ -240,7 +125,7 @@ async function cutOnce(url, label, n, cut) {
 	check(`${name}: ids one stream, consecutive, up to K-${n + 1}`,
 	    gap === null && parsed[parsed.length - 1].n === n + 1,
 	    gap ?? short(ids.slice(-3)));
-	if (failed > 0 && errors.length > 0)
+	if (counts().failed > 0 && errors.length > 0)
 		console.log(`# transport errors: ${short(errors)}`);
 
 	try {
@@ -252,24 +137,13 @@ async function cutOnce(url, label, n, cut) {
 	proxy.close();
 }
 
-async function main() {
-	const [arg, label, nArg, ...cutArgs] = process.argv.slice(2);
-	if (!arg || !label || !nArg || cutArgs.length === 0) {
-		console.error('usage: node cut_test.mjs URL LABEL N CUT...');
-		process.exit(2);
-	}
-	const url = new URL(arg);
-	const timer = setTimeout(() => {
-		check(`finished within ${TEST_TIMEOUT_MS} ms`, false, 'timeout');
-		finish();
-	}, TEST_TIMEOUT_MS);
+const [arg, label, nArg, ...cutArgs] = process.argv.slice(2);
+if (!arg || !label || !nArg || cutArgs.length === 0) {
+	console.error('usage: node cut_test.mjs URL LABEL N CUT...');
+	process.exit(2);
+}
+const url = new URL(arg);
+runTests('cut_test', async () => {
 	for (const cut of cutArgs)
 		await cutOnce(url, label, Number(nArg), Number(cut));
-	clearTimeout(timer);
-	finish();
-}
-
-main().catch(err => {
-	check('test ran without an exception', false, err?.stack || String(err));
-	finish();
-});
+}, { timeoutMs: TEST_TIMEOUT_MS });

@@ -12,8 +12,8 @@
 # Starts MCPD_BINARY on a free loopback port (listen 127.0.0.1:0; the port is
 # read from its "listening on 127.0.0.1:PORT" log line), runs the scripts
 # against it, stops it with SIGTERM and exits with the test's status.  The
-# last line is "N passed, N failed" (the client's checks plus this script's
-# own: each daemon started, each daemon stopped cleanly).
+# last line is "N passed, N failed, N skipped" (the client's checks plus
+# this script's own: each daemon started, each daemon stopped cleanly).
 set -eu
 
 if [ $# -ne 1 ]; then
@@ -28,12 +28,12 @@ dir=$(cd "$(dirname "$0")" && pwd)
 
 if [ ! -x "$bin" ]; then
 	echo "FAIL $bin is not an executable"
-	echo "0 passed, 1 failed"
+	echo "0 passed, 1 failed, 0 skipped"
 	exit 1
 fi
 if ! command -v node >/dev/null 2>&1; then
 	echo "FAIL node not found (run scripts/install-deps)"
-	echo "0 passed, 1 failed"
+	echo "0 passed, 1 failed, 0 skipped"
 	exit 1
 fi
 if [ ! -d "$dir/node_modules/@modelcontextprotocol/sdk" ] ||
@@ -47,6 +47,7 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/mcpd-sdk.XXXXXX")
 pid=
 passed=0
 failed=0
+skipped=0
 
 # shellcheck disable=SC2317 # called by the trap
 cleanup() {
@@ -144,24 +145,28 @@ EOF
 
 status=0
 if ! start_mcpd; then
-	echo "$passed passed, $failed failed"
+	echo "$passed passed, $failed failed, $skipped skipped"
 	exit 1
 fi
 
 # One test file (its arguments follow the URL): its output, and its
-# "NAME: N passed, N failed" summary added to the counts (tee hides node's
-# status from a plain sh pipeline).
+# "NAME: N passed, N failed, N skipped" summary (tests/js/lib.mjs) added to
+# the counts (tee hides node's status from a plain sh pipeline).
 run_client() {
 	name=$1
 	shift
 	node "$dir/$name.mjs" "http://127.0.0.1:$port/mcp" "$@" |
 	    tee "$tmp/$name.out" || status=$?
-	counts=$(sed -n "s/^$name: \([0-9]*\) passed, \([0-9]*\) failed\$/\1 \2/p" \
+	n='\([0-9]*\)'
+	# shellcheck disable=SC2046 # the three numbers, or nothing
+	set -- $(sed -n \
+	    "s/^$name: $n passed, $n failed, $n skipped\$/\1 \2 \3/p" \
 	    "$tmp/$name.out" | tail -n 1)
-	if [ -n "$counts" ]; then
-		passed=$((passed + ${counts% *}))
-		failed=$((failed + ${counts#* }))
-		if [ "${counts#* }" -ne 0 ] || [ "${counts% *}" -eq 0 ]; then
+	if [ $# -eq 3 ]; then
+		passed=$((passed + $1))
+		failed=$((failed + $2))
+		skipped=$((skipped + $3))
+		if [ "$2" -ne 0 ] || [ "$1" -eq 0 ]; then
 			status=1
 		fi
 	else
@@ -211,5 +216,5 @@ EOF
 	done
 done
 
-echo "$passed passed, $failed failed"
+echo "$passed passed, $failed failed, $skipped skipped"
 exit "$status"

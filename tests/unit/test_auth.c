@@ -14,7 +14,9 @@
 
 #include <openssl/evp.h>
 
+#include "confparse.h"
 #include "unit.h"
+#include "world.h"
 
 #include "auth.h"
 #include "base64.h"
@@ -23,6 +25,7 @@
 #include "http_client.h"
 #include "jwt.h"
 #include "log.h"
+#include "provider.h"
 #include "server.h"
 #include "xmalloc.h"
 
@@ -30,9 +33,6 @@
 #define ISSUER		"https://as.example.test"
 #define STATIC_TOKEN	"static-token-of-the-unit-test"
 
-static struct event_base	*base;
-static struct conf		*conf;
-static struct eventlog		*el;
 static EVP_PKEY			*key;
 static char			 dir[] = "/tmp/mcpd-test-auth.XXXXXX";
 
@@ -119,11 +119,8 @@ start(const char *extra)
 	    "tool status {\n exec /bin/true\n scope mcp\n}\n"
 	    "tool open {\n exec /bin/true\n}\n", jwks_path, tokens_path,
 	    extra);
-	conf = conf_parse_string(text, "t.conf", &cause);
-	ck_assert_msg(conf != NULL, "conf: %s", cause);
-	el = eventlog_create(base, conf, &cause);
-	ck_assert_ptr_nonnull(el);
-	server_init(base, conf, el);
+	world_setup(parse_ok(text));
+	world_start();
 	http_client_init(base);
 	ck_assert_msg(auth_init(base, conf, &cause) == 0, "auth_init: %s",
 	    cause);
@@ -139,8 +136,6 @@ start(const char *extra)
 static void
 setup(void)
 {
-	log_level = LOG_LEVEL_ERROR;
-	base = event_base_new();
 	key = EVP_PKEY_Q_keygen(NULL, NULL, "ED25519");
 	ck_assert_ptr_nonnull(key);
 	ck_assert_ptr_nonnull(mkdtemp(dir));
@@ -152,13 +147,8 @@ teardown(void)
 	char	*cmd;
 
 	auth_shutdown();
-	unit_turns(base, 4);
-	if (el != NULL)
-		eventlog_free(el);
-	el = NULL;
-	conf_free(conf);
-	conf = NULL;
-	event_base_free(base);
+	if (base != NULL)	/* start() ran */
+		world_teardown();
 	EVP_PKEY_free(key);
 	xasprintf(&cmd, "rm -rf %s", dir);
 	if (system(cmd) != 0)
@@ -478,22 +468,27 @@ START_TEST(test_challenge_and_metadata)
 	free(text);
 	cJSON_Delete(md);
 
-	/* Tools: their scope, who may call them, what to ask for. */
-	ck_assert_str_eq(auth_tool_scope("deploy"), "deploy");
-	ck_assert_ptr_null(auth_tool_scope("open"));
-	ck_assert_ptr_null(auth_tool_scope("echo"));
+	/*
+	 * Tools: their scope (the exec provider's, from the tool block),
+	 * who may call them, what to ask for.
+	 */
+	provider_init(conf);
+	ck_assert_str_eq(provider_tool_scope("deploy"), "deploy");
+	ck_assert_ptr_null(provider_tool_scope("open"));
+	ck_assert_ptr_null(provider_tool_scope("echo"));
 	p = auth_principal_new(ISSUER, "al", NULL, "mcp");
-	ck_assert(!auth_tool_allowed(p, "deploy"));
-	ck_assert(auth_tool_allowed(p, "status"));
-	ck_assert(auth_tool_allowed(p, "open"));
-	ck_assert(auth_tool_allowed(p, "no-such-tool"));
+	ck_assert(!auth_scope_allowed(p, provider_tool_scope("deploy")));
+	ck_assert(auth_scope_allowed(p, provider_tool_scope("status")));
+	ck_assert(auth_scope_allowed(p, provider_tool_scope("open")));
+	ck_assert(auth_scope_allowed(p, provider_tool_scope("no-such-tool")));
 	auth_principal_unref(p);
-	s = auth_tool_scopes_needed("deploy");
+	s = auth_scopes_needed(provider_tool_scope("deploy"));
 	ck_assert_str_eq(s, "mcp deploy");
 	free(s);
-	s = auth_tool_scopes_needed("status");
+	s = auth_scopes_needed(provider_tool_scope("status"));
 	ck_assert_str_eq(s, "mcp");
 	free(s);
+	provider_shutdown();
 }
 END_TEST
 

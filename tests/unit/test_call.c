@@ -13,6 +13,7 @@
 #include <event2/event.h>
 
 #include "unit.h"
+#include "world.h"
 
 #include "call.h"
 #include "conf.h"
@@ -27,46 +28,15 @@
 
 #define V_NEW		"2025-11-25"
 
-static struct event_base	*base;
-static struct conf		*conf;
-static struct eventlog		*el;
-
 /* Set while the test is inside a call_* function a callback must avoid. */
 static const char		*inside;
 
 static void
 setup(void)
 {
-	char	*cause = NULL;
-
-	log_level = LOG_LEVEL_ERROR;
-	xmalloc_init_cjson();
-	base = event_base_new();
-	ck_assert_ptr_nonnull(base);
-	conf = conf_default();
-	conf->eventlog = CONF_EVENTLOG_MEMORY;
-	el = eventlog_create(base, conf, &cause);
-	ck_assert_msg(el != NULL, "eventlog_create: %s", cause);
-	server_init(base, conf, el);
-	session_init();
+	world_setup(NULL);
+	world_start();
 	inside = NULL;
-}
-
-static void
-teardown(void)
-{
-	session_shutdown();
-	unit_turns(base, 20);
-	ck_assert_uint_eq(session_allocated(), 0);
-	eventlog_free(el);
-	event_base_free(base);
-	conf_free(conf);
-}
-
-static void
-created_cb(struct stream *st, int ok, void *arg)
-{
-	*(int *)arg = ok ? 1 : -1;
 }
 
 /* A session, and a call of request id 7 on a request stream of it. */
@@ -74,19 +44,12 @@ static struct call *
 start(struct session **sp)
 {
 	struct session	*s;
-	struct stream	*st;
 	struct call	*c;
 	cJSON		*id;
-	int		 created = 0, n;
 
-	s = session_create(V_NEW, NULL, NULL, NULL, NULL);
-	ck_assert_ptr_nonnull(s);
-	st = stream_open(s, STREAM_REQUEST, created_cb, &created);
-	for (n = 0; created == 0 && n < 100; n++)
-		unit_turns(base, 1);
-	ck_assert_int_eq(created, 1);
+	s = world_session(V_NEW);
 	id = cJSON_CreateNumber(7);
-	c = call_start(s, st, id, NULL);
+	c = call_start(s, world_request_stream(s), id, NULL);
 	cJSON_Delete(id);
 	if (sp != NULL)
 		*sp = s;
@@ -426,7 +389,7 @@ call_suite(void)
 	Suite	*s = suite_create("call");
 	TCase	*tc = tcase_create("rule");
 
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_checked_fixture(tc, setup, world_teardown);
 	tcase_add_test(tc, test_request_after_end);
 	tcase_add_test(tc, test_request_answered);
 	tcase_add_test(tc, test_request_outlived_by_respond);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "confparse.h"
 #include "unit.h"
 
 #include "conf.h"
@@ -26,32 +27,6 @@ static const char *all_keys[] = {
 	"backpressure_standalone", "builtin_tools", "fixtures",
 	"max_children", "tool", "log_level", "auth"
 };
-
-static struct conf *
-parse_ok(const char *text)
-{
-	struct conf	*conf;
-	char		*cause = NULL;
-
-	conf = conf_parse_string(text, "t.conf", &cause);
-	if (conf == NULL)
-		ck_abort_msg("unexpected error for \"%s\": %s", text, cause);
-	ck_assert_ptr_null(cause);
-	return (conf);
-}
-
-static void
-expect_error(const char *text, const char *want)
-{
-	struct conf	*conf;
-	char		*cause = NULL;
-
-	conf = conf_parse_string(text, "t.conf", &cause);
-	ck_assert_msg(conf == NULL, "no error for \"%s\"", text);
-	ck_assert_ptr_nonnull(cause);
-	ck_assert_str_eq(cause, want);
-	free(cause);
-}
 
 /* Parse "key value" and return the conf. */
 static struct conf *

@@ -220,7 +220,17 @@ START_TEST(test_format_like_printf)
 	char		buf[CURSOR_BUFSIZE], want[CURSOR_BUFSIZE];
 	uint64_t	v, p;
 
-	for (v = 0; v <= 1000000; v++) {
+	/*
+	 * Every value of up to five digits, then a stride through the rest
+	 * of the range: a million of each took Check's 4 s under ASan on a
+	 * loaded machine.
+	 */
+	for (v = 0; v <= 100000; v++) {
+		cursor_format_seq(buf, sizeof buf, v);
+		snprintf(want, sizeof want, "%llu", (unsigned long long)v);
+		ck_assert_str_eq(buf, want);
+	}
+	for (v = 100000; v < UINT64_MAX / 3; v = v * 3 + 7) {
 		cursor_format_seq(buf, sizeof buf, v);
 		snprintf(want, sizeof want, "%llu", (unsigned long long)v);
 		ck_assert_str_eq(buf, want);

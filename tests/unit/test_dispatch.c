@@ -2,7 +2,7 @@
  * Unit tests for dispatch.c on the quick methods: the pages of a list and
  * the cursors that lead to them (only the ones mcpd hands out are taken),
  * the one check of a request's params for NULs, and what the method table
- * tells the transport.
+ * tells both revisions' edges.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,13 +10,16 @@
 
 #include <event2/event.h>
 
+#include "confparse.h"
 #include "unit.h"
+#include "world.h"
 
 #include "conf.h"
 #include "dispatch.h"
 #include "eventlog.h"
 #include "jsonrpc.h"
 #include "log.h"
+#include "mcp.h"
 #include "provider.h"
 #include "server.h"
 #include "session.h"
@@ -26,43 +29,22 @@
 #define NTOOLS		247
 #define NLISTED		(NTOOLS + 3)
 
-static struct event_base	*base;
-static struct conf		*conf;
-static struct eventlog		*el;
-
 static void
 setup(void)
 {
-	char	*text, *cause = NULL;
+	char	*text;
 	size_t	 len = 0, size = 64 * NTOOLS + 64;
 	int	 i;
 
-	log_level = LOG_LEVEL_ERROR;
-	xmalloc_init_cjson();
 	text = xmalloc(size);
 	len += (size_t)snprintf(text, size, "builtin_tools on\n");
 	for (i = 0; i < NTOOLS; i++)
 		len += (size_t)snprintf(text + len, size - len,
 		    "tool t%03d {\n exec /bin/true\n}\n", i);
-	conf = conf_parse_string(text, "t.conf", &cause);
-	ck_assert_msg(conf != NULL, "conf: %s", cause);
+	world_setup(parse_ok(text));
 	free(text);
-	base = event_base_new();
-	ck_assert_ptr_nonnull(base);
-	el = eventlog_create(base, conf, &cause);
-	ck_assert_msg(el != NULL, "eventlog_create: %s", cause);
-	server_init(base, conf, el);
-	session_init();
+	world_start();
 	provider_init(conf);
-}
-
-static void
-teardown(void)
-{
-	session_shutdown();
-	eventlog_free(el);
-	event_base_free(base);
-	conf_free(conf);
 }
 
 /* Runs one quick request given as JSON text; returns the answer. */
@@ -196,10 +178,19 @@ static const char *nul_params[] = {
 
 START_TEST(test_nul_params)
 {
-	cJSON	*answer = quick(nul_params[_i]);
+	cJSON		*answer = quick(nul_params[_i]), *req;
+	const char	*message, *cause;
+	int		 code;
 
 	ck_assert_int_eq(error_code(answer), JSONRPC_INVALID_PARAMS);
 	ck_assert_int_eq(cJSON_GetObjectItem(answer, "id")->valueint, 9);
+	/* The stateless edge asks first, and answers the same message. */
+	req = jsonrpc_parse(nul_params[_i], strlen(nul_params[_i]), &code,
+	    &cause);
+	ck_assert_ptr_nonnull(message = dispatch_params_refused(req));
+	ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(answer,
+	    "error"), "message")->valuestring, message);
+	cJSON_Delete(req);
 	cJSON_Delete(answer);
 }
 END_TEST
@@ -290,6 +281,105 @@ START_TEST(test_method_table)
 }
 END_TEST
 
+/*
+ * One table for both revisions: which has a method, how it runs, its
+ * flags and the params member it names (the stateless edge's Mcp-Name).
+ */
+static const struct {
+	const char		*name;
+	int			 rev;
+	int			 found;
+	enum dispatch_kind	 kind;
+	int			 flags;
+	const char		*name_param;
+} revisions[] = {
+	{ "ping", MCP_REV_2025, 1, DISPATCH_QUICK, 0, NULL },
+	{ "ping", MCP_REV_2026, 0, 0, 0, NULL },
+	{ "initialize", MCP_REV_2026, 0, 0, 0, NULL },
+	{ "initialize", MCP_REV_2025, 1, DISPATCH_QUICK,
+	  DISPATCH_SESSIONLESS, NULL },
+	{ "server/discover", MCP_REV_2025, 0, 0, 0, NULL },
+	{ "server/discover", MCP_REV_2026, 1, DISPATCH_QUICK,
+	  DISPATCH_CACHEABLE, NULL },
+	{ "subscriptions/listen", MCP_REV_2026, 1, DISPATCH_LISTEN, 0, NULL },
+	{ "subscriptions/listen", MCP_REV_2025, 0, 0, 0, NULL },
+	{ "tools/list", MCP_REV_2026, 1, DISPATCH_QUICK, DISPATCH_CACHEABLE,
+	  NULL },
+	{ "tools/call", MCP_REV_2026, 1, DISPATCH_CALL,
+	  DISPATCH_PARAM_HEADERS, "name" },
+	{ "tools/call", MCP_REV_2025, 1, DISPATCH_CALL,
+	  DISPATCH_PARAM_HEADERS, "name" },
+	{ "resources/read", MCP_REV_2026, 1, DISPATCH_CALL,
+	  DISPATCH_CACHEABLE, "uri" },
+	{ "prompts/get", MCP_REV_2026, 1, DISPATCH_CALL, 0, "name" },
+	{ "tasks/update", MCP_REV_2026, 1, DISPATCH_CALL, 0, "taskId" },
+	/* No provider has resources or prompts here: off, so not found. */
+	{ "resources/list", MCP_REV_2026, 0, 0, 0, NULL },
+	{ "prompts/list", MCP_REV_2026, 0, 0, 0, NULL },
+	{ "resources/subscribe", MCP_REV_2026, 0, 0, 0, NULL },
+	{ "logging/setLevel", MCP_REV_2026, 0, 0, 0, NULL },
+	{ "notifications/cancelled", MCP_REV_2025, 0, 0, 0, NULL },
+	{ "no/such", MCP_REV_2026, 0, 0, 0, NULL },
+};
+
+START_TEST(test_revisions)
+{
+	const struct dispatch_method	*m;
+
+	m = dispatch_lookup(revisions[_i].name, revisions[_i].rev);
+	ck_assert_msg((m != NULL) == revisions[_i].found, "%s in %d: found",
+	    revisions[_i].name, revisions[_i].rev);
+	if (m == NULL)
+		return;
+	ck_assert_str_eq(dispatch_method_name(m), revisions[_i].name);
+	ck_assert_int_eq(dispatch_method_kind(m), revisions[_i].kind);
+	ck_assert_int_eq(dispatch_method_flags(m), revisions[_i].flags);
+	if (revisions[_i].name_param == NULL)
+		ck_assert_ptr_null(dispatch_method_name_param(m));
+	else
+		ck_assert_str_eq(dispatch_method_name_param(m),
+		    revisions[_i].name_param);
+}
+END_TEST
+
+/* What the authorization check asks of a request: what it names. */
+static const struct {
+	const char		*msg;
+	enum dispatch_scope	 scope;
+	const char		*name;
+} scopes[] = {
+	{ "{\"method\":\"tools/call\",\"params\":{\"name\":\"t\"}}",
+	  DISPATCH_SCOPE_TOOL, "t" },
+	{ "{\"method\":\"prompts/get\",\"params\":{\"name\":\"p\"}}",
+	  DISPATCH_SCOPE_PROMPT, "p" },
+	{ "{\"method\":\"resources/read\",\"params\":{\"uri\":\"u\"}}",
+	  DISPATCH_SCOPE_RESOURCE, "u" },
+	{ "{\"method\":\"resources/subscribe\",\"params\":{\"uri\":"
+	  "\"u\"}}", DISPATCH_SCOPE_RESOURCE, "u" },
+	{ "{\"method\":\"completion/complete\",\"params\":{}}",
+	  DISPATCH_SCOPE_REF, NULL },
+	{ "{\"method\":\"tools/list\",\"params\":{\"name\":\"t\"}}",
+	  DISPATCH_SCOPE_NONE, NULL },
+	{ "{\"method\":\"tools/call\",\"params\":{\"name\":7}}",
+	  DISPATCH_SCOPE_TOOL, NULL },
+	{ "{\"method\":7}", DISPATCH_SCOPE_NONE, NULL },
+};
+
+START_TEST(test_scopes)
+{
+	cJSON		*msg = cJSON_Parse(scopes[_i].msg);
+	const char	*name;
+
+	ck_assert_ptr_nonnull(msg);
+	ck_assert_int_eq(dispatch_scope(msg, &name), scopes[_i].scope);
+	if (scopes[_i].name == NULL)
+		ck_assert_ptr_null(name);
+	else
+		ck_assert_str_eq(name, scopes[_i].name);
+	cJSON_Delete(msg);
+}
+END_TEST
+
 #define NITEMS(a)	((int)(sizeof (a) / sizeof (a)[0]))
 
 static Suite *
@@ -299,21 +389,23 @@ dispatch_suite(void)
 	TCase	*tc;
 
 	tc = tcase_create("pages");
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_checked_fixture(tc, setup, world_teardown);
 	tcase_add_test(tc, test_pages);
 	tcase_add_test(tc, test_null_cursor);
 	tcase_add_loop_test(tc, test_bad_cursor, 0, NITEMS(bad_cursors));
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("nul");
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_checked_fixture(tc, setup, world_teardown);
 	tcase_add_loop_test(tc, test_nul_params, 0, NITEMS(nul_params));
 	tcase_add_test(tc, test_nul_initialize);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("methods");
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_checked_fixture(tc, setup, world_teardown);
 	tcase_add_loop_test(tc, test_method_table, 0, NITEMS(methods));
+	tcase_add_loop_test(tc, test_revisions, 0, NITEMS(revisions));
+	tcase_add_loop_test(tc, test_scopes, 0, NITEMS(scopes));
 	suite_add_tcase(s, tc);
 	return (s);
 }

@@ -1949,6 +1949,7 @@ main(void)
 	const char	*url = getenv("MCPD_TEST_REDIS_URL");
 	int		 failed;
 
+	unit_init();
 	signal(SIGPIPE, SIG_IGN);
 	if (url != NULL && *url != '\0') {
 		if (parse_url(url) != 0) {

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "confparse.h"
 #include "unit.h"
 
 #include "conf.h"
@@ -18,10 +19,7 @@ static struct conf	*conf;
 static void
 setup(void)
 {
-	char	*cause = NULL;
-
-	xmalloc_init_cjson();
-	conf = conf_parse_string(
+	conf = parse_ok(
 	    "tool t {\n"
 	    "    param s string required \"A string\"\n"
 	    "    param i integer\n"
@@ -31,9 +29,7 @@ setup(void)
 	    "}\n"
 	    "tool none {\n"
 	    "    exec /bin/true a b\n"
-	    "}\n", "t.conf", &cause);
-	if (conf == NULL)
-		ck_abort_msg("%s", cause);
+	    "}\n");
 }
 
 static void
@@ -81,7 +77,7 @@ expect_argv(const char *json, const char *want)
 	got = joined(argv);
 	ck_assert_str_eq(got, want);
 	free(got);
-	provider_exec_argv_free(argv);
+	xfree_words(argv);
 }
 
 static void
@@ -175,7 +171,7 @@ START_TEST(test_invalid)
 	ck_assert_str_eq(argv[0], "/bin/true");
 	ck_assert_str_eq(argv[2], "b");
 	ck_assert_ptr_null(argv[3]);
-	provider_exec_argv_free(argv);
+	xfree_words(argv);
 	argv = argv_for("none", "{\"a\": 1}", &cause);
 	ck_assert_ptr_null(argv);
 	ck_assert_str_eq(cause, "unknown argument 'a'");

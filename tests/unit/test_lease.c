@@ -18,6 +18,7 @@
 #include <event2/event.h>
 
 #include "unit.h"
+#include "world.h"
 
 #include "conf.h"
 #include "eventlog.h"
@@ -27,10 +28,6 @@
 
 #define SID	"0123456789abcdef0123456789abcdef"
 #define K	4242
-
-static struct event_base	*base;
-static struct conf		*conf;
-static struct eventlog		*el;
 
 static void
 done_cb(enum eventlog_status status, void *arg)
@@ -50,16 +47,10 @@ appended_cb(enum eventlog_status status, const struct eventlog_info *info,
 static void
 setup(void)
 {
-	char	*cause = NULL;
 	int	 stored = 0, appended = 0;
 
-	log_level = LOG_LEVEL_ERROR;
-	base = event_base_new();
-	conf = conf_default();
-	conf->eventlog = CONF_EVENTLOG_MEMORY;
-	el = eventlog_create(base, conf, &cause);
-	ck_assert_msg(el != NULL, "eventlog_create: %s", cause);
-	server_init(base, conf, el);
+	world_setup(NULL);
+	world_start();
 	eventlog_session_store(el, SID, "{}", 2, done_cb, &stored);
 	eventlog_stream_create(el, SID, K, appended_cb, &appended);
 	eventlog_append(el, SID, K, 1, "one", 3, 0, appended_cb, &appended);
@@ -67,15 +58,6 @@ setup(void)
 	unit_turns(base, 5);
 	ck_assert_int_eq(stored, 1);
 	ck_assert_int_eq(appended, 3);
-}
-
-static void
-teardown(void)
-{
-	eventlog_free(el);
-	unit_turns(base, 5);
-	event_base_free(base);
-	conf_free(conf);
 }
 
 struct entries {
@@ -320,7 +302,7 @@ lease_suite(void)
 	TCase	*tc;
 
 	tc = tcase_create("answer");
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_checked_fixture(tc, setup, world_teardown);
 	tcase_add_test(tc, test_answer_after_head);
 	tcase_add_test(tc, test_answer_twice_is_refused);
 	tcase_add_test(tc, test_answer_nothing_owed_ends);
@@ -328,7 +310,7 @@ lease_suite(void)
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("settle");
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_checked_fixture(tc, setup, world_teardown);
 	tcase_add_test(tc, test_settle_answers_after_the_log);
 	tcase_add_test(tc, test_settle_forgotten);
 	suite_add_tcase(s, tc);

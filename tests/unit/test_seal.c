@@ -1,10 +1,10 @@
 /*
- * Unit tests for base64.c and seal.c: both alphabets round-trip, a text
- * that is not canonical base64 is refused, and a sealed text opens only
- * unchanged, under the current or the previous key, and within its
- * lifetime by the wall clock (with the skew allowed, and not more); with
- * no key file, the keys are the event log's keyring, and nothing is
- * sealed before it is read.
+ * Unit tests for base64.c, seal.c and statekey.c: both alphabets
+ * round-trip, a text that is not canonical base64 is refused, and a sealed
+ * text opens only unchanged, under the current or the previous key, and
+ * within its lifetime by the wall clock (with the skew allowed, and not
+ * more); with no key file, the keys are the event log's keyring, and
+ * nothing is sealed before it is read.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +22,7 @@
 #include "conf.h"
 #include "eventlog.h"
 #include "seal.h"
+#include "statekey.h"
 #include "xmalloc.h"
 
 static const char *samples[] = {
@@ -103,8 +104,8 @@ START_TEST(test_seal)
 	const char	*why;
 
 	conf->state_key_file = xstrdup(k1);
-	ck_assert_int_eq(seal_load(conf, 1, &cause), 0);
-	ck_assert(seal_ready());
+	ck_assert_int_eq(statekey_load(conf, 1, &cause), 0);
+	ck_assert(statekey_ready());
 	sealed = seal_sign("{\"a\":1}");
 	text = seal_open(sealed, &why);
 	ck_assert_str_eq(text, "{\"a\":1}");
@@ -126,7 +127,7 @@ START_TEST(test_seal)
 	free(conf->state_key_file);
 	conf->state_key_file = xstrdup(k2);
 	conf->state_key_previous_file = xstrdup(k1);
-	ck_assert_int_eq(seal_load(conf, 0, &cause), 0);
+	ck_assert_int_eq(statekey_load(conf, 0, &cause), 0);
 	text = seal_open(sealed, &why);
 	ck_assert_str_eq(text, "{\"a\":1}");
 	free(text);
@@ -134,14 +135,14 @@ START_TEST(test_seal)
 	/* The previous key dropped: what it sealed is refused. */
 	free(conf->state_key_previous_file);
 	conf->state_key_previous_file = NULL;
-	ck_assert_int_eq(seal_load(conf, 0, &cause), 0);
+	ck_assert_int_eq(statekey_load(conf, 0, &cause), 0);
 	ck_assert_ptr_null(seal_open(sealed, &why));
 	free(sealed);
 
 	/* A key too short is refused, and the keys stay as they were. */
 	free(conf->state_key_file);
 	conf->state_key_file = key_file("short\n");
-	ck_assert_int_eq(seal_load(conf, 0, &cause), -1);
+	ck_assert_int_eq(statekey_load(conf, 0, &cause), -1);
 	ck_assert_ptr_nonnull(cause);
 	free(cause);
 	sealed = seal_sign("x");
@@ -211,7 +212,7 @@ START_TEST(test_seal_time)
 	const char	*text = "{\"a\":1}", *why;
 
 	conf->state_key_file = xstrdup(k1);
-	ck_assert_int_eq(seal_load(conf, 1, &cause), 0);
+	ck_assert_int_eq(statekey_load(conf, 1, &cause), 0);
 	sealed = seal_sign_at(text, t0);
 	bad = forge(key1, 32, text, t0);	/* the file's newline dropped */
 	ck_assert_str_eq(sealed, bad);
@@ -313,8 +314,8 @@ START_TEST(test_seal_ring)
 	int			 turns, i;
 
 	ck_assert_ptr_nonnull(el = eventlog_create(base, conf, &cause));
-	ck_assert_int_eq(seal_load(conf, 1, &cause), 0);
-	ck_assert(!seal_ready());
+	ck_assert_int_eq(statekey_load(conf, 1, &cause), 0);
+	ck_assert(!statekey_ready());
 	ck_assert_ptr_null(seal_sign_at(text, t0));
 	sealed = forge(a, 36, text, t0);
 	ck_assert_ptr_null(seal_open_at(sealed, t0, &why));
@@ -327,11 +328,11 @@ START_TEST(test_seal_ring)
 	start = clock_now_ms();
 	while (clock_now_ms() - start < 2)
 		event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
-	seal_start(base, el);
-	ck_assert(!seal_ready());	/* the log answers on a later turn */
-	for (turns = 0; !seal_ready() && turns < 100; turns++)
+	statekey_start(base, el);
+	ck_assert(!statekey_ready());	/* the log answers on a later turn */
+	for (turns = 0; !statekey_ready() && turns < 100; turns++)
 		event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
-	ck_assert(seal_ready());
+	ck_assert(statekey_ready());
 
 	/* seal.c's reading rotated it: previous a, current b, next fresh. */
 	ring_read(base, el, (uint64_t)conf->state_key_rotation * 1000, c, c,
@@ -355,7 +356,7 @@ START_TEST(test_seal_ring)
 	expect_open(sealed, t0, NULL, "integrity");
 	free(sealed);
 
-	seal_stop();
+	statekey_stop();
 	eventlog_free(el);
 	for (i = 0; i < 3; i++)
 		free(keys[i]);

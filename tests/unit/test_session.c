@@ -12,6 +12,7 @@
 #include <event2/event.h>
 
 #include "unit.h"
+#include "world.h"
 
 #include "conf.h"
 #include "eventlog.h"
@@ -26,70 +27,11 @@
 #define V_NEW		"2025-11-25"
 #define MAX_TURNS	1000
 
-static struct event_base	*base;
-static struct conf		*conf;
-static struct eventlog		*el;
-
 static void
 setup(void)
 {
-	char	*cause = NULL;
-
-	log_level = LOG_LEVEL_ERROR;
-	base = event_base_new();
-	ck_assert_ptr_nonnull(base);
-	conf = conf_default();
-	conf->eventlog = CONF_EVENTLOG_MEMORY;
-	el = eventlog_create(base, conf, &cause);
-	ck_assert_msg(el != NULL, "eventlog_create: %s", cause);
-	server_init(base, conf, el);
-	session_init();
-}
-
-static void
-teardown(void)
-{
-	session_shutdown();
-	unit_turns(base, 10);
-	ck_assert_uint_eq(session_count(), 0);
-	eventlog_free(el);
-	el = NULL;
-	event_base_free(base);
-	base = NULL;
-	conf_free(conf);
-	conf = NULL;
-}
-
-static struct session *
-create(const char *version)
-{
-	struct session	*s;
-
-	s = session_create(version, NULL, NULL, NULL, NULL);
-	ck_assert_msg(s != NULL, "session_create refused");
-	return (s);
-}
-
-static void
-timer_cb(evutil_socket_t fd, short events, void *arg)
-{
-	*(int *)arg = 1;
-}
-
-/* Runs the loop for ms milliseconds. */
-static void
-run_for(int ms)
-{
-	struct timeval	 tv = { ms / 1000, (ms % 1000) * 1000 };
-	struct event	*ev;
-	int		 fired = 0, n;
-
-	ev = evtimer_new(base, timer_cb, &fired);
-	evtimer_add(ev, &tv);
-	for (n = 0; !fired && n < 100000; n++)
-		event_base_loop(base, EVLOOP_ONCE);
-	event_free(ev);
-	ck_assert(fired);
+	world_setup(NULL);
+	world_start();
 }
 
 /* Loads a session's meta from the log; returns the status. */
@@ -145,8 +87,8 @@ START_TEST(test_create_find)
 {
 	struct session	*s1, *s2;
 
-	s1 = create(V_NEW);
-	s2 = create(V_OLD);
+	s1 = world_session(V_NEW);
+	s2 = world_session(V_OLD);
 	ck_assert_ptr_ne(s1, s2);
 	ck_assert_uint_eq(session_count(), 2);
 
@@ -178,7 +120,7 @@ START_TEST(test_many)
 	size_t		 i, j, n = sizeof s / sizeof s[0];
 
 	for (i = 0; i < n; i++)
-		s[i] = create(V_MID);
+		s[i] = world_session(V_MID);
 	ck_assert_uint_eq(session_count(), n);
 	for (i = 0; i < n; i++) {
 		ck_assert_ptr_eq(session_find(session_id(s[i])), s[i]);
@@ -197,7 +139,7 @@ START_TEST(test_find_unknown)
 	char		 id[SESSION_ID_LEN + 8];
 	size_t		 i;
 
-	s = create(V_NEW);
+	s = world_session(V_NEW);
 
 	ck_assert_ptr_null(session_find(""));
 	ck_assert_ptr_null(session_find("abc"));
@@ -241,7 +183,7 @@ START_TEST(test_max_sessions)
 
 	conf->max_sessions = 3;
 	for (i = 0; i < 3; i++)
-		s[i] = create(V_NEW);
+		s[i] = world_session(V_NEW);
 	extra = session_create(V_NEW, NULL, NULL, NULL, NULL);
 	ck_assert_ptr_null(extra);
 	ck_assert_uint_eq(session_count(), 3);
@@ -249,7 +191,7 @@ START_TEST(test_max_sessions)
 	/* A closed session frees its slot at once. */
 	session_close(s[1], "test");
 	ck_assert_uint_eq(session_count(), 2);
-	extra = create(V_NEW);
+	extra = world_session(V_NEW);
 	ck_assert_uint_eq(session_count(), 3);
 	ck_assert_ptr_null(session_create(V_NEW, NULL, NULL, NULL, NULL));
 	ck_assert_ptr_eq(session_find(session_id(extra)), extra);
@@ -263,8 +205,8 @@ START_TEST(test_close_at_once)
 	struct session	*s, *other;
 	char		 id[SESSION_ID_LEN + 1];
 
-	other = create(V_NEW);
-	s = create(V_NEW);
+	other = world_session(V_NEW);
+	s = world_session(V_NEW);
 	strcpy(id, session_id(s));
 	ck_assert_uint_eq(session_count(), 2);
 
@@ -292,7 +234,7 @@ START_TEST(test_close_later)
 	struct session	*s;
 	char		 id[SESSION_ID_LEN + 1];
 
-	s = create(V_MID);
+	s = world_session(V_MID);
 	strcpy(id, session_id(s));
 	unit_turns(base, 10);
 	ck_assert_int_eq(load(id, NULL), EVENTLOG_OK);
@@ -310,7 +252,7 @@ START_TEST(test_close_ref)
 {
 	struct session	*s;
 
-	s = create(V_NEW);
+	s = world_session(V_NEW);
 	session_ref(s);
 	session_close(s, "test");
 	unit_turns(base, 10);
@@ -331,8 +273,8 @@ START_TEST(test_shutdown)
 	struct session	*s1, *s2;
 	char		 id1[SESSION_ID_LEN + 1], id2[SESSION_ID_LEN + 1];
 
-	s1 = create(V_NEW);
-	s2 = create(V_NEW);
+	s1 = world_session(V_NEW);
+	s2 = world_session(V_NEW);
 	strcpy(id1, session_id(s1));
 	strcpy(id2, session_id(s2));
 	unit_turns(base, 5);
@@ -352,9 +294,9 @@ START_TEST(test_close_then_free_log)
 {
 	struct session	*s;
 
-	s = create(V_NEW);
+	s = world_session(V_NEW);
 	session_close(s, "test");
-	create(V_OLD);
+	world_session(V_OLD);
 	session_shutdown();
 	eventlog_free(el);		/* every pending op: CANCELLED */
 	el = NULL;
@@ -369,7 +311,7 @@ START_TEST(test_stored_meta)
 	cJSON		*json;
 	char		*meta = NULL;
 
-	s = create(V_MID);
+	s = world_session(V_MID);
 	ck_assert_int_eq(load(session_id(s), &meta), EVENTLOG_OK);
 	ck_assert_ptr_nonnull(meta);
 	json = cJSON_Parse(meta);
@@ -400,7 +342,7 @@ START_TEST(test_cron_idle)
 	char		 id[SESSION_ID_LEN + 1];
 
 	conf->session_ttl = 1;
-	s = create(V_NEW);
+	s = world_session(V_NEW);
 	strcpy(id, session_id(s));
 	unit_turns(base, 5);
 
@@ -435,8 +377,8 @@ START_TEST(test_cron_view)
 	char					 idle_id[SESSION_ID_LEN + 1];
 
 	conf->session_ttl = 1;
-	busy = create(V_NEW);
-	idle = create(V_NEW);
+	busy = world_session(V_NEW);
+	idle = world_session(V_NEW);
 	strcpy(busy_id, session_id(busy));
 	strcpy(idle_id, session_id(idle));
 	unit_turns(base, 5);
@@ -465,7 +407,7 @@ session_suite(void)
 	TCase	*tc;
 
 	tc = tcase_create("table");
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_checked_fixture(tc, setup, world_teardown);
 	tcase_add_test(tc, test_create_find);
 	tcase_add_test(tc, test_many);
 	tcase_add_test(tc, test_find_unknown);
@@ -474,7 +416,7 @@ session_suite(void)
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("close");
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_checked_fixture(tc, setup, world_teardown);
 	tcase_add_test(tc, test_close_at_once);
 	tcase_add_test(tc, test_close_later);
 	tcase_add_test(tc, test_close_ref);
@@ -483,7 +425,7 @@ session_suite(void)
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("cron");
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_checked_fixture(tc, setup, world_teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_cron_idle);
 	tcase_add_test(tc, test_cron_view);

@@ -25,6 +25,7 @@
 #include <event2/event.h>
 
 #include "unit.h"
+#include "world.h"
 
 #include "conf.h"
 #include "eventlog.h"
@@ -37,78 +38,19 @@
 #define MAX_TURNS	200000
 #define MAX_PRODUCERS	8
 
-static struct event_base	*base;
-static struct conf		*conf;
-static struct eventlog		*el;
-
+/* The log and the session layer start when the test has set conf. */
 static void
 setup(void)
 {
-	log_level = LOG_LEVEL_ERROR;
-	base = event_base_new();
-	ck_assert_ptr_nonnull(base);
-	conf = conf_default();
-	conf->eventlog = CONF_EVENTLOG_MEMORY;
+	world_setup(NULL);
 	conf->backpressure_request = CONF_BACKPRESSURE_BLOCK;
 	conf->backpressure_standalone = CONF_BACKPRESSURE_BLOCK;
-}
-
-/* The log and the session layer, on the conf as the test set it. */
-static void
-start(void)
-{
-	char	*cause = NULL;
-
-	el = eventlog_create(base, conf, &cause);
-	ck_assert_msg(el != NULL, "eventlog_create: %s", cause);
-	server_init(base, conf, el);
-	session_init();
-}
-
-static void
-teardown(void)
-{
-	if (el != NULL) {
-		session_shutdown();
-		unit_turns(base, 20);
-		ck_assert_uint_eq(session_allocated(), 0);
-		eventlog_free(el);
-		el = NULL;
-	}
-	event_base_free(base);
-	base = NULL;
-	conf_free(conf);
-	conf = NULL;
-}
-
-static struct session *
-create(void)
-{
-	struct session	*s;
-
-	s = session_create(V_NEW, NULL, NULL, NULL, NULL);
-	ck_assert_msg(s != NULL, "session_create refused");
-	return (s);
 }
 
 static void
 created_cb(struct stream *st, int ok, void *arg)
 {
 	*(int *)arg = ok ? 1 : -1;
-}
-
-/* A request stream of s, created in the log. */
-static struct stream *
-open_request(struct session *s)
-{
-	struct stream	*st;
-	int		 created = 0, n;
-
-	st = stream_open(s, STREAM_REQUEST, created_cb, &created);
-	for (n = 0; created == 0 && n < 100; n++)
-		unit_turns(base, 1);
-	ck_assert_int_eq(created, 1);
-	return (st);
 }
 
 /* A small reproducible generator (xorshift64*). */
@@ -312,9 +254,9 @@ scenario(uint64_t seed, struct reader *r)
 	if (rnd(4) == 0)
 		conf->stream_window = conf->stream_maxlen / 2;
 	standalone = rnd(4) == 0;
-	start();
-	s = create();
-	st = standalone ? session_standalone(s) : open_request(s);
+	world_start();
+	s = world_session(V_NEW);
+	st = standalone ? session_standalone(s) : world_request_stream(s);
 	unit_turns(base, 5);		/* the standalone stream exists too */
 
 	memset(r, 0, sizeof *r);
@@ -464,9 +406,9 @@ START_TEST(test_release_sends_what_retention_keeps)
 
 	conf->stream_maxlen = 10;
 	conf->stream_window = 3;
-	start();
-	s = create();
-	st = open_request(s);
+	world_start();
+	s = world_session(V_NEW);
+	st = world_request_stream(s);
 	k = stream_id(st);
 	strlcpy(sid, session_id(s), sizeof sid);
 	stream_delivered(st, 1);
@@ -512,9 +454,9 @@ START_TEST(test_release_never_trims_undelivered)
 
 	conf->stream_maxlen = 4;
 	conf->stream_window = 2;
-	start();
-	s = create();
-	st = open_request(s);
+	world_start();
+	s = world_session(V_NEW);
+	st = world_request_stream(s);
 	k = stream_id(st);
 	strlcpy(sid, session_id(s), sizeof sid);
 	stream_delivered(st, 1);
@@ -555,9 +497,9 @@ START_TEST(test_release_leaves_room_in_flight)
 
 	conf->stream_maxlen = 10;
 	conf->stream_window = 3;
-	start();
-	s = create();
-	st = open_request(s);
+	world_start();
+	s = world_session(V_NEW);
+	st = world_request_stream(s);
 	k = stream_id(st);
 	strlcpy(sid, session_id(s), sizeof sid);
 	for (i = 0; i < 3; i++)
@@ -609,9 +551,9 @@ START_TEST(test_log_loses_the_session)
 
 	conf->stream_maxlen = 100;
 	conf->stream_window = 5;
-	start();
-	s = create();
-	st = open_request(s);
+	world_start();
+	s = world_session(V_NEW);
+	st = world_request_stream(s);
 	strlcpy(sid, session_id(s), sizeof sid);
 	for (i = 0; i < 3; i++)
 		stream_append(st, "m", 1, 0, count_cb, &c);
@@ -753,8 +695,8 @@ START_TEST(test_hooks_commits_in_order)
 	char		 msg[16];
 	int		 i, created = 0;
 
-	start();
-	s = create();
+	world_start();
+	s = world_session(V_NEW);
 	st = stream_open(s, STREAM_REQUEST, created_cb, &created);
 	fake_watch(&f, s, stream_id(st), 1);
 	unit_turns(base, 5);
@@ -792,9 +734,9 @@ START_TEST(test_hooks_takeover)
 	struct fake	 a, b;
 	uint64_t	 k;
 
-	start();
-	s = create();
-	st = open_request(s);
+	world_start();
+	s = world_session(V_NEW);
+	st = world_request_stream(s);
 	k = stream_id(st);
 	fake_watch(&a, s, k, 1);
 	stream_append(st, "one", 3, 0, NULL, NULL);
@@ -834,9 +776,9 @@ START_TEST(test_hooks_lost)
 	int		 i, deleted = 0;
 
 	conf->stream_window = 100;
-	start();
-	s = create();
-	st = open_request(s);
+	world_start();
+	s = world_session(V_NEW);
+	st = world_request_stream(s);
 	strlcpy(sid, session_id(s), sizeof sid);
 	fake_watch(&f, s, stream_id(st), 1);
 	for (i = 0; i < 3; i++)
@@ -919,9 +861,9 @@ START_TEST(test_hooks_conflict_answers_after_the_log)
 	char			 sid[SESSION_ID_LEN + 1];
 	uint64_t		 k;
 
-	start();
-	s = create();
-	st = open_request(s);
+	world_start();
+	s = world_session(V_NEW);
+	st = world_request_stream(s);
 	k = stream_id(st);
 	strlcpy(sid, session_id(s), sizeof sid);
 	stream_expect_response(st, id);
@@ -969,9 +911,9 @@ START_TEST(test_hooks_block_window)
 
 	conf->stream_maxlen = 10;
 	conf->stream_window = 3;
-	start();
-	s = create();
-	st = open_request(s);
+	world_start();
+	s = world_session(V_NEW);
+	st = world_request_stream(s);
 	fake_watch(&f, s, stream_id(st), 1);
 	for (i = 1; i <= 6; i++) {
 		snprintf(msg, sizeof msg, "m%d", i);
@@ -1014,9 +956,9 @@ START_TEST(test_hooks_from_outside)
 	struct fake	 sole, other;
 	char		 sid[SESSION_ID_LEN + 1];
 
-	start();
-	s = create();
-	st = open_request(s);
+	world_start();
+	s = world_session(V_NEW);
+	st = world_request_stream(s);
 	strlcpy(sid, session_id(s), sizeof sid);
 	ck_assert_int_eq(stream_close_after(st, 4), -1);	/* no watcher */
 
@@ -1055,9 +997,9 @@ START_TEST(test_hooks_late_watcher)
 	struct fake	 f;
 	uint64_t	 k;
 
-	start();
-	s = create();
-	st = open_request(s);
+	world_start();
+	s = world_session(V_NEW);
+	st = world_request_stream(s);
 	k = stream_id(st);
 	stream_append(st, "last", 4, 1, NULL, NULL);
 	stream_close(st);
@@ -1101,9 +1043,9 @@ START_TEST(test_closed_from_a_callback)
 
 	conf->stream_maxlen = 10;
 	conf->stream_window = 1;
-	start();
-	s = create();
-	st = open_request(s);
+	world_start();
+	s = world_session(V_NEW);
+	st = world_request_stream(s);
 	k = stream_id(st);
 	fake_watch(&f, s, k, 1);
 	c.stream = st;
@@ -1129,7 +1071,7 @@ stream_suite(void)
 	TCase	*tc;
 
 	tc = tcase_create("block");
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_checked_fixture(tc, setup, world_teardown);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_block_never_trims_undelivered);
 	tcase_add_test(tc, test_release_sends_what_retention_keeps);
@@ -1138,12 +1080,12 @@ stream_suite(void)
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("loss");
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_checked_fixture(tc, setup, world_teardown);
 	tcase_add_test(tc, test_log_loses_the_session);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("hooks");
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_checked_fixture(tc, setup, world_teardown);
 	tcase_add_test(tc, test_hooks_commits_in_order);
 	tcase_add_test(tc, test_hooks_takeover);
 	tcase_add_test(tc, test_hooks_lost);

@@ -21,6 +21,7 @@
 #include <event2/event.h>
 
 #include "unit.h"
+#include "world.h"
 
 #include "conf.h"
 #include "eventlog.h"
@@ -30,10 +31,6 @@
 #include "task.h"
 
 #define TURNS	200
-
-static struct event_base	*base;
-static struct conf		*conf;
-static struct eventlog		*el;
 
 struct answer {
 	int	 calls;
@@ -80,16 +77,9 @@ wait_answer(struct answer *a)
 static void
 setup(void)
 {
-	char	*cause = NULL;
-
-	log_level = LOG_LEVEL_ERROR;
-	base = event_base_new();
-	conf = conf_default();
-	conf->eventlog = CONF_EVENTLOG_MEMORY;
+	world_setup(NULL);
 	conf->fixtures_conformance = 1;
-	el = eventlog_create(base, conf, &cause);
-	ck_assert_msg(el != NULL, "eventlog_create: %s", cause);
-	server_init(base, conf, el);
+	world_start();
 	provider_init(conf);
 	task_init();
 }
@@ -98,11 +88,7 @@ static void
 teardown(void)
 {
 	task_shutdown();
-	unit_turns(base, 20);
-	eventlog_free(el);
-	unit_turns(base, 20);
-	event_base_free(base);
-	conf_free(conf);
+	world_teardown();
 }
 
 /* tools/call params for tool with args (JSON text), declaring caps. */

@@ -17,13 +17,14 @@
 
 #include <event2/event.h>
 
+#include "confparse.h"
 #include "unit.h"
 
 #include "conf.h"
 #include "exec.h"
 #include "server.h"
 #include "upstream.h"
-#include "upstream_http.h"
+#include "upstream_sse.h"
 #include "xmalloc.h"
 
 static struct conf *
@@ -31,19 +32,6 @@ parse(const char *text, char **cause)
 {
 	*cause = NULL;
 	return (conf_parse_string(text, "t.conf", cause));
-}
-
-static void
-expect_error(const char *text, const char *want)
-{
-	struct conf	*conf;
-	char		*cause;
-
-	conf = parse(text, &cause);
-	ck_assert_msg(conf == NULL, "no error for \"%s\"", text);
-	ck_assert_msg(strstr(cause, want) != NULL, "\"%s\" lacks \"%s\"",
-	    cause, want);
-	free(cause);
 }
 
 START_TEST(test_conf_block)
@@ -113,34 +101,34 @@ END_TEST
 
 START_TEST(test_conf_errors)
 {
-	expect_error("upstream a {\n}\n", "t.conf:1: upstream a: missing "
+	expect_error_has("upstream a {\n}\n", "t.conf:1: upstream a: missing "
 	    "\"exec PROGRAM [ARG...]\" or \"url URL\"");
-	expect_error("upstream a {\nexec /bin/true\nurl http://h/\n}\n",
+	expect_error_has("upstream a {\nexec /bin/true\nurl http://h/\n}\n",
 	    "t.conf:3: upstream a: exec (line 2) and url exclude each other");
-	expect_error("upstream a {\nexec /bin/true\n}\nupstream a {\n"
+	expect_error_has("upstream a {\nexec /bin/true\n}\nupstream a {\n"
 	    "exec /bin/true\n}\n", "t.conf:4: duplicate upstream a (first "
 	    "declared on line 1)");
-	expect_error("upstream {\nexec /bin/true\n}\n", "t.conf:1: upstream: "
-	    "expected \"upstream NAME { ... }\"");
-	expect_error("upstream a/b {\nexec /bin/true\n}\n", "invalid name");
-	expect_error("upstream a {\nexec /no/such/program\n}\n",
+	expect_error_has("upstream {\nexec /bin/true\n}\n",
+	    "t.conf:1: upstream: expected \"upstream NAME { ... }\"");
+	expect_error_has("upstream a/b {\nexec /bin/true\n}\n", "invalid name");
+	expect_error_has("upstream a {\nexec /no/such/program\n}\n",
 	    "t.conf:2: exec: program \"/no/such/program\"");
-	expect_error("upstream a {\nexec /bin/true\nsharing some\n}\n",
+	expect_error_has("upstream a {\nexec /bin/true\nsharing some\n}\n",
 	    "t.conf:3: sharing:");
-	expect_error("upstream a {\nexec /bin/true\nprefix \"a b\"\n}\n",
+	expect_error_has("upstream a {\nexec /bin/true\nprefix \"a b\"\n}\n",
 	    "t.conf:3: prefix: invalid prefix");
-	expect_error("upstream a {\nurl ftp://h/\n}\n", "t.conf:2: url: "
+	expect_error_has("upstream a {\nurl ftp://h/\n}\n", "t.conf:2: url: "
 	    "\"ftp://h/\" is not an http:// or https:// URL");
-	expect_error("upstream a {\nurl http:///x\n}\n", "has no host");
-	expect_error("upstream a {\nurl http://h/\nenv A=1\n}\n",
+	expect_error_has("upstream a {\nurl http:///x\n}\n", "has no host");
+	expect_error_has("upstream a {\nurl http://h/\nenv A=1\n}\n",
 	    "env and cwd are for an exec upstream");
-	expect_error("upstream a {\nexec /bin/true\nenv A=1\nenv A=2\n}\n",
+	expect_error_has("upstream a {\nexec /bin/true\nenv A=1\nenv A=2\n}\n",
 	    "t.conf:4: env: A is set twice");
-	expect_error("upstream a {\nexec /bin/true\ntimeout 0\n}\n",
+	expect_error_has("upstream a {\nexec /bin/true\ntimeout 0\n}\n",
 	    "t.conf:3: timeout: 0 out of range");
-	expect_error("upstream a {\nexec /bin/true\nmax_message 1k\n}\n",
+	expect_error_has("upstream a {\nexec /bin/true\nmax_message 1k\n}\n",
 	    "t.conf:3: max_message: 1k out of range");
-	expect_error("upstream a {\nexec /bin/true\ntool x\n}\n",
+	expect_error_has("upstream a {\nexec /bin/true\ntool x\n}\n",
 	    "t.conf:3: unknown directive \"tool\"");
 }
 END_TEST

@@ -14,7 +14,9 @@
  * - the high watermark: a client that does not read stops the view (the
  *   entries stay in the log), and once it reads, the view pulls them from
  *   the log as the connection drains;
- * - takeover: a second view of a stream cuts the first.
+ * - takeover: a second view of a stream cuts the first;
+ * - both revisions' SSE responses (a view, a stateless response.c) begin
+ *   in reply.c alike: their head, and TCP_NODELAY on their socket.
  *
  * Nothing sleeps: each wait runs loop turns (never blocking) until the
  * bytes it awaits have arrived, within a bound of turns. Loopback delivers
@@ -23,6 +25,7 @@
 #include <sys/socket.h>
 
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 
 #include <arpa/inet.h>
 
@@ -42,6 +45,7 @@
 #include <cjson/cJSON.h>
 
 #include "unit.h"
+#include "world.h"
 
 #include "conf.h"
 #include "cursor.h"
@@ -50,6 +54,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "reply.h"
+#include "response.h"
 #include "server.h"
 #include "session.h"
 #include "stream.h"
@@ -61,9 +66,6 @@
 /* The most a test client keeps of what it receives. */
 #define CLIENT_MAX	(4 * 1024 * 1024)
 
-static struct event_base	*base;
-static struct conf		*conf;
-static struct eventlog		*el;
 static struct evhttp		*http;
 static int			 port;
 /* The request the server received last, until the test takes it. */
@@ -79,11 +81,7 @@ http_cb(struct evhttp_request *req, void *arg)
 static void
 setup(void)
 {
-	log_level = LOG_LEVEL_ERROR;
-	base = event_base_new();
-	ck_assert_ptr_nonnull(base);
-	conf = conf_default();
-	conf->eventlog = CONF_EVENTLOG_MEMORY;
+	world_setup(NULL);
 	memset(&metrics, 0, sizeof metrics);
 }
 
@@ -94,13 +92,8 @@ start(void)
 	struct evhttp_bound_socket	*bound;
 	struct sockaddr_in		 sin;
 	socklen_t			 len = sizeof sin;
-	char				*cause = NULL;
 
-	el = eventlog_create(base, conf, &cause);
-	ck_assert_msg(el != NULL, "eventlog_create: %s", cause);
-	server_init(base, conf, el);
-	session_init();
-
+	world_start();
 	http = evhttp_new(base);
 	ck_assert_ptr_nonnull(http);
 	evhttp_set_gencb(http, http_cb, NULL);
@@ -115,21 +108,14 @@ static void
 teardown(void)
 {
 	if (el != NULL) {
-		session_shutdown();	/* in server_run's order */
-		view_shutdown();
-		unit_turns(base, 50);
+		view_shutdown();	/* in server_run's order */
+		world_stop();
 		ck_assert_uint_eq(view_count(), 0);
-		ck_assert_uint_eq(session_allocated(), 0);
 		evhttp_free(http);
 		http = NULL;
-		eventlog_free(el);
-		el = NULL;
 	}
 	received = NULL;
-	event_base_free(base);
-	base = NULL;
-	conf_free(conf);
-	conf = NULL;
+	world_free();
 }
 
 static void
@@ -151,26 +137,6 @@ create(const char *version)
 		unit_turns(base, 1);
 	ck_assert_int_eq(done, 1);
 	return (s);
-}
-
-static void
-created_cb(struct stream *st, int ok, void *arg)
-{
-	*(int *)arg = ok ? 1 : -1;
-}
-
-/* A request stream of s, created in the log (entry 0 committed). */
-static struct stream *
-open_request(struct session *s)
-{
-	struct stream	*st;
-	int		 created = 0, n;
-
-	st = stream_open(s, STREAM_REQUEST, created_cb, &created);
-	for (n = 0; created == 0 && n < MAX_TURNS; n++)
-		unit_turns(base, 1);
-	ck_assert_int_eq(created, 1);
-	return (st);
 }
 
 static void
@@ -517,7 +483,7 @@ START_TEST(test_request_stream)
 
 	start();
 	s = create(V_NEW);
-	st = open_request(s);
+	st = world_request_stream(s);
 	k = stream_id(st);
 	c = client_connect(0);
 	req = client_get(c);
@@ -566,6 +532,83 @@ START_TEST(test_request_stream)
 }
 END_TEST
 
+/* Whether the server's socket of req's connection has TCP_NODELAY set. */
+static int
+nodelay(struct evhttp_request *req)
+{
+	int		on = 0;
+	socklen_t	len = sizeof on;
+
+	ck_assert_int_eq(getsockopt(bufferevent_getfd(
+	    evhttp_connection_get_bufferevent(evhttp_request_get_connection(
+	    req))), IPPROTO_TCP, TCP_NODELAY, &on, &len), 0);
+	return (on);
+}
+
+static void
+gone_cb(void *arg)
+{
+	ck_abort_msg("the client did not leave");
+}
+
+/*
+ * An SSE response of either revision begins in reply.c: a session's view
+ * and a stateless request's response (response.c) both send the SSE head
+ * and turn Nagle off (small events, each at once: no delayed-ACK stall).
+ */
+START_TEST(test_sse_start_both_revisions)
+{
+	struct session		*s;
+	struct stream		*st;
+	struct client		*c;
+	struct evhttp_request	*req;
+	struct response		*r;
+	cJSON			*msg;
+
+	start();
+	s = create(V_NEW);
+	st = world_request_stream(s);
+	c = client_connect(0);
+	req = client_get(c);
+	ck_assert(!nodelay(req));
+	view_open(req, s, stream_id(st), stream_head(st) + 1,
+	    (int64_t)stream_head(st), 1);
+	await_head(c);
+	ck_assert_int_eq(c->status, 200);
+	ck_assert_str_eq(client_header(c, "Content-Type"),
+	    "text/event-stream");
+	ck_assert(nodelay(req));
+	stream_append(st, "{}", 2, 1, NULL, NULL);
+	stream_close(st);
+	await_end(c);
+	client_free(c);
+
+	c = client_connect(0);
+	req = client_get(c);
+	ck_assert(!nodelay(req));
+	r = response_new(req, gone_cb, NULL);
+	ck_assert_int_eq(response_state(r), RESPONSE_WAITING);
+	msg = jsonrpc_notification("notifications/progress", NULL);
+	response_write(r, msg);
+	cJSON_Delete(msg);
+	ck_assert_int_eq(response_state(r), RESPONSE_STREAMING);
+	await_head(c);
+	ck_assert_int_eq(c->status, 200);
+	ck_assert_str_eq(client_header(c, "Content-Type"),
+	    "text/event-stream");
+	ck_assert_str_eq(client_header(c, "X-Accel-Buffering"), "no");
+	ck_assert(nodelay(req));
+	await_body(c, "event: message\ndata: {\"jsonrpc\":\"2.0\","
+	    "\"method\":\"notifications/progress\"}\n\n");
+	response_end(r);
+	ck_assert_int_eq(response_state(r), RESPONSE_DONE);
+	await_end(c);
+	ck_assert(!c->eof);
+	response_free(r);
+	client_free(c);
+}
+END_TEST
+
 /* A client before 2025-11-25 gets no priming event and no retry:. */
 START_TEST(test_no_priming_before_2025_11_25)
 {
@@ -578,7 +621,7 @@ START_TEST(test_no_priming_before_2025_11_25)
 
 	start();
 	s = create(V_OLD);
-	st = open_request(s);
+	st = world_request_stream(s);
 	k = stream_id(st);
 	c = client_connect(0);
 	req = client_get(c);
@@ -612,7 +655,7 @@ START_TEST(test_resume_shows_what_follows)
 
 	start();
 	s = create(V_NEW);
-	st = open_request(s);
+	st = world_request_stream(s);
 	from.stream = stream_id(st);
 	from.seq = 1;
 	append(st, "one", 0);
@@ -788,7 +831,7 @@ START_TEST(test_watermark_pause_and_resume)
 	conf->stream_window = 1000;
 	start();
 	s = create(V_NEW);
-	st = open_request(s);
+	st = world_request_stream(s);
 	k = stream_id(st);
 	/* Small socket buffers: the kernel must not absorb the backlog. */
 	c = client_connect(4096);
@@ -891,6 +934,7 @@ view_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_request_stream);
 	tcase_add_test(tc, test_no_priming_before_2025_11_25);
+	tcase_add_test(tc, test_sse_start_both_revisions);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("resume");

@@ -7,6 +7,21 @@
 
 #include <event2/event.h>
 
+#include "xmalloc.h"
+
+/*
+ * What mcpd's main() does before anything else, so that the tests
+ * allocate as the daemon does: libevent's memory and cJSON's come from
+ * the x* allocators. UNIT_MAIN calls it; a test with a main() of its own
+ * calls it first.
+ */
+static inline void
+unit_init(void)
+{
+	event_set_mem_functions(xmalloc, xrealloc, free);
+	xmalloc_init_cjson();
+}
+
 /*
  * n turns of the loop, never waiting: what "on a later turn" means in a
  * test, since the memory log and deferred frees answer on the next one.
@@ -23,9 +38,11 @@ unit_turns(struct event_base *base, int n)
 int									\
 main(void)								\
 {									\
-	SRunner	*sr = srunner_create(suite_fn());			\
+	SRunner	*sr;							\
 	int	 failed;						\
 									\
+	unit_init();							\
+	sr = srunner_create(suite_fn());				\
 	srunner_run_all(sr, CK_NORMAL);					\
 	failed = srunner_ntests_failed(sr);				\
 	srunner_free(sr);						\

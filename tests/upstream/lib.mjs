@@ -1,15 +1,21 @@
 /*
- * What the upstream tests share: checks and their tally, polling with a
- * deadline, mcpd started on a conf of the test's own and stopped with its
- * sanitizer report read, the processes mcpd started (from /proc), and a
- * TCP proxy that cuts an SSE response in the middle of an event.
+ * What the upstream tests share: mcpd started on a conf of the test's own
+ * and stopped with its sanitizer report read, and the processes mcpd
+ * started (from /proc); with what every node test shares (checks and
+ * their tally, polling, event ids, the TCP proxy that cuts an SSE
+ * response mid-event), from tests/js/lib.mjs.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { short, sleep, waitFor } from '../js/lib.mjs';
+
+export {
+	check, counts, finish, parseId, runTests, setGroup, short, skip, sleep,
+	startProxy, waitFor
+} from '../js/lib.mjs';
 
 export const HERE = path.dirname(fileURLToPath(import.meta.url));
 export const MODULES = path.join(HERE, 'node_modules');
@@ -20,60 +26,6 @@ export const FILESYSTEM = path.join(MODULES,
 /* Makes a server that listens on every interface listen on loopback. */
 export const LOOPBACK = path.join(HERE, 'loopback.cjs');
 
-let passed = 0;
-let failed = 0;
-let group = '';
-
-export function setGroup(name) {
-	group = name;
-}
-
-export const short = v => {
-	let s;
-	try {
-		s = typeof v === 'string' ? v : JSON.stringify(v);
-	} catch {
-		s = String(v);
-	}
-	return s === undefined ? 'undefined' : s.length > 400 ? s.slice(0, 400) + '...' : s;
-};
-
-export function check(name, ok, detail) {
-	const full = group ? `${group}: ${name}` : name;
-	if (ok) {
-		passed++;
-		console.log(`ok   ${full}`);
-	} else {
-		failed++;
-		console.log(`FAIL ${full}${detail !== undefined ? `: ${short(detail)}` : ''}`);
-	}
-	return ok;
-}
-
-export function tally() {
-	return { passed, failed };
-}
-
-export const sleep = ms => new Promise(resolve => setTimeout(resolve, ms));
-
-/* Polls pred (which may be async) every 20 ms until it is true or ms pass. */
-export async function waitFor(pred, ms, every = 20) {
-	const end = Date.now() + ms;
-	for (;;) {
-		let v;
-		try {
-			v = await pred();
-		} catch {
-			v = false;
-		}
-		if (v)
-			return v;
-		if (Date.now() >= end)
-			return v;
-		await sleep(every);
-	}
-}
-
 export function textOf(result) {
 	return (result?.content ?? []).filter(c => c.type === 'text')
 	    .map(c => c.text).join('\n');
@@ -81,12 +33,6 @@ export function textOf(result) {
 
 export function errText(err) {
 	return `${err?.code ?? ''} ${err?.message ?? String(err)}`;
-}
-
-/* K-N as docs/protocol.md (Event ids) fixes them. */
-export function parseId(id) {
-	const m = /^(0|[1-9][0-9]*)-(0|[1-9][0-9]*)$/.exec(id ?? '');
-	return m ? { k: m[1], n: Number(m[2]) } : null;
 }
 
 /* ------------------------------------------------------------------ */
@@ -246,84 +192,4 @@ export async function startMcpd(bin, name, conf, { eventlog = 'memory' } = {}) {
 		return null;
 	};
 	return d;
-}
-
-/* ------------------------------------------------------------------ */
-/* A TCP proxy that cuts */
-
-/*
- * Forwards bytes both ways. The first connection whose request contains
- * armText is watched: once its response has carried cutAfter matches of
- * cutText, the proxy forwards that chunk up to the middle of the last
- * match (a torn SSE event) and resets both sockets. It cuts once.
- */
-export function startCutProxy(target, { armText, cutText, cutAfter }) {
-	const state = { cuts: 0, connections: 0 };
-	const sockets = new Set();
-
-	state.server = net.createServer(client => {
-		const upstream = net.connect({ host: target.hostname, port: Number(target.port) });
-		let req = '';
-		let armed = false;
-		let resp = '';
-		let cut = false;
-
-		state.connections++;
-		for (const s of [client, upstream]) {
-			sockets.add(s);
-			s.setNoDelay(true);
-			s.on('close', () => sockets.delete(s));
-		}
-		client.on('data', buf => {
-			if (state.cuts === 0 && !armed) {
-				req = (req + buf.toString('latin1')).slice(-16384);
-				if (req.includes(armText))
-					armed = true;
-			}
-			if (!cut)
-				upstream.write(buf);
-		});
-		upstream.on('data', buf => {
-			if (cut)
-				return;
-			if (armed && state.cuts === 0) {
-				resp += buf.toString('latin1');
-				if (resp.split(cutText).length - 1 >= cutAfter) {
-					const text = buf.toString('latin1');
-					const at = text.lastIndexOf(cutText);
-					cut = true;
-					state.cuts++;
-					client.write(buf.subarray(0, Math.max(0, at) + 5), () => {
-						client.resetAndDestroy();
-						upstream.resetAndDestroy();
-					});
-					return;
-				}
-			}
-			client.write(buf);
-		});
-		const endBoth = () => {
-			if (cut)
-				return;
-			client.destroy();
-			upstream.destroy();
-		};
-		for (const s of [client, upstream]) {
-			s.on('error', endBoth);
-			s.on('close', endBoth);
-		}
-	});
-	return new Promise((resolve, reject) => {
-		state.server.on('error', reject);
-		state.server.listen(0, '127.0.0.1', () => {
-			state.url = new URL(target.href);
-			state.url.host = `127.0.0.1:${state.server.address().port}`;
-			state.close = () => {
-				for (const s of sockets)
-					s.destroy();
-				state.server.close();
-			};
-			resolve(state);
-		});
-	});
 }

@@ -34,8 +34,9 @@
  *               to the second; a long call on the first, cut, resumed on
  *               the second
  *
- * Prints one line per check and "upstream_test: N passed, N failed"; exits
- * non-zero on any failure or after TEST_TIMEOUT_MS (default 240 s).
+ * Prints one line per check and "upstream_test: N passed, N failed, N
+ * skipped" (tests/js/lib.mjs); exits non-zero on any failure or after
+ * TEST_TIMEOUT_MS (default 240 s).
  */
 import fs from 'node:fs';
 import net from 'node:net';
@@ -54,8 +55,8 @@ import {
 import {
 	EVERYTHING, FILESYSTEM, LOOPBACK, REDIS_URL, check, childrenOf, procStat,
 	zombiesOf,
-	errText, parseId, removeTmp, setGroup, short, startCutProxy, startMcpd,
-	tally, textOf, tmpDir, waitFor
+	errText, parseId, removeTmp, runTests, setGroup, short, skip, startMcpd,
+	startProxy, textOf, tmpDir, waitFor
 } from './lib.mjs';
 
 const TEST_TIMEOUT_MS = Number(process.env.TEST_TIMEOUT_MS || 240000);
@@ -641,9 +642,8 @@ const STEPS = 30;
 
 async function groupResume() {
 	const d = await mcpd('resume', everythingBlock('everything'), { tools: ['echo'] });
-	const proxy = await startCutProxy(d.url, {
-		armText: 'trigger-long-running-operation',
-		cutText: 'notifications/progress',
+	const proxy = await startProxy(d.url, {
+		arm: text => text.includes('trigger-long-running-operation'),
 		cutAfter: 8
 	});
 	try {
@@ -1012,7 +1012,8 @@ async function groupHttp() {
 
 async function groupRedis() {
 	if (REDIS_URL === null) {
-		console.log('SKIP redis: needs MCPD_TEST_REDIS_URL (run under scripts/with-redis)');
+		skip('two mcpd on one Redis', 'needs MCPD_TEST_REDIS_URL (run ' +
+		    'under scripts/with-redis)');
 		return;
 	}
 	const conf = everythingBlock('everything');
@@ -1049,9 +1050,8 @@ async function groupRedis() {
 	 * while instance 1's child goes on: every progress and the result
 	 * exactly once.
 	 */
-	const proxy = await startCutProxy(one.url, {
-		armText: 'trigger-long-running-operation',
-		cutText: 'notifications/progress',
+	const proxy = await startProxy(one.url, {
+		arm: text => text.includes('trigger-long-running-operation'),
 		cutAfter: 5
 	});
 	try {
@@ -1093,66 +1093,55 @@ async function groupRedis() {
 
 /* ------------------------------------------------------------------ */
 
-function finish(code) {
-	const { passed, failed } = tally();
-	console.log(`upstream_test: ${passed} passed, ${failed} failed`);
-	removeTmp();
-	process.exit(code ?? (failed === 0 && passed > 0 ? 0 : 1));
+const argv = process.argv.slice(2);
+const groups = [];
+let url = null;
+for (let i = 0; i < argv.length; i++) {
+	if (argv[i] === '--mcpd')
+		mcpdBin = path.resolve(argv[++i]);
+	else if (argv[i] === '--url')
+		url = new URL(argv[++i]);
+	else
+		groups.push(argv[i]);
 }
-
-async function main() {
-	const argv = process.argv.slice(2);
-	const groups = [];
-	let url = null;
-	for (let i = 0; i < argv.length; i++) {
-		if (argv[i] === '--mcpd')
-			mcpdBin = path.resolve(argv[++i]);
-		else if (argv[i] === '--url')
-			url = new URL(argv[++i]);
-		else
-			groups.push(argv[i]);
-	}
-	if (mcpdBin === null && url === null) {
-		console.error('usage: upstream_test.mjs --mcpd MCPD [GROUP...] | --url URL');
+if (mcpdBin === null && url === null) {
+	console.error('usage: upstream_test.mjs --mcpd MCPD [GROUP...] | --url URL');
+	process.exit(2);
+}
+for (const g of groups) {
+	if (!ALL.includes(g)) {
+		console.error(`no group ${g}; groups: ${ALL.join(' ')}`);
 		process.exit(2);
 	}
-	const timer = setTimeout(() => {
-		check(`finished within ${TEST_TIMEOUT_MS} ms`, false, 'timeout');
-		for (const d of daemons)
-			d.proc.kill('SIGKILL');
-		finish(1);
-	}, TEST_TIMEOUT_MS);
+}
+runTests('upstream_test', async () => {
 	if (url !== null) {
 		setGroup('basics');
 		await everythingBasics(url, { mcpdSide: false });
-	} else {
-		for (const g of groups.length > 0 ? groups : ALL) {
-			const fn = { everything: groupEverything, filesystem: groupFilesystem,
-				resume: groupResume, crash: groupCrash, limits: groupLimits,
-				session: groupSession,
-				http: groupHttp, redis: groupRedis }[g];
-			if (fn === undefined) {
-				console.error(`no group ${g}; groups: ${ALL.join(' ')}`);
-				process.exit(2);
-			}
-			setGroup(g);
-			const t0 = Date.now();
-			try {
-				await fn();
-			} catch (err) {
-				check('ran without an exception', false, err?.stack || String(err));
-				for (const d of daemons)
-					console.log(d.tail(20));
-			}
-			await stopAll();
-			console.log(`# ${g}: ${((Date.now() - t0) / 1000).toFixed(1)} s`);
-		}
+		return;
 	}
-	clearTimeout(timer);
-	finish();
-}
-
-main().catch(err => {
-	check('ran without an exception', false, err?.stack || String(err));
-	finish(1);
+	for (const g of groups.length > 0 ? groups : ALL) {
+		const fn = { everything: groupEverything, filesystem: groupFilesystem,
+			resume: groupResume, crash: groupCrash, limits: groupLimits,
+			session: groupSession,
+			http: groupHttp, redis: groupRedis }[g];
+		setGroup(g);
+		const t0 = Date.now();
+		try {
+			await fn();
+		} catch (err) {
+			check('ran without an exception', false, err?.stack || String(err));
+			for (const d of daemons)
+				console.log(d.tail(20));
+		}
+		await stopAll();
+		console.log(`# ${g}: ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+	}
+}, {
+	timeoutMs: TEST_TIMEOUT_MS,
+	onTimeout: () => {
+		for (const d of daemons)
+			d.proc.kill('SIGKILL');
+	},
+	cleanup: removeTmp
 });

@@ -1,0 +1,183 @@
+/*
+ * What the parts of the configuration share (src/conf/ only): the
+ * directive tables' row type, the engine's functions the tables and block
+ * parsers call, and the tables themselves.
+ *
+ *	conf.c		the engine: lexer, values, directives with their own
+ *			syntax, the checks, the public interface
+ *	conf_table.c	the main table: every top-level directive
+ *	conf_tool.c	tool NAME { }: its table and its parser
+ *	conf_auth.c	auth { }: the same
+ *	conf_upstream.c	upstream NAME { }: the same
+ *	conf_print.c	mcpd -h, mcpd -M and mcpd.conf.example, from the tables
+ */
+#ifndef MCPD_CONF_INT_H
+#define MCPD_CONF_INT_H
+
+#include <stddef.h>
+
+#include "conf.h"
+
+#define CONF_NITEMS(a)		(sizeof (a) / sizeof (a)[0])
+#define CONF_TOOL_NAME_MAX	128		/* as MCP allows */
+
+#define CONF_KIB		1024LL
+#define CONF_MIB		(1024LL * 1024)
+#define CONF_GIB		(1024LL * 1024 * 1024)
+
+/*
+ * One line of the file, split into words, and the lines of its block if it
+ * ended with "{". argv[0] is the directive's name.
+ */
+struct conf_directive {
+	int			 line;
+	int			 argc;
+	char			**argv;
+	int			 has_block;
+	struct conf_directive	*children;
+	size_t			 nchildren;
+};
+
+enum conf_type {
+	CONF_STRING,		/* one word; char * */
+	CONF_HOSTPORT,		/* HOST:PORT; char * at offset, int at offset2 */
+	CONF_INTEGER,		/* long long */
+	CONF_SIZE,		/* bytes, suffix k, m or g; long long */
+	CONF_SECONDS,		/* suffix s, m, h or d; long long */
+	CONF_MILLISECONDS,	/* suffix ms or s; long long */
+	CONF_BOOL,		/* on or off; int */
+	CONF_ENUM,		/* one of values; int */
+	CONF_WORDS,		/* one or more words; char ** (NULL-terminated)
+				   at offset, size_t count at offset2 */
+	CONF_CUSTOM,		/* one word given to the row's parse */
+	CONF_LINE,		/* all the words given to the row's line */
+	CONF_BLOCK		/* NAME ... { }, given to the row's block */
+};
+
+struct conf_enum {
+	const char	*name;
+	int		 value;
+};
+
+struct conf_entry;
+struct conf_table;
+
+/*
+ * A word checker validates one word and returns the value to store
+ * (allocated) or -1 with the reason in *why.
+ */
+typedef int	conf_check_cb(const char *, char **, char **);
+/* A custom parser sets the fields of base from one word. */
+typedef int	conf_parse_cb(void *, const struct conf_entry *, const char *,
+		    char **);
+/* A line parser sets the fields of base from all the words. */
+typedef int	conf_line_cb(void *, const struct conf_entry *, int, char **,
+		    char **);
+/* A block handler; its errors carry file and line (of the block's lines). */
+typedef int	conf_block_cb(void *, const struct conf_entry *,
+		    const struct conf_directive *, const char *, char **);
+
+#define CONF_EXAMPLE_ACTIVE	0x1	/* set, not commented, in the example */
+#define CONF_REPEAT		0x2	/* may appear more than once */
+
+struct conf_entry {
+	const char		*name;
+	enum conf_type		 type;
+	size_t			 offset;
+	size_t			 offset2;
+	long long		 min;
+	long long		 max;
+	const struct conf_enum	*values;	/* CONF_ENUM */
+	conf_check_cb		*check;		/* CONF_STRING, CONF_WORDS */
+	conf_parse_cb		*parse;		/* CONF_CUSTOM */
+	conf_line_cb		*line;		/* CONF_LINE */
+	conf_block_cb		*block;		/* CONF_BLOCK */
+	const struct conf_table	*sub;		/* CONF_BLOCK: its directives */
+	/*
+	 * CONF_BLOCK, each optional: free what the blocks put into base
+	 * (conf_free); check them once the whole file is read; and, for a
+	 * block a running process cannot take up, keep old's in new on a
+	 * reload (1 if they differed). The engine names no block: it calls
+	 * these through the table.
+	 */
+	void			(*free)(void *);
+	int			(*done)(void *, const char *, char **);
+	int			(*keep)(void *, const void *);
+	const char		*args;		/* synopsis; NULL: from type */
+	const char		*def;		/* one word, as in the file */
+	const char		*def_text;	/* documents a NULL def */
+	/* The example file's value (NULL: def); a block's commented-out
+	   examples, and its active ones. */
+	const char		*example;
+	const char		*example_active;
+	int			 flags;
+	const char		*section;	/* heading printed before it */
+	const char		*help;
+};
+
+/* A table of directives: the main one, or a block's. */
+struct conf_table {
+	const struct conf_entry	*entries;
+	size_t			 n;
+};
+
+/* A table of directives and the struct its offsets point into. */
+struct conf_scope {
+	const struct conf_entry	*entries;
+	size_t			 nentries;
+	void			*base;
+	int			*seen;		/* line each was set on, or 0 */
+};
+
+/* conf.c */
+extern const struct conf_enum conf_param_types[];
+conf_check_cb	 conf_check_path;
+conf_check_cb	 conf_check_log_file;
+conf_check_cb	 conf_check_key_file;
+conf_check_cb	 conf_check_origin;
+conf_check_cb	 conf_check_dir;
+conf_check_cb	 conf_check_scope;
+conf_parse_cb	 conf_parse_eventlog;
+conf_parse_cb	 conf_parse_commit;
+conf_parse_cb	 conf_parse_log_level;
+int		 conf_name_ok(const char *, const char *, size_t);
+int		 conf_env_add(char ***, size_t *, const char *, char **);
+int		 conf_find_program(const char *, char **, char **);
+void		 conf_format_number(enum conf_type, long long, char *, size_t);
+char		*conf_enum_names(const struct conf_enum *);
+int		 conf_parse_enum(const struct conf_enum *, const char *, int *,
+		     char **);
+void		 conf_set_defaults(void *, const struct conf_entry *, size_t);
+int		 conf_apply(struct conf_scope *, const struct conf_directive *,
+		     const char *, char **);
+int		 conf_scope_line(struct conf_scope *, const char *);
+int		 conf_str_differ(const char *, const char *);
+char		*conf_str_copy(const char *);
+int		 conf_words_differ(char **, size_t, char **, size_t);
+char		**conf_words_copy(char **, size_t);
+
+/* conf_table.c */
+extern const struct conf_table conf_table_main;
+
+/* conf_tool.c */
+extern const struct conf_table conf_tool_table;
+extern const char conf_tool_examples[];
+extern const char conf_tool_example_active[];
+conf_block_cb	 conf_tool_block;
+void		 conf_tool_free(void *);
+int		 conf_tool_done(void *, const char *, char **);
+
+/* conf_auth.c */
+extern const struct conf_table conf_auth_table;
+extern const char conf_auth_examples[];
+conf_block_cb	 conf_auth_block;
+void		 conf_auth_free(void *);
+int		 conf_auth_keep(void *, const void *);
+
+/* conf_upstream.c */
+extern const struct conf_table conf_upstream_table;
+extern const char conf_upstream_examples[];
+conf_block_cb	 conf_upstream_block;
+void		 conf_upstream_free(void *);
+
+#endif

@@ -1,0 +1,355 @@
+/*
+ * The main directive table: every directive of the file's top level, in
+ * the order -h, -M and mcpd.conf.example list them. A row is a name, a
+ * type, bounds, a default, an offsetof into struct conf and its help
+ * text; the engine (conf.c) parses by it and conf_print.c documents it.
+ * The blocks' own directives are in their files' tables (conf_tool.c,
+ * conf_auth.c, conf_upstream.c).
+ */
+#include <stddef.h>
+
+#include "conf_int.h"
+
+static const struct conf_enum conf_bool_values[] = {
+	{ "on", 1 },
+	{ "off", 0 },
+	{ NULL, 0 }
+};
+
+static const struct conf_enum conf_backpressure_values[] = {
+	{ "block", CONF_BACKPRESSURE_BLOCK },
+	{ "close", CONF_BACKPRESSURE_CLOSE },
+	{ NULL, 0 }
+};
+
+static const struct conf_enum conf_log_format_values[] = {
+	{ "text", CONF_LOG_TEXT },
+	{ "json", CONF_LOG_JSON },
+	{ NULL, 0 }
+};
+
+static const struct conf_enum conf_fixtures_values[] = {
+	{ "conformance", 1 },
+	{ "off", 0 },
+	{ NULL, 0 }
+};
+
+#define CONF_OFF(f)	offsetof(struct conf, f)
+#define CONF_NUMBER(n, t, f, lo, hi, d, h)				\
+	{ .name = n, .type = t, .offset = CONF_OFF(f), .min = lo,	\
+	  .max = hi, .def = d, .help = h }
+
+static const struct conf_entry conf_entries[] = {
+	{ .name = "listen", .type = CONF_HOSTPORT,
+	  .offset = CONF_OFF(listen_host), .offset2 = CONF_OFF(listen_port),
+	  .min = 0, .max = 65535, .args = "HOST:PORT",
+	  .def = "127.0.0.1:8080", .flags = CONF_EXAMPLE_ACTIVE,
+	  .section = "HTTP",
+	  .help = "Address and port the HTTP server listens on. HOST is a "
+	  "name, an IPv4 address or an IPv6 address in brackets "
+	  "([::1]:8080). Port 0 picks a free port." },
+	{ .name = "endpoint", .type = CONF_STRING,
+	  .offset = CONF_OFF(endpoint), .check = conf_check_path,
+	  .args = "PATH", .def = "/mcp", .flags = CONF_EXAMPLE_ACTIVE,
+	  .help = "URL path of the MCP endpoint, where POST, GET and DELETE "
+	  "are served. Starts with \"/\"." },
+	{ .name = "allowed_origins", .type = CONF_WORDS,
+	  .offset = CONF_OFF(allowed_origins),
+	  .offset2 = CONF_OFF(nallowed_origins), .check = conf_check_origin,
+	  .args = "ORIGIN...", .def_text = "none (loopback origins only)",
+	  .example = "https://app.example.com https://example.com:8443",
+	  .help = "Browser origins allowed in the Origin header, each "
+	  "exactly http://HOST[:PORT] or https://HOST[:PORT] (no "
+	  "wildcards, no path); a request with another Origin is answered "
+	  "403, one without Origin is not affected. When not set, only "
+	  "loopback origins are allowed: http or https with host "
+	  "localhost, 127.0.0.1 or [::1] and any port." },
+	CONF_NUMBER("max_body", CONF_SIZE, max_body, CONF_KIB, CONF_GIB,
+	    "4m", "Largest request body accepted; a larger one is answered "
+	    "413."),
+	CONF_NUMBER("max_header_size", CONF_SIZE, max_header_size, CONF_KIB,
+	    CONF_MIB, "16k", "Largest size of the request line and headers "
+	    "accepted."),
+
+	{ .name = "auth", .type = CONF_BLOCK, .block = conf_auth_block,
+	  .sub = &conf_auth_table, .free = conf_auth_free,
+	  .keep = conf_auth_keep,
+	  .example = conf_auth_examples, .args = "{ ... }",
+	  .section = "Authorization",
+	  .help = "Makes mcpd an OAuth 2.1 resource server, as MCP's "
+	  "authorization specification has it (docs/authorization.md): "
+	  "every request to the endpoint needs an access token "
+	  "(Authorization: Bearer), a JWT verified with the keys of "
+	  "jwks_file or jwks_uri, a token the introspection endpoint "
+	  "vouches for, or one of token_file; a request without a valid "
+	  "one is answered 401 with a WWW-Authenticate header naming the "
+	  "protected resource metadata, served at "
+	  "/.well-known/oauth-protected-resource. A session belongs to the "
+	  "principal (issuer, subject, client) that created it; another "
+	  "principal's requests naming it are answered 404. Without this "
+	  "block nothing is checked. Read at start-up only: a reload keeps "
+	  "the running one. Inside the block, one directive per line:" },
+
+	{ .name = "eventlog", .type = CONF_CUSTOM,
+	  .parse = conf_parse_eventlog,
+	  .args = "memory|redis://HOST[:PORT][/DB]", .def = "memory",
+	  .flags = CONF_EXAMPLE_ACTIVE, .section = "Event log",
+	  .help = "Where committed events live. memory keeps bounded rings "
+	  "in this process (one instance, lost on restart). "
+	  "redis://HOST:PORT/DB keeps them in Redis Streams shared by every "
+	  "instance; the port defaults to 6379 and DB (0 to 15) to 0." },
+	CONF_NUMBER("eventlog_wait", CONF_SECONDS, eventlog_wait, 0, 3600,
+	    "10", "At start-up, how long mcpd waits for the event log to be "
+	    "reachable before it listens (redis; memory always is). Until "
+	    "then it accepts no connection and does not tell the service "
+	    "manager it is ready, so a load balancer sends requests to "
+	    "another instance rather than to one that could only answer 503. "
+	    "Past it, mcpd listens anyway, not ready (/readyz 503 "
+	    "\"starting\") until the log is reachable, and logs why; 0 "
+	    "listens at once."),
+	{ .name = "commit", .type = CONF_CUSTOM, .parse = conf_parse_commit,
+	  .args = "primary|replicas:N", .def = "primary",
+	  .help = "With the redis event log, when an event counts as "
+	  "committed: primary once Redis has it, replicas:N once N "
+	  "replicas (1 to 16) have acknowledged it too (WAIT)." },
+	CONF_NUMBER("eventlog_outage_grace", CONF_SECONDS,
+	    eventlog_outage_grace, 0, 300, "10", "With the redis event log, "
+	    "how long an outage of Redis is waited out: a stall (no reply "
+	    "for 2 seconds), a lost connection, a restart. Meanwhile every "
+	    "operation waits, in order: running calls pause as producers do "
+	    "under block (their clients get keep-alives, not an error), and "
+	    "new requests wait too; once Redis answers, everything is "
+	    "committed in order, each append exactly once. An outage longer "
+	    "than this (and than 2 seconds) ends the running calls with an "
+	    "error saying the event log was unavailable, and until Redis "
+	    "answers requests are answered 503 at once. At most 64 MiB of "
+	    "operations wait; more are refused. 0 waits out no outage."),
+	CONF_NUMBER("stream_maxlen", CONF_INTEGER, stream_maxlen, 1, 1000000,
+	    "1000", "Events retained per stream for resumption; resuming "
+	    "from an older, trimmed event is answered 410 \"trimmed\"."),
+	CONF_NUMBER("stream_window", CONF_INTEGER, stream_window, 1, 1000000,
+	    "256", "Events a stream may hold that its client has not "
+	    "received yet, those on their way to the log included, before "
+	    "its producers are paused (block policy). An event counts as "
+	    "received once the client's side of the connection acknowledged "
+	    "it; what a proxy acknowledged and did not forward is lost at a "
+	    "cut, so the window may be at most half of stream_maxlen, "
+	    "leaving as much again in flight. Unset: half of stream_maxlen, "
+	    "at most 256."),
+	CONF_NUMBER("stream_ttl", CONF_SECONDS, stream_ttl, 1, 604800, "300",
+	    "How long a finished stream stays resumable."),
+
+	{ .name = "session_ttl", .type = CONF_SECONDS,
+	  .offset = CONF_OFF(session_ttl), .min = 10, .max = 2592000,
+	  .def = "1800", .section = "Sessions",
+	  .help = "How long an idle session lives." },
+	CONF_NUMBER("max_sessions", CONF_INTEGER, max_sessions, 1, 10000000,
+	    "10000", "Sessions that may exist at once; initialize beyond "
+	    "this is refused."),
+	CONF_NUMBER("session_max_streams", CONF_INTEGER, session_max_streams,
+	    2, 100000, "256", "Streams one session may hold at once, its "
+	    "standalone stream included."),
+	CONF_NUMBER("request_timeout", CONF_SECONDS, request_timeout, 1, 3600,
+	    "60", "How long the server waits for the client's answer to a "
+	    "server-to-client request."),
+
+	{ .name = "max_views", .type = CONF_INTEGER,
+	  .offset = CONF_OFF(max_views), .min = 1, .max = 1000000,
+	  .def = "10000", .section = "SSE and backpressure",
+	  .help = "Streams open at once: the sessions' SSE responses, "
+	  "running stateless (2026-07-28) calls and listen streams "
+	  "together; more are answered 503." },
+	CONF_NUMBER("sse_high_watermark", CONF_SIZE, sse_high_watermark,
+	    4 * CONF_KIB, 64 * CONF_MIB, "256k", "Bytes queued on one SSE "
+	    "connection above which its writer stops pulling events from "
+	    "the log."),
+	CONF_NUMBER("sse_keepalive", CONF_SECONDS, sse_keepalive, 1, 3600,
+	    "15", "Time between comment heartbeats on an idle SSE stream."),
+	CONF_NUMBER("sse_retry_ms", CONF_MILLISECONDS, sse_retry_ms, 0,
+	    600000, "1000", "Reconnection delay sent to clients in the SSE "
+	    "retry: field."),
+	CONF_NUMBER("slow_consumer_grace_ms", CONF_MILLISECONDS,
+	    slow_consumer_grace_ms, 0, 600000, "5000", "How long an SSE "
+	    "connection may stay above sse_high_watermark before the close "
+	    "policy disconnects it."),
+	{ .name = "backpressure_request", .type = CONF_ENUM,
+	  .offset = CONF_OFF(backpressure_request),
+	  .values = conf_backpressure_values, .def = "block",
+	  .help = "What a request's stream does when its client falls "
+	  "behind: block pauses the producer (the events wait in the log), "
+	  "close disconnects the client." },
+	{ .name = "backpressure_standalone", .type = CONF_ENUM,
+	  .offset = CONF_OFF(backpressure_standalone),
+	  .values = conf_backpressure_values, .def = "close",
+	  .help = "The same for a session's standalone (GET) stream: close "
+	  "sends a backpressure-disconnect event naming the last id written "
+	  "and closes, and the client resumes from its cursor; block pauses "
+	  "the producers." },
+
+	{ .name = "builtin_tools", .type = CONF_BOOL,
+	  .offset = CONF_OFF(builtin_tools), .values = conf_bool_values,
+	  .def = "off", .example = "on", .flags = CONF_EXAMPLE_ACTIVE,
+	  .section = "Tools",
+	  .help = "Serve the built-in diagnostic tools echo, stream and "
+	  "notify." },
+	{ .name = "fixtures", .type = CONF_ENUM,
+	  .offset = CONF_OFF(fixtures_conformance),
+	  .values = conf_fixtures_values, .def = "off",
+	  .help = "conformance serves the tools, resources and prompts the "
+	  "official MCP conformance suite expects." },
+	CONF_NUMBER("max_children", CONF_INTEGER, max_children, 1, 4096,
+	    "64", "Programs of exec tools running at once, over all tools "
+	    "(a program counts until it has been reaped); a call beyond "
+	    "this gets the isError result \"tool busy\"."),
+	{ .name = "tool", .type = CONF_BLOCK, .block = conf_tool_block,
+	  .sub = &conf_tool_table, .free = conf_tool_free,
+	  .done = conf_tool_done,
+	  .example = conf_tool_examples,
+	  .example_active = conf_tool_example_active,
+	  .args = "NAME { ... }",
+	  .help = "A command-line program served as an MCP tool: each call "
+	  "runs it with the call's arguments, stdin from /dev/null, in a "
+	  "process group of its own. With a progressToken, every line it "
+	  "writes to standard output is sent at once as "
+	  "notifications/progress (progress counts the lines, message is "
+	  "the line; a line longer than 64 KiB is split). The result is a "
+	  "text item with the standard output; it is an isError result, "
+	  "with the exit status or signal and the start of standard error, "
+	  "when the program exits non-zero or is killed. While the client "
+	  "reads slowly, mcpd stops reading the program's output, so the "
+	  "program waits. When the program exits, anything it left running "
+	  "in its process group is killed. NAME is 1 to 128 letters, "
+	  "digits, \"_\", \"-\" or \".\"; it is unique, and not echo, "
+	  "stream or notify while builtin_tools is on. Inside the block, "
+	  "one directive per line; param and env may repeat:" },
+	{ .name = "upstream", .type = CONF_BLOCK, .block = conf_upstream_block,
+	  .sub = &conf_upstream_table, .free = conf_upstream_free,
+	  .example = conf_upstream_examples, .args = "NAME { ... }",
+	  .help = "An MCP server mcpd is a client of: its tools, resources, "
+	  "resource templates, prompts and completions are served to clients "
+	  "with the others, every message it sends committed to the event "
+	  "log like mcpd's own. Requests are forwarded with their ids "
+	  "remapped, progress and log notifications reach the call's "
+	  "stream, its sampling, elicitation and roots requests reach the "
+	  "client whose call it serves. A name served by two providers is "
+	  "an error naming both at start-up (prefix resolves it). NAME is 1 "
+	  "to 128 letters, digits, \"_\", \"-\" or \".\", unique among "
+	  "upstreams. See docs/upstreams.md. Inside the block, one "
+	  "directive per line; env may repeat:" },
+
+	{ .name = "drain_delay", .type = CONF_SECONDS,
+	  .offset = CONF_OFF(drain_delay), .min = 0, .max = 3600, .def = "5",
+	  .section = "Drain and failover",
+	  .help = "On SIGTERM or SIGINT (drain, then exit) or SIGUSR2 "
+	  "(drain and stay up until SIGTERM), /readyz answers 503 at once, "
+	  "and the instance goes on serving as usual for this long, so the "
+	  "load balancer notices before connections are refused. Then the "
+	  "listening socket closes, requests still arriving on open "
+	  "connections are answered with Connection: close, and running "
+	  "calls may finish (drain_timeout). A second SIGTERM or SIGINT "
+	  "exits at once." },
+	CONF_NUMBER("drain_timeout", CONF_SECONDS, drain_timeout, 0, 86400,
+	    "30", "How long running calls may take to finish after "
+	    "drain_delay. Calls still running then end with an error "
+	    "response saying they were interrupted. Once the calls are "
+	    "over, SSE responses still open end with a retry: field, and "
+	    "with the redis event log their clients resume on another "
+	    "instance."),
+	CONF_NUMBER("lease_ttl", CONF_SECONDS, lease_ttl, 1, 300, "5",
+	    "With the redis event log, how long the lease of a running "
+	    "call lives without renewal. The instance running the call "
+	    "renews it every lease_ttl/3 (every second at most); an "
+	    "instance showing the call's stream checks it twice a second, "
+	    "and once it has lapsed answers the call with an error saying "
+	    "it was interrupted. A smaller lease finds a dead instance's "
+	    "calls sooner (within lease_ttl + 1 seconds); but if Redis or "
+	    "the running instance's event loop stalls for longer than "
+	    "lease_ttl, other instances take a live call for dead and "
+	    "answer it with that error while it still runs."),
+
+	{ .name = "task_ttl", .type = CONF_SECONDS,
+	  .offset = CONF_OFF(task_ttl), .min = 10, .max = 2592000,
+	  .def = "3600", .section = "Tasks",
+	  .help = "How long a task (io.modelcontextprotocol/tasks) and its "
+	  "result stay readable with tasks/get, from its creation: the "
+	  "ttlMs it reports. After that tasks/get answers that the task is "
+	  "not found. A task still running then is failed." },
+	CONF_NUMBER("max_tasks", CONF_INTEGER, max_tasks, 1, 1000000, "1000",
+	    "Tasks one instance runs at once; a tools/call that would start "
+	    "another is answered with an error. The memory event log also "
+	    "keeps at most this many task records, finished ones included, "
+	    "until their task_ttl ends; when a new task finds it full, the "
+	    "record finished longest ago is forgotten for it (a running "
+	    "task's never is)."),
+	CONF_NUMBER("max_tasks_per_principal", CONF_INTEGER,
+	    max_tasks_per_principal, 1, 1000000, "100",
+	    "With an auth block: tasks one instance runs at once for one "
+	    "principal (issuer, subject, client id), so one client cannot "
+	    "take every one of max_tasks; a tools/call that would start "
+	    "another is answered with an error. Without auth every client is "
+	    "the same anonymous one, and only max_tasks counts."),
+	CONF_NUMBER("task_poll_ms", CONF_MILLISECONDS, task_poll_ms, 10,
+	    600000, "1000", "The pollIntervalMs tasks suggest to clients: "
+	    "how often they should ask tasks/get. (With the redis event "
+	    "log, the instance running a task reads its record every 250 "
+	    "ms for a tasks/cancel or tasks/update another instance took.)"),
+
+	{ .name = "log_level", .type = CONF_CUSTOM,
+	  .parse = conf_parse_log_level, .args = "debug|info|warn|error",
+	  .def = "info", .section = "Logging",
+	  .help = "Least severe level of the lines logged." },
+	{ .name = "log_file", .type = CONF_STRING,
+	  .offset = CONF_OFF(log_file), .check = conf_check_log_file,
+	  .args = "stderr|PATH", .def = "stderr",
+	  .help = "Where log lines go: stderr (the journal under systemd, "
+	  "the runtime's log in a container), or the file at the absolute "
+	  "PATH, appended to and created (mode 0640) if needed. SIGUSR1 "
+	  "reopens the file, after log rotation moved it away." },
+	{ .name = "state_key_file", .type = CONF_STRING,
+	  .offset = CONF_OFF(state_key_file), .check = conf_check_key_file,
+	  .args = "none|PATH", .def = "none", .section = "Stateless requests",
+	  .example = "/etc/mcpd/state.key",
+	  .help = "The key (a file of 32 to 1023 bytes, say 64 random hex "
+	  "digits) that signs the requestState of input_required results "
+	  "(2026-07-28 multi round-trip requests) with HMAC-SHA256, so that "
+	  "any instance holding the same key can continue a round another "
+	  "began, and a changed state is refused. none: the keys of the "
+	  "event log's keyring, which every instance sharing the log reads "
+	  "and the log rotates every state_key_rotation (with the memory "
+	  "log, keys of this process alone). Read again on reload." },
+	{ .name = "state_key_previous_file", .type = CONF_STRING,
+	  .offset = CONF_OFF(state_key_previous_file),
+	  .check = conf_check_key_file, .args = "none|PATH", .def = "none",
+	  .example = "/etc/mcpd/state.key.old",
+	  .help = "A key that no longer signs but whose states are still "
+	  "accepted: the one state_key_file held before a rotation, or the "
+	  "last key file when moving to the event log's keys. Rotate by "
+	  "giving every instance the new key with the old one here, then, "
+	  "once the rounds in flight are over (15 minutes), dropping this "
+	  "line." },
+	CONF_NUMBER("state_key_rotation", CONF_SECONDS, state_key_rotation,
+	    3600, 31536000, "86400", "Without state_key_file: how often the "
+	    "event log replaces the key that signs requestStates. Each key "
+	    "is known to every instance a period before it signs and opens "
+	    "states for a period after, so a rotation refuses no state in "
+	    "flight; at least an hour, as a state lives 15 minutes."),
+	{ .name = "access_log", .type = CONF_BOOL,
+	  .offset = CONF_OFF(access_log), .values = conf_bool_values,
+	  .def = "off",
+	  .help = "One line per HTTP request in the log, whatever log_level "
+	  "says, written when its response ends: method, path, status, "
+	  "session, stream (an SSE response's K), body bytes and "
+	  "milliseconds from the request to the end of its response (for "
+	  "an SSE response, of the stream)." },
+	{ .name = "log_format", .type = CONF_ENUM,
+	  .offset = CONF_OFF(log_format), .values = conf_log_format_values,
+	  .def = "text",
+	  .help = "text: TIME LEVEL MESSAGE, one line each. json: one JSON "
+	  "object per line with time, level and msg, for log collectors; "
+	  "bytes of a message that are not UTF-8 are escaped, so every line "
+	  "is valid JSON." },
+};
+
+const struct conf_table conf_table_main = {
+	conf_entries, CONF_NITEMS(conf_entries)
+};

@@ -1,0 +1,717 @@
+/*
+ * The Redis layout of the event log and the one Lua script that changes it.
+ *
+ * A session SID owns keys that share the hash tag {SID} (one Cluster slot):
+ *
+ *   mcpd:{SID}:meta	hash: m = the session's meta; k:K = o (open) or e
+ *			(ended) for every stream K the session ever had, so K
+ *			is never created twice and a stream whose key is gone
+ *			reads as expired; t = when open streams last got a new
+ *			lifetime (the writer's wall clock, ms); c = tombstone
+ *			scan cursor.
+ *   mcpd:{SID}:s:K	a Redis Stream; entry N has the explicit id K-N (so
+ *			the XADD id is the SSE id) and the field d, the
+ *			message; the last entry of each create or append
+ *			also has t, the operation's token (below).
+ *   mcpd:{SID}:events	pub/sub channel: "K-N" after each commit (an
+ *			append of several entries publishes its last id);
+ *			"!deleted" when delete removed the session; "m "
+ *			then the text of a process's message to the others
+ *			(eventlog_publish: a plain PUBLISH, not the
+ *			script; the messages are in peer.h).
+ *   mcpd:{SID}:x:NAME	notes (eventlog_note_set: plain SET with PX, not
+ *			the script): leases l:K and r:K (lease.c), answers
+ *			a:ID (outbound.c), delivery progress p:K
+ *			(progress.c).
+ *   mcpd:{TID}:task	a task's record (task.c), its hash tag the task id
+ *			(apart from every session): "REV RECORD", REV the
+ *			revision, written only by the script's task
+ *			operation (compare-and-set on REV) with the
+ *			record's lifetime as PX; the task's lease is the
+ *			note mcpd:{TID}:x:lease.
+ *   mcpd:{keyring}:keys	hash, the keyring (eventlog_keyring; seal.c's
+ *			requestState keys): g = generation, p, c, n = the
+ *			previous, current and next keys. Written only by
+ *			the script's keyring operation; no lifetime (it
+ *			is three short strings, and states in flight
+ *			need it across restarts of every instance).
+ *   mcpd:{keyring}:rotated	"1" with PX the rotation period, set when
+ *			the ring changes: once it is gone, the next call
+ *			rotates. Redis's clock times rotations, so the
+ *			instances' clocks do not matter.
+ *
+ * Lifetimes: the meta hash lives session_ttl past the session's last write;
+ * open streams live longer (the caller passes 1.5 x session_ttl) and are
+ * renewed at least every session_ttl / 2 while the session is written to,
+ * so they outlive their session, and not by much. An ended stream lives
+ * stream_ttl from its end; its k:K field stays, so it then reads as expired.
+ *
+ * Retries. An operation whose answer was lost (the connection dropped
+ * after Redis ran it, or Redis restarted with it in its AOF) is sent
+ * again, once Redis answers, in its place among the others
+ * (eventlog_redis.c, the outage grace); each must then do what it did
+ * once. store, end and notes are idempotent as they are; a create or an
+ * append carries a token, unique to the operation, on its last entry, and
+ * one that finds its own token where its last entry would go has landed:
+ * it answers what it answered then (ok, the same ids) and changes nothing,
+ * where another writer's entry there is a conflict as before. A task put
+ * sent again (it says so) that finds its revision with its record has
+ * landed too. A delete answers not-found the second time, which callers
+ * take as done; a message may be published twice.
+ *
+ * The script answers {status} or {status, head, oldest, ended, [seq,
+ * data]...}; the status is the event log's status name. Sequence numbers
+ * travel as decimal strings. Lua numbers are doubles: they are only used to
+ * compare a requested position with a head, where rounding a huge request
+ * cannot change the outcome; ids are compared as strings.
+ *
+ * Appends are the hot path: the script spends a handful of commands on an
+ * append of any number of entries and takes the time from the caller.
+ * Every Redis with Streams (5.0 on) replicates a script's effects, so it
+ * does without redis.replicate_commands(), which in Redis 7 costs more
+ * than an append's commands.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hiredis/hiredis.h>
+
+#include "cursor.h"
+#include "eventlog.h"
+#include "eventlog_status.h"
+#include "redis_script.h"
+#include "xmalloc.h"
+
+static const char redis_script_lua[] =
+"-- mcpd event log (see src/eventlog/redis_script.c).\n"
+"-- KEYS[1] the session's meta hash, KEYS[2] the stream (stream ops).\n"
+"-- ARGV[1] operation, ARGV[2] session lifetime (ms), ARGV[3] open\n"
+"-- stream lifetime (ms), ARGV[4] stream key prefix, ARGV[5] channel,\n"
+"-- ARGV[6] the stream's field in the meta hash, ARGV[7] the caller's\n"
+"-- wall clock (ms); then per operation.\n"
+"local meta, stream = KEYS[1], KEYS[2]\n"
+"local op, sttl, ottl = ARGV[1], ARGV[2], ARGV[3]\n"
+"local prefix, channel, field, now = ARGV[4], ARGV[5], ARGV[6], ARGV[7]\n"
+"\n"
+"local function seq(id)\n"
+"	return string.match(id, '%-(%d+)$')\n"
+"end\n"
+"\n"
+"local function isstream(f)\n"
+"	return string.sub(f, 1, 2) == 'k:'\n"
+"end\n"
+"\n"
+"local function key(f)\n"
+"	return prefix .. string.sub(f, 3)\n"
+"end\n"
+"\n"
+"-- The session lives sttl past this write; open streams get ottl,\n"
+"-- renewed when the last renewal (t, by whichever writer) is sttl / 2\n"
+"-- old, or in the future of this writer's clock.\n"
+"local function touch(t)\n"
+"	redis.call('PEXPIRE', meta, sttl)\n"
+"	local n, last = tonumber(now), tonumber(t or '0')\n"
+"	if n >= last and n - last < tonumber(sttl) / 2 then\n"
+"		return\n"
+"	end\n"
+"	redis.call('HSET', meta, 't', now)\n"
+"	local all = redis.call('HGETALL', meta)\n"
+"	for i = 1, #all, 2 do\n"
+"		if isstream(all[i]) and all[i + 1] == 'o' then\n"
+"			redis.call('PEXPIRE', key(all[i]), ottl)\n"
+"		end\n"
+"	end\n"
+"end\n"
+"\n"
+"-- Past max fields, forgets a few streams whose keys are gone (a\n"
+"-- forgotten stream reads as not found, as past the memory backend's\n"
+"-- tombstone ring). The caller asks for it on one create in 64 (max\n"
+"-- is nil on the others): a session whose streams are all alive would\n"
+"-- otherwise pay a scan for nothing on every create.\n"
+"local function prune(max)\n"
+"	if not max or redis.call('HLEN', meta) <= max then\n"
+"		return\n"
+"	end\n"
+"	local cursor = redis.call('HGET', meta, 'c') or '0'\n"
+"	local res = redis.call('HSCAN', meta, cursor, 'COUNT', 64)\n"
+"	redis.call('HSET', meta, 'c', res[1])\n"
+"	local f = res[2]\n"
+"	for i = 1, #f, 2 do\n"
+"		if isstream(f[i]) and redis.call('EXISTS', key(f[i])) == 0 then\n"
+"			redis.call('HDEL', meta, f[i])\n"
+"		end\n"
+"	end\n"
+"end\n"
+"\n"
+"local function oldest()\n"
+"	return seq(redis.call('XRANGE', stream, '-', '+', 'COUNT', 1)[1][1])\n"
+"end\n"
+"\n"
+"-- The same after an append of ours: the stream holds head - oldest + 1\n"
+"-- entries, all ids in between (only this script writes it, trimming\n"
+"-- from the front), so its length tells, without reading an entry.\n"
+"local function oldest_after(head)\n"
+"	local o = tonumber(head) + 1 - redis.call('XLEN', stream)\n"
+"	if o < 0 then\n"
+"		return oldest()\n"
+"	end\n"
+"	return string.format('%d', o)\n"
+"end\n"
+"\n"
+"-- An error status, or the stream's state, last id, head and the\n"
+"-- session's t. The stream's field is there only with the session's m\n"
+"-- (create needs m; only delete and expiry remove m, with the hash): m\n"
+"-- itself is not read, its text would only be copied into Lua.\n"
+"local function lookup()\n"
+"	local f = redis.call('HMGET', meta, field, 't')\n"
+"	if not f[1] then\n"
+"		return 'not-found'\n"
+"	end\n"
+"	local last = redis.call('XREVRANGE', stream, '+', '-', 'COUNT', 1)[1]\n"
+"	if not last then\n"
+"		return 'expired'\n"
+"	end\n"
+"	return nil, f[1], last[1], seq(last[1]), f[2]\n"
+"end\n"
+"\n"
+"local function finish(ttl)\n"
+"	redis.call('HSET', meta, field, 'e')\n"
+"	redis.call('PEXPIRE', stream, ttl)\n"
+"end\n"
+"\n"
+"-- XADDs the pairs from ARGV[i] (id, data...), trimming to maxlen once,\n"
+"-- with the last, which carries the operation's token: per XADD, the\n"
+"-- trim costs more than the XADD. Returns the last id, or last if there\n"
+"-- are none.\n"
+"local function add(i, maxlen, last, token)\n"
+"	local n, argv, call = #ARGV, ARGV, redis.call\n"
+"	if n < i then\n"
+"		return last\n"
+"	end\n"
+"	for j = i, n - 2, 2 do\n"
+"		call('XADD', stream, argv[j], 'd', argv[j + 1])\n"
+"	end\n"
+"	redis.call('XADD', stream, 'MAXLEN', maxlen, ARGV[n - 1], 'd',\n"
+"	    ARGV[n], 't', token)\n"
+"	return ARGV[n - 1]\n"
+"end\n"
+"\n"
+"-- The id of the last entry the operation writes: the last pair's from\n"
+"-- ARGV[i] on, or first if it has none.\n"
+"local function lastid(i, first)\n"
+"	if #ARGV < i then\n"
+"		return first\n"
+"	end\n"
+"	return ARGV[#ARGV - 1]\n"
+"end\n"
+"\n"
+"-- Whether this very operation is in the stream already (sent again\n"
+"-- after its answer was lost): its last entry, id, has its token.\n"
+"local function landed(id, token)\n"
+"	local e = redis.call('XRANGE', stream, id, id)[1]\n"
+"	return e ~= nil and e[2][3] == 't' and e[2][4] == token\n"
+"end\n"
+"\n"
+"if op == 'task' then\n"
+"	-- KEYS[1] the task's key, holding 'REV RECORD'; ARGV[2] the\n"
+"	-- revision to write (1: the key must not exist, else the key's REV\n"
+"	-- must be one less), ARGV[3] its lifetime (ms), ARGV[4] the record,\n"
+"	-- ARGV[5] 1 if the put is sent again (its answer was lost).\n"
+"	local cur = redis.call('GET', meta)\n"
+"	local rev = tonumber(ARGV[2])\n"
+"	if cur then\n"
+"		local have = tonumber(string.match(cur, '^(%d+) '))\n"
+"		if have == rev and ARGV[5] == '1' and\n"
+"		    cur == ARGV[2] .. ' ' .. ARGV[4] then\n"
+"			return {'ok'}	-- this put, sent again: it landed\n"
+"		end\n"
+"		if have ~= rev - 1 then\n"
+"			return {'conflict'}\n"
+"		end\n"
+"	elseif rev ~= 1 then\n"
+"		return {'not-found'}\n"
+"	end\n"
+"	redis.call('SET', meta, ARGV[2] .. ' ' .. ARGV[4], 'PX', ARGV[3])\n"
+"	return {'ok'}\n"
+"end\n"
+"\n"
+"if op == 'keyring' then\n"
+"	-- KEYS[1] the ring (hash g, p, c, n), KEYS[2] its rotation mark;\n"
+"	-- ARGV[2] the period (ms), ARGV[3], ARGV[4] fresh keys.\n"
+"	local ring = redis.call('HMGET', meta, 'g', 'p', 'c', 'n')\n"
+"	local g, changed = tonumber(ring[1] or ''), true\n"
+"	if not (g and g >= 1 and ring[2] and ring[3] and ring[4]) or\n"
+"	    ring[3] == '' or ring[4] == '' then\n"
+"		-- none, or not one this script wrote: a new ring\n"
+"		ring = {'1', '', ARGV[3], ARGV[4]}\n"
+"	elseif redis.call('EXISTS', stream) == 0 then\n"
+"		ring = {string.format('%d', g + 1), ring[3], ring[4],\n"
+"		    ARGV[3]}\n"
+"	else\n"
+"		changed = false\n"
+"	end\n"
+"	if changed then\n"
+"		redis.call('HSET', meta, 'g', ring[1], 'p', ring[2], 'c',\n"
+"		    ring[3], 'n', ring[4])\n"
+"		redis.call('SET', stream, '1', 'PX', ARGV[2])\n"
+"	end\n"
+"	return {'ok', ring[1], ring[2], ring[3], ring[4]}\n"
+"end\n"
+"\n"
+"if op == 'store' then\n"
+"	-- ARGV[8] the session's meta; ARGV[9] '1': only if the session is\n"
+"	-- there (an update never brings back a session the log lost).\n"
+"	if ARGV[9] == '1' and redis.call('HEXISTS', meta, 'm') == 0 then\n"
+"		return {'not-found'}\n"
+"	end\n"
+"	local t = redis.call('HGET', meta, 't')\n"
+"	redis.call('HSET', meta, 'm', ARGV[8])\n"
+"	touch(t)\n"
+"	return {'ok'}\n"
+"end\n"
+"\n"
+"if op == 'delete' then\n"
+"	if redis.call('HEXISTS', meta, 'm') == 0 then\n"
+"		return {'not-found'}\n"
+"	end\n"
+"	local fields = redis.call('HKEYS', meta)\n"
+"	for i = 1, #fields do\n"
+"		if isstream(fields[i]) then\n"
+"			redis.call('UNLINK', key(fields[i]))\n"
+"		end\n"
+"	end\n"
+"	redis.call('UNLINK', meta)\n"
+"	-- Every process holding the session drops it at once.\n"
+"	redis.call('PUBLISH', channel, '" EVENTLOG_MESSAGE_DELETED "')\n"
+"	return {'ok'}\n"
+"end\n"
+"\n"
+"if op == 'create' then\n"
+"	-- The stream with its priming entry, and the entries that follow it\n"
+"	-- if the caller had them already: one step, so they are committed\n"
+"	-- only with the stream. ARGV[8] id K-0, ARGV[9] stream_maxlen,\n"
+"	-- ARGV[10] fields before pruning ('' on the creates that do not\n"
+"	-- prune), ARGV[11] 1 if the last entry is\n"
+"	-- the stream's last, ARGV[12] stream_ttl (ms), ARGV[13] the\n"
+"	-- operation's token, then pairs from ARGV[14]: id K-1, data; K-2,\n"
+"	-- data... (at most stream_maxlen - 1, so none is trimmed here).\n"
+"	local f = redis.call('HMGET', meta, 'm', field, 't')\n"
+"	if not f[1] then\n"
+"		return {'not-found'}\n"
+"	end\n"
+"	if f[2] or redis.call('EXISTS', stream) == 1 then\n"
+"		local id = lastid(14, ARGV[8])\n"
+"		if landed(id, ARGV[13]) then\n"
+"			return {'ok', seq(id), oldest(),\n"
+"			    ARGV[11] == '1' and 1 or 0}\n"
+"		end\n"
+"		return {'conflict'}\n"
+"	end\n"
+"	prune(tonumber(ARGV[10]))\n"
+"	local last\n"
+"	if #ARGV < 14 then\n"
+"		redis.call('XADD', stream, ARGV[8], 'd', '', 't', ARGV[13])\n"
+"		last = ARGV[8]\n"
+"	else\n"
+"		redis.call('XADD', stream, ARGV[8], 'd', '')\n"
+"		last = add(14, ARGV[9], ARGV[8], ARGV[13])\n"
+"	end\n"
+"	local ended = 0\n"
+"	if ARGV[11] == '1' then\n"
+"		finish(ARGV[12])\n"
+"		ended = 1\n"
+"	else\n"
+"		redis.call('HSET', meta, field, 'o')\n"
+"		redis.call('PEXPIRE', stream, ottl)\n"
+"	end\n"
+"	touch(f[3])\n"
+"	redis.call('PUBLISH', channel, last)\n"
+"	return {'ok', seq(last), '0', ended}\n"
+"end\n"
+"\n"
+"if op == 'append' then\n"
+"	-- Entries N, N+1... in one step. ARGV[8] the id the stream must end\n"
+"	-- with now (K-(N-1)), ARGV[9] 1 if the last entry is the stream's\n"
+"	-- last, ARGV[10] stream_maxlen, ARGV[11] stream_ttl (ms), ARGV[12]\n"
+"	-- the operation's token, then pairs from ARGV[13]: id K-N, data;\n"
+"	-- K-(N+1), data... (at most stream_maxlen, so none is trimmed by its\n"
+"	-- own append).\n"
+"	local err, state, last, head, t = lookup()\n"
+"	if err then\n"
+"		return {err}\n"
+"	end\n"
+"	if state == 'e' or last ~= ARGV[8] then\n"
+"		local id = lastid(13, ARGV[8])\n"
+"		if landed(id, ARGV[12]) then\n"
+"			return {'ok', seq(id), oldest(),\n"
+"			    ARGV[9] == '1' and 1 or 0}\n"
+"		end\n"
+"		if state == 'e' then\n"
+"			return {'ended', head, oldest(), 1}\n"
+"		end\n"
+"		return {'conflict', head, oldest(), 0}\n"
+"	end\n"
+"	last = add(13, ARGV[10], last, ARGV[12])\n"
+"	local ended = 0\n"
+"	if ARGV[9] == '1' then\n"
+"		finish(ARGV[11])\n"
+"		ended = 1\n"
+"	end\n"
+"	touch(t)\n"
+"	-- One message for the lot: followers read up to it.\n"
+"	redis.call('PUBLISH', channel, last)\n"
+"	return {'ok', seq(last), oldest_after(seq(last)), ended}\n"
+"end\n"
+"\n"
+"if op == 'end' then\n"
+"	-- ARGV[8] stream_ttl (ms)\n"
+"	local err, state, last, head, t = lookup()\n"
+"	if err then\n"
+"		return {err}\n"
+"	end\n"
+"	if state ~= 'e' then\n"
+"		finish(ARGV[8])\n"
+"		touch(t)\n"
+"		redis.call('PUBLISH', channel, last)\n"
+"	end\n"
+"	return {'ok', head, oldest(), 1}\n"
+"end\n"
+"\n"
+"if op == 'read' then\n"
+"	-- ARGV[8] from, ARGV[9] id K-from, ARGV[10] max entries\n"
+"	local err, state, last, head = lookup()\n"
+"	if err then\n"
+"		return {err}\n"
+"	end\n"
+"	local r = {'ok', head, oldest(), state == 'e' and 1 or 0}\n"
+"	local from = tonumber(ARGV[8])\n"
+"	if from > tonumber(head) + 1 then\n"
+"		r[1] = 'ahead'\n"
+"	elseif from < tonumber(r[3]) then\n"
+"		r[1] = 'trimmed'\n"
+"	elseif tonumber(ARGV[10]) > 0 then\n"
+"		local e = redis.call('XRANGE', stream, ARGV[9], '+', 'COUNT',\n"
+"		    ARGV[10])\n"
+"		for i = 1, #e do\n"
+"			r[#r + 1] = seq(e[i][1])\n"
+"			r[#r + 1] = e[i][2][2]\n"
+"		end\n"
+"	end\n"
+"	return r\n"
+"end\n"
+"\n"
+"return redis.error_reply('ERR mcpd: unknown operation ' .. tostring(op))\n";
+
+const char *
+redis_script_source(void)
+{
+	return (redis_script_lua);
+}
+
+char *
+redis_script_meta_key(const char *sid)
+{
+	char	*s;
+
+	xasprintf(&s, REDIS_SCRIPT_META_KEY, sid);
+	return (s);
+}
+
+char *
+redis_script_task_key(const char *tid)
+{
+	char	*s;
+
+	xasprintf(&s, REDIS_SCRIPT_TASK_KEY, tid);
+	return (s);
+}
+
+char *
+redis_script_note_key(const char *sid, const char *name)
+{
+	char	*s;
+
+	xasprintf(&s, REDIS_SCRIPT_NOTE_KEY, sid, name);
+	return (s);
+}
+
+char *
+redis_script_stream_key(const char *sid, uint64_t k)
+{
+	char	*s;
+
+	xasprintf(&s, REDIS_SCRIPT_STREAM_KEY, sid, (unsigned long long)k);
+	return (s);
+}
+
+char *
+redis_script_stream_prefix(const char *sid)
+{
+	char	*s;
+
+	xasprintf(&s, REDIS_SCRIPT_STREAM_PREFIX, sid);
+	return (s);
+}
+
+char *
+redis_script_channel(const char *sid)
+{
+	char	*s;
+
+	xasprintf(&s, REDIS_SCRIPT_CHANNEL, sid);
+	return (s);
+}
+
+static int
+redis_script_status(const struct redisReply *reply,
+    enum eventlog_status *status)
+{
+	int	i;
+
+	if (reply->type != REDIS_REPLY_STRING &&
+	    reply->type != REDIS_REPLY_STATUS)
+		return (-1);
+	for (i = 0; i < EVENTLOG_STATUS_MAX; i++) {
+		if (strlen(eventlog_status_name(i)) == reply->len &&
+		    memcmp(eventlog_status_name(i), reply->str,
+		    reply->len) == 0) {
+			*status = i;
+			return (0);
+		}
+	}
+	return (-1);
+}
+
+static int
+redis_script_number(const struct redisReply *reply, uint64_t *v)
+{
+	if (reply->type != REDIS_REPLY_STRING)
+		return (-1);
+	return (cursor_parse_seq(reply->str, reply->len, v));
+}
+
+/* The statuses the script may answer, and whether they carry the info. */
+static int
+redis_script_status_ok(enum eventlog_status status, int has_info)
+{
+	switch (status) {
+	case EVENTLOG_OK:
+	case EVENTLOG_CONFLICT:
+		return (1);
+	case EVENTLOG_NOT_FOUND:
+	case EVENTLOG_EXPIRED:
+		return (!has_info);
+	case EVENTLOG_TRIMMED:
+	case EVENTLOG_AHEAD:
+	case EVENTLOG_ENDED:
+		return (has_info);
+	default:
+		return (0);
+	}
+}
+
+int
+redis_script_result(const struct redisReply *reply,
+    struct redis_script_result *res, char **cause)
+{
+	const struct redisReply	*e;
+	size_t			 i, n;
+
+	memset(res, 0, sizeof *res);
+	if (reply->type == REDIS_REPLY_ERROR) {
+		xasprintf(cause, "%.*s", (int)reply->len, reply->str);
+		return (-1);
+	}
+	if (reply->type != REDIS_REPLY_ARRAY || reply->elements == 0 ||
+	    (reply->elements != 1 && reply->elements < 4) ||
+	    (reply->elements > 4 && (reply->elements - 4) % 2 != 0))
+		goto bad;
+	if (redis_script_status(reply->element[0], &res->status) != 0)
+		goto bad;
+	if (reply->elements >= 4) {
+		res->has_info = 1;
+		if (redis_script_number(reply->element[1],
+		    &res->info.head) != 0 ||
+		    redis_script_number(reply->element[2],
+		    &res->info.oldest) != 0)
+			goto bad;
+		e = reply->element[3];
+		if (e->type != REDIS_REPLY_INTEGER ||
+		    (e->integer != 0 && e->integer != 1))
+			goto bad;
+		res->info.ended = (int)e->integer;
+	}
+	if (!redis_script_status_ok(res->status, res->has_info))
+		goto bad;
+	if (reply->elements <= 4)
+		return (0);
+	if (res->status != EVENTLOG_OK)
+		goto bad;
+
+	n = (reply->elements - 4) / 2;
+	res->entries = xcalloc(n, sizeof *res->entries);
+	for (i = 0; i < n; i++) {
+		if (redis_script_number(reply->element[4 + 2 * i],
+		    &res->entries[i].seq) != 0)
+			goto bad;
+		e = reply->element[5 + 2 * i];
+		if (e->type != REDIS_REPLY_STRING)
+			goto bad;
+		res->entries[i].data = e->str;
+		res->entries[i].len = e->len;
+	}
+	res->nentries = n;
+	return (0);
+
+bad:
+	redis_script_result_clear(res);
+	xasprintf(cause, "unexpected answer from the event-log script");
+	return (-1);
+}
+
+static int
+redis_script_key(const struct redisReply *reply, int empty, const char **key)
+{
+	if (reply->type != REDIS_REPLY_STRING ||
+	    reply->len > EVENTLOG_KEY_MAX || (reply->len == 0 && !empty) ||
+	    strlen(reply->str) != reply->len)
+		return (-1);
+	*key = reply->str;
+	return (0);
+}
+
+int
+redis_script_keyring(const struct redisReply *reply,
+    struct eventlog_keyring *ring)
+{
+	enum eventlog_status	status;
+
+	if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 5 ||
+	    redis_script_status(reply->element[0], &status) != 0 ||
+	    status != EVENTLOG_OK ||
+	    redis_script_number(reply->element[1], &ring->generation) != 0 ||
+	    ring->generation == 0 ||
+	    redis_script_key(reply->element[2], 1, &ring->previous) != 0 ||
+	    redis_script_key(reply->element[3], 0, &ring->current) != 0 ||
+	    redis_script_key(reply->element[4], 0, &ring->next) != 0)
+		return (-1);
+	return (0);
+}
+
+void
+redis_script_result_clear(struct redis_script_result *res)
+{
+	free(res->entries);
+	memset(res, 0, sizeof *res);
+}
+
+int
+redis_script_noscript(const struct redisReply *reply)
+{
+	return (reply->type == REDIS_REPLY_ERROR && reply->len >= 8 &&
+	    strncmp(reply->str, "NOSCRIPT", 8) == 0);
+}
+
+const char *
+redis_script_config_value(const struct redisReply *reply, const char *name)
+{
+	const struct redisReply	*n, *v;
+	size_t			 i;
+
+	if (reply->type != REDIS_REPLY_ARRAY)
+		return (NULL);
+	for (i = 0; i + 1 < reply->elements; i += 2) {
+		n = reply->element[i];
+		v = reply->element[i + 1];
+		if (n->type == REDIS_REPLY_STRING &&
+		    v->type == REDIS_REPLY_STRING && strcmp(n->str, name) == 0)
+			return (v->str);
+	}
+	return (NULL);
+}
+
+/*
+ * INFO is text: "name:value" lines in "# Section" blocks. run_id changes
+ * with every start of the server; the keyspace line "dbN:keys=K,..." is
+ * there only for a database that has keys.
+ */
+int
+redis_script_info(const struct redisReply *reply, int db,
+    struct redis_info *info)
+{
+	const char	*p, *end, *eol, *v;
+	char		 prefix[32];
+	size_t		 plen, n;
+
+	memset(info, 0, sizeof *info);
+	if (reply->type != REDIS_REPLY_STRING)
+		return (-1);
+	plen = (size_t)snprintf(prefix, sizeof prefix, "db%d:", db);
+	end = reply->str + reply->len;
+	for (p = reply->str; p < end; p = eol + 1) {
+		if ((eol = memchr(p, '\n', (size_t)(end - p))) == NULL)
+			eol = end;
+		n = (size_t)(eol - p);
+		if (n > 0 && p[n - 1] == '\r')
+			n--;
+		if (n > 7 && strncmp(p, "run_id:", 7) == 0 &&
+		    n - 7 < sizeof info->run_id) {
+			memcpy(info->run_id, p + 7, n - 7);
+			info->run_id[n - 7] = '\0';
+		} else if (n > plen && strncmp(p, prefix, plen) == 0 &&
+		    (v = memmem(p + plen, n - plen, "keys=", 5)) != NULL)
+			info->keys = strtoll(v + 5, NULL, 10);
+	}
+	return (info->run_id[0] != '\0' ? 0 : -1);
+}
+
+static int
+redis_script_is(const struct redisReply *reply, const char *word)
+{
+	return (reply->type == REDIS_REPLY_STRING &&
+	    reply->len == strlen(word) && strcasecmp(reply->str, word) == 0);
+}
+
+int
+redis_script_pubsub(const struct redisReply *reply, struct redis_pubsub *ps)
+{
+	const struct redisReply	*kind, *channel, *payload;
+	struct cursor		 c;
+
+	memset(ps, 0, sizeof *ps);
+	if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 3)
+		return (-1);
+	kind = reply->element[0];
+	channel = reply->element[1];
+	payload = reply->element[2];
+	if (channel->type != REDIS_REPLY_STRING)
+		return (-1);
+	ps->channel = channel->str;
+	ps->channellen = channel->len;
+	if (redis_script_is(kind, "subscribe"))
+		ps->kind = REDIS_PUBSUB_SUBSCRIBE;
+	else if (redis_script_is(kind, "unsubscribe"))
+		ps->kind = REDIS_PUBSUB_UNSUBSCRIBE;
+	else if (redis_script_is(kind, "message")) {
+		ps->kind = REDIS_PUBSUB_MESSAGE;
+		if (payload->type != REDIS_REPLY_STRING)
+			return (-1);
+		if (payload->len > 2 && memcmp(payload->str,
+		    REDIS_SCRIPT_MESSAGE_HEAD, 2) == 0) {
+			ps->data = payload->str + 2;	/* a process's */
+			ps->len = payload->len - 2;
+		} else if (payload->len > 1 && payload->str[0] == '!') {
+			ps->data = payload->str;	/* the script's */
+			ps->len = payload->len;
+		} else if (cursor_parse_len(payload->str, payload->len,
+		    &c) != 0 || c.stream == 0)
+			return (-1);
+		else {
+			ps->k = c.stream;
+			ps->seq = c.seq;
+		}
+	} else
+		ps->kind = REDIS_PUBSUB_OTHER;
+	return (0);
+}

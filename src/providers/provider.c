@@ -1,0 +1,390 @@
+/* The provider table and the lookups across it. */
+#include <stddef.h>
+#include <string.h>
+
+#include "conf.h"
+#include "provider.h"
+
+static const struct provider *provider_table[] = {
+	&provider_builtin,
+	&provider_fixtures,
+	&provider_taskfix,
+	&provider_exec,
+	&provider_upstream,
+};
+#define PROVIDER_COUNT (sizeof provider_table / sizeof provider_table[0])
+
+static int	provider_on[PROVIDER_COUNT];
+
+/* A walk across providers: the caller's callback, and whether it stopped. */
+struct provider_walk {
+	provider_walk_cb	*cb;
+	void			*arg;
+	int			*stop;
+};
+
+static int
+provider_walk_stop_cb(const cJSON *item, const char *scope, void *arg)
+{
+	struct provider_walk	*w = arg;
+
+	*w->stop = w->cb(item, scope, w->arg);
+	return (*w->stop);
+}
+
+/* Each enabled provider that has hook `h`. */
+#define PROVIDER_FOREACH(i, p, h)					\
+	for ((i) = 0; (i) < PROVIDER_COUNT; (i)++)			\
+		if (((p) = provider_table[(i)]), !provider_on[(i)] ||	\
+		    (p)->h == NULL) {} else
+
+void
+provider_init(const struct conf *conf)
+{
+	size_t	i;
+
+	for (i = 0; i < PROVIDER_COUNT; i++) {
+		provider_on[i] = provider_table[i]->enabled(conf);
+		if (provider_table[i]->configure != NULL)
+			provider_table[i]->configure(conf);
+	}
+}
+
+void
+provider_session_closed(struct session *s)
+{
+	const struct provider	*p;
+	size_t			 i;
+
+	PROVIDER_FOREACH(i, p, session_closed)
+		p->session_closed(s);
+}
+
+void
+provider_shutdown(void)
+{
+	size_t	i;
+
+	for (i = 0; i < PROVIDER_COUNT; i++) {
+		if (provider_table[i]->shutdown != NULL)
+			provider_table[i]->shutdown();
+	}
+}
+
+int
+provider_lists_change(int rev, int list)
+{
+	const struct provider	*p;
+	size_t			 i;
+
+	PROVIDER_FOREACH(i, p, lists_change) {
+		if (p->lists_change(rev, list))
+			return (1);
+	}
+	return (0);
+}
+
+/* Tools of the providers that list them, searched by name. */
+static int
+provider_lists_tool(const struct provider *p, const char *name)
+{
+	cJSON		*all;
+	const cJSON	*t;
+	int		 found = 0;
+
+	if (p->has_tool != NULL)
+		return (p->has_tool(name));
+	all = cJSON_CreateArray();
+	p->list_tools(all);
+	cJSON_ArrayForEach(t, all) {
+		if (strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+		    t, "name")) != NULL ? cJSON_GetStringValue(
+		    cJSON_GetObjectItemCaseSensitive(t, "name")) : "",
+		    name) == 0) {
+			found = 1;
+			break;
+		}
+	}
+	cJSON_Delete(all);
+	return (found);
+}
+
+const char *
+provider_tool_owner(const char *name, const struct provider *self)
+{
+	const struct provider	*p;
+	size_t			 i;
+
+	PROVIDER_FOREACH(i, p, list_tools) {
+		if (p != self && provider_lists_tool(p, name))
+			return (p->name);
+	}
+	return (NULL);
+}
+
+cJSON *
+provider_other_tools(const struct provider *self)
+{
+	const struct provider	*p;
+	cJSON			*all = cJSON_CreateArray(), *some, *t, *o;
+	const char		*name;
+	size_t			 i;
+
+	PROVIDER_FOREACH(i, p, list_tools) {
+		if (p == self)
+			continue;
+		some = cJSON_CreateArray();
+		p->list_tools(some);
+		cJSON_ArrayForEach(t, some) {
+			name = cJSON_GetStringValue(
+			    cJSON_GetObjectItemCaseSensitive(t, "name"));
+			if (name == NULL)
+				continue;
+			o = cJSON_CreateObject();
+			cJSON_AddStringToObject(o, "name", name);
+			cJSON_AddStringToObject(o, "provider", p->name);
+			cJSON_AddItemToArray(all, o);
+		}
+		cJSON_Delete(some);
+	}
+	return (all);
+}
+
+const char *
+provider_item_scope(int l, const char *name)
+{
+	const struct provider	*p;
+	const char		*scope;
+	size_t			 i;
+
+	PROVIDER_FOREACH(i, p, item_scope) {
+		if ((scope = p->item_scope(l, name)) != NULL)
+			return (scope);
+	}
+	return (NULL);
+}
+
+/* A provider's list, made whole (small lists: the built-in ones). */
+static cJSON *
+provider_list_one(const struct provider *p, struct session *s, int l)
+{
+	cJSON	*all = cJSON_CreateArray();
+	void	(*list)(cJSON *) = NULL;
+
+	if (p->list_for != NULL) {
+		p->list_for(s, l, all);
+		return (all);
+	}
+	switch (l) {
+	case PROVIDER_TOOLS:
+		list = p->list_tools;
+		break;
+	case PROVIDER_PROMPTS:
+		list = p->list_prompts;
+		break;
+	case PROVIDER_RESOURCES:
+		list = p->list_resources;
+		break;
+	case PROVIDER_TEMPLATES:
+		list = p->list_resource_templates;
+		break;
+	}
+	if (list != NULL)
+		list(all);
+	return (all);
+}
+
+size_t
+provider_list_walk(struct session *s, int l, size_t from,
+    provider_walk_cb *cb, void *arg)
+{
+	const struct provider	*p;
+	cJSON			*all;
+	const cJSON		*item;
+	size_t			 i, n, total = 0;
+	int			 stop = cb == NULL;
+
+	for (i = 0; i < PROVIDER_COUNT; i++) {
+		p = provider_table[i];
+		if (!provider_on[i])
+			continue;
+		if (p->list_walk != NULL) {
+			n = p->list_walk(s, l, stop ? 0 : from, stop ? NULL :
+			    provider_walk_stop_cb, &(struct provider_walk){
+			    cb, arg, &stop });
+		} else {
+			all = provider_list_one(p, s, l);
+			n = (size_t)cJSON_GetArraySize(all);
+			if (!stop && from < n) {
+				item = cJSON_GetArrayItem(all, (int)from);
+				for (; item != NULL && !stop; item = item->next)
+					stop = cb(item, NULL, arg);
+			}
+			cJSON_Delete(all);
+		}
+		total += n;
+		from -= from >= n ? n : from;
+	}
+	return (total);
+}
+
+/*
+ * The OAuth scope a tool needs (NULL: none): the first tool_scope hook
+ * that knows it. What auth_scope_allowed and auth_scopes_needed are
+ * given for a tool.
+ */
+const char *
+provider_tool_scope(const char *name)
+{
+	const struct provider	*p;
+	const char		*scope;
+	size_t			 i;
+
+	PROVIDER_FOREACH(i, p, tool_scope) {
+		if ((scope = p->tool_scope(name)) != NULL)
+			return (scope);
+	}
+	return (NULL);
+}
+
+#define PROVIDER_HAS(fn, h)						\
+int									\
+fn(void)								\
+{									\
+	const struct provider	*p;					\
+	size_t			 i;					\
+									\
+	PROVIDER_FOREACH(i, p, h)					\
+		return (1);						\
+	return (0);							\
+}
+PROVIDER_HAS(provider_has_resources, read_resource)
+PROVIDER_HAS(provider_has_prompts, get_prompt)
+PROVIDER_HAS(provider_has_completions, complete)
+
+/* A list as session s sees it (NULL: as any session does). */
+#define PROVIDER_LIST(fn, h, l)						\
+cJSON *									\
+fn(struct session *s)							\
+{									\
+	const struct provider	*p;					\
+	cJSON			*all = cJSON_CreateArray();		\
+	size_t			 i;					\
+									\
+	for (i = 0; i < PROVIDER_COUNT; i++) {				\
+		p = provider_table[i];					\
+		if (!provider_on[i])					\
+			continue;					\
+		if (p->list_for != NULL)				\
+			p->list_for(s, l, all);				\
+		else if (p->h != NULL)					\
+			p->h(all);					\
+	}								\
+	return (all);							\
+}
+PROVIDER_LIST(provider_list_tools, list_tools, PROVIDER_TOOLS)
+PROVIDER_LIST(provider_list_resources, list_resources, PROVIDER_RESOURCES)
+PROVIDER_LIST(provider_list_resource_templates, list_resource_templates,
+    PROVIDER_TEMPLATES)
+PROVIDER_LIST(provider_list_prompts, list_prompts, PROVIDER_PROMPTS)
+
+int
+provider_call_tool(struct call *c, const char *name, const cJSON *args)
+{
+	const struct provider	*p;
+	size_t			 i;
+
+	PROVIDER_FOREACH(i, p, call_tool) {
+		if (p->call_tool(c, name, args) == 0)
+			return (0);
+	}
+	return (-1);
+}
+
+int
+provider_read_resource(struct call *c, const char *uri)
+{
+	const struct provider	*p;
+	size_t			 i;
+
+	PROVIDER_FOREACH(i, p, read_resource) {
+		if (p->read_resource(c, uri) == 0)
+			return (0);
+	}
+	return (-1);
+}
+
+int
+provider_subscribe(struct session *s, const char *uri)
+{
+	const struct provider	*p;
+	size_t			 i;
+
+	PROVIDER_FOREACH(i, p, subscribe) {
+		if (p->subscribe(s, uri) == 0)
+			return (0);
+	}
+	return (-1);
+}
+
+int
+provider_get_prompt(struct call *c, const char *name, const cJSON *args)
+{
+	const struct provider	*p;
+	size_t			 i;
+
+	PROVIDER_FOREACH(i, p, get_prompt) {
+		if (p->get_prompt(c, name, args) == 0)
+			return (0);
+	}
+	return (-1);
+}
+
+int
+provider_complete(struct call *c, const cJSON *ref, const cJSON *arg,
+    const cJSON *context)
+{
+	const struct provider	*p;
+	size_t			 i;
+
+	PROVIDER_FOREACH(i, p, complete) {
+		if (p->complete(c, ref, arg, context) == 0)
+			return (0);
+	}
+	return (-1);
+}
+
+void
+provider_task_support(cJSON *tool, const char *support)
+{
+	cJSON	*execution = cJSON_AddObjectToObject(tool, "execution");
+
+	cJSON_AddStringToObject(execution, "taskSupport", support);
+}
+
+const char *
+provider_tool_task(const char *name)
+{
+	const struct provider	*p;
+	const char		*support;
+	size_t			 i;
+
+	PROVIDER_FOREACH(i, p, task_support) {
+		if ((support = p->task_support(name)) != NULL)
+			return (support);
+	}
+	return ("forbidden");
+}
+
+int
+provider_tool_task_self(const char *name)
+{
+	const struct provider	*p;
+	size_t			 i;
+
+	PROVIDER_FOREACH(i, p, task_self) {
+		if (p->task_self(name))
+			return (1);
+	}
+	return (0);
+}
