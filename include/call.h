@@ -59,6 +59,13 @@ const char	*call_owner(const struct call *);
  */
 void		 call_set_principal(struct call *, struct auth_principal *);
 struct auth_principal *call_principal(const struct call *);
+/*
+ * The endpoint path the call came to (its session's, or the one a
+ * stateless request or a task set, copied): whose catalog it sees. NULL:
+ * none (every item is served).
+ */
+void		 call_set_endpoint(struct call *, const char *);
+const char	*call_endpoint(const struct call *);
 void		 call_set_owner(struct call *, const char *);
 int		 call_answer(struct call *, const char *, const cJSON *);
 const char	*call_version(const struct call *);

@@ -103,6 +103,83 @@ struct conf_auth {
 	long long		 timeout;	/* seconds, outbound requests */
 };
 
+/*
+ * A catalog (conf_catalog.c): which items of a source are served, under
+ * which names and with which descriptions. In an upstream block the names
+ * are the upstream's own (before its prefix); in an endpoint block, the
+ * names clients see. Patterns are shell patterns (fnmatch).
+ */
+enum conf_catalog_list {
+	CONF_CATALOG_TOOLS,
+	CONF_CATALOG_PROMPTS,
+	CONF_CATALOG_RESOURCES,		/* URIs, and templates' uriTemplate */
+	CONF_CATALOG_MAX
+};
+
+/* rename OLD NEW; description NAME TEXT (tools) */
+struct conf_rename {
+	char			*from;
+	char			*to;
+};
+
+struct conf_catalog {
+	char			**allow[CONF_CATALOG_MAX];	/* NULL: all */
+	size_t			 nallow[CONF_CATALOG_MAX];
+	char			**deny[CONF_CATALOG_MAX];
+	size_t			 ndeny[CONF_CATALOG_MAX];
+	struct conf_rename	*renames;
+	size_t			 nrenames;
+	struct conf_rename	*descriptions;	/* from: name, to: text */
+	size_t			 ndescriptions;
+};
+
+/*
+ * credentials { ... } of an upstream with a url (conf_credential.c): what
+ * mcpd sends with its requests to it, never the caller's token.
+ */
+enum conf_grant {
+	CONF_GRANT_NONE,		/* static headers only */
+	CONF_GRANT_CLIENT_CREDENTIALS,	/* mcpd's own token */
+	CONF_GRANT_TOKEN_EXCHANGE	/* RFC 8693, on the caller's behalf */
+};
+
+enum conf_client_auth {
+	CONF_CLIENT_AUTH_BASIC,		/* client_secret_basic */
+	CONF_CLIENT_AUTH_POST		/* client_secret_post */
+};
+
+enum conf_subject_type {
+	CONF_SUBJECT_ACCESS_TOKEN,
+	CONF_SUBJECT_JWT
+};
+
+/* header NAME FILE: the value is the file's first line, read at load. */
+struct conf_header {
+	char			*name;
+	char			*file;
+	char			*value;
+};
+
+struct conf_credentials {
+	int			 line;		/* of "credentials {" */
+	struct conf_header	*headers;
+	size_t			 nheaders;
+	int			 grant;		/* enum conf_grant */
+	char			*token_endpoint;
+	char			*client_id;
+	char			*client_secret_file;
+	char			*client_secret;	/* read from its file */
+	int			 client_auth;	/* enum conf_client_auth */
+	char			*resource;	/* RFC 8707, or NULL */
+	char			*audience;	/* or NULL */
+	char			**scopes;	/* NULL-terminated */
+	size_t			 nscopes;
+	int			 subject_token_type; /* enum conf_subject_type */
+	long long		 expires_in;	/* seconds, when not said */
+	long long		 max_tokens;	/* exchanged tokens kept */
+	long long		 timeout;	/* seconds, token requests */
+};
+
 /* upstream NAME { sharing shared|session } */
 enum conf_sharing {
 	CONF_SHARING_SHARED,
@@ -134,6 +211,27 @@ struct conf_upstream {
 	char			*scope;		/* its tools' OAuth scope */
 	long long		 idle_timeout;	/* seconds, url: GET stream */
 	long long		 max_tools;	/* items of one list served */
+	struct conf_catalog	 catalog;	/* tools allow|deny, rename, ... */
+	struct conf_credentials	*credentials;	/* NULL: none */
+};
+
+/*
+ * endpoint PATH { ... } (conf_endpoint.c): one more MCP endpoint on the
+ * listener, with a catalog of its own (which upstreams, which tools,
+ * prompts and resources) and, with an auth block, its own resource and
+ * required scopes. A block whose PATH is the plain endpoint's configures
+ * the default endpoint.
+ */
+struct conf_endpoint {
+	char			*path;
+	int			 line;		/* of "endpoint PATH {" */
+	int			 all_upstreams;	/* no upstreams line */
+	char			**upstreams;	/* NULL-terminated */
+	size_t			 nupstreams;
+	struct conf_catalog	 catalog;	/* by the names clients see */
+	char			*resource;	/* NULL: derived from auth's */
+	char			**scopes;	/* required here, besides auth's */
+	size_t			 nscopes;
 };
 
 enum conf_log_format {
@@ -149,6 +247,8 @@ struct conf {
 	char			*listen_host;
 	int			 listen_port;
 	char			*endpoint;	/* endpoint PATH, "/mcp" */
+	struct conf_endpoint	*endpoints;	/* endpoint PATH { }, in order */
+	size_t			 nendpoints;
 
 	/* eventlog memory | redis://HOST:PORT[/DB] */
 	enum conf_eventlog	 eventlog;
@@ -240,6 +340,42 @@ const char	*conf_param_type_name(enum conf_param_type);
 /* The upstream block named NAME, or NULL. */
 const struct conf_upstream *conf_upstream_find(const struct conf *,
 		     const char *);
+/*
+ * The endpoint block of PATH (the default endpoint's too, if a block
+ * configures it), or NULL: then PATH serves everything if it is the
+ * default endpoint, and is no endpoint otherwise.
+ */
+const struct conf_endpoint *conf_endpoint_find(const struct conf *,
+		     const char *);
+/* Whether PATH is an MCP endpoint of conf (the default, or a block). */
+int		 conf_endpoint_exists(const struct conf *, const char *);
+/*
+ * Whether endpoint ep (NULL: the default with no block, which serves
+ * everything) serves item name of list l (enum conf_catalog_list) from
+ * source (an upstream's name, NULL for mcpd's own providers).
+ */
+int		 conf_endpoint_serves(const struct conf_endpoint *, int,
+		     const char *, const char *);
+/* Whether ep serves anything of source at all (its upstreams line). */
+int		 conf_endpoint_serves_source(const struct conf_endpoint *,
+		     const char *);
+/* Whether a catalog lets item name of list l through (allow, deny). */
+int		 conf_catalog_allows(const struct conf_catalog *, int,
+		     const char *);
+/* The name a catalog serves a tool under (its own if not renamed). */
+const char	*conf_catalog_served_name(const struct conf_catalog *,
+		     const char *);
+/* The tool name NAME was served for (NULL: a renamed one's old name). */
+const char	*conf_catalog_own_name(const struct conf_catalog *,
+		     const char *);
+/* The description a catalog gives tool NAME (its own name), or NULL. */
+const char	*conf_catalog_description(const struct conf_catalog *,
+		     const char *);
+int		 conf_catalog_differ(const struct conf_catalog *,
+		     const struct conf_catalog *);
+int		 conf_credentials_differ(const struct conf_credentials *,
+		     const struct conf_credentials *);
+
 /*
  * What `mcpd -t` and start-up warn about (exec tools reachable from the
  * network without authorization), or NULL.

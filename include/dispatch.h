@@ -44,8 +44,10 @@ enum dispatch_refusal {
 	DISPATCH_FULL		/* no room for a session now: 503 */
 };
 
+/* initialize: the request, who, the endpoint's path (NULL: default). */
 cJSON	*dispatch_initialize(const cJSON *, struct auth_principal *,
-	    enum dispatch_refusal *, const char **, session_stored_fn, void *);
+	    const char *, enum dispatch_refusal *, const char **,
+	    session_stored_fn, void *);
 int	 dispatch_streams(const cJSON *);
 int	 dispatch_sessionless(const cJSON *);
 enum dispatch_scope dispatch_scope(const cJSON *, const char **);
@@ -57,10 +59,14 @@ const char *dispatch_method_name_param(const struct dispatch_method *);
 /* The -32602 message for a request whose params hold a NUL, or NULL. */
 const char *dispatch_params_refused(const cJSON *);
 cJSON	*dispatch_quick(struct session *, const cJSON *);
-/* The same without a session, for a principal (NULL: no auth). */
+/*
+ * The same without a session, for a principal (NULL: no auth) at an
+ * endpoint's path (whose catalog it sees; NULL: everything).
+ */
 cJSON	*dispatch_quick_stateless(const struct auth_principal *,
-	    const cJSON *);
-cJSON	*dispatch_capabilities(int);
+	    const char *, const cJSON *);
+/* What a revision's clients at an endpoint's path are told is served. */
+cJSON	*dispatch_capabilities(int, const char *);
 void	 dispatch_start_call(struct call *, const cJSON *);
 void	 dispatch_start(struct session *, struct stream *, const cJSON *);
 void	 dispatch_start_batch(struct session *, struct stream *,

@@ -18,8 +18,12 @@ struct call;
 struct conf;
 struct session;
 
-/* An item of a list and the OAuth scope it needs (NULL: none); 1: stop. */
-typedef int	provider_walk_cb(const cJSON *, const char *, void *);
+/*
+ * An item of a list, the OAuth scope it needs (NULL: none) and its source
+ * (the upstream block it comes from, NULL for mcpd's own); 1: stop.
+ */
+typedef int	provider_walk_cb(const cJSON *, const char *, const char *,
+		    void *);
 
 struct provider {
 	const char	*name;
@@ -87,6 +91,12 @@ struct provider {
 	 */
 	size_t		(*list_walk)(struct session *, int, size_t,
 			    provider_walk_cb *, void *);
+	/*
+	 * The source of an item of list l this provider serves to session
+	 * s (an upstream block's name), NULL if the item is not its: what
+	 * an endpoint's upstreams line selects by.
+	 */
+	const char	*(*source)(struct session *, int, const char *);
 };
 
 enum provider_list {
@@ -103,10 +113,32 @@ extern const struct provider provider_exec;
 extern const struct provider provider_upstream;
 
 void	 provider_init(const struct conf *);
+
+/*
+ * Endpoints' catalogs (conf.h, endpoint PATH { }): whether the endpoint
+ * at path (NULL: everything is served) serves item name of list l to
+ * session s (NULL: to a stateless client), its source looked up; the
+ * same for an item of a walk with its source known; and whether a change
+ * (announce.h) of source is one its clients hear (for a resource update,
+ * of resource uri). A path no longer an endpoint (a reload took it away)
+ * serves nothing.
+ */
+int	 provider_serves(const char *, struct session *, int, const char *);
+int	 provider_serves_item(const char *, int, const cJSON *, const char *);
+int	 provider_endpoint_hears(const char *, int, const char *,
+	    const char *);
+/* The name of an item of list l: name, uri, or a template's uriTemplate. */
+const char *provider_item_key(int, const cJSON *);
 int	 provider_has_resources(void);
 int	 provider_has_prompts(void);
 int	 provider_has_completions(void);
 int	 provider_lists_change(int, int);
+/*
+ * The same for the endpoint at path: a provider counts when the endpoint
+ * serves anything of it (an upstream provider: one of its upstreams).
+ */
+int	 provider_endpoint_has(const char *, int);
+int	 provider_endpoint_lists_change(const char *, int, int);
 void	 provider_session_closed(struct session *);
 void	 provider_shutdown(void);
 /* Which provider serves tool NAME, besides self (NULL: none). */

@@ -33,8 +33,10 @@ size_t		 session_running_calls(void);
 void		 session_interrupt_calls(const char *);
 
 typedef void (*session_stored_fn)(struct session *, int, void *);
+/* version, initialize's params, who, the endpoint's path (NULL: default). */
 struct session	*session_create(const char *, const cJSON *,
-		     struct auth_principal *, session_stored_fn, void *);
+		     struct auth_principal *, const char *, session_stored_fn,
+		     void *);
 struct session	*session_find(const char *);
 typedef void (*session_load_cb)(struct session *, int, void *);
 void		 session_load(const char *, session_load_cb, void *);
@@ -61,6 +63,12 @@ struct stream	*session_standalone(struct session *);
 struct auth_principal *session_principal(const struct session *);
 void		 session_set_principal(struct session *,
 		     struct auth_principal *);
+/*
+ * The endpoint path the session was created on (stored with its meta): it
+ * is served there only (transport.c answers 404 elsewhere), and sees that
+ * endpoint's catalog.
+ */
+const char	*session_endpoint(const struct session *);
 
 /*
  * Watched streams: at most one watcher per stream K. Only stream.c

@@ -37,11 +37,13 @@
 #include "jwt.h"
 
 struct conf_auth;
+struct conf_endpoint;
 struct event_base;
 struct http_client;
 
 #define AUTH_CLAIM_MAX		1024		/* bytes of iss, sub, ... */
 #define AUTH_SCOPES_MAX		64		/* scopes kept of a token */
+#define AUTH_AUD_MAX		16		/* audiences kept of a token */
 
 struct auth_cache;
 
@@ -54,6 +56,12 @@ struct auth_check {
 	struct auth_cache	*waiting;	/* for an introspection */
 	int			 counted;	/* in auth.pending */
 	unsigned char		 hash[JWT_SHA256_LEN];	/* the token's */
+	char			*token;		/* the request's, wiped */
+	size_t			 token_len;
+	char			*endpoint;	/* the request's path, or NULL */
+	char			*resource;	/* its canonical URI */
+	char			**scopes;	/* its own required scopes */
+	size_t			 nscopes;
 	char			*scope_text;
 	TAILQ_ENTRY(auth_check)	 entry;		/* auth.checks */
 	TAILQ_ENTRY(auth_check)	 wait;		/* a waiting list */
@@ -76,6 +84,10 @@ struct auth_cache {
 	TAILQ_ENTRY(auth_cache)	 order;
 };
 
+/* auth.c */
+char		*auth_endpoint_resource(const char *);
+const struct conf_endpoint *auth_endpoint_block(const char *);
+
 /* auth_answer.c */
 void		 auth_answer_init(struct event_base *,
 		     const struct conf_auth *);
@@ -86,7 +98,13 @@ void		 auth_answer_found(struct auth_check *,
 		     struct auth_principal *);
 int		 auth_answer_wait(struct auth_check *);
 size_t		 auth_answer_pending(void);
-char		*auth_answer_scopes(const char *);
+char		*auth_answer_scopes(char *const *, size_t, const char *);
+
+/* auth_principal.c */
+void		 auth_principal_set_claims(struct auth_principal *,
+		     const cJSON *, double);
+struct auth_principal *auth_principal_with_token(
+		     const struct auth_principal *, const char *, size_t);
 void		 auth_answer_shutdown(void);
 
 /* auth_cache.c */
@@ -101,7 +119,6 @@ void		 auth_cache_clear(void);
 int		 auth_claim_text(const cJSON *, const char *, const char **);
 int		 auth_claim_who(const cJSON *, int, const char **,
 		     const char **, const char **);
-int		 auth_claim_aud(const cJSON *, const char *);
 char		*auth_claim_scopes(const cJSON *);
 int		 auth_claim_time(const cJSON *, const char *, double *);
 

@@ -17,6 +17,7 @@
 #include "base64.h"
 #include "clock.h"
 #include "conf.h"
+#include "credential.h"
 #include "http_client.h"
 #include "log.h"
 #include "xmalloc.h"
@@ -71,8 +72,9 @@ auth_introspect_read(struct auth_cache *e, const char *body, size_t len)
 	}
 	if (r == 0 && (exp - now) * 1000 < (double)ttl)
 		ttl = exp > now ? (uint64_t)((exp - now) * 1000) : 0;
+	/* Which resource it must name is the request's (auth_answer_found). */
 	aud = cJSON_GetObjectItemCaseSensitive(json, "aud");
-	if (aud != NULL && !auth_claim_aud(aud, intro.a->resource)) {
+	if (aud != NULL && !cJSON_IsString(aud) && !cJSON_IsArray(aud)) {
 		e->why = "the audience (aud) is not this resource";
 		goto out;
 	}
@@ -86,6 +88,7 @@ auth_introspect_read(struct auth_cache *e, const char *body, size_t len)
 	scopes = auth_claim_scopes(json);
 	e->principal = auth_principal_new(intro.a->issuer, sub, cid, scopes);
 	free(scopes);
+	auth_principal_set_claims(e->principal, aud, r == 0 ? exp : 0);
 	e->why = NULL;
 out:
 	e->expires_ms = clock_now_ms() + ttl;
@@ -154,23 +157,6 @@ auth_introspect_rate(void)
 	return (1);
 }
 
-/* application/x-www-form-urlencoded, as RFC 6749 (2.3.1) wants it. */
-static char *
-auth_introspect_form(const char *s, size_t len)
-{
-	char	*out = xmalloc(len * 3 + 1), *o = out;
-	size_t	 i;
-
-	for (i = 0; i < len; i++) {
-		if (isalnum((u_char)s[i]) || strchr("-._~", s[i]) != NULL)
-			*o++ = s[i];
-		else
-			o += sprintf(o, "%%%02X", (u_char)s[i]);
-	}
-	*o = '\0';
-	return (out);
-}
-
 /*
  * A token that is not a JWT: its cached answer, the answer already asked
  * for, or a new question to the endpoint.
@@ -217,7 +203,7 @@ auth_introspect_check(struct auth_check *c, const char *token, size_t len)
 	c->waiting = e;
 	TAILQ_INSERT_TAIL(&e->waiters, c, wait);
 
-	tok = auth_introspect_form(token, len);
+	tok = credential_form(token, len);
 	xasprintf(&body, "token=%s&token_type_hint=access_token", tok);
 	explicit_bzero(tok, strlen(tok));
 	free(tok);
@@ -226,9 +212,9 @@ auth_introspect_check(struct auth_check *c, const char *token, size_t len)
 	h[nh].name = "Accept";
 	h[nh++].value = "application/json";
 	if (intro.a->client_id != NULL) {
-		id = auth_introspect_form(intro.a->client_id,
+		id = credential_form(intro.a->client_id,
 		    strlen(intro.a->client_id));
-		secret = auth_introspect_form(intro.a->client_secret,
+		secret = credential_form(intro.a->client_secret,
 		    strlen(intro.a->client_secret));
 		xasprintf(&pair, "%s:%s", id, secret);
 		tok = base64_encode(pair, strlen(pair), 0);

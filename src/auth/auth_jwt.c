@@ -48,7 +48,7 @@ auth_jwt_typ_ok(const char *typ)
 static struct auth_principal *
 auth_jwt_principal(const struct jwt *j, double *expp, const char **why)
 {
-	const cJSON	*claims = jwt_claims(j);
+	const cJSON	*claims = jwt_claims(j), *aud;
 	const char	*iss, *sub, *cid;
 	double		 now = (double)clock_wall_ms() / 1000, exp, nbf;
 	double		 leeway = (double)keys.a->leeway;
@@ -65,8 +65,9 @@ auth_jwt_principal(const struct jwt *j, double *expp, const char **why)
 		*why = "wrong issuer (iss)";
 		return (NULL);
 	}
-	if (!auth_claim_aud(cJSON_GetObjectItemCaseSensitive(claims, "aud"),
-	    keys.a->resource)) {
+	/* Which resource it must name is the request's (auth_answer_found). */
+	aud = cJSON_GetObjectItemCaseSensitive(claims, "aud");
+	if (!cJSON_IsString(aud) && !cJSON_IsArray(aud)) {
 		*why = "the audience (aud) is not this resource";
 		return (NULL);
 	}
@@ -92,6 +93,7 @@ auth_jwt_principal(const struct jwt *j, double *expp, const char **why)
 	scopes = auth_claim_scopes(claims);
 	p = auth_principal_new(iss, sub, cid, scopes);
 	free(scopes);
+	auth_principal_set_claims(p, aud, exp);
 	return (p);
 }
 

@@ -9,6 +9,10 @@
  *	conf_tool.c	tool NAME { }: its table and its parser
  *	conf_auth.c	auth { }: the same
  *	conf_upstream.c	upstream NAME { }: the same
+ *	conf_endpoint.c	endpoint PATH { }: the same
+ *	conf_catalog.c	the catalog lines upstream and endpoint blocks
+ *			share (tools allow|deny, rename, description)
+ *	conf_credential.c credentials { } inside an upstream block
  *	conf_print.c	mcpd -h, mcpd -M and mcpd.conf.example, from the tables
  */
 #ifndef MCPD_CONF_INT_H
@@ -53,6 +57,12 @@ enum conf_type {
 	CONF_LINE,		/* all the words given to the row's line */
 	CONF_BLOCK		/* NAME ... { }, given to the row's block */
 };
+
+/*
+ * A row of another type with a block handler takes both forms: the plain
+ * line is its type's, "NAME ARG... {" ... "}" goes to the handler (endpoint
+ * PATH, and endpoint PATH { ... }).
+ */
 
 struct conf_enum {
 	const char	*name;
@@ -110,6 +120,8 @@ struct conf_entry {
 	   examples, and its active ones. */
 	const char		*example;
 	const char		*example_active;
+	/* A row that takes a block too: its commented-out block examples. */
+	const char		*block_example;
 	int			 flags;
 	const char		*section;	/* heading printed before it */
 	const char		*help;
@@ -137,6 +149,9 @@ conf_check_cb	 conf_check_key_file;
 conf_check_cb	 conf_check_origin;
 conf_check_cb	 conf_check_dir;
 conf_check_cb	 conf_check_scope;
+conf_check_cb	 conf_check_url;
+conf_check_cb	 conf_check_file;
+int		 conf_read_secret(const char *, char **, char **);
 conf_parse_cb	 conf_parse_eventlog;
 conf_parse_cb	 conf_parse_commit;
 conf_parse_cb	 conf_parse_log_level;
@@ -179,5 +194,26 @@ extern const struct conf_table conf_upstream_table;
 extern const char conf_upstream_examples[];
 conf_block_cb	 conf_upstream_block;
 void		 conf_upstream_free(void *);
+int		 conf_upstream_done(void *, const char *, char **);
+
+/* conf_endpoint.c */
+extern const struct conf_table conf_endpoint_table;
+extern const char conf_endpoint_examples[];
+conf_block_cb	 conf_endpoint_block;
+void		 conf_endpoint_free(void *);
+int		 conf_endpoint_done(void *, const char *, char **);
+
+/* conf_catalog.c: lines whose row's offset is a struct conf_catalog. */
+conf_line_cb	 conf_catalog_tools;
+conf_line_cb	 conf_catalog_prompts;
+conf_line_cb	 conf_catalog_resources;
+conf_line_cb	 conf_catalog_rename;
+conf_line_cb	 conf_catalog_describe;
+void		 conf_catalog_clear(struct conf_catalog *);
+
+/* conf_credential.c: a block whose row's offset is a conf_credentials *. */
+extern const struct conf_table conf_credentials_table;
+conf_block_cb	 conf_credentials_block;
+void		 conf_credentials_delete(struct conf_credentials *);
 
 #endif

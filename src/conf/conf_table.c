@@ -50,9 +50,23 @@ static const struct conf_entry conf_entries[] = {
 	  "([::1]:8080). Port 0 picks a free port." },
 	{ .name = "endpoint", .type = CONF_STRING,
 	  .offset = CONF_OFF(endpoint), .check = conf_check_path,
-	  .args = "PATH", .def = "/mcp", .flags = CONF_EXAMPLE_ACTIVE,
+	  .args = "PATH [{ ... }]", .def = "/mcp", .flags = CONF_EXAMPLE_ACTIVE,
+	  .block = conf_endpoint_block, .sub = &conf_endpoint_table,
+	  .free = conf_endpoint_free, .done = conf_endpoint_done,
+	  .block_example = conf_endpoint_examples,
 	  .help = "URL path of the MCP endpoint, where POST, GET and DELETE "
-	  "are served. Starts with \"/\"." },
+	  "are served. Starts with \"/\". As a block, endpoint PATH { ... } "
+	  "is one more endpoint on the same listener, serving what its "
+	  "lines select (everything when they select nothing) and, with "
+	  "an auth block, with its own resource and required scopes; a "
+	  "session belongs to the endpoint that created it (another "
+	  "endpoint answers 404 for it), and change notifications reach an "
+	  "endpoint's sessions and listen streams only for what it serves "
+	  "(docs/protocol.md, Endpoints). A block whose PATH is the plain "
+	  "line's configures the default endpoint. Endpoint blocks may "
+	  "repeat and are taken up by a reload; the plain PATH is not. "
+	  "Inside a block, one directive per line; tools, prompts and "
+	  "resources may repeat:" },
 	{ .name = "allowed_origins", .type = CONF_WORDS,
 	  .offset = CONF_OFF(allowed_origins),
 	  .offset2 = CONF_OFF(nallowed_origins), .check = conf_check_origin,
@@ -224,6 +238,7 @@ static const struct conf_entry conf_entries[] = {
 	  "one directive per line; param and env may repeat:" },
 	{ .name = "upstream", .type = CONF_BLOCK, .block = conf_upstream_block,
 	  .sub = &conf_upstream_table, .free = conf_upstream_free,
+	  .done = conf_upstream_done,
 	  .example = conf_upstream_examples, .args = "NAME { ... }",
 	  .help = "An MCP server mcpd is a client of: its tools, resources, "
 	  "resource templates, prompts and completions are served to clients "
@@ -235,7 +250,8 @@ static const struct conf_entry conf_entries[] = {
 	  "an error naming both at start-up (prefix resolves it). NAME is 1 "
 	  "to 128 letters, digits, \"_\", \"-\" or \".\", unique among "
 	  "upstreams. See docs/upstreams.md. Inside the block, one "
-	  "directive per line; env may repeat:" },
+	  "directive per line; env, tools, prompts, resources, rename and "
+	  "description may repeat:" },
 
 	{ .name = "drain_delay", .type = CONF_SECONDS,
 	  .offset = CONF_OFF(drain_delay), .min = 0, .max = 3600, .def = "5",

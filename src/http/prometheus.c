@@ -21,6 +21,7 @@
 
 #include "auth.h"
 #include "conf.h"
+#include "credential.h"
 #include "drain.h"
 #include "eventlog.h"
 #include "exec.h"
@@ -335,6 +336,16 @@ prometheus_text(size_t *len)
 	    "How long the event log took to answer an append.");
 	prom_histogram(&p, "mcpd_eventlog_append_duration_seconds", "",
 	    &metrics.append_duration, metrics_append_bounds);
+	prom_value(&p, "mcpd_credential_tokens_total", "counter", "Tokens "
+	    "got from token endpoints for upstreams' credentials (client "
+	    "credentials and token exchanges).",
+	    (double)metrics.credential_tokens);
+	prom_value(&p, "mcpd_credential_failures_total", "counter", "Token "
+	    "requests for upstreams' credentials that were refused or "
+	    "failed.", (double)metrics.credential_failures);
+	prom_value(&p, "mcpd_credential_tokens_cached", "gauge", "Tokens kept "
+	    "for upstreams' credentials (mcpd's own and exchanged ones).",
+	    (double)credential_cached());
 	prom_http(&p);
 	prom_tools(&p);
 	prom_upstreams(&p);

@@ -424,15 +424,20 @@ stateless_params_walk(struct evhttp_request *req, const cJSON *schema,
 	return (0);
 }
 
+/*
+ * A tool the endpoint does not serve has no headers to check: its call is
+ * answered as an unknown tool.
+ */
 static int
 stateless_params_check(struct evhttp_request *req, const cJSON *params,
-    char **why)
+    const char *endpoint, char **why)
 {
 	const cJSON	*name = stateless_get(params, "name"), *t;
 	cJSON		*tools;
 	int		 rc = 0;
 
-	if (!cJSON_IsString(name))
+	if (!cJSON_IsString(name) || !provider_serves(endpoint, NULL,
+	    PROVIDER_TOOLS, name->valuestring))
 		return (0);
 	tools = provider_list_tools(NULL);
 	cJSON_ArrayForEach(t, tools) {
@@ -474,7 +479,7 @@ stateless_claims(struct evhttp_request *req, const cJSON *msg)
 /* The request's metadata against its headers; 0 or answered. */
 static int
 stateless_validate(struct evhttp_request *req, const cJSON *msg,
-    const cJSON *id, const struct dispatch_method **mp)
+    const cJSON *id, const char *endpoint, const struct dispatch_method **mp)
 {
 	const cJSON	*meta = stateless_meta(msg), *pv, *caps, *method, *nv;
 	const struct dispatch_method *m;
@@ -542,7 +547,8 @@ stateless_validate(struct evhttp_request *req, const cJSON *msg,
 		free(h);
 	}
 	if ((dispatch_method_flags(m) & DISPATCH_PARAM_HEADERS) &&
-	    stateless_params_check(req, stateless_get(msg, "params"), &message) != 0) {
+	    stateless_params_check(req, stateless_get(msg, "params"), endpoint,
+	    &message) != 0) {
 		stateless_error(req, 400, id, JSONRPC_HEADER_MISMATCH, message,
 		    NULL);
 		free(message);
@@ -554,7 +560,7 @@ stateless_validate(struct evhttp_request *req, const cJSON *msg,
 
 static void
 stateless_start_call(struct stateless_req *mr, const cJSON *msg, int resumed,
-    struct auth_principal *who)
+    struct auth_principal *who, const char *endpoint)
 {
 	const cJSON	*meta = stateless_meta(msg), *level, *token;
 	int		 n = INT_MAX;
@@ -574,6 +580,7 @@ stateless_start_call(struct stateless_req *mr, const cJSON *msg, int resumed,
 	mr->call = call_start_sink(&stateless_sink, mr, mr->id, token, n,
 	    stateless_get(meta, STATELESS_META_CAPS), resumed);
 	call_set_principal(mr->call, who);
+	call_set_endpoint(mr->call, endpoint);
 	TAILQ_INSERT_TAIL(&stateless_calls, mr, call_entry);
 	mr->running = 1;
 	mr->starting = 1;
@@ -607,7 +614,7 @@ stateless_room(struct evhttp_request *req)
 /* A POST stateless_claims took (msg taken): validated, then carried out. */
 void
 stateless_serve(struct evhttp_request *req, cJSON *msg,
-    struct auth_principal *who)
+    struct auth_principal *who, const char *endpoint)
 {
 	const struct dispatch_method	*m;
 	struct stateless_req		*mr;
@@ -639,14 +646,15 @@ stateless_serve(struct evhttp_request *req, cJSON *msg,
 		    NULL);
 		goto out;
 	}
-	if (stateless_validate(req, msg, id, &m) != 0)
+	if (stateless_validate(req, msg, id, endpoint, &m) != 0)
 		goto out;
 	kind = dispatch_method_kind(m);
 	if ((kind == DISPATCH_CALL || kind == DISPATCH_LISTEN) &&
 	    !stateless_room(req))
 		goto out;
 	if (kind == DISPATCH_LISTEN) {
-		listen_start(req, id, stateless_get(msg, "params"), who);
+		listen_start(req, id, stateless_get(msg, "params"), who,
+		    endpoint);
 		goto out;
 	}
 	mr = xcalloc(1, sizeof *mr);
@@ -654,7 +662,8 @@ stateless_serve(struct evhttp_request *req, cJSON *msg,
 	mr->m = m;
 	mr->id = cJSON_Duplicate(id, 1);
 	if (kind == DISPATCH_QUICK) {
-		stateless_reply(mr, dispatch_quick_stateless(who, msg));
+		stateless_reply(mr, dispatch_quick_stateless(who, endpoint,
+		    msg));
 		stateless_free(mr);
 		goto out;
 	}
@@ -663,7 +672,7 @@ stateless_serve(struct evhttp_request *req, cJSON *msg,
 	mr->mrtr = mrtr_new(dispatch_method_name(m), np != NULL ?
 	    cJSON_GetStringValue(stateless_get(params, np)) : NULL);
 	if (mrtr_rounds(mr->mrtr, params, &resumed, &status, &cause) == 0)
-		stateless_start_call(mr, msg, resumed, who);
+		stateless_start_call(mr, msg, resumed, who, endpoint);
 	else {
 		if (status == 503)
 			response_unavailable(mr->resp, cause);

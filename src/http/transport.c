@@ -39,6 +39,7 @@
 
 static struct {
 	int			 loopback;
+	char			*endpoint;	/* the default's path */
 } transport;
 
 static const char *
@@ -46,6 +47,24 @@ transport_header(struct evhttp_request *req, const char *name)
 {
 	return (evhttp_find_header(evhttp_request_get_input_headers(req),
 	    name));
+}
+
+/*
+ * The endpoint a request came to: the path of its URI when that is an
+ * endpoint block's, else the default endpoint's (evhttp matched it to
+ * the default's callback). It lives as long as the request (or the
+ * process): whoever keeps it copies it.
+ */
+static const char *
+transport_endpoint(struct evhttp_request *req)
+{
+	const char	*path;
+
+	path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
+	if (path != NULL && strcmp(path, transport.endpoint) != 0 &&
+	    conf_endpoint_find(server.conf, path) != NULL)
+		return (path);
+	return (transport.endpoint);
 }
 
 /* Case-insensitive search for a media type in a header such as Accept. */
@@ -198,8 +217,8 @@ transport_initialize(struct evhttp_request *req, const cJSON *msg,
 	}
 	ti = xmalloc(sizeof *ti);
 	ti->req = req;
-	ti->response = dispatch_initialize(msg, who, &why, &cause,
-	    transport_initialized_cb, ti);
+	ti->response = dispatch_initialize(msg, who, transport_endpoint(req),
+	    &why, &cause, transport_initialized_cb, ti);
 	if (ti->response != NULL)
 		return;
 	free(ti);
@@ -290,13 +309,30 @@ transport_open_stream(struct evhttp_request *req, struct session *s,
 }
 
 /*
+ * The scope item name of list l needs, if the endpoint serves it to s
+ * (NULL: a stateless client): one it does not serve is unknown there, as
+ * dispatch.c answers it, so no scope of another endpoint's item shows.
+ */
+static const char *
+transport_served_scope(const char *endpoint, struct session *s, int l,
+    const char *name)
+{
+	if (name == NULL || !provider_serves(endpoint, s, l, name))
+		return (NULL);
+	if (l == PROVIDER_TOOLS)
+		return (provider_tool_scope(name));
+	return (provider_item_scope(l, name));
+}
+
+/*
  * What a request names that may need a scope, and that scope: a tool
  * (tools/call), a prompt (prompts/get, a ref/prompt completion), a
  * resource (resources/read and subscribe) or a template (a ref/resource
  * completion), as dispatch.c's table says. NULL: nothing scoped.
  */
 static const char *
-transport_item_scope(const cJSON *msg, const char **what, const char **name)
+transport_item_scope(const char *endpoint, struct session *s,
+    const cJSON *msg, const char **what, const char **name)
 {
 	const cJSON	*ref;
 	const char	*type;
@@ -306,15 +342,16 @@ transport_item_scope(const cJSON *msg, const char **what, const char **name)
 		break;
 	case DISPATCH_SCOPE_TOOL:
 		*what = "tool";
-		return (*name != NULL ? provider_tool_scope(*name) : NULL);
+		return (transport_served_scope(endpoint, s, PROVIDER_TOOLS,
+		    *name));
 	case DISPATCH_SCOPE_PROMPT:
 		*what = "prompt";
-		return (*name != NULL ? provider_item_scope(PROVIDER_PROMPTS,
-		    *name) : NULL);
+		return (transport_served_scope(endpoint, s, PROVIDER_PROMPTS,
+		    *name));
 	case DISPATCH_SCOPE_RESOURCE:
 		*what = "resource";
-		return (*name != NULL ? provider_item_scope(PROVIDER_RESOURCES,
-		    *name) : NULL);
+		return (transport_served_scope(endpoint, s,
+		    PROVIDER_RESOURCES, *name));
 	case DISPATCH_SCOPE_REF:
 		ref = cJSON_GetObjectItemCaseSensitive(
 		    cJSON_GetObjectItemCaseSensitive(msg, "params"), "ref");
@@ -324,14 +361,14 @@ transport_item_scope(const cJSON *msg, const char **what, const char **name)
 		*name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
 		    ref, "name"));
 		if (type != NULL && strcmp(type, "ref/prompt") == 0)
-			return (*name != NULL ? provider_item_scope(
-			    PROVIDER_PROMPTS, *name) : NULL);
+			return (transport_served_scope(endpoint, s,
+			    PROVIDER_PROMPTS, *name));
 		*what = "resource template";
 		*name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
 		    ref, "uri"));
 		if (type != NULL && strcmp(type, "ref/resource") == 0)
-			return (*name != NULL ? provider_item_scope(
-			    PROVIDER_TEMPLATES, *name) : NULL);
+			return (transport_served_scope(endpoint, s,
+			    PROVIDER_TEMPLATES, *name));
 		break;
 	}
 	return (NULL);
@@ -345,21 +382,24 @@ transport_item_scope(const cJSON *msg, const char **what, const char **name)
  */
 static int
 transport_tool_refused(struct evhttp_request *req,
-    const struct auth_principal *who, const char *sid, const cJSON *msg)
+    const struct auth_principal *who, struct session *s, const cJSON *msg)
 {
 	struct auth_result	 r;
 	const char		*scope, *what = NULL, *name = NULL;
+	const char		*sid = s != NULL ? session_id(s) : NULL;
+	const char		*endpoint = transport_endpoint(req);
 	char			*scopes, *challenge, *text;
 
 	if (!auth_enabled())
 		return (0);
-	scope = transport_item_scope(msg, &what, &name);
+	scope = transport_item_scope(endpoint, s, msg, &what, &name);
 	if (scope == NULL || auth_scope_allowed(who, scope))
 		return (0);
-	scopes = auth_scopes_needed(scope);
+	scopes = auth_scopes_needed(endpoint, scope);
 	memset(&r, 0, sizeof r);
 	r.status = AUTH_FORBIDDEN;
 	r.scope = scopes;
+	r.endpoint = endpoint;
 	xasprintf(&text, "the token lacks the scope of this %s", what);
 	r.description = text;
 	challenge = auth_challenge(&r);
@@ -404,8 +444,7 @@ transport_single(struct evhttp_request *req, struct session *s, cJSON *msg,
 	case JSONRPC_REQUEST:
 		break;
 	}
-	if (transport_tool_refused(req, session_principal(s), session_id(s),
-	    msg))
+	if (transport_tool_refused(req, session_principal(s), s, msg))
 		return;
 	if (!dispatch_streams(msg)) {
 		reply_json(req, 200, dispatch_quick(s, msg));
@@ -442,7 +481,7 @@ transport_batch(struct evhttp_request *req, struct session *s, cJSON *batch,
 			requests++;
 			streams += dispatch_streams(msg);
 			if (transport_tool_refused(req, session_principal(s),
-			    session_id(s), msg))
+			    s, msg))
 				return;
 		}
 	}
@@ -522,7 +561,7 @@ transport_post(struct evhttp_request *req, struct auth_principal *who)
 		if (transport_tool_refused(req, who, NULL, msg))
 			cJSON_Delete(msg);
 		else
-			stateless_serve(req, msg, who);
+			stateless_serve(req, msg, who, transport_endpoint(req));
 		return;
 	}
 	if (transport_header(req, "Mcp-Session-Id") == NULL &&
@@ -585,9 +624,10 @@ transport_get_session(struct evhttp_request *req, struct session *s,
 }
 
 /*
- * The request's session is known: carry the request out. With auth, the
- * session is only its principal's: to anyone else it does not exist, and
- * the answer is the unknown session's, word for word. logged is what the
+ * The request's session is known: carry the request out. A session is its
+ * endpoint's only, and with auth its principal's only: to another
+ * endpoint or anyone else it does not exist, and the answer is the
+ * unknown session's, word for word. logged is what the
  * log said when the session was read for this request (loaded, or read
  * again); a request stream or a DELETE needs the log, so they are 503
  * unless it answered; a quick request, a notification, an answer or a GET
@@ -599,6 +639,14 @@ transport_serve(struct evhttp_request *req, struct session *s, cJSON *msg,
     const struct cursor *from, struct auth_principal *who,
     enum eventlog_status logged)
 {
+	if (strcmp(session_endpoint(s), transport_endpoint(req)) != 0) {
+		log_limited(LOG_LEVEL_INFO, "endpoint-session", "a session of "
+		    "endpoint %s named at endpoint %s answered as unknown",
+		    session_endpoint(s), transport_endpoint(req));
+		reply_error(req, 404, JSONRPC_SESSION_NOT_FOUND,
+		    "Session not found", NULL);
+		return;
+	}
 	if (auth_enabled()) {
 		if (!auth_principal_same(session_principal(s), who)) {
 			log_limited(LOG_LEVEL_INFO, "auth-session", "auth: a "
@@ -815,16 +863,18 @@ transport_endpoint_cb(struct evhttp_request *req, void *arg)
 		return;
 	}
 	auth_check(transport_header(req, "Authorization"),
-	    transport_authorized_cb, req);
+	    transport_endpoint(req), transport_authorized_cb, req);
 }
 
-/* Protected resource metadata (RFC 9728): public, for any origin. */
+/*
+ * Protected resource metadata (RFC 9728) of an endpoint (NULL: the
+ * default): public, for any origin.
+ */
 static void
-transport_metadata_cb(struct evhttp_request *req, void *arg)
+transport_metadata(struct evhttp_request *req, const char *endpoint)
 {
 	struct evkeyvalq	*out = evhttp_request_get_output_headers(req);
 
-	transport_begin(req);
 	if (evhttp_request_get_command(req) != EVHTTP_REQ_GET) {
 		evhttp_add_header(out, "Allow", "GET");
 		reply_error(req, 405, JSONRPC_INVALID_REQUEST,
@@ -833,7 +883,14 @@ transport_metadata_cb(struct evhttp_request *req, void *arg)
 	}
 	evhttp_add_header(out, "Access-Control-Allow-Origin", "*");
 	evhttp_add_header(out, "Cache-Control", "max-age=300");
-	reply_json(req, 200, auth_metadata());
+	reply_json(req, 200, auth_metadata(endpoint));
+}
+
+static void
+transport_metadata_cb(struct evhttp_request *req, void *arg)
+{
+	transport_begin(req);
+	transport_metadata(req, NULL);
 }
 
 /*
@@ -908,10 +965,27 @@ transport_metrics_cb(struct evhttp_request *req, void *arg)
 	evbuffer_free(buf);
 }
 
+/*
+ * Any other path: an endpoint block's (looked up in the running
+ * configuration, so a reload adds and removes them), its protected
+ * resource metadata, or nothing.
+ */
 static void
 transport_other_cb(struct evhttp_request *req, void *arg)
 {
+	const char	*path, *endpoint;
+
+	path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
+	if (path != NULL && conf_endpoint_find(server.conf, path) != NULL) {
+		transport_endpoint_cb(req, NULL);
+		return;
+	}
 	transport_begin(req);
+	if (path != NULL && auth_enabled() &&
+	    (endpoint = auth_metadata_endpoint(path)) != NULL) {
+		transport_metadata(req, endpoint);
+		return;
+	}
 	reply_error(req, 404, JSONRPC_INVALID_REQUEST,
 	    "Not Found: no such endpoint", NULL);
 }
@@ -928,6 +1002,8 @@ void
 transport_init(struct evhttp *http, const char *endpoint)
 {
 	transport.loopback = transport_is_loopback(server.conf->listen_host);
+	free(transport.endpoint);
+	transport.endpoint = xstrdup(endpoint);
 	evhttp_set_cb(http, endpoint, transport_endpoint_cb, NULL);
 	if (auth_enabled()) {
 		evhttp_set_cb(http, auth_metadata_path(0),

@@ -45,6 +45,7 @@ struct dispatch_ctx {
 	struct session			*s;	/* NULL: stateless */
 	const struct auth_principal	*who;	/* NULL without auth */
 	int				 rev;
+	const char			*endpoint; /* whose catalog */
 };
 
 static const char *
@@ -91,30 +92,34 @@ dispatch_params_ok(int rev, const cJSON *req, struct dispatch_error *err)
 }
 
 /*
- * The server's capabilities for a revision (MCP_REV_*), as initialize and
- * server/discover say them: listChanged as the providers' lists_change.
+ * The server's capabilities for a revision (MCP_REV_*) on the endpoint at
+ * path (NULL: everything served), as initialize and server/discover say
+ * them: what the endpoint's providers serve, listChanged as their
+ * lists_change.
  */
 cJSON *
-dispatch_capabilities(int rev)
+dispatch_capabilities(int rev, const char *path)
 {
 	cJSON	*caps = cJSON_CreateObject();
 	cJSON	*tools = cJSON_AddObjectToObject(caps, "tools");
 
 	cJSON	*resources, *prompts;
 
-	cJSON_AddBoolToObject(tools, "listChanged", provider_lists_change(rev,
-	    PROVIDER_TOOLS));
+	cJSON_AddBoolToObject(tools, "listChanged",
+	    provider_endpoint_lists_change(path, rev, PROVIDER_TOOLS));
 	cJSON_AddObjectToObject(caps, "logging");
-	if (provider_has_resources()) {
+	if (provider_endpoint_has(path, PROVIDER_RESOURCES)) {
 		resources = cJSON_AddObjectToObject(caps, "resources");
 		cJSON_AddBoolToObject(resources, "subscribe", 1);
 		cJSON_AddBoolToObject(resources, "listChanged",
-		    provider_lists_change(rev, PROVIDER_RESOURCES));
+		    provider_endpoint_lists_change(path, rev,
+		    PROVIDER_RESOURCES));
 	}
-	if (provider_has_prompts()) {
+	if (provider_endpoint_has(path, PROVIDER_PROMPTS)) {
 		prompts = cJSON_AddObjectToObject(caps, "prompts");
 		cJSON_AddBoolToObject(prompts, "listChanged",
-		    provider_lists_change(rev, PROVIDER_PROMPTS));
+		    provider_endpoint_lists_change(path, rev,
+		    PROVIDER_PROMPTS));
 	}
 	if (provider_has_completions())
 		cJSON_AddObjectToObject(caps, "completions");
@@ -129,8 +134,8 @@ dispatch_capabilities(int rev)
  */
 cJSON *
 dispatch_initialize(const cJSON *req, struct auth_principal *principal,
-    enum dispatch_refusal *why, const char **cause, session_stored_fn cb,
-    void *arg)
+    const char *endpoint, enum dispatch_refusal *why, const char **cause,
+    session_stored_fn cb, void *arg)
 {
 	const cJSON	*params = dispatch_params(req);
 	const cJSON	*requested;
@@ -154,7 +159,8 @@ dispatch_initialize(const cJSON *req, struct auth_principal *principal,
 			;
 		version = mcp_versions[i];
 	}
-	if (session_create(version, params, principal, cb, arg) == NULL) {
+	if (session_create(version, params, principal, endpoint, cb,
+	    arg) == NULL) {
 		*why = DISPATCH_FULL;
 		*cause = "too many sessions";
 		return (NULL);
@@ -162,7 +168,7 @@ dispatch_initialize(const cJSON *req, struct auth_principal *principal,
 	result = cJSON_CreateObject();
 	cJSON_AddStringToObject(result, "protocolVersion", version);
 	cJSON_AddItemToObject(result, "capabilities",
-	    dispatch_capabilities(MCP_REV_2025));
+	    dispatch_capabilities(MCP_REV_2025, endpoint));
 	info = cJSON_AddObjectToObject(result, "serverInfo");
 	cJSON_AddStringToObject(info, "name", "mcpd");
 	cJSON_AddStringToObject(info, "version", MCPD_VERSION);
@@ -202,6 +208,7 @@ dispatch_cursor(const cJSON *cursor, long count, long *offset)
 struct dispatch_cut {
 	int				 l;
 	const struct auth_principal	*who;
+	const char			*endpoint;
 	cJSON				*page;
 	int				 n;	/* items on it */
 	long				 pos;	/* of the next item */
@@ -211,12 +218,13 @@ struct dispatch_cut {
 /*
  * A page holds what the principal may see of DISPATCH_PAGE positions of
  * the list, so a cursor is a position found without scanning, whatever
- * the principal: a tool it lacks the scope for leaves a hole, not a
- * shift. A run of positions it may see nothing of is passed over, so no
- * page but the last is empty.
+ * the principal: a tool it lacks the scope for, or one the endpoint does
+ * not serve, leaves a hole, not a shift. A run of positions it may see
+ * nothing of is passed over, so no page but the last is empty.
  */
 static int
-dispatch_cut_cb(const cJSON *item, const char *scope, void *arg)
+dispatch_cut_cb(const cJSON *item, const char *scope, const char *source,
+    void *arg)
 {
 	struct dispatch_cut	*c = arg;
 	const cJSON		*name;
@@ -235,7 +243,7 @@ dispatch_cut_cb(const cJSON *item, const char *scope, void *arg)
 		    provider_tool_scope(name->valuestring));
 	} else
 		allowed = auth_scope_allowed(c->who, scope);
-	if (allowed) {
+	if (allowed && provider_serves_item(c->endpoint, c->l, item, source)) {
 		cJSON_AddItemToArray(c->page, cJSON_Duplicate(item, 1));
 		c->n++;
 	}
@@ -263,6 +271,7 @@ dispatch_page(const struct dispatch_ctx *ctx, int l, const cJSON *params,
 	memset(&c, 0, sizeof c);
 	c.l = l;
 	c.who = ctx->who;
+	c.endpoint = ctx->endpoint;
 	c.page = cJSON_AddArrayToObject(result, key);
 	c.pos = offset;
 	c.end = offset + DISPATCH_PAGE;
@@ -325,10 +334,11 @@ dispatch_prompts_list(const struct dispatch_ctx *ctx, const cJSON *params,
 }
 
 static cJSON *
-dispatch_subscription(struct session *s, const cJSON *params, int on,
-    struct dispatch_error *err)
+dispatch_subscription(const struct dispatch_ctx *ctx, const cJSON *params,
+    int on, struct dispatch_error *err)
 {
 	const cJSON	*uri = cJSON_GetObjectItemCaseSensitive(params, "uri");
+	struct session	*s = ctx->s;
 
 	if (!cJSON_IsString(uri)) {
 		err->code = JSONRPC_INVALID_PARAMS;
@@ -339,7 +349,8 @@ dispatch_subscription(struct session *s, const cJSON *params, int on,
 		session_unsubscribe(s, uri->valuestring);
 		return (cJSON_CreateObject());
 	}
-	if (provider_subscribe(s, uri->valuestring) != 0) {
+	if (!provider_serves(ctx->endpoint, s, PROVIDER_RESOURCES,
+	    uri->valuestring) || provider_subscribe(s, uri->valuestring) != 0) {
 		err->code = JSONRPC_RESOURCE_NOT_FOUND;
 		err->message = "Resource not found";
 		return (NULL);
@@ -356,14 +367,14 @@ static cJSON *
 dispatch_subscribe(const struct dispatch_ctx *ctx, const cJSON *params,
     struct dispatch_error *err)
 {
-	return (dispatch_subscription(ctx->s, params, 1, err));
+	return (dispatch_subscription(ctx, params, 1, err));
 }
 
 static cJSON *
 dispatch_unsubscribe(const struct dispatch_ctx *ctx, const cJSON *params,
     struct dispatch_error *err)
 {
-	return (dispatch_subscription(ctx->s, params, 0, err));
+	return (dispatch_subscription(ctx, params, 0, err));
 }
 
 static cJSON *
@@ -392,7 +403,7 @@ dispatch_discover(const struct dispatch_ctx *ctx, const cJSON *params,
 
 	cJSON_AddItemToObject(result, "supportedVersions",
 	    mcp_supported_versions());
-	caps = dispatch_capabilities(MCP_REV_2026);
+	caps = dispatch_capabilities(MCP_REV_2026, ctx->endpoint);
 	task_capabilities(caps);
 	cJSON_AddItemToObject(result, "capabilities", caps);
 	return (result);
@@ -437,10 +448,20 @@ dispatch_tasks_cancel(struct call *c, const cJSON *params)
 }
 
 static void
+dispatch_unknown_tool(struct call *c, const char *name)
+{
+	char	*message;
+
+	xasprintf(&message, "Unknown tool: %s", name);
+	call_respond_error(c, JSONRPC_INVALID_PARAMS, message);
+	call_release(c);
+	free(message);
+}
+
+static void
 dispatch_tools_call(struct call *c, const cJSON *params)
 {
 	const cJSON	*name, *args;
-	char		*message;
 
 	name = cJSON_GetObjectItemCaseSensitive(params, "name");
 	args = cJSON_GetObjectItemCaseSensitive(params, "arguments");
@@ -450,10 +471,16 @@ dispatch_tools_call(struct call *c, const cJSON *params)
 		    "arguments");
 		return;
 	}
+	/* A tool the endpoint does not serve is no tool there. */
+	if (!provider_serves(call_endpoint(c), call_session(c), PROVIDER_TOOLS,
+	    name->valuestring)) {
+		dispatch_unknown_tool(c, name->valuestring);
+		return;
+	}
 	switch (task_mode(name->valuestring, params)) {
 	case TASK_MODE_TASK:
 		task_call_tool(name->valuestring, params, call_principal(c),
-		    task_answer_call, c);
+		    call_endpoint(c), task_answer_call, c);
 		return;
 	case TASK_MODE_REFUSE:
 		call_respond_missing_capability(c, NULL, TASK_EXTENSION);
@@ -465,10 +492,7 @@ dispatch_tools_call(struct call *c, const cJSON *params)
 	call_set_tool(c, name->valuestring);
 	if (provider_call_tool(c, name->valuestring, args) != 0) {
 		call_set_tool(c, NULL);
-		xasprintf(&message, "Unknown tool: %s", name->valuestring);
-		call_respond_error(c, JSONRPC_INVALID_PARAMS, message);
-		call_release(c);
-		free(message);
+		dispatch_unknown_tool(c, name->valuestring);
 	}
 }
 
@@ -489,7 +513,9 @@ dispatch_resources_read(struct call *c, const cJSON *params)
 	if (!cJSON_IsString(uri))
 		dispatch_call_error(c, JSONRPC_INVALID_PARAMS,
 		    "Invalid params: uri must be a string");
-	else if (provider_read_resource(c, uri->valuestring) == 0)
+	else if (provider_serves(call_endpoint(c), call_session(c),
+	    PROVIDER_RESOURCES, uri->valuestring) &&
+	    provider_read_resource(c, uri->valuestring) == 0)
 		return;
 	else if (!call_stateless(c))
 		dispatch_call_error(c, JSONRPC_RESOURCE_NOT_FOUND,
@@ -515,9 +541,32 @@ dispatch_prompts_get(struct call *c, const cJSON *params)
 		dispatch_call_error(c, JSONRPC_INVALID_PARAMS,
 		    "Invalid params: prompts/get needs a name and object "
 		    "arguments");
-	else if (provider_get_prompt(c, name->valuestring, args) != 0)
+	else if (!provider_serves(call_endpoint(c), call_session(c),
+	    PROVIDER_PROMPTS, name->valuestring) ||
+	    provider_get_prompt(c, name->valuestring, args) != 0)
 		dispatch_call_error(c, JSONRPC_INVALID_PARAMS,
 		    "Invalid params: unknown prompt");
+}
+
+/* Whether a completion's ref (a prompt, a template) is the endpoint's. */
+static int
+dispatch_ref_served(struct call *c, const cJSON *ref)
+{
+	const char	*type, *name;
+
+	type = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(ref,
+	    "type"));
+	if (type != NULL && strcmp(type, "ref/prompt") == 0 &&
+	    (name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(ref,
+	    "name"))) != NULL)
+		return (provider_serves(call_endpoint(c), call_session(c),
+		    PROVIDER_PROMPTS, name));
+	if (type != NULL && strcmp(type, "ref/resource") == 0 &&
+	    (name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(ref,
+	    "uri"))) != NULL)
+		return (provider_serves(call_endpoint(c), call_session(c),
+		    PROVIDER_TEMPLATES, name));
+	return (1);
 }
 
 /* Nothing to suggest is an empty completion, not an error. */
@@ -536,7 +585,8 @@ dispatch_complete(struct call *c, const cJSON *params)
 		    "argument objects");
 		return;
 	}
-	if (provider_complete(c, ref, arg, context) == 0)
+	if (dispatch_ref_served(c, ref) &&
+	    provider_complete(c, ref, arg, context) == 0)
 		return;
 	result = cJSON_CreateObject();
 	completion = cJSON_AddObjectToObject(result, "completion");
@@ -795,16 +845,18 @@ cJSON *
 dispatch_quick(struct session *s, const cJSON *req)
 {
 	struct dispatch_ctx	ctx = { s, s != NULL ? session_principal(s) :
-				    NULL, MCP_REV_2025 };
+				    NULL, MCP_REV_2025, s != NULL ?
+				    session_endpoint(s) : NULL };
 
 	return (dispatch_answer(&ctx, req));
 }
 
-/* A quick method of the stateless path, for principal who. */
+/* A quick method of the stateless path, for principal who at endpoint. */
 cJSON *
-dispatch_quick_stateless(const struct auth_principal *who, const cJSON *req)
+dispatch_quick_stateless(const struct auth_principal *who,
+    const char *endpoint, const cJSON *req)
 {
-	struct dispatch_ctx	ctx = { NULL, who, MCP_REV_2026 };
+	struct dispatch_ctx	ctx = { NULL, who, MCP_REV_2026, endpoint };
 
 	return (dispatch_answer(&ctx, req));
 }
@@ -834,7 +886,7 @@ dispatch_run_call(struct session *s, struct call *c, const cJSON *req)
 	const struct dispatch_method	*m;
 	struct dispatch_ctx		 ctx = { s, call_principal(c),
 					    s != NULL ? MCP_REV_2025 :
-					    MCP_REV_2026 };
+					    MCP_REV_2026, call_endpoint(c) };
 	struct dispatch_error		 err;
 	cJSON				*result;
 

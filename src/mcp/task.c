@@ -711,6 +711,7 @@ struct task_run {
 	cJSON			*args;
 	cJSON			*caps;	/* the creating request's */
 	struct auth_principal	*who;	/* the creating request's */
+	char			*endpoint; /* the creating request's */
 	struct call		*call;		/* NULL: gone */
 	int			 ended;	/* the call finished */
 	int			 closing; /* shutdown: no more ticks */
@@ -759,6 +760,7 @@ task_run_unref(struct task_run *run)
 	cJSON_Delete(run->caps);
 	if (run->who != NULL)
 		auth_principal_unref(run->who);
+	free(run->endpoint);
 	free(run);
 }
 
@@ -1134,6 +1136,7 @@ task_create_put_cb(enum eventlog_status status, void *arg)
 	cJSON_Delete(id);
 	call_set_owner(c, owner);
 	call_set_principal(c, run->who);
+	call_set_endpoint(c, run->endpoint);
 	call_set_tool(c, run->tool);
 	run->timer = evtimer_new(server.base, task_run_tick_cb, run);
 	evtimer_add(run->timer, &tv);
@@ -1155,7 +1158,8 @@ task_create_put_cb(enum eventlog_status status, void *arg)
 
 void
 task_call_tool(const char *name, const cJSON *params,
-    struct auth_principal *who, task_answer_cb cb, void *arg)
+    struct auth_principal *who, const char *endpoint, task_answer_cb cb,
+    void *arg)
 {
 	const cJSON		*args, *caps;
 	struct task_run		*run;
@@ -1193,6 +1197,7 @@ task_call_tool(const char *name, const cJSON *params,
 	run->caps = caps != NULL ? cJSON_Duplicate(caps, 1) :
 	    cJSON_CreateObject();
 	run->who = who != NULL ? auth_principal_ref(who) : NULL;
+	run->endpoint = endpoint != NULL ? xstrdup(endpoint) : NULL;
 	run->keys = cJSON_CreateArray();
 	run->refs = 1;		/* its call's, once it has one */
 	RB_INSERT(task_runs, &task_runs, run);
@@ -1241,7 +1246,8 @@ task_escalate(struct call *c, const char *name, cJSON *args)
 	cJSON	*params = cJSON_CreateObject();
 
 	cJSON_AddItemToObject(params, "arguments", args);
-	task_call_tool(name, params, call_principal(c), task_answer_call, c);
+	task_call_tool(name, params, call_principal(c), call_endpoint(c),
+	    task_answer_call, c);
 	cJSON_Delete(params);
 }
 

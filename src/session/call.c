@@ -57,6 +57,7 @@ struct call {
 	size_t		 nwaiters;
 	char		*owner;		/* a sink's name for log lines */
 	struct auth_principal *principal; /* a sink's call: who it is for */
+	char		*endpoint;	/* a sink's call: the path it came to */
 };
 
 /* A question left for the client's next round: its asker hears so. */
@@ -138,6 +139,21 @@ call_principal(const struct call *c)
 	if (c->session != NULL)
 		return (session_principal(c->session));
 	return (c->principal);
+}
+
+void
+call_set_endpoint(struct call *c, const char *path)
+{
+	free(c->endpoint);
+	c->endpoint = path != NULL ? xstrdup(path) : NULL;
+}
+
+const char *
+call_endpoint(const struct call *c)
+{
+	if (c->session != NULL)
+		return (session_endpoint(c->session));
+	return (c->endpoint);
 }
 
 /* A sink's call names its owner in log lines as name (a task's id). */
@@ -234,6 +250,7 @@ call_free(struct call *c)
 		free(c->waiters[i].key);
 	free(c->waiters);
 	free(c->owner);
+	free(c->endpoint);
 	if (c->principal != NULL)
 		auth_principal_unref(c->principal);
 	cJSON_Delete(c->id);

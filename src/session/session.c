@@ -65,6 +65,7 @@ struct session {
 	uint64_t		 standalone_k;
 	struct stream		*standalone;
 	struct auth_principal	*principal;	/* NULL: no auth */
+	char			*endpoint;	/* the path that created it */
 	int			 watching;	/* shared log: commits watched */
 	int			 stale;		/* a re-read is owed (log down) */
 	int			 rereading;	/* its meta is being read */
@@ -108,7 +109,7 @@ static void		 session_reread(struct session *, int, session_load_cb,
 			     void *);
 static void		 session_gone(struct session *, const char *, int);
 static void		 session_announced(enum announce_kind, const char *,
-			     void *);
+			     const char *, void *);
 
 static const struct announce_hooks session_announce_hooks = {
 	ANNOUNCE_HERE,
@@ -169,6 +170,7 @@ session_store(struct session *s, int create)
 	if (s->principal != NULL)
 		cJSON_AddItemToObject(meta, "principal",
 		    auth_principal_json(s->principal));
+	cJSON_AddStringToObject(meta, "endpoint", s->endpoint);
 	/* Wall clock: the next process to load it judges its idle time. */
 	cJSON_AddNumberToObject(meta, "active", (double)(clock_wall_ms() -
 	    (clock_now_ms() - s->last_active_ms)));
@@ -192,7 +194,8 @@ session_store(struct session *s, int create)
  */
 struct session *
 session_create(const char *version, const cJSON *params,
-    struct auth_principal *principal, session_stored_fn cb, void *arg)
+    struct auth_principal *principal, const char *endpoint,
+    session_stored_fn cb, void *arg)
 {
 	struct session	*s;
 
@@ -203,6 +206,8 @@ session_create(const char *version, const cJSON *params,
 	}
 	s = session_new(NULL, version);
 	s->principal = auth_principal_ref(principal);
+	s->endpoint = xstrdup(endpoint != NULL ? endpoint :
+	    server.conf->endpoint);
 	s->standalone_k = eventlog_new_stream_id();
 	s->stored_cb = cb;
 	s->stored_arg = arg;
@@ -320,6 +325,7 @@ struct session_load {
 	int			 log_level;
 	uint64_t		 standalone_k;
 	struct auth_principal	*principal;
+	char			*endpoint;
 	session_load_cb		 cb;
 	void			*arg;
 };
@@ -330,6 +336,7 @@ session_load_finish(struct session_load *l, struct session *s,
 {
 	l->cb(s, status, l->arg);
 	auth_principal_unref(l->principal);
+	free(l->endpoint);
 	free(l->version);
 	free(l);
 }
@@ -362,6 +369,8 @@ session_loaded_head_cb(enum eventlog_status status,
 	s->standalone_k = l->standalone_k;
 	s->principal = l->principal;
 	l->principal = NULL;
+	s->endpoint = l->endpoint;
+	l->endpoint = NULL;
 	s->stored_ms = clock_now_ms();
 	s->standalone = stream_restore(s, STREAM_STANDALONE, l->standalone_k,
 	    info->head);
@@ -382,6 +391,7 @@ session_loaded_meta_cb(enum eventlog_status status, const char *meta,
 	struct session_load	*l = arg;
 	cJSON			*json;
 	const cJSON		*version, *level, *k, *active, *principal;
+	const cJSON		*endpoint;
 	uint64_t		 active_ms, standalone_k;
 
 	if (status != EVENTLOG_OK) {
@@ -428,6 +438,10 @@ session_loaded_meta_cb(enum eventlog_status status, const char *meta,
 	if (principal != NULL &&
 	    (l->principal = auth_principal_from_json(principal)) == NULL)
 		l->principal = auth_principal_new("", "", "", NULL);
+	/* A session of an older mcpd is the default endpoint's. */
+	endpoint = cJSON_GetObjectItemCaseSensitive(json, "endpoint");
+	l->endpoint = xstrdup(cJSON_IsString(endpoint) ?
+	    endpoint->valuestring : server.conf->endpoint);
 	cJSON_Delete(json);
 	/* Reading from entry 0 answers with the head, trimmed or not. */
 	eventlog_read(server.eventlog, l->id, l->standalone_k, 0, 0,
@@ -652,6 +666,7 @@ session_unref(struct session *s)
 	free(s->streams);
 	free(s->calls);
 	auth_principal_unref(s->principal);
+	free(s->endpoint);
 	free(s->version);
 	free(s);
 	sessions.allocated--;
@@ -686,6 +701,12 @@ struct auth_principal *
 session_principal(const struct session *s)
 {
 	return (s->principal);
+}
+
+const char *
+session_endpoint(const struct session *s)
+{
+	return (s->endpoint);
 }
 
 void
@@ -967,11 +988,13 @@ session_notify(struct session *s, const char *text, size_t len)
 /*
  * A change made in this process (announce.h): the standalone stream of
  * every session here hears a list change, and of a resource update those
- * subscribed to it. A session's stream is in the log every instance
- * shares, so only the instance that made the change tells it.
+ * subscribed to it, if its endpoint serves the change's source (and the
+ * resource). A session's stream is in the log every instance shares, so
+ * only the instance that made the change tells it.
  */
 static void
-session_announced(enum announce_kind kind, const char *uri, void *arg)
+session_announced(enum announce_kind kind, const char *uri,
+    const char *source, void *arg)
 {
 	struct session	*s;
 	cJSON		*params = NULL, *msg;
@@ -989,7 +1012,8 @@ session_announced(enum announce_kind kind, const char *uri, void *arg)
 	RB_FOREACH(s, session_tree, &sessions.tree) {
 		if (s->standalone == NULL || (kind ==
 		    ANNOUNCE_RESOURCE_UPDATED &&
-		    session_subscription_find(s, uri) < 0))
+		    session_subscription_find(s, uri) < 0) ||
+		    !provider_endpoint_hears(s->endpoint, kind, uri, source))
 			continue;
 		stream_append(s->standalone, text, len, 0, NULL, NULL);
 	}

@@ -829,8 +829,10 @@ START_TEST(test_directive_errors)
 	    "t.conf:2: duplicate allowed_origins (first set on line 1)");
 	expect_error("eventlog memory\neventlog memory\n",
 	    "t.conf:2: duplicate eventlog (first set on line 1)");
+	expect_error("stream_ttl 10 {\nfoo\n}\n",
+	    "t.conf:1: stream_ttl does not take a block");
 	expect_error("endpoint /x {\nfoo\n}\n",
-	    "t.conf:1: endpoint does not take a block");
+	    "t.conf:2: unknown directive \"foo\"");
 	/* The first error in the file is the one reported. */
 	expect_error("stream_maxlen 0\nfoo\n",
 	    "t.conf:1: stream_maxlen: 0 out of range (1 to 1000000)");

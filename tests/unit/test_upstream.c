@@ -320,7 +320,7 @@ START_TEST(test_state_machine)
 	memset(&st, 0, sizeof st);
 	memset(&st2, 0, sizeof st2);
 	memset(&st3, 0, sizeof st3);
-	u = upstream_start(def, NULL, &u_hooks, &st);
+	u = upstream_start(def, NULL, NULL, &u_hooks, &st);
 	ck_assert_int_eq(upstream_state(u), UPSTREAM_STARTING);
 	ck_assert_str_eq(upstream_name(u), "s");
 	/* Made before READY: sent once ready, gets id 3. */
