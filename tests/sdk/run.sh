@@ -2,7 +2,8 @@
 # Run the official MCP TypeScript SDK clients against a real mcpd: the v1
 # SDK on sessions (client_test.mjs), the v2 client on the stateless
 # 2026-07-28 path (client_v2_test.mjs), and the v2 client with the tasks
-# extension package (client_v2_tasks_test.mjs). Then the v1 SDK's
+# extension package (client_v2_tasks_test.mjs); both on two endpoints with
+# their own tools and scopes (endpoints_test.mjs). Then the v1 SDK's
 # cut-and-resume with events in flight (cut_test.mjs) against a daemon per
 # retention, on the memory log and, when MCPD_TEST_REDIS_URL is set
 # (scripts/with-redis), on Redis.
@@ -178,6 +179,48 @@ run_client client_test
 run_client client_v2_test
 run_client client_v2_tasks_test
 stop_mcpd
+
+# Endpoints (issue 26, endpoints_test.mjs): two endpoints with their own
+# tools and scopes, static tokens from a token_file (carol has both scopes,
+# alice one).
+carol=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+alice=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+{
+	printf '%s carol team-echo team-fixtures\n' \
+	    "$(printf %s "$carol" | sha256sum | cut -d' ' -f1)"
+	printf '%s alice team-echo\n' \
+	    "$(printf %s "$alice" | sha256sum | cut -d' ' -f1)"
+} >"$tmp/tokens"
+cat >"$tmp/mcpd.conf" <<EOF
+# written by tests/sdk/run.sh
+listen 127.0.0.1:0
+endpoint /mcp
+eventlog memory
+builtin_tools on
+fixtures conformance
+drain_delay 0
+auth {
+    resource https://mcpd.test/mcp
+    authorization_server https://auth.mcpd.test
+    token_file $tmp/tokens
+}
+endpoint /mcp/echo {
+    tools echo
+    prompts deny *
+    resources deny *
+    scopes team-echo
+}
+endpoint /mcp/fixtures {
+    tools test_*
+    scopes team-fixtures
+}
+EOF
+if start_mcpd; then
+	run_client endpoints_test "$carol" "$alice"
+	stop_mcpd
+else
+	status=1
+fi
 
 # Events in flight at a cut (issue 22, cut_test.mjs): a `stream` call of
 # 160 events cut early, in the middle and late under block, with
