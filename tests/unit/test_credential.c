@@ -29,6 +29,7 @@
 #include "credential.h"
 #include "http_client.h"
 #include "log.h"
+#include "metrics.h"
 #include "server.h"
 #include "xmalloc.h"
 
@@ -354,6 +355,7 @@ START_TEST(test_cancel)
 	struct credential	*cred;
 	struct credential_ask	*ask;
 	struct got		 g;
+	uint64_t		 failures;
 	int			 i;
 
 	tep.hold = 1;
@@ -369,6 +371,15 @@ START_TEST(test_cancel)
 	ck_assert_int_eq(g.n, 0);
 	wait_got(&g);
 	ck_assert_str_eq(g.error, "cancelled");
+	/* The fetch goes on for others; the block must outlive it. */
+	failures = metrics.credential_failures;
+	evhttp_send_reply(tep.held, 500, "No", NULL);
+	tep.held = NULL;
+	for (i = 0; i < 2000 && metrics.credential_failures == failures; i++) {
+		event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+		usleep(1000);
+	}
+	ck_assert_uint_eq(metrics.credential_failures, failures + 1);
 	credential_unref(cred);
 	block_free(cc);
 }
