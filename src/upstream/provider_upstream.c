@@ -159,6 +159,7 @@ static struct {
 
 static const struct upstream_hooks upstream_provider_hooks;
 static struct upsrv *upsrv_for_uri(const char *);
+static struct upsrv *upsrv_for_uri_any(const char *);
 
 /* ---------------------------------------------------------------------
  * Names: the prefix on the way to clients, off on the way back.
@@ -1032,10 +1033,22 @@ uptemplate_stem(const char *t)
 
 /*
  * The upstream of a URI: the one listing it, else the one with the
- * longest template stem it starts with, else the only one with resources.
+ * longest template stem it starts with, else the only one with resources;
+ * none when that upstream's catalog leaves the URI out.
  */
 static struct upsrv *
 upsrv_for_uri(const char *uri)
+{
+	struct upsrv	*srv = upsrv_for_uri_any(uri);
+
+	if (srv != NULL && !conf_catalog_allows(&srv->def->catalog,
+	    CONF_CATALOG_RESOURCES, uri))
+		return (NULL);
+	return (srv);
+}
+
+static struct upsrv *
+upsrv_for_uri_any(const char *uri)
 {
 	struct upsrv	*srv, *best = NULL, *only = NULL;
 	const cJSON	*t;

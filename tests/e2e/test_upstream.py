@@ -200,6 +200,32 @@ def test_upstream_resources_prompts_completions(h):
            f"{msg!r}")
 
 
+def test_upstream_catalog_resources_and_templates(h):
+    # An upstream block's resources lines: a URI left out is in no list
+    # and cannot be read, not even by the template or the only-upstream
+    # fallbacks that find a URI nobody lists.
+    d, sid = start_ready(h, upstream("fake", "resources deny fake://two",
+                                     "resources deny fake://item/*"),
+                         tool="echo", builtin_tools="off")
+    id = d.new_id()
+    res = d.post(sid, rpc("resources/list", {}, id)).rpc(id)["result"]
+    expect([x["uri"] for x in res["resources"]] == ["fake://hello"],
+           f"resources/list: {res!r}")
+    id = d.new_id()
+    res = d.post(sid, rpc("resources/templates/list", {}, id)).rpc(id)
+    expect(res["result"]["resourceTemplates"] == [],
+           f"the denied template is listed: {res!r}")
+    for uri in ("fake://two", "fake://item/7"):
+        id = d.new_id()
+        msg = d.post(sid, rpc("resources/read", {"uri": uri}, id)).rpc(id)
+        expect(error_of(msg)["code"] == -32002, f"read {uri}: {msg!r}")
+    id = d.new_id()
+    msg = d.post(sid, rpc("resources/read", {"uri": "fake://hello"},
+                          id)).rpc(id)
+    expect(result_of(msg)["contents"][0]["text"] ==
+           "content of fake://hello", f"{msg!r}")
+
+
 # --------------------------------------------------------------------------
 # The program failing
 
