@@ -129,6 +129,15 @@ int	 provider_endpoint_hears(const char *, int, const char *,
 	    const char *);
 /* The name of an item of list l: name, uri, or a template's uriTemplate. */
 const char *provider_item_key(int, const cJSON *);
+/*
+ * The name a tool goes by in mcpd for the name a client of the endpoint
+ * at path calls it (its block's rename undone), or NULL when no tool goes
+ * by that name there; and an item of list l as that endpoint shows it (a
+ * copy, renamed and described as its block says), or NULL when its
+ * renames hide it.
+ */
+const char *provider_endpoint_tool(const char *, const char *);
+cJSON	*provider_endpoint_item(const char *, int, const cJSON *);
 int	 provider_has_resources(void);
 int	 provider_has_prompts(void);
 int	 provider_has_completions(void);

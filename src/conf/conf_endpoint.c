@@ -1,7 +1,8 @@
 /*
  * Endpoint blocks: endpoint PATH { ... }, one more MCP endpoint on the
  * listener with a catalog of its own (which upstreams it serves, which of
- * the tools, prompts and resources it would serve), and with an auth block
+ * the tools, prompts and resources it would serve, and its tools' names
+ * and descriptions there), and with an auth block
  * its own resource (so its own protected resource metadata, RFC 9728) and
  * its own required scopes. The plain "endpoint PATH" line stays the default
  * endpoint's (conf_table.c); a block of the same PATH configures it.
@@ -33,13 +34,29 @@ static const struct conf_entry conf_endpoint_entries[] = {
 	{ .name = "tools", .type = CONF_LINE, .line = conf_catalog_tools,
 	  .offset = CONF_ENDPOINT_OFF(catalog), .flags = CONF_REPEAT,
 	  .args = "[allow|deny] PATTERN...", .def_text = "every tool",
-	  .help = "Which tools this endpoint serves, by the names clients "
-	  "see (an upstream's after its prefix and renames), as shell "
-	  "patterns (* ? [...]): with allow lines (a line without allow or "
-	  "deny is one) only the tools one of their patterns matches, and "
-	  "never one a deny pattern matches. A tool the endpoint does not "
-	  "serve is not in its tools/list, and a tools/call of it there is "
-	  "answered as an unknown tool (-32602)." },
+	  .help = "Which tools this endpoint serves (built-in, exec, "
+	  "fixtures and upstream tools alike), by the names mcpd serves them "
+	  "under (an upstream's after its prefix and renames, before this "
+	  "block's rename), as shell patterns (* ? [...]): with allow lines "
+	  "(a line without allow or deny is one) only the tools one of their "
+	  "patterns matches, and never one a deny pattern matches. A tool the "
+	  "endpoint does not serve is not in its tools/list, and a "
+	  "tools/call of it there is answered as an unknown tool "
+	  "(-32602)." },
+	{ .name = "rename", .type = CONF_LINE, .line = conf_catalog_rename,
+	  .offset = CONF_ENDPOINT_OFF(catalog), .flags = CONF_REPEAT,
+	  .args = "OLD NEW",
+	  .help = "Serve tool OLD (any provider's: built-in, exec, an "
+	  "upstream's by the name mcpd serves it under) as NEW on this "
+	  "endpoint; a call of NEW there runs OLD, OLD is not served there "
+	  "under its own name, and a tool named NEW is hidden there. tools "
+	  "patterns match OLD." },
+	{ .name = "description", .type = CONF_LINE,
+	  .line = conf_catalog_describe,
+	  .offset = CONF_ENDPOINT_OFF(catalog), .flags = CONF_REPEAT,
+	  .args = "NAME TEXT",
+	  .help = "Serve tool NAME (before this block's rename) with the "
+	  "description TEXT on this endpoint." },
 	{ .name = "prompts", .type = CONF_LINE, .line = conf_catalog_prompts,
 	  .offset = CONF_ENDPOINT_OFF(catalog), .flags = CONF_REPEAT,
 	  .args = "[allow|deny] PATTERN...", .def_text = "every prompt",

@@ -433,17 +433,18 @@ stateless_params_check(struct evhttp_request *req, const cJSON *params,
     const char *endpoint, char **why)
 {
 	const cJSON	*name = stateless_get(params, "name"), *t;
+	const char	*tool;
 	cJSON		*tools;
 	int		 rc = 0;
 
-	if (!cJSON_IsString(name) || !provider_serves(endpoint, NULL,
-	    PROVIDER_TOOLS, name->valuestring))
+	if (!cJSON_IsString(name) || (tool = provider_endpoint_tool(endpoint,
+	    name->valuestring)) == NULL || !provider_serves(endpoint, NULL,
+	    PROVIDER_TOOLS, tool))
 		return (0);
 	tools = provider_list_tools(NULL);
 	cJSON_ArrayForEach(t, tools) {
 		if (cJSON_IsString(stateless_get(t, "name")) &&
-		    strcmp(stateless_get(t, "name")->valuestring,
-		    name->valuestring) == 0) {
+		    strcmp(stateless_get(t, "name")->valuestring, tool) == 0) {
 			rc = stateless_params_walk(req, stateless_get(t,
 			    "inputSchema"), stateless_get(params, "arguments"), 0,
 			    why);

@@ -317,6 +317,8 @@ static const char *
 transport_served_scope(const char *endpoint, struct session *s, int l,
     const char *name)
 {
+	if (name != NULL && l == PROVIDER_TOOLS)
+		name = provider_endpoint_tool(endpoint, name);
 	if (name == NULL || !provider_serves(endpoint, s, l, name))
 		return (NULL);
 	if (l == PROVIDER_TOOLS)

@@ -228,6 +228,7 @@ dispatch_cut_cb(const cJSON *item, const char *scope, const char *source,
 {
 	struct dispatch_cut	*c = arg;
 	const cJSON		*name;
+	cJSON			*shown;
 	int			 allowed;
 
 	if (c->pos >= c->end) {
@@ -243,8 +244,9 @@ dispatch_cut_cb(const cJSON *item, const char *scope, const char *source,
 		    provider_tool_scope(name->valuestring));
 	} else
 		allowed = auth_scope_allowed(c->who, scope);
-	if (allowed && provider_serves_item(c->endpoint, c->l, item, source)) {
-		cJSON_AddItemToArray(c->page, cJSON_Duplicate(item, 1));
+	if (allowed && provider_serves_item(c->endpoint, c->l, item, source) &&
+	    (shown = provider_endpoint_item(c->endpoint, c->l, item)) != NULL) {
+		cJSON_AddItemToArray(c->page, shown);
 		c->n++;
 	}
 	return (0);
@@ -462,6 +464,7 @@ static void
 dispatch_tools_call(struct call *c, const cJSON *params)
 {
 	const cJSON	*name, *args;
+	const char	*tool;
 
 	name = cJSON_GetObjectItemCaseSensitive(params, "name");
 	args = cJSON_GetObjectItemCaseSensitive(params, "arguments");
@@ -471,15 +474,19 @@ dispatch_tools_call(struct call *c, const cJSON *params)
 		    "arguments");
 		return;
 	}
-	/* A tool the endpoint does not serve is no tool there. */
-	if (!provider_serves(call_endpoint(c), call_session(c), PROVIDER_TOOLS,
-	    name->valuestring)) {
+	/*
+	 * The endpoint's name for a tool is undone first (its rename); a
+	 * tool the endpoint does not serve is no tool there.
+	 */
+	if ((tool = provider_endpoint_tool(call_endpoint(c),
+	    name->valuestring)) == NULL || !provider_serves(call_endpoint(c),
+	    call_session(c), PROVIDER_TOOLS, tool)) {
 		dispatch_unknown_tool(c, name->valuestring);
 		return;
 	}
-	switch (task_mode(name->valuestring, params)) {
+	switch (task_mode(tool, params)) {
 	case TASK_MODE_TASK:
-		task_call_tool(name->valuestring, params, call_principal(c),
+		task_call_tool(tool, params, call_principal(c),
 		    call_endpoint(c), task_answer_call, c);
 		return;
 	case TASK_MODE_REFUSE:
@@ -489,8 +496,8 @@ dispatch_tools_call(struct call *c, const cJSON *params)
 	case TASK_MODE_CALL:
 		break;
 	}
-	call_set_tool(c, name->valuestring);
-	if (provider_call_tool(c, name->valuestring, args) != 0) {
+	call_set_tool(c, tool);
+	if (provider_call_tool(c, tool, args) != 0) {
 		call_set_tool(c, NULL);
 		dispatch_unknown_tool(c, name->valuestring);
 	}

@@ -143,6 +143,42 @@ provider_serves_item(const char *path, int l, const cJSON *item,
 	    source));
 }
 
+const char *
+provider_endpoint_tool(const char *path, const char *name)
+{
+	const struct conf_endpoint	*ep;
+
+	if (!provider_endpoint(path, &ep) || ep == NULL)
+		return (name);
+	return (conf_catalog_own_name(&ep->catalog, name));
+}
+
+cJSON *
+provider_endpoint_item(const char *path, int l, const cJSON *item)
+{
+	const struct conf_endpoint	*ep;
+	const char			*name, *served, *text;
+	cJSON				*copy;
+
+	if (!provider_endpoint(path, &ep) || ep == NULL ||
+	    l != PROVIDER_TOOLS || (name = provider_item_key(l, item)) == NULL)
+		return (cJSON_Duplicate(item, 1));
+	served = conf_catalog_served_name(&ep->catalog, name);
+	/* A tool named as another's new name is that one's there. */
+	if (served == name && conf_catalog_own_name(&ep->catalog, name) !=
+	    name)
+		return (NULL);
+	copy = cJSON_Duplicate(item, 1);
+	if (served != name)
+		cJSON_ReplaceItemInObjectCaseSensitive(copy, "name",
+		    cJSON_CreateString(served));
+	if ((text = conf_catalog_description(&ep->catalog, name)) != NULL) {
+		cJSON_DeleteItemFromObjectCaseSensitive(copy, "description");
+		cJSON_AddStringToObject(copy, "description", text);
+	}
+	return (copy);
+}
+
 /*
  * A change of source ("" or NULL: mcpd's own) reaches the endpoint at
  * path when it serves that source, and for a resource update, that URI.

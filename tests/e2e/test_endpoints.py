@@ -16,6 +16,7 @@ import time
 from mcpd_harness import (DAEMON_CONF, conf_text, expect, result_text, rpc,
                           tmo, tool_call)
 from oauth_peer import AuthServer, auth_lines
+from test_stateless import _post as _stateless
 
 RESOURCE = "https://mcpd.test/mcp"
 
@@ -81,6 +82,40 @@ def test_endpoint_blocks_beside_the_default(h):
            "the default's session goes on")
     r = d.request("POST", None, rpc("ping", None, 1), path="/mcp/other")
     expect(r.status == 404, f"a path that is no endpoint -> {r.status}")
+
+
+def test_endpoint_renames_and_describes_any_tool(h):
+    # An endpoint block's rename and description apply to any tool, an
+    # exec tool here, on both revisions; the default endpoint keeps it.
+    d = h.start(extra_lines=[
+        "tool hello {", "    description \"Says hi\"",
+        "    exec /bin/echo hi", "}",
+        "endpoint /mcp/ops {", "    tools hello echo",
+        "    rename hello greet",
+        "    description hello \"Greets whoever calls\"", "}"])
+    sid = d.initialize()
+    expect("hello" in _tools(d, sid), "the default endpoint keeps hello")
+    with at(d, "/mcp/ops"):
+        osid = d.initialize()
+        id = d.new_id()
+        r = d.post(osid, rpc("tools/list", {}, id))
+        tools = {t["name"]: t for t in r.rpc(id)["result"]["tools"]}
+        expect(sorted(tools) == ["echo", "greet"], f"/mcp/ops: {tools!r}")
+        expect(tools["greet"]["description"] == "Greets whoever calls",
+               f"greet: {tools['greet']!r}")
+        msg = _call(d, osid, "greet", {})
+        expect(result_text(msg).strip() == "hi", f"greet -> {msg!r}")
+        msg = _call(d, osid, "hello", {})
+        expect(msg.get("error", {}).get("code") == -32602,
+               f"the old name on /mcp/ops -> {msg!r}")
+        r, msg = _stateless(d, "tools/call", {"name": "greet",
+                                              "arguments": {}})
+        expect(r.status == 200 and result_text(msg).strip() == "hi",
+               f"2026-07-28 greet -> {r.status} {msg!r}")
+        r, msg = _stateless(d, "tools/call", {"name": "hello",
+                                              "arguments": {}})
+        expect(msg.get("error", {}).get("code") == -32602,
+               f"2026-07-28 hello on /mcp/ops -> {msg!r}")
 
 
 def _reload(d, lines):

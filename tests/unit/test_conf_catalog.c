@@ -94,7 +94,8 @@ START_TEST(test_endpoint_blocks)
 	    "    tools deny u_drop\n"
 	    "    scopes team-u\n"
 	    "}\n"
-	    "endpoint /v1/none {\n    upstreams none\n}\n"
+	    "endpoint /v1/none {\n    upstreams none\n    rename echo say\n"
+	    "    description echo \"Says\"\n}\n"
 	    "endpoint /v1 {\n    tools deny secret\n}\n");
 	/* The plain line is the default endpoint, as before. */
 	ck_assert_str_eq(conf->endpoint, "/v1");
@@ -116,6 +117,9 @@ START_TEST(test_endpoint_blocks)
 	ck_assert(conf_endpoint_serves_source(ep, NULL));
 	ep = conf_endpoint_find(conf, "/v1/none");
 	ck_assert(!conf_endpoint_serves_source(ep, "u"));
+	ck_assert_str_eq(conf_catalog_own_name(&ep->catalog, "say"), "echo");
+	ck_assert_str_eq(conf_catalog_description(&ep->catalog, "echo"),
+	    "Says");
 	ck_assert(conf_endpoint_serves(ep, CONF_CATALOG_TOOLS, "echo", NULL));
 	/* A block of the default's path configures it. */
 	ep = conf_endpoint_find(conf, "/v1");
