@@ -118,6 +118,36 @@ def test_endpoint_renames_and_describes_any_tool(h):
                f"2026-07-28 hello on /mcp/ops -> {msg!r}")
 
 
+def test_default_endpoint_block_curates_exec_tools(h):
+    # A block of the plain line's path configures the default endpoint:
+    # an exec tool denied there, another renamed and described.
+    d = h.start(extra_lines=[
+        "tool hello {", "    description \"Says hi\"",
+        "    exec /bin/echo hi", "}",
+        "tool bye {", "    description \"Says bye\"",
+        "    exec /bin/echo bye", "}",
+        "endpoint /mcp {", "    tools deny bye notify",
+        "    rename hello greet",
+        "    description hello \"Greets whoever calls\"", "}"])
+    sid = d.initialize()
+    id = d.new_id()
+    r = d.post(sid, rpc("tools/list", {}, id))
+    tools = {t["name"]: t for t in r.rpc(id)["result"]["tools"]}
+    expect(sorted(tools) == ["echo", "greet", "stream"],
+           f"the default endpoint's block: {sorted(tools)!r}")
+    expect(tools["greet"]["description"] == "Greets whoever calls",
+           f"greet: {tools['greet']!r}")
+    msg = _call(d, sid, "greet", {})
+    expect(result_text(msg).strip() == "hi", f"greet -> {msg!r}")
+    for name in ("bye", "hello"):
+        msg = _call(d, sid, name, {})
+        expect(msg.get("error", {}).get("code") == -32602,
+               f"{name} on the default endpoint -> {msg!r}")
+    r, msg = _stateless(d, "tools/call", {"name": "bye", "arguments": {}})
+    expect(msg.get("error", {}).get("code") == -32602,
+           f"2026-07-28 bye on the default endpoint -> {msg!r}")
+
+
 def _reload(d, lines):
     before = d.stderr_text().count("reload: ")
     with open(d.conf_path, "w") as f:
