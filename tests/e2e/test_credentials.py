@@ -89,7 +89,9 @@ def test_client_credentials_token_refreshed_before_expiry(h):
             ResourceServer(h.workdir, issuer=asrv.issuer) as rs:
         # Tokens of 4 s: mcpd fetches the next at 80% of that.
         asrv.configure(cc_expires_in=4)
-        d = h.start(extra_lines=_grant(h, asrv, rs, "client_credentials"))
+        # At debug, so that no line of any level shows the secret.
+        d = h.start(extra_lines=_grant(h, asrv, rs, "client_credentials"),
+                    log_level="debug")
         sid = _session(d)
         _await_whoami(d, sid)
         first = _whoami(d, sid)
@@ -115,6 +117,12 @@ def test_client_credentials_token_refreshed_before_expiry(h):
                f"after a 401: {third!r}, {rs.stats()!r}, {asrv.grants()!r}")
         expect(d.metric("credential_tokens") >= 2,
                "the credential_tokens metric counts the tokens")
+        expect("a client_credentials token for" in d.stderr_text(),
+               "the debug lines of the token's fetch")
+        expect(MCPD_CLIENT[1] not in d.stderr_text() and
+               MCPD_CLIENT[1].encode() not in
+               d.request("GET", path="/metrics").body,
+               "the client secret in the log or /metrics")
 
 
 def test_token_exchange_per_principal_and_refused(h):
