@@ -136,6 +136,39 @@ struct conf_upstream {
 	long long		 max_tools;	/* items of one list served */
 };
 
+/* openapi NAME { header NAME VALUE|file:PATH } */
+struct conf_header {
+	char			*name;
+	char			*value;		/* read from file, if one */
+	char			*file;		/* NULL: given in the conf */
+};
+
+/*
+ * openapi NAME { ... }: a REST API described by an OpenAPI 3.0 or 3.1
+ * document, each operation an MCP tool (src/providers/provider_openapi.c).
+ */
+struct conf_openapi {
+	char			*name;
+	int			 line;		/* of "openapi NAME {" */
+	char			*spec;		/* an absolute path, or a URL */
+	int			 spec_url;	/* spec is http:// or https:// */
+	char			*base_url;	/* NULL: the spec's server */
+	char			*prefix;	/* "" if none */
+	char			**allow;	/* operations allow: patterns */
+	size_t			 nallow;
+	char			**deny;		/* operations deny: patterns */
+	size_t			 ndeny;
+	struct conf_header	*headers;
+	size_t			 nheaders;
+	long long		 timeout;	/* seconds, one request */
+	long long		 max_response;	/* bytes of one response */
+	long long		 max_concurrency; /* calls in flight */
+	char			*scope;		/* its tools' OAuth scope */
+	long long		 max_spec;	/* bytes of the document */
+	long long		 max_operations;
+	long long		 max_schema_depth;
+};
+
 enum conf_log_format {
 	CONF_LOG_TEXT,
 	CONF_LOG_JSON
@@ -186,6 +219,8 @@ struct conf {
 	size_t			 ntools;
 	struct conf_upstream	*upstreams;	/* in file order */
 	size_t			 nupstreams;
+	struct conf_openapi	*openapis;	/* in file order */
+	size_t			 nopenapis;
 	char			**allowed_origins;	/* NULL-terminated */
 	size_t			 nallowed_origins;
 	struct conf_auth	*auth;		/* NULL: no authorization */
@@ -239,6 +274,9 @@ const struct conf_tool *conf_tool_find(const struct conf *, const char *);
 const char	*conf_param_type_name(enum conf_param_type);
 /* The upstream block named NAME, or NULL. */
 const struct conf_upstream *conf_upstream_find(const struct conf *,
+		     const char *);
+/* The openapi block named NAME, or NULL. */
+const struct conf_openapi *conf_openapi_find(const struct conf *,
 		     const char *);
 /*
  * What `mcpd -t` and start-up warn about (exec tools reachable from the

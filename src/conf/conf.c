@@ -996,6 +996,79 @@ conf_name_ok(const char *s, const char *extra, size_t max)
 	return (1);
 }
 
+/* Names as tool names are, or "" for no prefix. */
+int
+conf_check_prefix(const char *s, char **value, char **why)
+{
+	if (*s != '\0' && !conf_name_ok(s, "_-.", CONF_PREFIX_MAX)) {
+		xasprintf(why, "invalid prefix \"%s\" (up to %d letters, "
+		    "digits, \"_\", \"-\" or \".\")", s, CONF_PREFIX_MAX);
+		return (-1);
+	}
+	*value = xstrdup(s);
+	return (0);
+}
+
+/*
+ * http://HOST[:PORT][/PATH] or https://...: http_client.c speaks both
+ * (https verified against the system's trust store).
+ */
+int
+conf_check_url(const char *s, char **value, char **why)
+{
+	const char	*host;
+	size_t		 i;
+
+	if (strncmp(s, "http://", 7) == 0)
+		host = s + 7;
+	else if (strncmp(s, "https://", 8) == 0)
+		host = s + 8;
+	else {
+		xasprintf(why, "\"%s\" is not an http:// or https:// URL", s);
+		return (-1);
+	}
+	if (*host == '\0' || *host == '/' || *host == ':') {
+		xasprintf(why, "\"%s\" has no host", s);
+		return (-1);
+	}
+	for (i = 0; s[i] != '\0'; i++) {
+		if ((u_char)s[i] <= ' ' || (u_char)s[i] >= 0x7f) {
+			xasprintf(why, "\"%s\" has a blank or non-ASCII "
+			    "character", s);
+			return (-1);
+		}
+	}
+	*value = xstrdup(s);
+	return (0);
+}
+
+/* The first line of a secret file, without its newline. */
+int
+conf_read_secret(const char *path, char **secret, char **why)
+{
+	FILE	*f;
+	char	 buf[CONF_SECRET_MAX + 2];
+	size_t	 len;
+
+	if ((f = fopen(path, "r")) == NULL) {
+		xasprintf(why, "\"%s\": %s", path, strerror(errno));
+		return (-1);
+	}
+	if (fgets(buf, sizeof buf, f) == NULL)
+		buf[0] = '\0';
+	fclose(f);
+	len = strcspn(buf, "\r\n");
+	buf[len] = '\0';
+	if (len == 0 || len > CONF_SECRET_MAX) {
+		xasprintf(why, "\"%s\": the secret must be one line of 1 to "
+		    "%d bytes", path, CONF_SECRET_MAX);
+		return (-1);
+	}
+	*secret = xstrdup(buf);
+	explicit_bzero(buf, sizeof buf);
+	return (0);
+}
+
 /* An absolute path to an existing directory. */
 int
 conf_check_dir(const char *s, char **value, char **why)

@@ -17,7 +17,6 @@
 #include "xmalloc.h"
 
 #define CONF_URL_MAX		2048
-#define CONF_SECRET_MAX		4096
 
 static conf_check_cb	conf_auth_url;
 static conf_check_cb	conf_auth_file;
@@ -207,33 +206,6 @@ conf_auth_file(const char *s, char **value, char **why)
 	return (0);
 }
 
-/* The first line of a secret file, without its newline. */
-static int
-conf_auth_secret(const char *path, char **secret, char **why)
-{
-	FILE	*f;
-	char	 buf[CONF_SECRET_MAX + 2];
-	size_t	 len;
-
-	if ((f = fopen(path, "r")) == NULL) {
-		xasprintf(why, "\"%s\": %s", path, strerror(errno));
-		return (-1);
-	}
-	if (fgets(buf, sizeof buf, f) == NULL)
-		buf[0] = '\0';
-	fclose(f);
-	len = strcspn(buf, "\r\n");
-	buf[len] = '\0';
-	if (len == 0 || len > CONF_SECRET_MAX) {
-		xasprintf(why, "\"%s\": the secret must be one line of 1 to "
-		    "%d bytes", path, CONF_SECRET_MAX);
-		return (-1);
-	}
-	*secret = xstrdup(buf);
-	explicit_bzero(buf, sizeof buf);
-	return (0);
-}
-
 /* introspection URL [CLIENT_ID CLIENT_SECRET_FILE] */
 static int
 conf_auth_introspection(void *base, const struct conf_entry *ce, int argc,
@@ -254,7 +226,7 @@ conf_auth_introspection(void *base, const struct conf_entry *ce, int argc,
 			return (-1);
 		}
 		free(path);
-		if (conf_auth_secret(argv[2], &secret, why) != 0) {
+		if (conf_read_secret(argv[2], &secret, why) != 0) {
 			free(url);
 			return (-1);
 		}

@@ -56,7 +56,7 @@ struct openapi_op {
 	char			*path;		/* template, as in the spec */
 	struct openapi_param	*params;
 	size_t			 nparams;
-	int			 body;		/* 0: none, 1: optional, 2: required */
+	int			 body;		/* 0 none, 1 may, 2 must */
 	char			*body_type;	/* its media type */
 	int			 output;	/* outputSchema made */
 	int			 wraps;		/* structuredContent {result} */

@@ -4,10 +4,11 @@
  * JSON body, as OpenAPI's styles say (RFC 6570 expansions, as 3.0.4 and
  * 3.1.1 correct the earlier tables):
  *
- *   path    simple  a,b  k,v / k=v     label  .a,b / .a.b    matrix ;n=a,b / ;n=a;n=b
- *   query   form    n=a,b / n=a&n=b    spaceDelimited n=a%20b
- *           pipeDelimited n=a%7Cb      deepObject n%5Bk%5D=v
- *   header  simple  a,b  k,v / k=v     cookie form  n=a,b / n=a; n=b
+ *   path    simple a,b  k,v / k=v   label .a,b / .a.b
+ *           matrix ;n=a,b / ;n=a;n=b
+ *   query   form n=a,b / n=a&n=b      spaceDelimited n=a%20b
+ *           pipeDelimited n=a%7Cb     deepObject n%5Bk%5D=v
+ *   header  simple a,b  k,v / k=v   cookie form n=a,b / n=a; n=b
  *
  * Values are percent-encoded but for RFC 3986's unreserved characters
  * ("/" too, in a path), a query parameter with allowReserved keeping the
@@ -444,7 +445,8 @@ openapi_request_build(const struct openapi_op *op, const char *base,
 			req_add(&url, t, (size_t)(end - t));
 			continue;
 		}
-		p = req_param(op, OPENAPI_IN_PATH, t + 1, (size_t)(end - t - 1));
+		p = req_param(op, OPENAPI_IN_PATH, t + 1,
+		    (size_t)(end - t - 1));
 		end++;
 		if (p != NULL && (v = cJSON_GetObjectItemCaseSensitive(args,
 		    p->arg)) != NULL)

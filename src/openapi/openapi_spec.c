@@ -62,7 +62,7 @@ struct spec_op {
 	const struct openapi_options *opts;
 	size_t			*total;
 	const char		*method;
-	int			 unsent;	/* a method mcpd does not send */
+	int			 unsent;	/* a method mcpd never sends */
 	const char		*path;
 	const cJSON		*item;		/* the path item */
 	const cJSON		*node;		/* the operation */
@@ -1026,7 +1026,8 @@ openapi_spec_parse(const char *buf, size_t len,
 	}
 	if (strncmp(version, "3.0.", 4) == 0 || strcmp(version, "3.0") == 0)
 		v31 = 0;
-	else if (strncmp(version, "3.1.", 4) == 0 || strcmp(version, "3.1") == 0)
+	else if (strncmp(version, "3.1.", 4) == 0 ||
+	    strcmp(version, "3.1") == 0)
 		v31 = 1;
 	else {
 		xasprintf(cause, "OpenAPI %s is not supported (3.0 and 3.1 "

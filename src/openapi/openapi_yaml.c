@@ -41,7 +41,7 @@ struct yaml_frame {
 	char		*key;		/* a mapping's key awaiting its value */
 	int		 merge;		/* that key is a plain << */
 	char		*anchor;	/* its name, or NULL */
-	cJSON		*merged;	/* keys a merge gave: a key may override */
+	cJSON		*merged;	/* keys merged: a key may override */
 };
 
 struct yaml_build {

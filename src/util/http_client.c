@@ -643,7 +643,7 @@ http_client_send(struct http_client *hc, char **cause)
 	struct http_client_out	*o = hc->out;
 	struct evkeyvalq	*out;
 	struct bufferevent	*bev;
-	char			 hostport[300];
+	char			 hostport[300], length[32];
 	size_t			 i;
 
 	if (hc->origin != NULL &&
@@ -687,9 +687,15 @@ http_client_send(struct http_client *hc, char **cause)
 		evhttp_add_header(out, "Connection", "close");
 	for (i = 0; i < o->nheaders; i++)
 		evhttp_add_header(out, o->names[i], o->values[i]);
-	if (o->body != NULL)
+	if (o->body != NULL) {
 		evbuffer_add(evhttp_request_get_output_buffer(hc->req),
 		    o->body, o->bodylen);
+		/* evhttp adds it for POST and PUT only: PATCH needs it too. */
+		if (evhttp_find_header(out, "Content-Length") == NULL) {
+			snprintf(length, sizeof length, "%zu", o->bodylen);
+			evhttp_add_header(out, "Content-Length", length);
+		}
+	}
 	if (evhttp_make_request(hc->evcon, hc->req, o->cmd, o->target) != 0) {
 		/* evhttp has freed the request. */
 		hc->req = NULL;

@@ -80,7 +80,8 @@ server_cb(struct evhttp_request *req, void *arg)
 	} else if (strcmp(uri, "/echo?q=1") == 0) {
 		h = evhttp_find_header(in, "X-Who");
 		evbuffer_add_printf(buf, "%s %s ", evhttp_request_get_command(
-		    req) == EVHTTP_REQ_POST ? "POST" : "?", h != NULL ? h : "-");
+		    req) == EVHTTP_REQ_POST ? "POST" : evhttp_request_get_command(
+		    req) == EVHTTP_REQ_PATCH ? "PATCH" : "?", h != NULL ? h : "-");
 		evbuffer_add_buffer(buf, body);
 		evhttp_send_reply(req, 201, "Created", buf);
 	} else if (strcmp(uri, "/big") == 0) {
@@ -779,12 +780,23 @@ START_TEST(test_keepalive_resend_idempotent)
 }
 END_TEST
 
-/* PATCH and OPTIONS are methods too. */
+/* PATCH and OPTIONS are methods too; a PATCH's body has its length. */
 START_TEST(test_methods)
 {
-	struct outcome	o = { 0 };
+	struct outcome			 o = { 0 };
+	struct http_client_request	 r;
 
-	start("PATCH", "/ok", &o, NULL);
+	memset(&r, 0, sizeof r);
+	r.body = "a=b";
+	r.bodylen = 3;
+	r.keepalive = 1;
+	start("PATCH", "/echo?q=1", &o, &r);
+	wait_done(&o);
+	ck_assert_int_eq(o.status, 201);
+	o.body[o.len] = '\0';
+	ck_assert_str_eq(o.body, "PATCH - a=b");
+	memset(&o, 0, sizeof o);
+	start("PATCH", "/ok", &o, NULL);	/* the same connection, whole */
 	wait_done(&o);
 	ck_assert_int_eq(o.status, 200);
 	memset(&o, 0, sizeof o);

@@ -4,14 +4,19 @@
  * to JSON Schema 2020-12, $refs expanded, cycles into $defs, allOf
  * merged, names made and filtered, what cannot be made skipped); hostile
  * documents refused; a call's request built (path templating and
- * percent-encoding, every query style, headers, cookies, the body).
+ * percent-encoding, every query style, headers, cookies, the body); the
+ * openapi block of the configuration (every directive, defaults, errors
+ * with FILE:LINE, header values read from files).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "confparse.h"
 #include "unit.h"
 
+#include "conf.h"
 #include "openapi.h"
 #include "xmalloc.h"
 
@@ -49,7 +54,7 @@ options(void)
 }
 
 static struct openapi_spec *
-parse_ok(const char *text, const struct openapi_options *o)
+spec_ok(const char *text, const struct openapi_options *o)
 {
 	struct openapi_spec	*spec;
 	char			*cause = NULL;
@@ -318,7 +323,7 @@ START_TEST(test_spec_30)
 	struct openapi_spec	*spec;
 	const cJSON		*s;
 
-	spec = parse_ok(spec30, &o);
+	spec = spec_ok(spec30, &o);
 	ck_assert_str_eq(openapi_spec_version(spec), "3.0.3");
 	ck_assert_str_eq(openapi_spec_title(spec), "Pets");
 	ck_assert_str_eq(openapi_spec_server(spec), "https://api.example.com/v1");
@@ -417,7 +422,7 @@ START_TEST(test_spec_31)
 	struct openapi_options	 o = options();
 	struct openapi_spec	*spec;
 
-	spec = parse_ok(spec31, &o);
+	spec = spec_ok(spec31, &o);
 	ck_assert_ptr_null(openapi_spec_server(spec));
 	ck_assert_ptr_nonnull(openapi_spec_find(spec, "make_thing"));
 	/* Annotations beside a $ref override; 3.1's keywords kept. */
@@ -447,7 +452,7 @@ START_TEST(test_spec_names_and_filters)
 	char			*allow[] = { p1, p2 }, *deny[] = { p3 };
 
 	o.prefix = "pets_";
-	spec = parse_ok(spec30, &o);
+	spec = spec_ok(spec30, &o);
 	ck_assert_ptr_nonnull(openapi_spec_find(spec, "pets_getPet"));
 	ck_assert_str_eq(cJSON_GetStringValue(tool_at(spec, "pets_getPet",
 	    "name")), "pets_getPet");
@@ -458,7 +463,7 @@ START_TEST(test_spec_names_and_filters)
 	o.nallow = 2;
 	o.deny = deny;
 	o.ndeny = 1;
-	spec = parse_ok(spec30, &o);
+	spec = spec_ok(spec30, &o);
 	ck_assert_uint_eq(openapi_spec_count(spec), 2);
 	ck_assert_ptr_nonnull(openapi_spec_find(spec, "getPet"));
 	ck_assert_ptr_nonnull(openapi_spec_find(spec, "createPet"));
@@ -466,7 +471,7 @@ START_TEST(test_spec_names_and_filters)
 
 	/* Names made twice get a number. */
 	o = options();
-	spec = parse_ok("{\"openapi\":\"3.0.0\",\"info\":{},\"paths\":{"
+	spec = spec_ok("{\"openapi\":\"3.0.0\",\"info\":{},\"paths\":{"
 	    "\"/a\":{\"get\":{\"operationId\":\"x y\",\"responses\":{}}},"
 	    "\"/b\":{\"get\":{\"operationId\":\"x-y\",\"responses\":{}},"
 	    "\"put\":{\"operationId\":\"x_y\",\"responses\":{}}}}}", &o);
@@ -504,7 +509,7 @@ START_TEST(test_spec_hostile)
 	int			 i;
 
 	text = ref_chain(64);
-	spec = parse_ok(text, &o);
+	spec = spec_ok(text, &o);
 	openapi_spec_free(spec);
 	free(text);
 	text = ref_chain(65);
@@ -566,7 +571,7 @@ START_TEST(test_spec_skips)
 	sprintf(p, "}],\"responses\":{}}},\"/ok\":{\"get\":{\"responses\":{}}},"
 	    "\"/p/{x}\":{\"get\":{\"operationId\":\"undeclared\","
 	    "\"responses\":{}}},\"/t\":{\"trace\":{\"responses\":{}}}}}");
-	spec = parse_ok(text, &o);
+	spec = spec_ok(text, &o);
 	ck_assert_uint_eq(openapi_spec_count(spec), 1);
 	ck_assert_ptr_nonnull(strstr(skipped_text, "GET /deep (deep): "
 	    "parameter q: a schema nested deeper than max_schema_depth (4)"));
@@ -594,7 +599,7 @@ START_TEST(test_spec_skips)
 		    "\"#/components/schemas/D%d\"}}},", i, i + 1, i + 1);
 	sprintf(p, "\"D20\":{\"type\":\"string\"}}}}");
 	o.max_depth = 64;
-	spec = parse_ok(text, &o);
+	spec = spec_ok(text, &o);
 	ck_assert_uint_eq(openapi_spec_count(spec), 0);
 	ck_assert_ptr_nonnull(strstr(skipped_text, "bomb): parameter q: its "
 	    "schema expands past 20000 schema objects"));
@@ -654,7 +659,7 @@ START_TEST(test_request_build)
 	cJSON			*args;
 	char			*cause = NULL;
 
-	spec = parse_ok(spec_req, &o);
+	spec = spec_ok(spec_req, &o);
 	args = cJSON_Parse("{\"id\":\"a b/c?\",\"label\":[\"x\",\"y\"],"
 	    "\"matrix\":{\"R\":100,\"G\":\"2 0\"},\"tags\":[\"t1\",\"t&2\"],"
 	    "\"csv\":[1,2.5,true],\"sp\":[\"a\",\"b\"],\"pipe\":[\"a\",\"b\"],"
@@ -703,7 +708,7 @@ START_TEST(test_request_refused)
 	char			*cause;
 	size_t			 i;
 
-	spec = parse_ok(spec_req, &o);
+	spec = spec_ok(spec_req, &o);
 	op = openapi_spec_find(spec, "put");
 	for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		cause = NULL;
@@ -730,7 +735,7 @@ START_TEST(test_request_styles)
 	cJSON			*args;
 	char			*cause = NULL;
 
-	spec = parse_ok("openapi: 3.0.0\ninfo: {}\npaths:\n"
+	spec = spec_ok("openapi: 3.0.0\ninfo: {}\npaths:\n"
 	    "  /{a}/{b}/{c}/{d}:\n    get:\n      operationId: s\n"
 	    "      parameters:\n"
 	    "        - {name: a, in: path, required: true, style: matrix, schema: {}}\n"
@@ -748,6 +753,126 @@ START_TEST(test_request_styles)
 	openapi_request_clear(&r);
 	cJSON_Delete(args);
 	openapi_spec_free(spec);
+}
+END_TEST
+
+/* ---------------------------------------------------------------------
+ * The conf block.
+ */
+
+START_TEST(test_conf_block)
+{
+	const struct conf_openapi	*oa;
+	struct conf			*conf;
+	char				 key[] = "/tmp/mcpd-test-openapi.XXXXXX";
+	char				*text;
+	FILE				*f;
+	int				 fd;
+
+	fd = mkstemp(key);
+	ck_assert_int_ge(fd, 0);
+	f = fdopen(fd, "w");
+	fprintf(f, "s3cr3t value\nsecond line ignored\n");
+	fclose(f);
+	xasprintf(&text, "openapi pets {\n"
+	    "    spec /etc/mcpd/pets.yaml\n"
+	    "    base_url https://api.example.com/v2/\n"
+	    "    prefix pets_\n"
+	    "    operations allow get* \"POST:/pets\"\n"
+	    "    operations deny deletePet\n"
+	    "    operations allow listPets\n"
+	    "    header X-Api-Key file:%s\n"
+	    "    header X-Team \"a team\"\n"
+	    "    timeout 10\n"
+	    "    max_response 64k\n"
+	    "    max_concurrency 4\n"
+	    "    scope pets.read\n"
+	    "    max_spec 1m\n"
+	    "    max_operations 50\n"
+	    "    max_schema_depth 8\n"
+	    "}\n"
+	    "openapi gh {\n"
+	    "    spec https://example.com/api.json\n"
+	    "}\n", key);
+	conf = parse_ok(text);
+	free(text);
+	ck_assert_uint_eq(conf->nopenapis, 2);
+	oa = conf_openapi_find(conf, "pets");
+	ck_assert_int_eq(oa->line, 1);
+	ck_assert_str_eq(oa->spec, "/etc/mcpd/pets.yaml");
+	ck_assert_int_eq(oa->spec_url, 0);
+	ck_assert_str_eq(oa->base_url, "https://api.example.com/v2/");
+	ck_assert_str_eq(oa->prefix, "pets_");
+	ck_assert_uint_eq(oa->nallow, 3);
+	ck_assert_str_eq(oa->allow[1], "POST:/pets");
+	ck_assert_str_eq(oa->allow[2], "listPets");
+	ck_assert_ptr_null(oa->allow[3]);
+	ck_assert_uint_eq(oa->ndeny, 1);
+	ck_assert_uint_eq(oa->nheaders, 2);
+	ck_assert_str_eq(oa->headers[0].name, "X-Api-Key");
+	ck_assert_str_eq(oa->headers[0].value, "s3cr3t value");
+	ck_assert_str_eq(oa->headers[0].file, key);
+	ck_assert_str_eq(oa->headers[1].value, "a team");
+	ck_assert_ptr_null(oa->headers[1].file);
+	ck_assert_int_eq(oa->timeout, 10);
+	ck_assert_int_eq(oa->max_response, 64 * 1024);
+	ck_assert_int_eq(oa->max_concurrency, 4);
+	ck_assert_str_eq(oa->scope, "pets.read");
+	ck_assert_int_eq(oa->max_spec, 1024 * 1024);
+	ck_assert_int_eq(oa->max_operations, 50);
+	ck_assert_int_eq(oa->max_schema_depth, 8);
+
+	/* Defaults. */
+	oa = conf_openapi_find(conf, "gh");
+	ck_assert_int_eq(oa->spec_url, 1);
+	ck_assert_ptr_null(oa->base_url);
+	ck_assert_str_eq(oa->prefix, "");
+	ck_assert_uint_eq(oa->nallow + oa->ndeny + oa->nheaders, 0);
+	ck_assert_int_eq(oa->timeout, 30);
+	ck_assert_int_eq(oa->max_response, 4 * 1024 * 1024);
+	ck_assert_int_eq(oa->max_concurrency, 64);
+	ck_assert_ptr_null(oa->scope);
+	ck_assert_int_eq(oa->max_spec, 8 * 1024 * 1024);
+	ck_assert_int_eq(oa->max_operations, 1000);
+	ck_assert_int_eq(oa->max_schema_depth, 32);
+	conf_free(conf);
+	unlink(key);
+}
+END_TEST
+
+START_TEST(test_conf_errors)
+{
+	expect_error("openapi a {\n}\n",
+	    "t.conf:1: openapi a: missing \"spec FILE|URL\"");
+	expect_error("openapi a {\n spec x.yaml\n}\n",
+	    "t.conf:2: spec: \"x.yaml\" is neither an absolute path nor an "
+	    "http:// or https:// URL");
+	expect_error("openapi a {\n spec /a\n}\nopenapi a {\n spec /b\n}\n",
+	    "t.conf:4: duplicate openapi a (first declared on line 1)");
+	expect_error("openapi a/b {\n spec /a\n}\n",
+	    "t.conf:1: openapi: invalid name \"a/b\" (1 to 128 letters, "
+	    "digits, \"_\", \"-\" or \".\")");
+	expect_error_has("openapi a {\n spec /a\n base_url http://h/x?y\n}\n",
+	    "t.conf:3: base_url: \"http://h/x?y\" has a query or a fragment");
+	expect_error_has("openapi a {\n spec /a\n base_url ftp://h\n}\n",
+	    "t.conf:3: base_url: ");
+	expect_error("openapi a {\n spec /a\n operations maybe x\n}\n",
+	    "t.conf:3: operations: expected \"operations allow|deny "
+	    "PATTERN...\"");
+	expect_error("openapi a {\n spec /a\n header Host x\n}\n",
+	    "t.conf:3: header: Host is set by mcpd");
+	expect_error("openapi a {\n spec /a\n header X-A 1\n header x-a 2\n}\n",
+	    "t.conf:4: header: header x-a is given twice");
+	expect_error("openapi a {\n spec /a\n header \"X A\" 1\n}\n",
+	    "t.conf:3: header: invalid header name \"X A\"");
+	expect_error_has("openapi a {\n spec /a\n header X-A file:/nonexistent/k\n"
+	    "}\n", "t.conf:3: header: \"/nonexistent/k\": No such file");
+	expect_error("openapi a {\n spec /a\n header X-A file:rel\n}\n",
+	    "t.conf:3: header: file:rel is not an absolute path");
+	expect_error_has("openapi a {\n spec /a\n max_schema_depth 2\n}\n",
+	    "t.conf:3: max_schema_depth: ");
+	expect_error_has("openapi a {\n spec /a\n prefix \"a b\"\n}\n",
+	    "t.conf:3: prefix: invalid prefix");
 }
 END_TEST
 
@@ -777,6 +902,11 @@ openapi_suite(void)
 	tcase_add_test(tc, test_request_build);
 	tcase_add_test(tc, test_request_refused);
 	tcase_add_test(tc, test_request_styles);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("conf");
+	tcase_add_test(tc, test_conf_block);
+	tcase_add_test(tc, test_conf_errors);
 	suite_add_tcase(s, tc);
 	return (s);
 }
