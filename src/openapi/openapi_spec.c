@@ -1056,6 +1056,9 @@ openapi_spec_parse(const char *buf, size_t len,
 	spec->ops = xcalloc((size_t)n + 1, sizeof *spec->ops);
 	cJSON_ArrayForEach(p, paths) {
 		item = openapi_resolve(doc, v31, p, &fail, &why);
+		if (item == NULL && opts->skipped != NULL)
+			opts->skipped(p->string, why, opts->arg);
+		spec->skipped += item == NULL;
 		free(why);
 		why = NULL;
 		for (i = 0; item != NULL && i < SPEC_NITEMS(spec_methods);

@@ -570,7 +570,8 @@ START_TEST(test_spec_skips)
 		p += sprintf(p, "}");
 	sprintf(p, "}],\"responses\":{}}},\"/ok\":{\"get\":{\"responses\":{}}},"
 	    "\"/p/{x}\":{\"get\":{\"operationId\":\"undeclared\","
-	    "\"responses\":{}}},\"/t\":{\"trace\":{\"responses\":{}}}}}");
+	    "\"responses\":{}}},\"/t\":{\"trace\":{\"responses\":{}}},"
+	    "\"/gone\":{\"$ref\":\"#/components/pathItems/none\"}}}");
 	spec = spec_ok(text, &o);
 	ck_assert_uint_eq(openapi_spec_count(spec), 1);
 	ck_assert_ptr_nonnull(strstr(skipped_text, "GET /deep (deep): "
@@ -579,6 +580,9 @@ START_TEST(test_spec_skips)
 	    "not declared"));
 	ck_assert_ptr_nonnull(strstr(skipped_text, "TRACE /t: mcpd does not "
 	    "send this method"));
+	ck_assert_ptr_nonnull(strstr(skipped_text, "/gone: $ref "
+	    "\"#/components/pathItems/none\" names nothing"));
+	ck_assert_uint_eq(openapi_spec_skipped(spec), 4);
 	openapi_spec_free(spec);
 	free(text);
 
