@@ -191,7 +191,7 @@ asan-check: asan
 # libFuzzer harnesses (tests/fuzz/, see tests/fuzz/README.md). They need
 # clang: the library is built again in build-fuzz/ with coverage and the
 # sanitizers, and each harness is linked with libFuzzer.
-FUZZ_NAMES	 = cursor sse jsonrpc conf pagination http jwt
+FUZZ_NAMES	 = cursor sse jsonrpc conf pagination http jwt openapi
 FUZZ_SECONDS	?= 60
 FUZZ_REPLAY_SECONDS ?= 10
 FUZZ_FLAGS	?= -timeout=30

@@ -24,6 +24,7 @@
  * the required ones there. Whether a value fits its schema is for the API
  * to say (a 4xx, which the caller sees).
  */
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,6 +81,29 @@ req_enc(struct req_buf *b, const char *s, const char *keep)
 		e[1] = hex[c >> 4];
 		e[2] = hex[c & 0xf];
 		req_add(b, e, 3);
+	}
+}
+
+/*
+ * The path template's own text: what a path may hold as it is (RFC 3986's
+ * pchar and "/", a "%" that starts an escape), the rest percent-encoded.
+ */
+static void
+req_literal(struct req_buf *b, const char *s, size_t len)
+{
+	static const char	 keep[] = "!$&'()*+,;=:@/";
+	char			 c[2];
+	size_t			 i;
+
+	for (i = 0; i < len; i++) {
+		if (s[i] == '%' && i + 2 < len &&
+		    isxdigit((u_char)s[i + 1]) && isxdigit((u_char)s[i + 2])) {
+			req_add(b, s + i, 1);
+			continue;
+		}
+		c[0] = s[i];
+		c[1] = '\0';
+		req_enc(b, c, keep);
 	}
 }
 
@@ -442,7 +466,7 @@ openapi_request_build(const struct openapi_op *op, const char *base,
 	for (t = op->path; *t != '\0'; t = end) {
 		if (*t != '{' || (end = strchr(t, '}')) == NULL) {
 			end = t + 1 + strcspn(t + 1, "{");
-			req_add(&url, t, (size_t)(end - t));
+			req_literal(&url, t, (size_t)(end - t));
 			continue;
 		}
 		p = req_param(op, OPENAPI_IN_PATH, t + 1,

@@ -89,6 +89,32 @@ spec_string(const cJSON *node, const char *key)
 	    key)));
 }
 
+/*
+ * s with its control characters made "?": what a document says goes into
+ * log lines (and mcpd -t's), one line each, never a forged one.
+ */
+static char *
+spec_clean(char *s)
+{
+	char	*p;
+
+	for (p = s; *p != '\0'; p++) {
+		if ((u_char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
+	}
+	return (s);
+}
+
+static int
+spec_has_control(const char *s)
+{
+	for (; *s != '\0'; s++) {
+		if ((u_char)*s < 0x20 || *s == 0x7f)
+			return (1);
+	}
+	return (0);
+}
+
 /* ---------------------------------------------------------------------
  * The document.
  */
@@ -905,15 +931,17 @@ static void
 spec_skip(const struct openapi_options *opts, struct spec_op *so,
     const char *id)
 {
-	char	*what;
+	char	*what, *why;
 
 	if (opts->skipped == NULL)
 		return;
 	xasprintf(&what, "%s %s%s%s%s", so->method, so->path,
 	    id != NULL ? " (" : "", id != NULL ? id : "", id != NULL ? ")" :
 	    "");
-	opts->skipped(what, so->why, opts->arg);
+	why = xstrdup(so->why);
+	opts->skipped(spec_clean(what), spec_clean(why), opts->arg);
 	free(what);
+	free(why);
 }
 
 /* One operation: 0 (made or skipped), -1 with *cause (refused). */
@@ -1005,7 +1033,7 @@ openapi_spec_parse(const char *buf, size_t len,
 	cJSON			*doc;
 	const cJSON		*paths, *p, *item, *info;
 	const char		*version;
-	char			*why = NULL;
+	char			*why = NULL, *what;
 	size_t			 total = 0, i;
 	long			 n;
 	int			 v31, fail;
@@ -1050,14 +1078,17 @@ openapi_spec_parse(const char *buf, size_t len,
 	spec = xcalloc(1, sizeof *spec);
 	spec->version = xstrdup(version);
 	info = cJSON_GetObjectItemCaseSensitive(doc, "info");
-	spec->title = xstrdup(spec_string(info, "title") != NULL ?
-	    spec_string(info, "title") : "");
+	spec->title = spec_clean(xstrdup(spec_string(info, "title") !=
+	    NULL ? spec_string(info, "title") : ""));
 	spec->server = spec_server(doc);
 	spec->ops = xcalloc((size_t)n + 1, sizeof *spec->ops);
 	cJSON_ArrayForEach(p, paths) {
 		item = openapi_resolve(doc, v31, p, &fail, &why);
-		if (item == NULL && opts->skipped != NULL)
-			opts->skipped(p->string, why, opts->arg);
+		if (item == NULL && opts->skipped != NULL) {
+			what = spec_clean(xstrdup(p->string));
+			opts->skipped(what, spec_clean(why), opts->arg);
+			free(what);
+		}
 		spec->skipped += item == NULL;
 		free(why);
 		why = NULL;
@@ -1075,9 +1106,9 @@ openapi_spec_parse(const char *buf, size_t len,
 			if ((so.node = cJSON_GetObjectItemCaseSensitive(item,
 			    spec_methods[i].key)) == NULL)
 				continue;
-			if (*so.path != '/') {
+			if (*so.path != '/' || spec_has_control(so.path)) {
 				xasprintf(&so.why, "a path that does not start "
-				    "with /");
+				    "with / or has a control character");
 				so.fail = OPENAPI_SKIP;
 				spec->skipped++;
 				spec_skip(opts, &so, spec_string(so.node,
@@ -1099,6 +1130,7 @@ openapi_spec_parse(const char *buf, size_t len,
 
 fail:
 	cJSON_Delete(doc);
+	spec_clean(*cause);
 	return (NULL);
 }
 

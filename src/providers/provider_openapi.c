@@ -155,6 +155,27 @@ oapi_catalog_unref(struct oapi_catalog *cat)
 	free(cat);
 }
 
+/* Whether s has a blank, a control or a non-ASCII character. */
+static int
+oapi_blank(const char *s)
+{
+	for (; *s != '\0'; s++) {
+		if ((u_char)*s <= 0x20 || (u_char)*s >= 0x7f)
+			return (1);
+	}
+	return (0);
+}
+
+/* Control characters made "?", for a log line. */
+static void
+oapi_clean(char *s)
+{
+	for (; *s != '\0'; s++) {
+		if ((u_char)*s < 0x20 || *s == 0x7f)
+			*s = '?';
+	}
+}
+
 /* scheme://host[:port] of an http(s) URL, or NULL. */
 static char *
 oapi_origin(const char *url)
@@ -201,10 +222,11 @@ oapi_base(const struct conf_openapi *def, const char *srv, char **cause)
 		xasprintf(&base, "%.*s%s", (int)(slash - def->spec + 1),
 		    def->spec, srv);
 	}
-	if (strncmp(base, "http://", 7) != 0 &&
-	    strncmp(base, "https://", 8) != 0) {
-		xasprintf(cause, "the API's URL \"%s\" is not http:// or "
-		    "https://: set base_url", base);
+	if ((strncmp(base, "http://", 7) != 0 &&
+	    strncmp(base, "https://", 8) != 0) || oapi_blank(base)) {
+		oapi_clean(base);
+		xasprintf(cause, "the API's URL \"%s\" is not an http:// or "
+		    "https:// URL: set base_url", base);
 		free(base);
 		return (NULL);
 	}
