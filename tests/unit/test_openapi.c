@@ -740,7 +740,7 @@ START_TEST(test_request_styles)
 	char			*cause = NULL;
 
 	spec = spec_ok("openapi: 3.0.0\ninfo: {}\npaths:\n"
-	    "  /{a}/{b}/{c}/{d}:\n    get:\n      operationId: s\n"
+	    "  /{a}/{b}/{c}/{d}/x y%2F:z:\n    get:\n      operationId: s\n"
 	    "      parameters:\n"
 	    "        - {name: a, in: path, required: true, style: matrix, schema: {}}\n"
 	    "        - {name: b, in: path, required: true, style: label, schema: {}}\n"
@@ -752,7 +752,8 @@ START_TEST(test_request_styles)
 	    "\"d\":{\"k\":\"v\"},\"e\":{\"R\":1,\"G\":2}}");
 	ck_assert_int_eq(openapi_request_build(openapi_spec_find(spec, "s"),
 	    "http://h:8080", args, &r, &cause), 0);
-	ck_assert_str_eq(r.url, "http://h:8080/;a/.7/;x=1;y=2/k,v?e=R,1,G,2");
+	ck_assert_str_eq(r.url,
+	    "http://h:8080/;a/.7/;x=1;y=2/k,v/x%20y%2F:z?e=R,1,G,2");
 	ck_assert_ptr_null(r.body);
 	openapi_request_clear(&r);
 	cJSON_Delete(args);
