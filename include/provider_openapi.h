@@ -17,8 +17,16 @@ struct conf;
  * per block and one per tool (names, methods, paths: no header value).
  */
 int	 provider_openapi_check(const struct conf *, FILE *, int, char **);
-/* Tools served now, and calls in flight (for /healthz and tests). */
-size_t	 provider_openapi_tools(void);
-size_t	 provider_openapi_calls(void);
+/* What /metrics says of each block. */
+struct provider_openapi_stats {
+	const char		*name;
+	size_t			 tools;		/* served */
+	size_t			 inflight;	/* calls */
+	int			 loaded;	/* it has a catalog */
+	unsigned long long	 failures;	/* readings that failed */
+};
+
+size_t	 provider_openapi_count(void);
+void	 provider_openapi_stats(size_t, struct provider_openapi_stats *);
 
 #endif

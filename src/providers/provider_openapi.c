@@ -87,6 +87,7 @@ struct oapi_block {
 	struct event		*retry;
 	int			 retry_s;	/* the next retry's delay */
 	int			 gone;		/* left the conf: free at end */
+	unsigned long long	 failures;	/* readings that failed */
 };
 
 /* A tool as served. */
@@ -559,6 +560,7 @@ oapi_retry(struct oapi_block *b)
 static void
 oapi_kept(struct oapi_block *b, const char *what, const char *why)
 {
+	b->failures++;
 	if (b->cat != NULL)
 		log_error("openapi %s: %s %s: %s; its %zu tools stay as they "
 		    "were", b->name, what, b->def->spec, why,
@@ -1175,20 +1177,24 @@ const struct provider provider_openapi = {
 };
 
 size_t
-provider_openapi_tools(void)
+provider_openapi_count(void)
 {
-	return (oapi.ntools);
+	return (oapi.nblocks);
 }
 
-size_t
-provider_openapi_calls(void)
+void
+provider_openapi_stats(size_t i, struct provider_openapi_stats *st)
 {
-	size_t			 n = 0;
-	struct oapi_call	*oc;
+	struct oapi_block	*b = oapi.blocks[i];
+	size_t			 j;
 
-	TAILQ_FOREACH(oc, &oapi.calls, entry)
-		n++;
-	return (n);
+	memset(st, 0, sizeof *st);
+	st->name = b->name;
+	for (j = 0; j < oapi.ntools; j++)
+		st->tools += oapi.tools[j].b == b;
+	st->inflight = oapi_running(b->name);
+	st->loaded = b->cat != NULL;
+	st->failures = b->failures;
 }
 
 /* ---------------------------------------------------------------------

@@ -132,6 +132,11 @@ async function call(client, name, args, opts) {
 	}
 }
 
+async function metrics(d) {
+	const res = await fetch(new URL('/metrics', d.url));
+	return res.text();
+}
+
 const textOf = r => (r?.content ?? []).filter(c => c.type === 'text')
     .map(c => c.text).join('\n');
 const errText = e => `${e?.code ?? ''} ${e?.message ?? String(e)}`;
@@ -515,6 +520,12 @@ async function groupLocal() {
 	const s1 = call(client, 'slow', { ms: 1500 });
 	const s2 = call(client, 'slow', { ms: 1500 });
 	await waitFor(() => api.slowSeen >= seen + 3, 10000);
+	const m = await metrics(d);
+	check('/metrics: the block\'s tools, and its two calls in flight',
+	    /^mcpd_openapi_tools\{openapi="local"\} 4$/m.test(m) &&
+	    /^mcpd_openapi_calls_inflight\{openapi="local"\} 2$/m.test(m) &&
+	    /^mcpd_openapi_tools\{openapi="dead"\} 1$/m.test(m),
+	    m.split('\n').filter(l => l.includes('openapi')).join('\n'));
 	r = await call(client, 'echo', { id: 'busy' });
 	check('max_concurrency: a call beyond it is "busy"',
 	    r.res?.isError === true && /^busy: openapi local has 2 calls in flight/.test(textOf(r.res)),
@@ -600,6 +611,9 @@ async function groupReload() {
 	check('a document that does not parse, a fetch that fails: one line each, tools kept',
 	    logged && api.specFetches > fetches, d.tail(8));
 	names = await list();
+	check('/metrics counts the failed readings',
+	    /^mcpd_openapi_document_failures_total\{openapi="file"\} 1$/m.test(await metrics(d)) &&
+	    /^mcpd_openapi_document_failures_total\{openapi="url"\} [1-9]/m.test(await metrics(d)));
 	check('the tools are still served', names.includes('huge') &&
 	    names.includes('remote_echo') && names.length === 7, names);
 	r = await call(client, 'remote_echo', { id: 'kept' });
