@@ -895,5 +895,6 @@ def test_auth_openapi_scope_covers_its_tools(h):
     r = d.post(sid, tool_call("api_getItem", {"id": 1}, id), bearer(full))
     expect(r.status == 200, f"api_getItem with its scope: HTTP {r.status}")
     text = result_text(r.rpc(id))
-    expect(text.startswith("connection failed: GET http://127.0.0.1:9/items/1"),
+    expect(text.startswith("connection failed: GET "
+                           "http://127.0.0.1:9/items/1"),
            f"the call went to the API: {text!r}")
