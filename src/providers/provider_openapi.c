@@ -82,7 +82,7 @@ struct oapi_block {
 	const struct conf_openapi *def;		/* of oapi.conf */
 	char			*name;
 	struct oapi_catalog	*cat;		/* NULL: none yet */
-	struct http_client	*fetch;		/* the document, coming */
+	struct oapi_req		*fetch;		/* the document, coming */
 	u_int			 nfetch;	/* fetches not ended */
 	struct event		*retry;
 	int			 retry_s;	/* the next retry's delay */
@@ -113,7 +113,7 @@ struct oapi_call {
 	struct oapi_catalog	*cat;
 	const struct openapi_op	*op;
 	char			*block;
-	struct http_client	*hc;		/* NULL once done */
+	struct oapi_req		*req;		/* NULL once done */
 	char			*url;
 	long long		 timeout;	/* seconds */
 	long long		 max_response;
@@ -340,71 +340,181 @@ oapi_read_file(const char *path, long long max, size_t *len, char **cause)
  * Outgoing requests.
  */
 
-/* One request of a block on its way out. */
-struct oapi_out {
-	const struct conf_openapi	*def;
-	const struct auth_principal	*who;	/* NULL: the document's fetch */
-	struct http_client_request	 r;
-	struct http_client_header	 h[OAPI_HEADERS_MAX];
+struct oapi_req;
+/*
+ * A request's end: the response (hc, read during the callback), or why
+ * there is none (hc NULL: it could not be sent).
+ */
+typedef void	oapi_req_cb(struct oapi_req *, struct http_client *,
+		    const char *, void *);
+
+/*
+ * One request of a block, its document's fetch or a call's, from its
+ * extra headers to its end: oapi_send takes it, oapi_credentials adds
+ * what the block sends with every request, oapi_go hands it to
+ * http_client.c. done runs exactly once, on a later turn than
+ * oapi_send, and the request is freed after it returns.
+ */
+struct oapi_req {
+	struct event_base	*base;
+	const struct conf	*conf;		/* holds def */
+	const struct conf_openapi *def;
+	struct auth_principal	*who;		/* NULL: the document's fetch */
+	struct http_client_request r;		/* its strings are ours */
+	struct http_client_header *h;
+	struct http_client	*hc;		/* sent, not ended */
+	struct event		*later;		/* an end before it was sent */
+	char			*why;
+	oapi_req_cb		*done;
+	void			*arg;
 };
 
-/* Adds a header, or says it cannot (too many). */
-static int
-oapi_header(struct oapi_out *o, const char *name, const char *value)
+static struct oapi_req *
+oapi_req_new(struct event_base *base, const struct conf *conf,
+    const struct conf_openapi *def, struct auth_principal *who,
+    const char *method, const char *url, oapi_req_cb *done, void *arg)
 {
-	if (o->r.nheaders == OAPI_HEADERS_MAX)
+	struct oapi_req	*req = xcalloc(1, sizeof *req);
+
+	req->base = base;
+	req->conf = conf_ref(conf);
+	req->def = def;
+	if ((req->who = who) != NULL)
+		auth_principal_ref(who);
+	req->r.method = method;
+	req->r.url = xstrdup(url);
+	req->h = xcalloc(OAPI_HEADERS_MAX, sizeof *req->h);
+	req->r.headers = req->h;
+	req->done = done;
+	req->arg = arg;
+	return (req);
+}
+
+static void
+oapi_req_free(struct oapi_req *req)
+{
+	size_t	i;
+
+	for (i = 0; i < req->r.nheaders; i++) {
+		free((char *)req->h[i].name);
+		free((char *)req->h[i].value);
+	}
+	free(req->h);
+	free((char *)req->r.url);
+	free((char *)req->r.body);
+	if (req->later != NULL)
+		event_free(req->later);
+	free(req->why);
+	if (req->who != NULL)
+		auth_principal_unref(req->who);
+	conf_release(req->conf);
+	free(req);
+}
+
+/* Adds a header (copied); -1 past OAPI_HEADERS_MAX. */
+static int
+oapi_req_header(struct oapi_req *req, const char *name, const char *value)
+{
+	if (req->r.nheaders == OAPI_HEADERS_MAX)
 		return (-1);
-	o->h[o->r.nheaders].name = name;
-	o->h[o->r.nheaders++].value = value;
+	req->h[req->r.nheaders].name = xstrdup(name);
+	req->h[req->r.nheaders++].value = xstrdup(value);
 	return (0);
+}
+
+static void
+oapi_req_body(struct oapi_req *req, const char *body, size_t len)
+{
+	req->r.body = xmemdup(body, len + 1);
+	req->r.bodylen = len;
+}
+
+static void
+oapi_req_later_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct oapi_req	*req = arg;
+
+	req->done(req, NULL, req->why, req->arg);
+	oapi_req_free(req);
+}
+
+/* It ends unsent, with why, on a later turn. */
+static void
+oapi_req_fail(struct oapi_req *req, const char *why)
+{
+	req->why = xstrdup(why);
+	req->later = evtimer_new(req->base, oapi_req_later_cb, req);
+	event_active(req->later, EV_TIMEOUT, 0);
+}
+
+static void
+oapi_req_done_cb(struct http_client *hc, void *arg)
+{
+	struct oapi_req	*req = arg;
+
+	req->hc = NULL;
+	req->done(req, hc, NULL, req->arg);
+	oapi_req_free(req);
+}
+
+/* The request, its headers complete, to http_client.c. */
+static void
+oapi_go(struct oapi_req *req)
+{
+	char	*cause = NULL;
+
+	req->r.done = oapi_req_done_cb;
+	req->r.arg = req;
+	if ((req->hc = http_client_start(&req->r, &cause)) == NULL) {
+		oapi_req_fail(req, cause);
+		free(cause);
+	}
 }
 
 /*
  * The extra headers of every request a block sends, its document's fetch
- * and each call's: the block's header lines, values from files as last
- * read (a reload reads them again). This is where credentials go in:
- * the credential module of HTTP upstreams (static headers from files,
- * OAuth client credentials, token exchange for o->who) adds its headers
- * here, with def naming the block. A credential that needs a request of
- * its own first (a token to fetch) makes this a step that calls
- * http_client_start from its callback, where oapi_send calls it now.
+ * and each call's, added before it goes (oapi_go): the block's header
+ * lines, values from files as last read (a reload reads them again).
+ * This is where credentials go in: the credential module of HTTP
+ * upstreams (static headers from files, OAuth client credentials, token
+ * exchange for req->who, NULL for the fetch) asks for its headers here,
+ * with the block's credentials, and its callback adds them and calls
+ * oapi_go, or oapi_req_fail with why there are none; oapi_req_cancel
+ * then cancels the ask when no request was sent yet.
  */
-static int
-oapi_credentials(struct oapi_out *o, char **cause)
+static void
+oapi_credentials(struct oapi_req *req)
 {
 	size_t	i;
 
-	for (i = 0; i < o->def->nheaders; i++) {
-		if (oapi_header(o, o->def->headers[i].name,
-		    o->def->headers[i].value) != 0) {
-			xasprintf(cause, "more than %d headers",
-			    OAPI_HEADERS_MAX);
-			return (-1);
+	for (i = 0; i < req->def->nheaders; i++) {
+		if (oapi_req_header(req, req->def->headers[i].name,
+		    req->def->headers[i].value) != 0) {
+			oapi_req_fail(req, "too many headers");
+			return;
 		}
 	}
-	return (0);
+	oapi_go(req);
 }
 
-/* Every outgoing request of a block: its credentials, then the wire. */
-static struct http_client *
-oapi_send(struct oapi_out *o, char **cause)
+/* Every outgoing request of a block: its extra headers, then the wire. */
+static void
+oapi_send(struct oapi_req *req)
 {
 	char	*ua;
-	struct http_client *hc;
 
 	xasprintf(&ua, "mcpd/%s", MCPD_VERSION);
-	if (oapi_header(o, "User-Agent", ua) != 0 ||
-	    oapi_credentials(o, cause) != 0) {
-		if (*cause == NULL)
-			xasprintf(cause, "more than %d headers",
-			    OAPI_HEADERS_MAX);
-		free(ua);
-		return (NULL);
-	}
-	o->r.headers = o->h;
-	hc = http_client_start(&o->r, cause);	/* copies what it keeps */
+	oapi_req_header(req, "User-Agent", ua);
 	free(ua);
-	return (hc);
+	oapi_credentials(req);
+}
+
+/* done comes on a later turn, with the response if it was in already. */
+static void
+oapi_req_cancel(struct oapi_req *req)
+{
+	if (req->hc != NULL)
+		http_client_cancel(req->hc);
 }
 
 /* ---------------------------------------------------------------------
@@ -575,7 +685,8 @@ oapi_kept(struct oapi_block *b, const char *what, const char *why)
 }
 
 static void
-oapi_fetched_cb(struct http_client *hc, void *arg)
+oapi_fetched_cb(struct oapi_req *req, struct http_client *hc,
+    const char *unsent, void *arg)
 {
 	struct oapi_block	*b = arg;
 	struct oapi_catalog	*cat;
@@ -585,16 +696,16 @@ oapi_fetched_cb(struct http_client *hc, void *arg)
 	int			 status;
 
 	b->nfetch--;
-	if (hc != b->fetch) {
+	if (req != b->fetch) {
 		/* A fetch replaced by a newer one, or its block's. */
 		if (b->gone && b->nfetch == 0)
 			oapi_block_free(b);
 		return;
 	}
 	b->fetch = NULL;
-	status = http_client_status(hc);
-	if ((err = http_client_error(hc)) != NULL &&
-	    strcmp(err, "shut down") == 0)
+	err = hc != NULL ? http_client_error(hc) : unsent;
+	status = hc != NULL ? http_client_status(hc) : 0;
+	if (err != NULL && strcmp(err, "shut down") == 0)
 		return;
 	if (err != NULL || status != 200) {
 		if (err != NULL)
@@ -617,34 +728,34 @@ oapi_fetched_cb(struct http_client *hc, void *arg)
 	oapi_install(b, cat);
 }
 
+/* The fetch of a block's document, with the block's headers. */
+static struct oapi_req *
+oapi_fetch_req(struct event_base *base, const struct conf *conf,
+    const struct conf_openapi *def, oapi_req_cb *done, void *arg)
+{
+	struct oapi_req	*req;
+
+	req = oapi_req_new(base, conf, def, NULL, "GET", def->spec, done,
+	    arg);
+	req->r.max_body = (size_t)def->max_spec;
+	req->r.timeout_ms = (int)(def->timeout * 1000);
+	oapi_req_header(req, "Accept", "application/json, application/yaml, "
+	    "application/x-yaml, text/yaml, */*;q=0.5");
+	return (req);
+}
+
 /* The document of a URL, asked for again (a fetch in flight is dropped). */
 static void
 oapi_fetch(struct oapi_block *b)
 {
-	struct oapi_out	 o;
-	char		*cause = NULL;
-
 	if (b->fetch != NULL) {
-		http_client_cancel(b->fetch);
+		oapi_req_cancel(b->fetch);
 		b->fetch = NULL;
 	}
-	memset(&o, 0, sizeof o);
-	o.def = b->def;
-	o.r.method = "GET";
-	o.r.url = b->def->spec;
-	o.r.max_body = (size_t)b->def->max_spec;
-	o.r.timeout_ms = (int)(b->def->timeout * 1000);
-	o.r.done = oapi_fetched_cb;
-	o.r.arg = b;
-	oapi_header(&o, "Accept", "application/json, application/yaml, "
-	    "application/x-yaml, text/yaml, */*;q=0.5");
-	if ((b->fetch = oapi_send(&o, &cause)) == NULL) {
-		oapi_retry(b);
-		oapi_kept(b, "cannot fetch", cause);
-		free(cause);
-		return;
-	}
+	b->fetch = oapi_fetch_req(server.base, oapi.conf, b->def,
+	    oapi_fetched_cb, b);
 	b->nfetch++;
+	oapi_send(b->fetch);
 }
 
 /* The block's document again: a file now, a URL when it comes. */
@@ -685,7 +796,7 @@ oapi_block_drop(struct oapi_block *b)
 	if (b->retry != NULL)
 		evtimer_del(b->retry);
 	if (b->fetch != NULL) {
-		http_client_cancel(b->fetch);
+		oapi_req_cancel(b->fetch);
 		b->fetch = NULL;
 	}
 	if (b->nfetch == 0)
@@ -911,24 +1022,35 @@ oapi_call_free(struct oapi_call *oc)
 }
 
 static void
-oapi_done_cb(struct http_client *hc, void *arg)
+oapi_done_cb(struct oapi_req *req, struct http_client *hc,
+    const char *unsent, void *arg)
 {
 	struct oapi_call	*oc = arg;
-	const char		*err = http_client_error(hc);
+	const char		*err = hc != NULL ? http_client_error(hc) :
+				    unsent;
+	char			*text;
 
-	oc->hc = NULL;
+	oc->req = NULL;
 	if (err != NULL && !oc->cancelled)
 		log_limited(LOG_LEVEL_WARN, "openapi-failed", "session=%s "
-		    "openapi %s tool %s: %s %s: %s", oapi_sid(oc), oc->block,
+		    "openapi %s tool %s: %s %s: %s%s", oapi_sid(oc), oc->block,
 		    openapi_op_name(oc->op), openapi_op_method(oc->op),
-		    openapi_op_path(oc->op), err);
+		    openapi_op_path(oc->op), hc == NULL ? "not sent: " : "",
+		    err);
 	else
 		log_debug("session=%s openapi %s tool %s: %s %s: %s%d",
 		    oapi_sid(oc), oc->block, openapi_op_name(oc->op),
 		    openapi_op_method(oc->op), openapi_op_path(oc->op),
-		    oc->cancelled ? "cancelled, " : "", http_client_status(hc));
-	if (!oc->cancelled)
+		    oc->cancelled ? "cancelled, " : "", hc != NULL ?
+		    http_client_status(hc) : 0);
+	if (!oc->cancelled && hc != NULL)
 		call_respond(oc->call, oapi_result(oc, hc));
+	else if (!oc->cancelled) {
+		xasprintf(&text, "cannot send %s %s: %s",
+		    openapi_op_method(oc->op), oc->url, unsent);
+		call_respond(oc->call, oapi_error_result(text));
+		free(text);
+	}
 	call_release(oc->call);
 	oc->call = NULL;
 	oapi_call_free(oc);
@@ -940,8 +1062,8 @@ oapi_cancel_cb(void *arg)
 	struct oapi_call	*oc = arg;
 
 	oc->cancelled = 1;
-	if (oc->hc != NULL)
-		http_client_cancel(oc->hc);
+	if (oc->req != NULL)
+		oapi_req_cancel(oc->req);
 }
 
 static size_t
@@ -971,7 +1093,6 @@ oapi_call_tool(struct call *c, const char *name, const cJSON *args)
 	struct oapi_tool	*t;
 	const struct conf_openapi *def;
 	struct openapi_request	 req;
-	struct oapi_out		 o;
 	struct oapi_call	*oc;
 	char			*cause = NULL, *text;
 	size_t			 i;
@@ -1008,35 +1129,19 @@ oapi_call_tool(struct call *c, const char *name, const cJSON *args)
 	oc->max_response = def->max_response;
 	TAILQ_INSERT_TAIL(&oapi.calls, oc, entry);
 
-	memset(&o, 0, sizeof o);
-	o.def = def;
-	o.who = call_principal(c);
-	o.r.method = req.method;
-	o.r.url = req.url;
-	o.r.body = req.body;
-	o.r.bodylen = req.bodylen;
-	o.r.max_body = (size_t)def->max_response;
-	o.r.timeout_ms = (int)(def->timeout * 1000);
-	o.r.keepalive = 1;
-	o.r.done = oapi_done_cb;
-	o.r.arg = oc;
+	oc->req = oapi_req_new(server.base, oapi.conf, def, call_principal(c),
+	    req.method, req.url, oapi_done_cb, oc);
+	oc->req->r.max_body = (size_t)def->max_response;
+	oc->req->r.timeout_ms = (int)(def->timeout * 1000);
+	oc->req->r.keepalive = 1;
+	if (req.body != NULL)
+		oapi_req_body(oc->req, req.body, req.bodylen);
 	for (i = 0; i < req.nheaders; i++)
-		oapi_header(&o, req.headers[i].name, req.headers[i].value);
-	oc->hc = oapi_send(&o, &cause);
+		oapi_req_header(oc->req, req.headers[i].name,
+		    req.headers[i].value);
 	openapi_request_clear(&req);
-	if (oc->hc == NULL) {
-		log_limited(LOG_LEVEL_WARN, "openapi-failed", "session=%s "
-		    "openapi %s tool %s: cannot send: %s", call_owner(c),
-		    oc->block, name, cause);
-		xasprintf(&text, "cannot send %s %s: %s",
-		    openapi_op_method(oc->op), oc->url, cause);
-		free(cause);
-		oc->call = NULL;
-		oapi_call_free(oc);
-		oapi_refuse(c, text);
-		return (0);
-	}
 	call_set_cancel(c, oapi_cancel_cb, oc);
+	oapi_send(oc->req);
 	return (0);
 }
 
@@ -1209,13 +1314,16 @@ struct oapi_check_fetch {
 };
 
 static void
-oapi_check_fetched_cb(struct http_client *hc, void *arg)
+oapi_check_fetched_cb(struct oapi_req *req, struct http_client *hc,
+    const char *unsent, void *arg)
 {
 	struct oapi_check_fetch	*f = arg;
 	const char		*body;
 
 	f->done = 1;
-	if (http_client_error(hc) != NULL)
+	if (hc == NULL)
+		xasprintf(&f->why, "cannot fetch: %s", unsent);
+	else if (http_client_error(hc) != NULL)
 		xasprintf(&f->why, "cannot fetch: %s", http_client_error(hc));
 	else if (http_client_status(hc) != 200)
 		xasprintf(&f->why, "cannot fetch: HTTP %d",
@@ -1228,10 +1336,10 @@ oapi_check_fetched_cb(struct http_client *hc, void *arg)
 
 /* A URL's document, fetched on a loop of its own (mcpd -t). */
 static char *
-oapi_check_fetch(const struct conf_openapi *def, size_t *len, char **cause)
+oapi_check_fetch(const struct conf *conf, const struct conf_openapi *def,
+    size_t *len, char **cause)
 {
 	struct oapi_check_fetch	 f;
-	struct oapi_out		 o;
 	struct event_base	*base;
 
 	memset(&f, 0, sizeof f);
@@ -1240,21 +1348,7 @@ oapi_check_fetch(const struct conf_openapi *def, size_t *len, char **cause)
 		return (NULL);
 	}
 	http_client_init(base);
-	memset(&o, 0, sizeof o);
-	o.def = def;
-	o.r.method = "GET";
-	o.r.url = def->spec;
-	o.r.max_body = (size_t)def->max_spec;
-	o.r.timeout_ms = (int)(def->timeout * 1000);
-	o.r.done = oapi_check_fetched_cb;
-	o.r.arg = &f;
-	oapi_header(&o, "Accept", "application/json, application/yaml, "
-	    "application/x-yaml, text/yaml, */*;q=0.5");
-	if (oapi_send(&o, cause) == NULL) {
-		http_client_shutdown();
-		event_base_free(base);
-		return (NULL);
-	}
+	oapi_send(oapi_fetch_req(base, conf, def, oapi_check_fetched_cb, &f));
 	while (!f.done && event_base_loop(base, EVLOOP_ONCE) == 0)
 		;
 	http_client_shutdown();
@@ -1281,7 +1375,7 @@ provider_openapi_check(const struct conf *conf, FILE *out, int urls,
 		def = &conf->openapis[i];
 		if (def->spec_url && !urls)
 			continue;
-		buf = def->spec_url ? oapi_check_fetch(def, &len, &why) :
+		buf = def->spec_url ? oapi_check_fetch(conf, def, &len, &why) :
 		    oapi_read_file(def->spec, def->max_spec, &len, &why);
 		if (buf == NULL) {
 			xasprintf(cause, "%s:%d: openapi %s: %s: %s",

@@ -675,6 +675,28 @@ async function groupCheck() {
 	    t.status === 1 && t.stderr.includes('the document\'s server "/api" is relative to a ' +
 	    'file: set base_url'), t.stderr);
 
+	/* A URL's document: fetched by mcpd -t (its server answers meanwhile). */
+	const api = await startApi();
+	const tconf = path.join(dir, 'url.conf');
+	fs.writeFileSync(tconf, `listen 127.0.0.1:0\neventlog memory\n${openapiBlock('api',
+	    [`spec ${api.url}/spec`, 'header X-Api-Key k'])}\n`);
+	const checkAsync = () => new Promise(resolve => {
+		const p = spawn(mcpdBin, ['-t', '-c', tconf]);
+		let out = '', err = '';
+		p.stdout.on('data', b => { out += b; });
+		p.stderr.on('data', b => { err += b; });
+		p.on('exit', code => resolve({ code, out, err }));
+	});
+	let tu = await checkAsync();
+	check('mcpd -t fetches a URL document and lists its tools',
+	    tu.code === 0 && /openapi api: 4 tools from http:\/\/127\.0\.0\.1:\d+\/spec/
+	    .test(tu.out) && api.specFetches === 1, tu.out + tu.err);
+	api.specBroken = true;
+	tu = await checkAsync();
+	check('mcpd -t: a URL that answers 500 is an error saying so',
+	    tu.code === 1 && /openapi api: http:\/\/.*\/spec: cannot fetch: HTTP 500/.test(tu.err),
+	    tu.out + tu.err);
+
 	const cases = [
 		['a document that does not parse', write('broken.yaml', 'openapi: 3.0.3\npaths: {a: [}\n'),
 		    /openapi api: .*broken\.yaml: YAML line 2/],
