@@ -61,7 +61,7 @@ struct openapi_options {
  */
 cJSON		*openapi_yaml_parse(const char *, size_t, char **);
 /* The document in buf, JSON or YAML (by its first character), bounded. */
-cJSON		*openapi_doc_parse(const char *, size_t, size_t, char **);
+cJSON		*openapi_spec_doc(const char *, size_t, size_t, char **);
 
 struct openapi_spec *openapi_spec_parse(const char *, size_t,
 		     const struct openapi_options *, char **);
@@ -77,17 +77,17 @@ const struct openapi_op *openapi_spec_op(const struct openapi_spec *,
 const struct openapi_op *openapi_spec_find(const struct openapi_spec *,
 		     const char *);
 
-const char	*openapi_op_name(const struct openapi_op *);
-const char	*openapi_op_method(const struct openapi_op *);
-const char	*openapi_op_path(const struct openapi_op *);
+const char	*openapi_spec_op_name(const struct openapi_op *);
+const char	*openapi_spec_op_method(const struct openapi_op *);
+const char	*openapi_spec_op_path(const struct openapi_op *);
 /* The tool: name, title, description, inputSchema, outputSchema, ... */
-const cJSON	*openapi_op_tool(const struct openapi_op *);
+const cJSON	*openapi_spec_op_tool(const struct openapi_op *);
 /*
  * Whether a JSON response goes into structuredContent as {"result": it}
  * (its schema is not an object's, so outputSchema wraps it).
  */
-int		 openapi_op_wraps(const struct openapi_op *);
-int		 openapi_op_has_output(const struct openapi_op *);
+int		 openapi_spec_op_wraps(const struct openapi_op *);
+int		 openapi_spec_op_has_output(const struct openapi_op *);
 
 /* One HTTP request of a call, as openapi_request_build makes it. */
 struct openapi_header {

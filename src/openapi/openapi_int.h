@@ -107,18 +107,18 @@ struct openapi_build {
 	char			*why;
 };
 
-void		 openapi_build_init(struct openapi_build *, const cJSON *, int,
+void		 openapi_schema_init(struct openapi_build *, const cJSON *, int,
 		     int, int, size_t *);
 /* A Schema Object as JSON Schema 2020-12, or NULL (b->fail, b->why). */
-cJSON		*openapi_build_schema(struct openapi_build *, const cJSON *);
+cJSON		*openapi_schema_build(struct openapi_build *, const cJSON *);
 /* The $defs the schema's cycles need, into root; -1 on failure. */
-int		 openapi_build_defs(struct openapi_build *, cJSON *);
-void		 openapi_build_clear(struct openapi_build *);
+int		 openapi_schema_defs(struct openapi_build *, cJSON *);
+void		 openapi_schema_clear(struct openapi_build *);
 /*
  * What node is once its $refs are followed (a Parameter, Request Body,
  * Response or Path Item Object may be one), or NULL with *fail and *why.
  */
-const cJSON	*openapi_resolve(const cJSON *, int, const cJSON *, int *,
-		     char **);
+const cJSON	*openapi_schema_resolve(const cJSON *, int, const cJSON *,
+		     int *, char **);
 
 #endif

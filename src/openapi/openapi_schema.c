@@ -24,7 +24,7 @@
  *
  * Recursion: a $ref to a schema already being expanded on the way down is
  * a cycle; it becomes {"$ref": "#/$defs/NAME"}, and NAME is built once
- * into the root's $defs (openapi_build_defs). What a document can make
+ * into the root's $defs (openapi_schema_defs). What a document can make
  * this do is bounded: a chain of $refs to $refs is followed
  * OPENAPI_MAX_REF_HOPS times at most and may not loop (both refuse the
  * document); a schema nested deeper than max_depth, or one tool's schema
@@ -164,7 +164,7 @@ schema_fail(struct openapi_build *b, int fail, const char *fmt, ...)
 }
 
 void
-openapi_build_init(struct openapi_build *b, const cJSON *doc, int v31,
+openapi_schema_init(struct openapi_build *b, const cJSON *doc, int v31,
     int dir, int max_depth, size_t *total)
 {
 	memset(b, 0, sizeof *b);
@@ -176,7 +176,7 @@ openapi_build_init(struct openapi_build *b, const cJSON *doc, int v31,
 }
 
 void
-openapi_build_clear(struct openapi_build *b)
+openapi_schema_clear(struct openapi_build *b)
 {
 	size_t	i;
 
@@ -320,7 +320,7 @@ schema_follow(const cJSON *doc, int v31, const char *ref, int *fail,
 }
 
 const cJSON *
-openapi_resolve(const cJSON *doc, int v31, const cJSON *node, int *fail,
+openapi_schema_resolve(const cJSON *doc, int v31, const cJSON *node, int *fail,
     char **why)
 {
 	const cJSON	*ref;
@@ -912,13 +912,13 @@ schema_build(struct openapi_build *b, const cJSON *node, int depth,
 }
 
 cJSON *
-openapi_build_schema(struct openapi_build *b, const cJSON *node)
+openapi_schema_build(struct openapi_build *b, const cJSON *node)
 {
 	return (schema_build(b, node, 0, 0));
 }
 
 int
-openapi_build_defs(struct openapi_build *b, cJSON *root)
+openapi_schema_defs(struct openapi_build *b, cJSON *root)
 {
 	cJSON	*defs = NULL, *s;
 	size_t	 i;

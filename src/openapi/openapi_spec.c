@@ -168,7 +168,7 @@ spec_depth(const cJSON *node, int depth)
 }
 
 cJSON *
-openapi_doc_parse(const char *buf, size_t len, size_t max, char **cause)
+openapi_spec_doc(const char *buf, size_t len, size_t max, char **cause)
 {
 	cJSON		*doc;
 	const char	*end, *p;
@@ -362,8 +362,8 @@ spec_resolve(struct spec_op *so, const cJSON *node, const char *what)
 	char		*why = NULL, *text;
 	int		 fail;
 
-	if ((out = openapi_resolve(so->doc, so->v31, node, &fail, &why)) !=
-	    NULL)
+	out = openapi_schema_resolve(so->doc, so->v31, node, &fail, &why);
+	if (out != NULL)
 		return (out);
 	xasprintf(&text, "%s: %s", what, why);
 	free(why);
@@ -381,7 +381,7 @@ spec_schema(struct spec_op *so, struct openapi_build *b, const cJSON *schema,
 
 	if (schema == NULL)
 		return (cJSON_CreateObject());
-	if ((out = openapi_build_schema(b, schema)) != NULL)
+	if ((out = openapi_schema_build(b, schema)) != NULL)
 		return (out);
 	xasprintf(&text, "%s: %s", what, b->why);
 	spec_fail(so, b->fail, text);
@@ -699,11 +699,11 @@ spec_output(struct spec_op *so, cJSON *tool)
 	if (mt == NULL || (schema = cJSON_GetObjectItemCaseSensitive(mt,
 	    "schema")) == NULL)
 		return (0);
-	openapi_build_init(&b, so->doc, so->v31, OPENAPI_OUTPUT,
+	openapi_schema_init(&b, so->doc, so->v31, OPENAPI_OUTPUT,
 	    so->opts->max_depth, so->total);
 	out = spec_schema(so, &b, schema, "its response");
 	if (out == NULL) {
-		openapi_build_clear(&b);
+		openapi_schema_clear(&b);
 		return (-1);
 	}
 	if (!cJSON_IsObject(out) || !cJSON_IsString(
@@ -719,13 +719,13 @@ spec_output(struct spec_op *so, cJSON *tool)
 		out = wrap;
 		so->op->wraps = 1;
 	}
-	if (openapi_build_defs(&b, out) != 0) {
+	if (openapi_schema_defs(&b, out) != 0) {
 		spec_fail(so, b.fail, xstrdup(b.why));
 		cJSON_Delete(out);
-		openapi_build_clear(&b);
+		openapi_schema_clear(&b);
 		return (-1);
 	}
-	openapi_build_clear(&b);
+	openapi_schema_clear(&b);
 	cJSON_AddItemToObject(tool, "outputSchema", out);
 	so->op->output = 1;
 	return (0);
@@ -796,7 +796,7 @@ spec_op_build(struct spec_op *so)
 	cJSON_AddStringToObject(input, "type", "object");
 	props = cJSON_AddObjectToObject(input, "properties");
 	required = cJSON_CreateArray();
-	openapi_build_init(&b, so->doc, so->v31, OPENAPI_INPUT,
+	openapi_schema_init(&b, so->doc, so->v31, OPENAPI_INPUT,
 	    so->opts->max_depth, so->total);
 
 	n = spec_param_nodes(so, params, SPEC_NITEMS(params));
@@ -806,9 +806,9 @@ spec_op_build(struct spec_op *so)
 		spec_path_check(so);
 	if (so->fail == OPENAPI_OK)
 		spec_body(so, &b, props, required);
-	if (so->fail == OPENAPI_OK && openapi_build_defs(&b, input) != 0)
+	if (so->fail == OPENAPI_OK && openapi_schema_defs(&b, input) != 0)
 		spec_fail(so, b.fail, xstrdup(b.why));
-	openapi_build_clear(&b);
+	openapi_schema_clear(&b);
 	if (cJSON_GetArraySize(required) > 0)
 		cJSON_AddItemToObject(input, "required", required);
 	else
@@ -1004,7 +1004,7 @@ spec_count(const cJSON *doc, int v31, const cJSON *paths, char **cause)
 	int		 fail;
 
 	cJSON_ArrayForEach(p, paths) {
-		if ((item = openapi_resolve(doc, v31, p, &fail, &why)) ==
+		if ((item = openapi_schema_resolve(doc, v31, p, &fail, &why)) ==
 		    NULL) {
 			if (fail == OPENAPI_REFUSE) {
 				xasprintf(cause, "path %s: %s", p->string, why);
@@ -1038,7 +1038,7 @@ openapi_spec_parse(const char *buf, size_t len,
 	long			 n;
 	int			 v31, fail;
 
-	if ((doc = openapi_doc_parse(buf, len, opts->max_spec, cause)) == NULL)
+	if ((doc = openapi_spec_doc(buf, len, opts->max_spec, cause)) == NULL)
 		return (NULL);
 	if (!cJSON_IsObject(doc)) {
 		*cause = xstrdup("not an OpenAPI document (not an object)");
@@ -1083,7 +1083,7 @@ openapi_spec_parse(const char *buf, size_t len,
 	spec->server = spec_server(doc);
 	spec->ops = xcalloc((size_t)n + 1, sizeof *spec->ops);
 	cJSON_ArrayForEach(p, paths) {
-		item = openapi_resolve(doc, v31, p, &fail, &why);
+		item = openapi_schema_resolve(doc, v31, p, &fail, &why);
 		if (item == NULL && opts->skipped != NULL) {
 			what = spec_clean(xstrdup(p->string));
 			opts->skipped(what, spec_clean(why), opts->arg);
@@ -1187,37 +1187,37 @@ openapi_spec_find(const struct openapi_spec *spec, const char *name)
 }
 
 const char *
-openapi_op_name(const struct openapi_op *op)
+openapi_spec_op_name(const struct openapi_op *op)
 {
 	return (op->name);
 }
 
 const char *
-openapi_op_method(const struct openapi_op *op)
+openapi_spec_op_method(const struct openapi_op *op)
 {
 	return (op->method);
 }
 
 const char *
-openapi_op_path(const struct openapi_op *op)
+openapi_spec_op_path(const struct openapi_op *op)
 {
 	return (op->path);
 }
 
 const cJSON *
-openapi_op_tool(const struct openapi_op *op)
+openapi_spec_op_tool(const struct openapi_op *op)
 {
 	return (op->tool);
 }
 
 int
-openapi_op_wraps(const struct openapi_op *op)
+openapi_spec_op_wraps(const struct openapi_op *op)
 {
 	return (op->wraps);
 }
 
 int
-openapi_op_has_output(const struct openapi_op *op)
+openapi_spec_op_has_output(const struct openapi_op *op)
 {
 	return (op->output);
 }

@@ -112,6 +112,9 @@ struct oapi_call {
 	struct call		*call;		/* NULL once released */
 	struct oapi_catalog	*cat;
 	const struct openapi_op	*op;
+	const char		*tool;		/* the op's, held by cat */
+	const char		*method;
+	const char		*path;		/* template */
 	char			*block;
 	struct oapi_req		*req;		/* NULL once done */
 	char			*url;
@@ -524,8 +527,8 @@ oapi_req_cancel(struct oapi_req *req)
 static int
 oapi_tool_same(const struct oapi_tool *a, const struct oapi_tool *b)
 {
-	return (a->op == b->op || cJSON_Compare(openapi_op_tool(a->op),
-	    openapi_op_tool(b->op), 1));
+	return (a->op == b->op || cJSON_Compare(openapi_spec_op_tool(a->op),
+	    openapi_spec_op_tool(b->op), 1));
 }
 
 /* The provider of others (provider_other_tools) serving name, or NULL. */
@@ -573,7 +576,7 @@ oapi_serve(void)
 		    j < openapi_spec_count(b->cat->spec); j++) {
 			t = &oapi.tools[n];
 			t->op = openapi_spec_op(b->cat->spec, j);
-			t->name = openapi_op_name(t->op);
+			t->name = openapi_spec_op_name(t->op);
 			t->b = b;
 			t->cat = b->cat;
 			key.name = t->name;
@@ -911,7 +914,7 @@ oapi_success(const struct oapi_call *oc, struct http_client *hc)
 			xasprintf(&text, "HTTP %d from %s %s: the response "
 			    "says %s but is not valid JSON",
 			    http_client_status(hc),
-			    openapi_op_method(oc->op), oc->url, type);
+			    oc->method, oc->url, type);
 			result = oapi_error_result(text);
 			free(text);
 			oapi_body_content(cJSON_GetObjectItemCaseSensitive(
@@ -921,7 +924,7 @@ oapi_success(const struct oapi_call *oc, struct http_client *hc)
 		result = cJSON_CreateObject();
 		content = cJSON_AddArrayToObject(result, "content");
 		oapi_body_content(content, type, body, len);
-		if (cJSON_IsObject(json) && !openapi_op_wraps(oc->op))
+		if (cJSON_IsObject(json) && !openapi_spec_op_wraps(oc->op))
 			sc = json;
 		else {
 			sc = cJSON_CreateObject();
@@ -930,10 +933,10 @@ oapi_success(const struct oapi_call *oc, struct http_client *hc)
 		cJSON_AddItemToObject(result, "structuredContent", sc);
 		return (result);
 	}
-	if (openapi_op_has_output(oc->op)) {
+	if (openapi_spec_op_has_output(oc->op)) {
 		xasprintf(&text, "HTTP %d from %s %s: the document promises a "
 		    "JSON response, and this one is %s", http_client_status(hc),
-		    openapi_op_method(oc->op), oc->url, len == 0 ? "empty" :
+		    oc->method, oc->url, len == 0 ? "empty" :
 		    type != NULL ? type : "of no Content-Type");
 		result = oapi_error_result(text);
 		free(text);
@@ -967,19 +970,19 @@ oapi_result(const struct oapi_call *oc, struct http_client *hc)
 		if (strcmp(err, "timeout") == 0)
 			xasprintf(&text, "timeout: %s %s gave no whole "
 			    "response within %lld s (the block's timeout)",
-			    openapi_op_method(oc->op), oc->url, oc->timeout);
+			    oc->method, oc->url, oc->timeout);
 		else if (strncmp(err, "response body larger than", 25) == 0 ||
 		    strncmp(err, "response body or chunk larger", 29) == 0)
 			xasprintf(&text, "response refused: %s %s answered "
 			    "with more than max_response (%lld bytes)",
-			    openapi_op_method(oc->op), oc->url,
+			    oc->method, oc->url,
 			    oc->max_response);
 		else if (strcmp(err, "shut down") == 0)
 			xasprintf(&text, "mcpd is shutting down: %s %s was "
-			    "abandoned", openapi_op_method(oc->op), oc->url);
+			    "abandoned", oc->method, oc->url);
 		else
 			xasprintf(&text, "connection failed: %s %s: %s",
-			    openapi_op_method(oc->op), oc->url, err);
+			    oc->method, oc->url, err);
 		result = oapi_error_result(text);
 		free(text);
 		return (result);
@@ -988,7 +991,7 @@ oapi_result(const struct oapi_call *oc, struct http_client *hc)
 		return (oapi_success(oc, hc));
 	body = http_client_body(hc, &total);
 	xasprintf(&text, "HTTP %d from %s %s%s", status,
-	    openapi_op_method(oc->op), oc->url, status >= 300 && status < 400 ?
+	    oc->method, oc->url, status >= 300 && status < 400 ?
 	    " (redirects are not followed)" : "");
 	result = oapi_error_result(text);
 	free(text);
@@ -1034,20 +1037,20 @@ oapi_done_cb(struct oapi_req *req, struct http_client *hc,
 	if (err != NULL && !oc->cancelled)
 		log_limited(LOG_LEVEL_WARN, "openapi-failed", "session=%s "
 		    "openapi %s tool %s: %s %s: %s%s", oapi_sid(oc), oc->block,
-		    openapi_op_name(oc->op), openapi_op_method(oc->op),
-		    openapi_op_path(oc->op), hc == NULL ? "not sent: " : "",
+		    oc->tool, oc->method,
+		    oc->path, hc == NULL ? "not sent: " : "",
 		    err);
 	else
 		log_debug("session=%s openapi %s tool %s: %s %s: %s%d",
-		    oapi_sid(oc), oc->block, openapi_op_name(oc->op),
-		    openapi_op_method(oc->op), openapi_op_path(oc->op),
+		    oapi_sid(oc), oc->block, oc->tool,
+		    oc->method, oc->path,
 		    oc->cancelled ? "cancelled, " : "", hc != NULL ?
 		    http_client_status(hc) : 0);
 	if (!oc->cancelled && hc != NULL)
 		call_respond(oc->call, oapi_result(oc, hc));
 	else if (!oc->cancelled) {
 		xasprintf(&text, "cannot send %s %s: %s",
-		    openapi_op_method(oc->op), oc->url, unsent);
+		    oc->method, oc->url, unsent);
 		call_respond(oc->call, oapi_error_result(text));
 		free(text);
 	}
@@ -1123,6 +1126,9 @@ oapi_call_tool(struct call *c, const char *name, const cJSON *args)
 	oc->call = c;
 	oc->cat = oapi_catalog_ref(t->cat);
 	oc->op = t->op;
+	oc->tool = openapi_spec_op_name(t->op);
+	oc->method = openapi_spec_op_method(t->op);
+	oc->path = openapi_spec_op_path(t->op);
 	oc->block = xstrdup(t->b->name);
 	oc->url = xstrdup(req.url);
 	oc->timeout = def->timeout;
@@ -1162,7 +1168,7 @@ oapi_list_tools(cJSON *tools)
 
 	for (i = 0; i < oapi.ntools; i++)
 		cJSON_AddItemToArray(tools, cJSON_Duplicate(
-		    openapi_op_tool(oapi.tools[i].op), 1));
+		    openapi_spec_op_tool(oapi.tools[i].op), 1));
 }
 
 static size_t
@@ -1174,7 +1180,7 @@ oapi_list_walk(struct session *s, int l, size_t from, provider_walk_cb *cb,
 	if (l != PROVIDER_TOOLS)
 		return (0);
 	for (i = from; cb != NULL && i < oapi.ntools; i++) {
-		if (cb(openapi_op_tool(oapi.tools[i].op),
+		if (cb(openapi_spec_op_tool(oapi.tools[i].op),
 		    oapi.tools[i].b->def->scope, arg))
 			break;
 	}
@@ -1403,8 +1409,9 @@ provider_openapi_check(const struct conf *conf, FILE *out, int urls,
 			for (j = 0; j < openapi_spec_count(cat->spec); j++) {
 				op = openapi_spec_op(cat->spec, j);
 				fprintf(out, "mcpd: openapi %s:   %s  %s %s\n",
-				    def->name, openapi_op_name(op),
-				    openapi_op_method(op), openapi_op_path(op));
+				    def->name, openapi_spec_op_name(op),
+				    openapi_spec_op_method(op),
+				    openapi_spec_op_path(op));
 			}
 		}
 		oapi_catalog_unref(cat);

@@ -146,14 +146,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_CHECK(cause == NULL, "accepted with a cause: %s", cause);
 	for (i = 0; i < openapi_spec_count(spec); i++) {
 		op = openapi_spec_op(spec, i);
-		name = openapi_op_name(op);
-		tool = openapi_op_tool(op);
+		name = openapi_spec_op_name(op);
+		tool = openapi_spec_op_tool(op);
 		FUZZ_CHECK(name_ok(name), "tool name \"%s\"", name);
 		FUZZ_CHECK(strncmp(name, "p_", 2) == 0, "no prefix: %s", name);
 		FUZZ_CHECK(openapi_spec_find(spec, name) == op,
 		    "tool %s is not found by its name", name);
 		for (j = i + 1; j < openapi_spec_count(spec); j++)
-			FUZZ_CHECK(strcmp(openapi_op_name(openapi_spec_op(spec,
+			FUZZ_CHECK(strcmp(openapi_spec_op_name(openapi_spec_op(spec,
 			    j)), name) != 0, "tool %s twice", name);
 		FUZZ_CHECK(strcmp(cJSON_GetStringValue(
 		    cJSON_GetObjectItemCaseSensitive(tool, "name")), name) == 0,
@@ -169,7 +169,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    cJSON_GetObjectItemCaseSensitive(out, "type")) && strcmp(
 		    cJSON_GetObjectItemCaseSensitive(out, "type")->valuestring,
 		    "object") == 0), "tool %s: outputSchema", name);
-		FUZZ_CHECK((out != NULL) == openapi_op_has_output(op),
+		FUZZ_CHECK((out != NULL) == openapi_spec_op_has_output(op),
 		    "tool %s: has_output", name);
 		check_schema(out, name);
 		check_request(op);

@@ -99,7 +99,7 @@ tool_at(const struct openapi_spec *spec, const char *name, const char *path)
 	const struct openapi_op	*op = openapi_spec_find(spec, name);
 
 	ck_assert_msg(op != NULL, "no tool %s", name);
-	return (at(openapi_op_tool(op), path));
+	return (at(openapi_spec_op_tool(op), path));
 }
 
 /* The JSON text of node equals want (which is JSON text too). */
@@ -363,14 +363,14 @@ START_TEST(test_spec_30)
 	    "\"weird\":{\"type\":\"string\"},"
 	    "\"id\":{\"type\":\"integer\",\"format\":\"int64\",\"readOnly\":true}},"
 	    "\"required\":[\"name\",\"id\"]}");
-	ck_assert_int_eq(openapi_op_wraps(openapi_spec_find(spec, "getPet")), 0);
+	ck_assert_int_eq(openapi_spec_op_wraps(openapi_spec_find(spec, "getPet")), 0);
 
 	/* An array response is wrapped; exclusiveMaximum: true made 2020-12. */
 	json_is(tool_at(spec, "listPets", "outputSchema/required"),
 	    "[\"result\"]");
 	json_is(tool_at(spec, "listPets",
 	    "outputSchema/properties/result/type"), "\"array\"");
-	ck_assert_int_eq(openapi_op_wraps(openapi_spec_find(spec, "listPets")),
+	ck_assert_int_eq(openapi_spec_op_wraps(openapi_spec_find(spec, "listPets")),
 	    1);
 	json_is(tool_at(spec, "listPets", "inputSchema/properties/limit"),
 	    "{\"type\":\"integer\",\"minimum\":1,\"exclusiveMaximum\":100}");
