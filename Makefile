@@ -3,7 +3,8 @@
 # (memory and redis event logs) under ASan/UBSan/LSan.
 
 CC	?= cc
-PKGS	 = libevent libevent_openssl libcjson hiredis libbsd-overlay libssl libcrypto yaml-0.1
+PKGS	 = libevent libevent_openssl libcjson hiredis libbsd-overlay libssl \
+	   libcrypto yaml-0.1
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
@@ -15,7 +16,8 @@ LDLIBS	+= $(PKG_LIBS) -lm
 
 # src/ has a folder per layer (docs/architecture.md); file names are unique
 # across them, so the objects stay side by side in $(BUILD).
-SRCDIRS	 = core conf http session mcp providers upstream openapi auth eventlog util
+SRCDIRS	 = core conf http session mcp providers upstream openapi auth eventlog \
+	   util
 vpath %.c $(SRCDIRS:%=src/%)
 SRCS	 = $(filter-out src/core/main.c,$(wildcard $(SRCDIRS:%=src/%/*.c)))
 OBJS	 = $(patsubst %.c,$(BUILD)/%.o,$(notdir $(SRCS)))

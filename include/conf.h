@@ -151,7 +151,7 @@ struct conf_openapi {
 	char			*name;
 	int			 line;		/* of "openapi NAME {" */
 	char			*spec;		/* an absolute path, or a URL */
-	int			 spec_url;	/* spec is http:// or https:// */
+	int			 spec_url;	/* http:// or https:// */
 	char			*base_url;	/* NULL: the spec's server */
 	char			*prefix;	/* "" if none */
 	char			**allow;	/* operations allow: patterns */

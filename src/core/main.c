@@ -99,7 +99,7 @@ main(int argc, char **argv)
 		conf_free(conf);
 		return (0);
 	}
-	/* A document file that cannot make tools stops mcpd, as a conf error. */
+	/* A document that cannot make tools stops mcpd as a conf error does. */
 	if (provider_openapi_check(conf, NULL, 0, &cause) != 0) {
 		fprintf(stderr, "mcpd: %s\n", cause);
 		free(cause);

@@ -42,7 +42,8 @@ name_ok(const char *s)
 	if (len == 0 || len > OPENAPI_NAME_MAX)
 		return (0);
 	for (i = 0; i < len; i++) {
-		if (!isalnum((unsigned char)s[i]) && strchr("_-.", s[i]) == NULL)
+		if (!isalnum((unsigned char)s[i]) &&
+		    strchr("_-.", s[i]) == NULL)
 			return (0);
 	}
 	return (1);
@@ -153,8 +154,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK(openapi_spec_find(spec, name) == op,
 		    "tool %s is not found by its name", name);
 		for (j = i + 1; j < openapi_spec_count(spec); j++)
-			FUZZ_CHECK(strcmp(openapi_spec_op_name(openapi_spec_op(spec,
-			    j)), name) != 0, "tool %s twice", name);
+			FUZZ_CHECK(strcmp(openapi_spec_op_name(
+			    openapi_spec_op(spec, j)), name) != 0,
+			    "tool %s twice", name);
 		FUZZ_CHECK(strcmp(cJSON_GetStringValue(
 		    cJSON_GetObjectItemCaseSensitive(tool, "name")), name) == 0,
 		    "the tool's name is not its operation's: %s", name);

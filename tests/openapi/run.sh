@@ -35,8 +35,8 @@ node "$dir/openapi_test.mjs" --mcpd "$bin" "$@" | tee "$out" || status=$?
 # tee hides node's status from a plain sh pipeline: read it from the output.
 n='\([0-9]*\)'
 # shellcheck disable=SC2046 # the three numbers, or nothing
-set -- $(sed -n "s/^openapi_test: $n passed, $n failed, $n skipped\$/\1 \2 \3/p" \
-    "$out" | tail -n 1)
+sum="s/^openapi_test: $n passed, $n failed, $n skipped\$/\1 \2 \3/p"
+set -- $(sed -n "$sum" "$out" | tail -n 1)
 if [ $# -ne 3 ]; then
 	echo "FAIL openapi_test.mjs printed its summary"
 	echo "0 passed, 1 failed, 0 skipped"

@@ -59,6 +59,7 @@ server_cb(struct evhttp_request *req, void *arg)
 	struct evkeyvalq *in = evhttp_request_get_input_headers(req);
 	struct evbuffer	*body = evhttp_request_get_input_buffer(req);
 	const char	*h;
+	enum evhttp_cmd_type cmd;
 	int		 i;
 
 	char		*addr;
@@ -79,9 +80,11 @@ server_cb(struct evhttp_request *req, void *arg)
 		evhttp_send_reply(req, 200, "OK", buf);
 	} else if (strcmp(uri, "/echo?q=1") == 0) {
 		h = evhttp_find_header(in, "X-Who");
-		evbuffer_add_printf(buf, "%s %s ", evhttp_request_get_command(
-		    req) == EVHTTP_REQ_POST ? "POST" : evhttp_request_get_command(
-		    req) == EVHTTP_REQ_PATCH ? "PATCH" : "?", h != NULL ? h : "-");
+		cmd = evhttp_request_get_command(req);
+		evbuffer_add_printf(buf, "%s %s ",
+		    cmd == EVHTTP_REQ_POST ? "POST" :
+		    cmd == EVHTTP_REQ_PATCH ? "PATCH" : "?",
+		    h != NULL ? h : "-");
 		evbuffer_add_buffer(buf, body);
 		evhttp_send_reply(req, 201, "Created", buf);
 	} else if (strcmp(uri, "/big") == 0) {

@@ -136,7 +136,8 @@ START_TEST(test_yaml_core_schema)
 	json_is(v, "{\"a\":\"yes\",\"b\":true,\"c\":15,\"d\":31,\"e\":1500,"
 	    "\"f\":null,\"g\":\"true\",\"h\":12,\"i\":\".inf\",\"j\":\"1.0.3\","
 	    "\"200\":\"ok\",\"k\":-7,\"l\":null,\"m\":\"on\",\"n\":\"x: y\","
-	    "\"o\":null,\"p\":\"two\\nlines\\n\",\"q\":[1,\"two\",{\"r\":\"s\"}],"
+	    "\"o\":null,\"p\":\"two\\nlines\\n\","
+	    "\"q\":[1,\"two\",{\"r\":\"s\"}],"
 	    "\"t\":\"123\",\"u\":42}");
 	cJSON_Delete(v);
 }
@@ -227,16 +228,19 @@ static const char spec30[] =
 "paths:\n"
 "  /pets/{petId}:\n"
 "    parameters:\n"
-"      - {name: petId, in: path, required: true, schema: {type: integer, format: int64}}\n"
+"      - {name: petId, in: path, required: true, schema: {type: integer, "
+"format: int64}}\n"
 "    get:\n"
 "      operationId: getPet\n"
 "      summary: One pet\n"
 "      description: The pet with this id.\n"
 "      parameters:\n"
-"        - {name: fields, in: query, style: form, explode: false, schema: {type: array, items: {type: string}}}\n"
+"        - {name: fields, in: query, style: form, explode: false, schema: "
+"{type: array, items: {type: string}}}\n"
 "        - {name: X-Trace, in: header, schema: {type: string}}\n"
 "        - {name: Authorization, in: header, schema: {type: string}}\n"
-"        - {name: petId, in: query, description: shadowing, schema: {type: string}}\n"
+"        - {name: petId, in: query, description: shadowing, schema: {type: "
+"string}}\n"
 "      responses:\n"
 "        '200':\n"
 "          description: ok\n"
@@ -251,13 +255,15 @@ static const char spec30[] =
 "      operationId: listPets\n"
 "      x-internal: true\n"
 "      parameters:\n"
-"        - {name: limit, in: query, schema: {type: integer, minimum: 1, maximum: 100, exclusiveMaximum: true}}\n"
+"        - {name: limit, in: query, schema: {type: integer, minimum: 1, "
+"maximum: 100, exclusiveMaximum: true}}\n"
 "      responses:\n"
 "        '200':\n"
 "          description: ok\n"
 "          content:\n"
 "            application/json:\n"
-"              schema: {type: array, items: {$ref: '#/components/schemas/Pet'}}\n"
+"              schema: {type: array, items: {$ref: "
+"'#/components/schemas/Pet'}}\n"
 "    post:\n"
 "      operationId: createPet\n"
 "      requestBody:\n"
@@ -326,7 +332,8 @@ START_TEST(test_spec_30)
 	spec = spec_ok(spec30, &o);
 	ck_assert_str_eq(openapi_spec_version(spec), "3.0.3");
 	ck_assert_str_eq(openapi_spec_title(spec), "Pets");
-	ck_assert_str_eq(openapi_spec_server(spec), "https://api.example.com/v1");
+	ck_assert_str_eq(openapi_spec_server(spec),
+	    "https://api.example.com/v1");
 	/* getPet, delete_pets_petId, listPets, createPet, getTree */
 	ck_assert_uint_eq(openapi_spec_count(spec), 5);
 	ck_assert_uint_eq(openapi_spec_skipped(spec), 2);
@@ -356,22 +363,24 @@ START_TEST(test_spec_30)
 	    "{\"type\":\"object\",\"properties\":{"
 	    "\"name\":{\"type\":\"string\",\"examples\":[\"Rex\"]},"
 	    "\"tag\":{\"type\":[\"string\",\"null\"]},"
-	    "\"kind\":{\"type\":[\"string\",\"null\"],\"enum\":[\"cat\",\"dog\","
-	    "null]},"
+	    "\"kind\":{\"type\":[\"string\",\"null\"],"
+	    "\"enum\":[\"cat\",\"dog\",null]},"
 	    "\"phone\":{\"type\":\"string\"},"
 	    "\"stamp\":{\"type\":\"string\",\"readOnly\":true},"
 	    "\"weird\":{\"type\":\"string\"},"
-	    "\"id\":{\"type\":\"integer\",\"format\":\"int64\",\"readOnly\":true}},"
+	    "\"id\":{\"type\":\"integer\",\"format\":\"int64\","
+	    "\"readOnly\":true}},"
 	    "\"required\":[\"name\",\"id\"]}");
-	ck_assert_int_eq(openapi_spec_op_wraps(openapi_spec_find(spec, "getPet")), 0);
+	ck_assert_int_eq(openapi_spec_op_wraps(openapi_spec_find(spec,
+	    "getPet")), 0);
 
 	/* An array response is wrapped; exclusiveMaximum: true made 2020-12. */
 	json_is(tool_at(spec, "listPets", "outputSchema/required"),
 	    "[\"result\"]");
 	json_is(tool_at(spec, "listPets",
 	    "outputSchema/properties/result/type"), "\"array\"");
-	ck_assert_int_eq(openapi_spec_op_wraps(openapi_spec_find(spec, "listPets")),
-	    1);
+	ck_assert_int_eq(openapi_spec_op_wraps(openapi_spec_find(spec,
+	    "listPets")), 1);
 	json_is(tool_at(spec, "listPets", "inputSchema/properties/limit"),
 	    "{\"type\":\"integer\",\"minimum\":1,\"exclusiveMaximum\":100}");
 
@@ -414,7 +423,8 @@ static const char spec31[] =
 "\"responses\":{\"2XX\":{\"description\":\"ok\"}}}}},"
 "\"components\":{\"schemas\":{\"Thing\":{\"type\":\"object\","
 "\"description\":\"A thing\",\"properties\":{\"n\":{\"type\":[\"integer\","
-"\"null\"],\"exclusiveMinimum\":0,\"const\":3},\"nullable\":{\"nullable\":true}}},"
+"\"null\"],\"exclusiveMinimum\":0,\"const\":3},"
+"\"nullable\":{\"nullable\":true}}},"
 "\"Q\":{\"type\":\"string\",\"maxLength\":9}}}}";
 
 START_TEST(test_spec_31)
@@ -495,8 +505,8 @@ ref_chain(int n)
 	    "\"query\",\"schema\":{\"$ref\":\"#/components/schemas/S0\"}}],"
 	    "\"responses\":{}}}},\"components\":{\"schemas\":{");
 	for (i = 0; i < n; i++)
-		p += sprintf(p, "\"S%d\":{\"$ref\":\"#/components/schemas/S%d\"},",
-		    i, i + 1);
+		p += sprintf(p, "\"S%d\":{\"$ref\":"
+		    "\"#/components/schemas/S%d\"},", i, i + 1);
 	sprintf(p, "\"S%d\":{\"type\":\"string\"}}}}", n);
 	return (text);
 }
@@ -560,7 +570,8 @@ START_TEST(test_spec_skips)
 	/* A schema deeper than max_depth. */
 	o.max_depth = 4;
 	text = xmalloc(4096);
-	p = text + sprintf(text, "{\"openapi\":\"3.0.0\",\"info\":{},\"paths\":{"
+	p = text + sprintf(text, "{\"openapi\":\"3.0.0\",\"info\":{},"
+	    "\"paths\":{"
 	    "\"/deep\":{\"get\":{\"operationId\":\"deep\",\"parameters\":[{"
 	    "\"name\":\"q\",\"in\":\"query\",\"schema\":");
 	for (i = 0; i < 6; i++)
@@ -592,14 +603,16 @@ START_TEST(test_spec_skips)
 	 */
 	o = options();
 	text = xmalloc(8192);
-	p = text + sprintf(text, "{\"openapi\":\"3.0.0\",\"info\":{},\"paths\":{"
+	p = text + sprintf(text, "{\"openapi\":\"3.0.0\",\"info\":{},"
+	    "\"paths\":{"
 	    "\"/bomb\":{\"get\":{\"operationId\":\"bomb\",\"parameters\":[{"
 	    "\"name\":\"q\",\"in\":\"query\",\"schema\":{\"$ref\":"
 	    "\"#/components/schemas/D0\"}}],\"responses\":{}}}},"
 	    "\"components\":{\"schemas\":{");
 	for (i = 0; i < 20; i++)
 		p += sprintf(p, "\"D%d\":{\"type\":\"object\",\"properties\":{"
-		    "\"a\":{\"$ref\":\"#/components/schemas/D%d\"},\"b\":{\"$ref\":"
+		    "\"a\":{\"$ref\":\"#/components/schemas/D%d\"},"
+		    "\"b\":{\"$ref\":"
 		    "\"#/components/schemas/D%d\"}}},", i, i + 1, i + 1);
 	sprintf(p, "\"D20\":{\"type\":\"string\"}}}}");
 	o.max_depth = 64;
@@ -625,16 +638,23 @@ static const char spec_req[] =
 "      operationId: put\n"
 "      parameters:\n"
 "        - {name: id, in: path, required: true, schema: {type: string}}\n"
-"        - {name: label, in: path, required: true, style: label, explode: true, schema: {type: array}}\n"
-"        - {name: matrix, in: path, required: true, style: matrix, schema: {type: object}}\n"
+"        - {name: label, in: path, required: true, style: label, explode: "
+"true, schema: {type: array}}\n"
+"        - {name: matrix, in: path, required: true, style: matrix, schema: "
+"{type: object}}\n"
 "        - {name: tags, in: query, schema: {type: array}}\n"
 "        - {name: csv, in: query, explode: false, schema: {type: array}}\n"
-"        - {name: sp, in: query, style: spaceDelimited, explode: false, schema: {type: array}}\n"
-"        - {name: pipe, in: query, style: pipeDelimited, explode: false, schema: {type: array}}\n"
-"        - {name: filter, in: query, style: deepObject, explode: true, schema: {type: object}}\n"
+"        - {name: sp, in: query, style: spaceDelimited, explode: false, "
+"schema: {type: array}}\n"
+"        - {name: pipe, in: query, style: pipeDelimited, explode: false, "
+"schema: {type: array}}\n"
+"        - {name: filter, in: query, style: deepObject, explode: true, schema: "
+"{type: object}}\n"
 "        - {name: obj, in: query, schema: {type: object}}\n"
-"        - {name: raw, in: query, allowReserved: true, schema: {type: string}}\n"
-"        - {name: j, in: query, content: {application/json: {schema: {type: object}}}}\n"
+"        - {name: raw, in: query, allowReserved: true, schema: {type: "
+"string}}\n"
+"        - {name: j, in: query, content: {application/json: {schema: {type: "
+"object}}}}\n"
 "        - {name: X-Ids, in: header, schema: {type: array}}\n"
 "        - {name: session, in: cookie, schema: {type: string}}\n"
 "        - {name: prefs, in: cookie, explode: false, schema: {type: array}}\n"
@@ -742,9 +762,12 @@ START_TEST(test_request_styles)
 	spec = spec_ok("openapi: 3.0.0\ninfo: {}\npaths:\n"
 	    "  /{a}/{b}/{c}/{d}/x y%2F:z:\n    get:\n      operationId: s\n"
 	    "      parameters:\n"
-	    "        - {name: a, in: path, required: true, style: matrix, schema: {}}\n"
-	    "        - {name: b, in: path, required: true, style: label, schema: {}}\n"
-	    "        - {name: c, in: path, required: true, style: matrix, explode: true, schema: {}}\n"
+	    "        - {name: a, in: path, required: true, style: matrix, "
+	        "schema: {}}\n"
+	    "        - {name: b, in: path, required: true, style: label, "
+	        "schema: {}}\n"
+	    "        - {name: c, in: path, required: true, style: matrix, "
+	        "explode: true, schema: {}}\n"
 	    "        - {name: d, in: path, required: true, schema: {}}\n"
 	    "        - {name: e, in: query, explode: false, schema: {}}\n"
 	    "      responses: {}\n", &o);
@@ -769,7 +792,8 @@ START_TEST(test_conf_block)
 {
 	const struct conf_openapi	*oa;
 	struct conf			*conf;
-	char				 key[] = "/tmp/mcpd-test-openapi.XXXXXX";
+	char				 key[] =
+	    "/tmp/mcpd-test-openapi.XXXXXX";
 	char				*text;
 	FILE				*f;
 	int				 fd;
@@ -870,8 +894,9 @@ START_TEST(test_conf_errors)
 	    "t.conf:4: header: header x-a is given twice");
 	expect_error("openapi a {\n spec /a\n header \"X A\" 1\n}\n",
 	    "t.conf:3: header: invalid header name \"X A\"");
-	expect_error_has("openapi a {\n spec /a\n header X-A file:/nonexistent/k\n"
-	    "}\n", "t.conf:3: header: \"/nonexistent/k\": No such file");
+	expect_error_has("openapi a {\n spec /a\n"
+	    " header X-A file:/nonexistent/k\n}\n",
+	    "t.conf:3: header: \"/nonexistent/k\": No such file");
 	expect_error("openapi a {\n spec /a\n header X-A file:rel\n}\n",
 	    "t.conf:3: header: file:rel is not an absolute path");
 	expect_error_has("openapi a {\n spec /a\n max_schema_depth 2\n}\n",
