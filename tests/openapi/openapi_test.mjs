@@ -46,7 +46,9 @@ import { fileURLToPath } from 'node:url';
 import Ajv2020 from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import {
+	StreamableHTTPClientTransport
+} from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
 	CallToolResultSchema,
 	ToolListChangedNotificationSchema
@@ -78,8 +80,8 @@ async function stopAll() {
 	while (daemons.length > 0) {
 		const d = daemons.pop();
 		const why = await d.stop();
-		check(`mcpd ${d.name} stopped cleanly (exit 0, no sanitizer report)`,
-		    why === null, why ?? undefined);
+		check(`mcpd ${d.name} stopped cleanly (exit 0, no sanitizer ` +
+		    'report)', why === null, why ?? undefined);
 	}
 	for (const s of servers.splice(0))
 		s.close();
@@ -99,13 +101,15 @@ function freePort() {
 }
 
 function openapiBlock(name, lines) {
-	return [`openapi ${name} {`, ...lines.map(l => `    ${l}`), '}'].join('\n');
+	return [`openapi ${name} {`, ...lines.map(l => `    ${l}`), '}']
+	    .join('\n');
 }
 
 /* A client of mcpd's endpoint; records tools/list_changed. */
 async function connect(url, name) {
 	const transport = new StreamableHTTPClientTransport(url);
-	const client = new Client({ name, version: '1.0.0' }, { capabilities: {} });
+	const client = new Client({ name, version: '1.0.0' },
+	    { capabilities: {} });
 	const changed = [];
 	client.setNotificationHandler(ToolListChangedNotificationSchema,
 	    n => changed.push(n));
@@ -146,7 +150,8 @@ const errText = e => `${e?.code ?? ''} ${e?.message ?? String(e)}`;
 
 async function startPrism(spec) {
 	const port = await freePort();
-	const proc = spawn(PRISM, ['mock', '-h', '127.0.0.1', '-p', String(port), spec],
+	const proc = spawn(PRISM,
+	    ['mock', '-h', '127.0.0.1', '-p', String(port), spec],
 	    { stdio: ['ignore', 'pipe', 'pipe'] });
 	children.push(proc);
 	let log = '';
@@ -158,6 +163,10 @@ async function startPrism(spec) {
 		throw new Error(`prism did not start on ${spec}:\n${log}`);
 	return { port, proc, log: () => log };
 }
+
+/* Where the keys are property names, not keywords. */
+const NAMES_AT =
+    /\/(properties|patternProperties|\$defs|dependentSchemas)$/;
 
 /* Keywords of OpenAPI that a JSON Schema must not carry. */
 function openapiLeftovers(schema, where = '') {
@@ -171,9 +180,10 @@ function openapiLeftovers(schema, where = '') {
 			return;
 		for (const [k, x] of Object.entries(v)) {
 			/* Property names are the API's, not keywords. */
-			const inNames = /\/(properties|patternProperties|\$defs|dependentSchemas)$/.test(p);
-			if (!inNames && (['nullable', 'discriminator', 'example', 'xml',
-			    'externalDocs'].includes(k) || k.startsWith('x-')))
+			const inNames = NAMES_AT.test(p);
+			if (!inNames && (['nullable', 'discriminator',
+			    'example', 'xml', 'externalDocs'].includes(k) ||
+			    k.startsWith('x-')))
 				bad.push(`${p}/${k}`);
 			walk(x, `${p}/${k}`);
 		}
@@ -188,31 +198,39 @@ const ISBN = '978-0-13-110362-7';
 const GOOD = {
 	listPets: { limit: 5, tags: ['a', 'b'], status: 'available' },
 	createPet: { body: { name: 'Rex', species: 'dog', tags: ['x'],
-	    owner: { name: 'Ann', address: { street: 'Main', city: 'Oslo' } } } },
+	    owner: { name: 'Ann',
+		address: { street: 'Main', city: 'Oslo' } } } },
 	getPet: { petId: 7 },
 	updatePet: { petId: 7, body: { name: 'Rex' } },
-	deletePet: { petId: 7, 'X-Request-Id': '3fa85f64-5717-4562-b3fc-2c963f66afa6' },
+	deletePet: { petId: 7,
+	    'X-Request-Id': '3fa85f64-5717-4562-b3fc-2c963f66afa6' },
 	patchPet: { petId: 7, body: { status: 'sold' } },
 	listPhotos: { petId: 7, page: 1, per_page: 10 },
-	addPhoto: { petId: 7, body: { url: 'https://example.com/p.jpg', caption: 'hi' } },
-	addVaccination: { petId: 7, body: { vaccine: 'rabies', date: '2024-01-02', notes: 'ok' } },
-	searchPets: { q: 'rex', fields: ['id', 'name'], filter: { species: 'dog', minAge: 2 } },
+	addPhoto: { petId: 7,
+	    body: { url: 'https://example.com/p.jpg', caption: 'hi' } },
+	addVaccination: { petId: 7,
+	    body: { vaccine: 'rabies', date: '2024-01-02', notes: 'ok' } },
+	searchPets: { q: 'rex', fields: ['id', 'name'],
+	    filter: { species: 'dog', minAge: 2 } },
 	getInventory: {},
 	placeOrder: { body: { items: [{ petId: 1, quantity: 2 }],
 	    shipping: { address: { street: 'Main', zip: '12345' } } } },
 	getOrder: { orderId: 'ord-12' },
 	cancelOrder: { orderId: 'ord-12' },
-	createUser: { body: { username: 'ann', email: 'ann@example.com', phone: null,
-	    password: 'pw' } },
+	createUser: { body: { username: 'ann', email: 'ann@example.com',
+	    phone: null, password: 'pw' } },
 	getUserByName: { username: 'ann', session: 'abc' },
 	listUserPets: { username: 'ann', status: ['available', 'sold'] },
 	listCategories: {},
 	health: {},
 
-	listBooks: { author: 'Knuth', genre: 'science', year: 1968, tags: ['classic', 'cs'] },
-	createBook: { body: { isbn: ISBN, title: 'TAOCP', subtitle: null, genre: 'science',
-	    format: 'print', authors: [{ name: 'Knuth', born: 1938 }],
-	    published: { year: 1968, publisher: { name: 'AW', city: 'Reading' } } } },
+	listBooks: { author: 'Knuth', genre: 'science', year: 1968,
+	    tags: ['classic', 'cs'] },
+	createBook: { body: { isbn: ISBN, title: 'TAOCP', subtitle: null,
+	    genre: 'science', format: 'print',
+	    authors: [{ name: 'Knuth', born: 1938 }],
+	    published: { year: 1968,
+		publisher: { name: 'AW', city: 'Reading' } } } },
 	getBook: { isbn: ISBN },
 	replaceBook: { isbn: ISBN, body: { isbn: ISBN, title: 'T' } },
 	patchBook: { isbn: ISBN, body: { copies: 3 } },
@@ -238,7 +256,8 @@ const BAD = [
 	['getOrder', { orderId: 'bad' }, 'pattern'],
 	['placeOrder', { body: { items: [] } }, 'minItems'],
 	['listBooks', { year: 1000 }, 'exclusiveMinimum'],
-	['getMember', { memberId: 3, 'X-Library-Branch': 'east' }, 'allowed values'],
+	['getMember', { memberId: 3, 'X-Library-Branch': 'east' },
+	    'allowed values'],
 	['addReview', { isbn: ISBN, body: { rating: 9 } }, 'maximum']
 ];
 
@@ -246,27 +265,32 @@ async function groupPrism() {
 	setGroup('prism');
 	let p30, p31;
 	try {
-		[p30, p31] = await Promise.all([startPrism(PETSHOP), startPrism(LIBRARY)]);
+		[p30, p31] = await Promise.all([startPrism(PETSHOP),
+		    startPrism(LIBRARY)]);
 	} catch (err) {
 		check('Prism starts', false, err.message);
 		return;
 	}
 	const d = await mcpd('prism', [
-		openapiBlock('shop', [`spec ${PETSHOP}`, `base_url http://127.0.0.1:${p30.port}`]),
+		openapiBlock('shop', [`spec ${PETSHOP}`,
+		    `base_url http://127.0.0.1:${p30.port}`]),
 		openapiBlock('library', [`spec ${LIBRARY}`,
-		    `base_url http://127.0.0.1:${p31.port}`, 'header X-Client mcpd-test'])
+		    `base_url http://127.0.0.1:${p31.port}`,
+		    'header X-Client mcpd-test'])
 	].join('\n'));
 	const c = await connect(d.url, 'prism');
 	const { client } = c;
 	const caps = client.getServerCapabilities() ?? {};
-	check('tools capability with listChanged', caps.tools?.listChanged === true, caps);
+	check('tools capability with listChanged',
+	    caps.tools?.listChanged === true, caps);
 
 	const tools = (await client.listTools()).tools;
 	const names = tools.map(t => t.name);
 	const want = Object.keys(GOOD);
 	check(`tools/list has the ${want.length} operations of both documents`,
 	    want.every(n => names.includes(n)) && names.length === want.length,
-	    `missing ${want.filter(n => !names.includes(n))}; extra ${names.filter(n => !want.includes(n))}`);
+	    `missing ${want.filter(n => !names.includes(n))}; ` +
+	    `extra ${names.filter(n => !want.includes(n))}`);
 
 	const ajv = new Ajv2020({ strict: false, allErrors: true });
 	addFormats(ajv);
@@ -278,7 +302,8 @@ async function groupPrism() {
 			if (s === undefined)
 				continue;
 			if (!ajv.validateSchema(s)) {
-				bad.push(`${t.name}.${key}: ${ajv.errorsText(ajv.errors)}`);
+				bad.push(`${t.name}.${key}: ` +
+				    ajv.errorsText(ajv.errors));
 				continue;
 			}
 			try {
@@ -286,41 +311,49 @@ async function groupPrism() {
 				if (key === 'outputSchema')
 					outputs[t.name] = v;
 				else if (GOOD[t.name] && !v(GOOD[t.name]))
-					argsBad.push(`${t.name}: ${ajv.errorsText(v.errors)}`);
+					argsBad.push(`${t.name}: ` +
+					    ajv.errorsText(v.errors));
 			} catch (err) {
 				bad.push(`${t.name}.${key}: ${err.message}`);
 			}
-			leftovers.push(...openapiLeftovers(s, `${t.name}.${key}`));
+			leftovers.push(...openapiLeftovers(s,
+			    `${t.name}.${key}`));
 		}
 		if (t.inputSchema?.type !== 'object' || (t.outputSchema &&
 		    t.outputSchema.type !== 'object'))
-			bad.push(`${t.name}: a schema whose type is not object`);
+			bad.push(`${t.name}: a schema whose type is not ` +
+			    'object');
 	}
-	check('every inputSchema and outputSchema is a valid JSON Schema 2020-12 (ajv)',
-	    bad.length === 0, bad);
-	check('no OpenAPI keyword left in them (nullable, discriminator, example, x-...)',
-	    leftovers.length === 0, leftovers);
-	check('the test\'s good arguments fit the inputSchemas', argsBad.length === 0, argsBad);
+	check('every inputSchema and outputSchema is a valid JSON Schema ' +
+	    '2020-12 (ajv)', bad.length === 0, bad);
+	check('no OpenAPI keyword left in them (nullable, discriminator, ' +
+	    'example, x-...)', leftovers.length === 0, leftovers);
+	check('the test\'s good arguments fit the inputSchemas',
+	    argsBad.length === 0, argsBad);
 	const withOutput = tools.filter(t => t.outputSchema).length;
-	check('outputSchema where one 2xx JSON response is declared (most tools)',
-	    withOutput >= 25, withOutput);
+	check('outputSchema where one 2xx JSON response is declared ' +
+	    '(most tools)', withOutput >= 25, withOutput);
 
 	const getPet = tools.find(t => t.name === 'getPet');
 	check('3.0 nullable made a type with null; readOnly id kept in output',
-	    JSON.stringify(getPet?.outputSchema?.properties?.species?.type) === '["string","null"]' &&
-	    getPet?.outputSchema?.required?.includes('id'), getPet?.outputSchema);
+	    JSON.stringify(getPet?.outputSchema?.properties?.species?.type) ===
+	    '["string","null"]' &&
+	    getPet?.outputSchema?.required?.includes('id'),
+	    getPet?.outputSchema);
 	const createPet = tools.find(t => t.name === 'createPet');
-	check('the request body is "body", required; readOnly left out of input',
+	check('the request body is "body", required; readOnly left out of ' +
+	    'input',
 	    createPet?.inputSchema?.required?.includes('body') &&
 	    createPet.inputSchema.properties.body.properties.id === undefined,
 	    createPet?.inputSchema);
 	const cats = tools.find(t => t.name === 'listCategories');
 	check('a recursive schema refers to itself through $defs',
-	    cats?.outputSchema?.$defs?.Category?.properties?.children?.items?.$ref ===
-	    '#/$defs/Category', cats?.outputSchema);
+	    cats?.outputSchema?.$defs?.Category?.properties?.children?.items
+	    ?.$ref === '#/$defs/Category', cats?.outputSchema);
 	const author = tools.find(t => t.name === 'getAuthor');
 	check('3.1: a description beside a $ref applies',
-	    author?.outputSchema?.description === 'The author, with a description beside the $ref',
+	    author?.outputSchema?.description ===
+	    'The author, with a description beside the $ref',
 	    author?.outputSchema);
 
 	/* Every tool, good arguments: Prism's validation passes them. */
@@ -328,38 +361,46 @@ async function groupPrism() {
 	for (const [name, args] of Object.entries(GOOD)) {
 		const r = await call(client, name, args);
 		if (r.err || r.res.isError) {
-			failed.push(`${name}: ${r.err ? errText(r.err) : textOf(r.res).slice(0, 400)}`);
+			failed.push(`${name}: ` + (r.err ? errText(r.err) :
+			    textOf(r.res).slice(0, 400)));
 			continue;
 		}
 		const v = outputs[name];
 		if (v && !v(r.res.structuredContent))
-			failed.push(`${name}: structuredContent: ${ajv.errorsText(v.errors)}`);
+			failed.push(`${name}: structuredContent: ` +
+			    ajv.errorsText(v.errors));
 		if (!v && !/^HTTP 2\d\d \(no content\)$/.test(textOf(r.res)) &&
 		    r.res.content.length === 0)
 			failed.push(`${name}: no content`);
 	}
-	check(`all ${want.length} tools called through the SDK client: Prism took every ` +
-	    'request, and each structuredContent fits its outputSchema', failed.length === 0, failed);
+	check(`all ${want.length} tools called through the SDK client: ` +
+	    'Prism took every request, and each structuredContent fits its ' +
+	    'outputSchema', failed.length === 0, failed);
 
 	const pets = await call(client, 'listPets', GOOD.listPets);
-	check('an array response comes as structuredContent {result: [...]} and as text',
-	    Array.isArray(pets.res?.structuredContent?.result) &&
-	    JSON.parse(textOf(pets.res)).length === pets.res.structuredContent.result.length,
+	check('an array response comes as structuredContent {result: [...]} ' +
+	    'and as text', Array.isArray(pets.res?.structuredContent?.result) &&
+	    JSON.parse(textOf(pets.res)).length ===
+	    pets.res.structuredContent.result.length,
 	    pets.res ?? errText(pets.err));
 
 	for (const [name, args, why] of BAD) {
 		const r = await call(client, name, args);
-		check(`${name} ${short(args)}: Prism answers 422, an isError result with status and body`,
-		    r.res?.isError === true && /^HTTP 422 from /.test(textOf(r.res)) &&
+		check(`${name} ${short(args)}: Prism answers 422, an isError ` +
+		    'result with status and body', r.res?.isError === true &&
+		    /^HTTP 422 from /.test(textOf(r.res)) &&
 		    textOf(r.res).includes(why), r.res ?? errText(r.err));
 	}
-	const nf = await call(client, 'getPet', { petId: 77, Prefer: 'code=404' });
+	const nf = await call(client, 'getPet',
+	    { petId: 77, Prefer: 'code=404' });
 	check('a declared 404: isError, HTTP 404 and the body',
-	    nf.res?.isError === true && textOf(nf.res).includes('HTTP 404 from GET') &&
+	    nf.res?.isError === true &&
+	    textOf(nf.res).includes('HTTP 404 from GET') &&
 	    textOf(nf.res).includes('no pet 77'), nf.res ?? errText(nf.err));
 	const unknown = await call(client, 'getPet', { petId: 1, nope: 2 });
 	check('an argument the tool lacks: isError, nothing sent',
-	    unknown.res?.isError === true && textOf(unknown.res).includes("unknown argument 'nope'"),
+	    unknown.res?.isError === true &&
+	    textOf(unknown.res).includes("unknown argument 'nope'"),
 	    unknown.res ?? errText(unknown.err));
 	await c.close();
 	p30.proc.kill();
@@ -385,7 +426,8 @@ paths:
   /status/{code}:
     get:
       operationId: status
-      parameters: [{name: code, in: path, required: true, schema: {type: integer}}]
+      parameters:
+        - {name: code, in: path, required: true, schema: {type: integer}}
       responses: {'200': {description: ok}}
   /echo/{id}:
     get:
@@ -412,7 +454,8 @@ function startApi() {
 		const url = new URL(req.url, 'http://x');
 		const json = (code, v) => {
 			const body = JSON.stringify(v);
-			res.writeHead(code, { 'Content-Type': 'application/json',
+			res.writeHead(code, {
+			    'Content-Type': 'application/json',
 			    'Content-Length': Buffer.byteLength(body) });
 			res.end(body);
 		};
@@ -434,7 +477,8 @@ function startApi() {
 			json(200, { data: 'x'.repeat(n) });
 		} else if (url.pathname.startsWith('/status/')) {
 			const code = Number(url.pathname.slice(8));
-			json(code, { error: `status ${code}`, pad: 'p'.repeat(12000) });
+			json(code, { error: `status ${code}`,
+			    pad: 'p'.repeat(12000) });
 		} else if (url.pathname.startsWith('/echo/')) {
 			const e = { url: req.url, headers: req.headers,
 			    port: req.socket.remotePort };
@@ -445,7 +489,8 @@ function startApi() {
 			if (state.specBroken)
 				json(500, { error: 'down' });
 			else {
-				res.writeHead(200, { 'Content-Type': 'application/yaml' });
+				res.writeHead(200,
+				    { 'Content-Type': 'application/yaml' });
 				res.end(state.spec);
 			}
 		} else
@@ -469,24 +514,29 @@ async function groupLocal() {
 	fs.writeFileSync(keyPath, 'k3y-from-a-file\n');
 	const closed = await freePort();
 	const d = await mcpd('local', [
-		openapiBlock('local', [`spec ${specPath}`, `base_url ${api.url}/`,
-		    'timeout 2', 'max_response 16k', 'max_concurrency 2',
-		    `header X-Api-Key file:${keyPath}`, 'header X-Team "platform team"']),
-		openapiBlock('dead', [`spec ${specPath}`, `base_url http://127.0.0.1:${closed}`,
+		openapiBlock('local', [`spec ${specPath}`,
+		    `base_url ${api.url}/`, 'timeout 2', 'max_response 16k',
+		    'max_concurrency 2',
+		    `header X-Api-Key file:${keyPath}`,
+		    'header X-Team "platform team"']),
+		openapiBlock('dead', [`spec ${specPath}`,
+		    `base_url http://127.0.0.1:${closed}`,
 		    'prefix dead_', 'operations allow echo'])
 	].join('\n'));
 	const c = await connect(d.url, 'local');
 	const { client } = c;
 	const names = (await client.listTools()).tools.map(t => t.name).sort();
 	check('two blocks on one document: prefix and operations allow',
-	    JSON.stringify(names) === '["big","dead_echo","echo","slow","status"]', names);
+	    JSON.stringify(names) ===
+	    '["big","dead_echo","echo","slow","status"]', names);
 
 	/* Header lines, path encoding, query arrays; one connection reused. */
 	api.echoes.length = 0;
 	let r = await call(client, 'echo', { id: 'a b/ü', q: ['x', 'y&z'] });
 	const e = r.res?.structuredContent;
 	check('path and query encoded as the document says',
-	    e?.url === '/echo/a%20b%2F%C3%BC?q=x&q=y%26z', r.res ?? errText(r.err));
+	    e?.url === '/echo/a%20b%2F%C3%BC?q=x&q=y%26z',
+	    r.res ?? errText(r.err));
 	check('header lines sent: one from a file, one with a blank',
 	    e?.headers?.['x-api-key'] === 'k3y-from-a-file' &&
 	    e?.headers?.['x-team'] === 'platform team' &&
@@ -495,13 +545,15 @@ async function groupLocal() {
 		await call(client, 'echo', { id: String(i) });
 	const ports = new Set(api.echoes.map(x => x.port));
 	check('calls in a row go over one kept-alive connection',
-	    api.echoes.length === 4 && ports.size === 1, api.echoes.map(x => x.port));
+	    api.echoes.length === 4 && ports.size === 1,
+	    api.echoes.map(x => x.port));
 
 	/* The block's timeout. */
 	r = await call(client, 'slow', { ms: 10000 });
 	check('past the block\'s timeout: isError naming it',
-	    r.res?.isError === true && /^timeout: GET .*\/slow\?ms=10000 gave no whole response within 2 s/
-	    .test(textOf(r.res)), r.res ?? errText(r.err));
+	    r.res?.isError === true && new RegExp('^timeout: GET .*/slow\\?' +
+	    'ms=10000 gave no whole response within 2 s').test(textOf(r.res)),
+	    r.res ?? errText(r.err));
 
 	/* Cancelled by the client: the request to the API is aborted. */
 	const before = api.aborted, seen = api.slowSeen;
@@ -511,7 +563,8 @@ async function groupLocal() {
 	await waitFor(() => api.slowSeen > seen, 10000);
 	ac.abort();
 	r = await pending;
-	check('the client cancels: the SDK call ends', r.err !== undefined, r.res);
+	check('the client cancels: the SDK call ends', r.err !== undefined,
+	    r.res);
 	const aborted = await waitFor(() => api.aborted > before, 10000);
 	check('the client cancels: mcpd aborts the request to the API', aborted,
 	    { aborted: api.aborted });
@@ -528,19 +581,23 @@ async function groupLocal() {
 	    m.split('\n').filter(l => l.includes('openapi')).join('\n'));
 	r = await call(client, 'echo', { id: 'busy' });
 	check('max_concurrency: a call beyond it is "busy"',
-	    r.res?.isError === true && /^busy: openapi local has 2 calls in flight/.test(textOf(r.res)),
+	    r.res?.isError === true &&
+	    /^busy: openapi local has 2 calls in flight/.test(textOf(r.res)),
 	    r.res ?? errText(r.err));
 	const [a1, a2] = await Promise.all([s1, s2]);
-	check('the two calls in flight finish', a1.res?.structuredContent?.slept === 1500 &&
+	check('the two calls in flight finish',
+	    a1.res?.structuredContent?.slept === 1500 &&
 	    a2.res?.structuredContent?.slept === 1500, [a1.res, a2.res]);
 
 	/* max_response 16k: refused, not cut. */
 	r = await call(client, 'big', { bytes: 16000 });
 	check('a response under max_response comes whole',
-	    r.res?.structuredContent?.data?.length === 16000, r.res ?? errText(r.err));
+	    r.res?.structuredContent?.data?.length === 16000,
+	    r.res ?? errText(r.err));
 	r = await call(client, 'big', { bytes: 17000 });
 	check('a response over max_response is refused, saying so',
-	    r.res?.isError === true && textOf(r.res).includes('more than max_response (16384 bytes)') &&
+	    r.res?.isError === true &&
+	    textOf(r.res).includes('more than max_response (16384 bytes)') &&
 	    r.res.structuredContent === undefined, r.res ?? errText(r.err));
 
 	/* Error statuses, their bodies bounded. */
@@ -549,16 +606,19 @@ async function groupLocal() {
 	check('a 5xx: isError with status and the start of the body',
 	    r.res?.isError === true && t.startsWith('HTTP 503 from GET') &&
 	    t.includes('"error":"status 503"') &&
-	    /\[the body is cut: the first 8192 of 120\d\d bytes are shown\]/.test(t),
+	    new RegExp('\\[the body is cut: the first 8192 of 120\\d\\d ' +
+	    'bytes are shown\\]').test(t),
 	    t.slice(0, 300) + ' ... ' + t.slice(-200));
 	r = await call(client, 'status', { code: 404 });
 	check('a 4xx: isError with status', r.res?.isError === true &&
-	    textOf(r.res).startsWith('HTTP 404 from GET'), r.res ?? errText(r.err));
+	    textOf(r.res).startsWith('HTTP 404 from GET'),
+	    r.res ?? errText(r.err));
 
 	/* Nobody listening. */
 	r = await call(client, 'dead_echo', { id: 'x' });
 	check('a refused connection: isError naming it',
-	    r.res?.isError === true && /^connection failed: GET http:\/\/127\.0\.0\.1:\d+\/echo\/x/
+	    r.res?.isError === true &&
+	    /^connection failed: GET http:\/\/127\.0\.0\.1:\d+\/echo\/x/
 	    .test(textOf(r.res)), r.res ?? errText(r.err));
 	await c.close();
 }
@@ -572,14 +632,18 @@ async function groupReload() {
 	const dir = tmpDir('reload');
 	const specPath = path.join(dir, 'api.yaml');
 	fs.writeFileSync(specPath, LOCAL_SPEC);
-	api.spec = LOCAL_SPEC.replace(/operationId: (\w+)/g, 'operationId: remote_$1');
+	api.spec = LOCAL_SPEC.replace(/operationId: (\w+)/g,
+	    'operationId: remote_$1');
 	const d = await mcpd('reload', [
-		openapiBlock('file', [`spec ${specPath}`, `base_url ${api.url}`]),
-		openapiBlock('url', [`spec ${api.url}/spec`, `base_url ${api.url}`, 'timeout 2'])
+		openapiBlock('file', [`spec ${specPath}`,
+		    `base_url ${api.url}`]),
+		openapiBlock('url', [`spec ${api.url}/spec`,
+		    `base_url ${api.url}`, 'timeout 2'])
 	].join('\n'));
 	const c = await connect(d.url, 'reload');
 	const { client } = c;
-	const list = async () => (await client.listTools()).tools.map(t => t.name).sort();
+	const list = async () => (await client.listTools()).tools
+	    .map(t => t.name).sort();
 	let names = [];
 	const fetched = await waitFor(async () => (names = await list())
 	    .includes('remote_echo'), 10000);
@@ -587,17 +651,21 @@ async function groupReload() {
 	    names.length === 8, names);
 
 	/* The file changes: one operation more, one less. */
-	fs.writeFileSync(specPath, LOCAL_SPEC.replace('operationId: big', 'operationId: huge')
+	fs.writeFileSync(specPath, LOCAL_SPEC
+	    .replace('operationId: big', 'operationId: huge')
 	    .replace(/ {2}\/slow:[^]*?(?= {2}\/big:)/, ''));
 	const heard = c.changed.length;
 	process.kill(d.pid, 'SIGHUP');
-	const took = await waitFor(async () => (names = await list()).includes('huge'), 10000);
-	check('SIGHUP takes up a changed document', took && !names.includes('slow') &&
-	    !names.includes('big'), names);
+	const took = await waitFor(async () => (names = await list())
+	    .includes('huge'), 10000);
+	check('SIGHUP takes up a changed document', took &&
+	    !names.includes('slow') && !names.includes('big'), names);
 	check('the client hears tools/list_changed',
-	    await waitFor(() => c.changed.length > heard, 5000), c.changed.length);
+	    await waitFor(() => c.changed.length > heard, 5000),
+	    c.changed.length);
 	let r = await call(client, 'huge', { bytes: 10 });
-	check('the new tool works', r.res?.structuredContent?.data === 'x'.repeat(10),
+	check('the new tool works',
+	    r.res?.structuredContent?.data === 'x'.repeat(10),
 	    r.res ?? errText(r.err));
 
 	/* A broken document and a failed fetch keep what was served. */
@@ -605,15 +673,18 @@ async function groupReload() {
 	api.specBroken = true;
 	const fetches = api.specFetches;
 	process.kill(d.pid, 'SIGHUP');
-	const logged = await waitFor(() => /openapi file: cannot take .*: YAML line \d+.*; its 3 tools stay/
-	    .test(d.stderr) && /openapi url: cannot fetch .*: HTTP 500; its 4 tools stay/
+	const logged = await waitFor(() => new RegExp('openapi file: cannot ' +
+	    'take .*: YAML line \\d+.*; its 3 tools stay').test(d.stderr) &&
+	    /openapi url: cannot fetch .*: HTTP 500; its 4 tools stay/
 	    .test(d.stderr), 10000);
-	check('a document that does not parse, a fetch that fails: one line each, tools kept',
-	    logged && api.specFetches > fetches, d.tail(8));
+	check('a document that does not parse, a fetch that fails: one line ' +
+	    'each, tools kept', logged && api.specFetches > fetches, d.tail(8));
 	names = await list();
 	check('/metrics counts the failed readings',
-	    /^mcpd_openapi_document_failures_total\{openapi="file"\} 1$/m.test(await metrics(d)) &&
-	    /^mcpd_openapi_document_failures_total\{openapi="url"\} [1-9]/m.test(await metrics(d)));
+	    /^mcpd_openapi_document_failures_total\{openapi="file"\} 1$/m
+	    .test(await metrics(d)) &&
+	    /^mcpd_openapi_document_failures_total\{openapi="url"\} [1-9]/m
+	    .test(await metrics(d)));
 	check('the tools are still served', names.includes('huge') &&
 	    names.includes('remote_echo') && names.length === 7, names);
 	r = await call(client, 'remote_echo', { id: 'kept' });
@@ -622,10 +693,12 @@ async function groupReload() {
 
 	/* The URL answers again, with another document. */
 	api.specBroken = false;
-	api.spec = LOCAL_SPEC.replace('operationId: echo', 'operationId: echo2');
+	api.spec = LOCAL_SPEC.replace('operationId: echo',
+	    'operationId: echo2');
 	fs.writeFileSync(specPath, LOCAL_SPEC);
 	process.kill(d.pid, 'SIGHUP');
-	const again = await waitFor(async () => (names = await list()).includes('echo2') &&
+	const again = await waitFor(async () =>
+	    (names = await list()).includes('echo2') &&
 	    names.includes('slow'), 10000);
 	check('fixed: both documents taken again', again, names);
 	await c.close();
@@ -636,11 +709,14 @@ async function groupReload() {
 
 function mcpdT(conf) {
 	const dir = tmpDir('check');
-	const p = path.join(dir, `t${Math.random().toString(36).slice(2)}.conf`);
+	const p = path.join(dir,
+	    `t${Math.random().toString(36).slice(2)}.conf`);
 	fs.writeFileSync(p, `listen 127.0.0.1:0\neventlog memory\n${conf}\n`);
-	const t = spawnSync(mcpdBin, ['-t', '-c', p], { encoding: 'utf8', timeout: 30000 });
-	const start = spawnSync(mcpdBin, ['-c', p], { encoding: 'utf8', timeout: 30000,
-	    env: { ...process.env, ASAN_OPTIONS: 'detect_leaks=1:exitcode=99' } });
+	const t = spawnSync(mcpdBin, ['-t', '-c', p],
+	    { encoding: 'utf8', timeout: 30000 });
+	const start = spawnSync(mcpdBin, ['-c', p],
+	    { encoding: 'utf8', timeout: 30000, env: { ...process.env,
+	    ASAN_OPTIONS: 'detect_leaks=1:exitcode=99' } });
 	return { t, start };
 }
 
@@ -649,9 +725,12 @@ function refChain(n) {
 	for (let i = 0; i < n; i++)
 		schemas[`S${i}`] = { $ref: `#/components/schemas/S${i + 1}` };
 	schemas[`S${n}`] = { type: 'string' };
-	return JSON.stringify({ openapi: '3.0.3', info: { title: 'x', version: '1' },
-	    paths: { '/a': { get: { operationId: 'a', parameters: [{ name: 'q', in: 'query',
-	    schema: { $ref: '#/components/schemas/S0' } }], responses: {} } } },
+	return JSON.stringify({ openapi: '3.0.3',
+	    info: { title: 'x', version: '1' },
+	    paths: { '/a': { get: { operationId: 'a',
+		parameters: [{ name: 'q', in: 'query',
+		    schema: { $ref: '#/components/schemas/S0' } }],
+		responses: {} } } },
 	    components: { schemas } });
 }
 
@@ -663,23 +742,28 @@ async function groupCheck() {
 		fs.writeFileSync(p, text);
 		return p;
 	};
-	const block = spec => openapiBlock('api', [`spec ${spec}`, 'base_url http://127.0.0.1:9']);
+	const block = spec => openapiBlock('api', [`spec ${spec}`,
+	    'base_url http://127.0.0.1:9']);
 
 	let { t } = mcpdT(block(PETSHOP));
 	check('mcpd -t: configuration ok, a line per tool',
-	    t.status === 0 && /openapi api: 19 tools from .*petshop-3\.0\.yaml \(OpenAPI 3\.0\.3, "Pet shop"\)/
-	    .test(t.stdout) && /openapi api: {3}getPet {2}GET \/pets\/\{petId\}/.test(t.stdout) &&
+	    t.status === 0 && new RegExp('openapi api: 19 tools from ' +
+	    '.*petshop-3\\.0\\.yaml \\(OpenAPI 3\\.0\\.3, "Pet shop"\\)')
+	    .test(t.stdout) &&
+	    /openapi api: {3}getPet {2}GET \/pets\/\{petId\}/.test(t.stdout) &&
 	    /configuration ok/.test(t.stdout), t.stdout + t.stderr);
 	({ t } = mcpdT(openapiBlock('api', [`spec ${LIBRARY}`])));
 	check('mcpd -t: a file whose server is relative needs base_url',
-	    t.status === 1 && t.stderr.includes('the document\'s server "/api" is relative to a ' +
-	    'file: set base_url'), t.stderr);
+	    t.status === 1 && t.stderr.includes('the document\'s server ' +
+	    '"/api" is relative to a file: set base_url'), t.stderr);
 
-	/* A URL's document: fetched by mcpd -t (its server answers meanwhile). */
+	/* A URL's document: fetched by mcpd -t (its server answers). */
 	const api = await startApi();
 	const tconf = path.join(dir, 'url.conf');
-	fs.writeFileSync(tconf, `listen 127.0.0.1:0\neventlog memory\n${openapiBlock('api',
-	    [`spec ${api.url}/spec`, 'header X-Api-Key k'])}\n`);
+	const ublock = openapiBlock('api', [`spec ${api.url}/spec`,
+	    'header X-Api-Key k']);
+	fs.writeFileSync(tconf,
+	    `listen 127.0.0.1:0\neventlog memory\n${ublock}\n`);
 	const checkAsync = () => new Promise(resolve => {
 		const p = spawn(mcpdBin, ['-t', '-c', tconf]);
 		let out = '', err = '';
@@ -689,43 +773,61 @@ async function groupCheck() {
 	});
 	let tu = await checkAsync();
 	check('mcpd -t fetches a URL document and lists its tools',
-	    tu.code === 0 && /openapi api: 4 tools from http:\/\/127\.0\.0\.1:\d+\/spec/
+	    tu.code === 0 &&
+	    /openapi api: 4 tools from http:\/\/127\.0\.0\.1:\d+\/spec/
 	    .test(tu.out) && api.specFetches === 1, tu.out + tu.err);
 	api.specBroken = true;
 	tu = await checkAsync();
 	check('mcpd -t: a URL that answers 500 is an error saying so',
-	    tu.code === 1 && /openapi api: http:\/\/.*\/spec: cannot fetch: HTTP 500/.test(tu.err),
+	    tu.code === 1 &&
+	    /openapi api: http:\/\/.*\/spec: cannot fetch: HTTP 500/
+	    .test(tu.err),
 	    tu.out + tu.err);
 
+	const info = { title: 'x', version: '1' };
+	const ref = n => ({ $ref: `#/components/schemas/${n}` });
+	const letter = i => String.fromCharCode(97 + i);
 	const cases = [
-		['a document that does not parse', write('broken.yaml', 'openapi: 3.0.3\npaths: {a: [}\n'),
+		['a document that does not parse', write('broken.yaml',
+		    'openapi: 3.0.3\npaths: {a: [}\n'),
 		    /openapi api: .*broken\.yaml: YAML line 2/],
-		['not OpenAPI 3', write('swagger.json', '{"swagger": "2.0", "paths": {}}'),
+		['not OpenAPI 3', write('swagger.json',
+		    '{"swagger": "2.0", "paths": {}}'),
 		    /Swagger 2\.0 is not supported: convert it to OpenAPI 3/],
 		['a chain of 100 $refs', write('chain.json', refChain(100)),
-		    /operation GET \/a \(a\): parameter q: a chain of more than 64 \$refs/],
-		['a cycle of $refs', write('cycle.json', JSON.stringify({ openapi: '3.1.0',
-		    info: { title: 'x', version: '1' }, paths: { '/a': { post: { requestBody: {
-		    content: { 'application/json': { schema: { $ref: '#/components/schemas/A' } } } },
-		    responses: {} } } }, components: { schemas: { A: { $ref: '#/components/schemas/B' },
-		    B: { $ref: '#/components/schemas/A' } } } })),
+		    new RegExp('operation GET /a \\(a\\): parameter q: a ' +
+		    'chain of more than 64 \\$refs')],
+		['a cycle of $refs', write('cycle.json', JSON.stringify({
+		    openapi: '3.1.0', info, paths: { '/a': { post: {
+			requestBody: { content: { 'application/json':
+			    { schema: ref('A') } } },
+			responses: {} } } },
+		    components: { schemas: { A: ref('B'), B: ref('A') } } })),
 		    /a cycle of \$refs that never reaches a schema/],
-		['an enum of 5000 values', write('enum.json', JSON.stringify({ openapi: '3.0.3',
-		    info: { title: 'x', version: '1' }, paths: { '/a': { get: { parameters: [{
-		    name: 'e', in: 'query', schema: { type: 'integer', enum: [...Array(5000).keys()] } }],
-		    responses: {} } } } })), /an enum of 5000 values \(more than 1000\)/],
+		['an enum of 5000 values', write('enum.json', JSON.stringify({
+		    openapi: '3.0.3', info, paths: { '/a': { get: {
+			parameters: [{ name: 'e', in: 'query',
+			    schema: { type: 'integer',
+				enum: [...Array(5000).keys()] } }],
+			responses: {} } } } })),
+		    /an enum of 5000 values \(more than 1000\)/],
 		['a YAML alias bomb', write('bomb.yaml', 'openapi: 3.0.3\n' +
 		    'a: &a [x, x, x, x, x, x, x, x, x, x]\n' +
-		    [...Array(8).keys()].map(i => `${String.fromCharCode(98 + i)}: &${String.fromCharCode(98 + i)} [` +
-		    Array(10).fill(`*${String.fromCharCode(97 + i)}`).join(', ') + ']').join('\n') + '\n'),
+		    [...Array(8).keys()].map(i =>
+			`${letter(i + 1)}: &${letter(i + 1)} [` +
+			Array(10).fill(`*${letter(i)}`).join(', ') + ']')
+		    .join('\n') + '\n'),
 		    /more than 1000000 nodes once aliases are expanded/],
-		['a missing file', path.join(dir, 'nowhere.yaml'), /nowhere\.yaml: No such file/]
+		['a missing file', path.join(dir, 'nowhere.yaml'),
+		    /nowhere\.yaml: No such file/]
 	];
 	for (const [what, spec, want] of cases) {
 		const { t: tt, start } = mcpdT(block(spec));
-		check(`mcpd -t refuses ${what}, saying why`, tt.status === 1 && want.test(tt.stderr),
+		check(`mcpd -t refuses ${what}, saying why`,
+		    tt.status === 1 && want.test(tt.stderr),
 		    tt.stderr || tt.stdout);
-		check(`mcpd does not start on ${what}`, start.status === 1 && want.test(start.stderr),
+		check(`mcpd does not start on ${what}`,
+		    start.status === 1 && want.test(start.stderr),
 		    start.stderr || start.status);
 	}
 }
@@ -740,7 +842,8 @@ function sseEvents(text) {
 		for (const line of b.split('\n')) {
 			const m = /^(\w+): ?(.*)$/.exec(line);
 			if (m)
-				e[m[1]] = (e[m[1]] ? e[m[1]] + '\n' : '') + m[2];
+				e[m[1]] = (e[m[1]] ? e[m[1]] + '\n' : '') +
+				    m[2];
 		}
 		return e;
 	});
@@ -755,24 +858,30 @@ async function groupResume() {
 	const d = await mcpd('resume', openapiBlock('api', [`spec ${specPath}`,
 	    `base_url ${api.url}`]), REDIS_URL ? { eventlog: REDIS_URL } : {});
 	if (!REDIS_URL)
-		skip('on the Redis log', 'MCPD_TEST_REDIS_URL is not set; on the memory log');
+		skip('on the Redis log',
+		    'MCPD_TEST_REDIS_URL is not set; on the memory log');
 	const hdr = { 'Content-Type': 'application/json',
 	    Accept: 'application/json, text/event-stream' };
-	let res = await fetch(d.url, { method: 'POST', headers: hdr, body: JSON.stringify({
-	    jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-11-25',
-	    capabilities: {}, clientInfo: { name: 'resume', version: '1' } } }) });
+	let res = await fetch(d.url, { method: 'POST', headers: hdr,
+	    body: JSON.stringify({ jsonrpc: '2.0', id: 1,
+		method: 'initialize', params: {
+		    protocolVersion: '2025-11-25', capabilities: {},
+		    clientInfo: { name: 'resume', version: '1' } } }) });
 	const sid = res.headers.get('mcp-session-id');
 	await res.text();
-	const sh = { ...hdr, 'Mcp-Session-Id': sid, 'MCP-Protocol-Version': '2025-11-25' };
-	await (await fetch(d.url, { method: 'POST', headers: sh, body: JSON.stringify({
-	    jsonrpc: '2.0', method: 'notifications/initialized' }) })).text();
+	const sh = { ...hdr, 'Mcp-Session-Id': sid,
+	    'MCP-Protocol-Version': '2025-11-25' };
+	await (await fetch(d.url, { method: 'POST', headers: sh,
+	    body: JSON.stringify({ jsonrpc: '2.0',
+		method: 'notifications/initialized' }) })).text();
 
 	/* The call; the client reads the priming event and goes away. */
 	const ac = new AbortController();
 	const seen = api.slowSeen;
-	res = await fetch(d.url, { method: 'POST', headers: sh, signal: ac.signal,
-	    body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call',
-	    params: { name: 'slow', arguments: { ms: 1200 } } }) });
+	res = await fetch(d.url, { method: 'POST', headers: sh,
+	    signal: ac.signal, body: JSON.stringify({ jsonrpc: '2.0', id: 2,
+		method: 'tools/call',
+		params: { name: 'slow', arguments: { ms: 1200 } } }) });
 	const reader = res.body.getReader();
 	let text = '';
 	while (!/\n\n/.test(text)) {
@@ -783,13 +892,16 @@ async function groupResume() {
 	}
 	const prime = sseEvents(text)[0]?.id;
 	ac.abort();
-	check('the call\'s response opens with a priming id', /^\d+-0$/.test(prime ?? ''), text);
+	check('the call\'s response opens with a priming id',
+	    /^\d+-0$/.test(prime ?? ''), text);
 	const done = api.slowDone;
 	check('the API answers after the client left (the call was not cut)',
-	    await waitFor(() => api.slowDone > done, 10000) && api.aborted === 0,
+	    await waitFor(() => api.slowDone > done, 10000) &&
+	    api.aborted === 0,
 	    { seen: api.slowSeen - seen, aborted: api.aborted });
 
-	res = await fetch(d.url, { method: 'GET', headers: { ...sh, 'Last-Event-ID': prime } });
+	res = await fetch(d.url, { method: 'GET',
+	    headers: { ...sh, 'Last-Event-ID': prime } });
 	const body = await res.text();
 	const events = sseEvents(body);
 	const answer = events.find(e => e.data && e.data.includes('"id":2'));
@@ -816,8 +928,8 @@ async function main() {
 	mcpdBin = path.resolve(args[i + 1]);
 	args.splice(i, 2);
 	const groups = args.length > 0 ? args : ALL;
-	const runs = { prism: groupPrism, local: groupLocal, reload: groupReload,
-	    check: groupCheck, resume: groupResume };
+	const runs = { prism: groupPrism, local: groupLocal,
+	    reload: groupReload, check: groupCheck, resume: groupResume };
 	for (const g of groups) {
 		if (!runs[g]) {
 			check(`group ${g} exists`, false, `groups: ${ALL}`);
@@ -831,7 +943,8 @@ async function main() {
 		try {
 			await runs[g]();
 		} catch (err) {
-			check(`group ${g} ran without an exception`, false, err?.stack ?? String(err));
+			check(`group ${g} ran without an exception`, false,
+			    err?.stack ?? String(err));
 		}
 		setGroup(g);
 		await stopAll();
