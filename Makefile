@@ -3,7 +3,8 @@
 # (memory and redis event logs) under ASan/UBSan/LSan.
 
 CC	?= cc
-PKGS	 = libevent libevent_openssl libcjson hiredis libbsd-overlay libssl libcrypto
+PKGS	 = libevent libevent_openssl libcjson hiredis libbsd-overlay libssl \
+	   libcrypto yaml-0.1
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
@@ -15,7 +16,8 @@ LDLIBS	+= $(PKG_LIBS) -lm
 
 # src/ has a folder per layer (docs/architecture.md); file names are unique
 # across them, so the objects stay side by side in $(BUILD).
-SRCDIRS	 = core conf http session mcp providers upstream auth eventlog util
+SRCDIRS	 = core conf http session mcp providers upstream openapi auth eventlog \
+	   util
 vpath %.c $(SRCDIRS:%=src/%)
 SRCS	 = $(filter-out src/core/main.c,$(wildcard $(SRCDIRS:%=src/%/*.c)))
 OBJS	 = $(patsubst %.c,$(BUILD)/%.o,$(notdir $(SRCS)))
@@ -34,7 +36,7 @@ DOCDIR	?= $(PREFIX)/share/doc/mcpd
 SYSCONFDIR ?= /etc
 UNITDIR	?= $(PREFIX)/lib/systemd/system
 
-.PHONY: all clean callgraph check install install-check unit e2e e2e-redis sdk-test cluster-test upstream-test asan asan-check deps conformance bench \
+.PHONY: all clean callgraph check install install-check unit e2e e2e-redis sdk-test cluster-test upstream-test openapi-test asan asan-check deps conformance bench \
 	fuzz fuzz-replay fuzz-merge fuzz-build fuzz-bins
 
 all: mcpd
@@ -68,8 +70,8 @@ $(BUILD)/unit/%.o: tests/unit/%.c | $(BUILD)
 WORLD_TESTS = test_auth test_call test_dispatch test_lease test_session \
 	test_stream test_task test_view
 $(WORLD_TESTS:%=$(BUILD)/unit/%): $(BUILD)/unit/world.o
-CONF_TESTS = test_auth test_conf test_conf_catalog test_dispatch test_exec_args \
-	test_exec_conf test_upstream
+CONF_TESTS = test_auth test_conf test_conf_catalog test_dispatch \
+	test_exec_args test_exec_conf test_openapi test_upstream
 $(CONF_TESTS:%=$(BUILD)/unit/%): $(BUILD)/unit/confparse.o
 
 # The event-log behavioural suite runs on every backend.
@@ -128,6 +130,12 @@ sdk-test: mcpd
 upstream-test: mcpd
 	sh scripts/with-redis sh tests/upstream/run.sh ./mcpd
 
+# Issue 28: REST APIs as tools (openapi blocks) against Prism from npm and
+# a server of the test's own, driven by the official SDK client;
+# tests/openapi/. Under with-redis for its resume group.
+openapi-test: mcpd
+	sh scripts/with-redis sh tests/openapi/run.sh ./mcpd
+
 # Issue 12: nginx (conf/nginx.conf) in front of three mcpd on one private
 # redis-server; tests/cluster/.
 cluster-test: mcpd
@@ -148,6 +156,7 @@ check: deps
 	$(MAKE) e2e-redis
 	$(MAKE) sdk-test
 	$(MAKE) upstream-test
+	$(MAKE) openapi-test
 	$(MAKE) install-check
 	$(MAKE) cluster-test
 
@@ -179,11 +188,12 @@ asan-check: asan
 	$(ASAN_ENV) sh scripts/with-redis $(PYTHON) tests/e2e/run.py \
 	    --mcpd ./mcpd-asan --sanitized
 	$(ASAN_ENV) sh scripts/with-redis sh tests/upstream/run.sh ./mcpd-asan
+	$(ASAN_ENV) sh scripts/with-redis sh tests/openapi/run.sh ./mcpd-asan
 
 # libFuzzer harnesses (tests/fuzz/, see tests/fuzz/README.md). They need
 # clang: the library is built again in build-fuzz/ with coverage and the
 # sanitizers, and each harness is linked with libFuzzer.
-FUZZ_NAMES	 = cursor sse jsonrpc conf pagination http jwt
+FUZZ_NAMES	 = cursor sse jsonrpc conf pagination http jwt openapi
 FUZZ_SECONDS	?= 60
 FUZZ_REPLAY_SECONDS ?= 10
 FUZZ_FLAGS	?= -timeout=30

@@ -234,6 +234,33 @@ struct conf_endpoint {
 	size_t			 nscopes;
 };
 
+/* openapi NAME { header NAME VALUE|file:PATH } */
+/*
+ * openapi NAME { ... }: a REST API described by an OpenAPI 3.0 or 3.1
+ * document, each operation an MCP tool (src/providers/provider_openapi.c).
+ */
+struct conf_openapi {
+	char			*name;
+	int			 line;		/* of "openapi NAME {" */
+	char			*spec;		/* an absolute path, or a URL */
+	int			 spec_url;	/* http:// or https:// */
+	char			*base_url;	/* NULL: the spec's server */
+	char			*prefix;	/* "" if none */
+	char			**allow;	/* operations allow: patterns */
+	size_t			 nallow;
+	char			**deny;		/* operations deny: patterns */
+	size_t			 ndeny;
+	struct conf_header	*headers;
+	size_t			 nheaders;
+	long long		 timeout;	/* seconds, one request */
+	long long		 max_response;	/* bytes of one response */
+	long long		 max_concurrency; /* calls in flight */
+	char			*scope;		/* its tools' OAuth scope */
+	long long		 max_spec;	/* bytes of the document */
+	long long		 max_operations;
+	long long		 max_schema_depth;
+};
+
 enum conf_log_format {
 	CONF_LOG_TEXT,
 	CONF_LOG_JSON
@@ -286,6 +313,8 @@ struct conf {
 	size_t			 ntools;
 	struct conf_upstream	*upstreams;	/* in file order */
 	size_t			 nupstreams;
+	struct conf_openapi	*openapis;	/* in file order */
+	size_t			 nopenapis;
 	char			**allowed_origins;	/* NULL-terminated */
 	size_t			 nallowed_origins;
 	struct conf_auth	*auth;		/* NULL: no authorization */
@@ -339,6 +368,9 @@ const struct conf_tool *conf_tool_find(const struct conf *, const char *);
 const char	*conf_param_type_name(enum conf_param_type);
 /* The upstream block named NAME, or NULL. */
 const struct conf_upstream *conf_upstream_find(const struct conf *,
+		     const char *);
+/* The openapi block named NAME, or NULL. */
+const struct conf_openapi *conf_openapi_find(const struct conf *,
 		     const char *);
 /*
  * The endpoint block of PATH (the default endpoint's too, if a block

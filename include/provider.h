@@ -1,8 +1,9 @@
 /*
  * Providers: where tools, resources and prompts come from (built-in
  * diagnostics, the conformance fixtures and their task tools, exec
- * programs, upstream MCP servers). Each provider lives in its own file and is registered in
- * the one table in provider.c. Any hook may be NULL.
+ * programs, REST APIs described by OpenAPI, upstream MCP servers). Each
+ * provider lives in its own file and is registered in the one table in
+ * provider.c. Any hook may be NULL.
  *
  * Listing hooks append definitions to an array and return at once. Hooks
  * that take a call answer through it (call_respond, call_respond_error,
@@ -110,6 +111,7 @@ extern const struct provider provider_builtin;
 extern const struct provider provider_fixtures;
 extern const struct provider provider_taskfix;
 extern const struct provider provider_exec;
+extern const struct provider provider_openapi;
 extern const struct provider provider_upstream;
 
 void	 provider_init(const struct conf *);

@@ -448,6 +448,10 @@ auth_metadata(const char *path)
 		    conf_endpoint_serves_source(ep, conf->upstreams[i].name))
 			auth_add_scope(list, conf->upstreams[i].scope);
 	}
+	for (i = 0; i < server.conf->nopenapis; i++) {
+		if (server.conf->openapis[i].scope != NULL)
+			auth_add_scope(list, server.conf->openapis[i].scope);
+	}
 	list = cJSON_AddArrayToObject(md, "bearer_methods_supported");
 	cJSON_AddItemToArray(list, cJSON_CreateString("header"));
 	cJSON_AddStringToObject(md, "resource_name", "mcpd");

@@ -1000,6 +1000,19 @@ conf_name_ok(const char *s, const char *extra, size_t max)
 	return (1);
 }
 
+/* Names as tool names are, or "" for no prefix. */
+int
+conf_check_prefix(const char *s, char **value, char **why)
+{
+	if (*s != '\0' && !conf_name_ok(s, "_-.", CONF_PREFIX_MAX)) {
+		xasprintf(why, "invalid prefix \"%s\" (up to %d letters, "
+		    "digits, \"_\", \"-\" or \".\")", s, CONF_PREFIX_MAX);
+		return (-1);
+	}
+	*value = xstrdup(s);
+	return (0);
+}
+
 /* An absolute path to an existing directory. */
 int
 conf_check_dir(const char *s, char **value, char **why)

@@ -13,6 +13,7 @@
  *	conf_catalog.c	the catalog lines upstream and endpoint blocks
  *			share (tools allow|deny, rename, description)
  *	conf_credential.c credentials { } inside an upstream block
+ *	conf_openapi.c	openapi NAME { }: the same
  *	conf_print.c	mcpd -h, mcpd -M and mcpd.conf.example, from the tables
  */
 #ifndef MCPD_CONF_INT_H
@@ -24,6 +25,8 @@
 
 #define CONF_NITEMS(a)		(sizeof (a) / sizeof (a)[0])
 #define CONF_TOOL_NAME_MAX	128		/* as MCP allows */
+#define CONF_PREFIX_MAX		64		/* before tool names */
+#define CONF_SECRET_MAX		4096		/* one line of a file */
 
 #define CONF_KIB		1024LL
 #define CONF_MIB		(1024LL * 1024)
@@ -152,10 +155,12 @@ conf_check_cb	 conf_check_scope;
 conf_check_cb	 conf_check_url;
 conf_check_cb	 conf_check_file;
 int		 conf_read_secret(const char *, char **, char **);
+conf_check_cb	 conf_check_prefix;
 conf_parse_cb	 conf_parse_eventlog;
 conf_parse_cb	 conf_parse_commit;
 conf_parse_cb	 conf_parse_log_level;
 int		 conf_name_ok(const char *, const char *, size_t);
+int		 conf_read_secret(const char *, char **, char **);
 int		 conf_env_add(char ***, size_t *, const char *, char **);
 int		 conf_find_program(const char *, char **, char **);
 void		 conf_format_number(enum conf_type, long long, char *, size_t);
@@ -215,5 +220,11 @@ void		 conf_catalog_clear(struct conf_catalog *);
 extern const struct conf_table conf_credentials_table;
 conf_block_cb	 conf_credentials_block;
 void		 conf_credentials_delete(struct conf_credentials *);
+
+/* conf_openapi.c */
+extern const struct conf_table conf_openapi_table;
+extern const char conf_openapi_examples[];
+conf_block_cb	 conf_openapi_block;
+void		 conf_openapi_free(void *);
 
 #endif

@@ -252,6 +252,24 @@ static const struct conf_entry conf_entries[] = {
 	  "upstreams. See docs/upstreams.md. Inside the block, one "
 	  "directive per line; env, tools, prompts, resources, rename and "
 	  "description may repeat:" },
+	{ .name = "openapi", .type = CONF_BLOCK, .block = conf_openapi_block,
+	  .sub = &conf_openapi_table, .free = conf_openapi_free,
+	  .example = conf_openapi_examples, .args = "NAME { ... }",
+	  .help = "A REST API described by an OpenAPI 3.0 or 3.1 document "
+	  "(JSON or YAML): each operation is served as an MCP tool, named by "
+	  "its operationId (or method and path), its inputSchema made of the "
+	  "operation's path, query, header and cookie parameters and its "
+	  "JSON request body (property \"body\"), its outputSchema of its "
+	  "2xx JSON response. A call sends the request and answers with the "
+	  "response as structuredContent and text, committed to the event "
+	  "log like any tool's answer; a 4xx or 5xx, a timeout, a failed "
+	  "connection or a response past max_response is an isError result "
+	  "saying which, and a cancelled call aborts its request. A name "
+	  "another provider serves is not served from here, with a log "
+	  "line. NAME is 1 to 128 letters, digits, \"_\", \"-\" or \".\", "
+	  "unique among openapi blocks. See docs/openapi.md. Inside the "
+	  "block, one directive per line; operations and header may "
+	  "repeat:" },
 
 	{ .name = "drain_delay", .type = CONF_SECONDS,
 	  .offset = CONF_OFF(drain_delay), .min = 0, .max = 3600, .def = "5",

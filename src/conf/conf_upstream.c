@@ -10,10 +10,6 @@
 #include "conf_int.h"
 #include "xmalloc.h"
 
-#define CONF_PREFIX_MAX		64
-
-static conf_check_cb	conf_upstream_prefix;
-static conf_check_cb	conf_upstream_url;
 static conf_parse_cb	conf_upstream_env;
 static conf_line_cb	conf_upstream_exec;
 
@@ -35,7 +31,7 @@ static const struct conf_entry conf_upstream_entries[] = {
 	  "each line with the upstream's name, rate-limited. Exactly one of "
 	  "exec and url." },
 	{ .name = "url", .type = CONF_STRING, .offset = CONF_UPSTREAM_OFF(url),
-	  .check = conf_upstream_url, .args = "URL",
+	  .check = conf_check_url, .args = "URL",
 	  .help = "A Streamable HTTP MCP server, http://HOST[:PORT]/PATH or "
 	  "https://... (the certificate is verified against the system's "
 	  "trust store). Exactly one of exec and url." },
@@ -47,7 +43,7 @@ static const struct conf_entry conf_upstream_entries[] = {
 	  "started on its first call and stopped when the session ends (or "
 	  "is released by this instance)." },
 	{ .name = "prefix", .type = CONF_STRING,
-	  .offset = CONF_UPSTREAM_OFF(prefix), .check = conf_upstream_prefix,
+	  .offset = CONF_UPSTREAM_OFF(prefix), .check = conf_check_prefix,
 	  .args = "STRING", .def = "",
 	  .help = "Put before the names of the upstream's tools, prompts and "
 	  "resource templates as clients see them (and taken off again on the "
@@ -220,52 +216,6 @@ conf_upstream_clear(struct conf_upstream *up)
 	conf_catalog_clear(&up->catalog);
 	conf_credentials_delete(up->credentials);
 	memset(up, 0, sizeof *up);
-}
-
-/* Names as tool names are, or "" for no prefix. */
-static int
-conf_upstream_prefix(const char *s, char **value, char **why)
-{
-	if (*s != '\0' && !conf_name_ok(s, "_-.", CONF_PREFIX_MAX)) {
-		xasprintf(why, "invalid prefix \"%s\" (up to %d letters, "
-		    "digits, \"_\", \"-\" or \".\")", s, CONF_PREFIX_MAX);
-		return (-1);
-	}
-	*value = xstrdup(s);
-	return (0);
-}
-
-/*
- * http://HOST[:PORT][/PATH] or https://...: http_client.c speaks both
- * (https verified against the system's trust store).
- */
-static int
-conf_upstream_url(const char *s, char **value, char **why)
-{
-	const char	*host;
-	size_t		 i;
-
-	if (strncmp(s, "http://", 7) == 0)
-		host = s + 7;
-	else if (strncmp(s, "https://", 8) == 0)
-		host = s + 8;
-	else {
-		xasprintf(why, "\"%s\" is not an http:// or https:// URL", s);
-		return (-1);
-	}
-	if (*host == '\0' || *host == '/' || *host == ':') {
-		xasprintf(why, "\"%s\" has no host", s);
-		return (-1);
-	}
-	for (i = 0; s[i] != '\0'; i++) {
-		if ((u_char)s[i] <= ' ' || (u_char)s[i] >= 0x7f) {
-			xasprintf(why, "\"%s\" has a blank or non-ASCII "
-			    "character", s);
-			return (-1);
-		}
-	}
-	*value = xstrdup(s);
-	return (0);
 }
 
 static int

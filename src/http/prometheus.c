@@ -29,6 +29,7 @@
 #include "mcpd.h"
 #include "metrics.h"
 #include "prometheus.h"
+#include "provider_openapi.h"
 #include "provider_upstream.h"
 #include "server.h"
 #include "session.h"
@@ -224,6 +225,39 @@ prom_upstreams(struct prom *p)
 	}
 }
 
+/* Names are checked at load: letters, digits, "_-." only. */
+static void
+prom_openapis(struct prom *p)
+{
+	struct provider_openapi_stats	 st;
+	size_t				 i, n = provider_openapi_count();
+
+	if (n == 0)
+		return;
+	prom_head(p, "mcpd_openapi_tools", "gauge", "Tools served from the "
+	    "openapi block's document (0 while it has none).");
+	for (i = 0; i < n; i++) {
+		provider_openapi_stats(i, &st);
+		prom_printf(p, "mcpd_openapi_tools{openapi=\"%s\"} %zu\n",
+		    st.name, st.tools);
+	}
+	prom_head(p, "mcpd_openapi_calls_inflight", "gauge", "Calls of the "
+	    "block's tools whose HTTP request has not ended.");
+	for (i = 0; i < n; i++) {
+		provider_openapi_stats(i, &st);
+		prom_printf(p, "mcpd_openapi_calls_inflight{openapi=\"%s\"} "
+		    "%zu\n", st.name, st.inflight);
+	}
+	prom_head(p, "mcpd_openapi_document_failures_total", "counter",
+	    "Times the block's document could not be read, fetched or taken "
+	    "(what it served before stays).");
+	for (i = 0; i < n; i++) {
+		provider_openapi_stats(i, &st);
+		prom_printf(p, "mcpd_openapi_document_failures_total{openapi="
+		    "\"%s\"} %llu\n", st.name, st.failures);
+	}
+}
+
 static long
 prom_open_fds(void)
 {
@@ -349,6 +383,7 @@ prometheus_text(size_t *len)
 	prom_http(&p);
 	prom_tools(&p);
 	prom_upstreams(&p);
+	prom_openapis(&p);
 	prom_process(&p);
 	*len = p.len;
 	return (p.buf);

@@ -15,6 +15,7 @@ static const struct provider *provider_table[] = {
 	&provider_fixtures,
 	&provider_taskfix,
 	&provider_exec,
+	&provider_openapi,
 	&provider_upstream,
 };
 #define PROVIDER_COUNT (sizeof provider_table / sizeof provider_table[0])
