@@ -119,7 +119,7 @@ START_TEST(test_conf_errors)
 	    "t.conf:3: prefix: invalid prefix");
 	expect_error_has("upstream a {\nurl ftp://h/\n}\n", "t.conf:2: url: "
 	    "\"ftp://h/\" is not an http:// or https:// URL");
-	expect_error_has("upstream a {\nurl http:///x\n}\n", "has no host");
+	expect_error_has("upstream a {\nurl http:///x\n}\n", "a host is needed");
 	expect_error_has("upstream a {\nurl http://h/\nenv A=1\n}\n",
 	    "env and cwd are for an exec upstream");
 	expect_error_has("upstream a {\nexec /bin/true\nenv A=1\nenv A=2\n}\n",
