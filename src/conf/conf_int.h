@@ -9,6 +9,7 @@
  *	conf_tool.c	tool NAME { }: its table and its parser
  *	conf_auth.c	auth { }: the same
  *	conf_upstream.c	upstream NAME { }: the same
+ *	conf_limit.c	limit NAME { }: the same
  *	conf_print.c	mcpd -h, mcpd -M and mcpd.conf.example, from the tables
  */
 #ifndef MCPD_CONF_INT_H
@@ -133,6 +134,7 @@ struct conf_scope {
 extern const struct conf_enum conf_param_types[];
 conf_check_cb	 conf_check_path;
 conf_check_cb	 conf_check_log_file;
+conf_check_cb	 conf_check_audit_log;
 conf_check_cb	 conf_check_key_file;
 conf_check_cb	 conf_check_origin;
 conf_check_cb	 conf_check_dir;
@@ -179,5 +181,11 @@ extern const struct conf_table conf_upstream_table;
 extern const char conf_upstream_examples[];
 conf_block_cb	 conf_upstream_block;
 void		 conf_upstream_free(void *);
+
+/* conf_limit.c */
+extern const struct conf_table conf_limit_table;
+extern const char conf_limit_examples[];
+conf_block_cb	 conf_limit_block;
+void		 conf_limit_free(void *);
 
 #endif
