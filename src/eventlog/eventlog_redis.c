@@ -1962,6 +1962,7 @@ redis_slot(void *p, enum eventlog_slot_op what, const char *key,
 	struct redis_op		*op = redis_limit_op(p, REDIS_OP_SLOT, key);
 	size_t			 i;
 
+	redis_op_arg(op, "slot", 4);
 	redis_op_arg(op, names[what], strlen(names[what]));
 	redis_op_argu(op, ttl_ms > 0 ? ttl_ms : 1);
 	redis_op_argu(op, max);

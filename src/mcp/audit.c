@@ -306,8 +306,11 @@ audit_respond(struct audit_rec *rec, const cJSON *msg, size_t len)
 	rec->bytes = len;
 	result = cJSON_GetObjectItemCaseSensitive(msg, "result");
 	error = cJSON_GetObjectItemCaseSensitive(msg, "error");
-	task = cJSON_GetObjectItemCaseSensitive(
-	    cJSON_GetObjectItemCaseSensitive(result, "task"), "taskId");
+	/* A CreateTaskResult: the task this call created. */
+	task = cJSON_GetObjectItemCaseSensitive(result, "taskId");
+	if (!cJSON_IsString(task))
+		task = cJSON_GetObjectItemCaseSensitive(
+		    cJSON_GetObjectItemCaseSensitive(result, "task"), "taskId");
 	if (cJSON_IsString(task)) {
 		free(rec->task);
 		rec->task = xstrdup(task->valuestring);

@@ -4,7 +4,7 @@ JSON-RPC error -32023 for a request of a batch and on the stateless path,
 concurrency, a daily quota, a reload that changes a limit, and /metrics.
 The same tests run on the memory log (buckets in the process) and, under
 scripts/with-redis, on Redis (buckets in Redis); three instances behind
-nginx are tests/cluster/test_limits.py's. Each test names its limits
+nginx are tests/cluster/test_governance.py's. Each test names its limits
 afresh: Redis keeps a bucket between tests."""
 
 import os
@@ -194,6 +194,10 @@ def test_limit_concurrency_slot_freed_when_the_call_ends(h):
                f"the running one was cancelled: HTTP {status} {msg!r}")
         time.sleep(0.05)
     expect("result" in msg, f"after the cancel: {msg!r}")
+    # Counted where the log keeps them (Redis, or here), never a fallback.
+    fallbacks = metric(metrics_text(d), "mcpd_limit_fallbacks_total")
+    expect(fallbacks == 0, f"{fallbacks} checks fell back to this "
+           "instance's own counts")
 
 
 def test_limit_daily_quota(h):
