@@ -739,18 +739,21 @@ limit_take_shared(struct limit_stage *s)
 
 	if (!eventlog_available(server.eventlog))
 		return (limit_fallback(s));
+	if (e->leased > 0 && TAILQ_EMPTY(&e->waiters)) {
+		e->leased--;
+		/*
+		 * The next lease comes before this one runs out (unless
+		 * Redis said there is none before a while).
+		 */
+		if (!e->fetching && e->refused_until <= now &&
+		    e->leased < (limit_lease_size(&s->p) + 3) / 4)
+			limit_fetch(e, &s->p);
+		return (LIMIT_ADMIT);
+	}
 	if (e->refused_until > now && TAILQ_EMPTY(&e->waiters)) {
 		limit_refuse(s, e->refused_quota ? LIMIT_QUOTA : LIMIT_RATE,
 		    e->refused_until - now);
 		return (LIMIT_REFUSE);
-	}
-	if (e->leased > 0 && TAILQ_EMPTY(&e->waiters)) {
-		e->leased--;
-		/* The next lease comes before this one runs out. */
-		if (!e->fetching &&
-		    e->leased < (limit_lease_size(&s->p) + 3) / 4)
-			limit_fetch(e, &s->p);
-		return (LIMIT_ADMIT);
 	}
 	TAILQ_INSERT_TAIL(&e->waiters, s, wentry);
 	if (!e->fetching)
