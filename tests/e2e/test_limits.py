@@ -9,9 +9,11 @@ afresh: Redis keeps a bucket between tests."""
 
 import os
 import signal
+import subprocess
 import time
 
 import authkit
+import test_metrics
 from mcpd_harness import (expect, is_response, rpc, tmo, tool_call)
 
 ISSUER = "https://as.example.test"
@@ -152,6 +154,10 @@ def test_limit_burst_then_429_another_principal_unaffected(h):
     admitted = metric(text, f'mcpd_limit_admitted_total{{limit="{lname}"}}')
     expect(refused == 1 and admitted == 6, f"/metrics: refused {refused}, "
            f"admitted {admitted} (wanted 1 and 6)")
+    p = subprocess.run([test_metrics.promtool(), "check", "metrics"],
+                       input=text.encode(), capture_output=True)
+    expect(p.returncode == 0, f"promtool check metrics: "
+           f"{(p.stdout + p.stderr).decode()}")
 
 
 def test_limit_batch_member_and_stateless_call_get_32023(h):
@@ -260,3 +266,20 @@ def test_limit_reload_changes_the_limit_for_new_calls(h):
                f"reload to 100/s: {msg!r}")
         time.sleep(0.05)
     expect("result" in msg, f"after reload: {msg!r}")
+
+
+def test_limit_keyed_by_upstream(h):
+    """key upstream: the calls of one upstream's tools share a bucket;
+    mcpd's own tools (upstream "-") have another."""
+    import test_upstream
+    lname = name("per-upstream")
+    d, sid = test_upstream.start_ready(h, test_upstream.upstream(
+        "fake") + limit_lines(lname, key="upstream", rate="1/h", burst=1))
+    status, msg, _ = call(d, sid, tool="pid", args={})
+    expect(status == 200 and "result" in msg, f"the upstream's first call: "
+           f"HTTP {status} {msg!r}")
+    status, msg, r = call(d, sid, tool="pid", args={})
+    expect_limited(status, msg, r, lname, "rate", "the upstream's second")
+    status, msg, _ = call(d, sid)
+    expect(status == 200 and "result" in msg, f"echo (upstream \"-\"): "
+           f"HTTP {status} {msg!r}")
