@@ -377,8 +377,10 @@ call_cancel(struct call *c, const char *reason)
 	free(id);
 	call_tell_cancel(c);
 	call_count(c, METRICS_TOOL_CANCELLED);
-	/* Nothing to commit: its line now (an abandoned one's error, if
-	   any, is committed by whoever settles the stream). */
+	/*
+	 * Nothing to commit: its line now (an abandoned one's error, if
+	 * any, is committed by whoever settles the stream).
+	 */
 	audit_set(c->audit, c->interrupted ? AUDIT_INTERRUPTED :
 	    AUDIT_CANCELLED, c->interrupted ? JSONRPC_INTERNAL_ERROR : 0,
 	    NULL);

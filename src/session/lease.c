@@ -9,19 +9,21 @@
  *    the process running them writes "r:K", the JSON array of the request
  *    ids K owes a response to (kept as long as K may be resumed), with
  *    audit_log "u:K", what the audit lines of those calls need (audit.c),
- *    and takes the lease "l:K" for lease_ttl (lease_take). Every lease_renew_ms(),
- *    while it still has something to write to K, it renews the lease
- *    (lease_renew, from session_renew_leases). Once K ended, or when the process lets the
- *    session go, the lease simply runs out.
+ *    and takes the lease "l:K" for lease_ttl (lease_take). Every
+ *    lease_renew_ms(), while it still has something to write to K, it
+ *    renews the lease (lease_renew, from session_renew_leases). Once K
+ *    ended, or when the process lets the session go, the lease simply
+ *    runs out.
  *
  * 2. Everyone else. A process showing K that none of its own calls writes
  *    checks the lease every LEASE_CHECK_MS (stream_check_orphan, from
- *    view_check_orphans, calls lease_check). When "l:K" is gone and K is still open, its
- *    owner is dead: this process reads "r:K" (and "u:K") and K's head,
- *    and commits
- *    after the head a JSON-RPC error for each id owed, the last one final
- *    (lease_answer), or ends K if no id is on record. It waits while those
- *    entries would push what its client has not read out of retention.
+ *    view_check_orphans, calls lease_check). When "l:K" is gone and K is
+ *    still open, its owner is dead: this process reads "r:K" (and "u:K")
+ *    and K's head, and commits after the head a JSON-RPC error for each
+ *    id owed, the last one final (lease_answer), or ends K if no id is on
+ *    record; it writes the audit lines of the errors it committed. It
+ *    waits while those entries would push what its client has not read
+ *    out of retention.
  *    The appends are compare-and-append: two processes cannot both answer,
  *    and a late owner cannot write after the answers. A lease missing
  *    right after an outage of the log proves nothing (lease_lapse_counts):
