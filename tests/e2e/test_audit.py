@@ -209,5 +209,5 @@ def test_audit_write_failure_counted_daemon_serves_on(h):
                f"{failed!r}")
         time.sleep(0.05)
     d.wait_log(lambda t: "audit_log /dev/full" in t and "could not be "
-               "written" in t, timeout=5, what="the write failure logged")
+               "written" in t, timeout=10, what="the write failure logged")
     d.assert_alive(sid, "after audit writes failed")
