@@ -152,27 +152,37 @@ test_limit_counts_once_across_three_instances.timeout = 90
 
 
 def test_kill9_call_has_one_audit_line_and_frees_its_slot(c):
-    """A call runs on instance 0 under a limit of one call at once; 0 is
-    killed (-9). Another instance answers the call (interrupted) and
-    writes its one audit line; the slot the call held lapses within
-    lease_ttl, and a new call is admitted."""
+    """A scripted mixed run on the three instances, under a limit of one
+    stream call at once, each call with exactly one audit line with the
+    right outcome: ok, error, limited, cancelled, and a call running on
+    instance 0 when 0 is killed (-9), which another instance answers
+    (interrupted) and writes the line of; the slot that call held lapses
+    within lease_ttl, and a new call is admitted."""
     (lease,) = c.need("lease_ttl")
     path = os.path.join(c.h.workdir, "audit.log")
     lname = f"one-{os.urandom(4).hex()}"
     _reconfigure(c, (f"audit_log {path}", f"limit {lname} {{",
                      "    key principal", "    concurrency 1",
                      "    tools stream", "}"))
-    a = c.instances[0]
+    a, b = c.instances[0], c.instances[1]
+    want = {}               # request id -> outcome
     sid = a.initialize()
     ok_id, r = a.call_open(sid, "echo", {"text": "before"})
     expect(r.status == 200, f"echo -> HTTP {r.status}")
     r.read_body()
+    want[ok_id] = "ok"
+    err_id = b.new_id()
+    r = b.post(sid, tool_call("nosuch", {}, err_id))
+    expect("error" in r.rpc(err_id), f"unknown tool: {r.rpc(err_id)!r}")
+    want[err_id] = "error"
     id, r = a.call_open(sid, "stream", {"n": 1000, "interval_ms": 50})
     expect(r.status == 200 and r.is_sse, f"stream on 0 -> HTTP {r.status}")
     got = r.next_messages(3, timeout=10, what="on 0")
-    b = c.instances[1]
-    status = b.post(sid, tool_call("stream", {"n": 1}, b.new_id())).status
+    want[id] = "interrupted"
+    lim_id = b.new_id()
+    status = b.post(sid, tool_call("stream", {"n": 1}, lim_id)).status
     expect(status == 429, f"a second stream while one runs -> HTTP {status}")
+    want[lim_id] = "limited"
     c.kill9(0)
     killed = time.monotonic()
     try:
@@ -198,27 +208,42 @@ def test_kill9_call_has_one_audit_line_and_frees_its_slot(c):
         nid = b.new_id()
         s = b.post(sid, tool_call("stream", {"n": 1}, nid))
         if s.status == 200:
+            want[nid] = "ok"
             break
+        want[nid] = "limited"
         expect(s.status == 429 and time.monotonic() - killed <
                tmo(lease + 5), f"stream still refused "
                f"{time.monotonic() - killed:.1f}s after kill -9 "
                f"(lease_ttl {lease:.0f}): HTTP {s.status}")
         time.sleep(0.1)
-    # The line of the answered call follows its commit (a writer thread).
+    cid, r = c.instances[2].call_open(sid, "stream", {"n": 1000,
+                                                      "interval_ms": 20})
+    r.next_message(timeout=10)
+    c.instances[2].post(sid, rpc("notifications/cancelled",
+                                 {"requestId": cid}))
+    r.close()
+    want[cid] = "cancelled"
+
+    # Lines follow their outcomes (a writer thread): wait for all.
     deadline = time.monotonic() + tmo(10)
-    while not [l for l in _audit(path) if l.get("request_id") == id]:
-        expect(time.monotonic() < deadline, "no audit line for the killed "
-               f"call: {_audit(path)!r}")
+    while True:
+        lines = _audit(path)
+        seen = {l.get("request_id") for l in lines}
+        if all(i in seen for i in want):
+            break
+        expect(time.monotonic() < deadline, f"audit lines missing for "
+               f"{[i for i in want if i not in seen]}: {lines!r}")
         time.sleep(0.05)
-    lines = _audit(path)
-    mine = [l for l in lines if l.get("request_id") == id]
-    expect(len(mine) == 1 and mine[0]["outcome"] == "interrupted" and
-           mine[0]["method"] == "tools/call" and mine[0]["tool"] ==
-           "stream", f"the killed call's audit lines: {mine!r}")
-    expect(mine[0].get("written_by") not in (None, mine[0]["instance"]),
-           f"written by the instance that died? {mine[0]!r}")
-    ok = [l for l in lines if l.get("request_id") == ok_id]
-    expect(len(ok) == 1 and ok[0]["outcome"] == "ok", f"echo: {ok!r}")
+    for i, outcome in want.items():
+        mine = [l for l in lines if l.get("request_id") == i]
+        expect(len(mine) == 1 and mine[0]["outcome"] == outcome,
+               f"request {i} ({outcome}): its audit lines {mine!r}")
+    (killed_line,) = [l for l in lines if l.get("request_id") == id]
+    expect(killed_line["method"] == "tools/call" and
+           killed_line["tool"] == "stream" and
+           killed_line.get("written_by") not in
+           (None, killed_line["instance"]), f"the killed call's line, "
+           f"written by the instance that answered it: {killed_line!r}")
 
 
 test_kill9_call_has_one_audit_line_and_frees_its_slot.timeout = 90
