@@ -1,7 +1,8 @@
 """Limits (conf `limit NAME { }`, docs/limits.md), on one instance: a
 rate's burst and 429 with Retry-After, another principal unaffected, the
 JSON-RPC error -32023 for a request of a batch and on the stateless path,
-concurrency, a daily quota, a reload that changes a limit, and /metrics.
+concurrency, a daily quota, a reload that changes a limit, /metrics, and
+what a check does while Redis cannot answer (limit_fallback).
 The same tests run on the memory log (buckets in the process) and, under
 scripts/with-redis, on Redis (buckets in Redis); three instances behind
 nginx are tests/cluster/test_governance.py's. Each test names its limits
@@ -14,7 +15,8 @@ import time
 
 import authkit
 import test_metrics
-from mcpd_harness import (expect, is_response, rpc, tmo, tool_call)
+from mcpd_harness import (expect, is_response, private_redis, rpc, tmo,
+                          tool_call)
 
 ISSUER = "https://as.example.test"
 RESOURCE = "https://mcp.example.test/mcp"
@@ -283,3 +285,70 @@ def test_limit_keyed_by_upstream(h):
     status, msg, _ = call(d, sid)
     expect(status == 200 and "result" in msg, f"echo (upstream \"-\"): "
            f"HTTP {status} {msg!r}")
+
+
+def wait_metric(d, series, predicate, what, timeout=15):
+    """Poll /metrics until predicate(the series' value)."""
+    deadline = time.monotonic() + tmo(timeout)
+    while True:
+        value = metric(metrics_text(d), series)
+        if value is not None and predicate(value):
+            return value
+        expect(time.monotonic() < deadline, f"{series} = {value}: {what} "
+               f"not reached within {tmo(timeout):.0f} s")
+        time.sleep(0.05)
+
+
+def test_limit_while_redis_is_down(h):
+    """With the redis log, a check while Redis cannot answer: under
+    limit_fallback refuse the stateless call is -32023 reason
+    "unavailable", retryAfter 1; under local (the default) the instance
+    counts in its own bucket: its burst, then reason "rate". Both count
+    mcpd_limit_fallbacks_total and keep serving; once Redis is back the
+    checks go to Redis again."""
+    lname = name("fallback")
+    lines = limit_lines(lname, key="principal", rate="1/h", burst=2)
+    with private_redis(h) as rs:
+        refuse = h.start(eventlog=rs.url, limit_fallback="refuse",
+                         extra_lines=lines)
+        local = h.start(eventlog=rs.url, extra_lines=lines)
+        # Redis up: the shared bucket (burst 2) serves one call of each.
+        for d, who in ((refuse, "refuse"), (local, "local")):
+            status, msg = stateless_echo(d)
+            expect(status == 200 and "result" in msg, f"{who}, Redis up: "
+                   f"HTTP {status} {msg!r}")
+        rs.shutdown()
+        for d in (refuse, local):
+            wait_metric(d, "mcpd_eventlog_up", lambda v: v == 0,
+                        "the event log seen down")
+
+        status, msg = stateless_echo(refuse)
+        expect(status == 200, f"refuse: HTTP {status} {msg!r}")
+        data = expect_error(msg, lname, "unavailable", "refuse, Redis down")
+        expect(data["retryAfter"] == 1, f"refuse: data {data!r}")
+
+        for i in range(2):
+            status, msg = stateless_echo(local)
+            expect(status == 200 and "result" in msg, f"local, Redis down, "
+                   f"call {i + 1} of its own burst: {msg!r}")
+        status, msg = stateless_echo(local)
+        expect_error(msg, lname, "rate", "local, Redis down, past its burst")
+        for d, n in ((refuse, 1), (local, 3)):
+            fb = metric(metrics_text(d), "mcpd_limit_fallbacks_total")
+            expect(fb == n, f"mcpd_limit_fallbacks_total {fb}, wanted {n}")
+            expect(d.alive(), "mcpd died with Redis down")
+
+        # Back (empty: no persistence): a fresh bucket in Redis.
+        rs.start()
+        wait_metric(refuse, "mcpd_eventlog_up", lambda v: v == 1,
+                    "the event log seen up again", timeout=30)
+        before = metric(metrics_text(refuse), "mcpd_limit_store_calls_total")
+        status, msg = stateless_echo(refuse)
+        expect(status == 200 and "result" in msg, f"refuse, Redis back: "
+               f"{msg!r}")
+        text = metrics_text(refuse)
+        after = metric(text, "mcpd_limit_store_calls_total")
+        expect(after > before, f"no script call for the limit after Redis "
+               f"came back ({before} -> {after})")
+        expect(metric(text, "mcpd_limit_fallbacks_total") == 1,
+               "a check fell back with Redis up again")
