@@ -15,8 +15,8 @@ import time
 
 import authkit
 import test_metrics
-from mcpd_harness import (expect, is_response, private_redis, rpc, tmo,
-                          tool_call)
+from mcpd_harness import (REDIS_URL, expect, is_response, private_redis, rpc,
+                          tmo, tool_call)
 
 ISSUER = "https://as.example.test"
 RESOURCE = "https://mcp.example.test/mcp"
@@ -285,6 +285,31 @@ def test_limit_keyed_by_upstream(h):
     status, msg, _ = call(d, sid)
     expect(status == 200 and "result" in msg, f"echo (upstream \"-\"): "
            f"HTTP {status} {msg!r}")
+
+
+def test_limit_lease_serves_checks_without_a_round_trip(h):
+    """rate 1000/s, burst 1000: a lease is a tenth of a second of the rate
+    (100 tokens), so 30 calls under the limit cost one script call to
+    Redis for it (plus, if the run took over a second, the unused tokens
+    given back, and one lease more at most), not one per check; with the
+    memory log, none."""
+    lname = name("lease")
+    d = h.start(extra_lines=limit_lines(lname, key="principal",
+                                        rate="1000/s", burst=1000))
+    sid = session(d)
+    for i in range(30):
+        status, msg, _ = call(d, sid)
+        expect(status == 200 and "result" in msg, f"call {i + 1}: HTTP "
+               f"{status} {msg!r}")
+    text = metrics_text(d)
+    admitted = metric(text, f'mcpd_limit_admitted_total{{limit="{lname}"}}')
+    store = metric(text, "mcpd_limit_store_calls_total")
+    expect(admitted == 30, f"admitted {admitted}, wanted 30")
+    if REDIS_URL is None:
+        expect(store == 0, f"{store} store calls with the memory log")
+    else:
+        expect(1 <= store <= 3, f"{store} script calls to Redis for 30 "
+               "checks of one key: leases do not serve them")
 
 
 def wait_metric(d, series, predicate, what, timeout=15):
