@@ -4,7 +4,8 @@ the right outcome (ok, error, cancelled, limited, interrupted by a
 shutdown; a task's creation and its cancel; a stateless call), the
 arguments only as their SHA-256 unless audit_arguments is on, lines that
 survive a rotation (rename, SIGUSR1), and a destination that fails every
-write (/dev/full) counted while the daemon serves on. Interrupted by
+write (/dev/full) counted while the daemon serves on, and the principal
+(subject, issuer, client id of a JWT) on both revisions. Interrupted by
 kill -9 of the instance is tests/cluster/test_governance.py's (another
 instance answers the call, and writes its line)."""
 
@@ -211,3 +212,36 @@ def test_audit_write_failure_counted_daemon_serves_on(h):
     d.wait_log(lambda t: "audit_log /dev/full" in t and "could not be "
                "written" in t, timeout=10, what="the write failure logged")
     d.assert_alive(sid, "after audit writes failed")
+
+
+def test_audit_names_the_principal(h):
+    """With auth (a JWT from the test's key): the line of a session's call
+    and of a 2026-07-28 call carry the token's subject, issuer and
+    client id, and the session (null on the stateless path)."""
+    import test_auth
+    path = os.path.join(h.workdir, "audit.log")
+    d = test_auth.start(h, extra=[f"audit_log {path}"])
+    tok = test_auth.token(sub="carol", client_id="ci-runner")
+    hdr = test_auth.bearer(tok)
+    sid = test_auth.session(d, tok)
+    id = d.new_id()
+    r = d.post(sid, tool_call("echo", {"text": "who"}, id), hdr)
+    expect(r.status == 200 and "result" in r.rpc(id), f"echo -> HTTP "
+           f"{r.status} {r.body[:200]!r}")
+    sl_id = d.new_id()
+    params = {"name": "echo", "arguments": {"text": "who"}, "_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}}}
+    r = d.post(None, rpc("tools/call", params, sl_id), {
+        **hdr, "MCP-Protocol-Version": "2026-07-28",
+        "Mcp-Method": "tools/call", "Mcp-Name": "echo"})
+    expect(r.status == 200, f"stateless echo -> HTTP {r.status} "
+           f"{r.body[:200]!r}")
+    lines = by_id(wait_lines(path, 2))
+    for rid, session in ((id, sid), (sl_id, None)):
+        (line,) = lines.get(json.dumps(rid), [None])
+        expect(line is not None and line["principal"] == "carol" and
+               line["issuer"] == test_auth.ISSUER and
+               line["client_id"] == "ci-runner" and
+               line["session"] == session and line["outcome"] == "ok",
+               f"request {rid}: {line!r}")
