@@ -1,7 +1,8 @@
 /*
  * Limits (limit.c, conf_limit.c) in a process whose buckets are its own
  * (the memory log): the block's syntax and its errors; a burst, then a
- * refusal with the time until a token is due; keys kept apart; a call
+ * refusal with the time until a token is due; keys kept apart (by
+ * principal, client, principal and tool); a call
  * refused by one limit gives back what another gave it; concurrency
  * slots held by a ticket until it is freed; a daily quota; tools and
  * endpoints patterns. The Redis side is test_eventlog_redis.c's
@@ -165,6 +166,41 @@ START_TEST(test_limit_keys_and_patterns)
 }
 END_TEST
 
+/*
+ * key client: tokens of one client id share a bucket whoever their
+ * subject; tokens without one share the no-client key. key principal
+ * tool: a bucket per principal and tool.
+ */
+START_TEST(test_limit_client_and_combined_keys)
+{
+	struct auth_principal	*a, *b, *c, *n;
+	struct limit_refusal	 r;
+
+	a = auth_principal_new("https://as", "alice", "ci", "");
+	b = auth_principal_new("https://as", "bob", "ci", "");
+	c = auth_principal_new("https://as", "carol", "desktop", "");
+	n = auth_principal_new("https://as", "dave", NULL, "");
+	use("limit c {\n key client\n rate 1/h\n burst 1\n}\n");
+	ck_assert_int_eq(check(a, "echo", "/mcp", NULL, &r), LIMIT_ADMIT);
+	ck_assert_int_eq(check(b, "echo", "/mcp", NULL, &r), LIMIT_REFUSE);
+	ck_assert_str_eq(r.limit, "c");
+	ck_assert_int_eq(check(c, "echo", "/mcp", NULL, &r), LIMIT_ADMIT);
+	ck_assert_int_eq(check(n, "echo", "/mcp", NULL, &r), LIMIT_ADMIT);
+	ck_assert_int_eq(check(NULL, "echo", "/mcp", NULL, &r),
+	    LIMIT_REFUSE);
+
+	use("limit pt {\n key principal tool\n rate 1/h\n burst 1\n}\n");
+	ck_assert_int_eq(check(a, "echo", "/mcp", NULL, &r), LIMIT_ADMIT);
+	ck_assert_int_eq(check(a, "echo", "/mcp", NULL, &r), LIMIT_REFUSE);
+	ck_assert_int_eq(check(a, "stream", "/mcp", NULL, &r), LIMIT_ADMIT);
+	ck_assert_int_eq(check(b, "echo", "/mcp", NULL, &r), LIMIT_ADMIT);
+	auth_principal_unref(a);
+	auth_principal_unref(b);
+	auth_principal_unref(c);
+	auth_principal_unref(n);
+}
+END_TEST
+
 /* Refused by one limit: the token the other gave goes back. */
 START_TEST(test_limit_refusal_gives_back)
 {
@@ -266,6 +302,7 @@ limit_suite(void)
 	tcase_add_test(tc, test_limit_syntax);
 	tcase_add_test(tc, test_limit_burst_then_refused);
 	tcase_add_test(tc, test_limit_keys_and_patterns);
+	tcase_add_test(tc, test_limit_client_and_combined_keys);
 	tcase_add_test(tc, test_limit_refusal_gives_back);
 	tcase_add_test(tc, test_limit_concurrency_ticket);
 	tcase_add_test(tc, test_limit_quota);
