@@ -2,10 +2,9 @@
  * Limits (limit.c, conf_limit.c) in a process whose buckets are its own
  * (the memory log): the block's syntax and its errors; a burst, then a
  * refusal with the time until a token is due; keys kept apart (by
- * principal, client, principal and tool); a call
- * refused by one limit gives back what another gave it; concurrency
- * slots held by a ticket until it is freed; a daily quota; tools and
- * endpoints patterns. The Redis side is test_eventlog_redis.c's
+ * principal, client, principal and tool); a call refused by one limit
+ * gives back what another gave it; concurrency slots held by a ticket
+ * until it is freed; a daily quota; tools and endpoints patterns. The Redis side is test_eventlog_redis.c's
  * (test_limit_layout) and the e2e and cluster suites'.
  */
 #include <string.h>
