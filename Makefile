@@ -71,7 +71,7 @@ WORLD_TESTS = test_auth test_call test_dispatch test_lease test_session \
 	test_stream test_task test_view
 $(WORLD_TESTS:%=$(BUILD)/unit/%): $(BUILD)/unit/world.o
 CONF_TESTS = test_auth test_conf test_conf_catalog test_dispatch \
-	test_exec_args test_exec_conf test_openapi test_upstream
+	test_exec_args test_exec_conf test_limit test_openapi test_upstream
 $(CONF_TESTS:%=$(BUILD)/unit/%): $(BUILD)/unit/confparse.o
 
 # The event-log behavioural suite runs on every backend.

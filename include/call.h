@@ -17,8 +17,10 @@
 
 #include <cjson/cJSON.h>
 
+struct audit_rec;
 struct auth_principal;
 struct call;
+struct limit_ticket;
 struct session;
 struct stream;
 
@@ -77,6 +79,11 @@ void		 call_request_keyed(struct call *, const char *,
 struct call	*call_start(struct session *, struct stream *, const cJSON *,
 		     const cJSON *);
 void		 call_set_tool(struct call *, const char *);
+/* What ends with the call: its audit record, its limits' slots. */
+void		 call_set_audit(struct call *, struct audit_rec *);
+void		 call_set_ticket(struct call *, struct limit_ticket *);
+cJSON		*call_audit_context(const struct call *);
+void		 call_limited(struct call *, const char *);
 struct session	*call_session(const struct call *);
 struct stream	*call_stream(const struct call *);
 const cJSON	*call_id(const struct call *);
@@ -86,6 +93,7 @@ int		 call_finished(const struct call *);
 void		 call_set_cancel(struct call *, call_cancel_cb, void *);
 void		 call_cancel(struct call *, const char *);
 void		 call_interrupt(struct call *, const char *);
+void		 call_abandon(struct call *, const char *);
 
 void		 call_send(struct call *, cJSON *, call_sent_cb, void *);
 /* cb(ok, arg) on a later turn (NULL cb: nothing): a sink's "sent". */

@@ -261,6 +261,36 @@ struct conf_openapi {
 	long long		 max_schema_depth;
 };
 
+/*
+ * limit NAME { ... }: a token bucket (rate, burst), a daily quota and a
+ * bound on calls running at once, each per key (docs/limits.md).
+ */
+#define CONF_LIMIT_KEY_PRINCIPAL	0x1	/* issuer and subject */
+#define CONF_LIMIT_KEY_CLIENT		0x2	/* client id */
+#define CONF_LIMIT_KEY_TOOL		0x4
+#define CONF_LIMIT_KEY_UPSTREAM		0x8
+
+struct conf_limit {
+	char			*name;
+	int			 line;		/* of "limit NAME {" */
+	int			 keys;		/* CONF_LIMIT_KEY_* */
+	long long		 rate;		/* tokens a period; 0: none */
+	long long		 period_ms;	/* of rate: 1 s, 1 min, 1 h */
+	long long		 burst;		/* the bucket's size */
+	long long		 concurrency;	/* calls at once; 0: none */
+	long long		 quota;		/* calls a day (UTC); 0: none */
+	char			**tools;	/* patterns; none: every tool */
+	size_t			 ntools;
+	char			**endpoints;	/* paths; none: every one */
+	size_t			 nendpoints;
+};
+
+/* What a limit check does while the shared store cannot answer. */
+enum conf_limit_fallback {
+	CONF_LIMIT_LOCAL,	/* this process's own buckets */
+	CONF_LIMIT_REFUSE	/* refused */
+};
+
 enum conf_log_format {
 	CONF_LOG_TEXT,
 	CONF_LOG_JSON
@@ -318,6 +348,9 @@ struct conf {
 	char			**allowed_origins;	/* NULL-terminated */
 	size_t			 nallowed_origins;
 	struct conf_auth	*auth;		/* NULL: no authorization */
+	struct conf_limit	*limits;	/* limit blocks, in file order */
+	size_t			 nlimits;
+	int			 limit_fallback; /* enum conf_limit_fallback */
 
 	long long		 drain_delay;	/* seconds not ready, serving */
 	long long		 drain_timeout;	/* seconds calls may finish */
@@ -332,6 +365,9 @@ struct conf {
 	char			*log_file;	/* "stderr" or a path */
 	int			 log_format;	/* enum conf_log_format */
 	int			 access_log;
+	char			*audit_log;	/* NULL: none; "syslog"; a path */
+	int			 audit_arguments;
+	long long		 audit_queue;	/* bytes of lines waiting */
 
 	char			*state_key_file;	/* NULL: none */
 	char			*state_key_previous_file;
@@ -408,6 +444,8 @@ int		 conf_catalog_differ(const struct conf_catalog *,
 int		 conf_credentials_differ(const struct conf_credentials *,
 		     const struct conf_credentials *);
 
+/* The limit block named NAME, or NULL. */
+const struct conf_limit *conf_limit_find(const struct conf *, const char *);
 /*
  * What `mcpd -t` and start-up warn about (exec tools reachable from the
  * network without authorization), or NULL.

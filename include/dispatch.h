@@ -8,8 +8,22 @@
 
 struct auth_principal;
 struct call;
+struct limit_ticket;
 struct session;
 struct stream;
+
+/*
+ * What the edge knows of a request that the calls it starts keep: the
+ * path it arrived on, and whether its tools/call was checked against the
+ * limits already (answered 429 there if not admitted), with the slots
+ * it holds (taken). A call not checked at the edge (a batch's) is
+ * checked as it starts, and answered -32023 if refused.
+ */
+struct dispatch_origin {
+	const char		*endpoint;
+	int			 admitted;
+	struct limit_ticket	*ticket;
+};
 
 struct dispatch_method;
 
@@ -67,10 +81,15 @@ cJSON	*dispatch_quick_stateless(const struct auth_principal *,
 	    const char *, const cJSON *);
 /* What a revision's clients at an endpoint's path are told is served. */
 cJSON	*dispatch_capabilities(int, const char *);
-void	 dispatch_start_call(struct call *, const cJSON *);
-void	 dispatch_start(struct session *, struct stream *, const cJSON *);
+void	 dispatch_start_call(struct call *, const cJSON *,
+	    struct dispatch_origin *);
+void	 dispatch_start(struct session *, struct stream *, const cJSON *,
+	    struct dispatch_origin *);
 void	 dispatch_start_batch(struct session *, struct stream *,
-	    const cJSON *);
+	    const cJSON *, struct dispatch_origin *);
+/* The JSON-RPC error a call refused by a limit is answered (taken). */
+struct limit_refusal;
+cJSON	*dispatch_limited(const cJSON *, const struct limit_refusal *);
 void	 dispatch_notification(struct session *, const cJSON *);
 int	 dispatch_response(struct session *, const cJSON *);
 

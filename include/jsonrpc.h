@@ -26,9 +26,15 @@
 /* MCP 2026-07-28: a protocol version this server does not speak. */
 #define JSONRPC_UNSUPPORTED_VERSION -32022
 /*
+ * A call refused by a limit (docs/limits.md): the code the draft MCP SEP
+ * "rate-limited error" proposes, data.retryAfter (seconds) and
+ * data.retryAfterMs with it.
+ */
+#define JSONRPC_RATE_LIMITED	 -32023
+/*
  * mcpd: no credentials toward an upstream for this call (a token exchange
  * or a client credentials grant refused or failed); data names the
- * upstream and the OAuth error (-32023 is a limit's, issue 26).
+ * upstream and the OAuth error.
  */
 #define JSONRPC_UPSTREAM_CREDENTIALS -32024
 

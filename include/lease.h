@@ -34,18 +34,19 @@ uint64_t lease_renew_ms(void);
  */
 int	 lease_lapse_counts(void);
 
-/* The owner's side. */
-void	 lease_take(const char *, uint64_t, const cJSON *);
+/* The owner's side: the ids owed, and their calls' audit contexts. */
+void	 lease_take(const char *, uint64_t, const cJSON *, const cJSON *);
 void	 lease_renew(const char *, uint64_t);
 
 /*
  * Whether the owner of stream K is gone: cb runs once, on a later loop
  * turn, with the request ids K owes (maybe none) and K's head when the
  * lease lapsed while K is open; with ids NULL when the owner is alive, K
- * ended, or the log cannot tell now.
+ * ended, or the log cannot tell now. With audit_log, the audit contexts
+ * the owner left (an array, or NULL).
  */
 typedef void (*lease_checked_cb)(const char *, uint64_t, const cJSON *,
-		    uint64_t, void *);
+		    uint64_t, const cJSON *, void *);
 void	 lease_check(const char *, uint64_t, lease_checked_cb, void *);
 
 /*

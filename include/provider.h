@@ -61,6 +61,8 @@ struct provider {
 	int		(*lists_change)(int, int);
 	/* Whether this provider serves tool NAME. */
 	int		(*has_tool)(const char *);
+	/* The name of the upstream that serves tool NAME, or NULL. */
+	const char	*(*tool_upstream)(const char *);
 	/*
 	 * The lists as one session sees them (enum provider_list); when
 	 * set, used in place of list_tools and the others.
@@ -156,6 +158,8 @@ void	 provider_shutdown(void);
 const char *provider_tool_owner(const char *, const struct provider *);
 /* Every tool of the providers other than self: [{name, provider}]. */
 cJSON	*provider_other_tools(const struct provider *);
+/* The upstream serving tool NAME (limits), or NULL: mcpd's own or none. */
+const char *provider_tool_upstream(const char *);
 /* The scope tool NAME needs (NULL: none), as its provider says. */
 const char *provider_tool_scope(const char *);
 /* The scope a prompt, resource or template needs (enum provider_list). */

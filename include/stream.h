@@ -51,7 +51,7 @@ int		 stream_ended(const struct stream *);
 void		 stream_append(struct stream *, const char *, size_t, int,
 		     stream_commit_cb, void *);
 void		 stream_append_response(struct stream *, const char *, size_t,
-		     int, const cJSON *);
+		     int, const cJSON *, stream_commit_cb, void *);
 void		 stream_end(struct stream *);
 void		 stream_delivered(struct stream *, uint64_t);
 /* Shared logs: delivery progress from views of other processes. */

@@ -769,6 +769,23 @@ conf_check_log_file(const char *s, char **value, char **why)
 	return (0);
 }
 
+/* "none", "syslog", or an absolute path (opened when the daemon starts). */
+int
+conf_check_audit_log(const char *s, char **value, char **why)
+{
+	if (strcmp(s, "none") == 0) {
+		*value = NULL;
+		return (0);
+	}
+	if (strcmp(s, "syslog") != 0 && *s != '/') {
+		xasprintf(why, "audit_log must be none, syslog or an absolute "
+		    "path, not \"%s\"", s);
+		return (-1);
+	}
+	*value = xstrdup(s);
+	return (0);
+}
+
 int
 conf_check_key_file(const char *s, char **value, char **why)
 {

@@ -14,6 +14,7 @@
  *			share (tools allow|deny, rename, description)
  *	conf_credential.c credentials { } inside an upstream block
  *	conf_openapi.c	openapi NAME { }: the same
+ *	conf_limit.c	limit NAME { }: the same
  *	conf_print.c	mcpd -h, mcpd -M and mcpd.conf.example, from the tables
  */
 #ifndef MCPD_CONF_INT_H
@@ -148,6 +149,7 @@ struct conf_scope {
 extern const struct conf_enum conf_param_types[];
 conf_check_cb	 conf_check_path;
 conf_check_cb	 conf_check_log_file;
+conf_check_cb	 conf_check_audit_log;
 conf_check_cb	 conf_check_key_file;
 conf_check_cb	 conf_check_origin;
 conf_check_cb	 conf_check_dir;
@@ -226,5 +228,11 @@ extern const struct conf_table conf_openapi_table;
 extern const char conf_openapi_examples[];
 conf_block_cb	 conf_openapi_block;
 void		 conf_openapi_free(void *);
+
+/* conf_limit.c */
+extern const struct conf_table conf_limit_table;
+extern const char conf_limit_examples[];
+conf_block_cb	 conf_limit_block;
+void		 conf_limit_free(void *);
 
 #endif

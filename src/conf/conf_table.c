@@ -28,6 +28,12 @@ static const struct conf_enum conf_log_format_values[] = {
 	{ NULL, 0 }
 };
 
+static const struct conf_enum conf_limit_fallback_values[] = {
+	{ "local", CONF_LIMIT_LOCAL },
+	{ "refuse", CONF_LIMIT_REFUSE },
+	{ NULL, 0 }
+};
+
 static const struct conf_enum conf_fixtures_values[] = {
 	{ "conformance", 1 },
 	{ "off", 0 },
@@ -271,6 +277,30 @@ static const struct conf_entry conf_entries[] = {
 	  "block, one directive per line; operations and header may "
 	  "repeat:" },
 
+	{ .name = "limit", .type = CONF_BLOCK, .block = conf_limit_block,
+	  .sub = &conf_limit_table, .free = conf_limit_free,
+	  .example = conf_limit_examples, .args = "NAME { ... }",
+	  .section = "Limits",
+	  .help = "A limit on tools/call requests (task-augmented ones "
+	  "included): a rate with a burst (token bucket), calls running at "
+	  "once, calls a day, each counted per key (principal, client, "
+	  "tool, upstream, or a combination); with the redis event log "
+	  "every instance sharing it counts together. A call past a limit "
+	  "is refused: HTTP 429 with Retry-After when it is the whole "
+	  "request, a JSON-RPC error -32023 with data.retryAfter (seconds) "
+	  "for a request of a batch and on the 2026-07-28 stateless path. "
+	  "A call counts against every limit that covers it. A reload "
+	  "changes limits for the calls that follow. See docs/limits.md. "
+	  "NAME is 1 to 128 letters, digits, \"_\", \"-\" or \".\", unique "
+	  "among limits. Inside the block, one directive per line:" },
+	{ .name = "limit_fallback", .type = CONF_ENUM,
+	  .offset = CONF_OFF(limit_fallback),
+	  .values = conf_limit_fallback_values, .def = "local",
+	  .help = "With the redis event log, what a limit check does while "
+	  "Redis cannot answer: local counts in this instance's own buckets "
+	  "(each instance then admits up to the whole limit), refuse "
+	  "refuses the call (HTTP 429 or -32023, Retry-After 1)." },
+
 	{ .name = "drain_delay", .type = CONF_SECONDS,
 	  .offset = CONF_OFF(drain_delay), .min = 0, .max = 3600, .def = "5",
 	  .section = "Drain and failover",
@@ -382,6 +412,31 @@ static const struct conf_entry conf_entries[] = {
 	  "object per line with time, level and msg, for log collectors; "
 	  "bytes of a message that are not UTF-8 are escaped, so every line "
 	  "is valid JSON." },
+	{ .name = "audit_log", .type = CONF_STRING,
+	  .offset = CONF_OFF(audit_log), .check = conf_check_audit_log,
+	  .args = "none|syslog|PATH", .def = "none", .section = "Audit",
+	  .help = "One JSON line per tools/call, resources/read, "
+	  "prompts/get and tasks/cancel (a task's creation is its tools/call), "
+	  "written once its outcome is committed: who (issuer, subject, "
+	  "client id), what (tool, resource, prompt, task; the SHA-256 of "
+	  "the arguments), where (instance, endpoint, session or request "
+	  "id) and how it ended (ok, error and its code, cancelled, "
+	  "interrupted, limited), with its duration and response bytes "
+	  "(docs/audit.md). syslog sends them to syslog (facility authpriv, "
+	  "ident mcpd-audit); PATH is an absolute path, appended to and "
+	  "created (mode 0640), reopened on SIGUSR1 as log_file is. A "
+	  "thread of its own writes them, so a slow or full disk never "
+	  "stalls the event loop; lines it could not write are counted "
+	  "(/metrics) and logged, rate-limited." },
+	{ .name = "audit_arguments", .type = CONF_BOOL,
+	  .offset = CONF_OFF(audit_arguments), .values = conf_bool_values,
+	  .def = "off",
+	  .help = "Whether audit lines also carry the arguments themselves, "
+	  "not only their SHA-256 (they may hold what should not be kept)." },
+	CONF_NUMBER("audit_queue", CONF_SIZE, audit_queue, 64 * CONF_KIB,
+	    CONF_GIB, "8m", "Bytes of audit lines waiting for the writer at "
+	    "most: a line that would go past it is dropped, counted and "
+	    "logged, so a stalled disk costs at most this much memory."),
 };
 
 const struct conf_table conf_table_main = {

@@ -8,7 +8,8 @@
  * process listens on, the event log, and what the log's streams and
  * sessions were created with) keep their running values, with a line for
  * each that changed. Everything else applies at once to new work: the log
- * level and destination, origins, limits, timeouts, backpressure of new
+ * level and destination, the audit log, origins, limits (HTTP's, and the
+ * limit blocks: for calls that start after), timeouts, backpressure of new
  * streams, providers and the tools' definitions (server.c sets evhttp's
  * limits once this returns 0). A running exec call
  * finishes with the definition it started with: it holds the conf it
@@ -18,8 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "audit.h"
 #include "clock.h"
 #include "conf.h"
+#include "limit.h"
 #include "log.h"
 #include "notify.h"
 #include "provider.h"
@@ -73,6 +76,8 @@ reload_conf(void)
 	reload_log(new);
 	server.conf = new;
 	provider_init(new);
+	audit_configure(new);
+	limit_reload();
 	conf_release(old);
 	log_info("reload: %s applied: log level %s, %zu exec tools, builtin "
 	    "tools %s", new->path, log_level_name(new->log_level),

@@ -23,6 +23,7 @@
 #include <event2/listener.h>
 
 #include "announce.h"
+#include "audit.h"
 #include "auth.h"
 #include "clock.h"
 #include "conf.h"
@@ -32,6 +33,7 @@
 #include "health.h"
 #include "http_client.h"
 #include "lease.h"
+#include "limit.h"
 #include "listen.h"
 #include "log.h"
 #include "mcpd.h"
@@ -141,6 +143,7 @@ static void
 server_reopen_cb(evutil_socket_t sig, short events, void *arg)
 {
 	log_reopen();
+	audit_reopen();
 }
 
 /*
@@ -230,6 +233,8 @@ server_cron_cb(evutil_socket_t fd, short events, void *arg)
 	session_cron();
 	view_cron();
 	listen_cron();
+	limit_cron();
+	audit_cron();
 	server_accept_cron();
 	log_cron();
 }
@@ -239,6 +244,7 @@ static void
 server_lease_renew_cb(evutil_socket_t fd, short events, void *arg)
 {
 	session_renew_leases();
+	limit_renew();
 }
 
 static void
@@ -673,11 +679,17 @@ server_run(struct conf *conf)
 	announce_init();	/* with a shared log: other instances' changes */
 	listen_init();
 	task_init();
+	limit_init();
 	exec_init(base);
 	http_client_init(base);	/* before the providers: HTTP upstreams */
 	provider_init(conf);
 	if (auth_init(base, conf, &cause) != 0) {
 		log_error("auth: %s", cause);
+		free(cause);
+		goto out;
+	}
+	if (audit_init(conf, &cause) != 0) {
+		log_error("audit_log %s", cause);
 		free(cause);
 		goto out;
 	}
@@ -753,6 +765,7 @@ out:
 	drain_free();
 	if (el != NULL) {
 		auth_shutdown();	/* requests waiting for a check: 503 */
+		limit_shutdown();	/* and those waiting for limits: 429 */
 		http_client_shutdown();
 		view_shutdown();
 		stateless_shutdown();
@@ -783,6 +796,7 @@ out:
 		event_base_loop(base, EVLOOP_NONBLOCK);
 	event_base_free(base);
 	server.base = NULL;
+	audit_shutdown();	/* the lines of the calls that ended above */
 	log_limit_end();
 	log_info("stopped: exit status %d", rc);
 	notify_close();

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "audit.h"
 #include "auth.h"
 #include "conf.h"
 #include "credential.h"
@@ -26,6 +27,7 @@
 #include "eventlog.h"
 #include "exec.h"
 #include "health.h"
+#include "limit.h"
 #include "mcpd.h"
 #include "metrics.h"
 #include "prometheus.h"
@@ -33,6 +35,7 @@
 #include "provider_upstream.h"
 #include "server.h"
 #include "session.h"
+#include "spool.h"
 #include "view.h"
 #include "xmalloc.h"
 
@@ -258,6 +261,79 @@ prom_openapis(struct prom *p)
 	}
 }
 
+/* Limit names are checked at load: letters, digits, "_-." only. */
+static void
+prom_limits(struct prom *p)
+{
+	struct limit_stat	st;
+	struct limit_totals	t;
+	size_t			i, n = limit_stat_count();
+	int			r;
+
+	if (n == 0 && server.conf->nlimits == 0)
+		return;
+	prom_head(p, "mcpd_limit_admitted_total", "counter", "tools/call "
+	    "requests a limit covered and admitted, by limit.");
+	for (i = 0; i < n; i++) {
+		limit_stat(i, &st);
+		prom_printf(p, "mcpd_limit_admitted_total{limit=\"%s\"} %llu\n",
+		    st.name, (unsigned long long)st.admitted);
+	}
+	prom_head(p, "mcpd_limited_total", "counter", "tools/call requests "
+	    "refused by a limit (429, or -32023), by limit and reason (rate, "
+	    "quota, concurrency, unavailable: limit_fallback refuse while "
+	    "Redis could not answer).");
+	for (i = 0; i < n; i++) {
+		limit_stat(i, &st);
+		for (r = 0; r < LIMIT_REASONS; r++)
+			prom_printf(p, "mcpd_limited_total{limit=\"%s\","
+			    "reason=\"%s\"} %llu\n", st.name,
+			    limit_reason_name(r),
+			    (unsigned long long)st.refused[r]);
+	}
+	prom_head(p, "mcpd_limit_running", "gauge", "Calls holding a "
+	    "concurrency slot of the limit on this instance.");
+	for (i = 0; i < n; i++) {
+		limit_stat(i, &st);
+		prom_printf(p, "mcpd_limit_running{limit=\"%s\"} %llu\n",
+		    st.name, (unsigned long long)st.running);
+	}
+	limit_totals(&t);
+	prom_value(p, "mcpd_limit_keys", "gauge", "Keys (limit and what it "
+	    "counts apart) this instance tracks.", (double)t.keys);
+	prom_value(p, "mcpd_limit_store_calls_total", "counter", "Calls to "
+	    "Redis for limits (leases of tokens, slots, tokens given back): "
+	    "far fewer than checks while leases serve them.",
+	    (double)t.store_calls);
+	prom_value(p, "mcpd_limit_fallbacks_total", "counter", "Checks made "
+	    "while Redis could not answer them (limit_fallback).",
+	    (double)t.fallbacks);
+	prom_value(p, "mcpd_limit_overflows_total", "counter", "Calls not "
+	    "limited because every one of the keys tracked was in use.",
+	    (double)t.overflows);
+}
+
+static void
+prom_audit(struct prom *p)
+{
+	struct spool_stats	st;
+
+	if (server.conf->audit_log == NULL && !audit_enabled())
+		return;
+	audit_stats(&st);
+	prom_head(p, "mcpd_audit_lines_total", "counter", "Audit lines, by "
+	    "what became of them: written, dropped (the queue was full: "
+	    "audit_queue), failed (the write or the open failed: a full disk, "
+	    "a closed pipe).");
+	prom_printf(p, "mcpd_audit_lines_total{result=\"written\"} %llu\n"
+	    "mcpd_audit_lines_total{result=\"dropped\"} %llu\n"
+	    "mcpd_audit_lines_total{result=\"failed\"} %llu\n",
+	    (unsigned long long)st.written, (unsigned long long)st.dropped,
+	    (unsigned long long)st.failed);
+	prom_value(p, "mcpd_audit_queued_bytes", "gauge", "Bytes of audit "
+	    "lines waiting for the writer.", (double)st.queued);
+}
+
 static long
 prom_open_fds(void)
 {
@@ -384,6 +460,8 @@ prometheus_text(size_t *len)
 	prom_tools(&p);
 	prom_upstreams(&p);
 	prom_openapis(&p);
+	prom_limits(&p);
+	prom_audit(&p);
 	prom_process(&p);
 	*len = p.len;
 	return (p.buf);

@@ -81,6 +81,25 @@ reply_method(struct evhttp_request *req)
 	return (i == -1 ? "other" : reply_methods[i].name);
 }
 
+/*
+ * The request's path, decoded as evhttp decoded it to match it against
+ * the endpoints (allocated; "" if it has none).
+ */
+char *
+reply_path(struct evhttp_request *req)
+{
+	const struct evhttp_uri	*u = evhttp_request_get_evhttp_uri(req);
+	const char		*p = u != NULL ? evhttp_uri_get_path(u) : NULL;
+	char			*d;
+
+	if (p == NULL)
+		return (xstrdup(""));
+	/* libevent allocates through the x* allocators (main.c). */
+	if ((d = evhttp_decode_uri(p)) == NULL)
+		return (xstrdup(p));
+	return (d);
+}
+
 /* The session a response is about: the one it names, or the request's. */
 const char *
 reply_session(struct evhttp_request *req)
@@ -117,7 +136,8 @@ reply_send(struct evhttp_request *req, int status, struct evbuffer *body)
 		    reply_session(req), 0, body != NULL ?
 		    evbuffer_get_length(body) : 0, access_take(req));
 	}
-	evhttp_send_reply(req, status, NULL, body);
+	evhttp_send_reply(req, status, status == 429 ? "Too Many Requests" :
+	    NULL, body);
 }
 
 void
@@ -159,6 +179,18 @@ reply_unavailable(struct evhttp_request *req, int retry_after,
 	evhttp_add_header(evhttp_request_get_output_headers(req),
 	    "Retry-After", seconds);
 	reply_error(req, 503, JSONRPC_UNAVAILABLE, message, NULL);
+}
+
+void
+reply_limited(struct evhttp_request *req, uint64_t retry_after, cJSON *body)
+{
+	char	seconds[24];
+
+	snprintf(seconds, sizeof seconds, "%llu",
+	    (unsigned long long)retry_after);
+	evhttp_add_header(evhttp_request_get_output_headers(req),
+	    "Retry-After", seconds);
+	reply_json(req, 429, body);
 }
 
 struct reply_sse *

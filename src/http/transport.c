@@ -14,6 +14,7 @@
 #include <event2/keyvalq_struct.h>
 
 #include "access.h"
+#include "audit.h"
 #include "auth.h"
 #include "conf.h"
 #include "cursor.h"
@@ -22,6 +23,7 @@
 #include "eventlog.h"
 #include "health.h"
 #include "jsonrpc.h"
+#include "limit.h"
 #include "listen.h"
 #include "log.h"
 #include "mcp.h"
@@ -288,7 +290,7 @@ transport_stream_created_cb(struct stream *st, int ok, void *arg)
  */
 static void
 transport_open_stream(struct evhttp_request *req, struct session *s,
-    cJSON *msg, enum eventlog_status logged)
+    const cJSON *msg, enum eventlog_status logged, struct dispatch_origin *o)
 {
 	struct transport_start	*ts;
 	struct stream		*st;
@@ -303,9 +305,139 @@ transport_open_stream(struct evhttp_request *req, struct session *s,
 	session_ref(s);
 	st = stream_open(s, STREAM_REQUEST, transport_stream_created_cb, ts);
 	if (!cJSON_IsArray(msg))
-		dispatch_start(s, st, msg);
+		dispatch_start(s, st, msg, o);
 	else
-		dispatch_start_batch(s, st, msg);
+		dispatch_start_batch(s, st, msg, o);
+}
+
+/*
+ * The path audit lines and limits name: only worked out when one of them
+ * is on (allocated, or NULL).
+ */
+static char *
+transport_path(struct evhttp_request *req)
+{
+	return (limit_any() || audit_enabled() ? reply_path(req) : NULL);
+}
+
+/*
+ * A single request refused by a limit (docs/limits.md): 429 with
+ * Retry-After, the JSON-RPC error -32023 as the body, and its audit line.
+ */
+static void
+transport_limited(struct evhttp_request *req, struct session *s,
+    const cJSON *msg, const char *path, const struct limit_refusal *r)
+{
+	const cJSON		*id = cJSON_GetObjectItemCaseSensitive(msg, "id");
+	struct audit_rec	*rec;
+	cJSON			*body;
+	char			*text;
+
+	log_limited(LOG_LEVEL_INFO, "limited", "session=%s tools/call refused "
+	    "by limit %s (%s): retry after %llu ms", session_id(s), r->limit,
+	    limit_reason_name(r->reason), (unsigned long long)r->retry_ms);
+	body = dispatch_limited(id, r);
+	rec = audit_begin("tools/call", cJSON_GetObjectItemCaseSensitive(msg,
+	    "params"), session_principal(s), session_id(s),
+	    session_version(s), id, path);
+	if (rec != NULL) {
+		audit_set(rec, AUDIT_LIMITED, JSONRPC_RATE_LIMITED, r->limit);
+		text = cJSON_PrintUnformatted(body);
+		audit_respond(rec, body, text != NULL ? strlen(text) : 0);
+		free(text);
+	}
+	reply_limited(req, limit_retry_seconds(r), body);
+	audit_write(rec);
+}
+
+/* A single call request, admitted: its stream opens (if there is room). */
+static void
+transport_admitted(struct evhttp_request *req, struct session *s,
+    const cJSON *msg, enum eventlog_status logged, const char *path,
+    struct limit_ticket *t)
+{
+	struct dispatch_origin	o = { path, 1, t };
+
+	if (transport_stream_room(req, s))
+		transport_open_stream(req, s, msg, logged, &o);
+	limit_ticket_free(o.ticket);	/* unless a call took it */
+}
+
+/* A single request's limit check that had to wait for the shared log. */
+struct transport_check {
+	struct evhttp_request	*req;
+	struct session		*session;
+	cJSON			*msg;
+	enum eventlog_status	 logged;
+	char			*path;
+};
+
+static void
+transport_checked_cb(struct limit_ticket *t, const struct limit_refusal *r,
+    void *arg)
+{
+	struct transport_check	*tc = arg;
+	struct session		*s = tc->session;
+
+	if (session_closed(s)) {
+		limit_ticket_free(t);
+		reply_error(tc->req, 404, JSONRPC_SESSION_NOT_FOUND,
+		    "Session not found", NULL);
+	} else if (r != NULL)
+		transport_limited(tc->req, s, tc->msg, tc->path, r);
+	else
+		transport_admitted(tc->req, s, tc->msg, tc->logged, tc->path, t);
+	session_unref(s);
+	cJSON_Delete(tc->msg);
+	free(tc->path);
+	free(tc);
+}
+
+/*
+ * A single request that runs as a call: a tools/call is checked against
+ * the limits first (429 if refused; with the shared log it may have to
+ * wait for Redis, holding a copy of the request), then it starts.
+ */
+static void
+transport_call(struct evhttp_request *req, struct session *s, cJSON *msg,
+    enum eventlog_status logged)
+{
+	struct limit_subject	 sub;
+	struct limit_refusal	 r;
+	struct limit_ticket	*t = NULL;
+	struct transport_check	*tc;
+	char			*path = transport_path(req);
+
+	sub.tool = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+	    cJSON_GetObjectItemCaseSensitive(msg, "params"), "name"));
+	if (!limit_any() || sub.tool == NULL || strcmp(cJSON_GetStringValue(
+	    cJSON_GetObjectItemCaseSensitive(msg, "method")),
+	    "tools/call") != 0) {
+		transport_admitted(req, s, msg, logged, path, NULL);
+		free(path);
+		return;
+	}
+	sub.who = session_principal(s);
+	sub.endpoint = path;
+	tc = xmalloc(sizeof *tc);
+	switch (limit_check(&sub, &t, &r, transport_checked_cb, tc)) {
+	case LIMIT_ADMIT:
+		transport_admitted(req, s, msg, logged, path, t);
+		break;
+	case LIMIT_REFUSE:
+		transport_limited(req, s, msg, path, &r);
+		break;
+	case LIMIT_PENDING:
+		tc->req = req;
+		tc->session = s;
+		session_ref(s);
+		tc->msg = cJSON_Duplicate(msg, 1);
+		tc->logged = logged;
+		tc->path = path;
+		return;
+	}
+	free(tc);
+	free(path);
 }
 
 /*
@@ -452,9 +584,7 @@ transport_single(struct evhttp_request *req, struct session *s, cJSON *msg,
 		reply_json(req, 200, dispatch_quick(s, msg));
 		return;
 	}
-	if (!transport_stream_room(req, s))
-		return;
-	transport_open_stream(req, s, msg, logged);
+	transport_call(req, s, msg, logged);
 }
 
 /*
@@ -468,6 +598,8 @@ transport_batch(struct evhttp_request *req, struct session *s, cJSON *batch,
 	cJSON			*msg, *responses;
 	enum jsonrpc_kind	 kind;
 	const char		*cause;
+	struct dispatch_origin	 o = { NULL, 0, NULL };
+	char			*path;
 	int			 requests = 0, streams = 0;
 
 	if (!mcp_version_at_least("2025-03-26", session_version(s)) ||
@@ -516,7 +648,9 @@ transport_batch(struct evhttp_request *req, struct session *s, cJSON *batch,
 		return;
 	}
 	cJSON_Delete(responses);
-	transport_open_stream(req, s, batch, logged);
+	o.endpoint = path = transport_path(req);
+	transport_open_stream(req, s, batch, logged, &o);
+	free(path);
 }
 
 static void	transport_with_session(struct evhttp_request *, cJSON *,

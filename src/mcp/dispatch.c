@@ -15,10 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "audit.h"
 #include "auth.h"
 #include "call.h"
 #include "dispatch.h"
 #include "jsonrpc.h"
+#include "limit.h"
 #include "log.h"
 #include "mcp.h"
 #include "mcpd.h"
@@ -883,12 +885,40 @@ dispatch_call(struct session *s, struct stream *st, const cJSON *req)
 }
 
 /*
- * Runs the method of a started call: a call method's handler, or a quick
- * method (in a batch that streams) answered on the stream. s NULL: a
- * stateless request's call.
+ * A call refused by a limit: -32023 (docs/limits.md), data.retryAfter in
+ * seconds (issue 26), retryAfterMs (the rate-limited error SEP), the
+ * limit's name and why. message is allocated.
  */
+static cJSON *
+dispatch_limited_data(const struct limit_refusal *r, char **message)
+{
+	cJSON	*data = cJSON_CreateObject();
+
+	cJSON_AddNumberToObject(data, "retryAfter",
+	    (double)limit_retry_seconds(r));
+	cJSON_AddNumberToObject(data, "retryAfterMs", (double)r->retry_ms);
+	cJSON_AddStringToObject(data, "limit", r->limit);
+	cJSON_AddStringToObject(data, "reason", limit_reason_name(r->reason));
+	xasprintf(message, "Rate limited: limit %s (%s); retry after %llu s",
+	    r->limit, limit_reason_name(r->reason),
+	    (unsigned long long)limit_retry_seconds(r));
+	return (data);
+}
+
+cJSON *
+dispatch_limited(const cJSON *id, const struct limit_refusal *r)
+{
+	char	*message;
+	cJSON	*data, *err;
+
+	data = dispatch_limited_data(r, &message);
+	err = jsonrpc_error(id, JSONRPC_RATE_LIMITED, message, data);
+	free(message);
+	return (err);
+}
+
 static void
-dispatch_run_call(struct session *s, struct call *c, const cJSON *req)
+dispatch_run_method(struct session *s, struct call *c, const cJSON *req)
 {
 	const struct dispatch_method	*m;
 	struct dispatch_ctx		 ctx = { s, call_principal(c),
@@ -897,10 +927,6 @@ dispatch_run_call(struct session *s, struct call *c, const cJSON *req)
 	struct dispatch_error		 err;
 	cJSON				*result;
 
-	if (!dispatch_params_ok(ctx.rev, req, &err)) {
-		dispatch_call_error(c, err.code, err.message);
-		return;
-	}
 	if ((m = dispatch_find(req, DISPATCH_CALL, ctx.rev)) != NULL) {
 		m->call(c, dispatch_params(req));
 		return;
@@ -912,21 +938,130 @@ dispatch_run_call(struct session *s, struct call *c, const cJSON *req)
 	call_release(c);
 }
 
+/* A call's limit check that had to wait for the shared log. */
+struct dispatch_wait {
+	struct session	*s;
+	struct call	*c;
+	cJSON		*req;
+};
+
+static void
+dispatch_refuse(struct call *c, const struct limit_refusal *r)
+{
+	char	*message;
+	cJSON	*data;
+
+	data = dispatch_limited_data(r, &message);
+	call_limited(c, r->limit);
+	call_respond_error_data(c, JSONRPC_RATE_LIMITED, message, data);
+	free(message);
+	call_release(c);
+}
+
+static void
+dispatch_checked_cb(struct limit_ticket *t, const struct limit_refusal *r,
+    void *arg)
+{
+	struct dispatch_wait	*w = arg;
+
+	if (call_finished(w->c)) {
+		limit_ticket_free(t);
+		call_release(w->c);
+	} else if (r != NULL)
+		dispatch_refuse(w->c, r);
+	else {
+		call_set_ticket(w->c, t);
+		dispatch_run_method(w->s, w->c, w->req);
+	}
+	cJSON_Delete(w->req);
+	free(w);
+}
+
+/*
+ * A tools/call the edge did not check (a batch's) against the limits:
+ * 1 when it may run now, 0 when it was answered or waits for its check.
+ */
+static int
+dispatch_admit(struct session *s, struct call *c, const cJSON *req,
+    const struct dispatch_origin *o)
+{
+	struct limit_subject	 sub;
+	struct limit_ticket	*t;
+	struct limit_refusal	 r;
+	struct dispatch_wait	*w;
+	const char		*name;
+
+	if (o == NULL || o->admitted || !limit_any() ||
+	    strcmp(dispatch_method(req), "tools/call") != 0 ||
+	    (name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+	    dispatch_params(req), "name"))) == NULL)
+		return (1);
+	sub.who = call_principal(c);
+	sub.tool = name;
+	sub.endpoint = o->endpoint;
+	w = xmalloc(sizeof *w);
+	switch (limit_check(&sub, &t, &r, dispatch_checked_cb, w)) {
+	case LIMIT_ADMIT:
+		free(w);
+		call_set_ticket(c, t);
+		return (1);
+	case LIMIT_REFUSE:
+		free(w);
+		dispatch_refuse(c, &r);
+		return (0);
+	case LIMIT_PENDING:
+		break;
+	}
+	w->s = s;
+	w->c = c;
+	w->req = cJSON_Duplicate(req, 1);
+	return (0);
+}
+
+/*
+ * Runs the method of a started call: a call method's handler, or a quick
+ * method (in a batch that streams) answered on the stream. s NULL: a
+ * stateless request's call. Audited methods get their record here.
+ */
+static void
+dispatch_run_call(struct session *s, struct call *c, const cJSON *req,
+    struct dispatch_origin *o)
+{
+	struct dispatch_error	 err;
+	int			 rev = s != NULL ? MCP_REV_2025 : MCP_REV_2026;
+
+	call_set_audit(c, audit_begin(dispatch_method(req), dispatch_params(req),
+	    call_principal(c), s != NULL ? session_id(s) : NULL,
+	    call_version(c), call_id(c), o != NULL ? o->endpoint : NULL));
+	if (o != NULL && o->ticket != NULL) {
+		call_set_ticket(c, o->ticket);
+		o->ticket = NULL;
+	}
+	if (!dispatch_params_ok(rev, req, &err)) {
+		dispatch_call_error(c, err.code, err.message);
+		return;
+	}
+	if (dispatch_admit(s, c, req, o))
+		dispatch_run_method(s, c, req);
+}
+
 /*
  * Starts a stateless request's call (stateless.c), which owes its response
  * to its sink: a call method, or a quick one answered through the call.
  */
 void
-dispatch_start_call(struct call *c, const cJSON *req)
+dispatch_start_call(struct call *c, const cJSON *req,
+    struct dispatch_origin *o)
 {
-	dispatch_run_call(NULL, c, req);
+	dispatch_run_call(NULL, c, req, o);
 }
 
 /* Starts a request whose response goes onto stream st. */
 void
-dispatch_start(struct session *s, struct stream *st, const cJSON *req)
+dispatch_start(struct session *s, struct stream *st, const cJSON *req,
+    struct dispatch_origin *o)
 {
-	dispatch_run_call(s, dispatch_call(s, st, req), req);
+	dispatch_run_call(s, dispatch_call(s, st, req), req, o);
 }
 
 /*
@@ -936,7 +1071,7 @@ dispatch_start(struct session *s, struct stream *st, const cJSON *req)
  */
 void
 dispatch_start_batch(struct session *s, struct stream *st,
-    const cJSON *batch)
+    const cJSON *batch, struct dispatch_origin *o)
 {
 	const cJSON	*msg;
 	const char	*cause;
@@ -957,7 +1092,7 @@ dispatch_start_batch(struct session *s, struct stream *st,
 		if (call_finished(calls[i]))
 			call_release(calls[i]);
 		else
-			dispatch_run_call(s, calls[i], msg);
+			dispatch_run_call(s, calls[i], msg, o);
 		i++;
 	}
 	free(calls);

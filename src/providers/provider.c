@@ -435,6 +435,20 @@ provider_list_walk(struct session *s, int l, size_t from,
  * given for a tool.
  */
 const char *
+provider_tool_upstream(const char *name)
+{
+	const struct provider	*p;
+	const char		*up;
+	size_t			 i;
+
+	PROVIDER_FOREACH(i, p, tool_upstream) {
+		if ((up = p->tool_upstream(name)) != NULL)
+			return (up);
+	}
+	return (NULL);
+}
+
+const char *
 provider_tool_scope(const char *name)
 {
 	const struct provider	*p;

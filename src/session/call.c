@@ -17,10 +17,12 @@
 
 #include <event2/event.h>
 
+#include "audit.h"
 #include "auth.h"
 #include "call.h"
 #include "clock.h"
 #include "jsonrpc.h"
+#include "limit.h"
 #include "log.h"
 #include "mcp.h"
 #include "metrics.h"
@@ -42,6 +44,9 @@ struct call {
 	void		*cancel_arg;
 	char		*tool;		/* a tools/call of a known tool */
 	uint64_t	 start_ms;
+	struct audit_rec *audit;	/* its audit line, until written */
+	struct limit_ticket *ticket;	/* its concurrency slots */
+	int		 interrupted;	/* it ends with no answer of its own */
 
 	/*
 	 * A stateless (2026-07-28) request's call has no session nor
@@ -251,6 +256,8 @@ call_free(struct call *c)
 	free(c->waiters);
 	free(c->owner);
 	free(c->endpoint);
+	audit_free(c->audit);
+	limit_ticket_free(c->ticket);
 	if (c->principal != NULL)
 		auth_principal_unref(c->principal);
 	cJSON_Delete(c->id);
@@ -268,6 +275,36 @@ call_set_tool(struct call *c, const char *name)
 {
 	free(c->tool);
 	c->tool = name != NULL ? xstrdup(name) : NULL;
+}
+
+/* The call's audit record (audit.c), written when its outcome is. */
+void
+call_set_audit(struct call *c, struct audit_rec *rec)
+{
+	audit_free(c->audit);
+	c->audit = rec;
+}
+
+/* The limits' slots the call holds while it runs (limit.c). */
+void
+call_set_ticket(struct call *c, struct limit_ticket *t)
+{
+	limit_ticket_free(c->ticket);
+	c->ticket = t;
+}
+
+/* The call is refused by limit name (its response follows). */
+void
+call_limited(struct call *c, const char *name)
+{
+	audit_set(c->audit, AUDIT_LIMITED, JSONRPC_RATE_LIMITED, name);
+}
+
+/* What another process needs to audit the call if this one dies. */
+cJSON *
+call_audit_context(const struct call *c)
+{
+	return (audit_context(c->audit));
 }
 
 static void
@@ -296,6 +333,9 @@ call_finish(struct call *c)
 	size_t	i;
 
 	c->finished = 1;
+	/* Not running any more: its slots go to other calls. */
+	limit_ticket_free(c->ticket);
+	c->ticket = NULL;
 	if (c->sink != NULL) {
 		/* Its questions are answered by the client's next round. */
 		for (i = 0; i < c->nwaiters; i++) {
@@ -354,10 +394,30 @@ call_cancel(struct call *c, const char *reason)
 	free(id);
 	call_tell_cancel(c);
 	call_count(c, METRICS_TOOL_CANCELLED);
+	/*
+	 * Nothing to commit: its line now (an abandoned one's error, if
+	 * any, is committed by whoever settles the stream).
+	 */
+	audit_set(c->audit, c->interrupted ? AUDIT_INTERRUPTED :
+	    AUDIT_CANCELLED, c->interrupted ? JSONRPC_INTERNAL_ERROR : 0,
+	    NULL);
+	audit_write(c->audit);
+	c->audit = NULL;
 	if (call_finish(c))
 		stream_close(c->stream);
 	if (c->sink != NULL)
 		c->sink->respond(c->sink_arg, NULL);
+}
+
+/*
+ * Ends the call without a response because it cannot have one (its
+ * stream's log failed): cancelled, but counted as interrupted.
+ */
+void
+call_abandon(struct call *c, const char *reason)
+{
+	c->interrupted = 1;
+	call_cancel(c, reason);
 }
 
 static void
@@ -643,14 +703,30 @@ call_close_view(struct call *c)
 	return (stream_close_after(c->stream, stream_head(c->stream)));
 }
 
+/*
+ * The response is committed (or, ok 0, not: the stream failed, and the
+ * error owed is settled by lease.c): the audit line goes.
+ */
+static void
+call_committed_cb(int ok, void *arg)
+{
+	struct audit_rec	*rec = arg;
+
+	if (!ok)
+		audit_set(rec, AUDIT_INTERRUPTED, JSONRPC_INTERNAL_ERROR, NULL);
+	audit_write(rec);
+}
+
 /* The call's response (taken): the stream's last entry if none is owed. */
 static void
 call_send_response(struct call *c, cJSON *msg)
 {
 	int		 last = call_finish(c);
 	const char	*text;
+	char		*printed;
 	size_t		 len;
 	const cJSON	*result = cJSON_GetObjectItemCaseSensitive(msg, "result");
+	struct audit_rec *rec = c->audit;
 
 	if (result == NULL)
 		call_count(c, METRICS_TOOL_FAILED);
@@ -660,13 +736,24 @@ call_send_response(struct call *c, cJSON *msg)
 	else
 		call_count(c, METRICS_TOOL_OK);
 
+	c->audit = NULL;
 	if (c->sink != NULL) {
+		/* Handed to the client's connection: committed as it gets. */
+		if (rec != NULL) {
+			printed = cJSON_PrintUnformatted(msg);
+			audit_respond(rec, msg, printed != NULL ?
+			    strlen(printed) : 0);
+			free(printed);
+		}
 		c->sink->respond(c->sink_arg, msg);
+		audit_write(rec);
 		return;
 	}
 	/* The stream copies the text before it returns. */
 	text = jsonrpc_print_shared(msg, &len);
-	stream_append_response(c->stream, text, len, last, c->id);
+	audit_respond(rec, msg, len);
+	stream_append_response(c->stream, text, len, last, c->id,
+	    rec != NULL ? call_committed_cb : NULL, rec);
 	cJSON_Delete(msg);
 	if (last)
 		stream_close(c->stream);
@@ -741,6 +828,8 @@ call_interrupt(struct call *c, const char *reason)
 	if (c->finished)
 		return;
 	call_tell_cancel(c);
+	c->interrupted = 1;
+	audit_set(c->audit, AUDIT_INTERRUPTED, JSONRPC_INTERNAL_ERROR, NULL);
 	xasprintf(&message, "The call was interrupted: %s", reason);
 	call_respond_error(c, JSONRPC_INTERNAL_ERROR, message);
 	free(message);

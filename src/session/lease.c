@@ -7,19 +7,23 @@
  *
  * 1. The owner. Once a request stream K is created and its calls started,
  *    the process running them writes "r:K", the JSON array of the request
- *    ids K owes a response to (kept as long as K may be resumed), and takes
- *    the lease "l:K" for lease_ttl (lease_take). Every lease_renew_ms(),
- *    while it still has something to write to K, it renews the lease
- *    (lease_renew, from session_renew_leases). Once K ended, or when the process lets the
- *    session go, the lease simply runs out.
+ *    ids K owes a response to (kept as long as K may be resumed), with
+ *    audit_log "u:K", what the audit lines of those calls need (audit.c),
+ *    and takes the lease "l:K" for lease_ttl (lease_take). Every
+ *    lease_renew_ms(), while it still has something to write to K, it
+ *    renews the lease (lease_renew, from session_renew_leases). Once K
+ *    ended, or when the process lets the session go, the lease simply
+ *    runs out.
  *
  * 2. Everyone else. A process showing K that none of its own calls writes
  *    checks the lease every LEASE_CHECK_MS (stream_check_orphan, from
- *    view_check_orphans, calls lease_check). When "l:K" is gone and K is still open, its
- *    owner is dead: this process reads "r:K" and K's head, and commits
- *    after the head a JSON-RPC error for each id owed, the last one final
- *    (lease_answer), or ends K if no id is on record. It waits while those
- *    entries would push what its client has not read out of retention.
+ *    view_check_orphans, calls lease_check). When "l:K" is gone and K is
+ *    still open, its owner is dead: this process reads "r:K" (and "u:K")
+ *    and K's head, and commits after the head a JSON-RPC error for each
+ *    id owed, the last one final (lease_answer), or ends K if no id is on
+ *    record; it writes the audit lines of the errors it committed. It
+ *    waits while those entries would push what its client has not read
+ *    out of retention.
  *    The appends are compare-and-append: two processes cannot both answer,
  *    and a late owner cannot write after the answers. A lease missing
  *    right after an outage of the log proves nothing (lease_lapse_counts):
@@ -53,6 +57,7 @@
 
 #include <event2/event.h>
 
+#include "audit.h"
 #include "clock.h"
 #include "conf.h"
 #include "eventlog.h"
@@ -141,17 +146,23 @@ lease_note(const char *sid, uint64_t k, const char *what, const char *value,
  * takes the lease.
  */
 void
-lease_take(const char *sid, uint64_t k, const cJSON *ids)
+lease_take(const char *sid, uint64_t k, const cJSON *ids, const cJSON *audit)
 {
 	const struct conf	*conf = server.conf;
+	uint64_t		 ttl;
 	char			*text;
 
 	if (!server.shared)
 		return;
+	ttl = (uint64_t)(conf->stream_ttl + conf->session_ttl) * 1000;
 	text = cJSON_PrintUnformatted(ids);
-	lease_note(sid, k, "r", text,
-	    (uint64_t)(conf->stream_ttl + conf->session_ttl) * 1000, 0);
+	lease_note(sid, k, "r", text, ttl, 0);
 	free(text);
+	if (cJSON_GetArraySize(audit) > 0) {
+		text = cJSON_PrintUnformatted(audit);
+		lease_note(sid, k, "u", text, ttl, 0);
+		free(text);
+	}
 	lease_renew(sid, k);
 }
 
@@ -170,6 +181,7 @@ struct lease_check {
 	char			 sid[SESSION_ID_LEN + 1];
 	uint64_t		 k;
 	cJSON			*ids;
+	cJSON			*audit;		/* "u:K", if any */
 	lease_checked_cb	 cb;
 	void			*arg;
 };
@@ -178,8 +190,9 @@ static void
 lease_check_done(struct lease_check *c, const struct eventlog_info *info)
 {
 	c->cb(c->sid, c->k, info != NULL ? c->ids : NULL,
-	    info != NULL ? info->head : 0, c->arg);
+	    info != NULL ? info->head : 0, c->audit, c->arg);
 	cJSON_Delete(c->ids);
+	cJSON_Delete(c->audit);
 	free(c);
 }
 
@@ -195,11 +208,35 @@ lease_check_head_cb(enum eventlog_status status,
 	lease_check_done(c, info);
 }
 
+/* Reading from entry 0 answers with the head, trimmed or not. */
+static void
+lease_check_head(struct lease_check *c)
+{
+	eventlog_read(server.eventlog, c->sid, c->k, 0, 0, lease_check_head_cb,
+	    c);
+}
+
+static void
+lease_check_audit_cb(enum eventlog_status status, const char *value,
+    size_t len, void *arg)
+{
+	struct lease_check	*c = arg;
+
+	if (status == EVENTLOG_OK)
+		c->audit = cJSON_ParseWithLength(value, len);
+	if (!cJSON_IsArray(c->audit)) {
+		cJSON_Delete(c->audit);
+		c->audit = NULL;
+	}
+	lease_check_head(c);
+}
+
 static void
 lease_check_ids_cb(enum eventlog_status status, const char *value,
     size_t len, void *arg)
 {
 	struct lease_check	*c = arg;
+	char			 name[LEASE_NAME_LEN];
 
 	if (status == EVENTLOG_OK)
 		c->ids = cJSON_ParseWithLength(value, len);
@@ -207,9 +244,13 @@ lease_check_ids_cb(enum eventlog_status status, const char *value,
 		cJSON_Delete(c->ids);
 		c->ids = cJSON_CreateArray();
 	}
-	/* Reading from entry 0 answers with the head, trimmed or not. */
-	eventlog_read(server.eventlog, c->sid, c->k, 0, 0, lease_check_head_cb,
-	    c);
+	if (audit_enabled()) {
+		lease_name(name, "u", c->k);
+		eventlog_note_get(server.eventlog, c->sid, name,
+		    lease_check_audit_cb, c);
+		return;
+	}
+	lease_check_head(c);
 }
 
 static void

@@ -807,7 +807,7 @@ session_cancel_calls(struct session *s, uint64_t k, const char *reason)
 		if (stream_id(call_stream(s->calls[i])) != k)
 			continue;
 		/* Cancelling takes the call out of the array. */
-		call_cancel(s->calls[i], reason);
+		call_abandon(s->calls[i], reason);
 		i = (size_t)-1;
 	}
 }

@@ -35,6 +35,8 @@
 
 #include <event2/event.h>
 
+#include "audit.h"
+#include "call.h"
 #include "clock.h"
 #include "conf.h"
 #include "eventlog.h"
@@ -600,9 +602,9 @@ stream_append(struct stream *st, const char *data, size_t len, int final,
  */
 void
 stream_append_response(struct stream *st, const char *data, size_t len,
-    int final, const cJSON *id)
+    int final, const cJSON *id, stream_commit_cb cb, void *arg)
 {
-	stream_append_op(st, data, len, final, NULL, NULL, id);
+	stream_append_op(st, data, len, final, cb, arg, id);
 }
 
 static void
@@ -997,8 +999,23 @@ stream_is_request_open(const struct stream *st)
 void
 stream_publish_owner(struct stream *st)
 {
-	if (st->ids != NULL)
-		lease_take(session_id(st->session), st->k, st->ids);
+	const cJSON	*id;
+	struct call	*c;
+	cJSON		*audit = NULL, *ctx;
+
+	if (st->ids == NULL)
+		return;
+	/* What another process needs for the audit lines, if this dies. */
+	cJSON_ArrayForEach(id, st->ids) {
+		if ((c = session_call_find(st->session, id)) == NULL ||
+		    (ctx = call_audit_context(c)) == NULL)
+			continue;
+		if (audit == NULL)
+			audit = cJSON_CreateArray();
+		cJSON_AddItemToArray(audit, ctx);
+	}
+	lease_take(session_id(st->session), st->k, st->ids, audit);
+	cJSON_Delete(audit);
 }
 
 /* Returns 1 when the response just accounted for was the last one owed. */
@@ -1313,12 +1330,65 @@ stream_orphan_fits(struct stream_watcher *w, uint64_t head, uint64_t count)
 	    stream_lead((uint64_t)server.conf->stream_window));
 }
 
+/* An orphan's answers: what the audit lines of its calls need. */
+struct stream_orphan {
+	cJSON		*ids;
+	cJSON		*audit;
+	uint64_t	 head;		/* before the answers */
+};
+
+#define STREAM_ORPHAN_MESSAGE \
+	"The call was interrupted: the server running it stopped"
+
+/* The context the dead owner left for request id, or NULL. */
+static const cJSON *
+stream_orphan_context(const cJSON *audit, const cJSON *id)
+{
+	const cJSON	*ctx;
+
+	cJSON_ArrayForEach(ctx, audit) {
+		if (cJSON_Compare(cJSON_GetObjectItemCaseSensitive(ctx,
+		    "request_id"), id, 1))
+			return (ctx);
+	}
+	return (NULL);
+}
+
+/*
+ * The errors are committed (some, or none: another process answered
+ * first): the view reads them, and the calls answered here get their
+ * audit lines, the first head - o->head of the ids, in order.
+ */
+static void
+stream_orphan_answered_cb(const char *sid, uint64_t k,
+    enum eventlog_status status, const struct eventlog_info *info, void *arg)
+{
+	struct stream_orphan	*o = arg;
+	const cJSON		*id;
+	uint64_t		 n = 0;
+
+	stream_answered_cb(sid, k, status, info, NULL);
+	if (info != NULL && info->head > o->head)
+		n = info->head - o->head;
+	cJSON_ArrayForEach(id, o->ids) {
+		if (n == 0)
+			break;
+		n--;
+		audit_orphan(stream_orphan_context(o->audit, id), sid, id,
+		    STREAM_ORPHAN_MESSAGE);
+	}
+	cJSON_Delete(o->ids);
+	cJSON_Delete(o->audit);
+	free(o);
+}
+
 static void
 stream_orphan_checked_cb(const char *sid, uint64_t k, const cJSON *ids,
-    uint64_t head, void *arg)
+    uint64_t head, const cJSON *audit, void *arg)
 {
-	struct session	*s;
-	int		 count;
+	struct session		*s;
+	struct stream_orphan	*o;
+	int			 count;
 
 	if (ids == NULL || (s = session_find(sid)) == NULL)
 		return;
@@ -1329,8 +1399,12 @@ stream_orphan_checked_cb(const char *sid, uint64_t k, const cJSON *ids,
 	    "process running its call(s) is gone (lease expired at head %llu); "
 	    "answering %d request(s) with an error", sid, (unsigned long long)k,
 	    (unsigned long long)head, count);
-	lease_answer(sid, k, ids, head, "The call was interrupted: the server "
-	    "running it stopped", stream_answered_cb, NULL);
+	o = xcalloc(1, sizeof *o);
+	o->ids = cJSON_Duplicate(ids, 1);
+	o->audit = audit != NULL ? cJSON_Duplicate(audit, 1) : NULL;
+	o->head = head;
+	lease_answer(sid, k, ids, head, STREAM_ORPHAN_MESSAGE,
+	    stream_orphan_answered_cb, o);
 }
 
 /*

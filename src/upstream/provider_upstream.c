@@ -970,6 +970,19 @@ upprov_tool_scope(const char *name)
 	return (upprov_item_scope(UPSTREAM_TOOLS, name));
 }
 
+/* The upstream block serving tool name as clients call it, or NULL. */
+static const char *
+upprov_tool_upstream(const char *name)
+{
+	struct upsrv	*srv;
+	const char	*own;
+
+	if (up.nsrvs == 0 ||
+	    (srv = upsrv_find(UPSTREAM_TOOLS, name, &own, NULL)) == NULL)
+		return (NULL);
+	return (srv->def->name);
+}
+
 size_t
 provider_upstream_count(void)
 {
@@ -1583,4 +1596,5 @@ const struct provider provider_upstream = {
 	.lists_change = upprov_lists_change,
 	.has_tool = upprov_has_tool,
 	.source = upprov_source,
+	.tool_upstream = upprov_tool_upstream,
 };
