@@ -53,7 +53,6 @@
 
 #include <event2/event.h>
 #include <hiredis/hiredis.h>
-#include <hiredis/async.h>
 
 #include "clock.h"
 #include "conf.h"
@@ -61,6 +60,7 @@
 #include "eventlog.h"
 #include "log.h"
 #include "random.h"
+#include "redis_link.h"
 #include "redis_script.h"
 #include "xmalloc.h"
 
@@ -91,7 +91,7 @@ static const char *redis_conn_state_names[REDIS_CONN_STATE_MAX] = {
 struct redis_conn {
 	struct redis		*r;
 	const char		*name;
-	redisAsyncContext	*ac;
+	struct redis_link	*link;
 	enum redis_conn_state	 state;
 	int			 started;
 	int			 backoff_ms;
@@ -142,7 +142,7 @@ struct redis_op {
 	int			 nowait;	/* WAIT could not be sent */
 	int			 retried;	/* sent again after NOSCRIPT */
 	struct redis_ops	*list;		/* inflight, waitq, failq... */
-	redisAsyncContext	*ac;		/* sent on; NULL: taken back */
+	struct redis_link	*link;		/* sent on; NULL: taken back */
 	uint64_t		 sent_ms;
 	enum eventlog_status	 fail;		/* failq: the answer */
 	struct eventlog_info	 info;		/* committed, awaiting WAIT */
@@ -276,9 +276,10 @@ struct redis {
 
 static void	redis_conn_connect(struct redis_conn *);
 static void	redis_conn_drop(struct redis_conn *, const char *);
-static void	redis_reply_cb(redisAsyncContext *, void *, void *);
-static void	redis_wait_cb(redisAsyncContext *, void *, void *);
-static void	redis_sub_cb(redisAsyncContext *, void *, void *);
+static void	redis_conn_drop_waiting(struct redis_conn *);
+static void	redis_reply_cb(struct redis_link *, redisReply *, void *);
+static void	redis_wait_cb(struct redis_link *, redisReply *, void *);
+static void	redis_sub_push_cb(struct redis_link *, redisReply *, void *);
 static void	redis_watch_release(struct redis *, struct redis_watch *);
 static void	redis_resync_owed(struct redis *);
 static void	redis_flush(struct redis *);
@@ -298,121 +299,6 @@ redis_watch_cmp(struct redis_watch *a, struct redis_watch *b)
 	return (strcmp(a->channel, b->channel));
 }
 RB_GENERATE_STATIC(redis_watches, redis_watch, entry, redis_watch_cmp);
-
-/*
- * A connection's events, in place of hiredis's libevent adapter, which
- * re-adds its read event after every read (two epoll_ctl calls each) and
- * waits for the socket to be writable before every write. Here the read
- * event persists, and the commands a loop turn produced are written once,
- * at its end; only a socket that could not take them all (or one still
- * connecting) waits for EV_WRITE.
- */
-struct redis_ev {
-	redisAsyncContext	*ac;
-	struct event		*rev;
-	struct event		*wev;
-	struct event		*flush_ev;
-	int			 writing;	/* in redisAsyncHandleWrite */
-	int			 gone;		/* cleaned up meanwhile */
-};
-
-static void
-redis_ev_read_cb(evutil_socket_t fd, short events, void *arg)
-{
-	struct redis_ev	*e = arg;
-
-	redisAsyncHandleRead(e->ac);	/* may free e */
-}
-
-static void
-redis_ev_write(struct redis_ev *e)
-{
-	e->writing = 1;
-	redisAsyncHandleWrite(e->ac);
-	if (e->gone) {
-		free(e);
-		return;
-	}
-	e->writing = 0;
-}
-
-static void
-redis_ev_write_cb(evutil_socket_t fd, short events, void *arg)
-{
-	redis_ev_write(arg);
-}
-
-static void
-redis_ev_add_read(void *p)
-{
-	struct redis_ev	*e = p;
-
-	if (!event_pending(e->rev, EV_READ, NULL))
-		event_add(e->rev, NULL);
-}
-
-static void
-redis_ev_del_read(void *p)
-{
-	struct redis_ev	*e = p;
-
-	event_del(e->rev);
-}
-
-static void
-redis_ev_add_write(void *p)
-{
-	struct redis_ev	*e = p;
-
-	if (e->writing || !(e->ac->c.flags & REDIS_CONNECTED))
-		event_add(e->wev, NULL);	/* the socket must say */
-	else if (!event_pending(e->wev, EV_WRITE, NULL))
-		event_active(e->flush_ev, EV_WRITE, 0);
-}
-
-static void
-redis_ev_del_write(void *p)
-{
-	struct redis_ev	*e = p;
-
-	event_del(e->wev);
-}
-
-/* hiredis is done with the context (maybe from inside our callback). */
-static void
-redis_ev_cleanup(void *p)
-{
-	struct redis_ev	*e = p;
-
-	event_free(e->rev);
-	event_free(e->wev);
-	event_free(e->flush_ev);
-	if (e->writing)
-		e->gone = 1;
-	else
-		free(e);
-}
-
-static void
-redis_ev_attach(redisAsyncContext *ac, struct event_base *base)
-{
-	struct redis_ev	*e;
-
-	e = xcalloc(1, sizeof *e);
-	e->ac = ac;
-	e->rev = event_new(base, ac->c.fd, EV_READ|EV_PERSIST,
-	    redis_ev_read_cb, e);
-	e->wev = event_new(base, ac->c.fd, EV_WRITE, redis_ev_write_cb, e);
-	e->flush_ev = event_new(base, -1, 0, redis_ev_write_cb, e);
-	ac->ev.addRead = redis_ev_add_read;
-	ac->ev.delRead = redis_ev_del_read;
-	ac->ev.addWrite = redis_ev_add_write;
-	ac->ev.delWrite = redis_ev_del_write;
-	ac->ev.cleanup = redis_ev_cleanup;
-	ac->ev.data = e;
-	event_add(e->rev, NULL);
-	event_add(e->wev, NULL);	/* tells when the connect is done */
-}
 
 /* Connections: connect, set-up, loss, backoff. */
 
@@ -471,69 +357,76 @@ redis_conn_down(struct redis_conn *c, const char *why)
 }
 
 /*
- * Context ac is going away (hiredis is freeing it, or we are): forget it.
- * Anything else still calling back for an older context is ignored.
+ * Link l is going away (it failed, or we close it): forget it. Anything
+ * still calling back for an older link is ignored.
  */
 static void
-redis_conn_gone(struct redis_conn *c, const redisAsyncContext *ac,
+redis_conn_gone(struct redis_conn *c, const struct redis_link *l,
     const char *why)
 {
-	if (ac == NULL || ac != c->ac)
+	if (l == NULL || l != c->link)
 		return;
-	c->ac = NULL;
+	c->link = NULL;
 	redis_conn_down(c, why);
 }
 
 static void
-redis_conn_connect_cb(const redisAsyncContext *ac, int status)
+redis_conn_up_cb(struct redis_link *l, void *arg)
 {
-	struct redis_conn	*c = ac->data;
+	struct redis_conn	*c = arg;
 
-	if (ac != c->ac)
-		return;
-	if (status != REDIS_OK) {
-		/* hiredis frees the context after this returns. */
-		redis_conn_gone(c, ac, ac->c.errstr);
-		return;
-	}
-	if (c->connected != NULL)
+	if (l == c->link && c->connected != NULL)
 		c->connected(c);
 }
 
 static void
-redis_conn_disconnect_cb(const redisAsyncContext *ac, int status)
+redis_conn_down_cb(struct redis_link *l, const char *why, void *arg)
 {
-	struct redis_conn	*c = ac->data;
-
-	redis_conn_gone(c, ac, ac->c.errstr[0] != '\0' ? ac->c.errstr :
-	    "closed by the server");
+	redis_conn_gone(arg, l, why);
 }
+
+/* A reply no command waits for, on the command connection: out of step. */
+static void
+redis_cmd_push_cb(struct redis_link *l, redisReply *reply, void *arg)
+{
+	struct redis_conn	*c = arg;
+
+	log_warn("eventlog=%s: a reply nothing asked for on the %s "
+	    "connection: %s", c->r->name, c->name, reply->type ==
+	    REDIS_REPLY_ERROR ? reply->str : "(not an error)");
+	redis_conn_drop(c, "a reply out of step");
+}
+
+static const struct redis_link_events redis_cmd_events = {
+	.down = redis_conn_down_cb,
+	.push = redis_cmd_push_cb,
+};
+
+static const struct redis_link_events redis_sub_events = {
+	.up = redis_conn_up_cb,
+	.down = redis_conn_down_cb,
+	.push = redis_sub_push_cb,
+};
 
 static void
 redis_conn_connect(struct redis_conn *c)
 {
 	struct redis		*r = c->r;
-	redisAsyncContext	*ac;
-	char			 why[128];
+	struct redis_link_addr	 addr;
+	char			*cause;
 
 	c->started = 1;
 	redis_conn_set_state(c, REDIS_CONN_CONNECTING, NULL);
-	if ((ac = redisAsyncConnect(r->host, r->port)) == NULL) {
-		redis_conn_down(c, "out of memory");
+	memset(&addr, 0, sizeof addr);
+	addr.host = r->host;
+	addr.port = r->port;
+	c->link = redis_link_open(r->base, &addr, NULL, c == &r->cmd ?
+	    &redis_cmd_events : &redis_sub_events, c, &cause);
+	if (c->link == NULL) {
+		redis_conn_down(c, cause);
+		free(cause);
 		return;
 	}
-	if (ac->err) {
-		snprintf(why, sizeof why, "%s", ac->errstr);
-		redisAsyncFree(ac);
-		redis_conn_down(c, why);
-		return;
-	}
-	ac->data = c;
-	redis_ev_attach(ac, r->base);
-	redisAsyncSetConnectCallback(ac, redis_conn_connect_cb);
-	redisAsyncSetDisconnectCallback(ac, redis_conn_disconnect_cb);
-	redisEnableKeepAlive(&ac->c);
-	c->ac = ac;
 	redis_conn_timer(c, REDIS_TIMEOUT_MS);
 	if (c->setup != NULL)
 		c->setup(c);
@@ -550,7 +443,7 @@ redis_conn_timer_cb(evutil_socket_t fd, short events, void *arg)
 		redis_conn_connect(c);
 		break;
 	case REDIS_CONN_CONNECTING:
-		redis_conn_drop(c, "no answer while connecting");
+		redis_conn_drop_waiting(c);
 		break;
 	default:
 		break;
@@ -558,18 +451,32 @@ redis_conn_timer_cb(evutil_socket_t fd, short events, void *arg)
 }
 
 /*
- * Drops the connection now: hiredis calls every pending callback with a
- * NULL reply (at once, or after the callback we are in returns).
+ * Drops the connection now: every command it had sent and not had
+ * answered hears a NULL reply (at once, or after the callback we are in
+ * returns).
  */
 static void
 redis_conn_drop(struct redis_conn *c, const char *why)
 {
-	redisAsyncContext	*ac = c->ac;
+	struct redis_link	*l = c->link;
 
-	if (ac == NULL)
+	if (l == NULL)
 		return;
-	redis_conn_gone(c, ac, why);
-	redisAsyncFree(ac);
+	redis_conn_gone(c, l, why);
+	redis_link_close(l);
+}
+
+/* A connect or set-up that took too long: say what it waited for. */
+static void
+redis_conn_drop_waiting(struct redis_conn *c)
+{
+	char	why[256];
+
+	if (c->link == NULL)
+		return;
+	snprintf(why, sizeof why, "no answer while connecting (waited for "
+	    "%s)", redis_link_waiting_for(c->link));
+	redis_conn_drop(c, why);
 }
 
 /* Ops: build, send, answer, free. */
@@ -1189,7 +1096,7 @@ redis_cmd_lost(struct redis_conn *c)
 		if (!redis_op_is_user(op) || op->answered)
 			continue;
 		redis_op_unlist(op);
-		op->ac = NULL;
+		op->link = NULL;
 		if (op->again_arg > 0)
 			op->buf[op->argoff[op->again_arg]] = '1';
 		TAILQ_INSERT_HEAD(&r->waitq, op, entry);
@@ -1271,24 +1178,25 @@ redis_op_send(struct redis_op *op, int eval)
 {
 	struct redis	*r = op->r;
 	const char	*body = redis_script_source();
-
 	const char	*cmd;
+	char		 n[16], ms[16];
 	size_t		 len;
 
-	if (r->cmd.ac == NULL)
+	if (r->cmd.link == NULL)
 		return (-1);
 	if (op->script && eval) {
 		redis_op_set_arg(op, 0, "EVAL", 4);
 		redis_op_set_arg(op, 1, body, strlen(body));
 	}
 	cmd = redis_op_command(op, &len);
-	if (redisAsyncFormattedCommand(r->cmd.ac, redis_reply_cb, op, cmd,
-	    len) != REDIS_OK)
+	if (redis_link_send(r->cmd.link, cmd, len, redis_reply_cb, op) != 0)
 		return (-1);
 	op->replies++;
 	if (op->wait && r->replicas > 0) {
-		if (redisAsyncCommand(r->cmd.ac, redis_wait_cb, op,
-		    "WAIT %d %d", r->replicas, REDIS_WAIT_MS) == REDIS_OK) {
+		snprintf(n, sizeof n, "%d", r->replicas);
+		snprintf(ms, sizeof ms, "%d", REDIS_WAIT_MS);
+		if (redis_link_command(r->cmd.link, redis_wait_cb, op, "WAIT",
+		    n, ms, NULL) == 0) {
 			op->replies++;
 			op->waits++;
 		} else
@@ -1296,7 +1204,7 @@ redis_op_send(struct redis_op *op, int eval)
 	}
 
 	redis_op_unlist(op);
-	op->ac = r->cmd.ac;
+	op->link = r->cmd.link;
 	op->sent_ms = clock_now_ms();
 	TAILQ_INSERT_TAIL(&r->inflight, op, entry);
 	op->list = &r->inflight;
@@ -1366,10 +1274,9 @@ redis_op_release(struct redis_op *op)
 
 /* Its connection is gone: op fails, unless it was taken back to wait. */
 static void
-redis_op_lost(struct redis_op *op, redisAsyncContext *ac)
+redis_op_lost(struct redis_op *op, struct redis_link *l)
 {
-	redis_conn_gone(&op->r->cmd, ac, ac->c.errstr[0] != '\0' ?
-	    ac->c.errstr : "connection lost");
+	redis_conn_gone(&op->r->cmd, l, "connection lost");
 	if (op->list != &op->r->waitq)
 		redis_op_fail(op);
 }
@@ -1586,21 +1493,20 @@ redis_script_reply(struct redis_op *op, redisReply *reply)
 }
 
 static void
-redis_reply_cb(redisAsyncContext *ac, void *p, void *privdata)
+redis_reply_cb(struct redis_link *l, redisReply *reply, void *privdata)
 {
 	struct redis_op	*op = privdata;
-	redisReply	*reply = p;
 
 	op->replies--;
-	if (ac != op->ac) {
+	if (l != op->link) {
 		/* From a lost connection it was taken back from: it waits. */
 		redis_op_release(op);
 		return;
 	}
-	if (reply != NULL && ac == op->r->cmd.ac)
+	if (reply != NULL && l == op->r->cmd.link)
 		redis_progress(op->r);
 	if (reply == NULL)
-		redis_op_lost(op, ac);
+		redis_op_lost(op, l);
 	else if (!op->answered) {
 		if (!redis_op_is_user(op))
 			redis_setup_reply(op, reply);
@@ -1628,22 +1534,21 @@ redis_reply_cb(redisAsyncContext *ac, void *p, void *privdata)
  * retried append will then meet a conflict), but nothing was promised.
  */
 static void
-redis_wait_cb(redisAsyncContext *ac, void *p, void *privdata)
+redis_wait_cb(struct redis_link *l, redisReply *reply, void *privdata)
 {
 	struct redis_op	*op = privdata;
 	struct redis	*r = op->r;
-	redisReply	*reply = p;
 
 	op->replies--;
-	if (ac != op->ac) {
+	if (l != op->link) {
 		redis_op_release(op);
 		return;
 	}
 	op->waits--;
-	if (reply != NULL && ac == r->cmd.ac)
+	if (reply != NULL && l == r->cmd.link)
 		redis_progress(r);
 	if (reply == NULL)
-		redis_op_lost(op, ac);
+		redis_op_lost(op, l);
 	else if (op->stale_waits > 0)
 		op->stale_waits--;
 	else if (op->answered)
@@ -2109,10 +2014,10 @@ redis_watch_find(struct redis *r, const char *channel)
 static void
 redis_watch_subscribe(struct redis *r, struct redis_watch *w)
 {
-	if (r->sub.state != REDIS_CONN_READY || r->sub.ac == NULL)
+	if (r->sub.state != REDIS_CONN_READY || r->sub.link == NULL)
 		return;
-	if (redisAsyncCommand(r->sub.ac, redis_sub_cb, r, "SUBSCRIBE %s",
-	    w->channel) == REDIS_OK)
+	if (redis_link_command(r->sub.link, NULL, NULL, "SUBSCRIBE",
+	    w->channel, NULL) == 0)
 		w->state = REDIS_WATCH_SUBSCRIBING;
 }
 
@@ -2164,9 +2069,9 @@ redis_watch_sweep(struct redis *r, struct redis_watch *w)
 	switch (w->state) {
 	case REDIS_WATCH_SUBSCRIBING:
 	case REDIS_WATCH_LIVE:
-		if (r->sub.state == REDIS_CONN_READY && r->sub.ac != NULL &&
-		    redisAsyncCommand(r->sub.ac, NULL, NULL, "UNSUBSCRIBE %s",
-		    w->channel) == REDIS_OK) {
+		if (r->sub.state == REDIS_CONN_READY && r->sub.link != NULL &&
+		    redis_link_command(r->sub.link, NULL, NULL, "UNSUBSCRIBE",
+		    w->channel, NULL) == 0) {
 			w->state = REDIS_WATCH_UNSUBSCRIBING;
 			return;
 		}
@@ -2289,18 +2194,15 @@ redis_watch_live(struct redis *r, struct redis_watch *w)
 }
 
 static void
-redis_sub_cb(redisAsyncContext *ac, void *p, void *privdata)
+redis_sub_push_cb(struct redis_link *l, redisReply *reply, void *arg)
 {
-	struct redis		*r = privdata;
-	redisReply		*reply = p;
+	struct redis_conn	*c = arg;
+	struct redis		*r = c->r;
 	struct redis_pubsub	 ps;
 	struct redis_watch	*w;
 
-	if (reply == NULL) {
-		redis_conn_gone(&r->sub, ac, ac->c.errstr[0] != '\0' ?
-		    ac->c.errstr : "connection lost");
+	if (l != c->link)
 		return;
-	}
 	if (redis_script_pubsub(reply, &ps) != 0) {
 		log_warn("eventlog=%s: unexpected message on the subscription "
 		    "connection", r->name);
@@ -2443,7 +2345,7 @@ redis_free(void *p)
 	struct redis		*r = p;
 	struct redis_op		*op;
 	struct redis_watch	*w, *w1;
-	redisAsyncContext	*ac;
+	struct redis_link	*l;
 
 	r->closing = 1;
 	if ((op = r->open) != NULL) {
@@ -2452,13 +2354,13 @@ redis_free(void *p)
 		    0);
 		redis_op_free(op);
 	}
-	if ((ac = r->cmd.ac) != NULL) {
-		r->cmd.ac = NULL;
-		redisAsyncFree(ac);
+	if ((l = r->cmd.link) != NULL) {
+		r->cmd.link = NULL;
+		redis_link_close(l);
 	}
-	if ((ac = r->sub.ac) != NULL) {
-		r->sub.ac = NULL;
-		redisAsyncFree(ac);
+	if ((l = r->sub.link) != NULL) {
+		r->sub.link = NULL;
+		redis_link_close(l);
 	}
 	for (;;) {
 		/* Answering a create releases what waited for it. */
