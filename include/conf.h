@@ -20,6 +20,20 @@ enum conf_eventlog {
 	CONF_EVENTLOG_REDIS
 };
 
+/* How the redis event log reaches Redis: the eventlog URL's scheme. */
+enum conf_redis_kind {
+	CONF_REDIS_TCP,		/* redis:// */
+	CONF_REDIS_TLS,		/* rediss:// */
+	CONF_REDIS_UNIX,	/* unix:// */
+	CONF_REDIS_SENTINEL	/* redis-sentinel:// */
+};
+
+/* One sentinel of a redis-sentinel:// URL. */
+struct conf_redis_node {
+	char			*host;
+	int			 port;
+};
+
 /* The JSON type of one argument of an exec tool. */
 enum conf_param_type {
 	CONF_PARAM_STRING,
@@ -150,11 +164,37 @@ struct conf {
 	int			 listen_port;
 	char			*endpoint;	/* endpoint PATH, "/mcp" */
 
-	/* eventlog memory | redis://HOST:PORT[/DB] */
+	/*
+	 * eventlog memory | redis://, rediss://, unix://, redis-sentinel://
+	 * (conf_redis.c). The URL as written holds the password: it is only
+	 * compared (a reload); redis_name masks it, for every log line.
+	 */
 	enum conf_eventlog	 eventlog;
-	char			*redis_host;
+	enum conf_redis_kind	 redis_kind;
+	char			*redis_url;
+	char			*redis_name;
+	char			*redis_host;	/* tcp, tls */
 	int			 redis_port;
+	char			*redis_path;	/* unix */
+	char			*redis_master;	/* sentinel: the service */
+	struct conf_redis_node	*redis_sentinels;
+	size_t			 nredis_sentinels;
 	int			 redis_db;
+	char			*redis_url_user;	/* percent-decoded */
+	char			*redis_url_password;
+	/* redis_user, redis_password_file (and what it holds), TLS */
+	char			*redis_user;
+	char			*redis_password_file;
+	char			*redis_password;
+	char			*redis_sentinel_user;
+	char			*redis_sentinel_password_file;
+	char			*redis_sentinel_password;
+	int			 redis_tls;	/* sentinel URLs: over TLS */
+	char			*redis_tls_ca_file;
+	char			*redis_tls_cert_file;
+	char			*redis_tls_key_file;
+	char			*redis_tls_server_name;
+	int			 redis_tls_verify;
 	int			 commit_replicas; /* commit primary = 0 */
 	long long		 eventlog_outage_grace;	/* seconds ops wait */
 	long long		 eventlog_wait;	/* seconds start-up waits */
@@ -247,5 +287,17 @@ const struct conf_upstream *conf_upstream_find(const struct conf *,
 const char	*conf_warning(const struct conf *);
 /* Whether a scope is a scope-token of RFC 6749 (3.3). */
 int		 conf_scope_ok(const char *);
+/*
+ * The redis event log's credentials: for the data (URL's, else
+ * redis_user and redis_password_file's), and for the sentinels
+ * (redis_sentinel_user and redis_sentinel_password_file's, else the
+ * data's). A NULL password: no AUTH.
+ */
+const char	*conf_redis_user(const struct conf *);
+const char	*conf_redis_password(const struct conf *);
+const char	*conf_redis_sentinel_user(const struct conf *);
+const char	*conf_redis_sentinel_password(const struct conf *);
+/* Whether the redis event log speaks TLS (rediss://, or redis_tls on). */
+int		 conf_redis_tls(const struct conf *);
 
 #endif

@@ -100,6 +100,11 @@ int		 redis_link_command(struct redis_link *, redis_link_reply_cb,
  */
 void		 redis_link_close(struct redis_link *);
 
+/*
+ * Called from a reply callback: the reply is the callback's to keep
+ * (freeReplyObject), not freed when the callback returns.
+ */
+void		 redis_link_take_reply(struct redis_link *);
 /* Commands sent and not answered yet. */
 size_t		 redis_link_pending(const struct redis_link *);
 /* Whether the link is up (connected, TLS handshake done). */

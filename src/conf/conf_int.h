@@ -9,6 +9,7 @@
  *	conf_tool.c	tool NAME { }: its table and its parser
  *	conf_auth.c	auth { }: the same
  *	conf_upstream.c	upstream NAME { }: the same
+ *	conf_redis.c	the redis event log's address, credentials and TLS
  *	conf_print.c	mcpd -h, mcpd -M and mcpd.conf.example, from the tables
  */
 #ifndef MCPD_CONF_INT_H
@@ -110,6 +111,11 @@ struct conf_entry {
 	   examples, and its active ones. */
 	const char		*example;
 	const char		*example_active;
+	/*
+	 * Not a block: more example values, one per line, shown commented
+	 * out after the directive's own line (and in mcpd.conf(5)).
+	 */
+	const char		*examples;
 	int			 flags;
 	const char		*section;	/* heading printed before it */
 	const char		*help;
@@ -137,10 +143,11 @@ conf_check_cb	 conf_check_key_file;
 conf_check_cb	 conf_check_origin;
 conf_check_cb	 conf_check_dir;
 conf_check_cb	 conf_check_scope;
-conf_parse_cb	 conf_parse_eventlog;
 conf_parse_cb	 conf_parse_commit;
 conf_parse_cb	 conf_parse_log_level;
 int		 conf_name_ok(const char *, const char *, size_t);
+int		 conf_parse_hostport(const char *, int, char **, int *,
+		     char **);
 int		 conf_env_add(char ***, size_t *, const char *, char **);
 int		 conf_find_program(const char *, char **, char **);
 void		 conf_format_number(enum conf_type, long long, char *, size_t);
@@ -155,6 +162,16 @@ int		 conf_str_differ(const char *, const char *);
 char		*conf_str_copy(const char *);
 int		 conf_words_differ(char **, size_t, char **, size_t);
 char		**conf_words_copy(char **, size_t);
+
+/* conf_redis.c */
+conf_parse_cb	 conf_parse_eventlog;
+conf_parse_cb	 conf_parse_password_file;
+conf_check_cb	 conf_check_redis_user;
+conf_check_cb	 conf_check_server_name;
+conf_check_cb	 conf_check_tls_file;
+int		 conf_redis_done(void *, const char *, char **);
+int		 conf_redis_keep(struct conf *, const struct conf *);
+void		 conf_redis_free(struct conf *);
 
 /* conf_table.c */
 extern const struct conf_table conf_table_main;

@@ -105,6 +105,7 @@ struct redis_link {
 	int				 busy;		/* callbacks running */
 	int				 closing;
 	int				 flush_owed;	/* flush_ev is active */
+	int				 taken;		/* the reply is kept */
 };
 
 static void	redis_link_flush_cb(evutil_socket_t, short, void *);
@@ -352,6 +353,7 @@ redis_link_dispatch(struct redis_link *l)
 		if (reply == NULL)
 			return;
 		l->answered = 1;
+		l->taken = 0;
 		if (l->ncbs > 0) {
 			cb = l->cbs[l->cbs_head];
 			l->cbs_head = (l->cbs_head + 1) % l->cbs_cap;
@@ -359,7 +361,8 @@ redis_link_dispatch(struct redis_link *l)
 			cb.fn(l, reply, cb.arg);
 		} else if (l->ev->push != NULL)
 			l->ev->push(l, reply, l->arg);
-		freeReplyObject(reply);
+		if (!l->taken)
+			freeReplyObject(reply);
 	}
 }
 
@@ -817,6 +820,12 @@ redis_link_command(struct redis_link *l, redis_link_reply_cb fn, void *arg,
 }
 
 /* What the owner may ask. */
+
+void
+redis_link_take_reply(struct redis_link *l)
+{
+	l->taken = 1;
+}
 
 size_t
 redis_link_pending(const struct redis_link *l)
