@@ -99,12 +99,10 @@ struct redis_conn {
 	int			 backoff_ms;
 	int			 now;		/* next attempt without backoff */
 	int			 asking;	/* the sentinels, for an address */
-	int			 auth_pending;	/* subscription: AUTH sent */
 	int			 refused;	/* its credentials or the ACL */
 	char			 why[256];	/* failure logged, until ready */
 	struct event		*timer_ev;	/* backoff, or connect deadline */
 	void			(*setup)(struct redis_conn *);
-	void			(*connected)(struct redis_conn *);
 	void			(*lost)(struct redis_conn *);
 };
 
@@ -433,15 +431,6 @@ redis_conn_gone(struct redis_conn *c, const struct redis_link *l,
 }
 
 static void
-redis_conn_up_cb(struct redis_link *l, void *arg)
-{
-	struct redis_conn	*c = arg;
-
-	if (l == c->link && c->connected != NULL)
-		c->connected(c);
-}
-
-static void
 redis_conn_down_cb(struct redis_link *l, const char *why, void *arg)
 {
 	redis_conn_gone(arg, l, why);
@@ -468,7 +457,6 @@ static const struct redis_link_events redis_cmd_events = {
 };
 
 static const struct redis_link_events redis_sub_events = {
-	.up = redis_conn_up_cb,
 	.down = redis_conn_down_cb,
 	.push = redis_sub_push_cb,
 };
@@ -1425,7 +1413,7 @@ redis_deadline_cb(evutil_socket_t fd, short events, void *arg)
 	}
 	if (r->cmd.state != REDIS_CONN_READY) {
 		/* Set-up unanswered: a failed attempt, logged once. */
-		redis_conn_drop(&r->cmd, "no answer while connecting");
+		redis_conn_drop_waiting(&r->cmd);
 		return;
 	}
 	if (redis_grace_open(r)) {
@@ -1718,9 +1706,9 @@ redis_info_reply(struct redis *r, redisReply *reply)
 
 /* A set-up command was refused: the connection goes, saying why. */
 static void
-redis_setup_refused(struct redis_op *op, const char *cmd, redisReply *reply)
+redis_setup_refused_conn(struct redis_conn *c, const char *cmd,
+    redisReply *reply)
 {
-	struct redis			*r = op->r;
 	char				 why[640], what[512];
 	enum redis_script_refusal	 kind;
 
@@ -1730,9 +1718,15 @@ redis_setup_refused(struct redis_op *op, const char *cmd, redisReply *reply)
 		    REDIS_REPLY_ERROR ? reply->str : "an unexpected answer");
 	snprintf(why, sizeof why, "%s refused: %s", cmd, what);
 	if (kind == REDIS_REFUSED_AUTH || kind == REDIS_REFUSED_ACL)
-		redis_conn_refuse(&r->cmd, why);
+		redis_conn_refuse(c, why);
 	else
-		redis_conn_drop(&r->cmd, why);
+		redis_conn_drop(c, why);
+}
+
+static void
+redis_setup_refused(struct redis_op *op, const char *cmd, redisReply *reply)
+{
+	redis_setup_refused_conn(&op->r->cmd, cmd, reply);
 }
 
 /* The check op's answer: {'ok'}, or {'refused', COMMAND}. */
@@ -2723,33 +2717,36 @@ redis_sub_ready(struct redis_conn *c)
 	}
 }
 
+/* AUTH's answer, or PING's: the server speaks to this connection. */
 static void
-redis_sub_auth_cb(struct redis_link *l, redisReply *reply, void *arg)
+redis_sub_setup_cb(struct redis_link *l, redisReply *reply, void *arg)
 {
 	struct redis_conn	*c = arg;
 
 	if (l != c->link || reply == NULL)
 		return;
-	c->auth_pending = 0;
-	if (redis_conn_auth_reply(c, reply) == 0)
-		redis_sub_ready(c);
+	if (c->r->password != NULL && redis_conn_auth_reply(c, reply) != 0)
+		return;
+	if (c->r->password == NULL && reply->type == REDIS_REPLY_ERROR) {
+		redis_setup_refused_conn(c, "PING", reply);
+		return;
+	}
+	redis_sub_ready(c);
 }
 
-/* AUTH first, as on the command connection; then it subscribes. */
+/*
+ * AUTH first, as on the command connection, or PING: it is ready (and
+ * subscribes) once Redis answered, not when TCP connects (a TLS port
+ * accepts a plaintext connection, then drops it).
+ */
 static void
 redis_sub_setup(struct redis_conn *c)
 {
-	c->auth_pending = 0;
-	if (c->r->password != NULL && redis_conn_auth(c, redis_sub_auth_cb,
-	    c) == 0)
-		c->auth_pending = 1;
-}
-
-static void
-redis_sub_connected(struct redis_conn *c)
-{
-	if (!c->auth_pending)
-		redis_sub_ready(c);
+	if (c->r->password != NULL)
+		redis_conn_auth(c, redis_sub_setup_cb, c);
+	else
+		redis_link_command(c->link, redis_sub_setup_cb, c, "PING",
+		    NULL);
 }
 
 /* Every subscription went with the connection. */
@@ -3161,7 +3158,6 @@ eventlog_redis_create(struct event_base *base, const struct conf *conf,
 	r->cmd.lost = redis_cmd_lost;
 	redis_conn_init(r, &r->sub, "subscription");
 	r->sub.setup = redis_sub_setup;
-	r->sub.connected = redis_sub_connected;
 	r->sub.lost = redis_sub_lost;
 
 	log_info("eventlog=%s: stream_maxlen=%zu stream_ttl=%llus "
