@@ -751,12 +751,18 @@ out:
 	}
 	server_timers_free();
 	statekey_stop();
-	if (http != NULL)
-		evhttp_free(http);
-	server.http = NULL;
+	/*
+	 * The log first: what still waits for it (a request whose answer
+	 * waited out an outage) is answered CANCELLED while its connection
+	 * is there; evhttp_free frees the connections under requests it
+	 * does not own any more.
+	 */
 	server_test_exit_hold();
 	eventlog_free(el);
 	server.eventlog = NULL;
+	if (http != NULL)
+		evhttp_free(http);
+	server.http = NULL;
 	/*
 	 * What freeing the log set off (callbacks answered CANCELLED, and
 	 * the frees they defer to a later turn, each one turn after the

@@ -844,6 +844,7 @@ static void
 transport_healthz_cb(struct evhttp_request *req, void *arg)
 {
 	cJSON			*health = cJSON_CreateObject(), *log, *tls;
+	cJSON			*redis;
 	int			 up = health_log_available();
 	struct eventlog_where	 w;
 
@@ -854,15 +855,16 @@ transport_healthz_cb(struct evhttp_request *req, void *arg)
 	cJSON_AddStringToObject(log, "backend",
 	    eventlog_name(server.eventlog));
 	cJSON_AddStringToObject(log, "state", up ? "ready" : "unavailable");
-	/* Which Redis, as what, over what; never a password. */
-	eventlog_describe(server.eventlog, &w);
+	/* Which Redis, as what, over what, and why not; never a password. */
 	if (server.shared) {
-		cJSON_AddStringToObject(log, "address", w.address);
+		eventlog_describe(server.eventlog, &w);
+		redis = cJSON_AddObjectToObject(health, "redis");
+		cJSON_AddStringToObject(redis, "address", w.address);
 		if (w.server != NULL)
-			cJSON_AddStringToObject(log, "server", w.server);
+			cJSON_AddStringToObject(redis, "server", w.server);
 		if (w.role != NULL)
-			cJSON_AddStringToObject(log, "role", w.role);
-		tls = cJSON_AddObjectToObject(log, "tls");
+			cJSON_AddStringToObject(redis, "role", w.role);
+		tls = cJSON_AddObjectToObject(redis, "tls");
 		cJSON_AddBoolToObject(tls, "enabled", w.tls);
 		if (w.tls) {
 			cJSON_AddBoolToObject(tls, "verify", w.tls_verify);
@@ -873,12 +875,13 @@ transport_healthz_cb(struct evhttp_request *req, void *arg)
 				cJSON_AddStringToObject(tls, "cipher",
 				    w.tls_cipher);
 		}
-		cJSON_AddNumberToObject(log, "failovers",
+		cJSON_AddNumberToObject(redis, "failovers",
 		    (double)w.failovers);
-		cJSON_AddNumberToObject(log, "connects", (double)w.connects);
+		cJSON_AddNumberToObject(redis, "connects",
+		    (double)w.connects);
+		if (!up && w.why != NULL)
+			cJSON_AddStringToObject(redis, "reason", w.why);
 	}
-	if (!up && w.why != NULL)
-		cJSON_AddStringToObject(log, "reason", w.why);
 	cJSON_AddNumberToObject(health, "sessions", (double)session_count());
 	/* What max_views bounds: views, stateless calls, listen streams. */
 	cJSON_AddNumberToObject(health, "streams", (double)(view_count() +
