@@ -2462,6 +2462,12 @@ redis_read(void *p, const char *sid, uint64_t k, uint64_t from, size_t max,
 	redis_op_argu(op, from);
 	redis_op_argid(op, k, from);
 	redis_op_argu(op, max);
+	/*
+	 * With commit replicas:N the read writes, so that the WAIT after it
+	 * covers what it returns, whoever wrote it: WAIT counts from this
+	 * connection's last write.
+	 */
+	redis_op_arg(op, r->replicas > 0 ? "1" : "0", 1);
 	op->cb.read = cb;
 	op->arg = arg;
 	redis_op_submit(op);
