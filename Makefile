@@ -36,7 +36,7 @@ DOCDIR	?= $(PREFIX)/share/doc/mcpd
 SYSCONFDIR ?= /etc
 UNITDIR	?= $(PREFIX)/lib/systemd/system
 
-.PHONY: all clean callgraph check install install-check unit e2e e2e-redis sdk-test cluster-test upstream-test openapi-test asan asan-check deps conformance bench \
+.PHONY: all clean callgraph check install install-check unit e2e e2e-redis redis-ops-test sdk-test cluster-test upstream-test openapi-test asan asan-check deps conformance bench \
 	fuzz fuzz-replay fuzz-merge fuzz-build fuzz-bins
 
 all: mcpd
@@ -120,6 +120,25 @@ e2e: mcpd
 e2e-redis: mcpd
 	sh scripts/with-redis $(PYTHON) tests/e2e/run.py --mcpd ./mcpd
 
+# Issue 24, Redis as operators run it: the resume suite and the heart of
+# the backpressure suite on each way of reaching Redis (a password in the
+# URL, the ACL user of docs/deployment.md with a password file, TLS, a
+# unix socket: scripts/with-redis MODE), then tests/redis/ (refusals and
+# their recovery, TLS checks, Sentinel failovers under load).
+REDIS_OPS_MODES = requirepass acl tls unix
+REDIS_OPS_E2E = -k test_resume \
+	-k test_backpressure::test_slow_request_consumer_blocks_producer \
+	-k test_backpressure::test_slow_standalone_consumer_is_disconnected \
+	-k test_backpressure::test_cut_with_unacknowledged_events_resumes \
+	-k test_backpressure::test_close_policy_client_away_too_long_gets_410_trimmed \
+	-k test_backpressure::test_never_reading_request_client_memory_bounded_block
+redis-ops-test: mcpd
+	@for m in $(REDIS_OPS_MODES); do \
+	    sh scripts/with-redis --$$m $(PYTHON) tests/e2e/run.py \
+	        --mcpd ./mcpd $(REDIS_OPS_E2E) || exit 1; \
+	done
+	$(PYTHON) tests/redis/run.py --mcpd ./mcpd
+
 # The SDK clients; the cut-and-resume test (cut_test.mjs) also on Redis.
 sdk-test: mcpd
 	sh scripts/with-redis sh tests/sdk/run.sh ./mcpd
@@ -154,6 +173,7 @@ check: deps
 	$(MAKE) unit
 	$(MAKE) e2e
 	$(MAKE) e2e-redis
+	$(MAKE) redis-ops-test
 	$(MAKE) sdk-test
 	$(MAKE) upstream-test
 	$(MAKE) openapi-test
@@ -181,7 +201,8 @@ build-asan/mcpd-asan-link: $(BUILD)/main.o $(LIB)
 	touch $@
 
 # The unit tests and the end-to-end suite (on both event logs) under the
-# sanitizers.
+# sanitizers, and tests/redis/'s passwords, ACL and TLS (the link layer's
+# TLS paths).
 asan-check: asan
 	$(ASAN_ENV) $(ASAN_BUILD) unit
 	$(ASAN_ENV) $(PYTHON) tests/e2e/run.py --mcpd ./mcpd-asan --sanitized
@@ -189,6 +210,8 @@ asan-check: asan
 	    --mcpd ./mcpd-asan --sanitized
 	$(ASAN_ENV) sh scripts/with-redis sh tests/upstream/run.sh ./mcpd-asan
 	$(ASAN_ENV) sh scripts/with-redis sh tests/openapi/run.sh ./mcpd-asan
+	$(ASAN_ENV) $(PYTHON) tests/redis/run.py --mcpd ./mcpd-asan --sanitized \
+	    -k test_redis_access
 
 # libFuzzer harnesses (tests/fuzz/, see tests/fuzz/README.md). They need
 # clang: the library is built again in build-fuzz/ with coverage and the

@@ -20,6 +20,20 @@ enum conf_eventlog {
 	CONF_EVENTLOG_REDIS
 };
 
+/* How the redis event log reaches Redis: the eventlog URL's scheme. */
+enum conf_redis_kind {
+	CONF_REDIS_TCP,		/* redis:// */
+	CONF_REDIS_TLS,		/* rediss:// */
+	CONF_REDIS_UNIX,	/* unix:// */
+	CONF_REDIS_SENTINEL	/* redis-sentinel:// */
+};
+
+/* One sentinel of a redis-sentinel:// URL. */
+struct conf_redis_node {
+	char			*host;
+	int			 port;
+};
+
 /* The JSON type of one argument of an exec tool. */
 enum conf_param_type {
 	CONF_PARAM_STRING,
@@ -307,11 +321,37 @@ struct conf {
 	struct conf_endpoint	*endpoints;	/* endpoint PATH { }, in order */
 	size_t			 nendpoints;
 
-	/* eventlog memory | redis://HOST:PORT[/DB] */
+	/*
+	 * eventlog memory | redis://, rediss://, unix://, redis-sentinel://
+	 * (conf_redis.c). The URL as written holds the password: it is only
+	 * compared (a reload); redis_name masks it, for every log line.
+	 */
 	enum conf_eventlog	 eventlog;
-	char			*redis_host;
+	enum conf_redis_kind	 redis_kind;
+	char			*redis_url;
+	char			*redis_name;
+	char			*redis_host;	/* tcp, tls */
 	int			 redis_port;
+	char			*redis_path;	/* unix */
+	char			*redis_master;	/* sentinel: the service */
+	struct conf_redis_node	*redis_sentinels;
+	size_t			 nredis_sentinels;
 	int			 redis_db;
+	char			*redis_url_user;	/* percent-decoded */
+	char			*redis_url_password;
+	/* redis_user, redis_password_file (and what it holds), TLS */
+	char			*redis_user;
+	char			*redis_password_file;
+	char			*redis_password;
+	char			*redis_sentinel_user;
+	char			*redis_sentinel_password_file;
+	char			*redis_sentinel_password;
+	int			 redis_tls;	/* sentinel URLs: over TLS */
+	char			*redis_tls_ca_file;
+	char			*redis_tls_cert_file;
+	char			*redis_tls_key_file;
+	char			*redis_tls_server_name;
+	int			 redis_tls_verify;
 	int			 commit_replicas; /* commit primary = 0 */
 	long long		 eventlog_outage_grace;	/* seconds ops wait */
 	long long		 eventlog_wait;	/* seconds start-up waits */
@@ -453,5 +493,50 @@ const struct conf_limit *conf_limit_find(const struct conf *, const char *);
 const char	*conf_warning(const struct conf *);
 /* Whether a scope is a scope-token of RFC 6749 (3.3). */
 int		 conf_scope_ok(const char *);
+/*
+ * The redis event log's credentials: for the data (URL's, else
+ * redis_user and redis_password_file's), and for the sentinels
+ * (redis_sentinel_user and redis_sentinel_password_file's, else the
+ * data's). A NULL password: no AUTH. Inline: the event log reads them
+ * as it reads the fields, and calls nothing of conf/ (callgraph.rules).
+ */
+static inline const char *
+conf_redis_user(const struct conf *c)
+{
+	return (c->redis_url_user != NULL ? c->redis_url_user :
+	    c->redis_user);
+}
+
+static inline const char *
+conf_redis_password(const struct conf *c)
+{
+	return (c->redis_url_password != NULL ? c->redis_url_password :
+	    c->redis_password);
+}
+
+static inline const char *
+conf_redis_sentinel_user(const struct conf *c)
+{
+	if (c->redis_sentinel_password != NULL)
+		return (c->redis_sentinel_user);
+	return (conf_redis_user(c));
+}
+
+static inline const char *
+conf_redis_sentinel_password(const struct conf *c)
+{
+	if (c->redis_sentinel_password != NULL)
+		return (c->redis_sentinel_password);
+	return (conf_redis_password(c));
+}
+
+/* Whether the redis event log speaks TLS (rediss://, or redis_tls on). */
+static inline int
+conf_redis_tls(const struct conf *c)
+{
+	return (c->eventlog == CONF_EVENTLOG_REDIS &&
+	    (c->redis_kind == CONF_REDIS_TLS ||
+	    (c->redis_kind == CONF_REDIS_SENTINEL && c->redis_tls)));
+}
 
 #endif

@@ -117,6 +117,23 @@ typedef void (*eventlog_keyring_cb)(enum eventlog_status,
 /* The longest message eventlog_publish takes. */
 #define EVENTLOG_MESSAGE_MAX		16384
 
+/*
+ * Where the log is and how it is doing (eventlog_describe), for /healthz
+ * and /metrics; the strings live until the log's next operation.
+ */
+struct eventlog_where {
+	const char	*address;	/* the eventlog URL, password as *** */
+	const char	*server;	/* host:port or socket it is on, or NULL */
+	const char	*role;		/* that server's role ("master"), or NULL */
+	int		 tls;		/* over TLS */
+	int		 tls_verify;	/* the server's certificate checked */
+	const char	*tls_version;	/* once connected, else NULL */
+	const char	*tls_cipher;
+	uint64_t	 failovers;	/* changes of primary seen */
+	uint64_t	 connects;	/* command connections set up */
+	const char	*why;		/* not available: why, else NULL */
+};
+
 /* A backend: one vtable, filled by eventlog_memory.c or eventlog_redis.c. */
 struct eventlog_ops {
 	const char *name;
@@ -166,6 +183,9 @@ struct eventlog_ops {
 	void	(*on_available)(void *, void (*)(void *), void *);
 	/* Optional (NULL: never in an outage): see eventlog_steady_ms. */
 	uint64_t (*steady)(void *);
+	/* Optional: see eventlog_describe and eventlog_reconfigure. */
+	void	(*describe)(void *, struct eventlog_where *);
+	int	(*reconfigure)(void *, const struct conf *, char **);
 };
 
 struct eventlog	*eventlog_create(struct event_base *, const struct conf *,
@@ -222,6 +242,17 @@ int	eventlog_shared(const struct eventlog *);
  */
 int		 eventlog_available(const struct eventlog *);
 const char	*eventlog_name(const struct eventlog *);
+/* Where the log is, how it is doing, and why it is not available. */
+void		 eventlog_describe(const struct eventlog *,
+		     struct eventlog_where *);
+/*
+ * A reload: takes up what a running log can (redis: the credentials and
+ * the TLS files, for connections made from now on; a connection refused
+ * for its credentials is tried again at once). -1 with *cause, and
+ * nothing changed, when the new settings cannot be used.
+ */
+int		 eventlog_reconfigure(struct eventlog *, const struct conf *,
+		     char **);
 /*
  * cb(arg) runs each time the log becomes able to take operations after it
  * could not (redis: its command connection set up), never inside this

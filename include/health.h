@@ -8,6 +8,7 @@ void		 health_init(void);
 void		 health_cron(void);
 int		 health_log_available(void);
 const char	*health_not_ready(void);
+const char	*health_not_ready_reason(void);
 int		 health_live(void);
 
 #endif

@@ -101,17 +101,37 @@ int		 redis_script_taken(const struct redisReply *,
 int		 redis_script_slot(const struct redisReply *, int *);
 /* An error reply saying the script is not in the server's cache. */
 int		 redis_script_noscript(const struct redisReply *);
-/* The value of one parameter in a CONFIG GET answer, or NULL. */
-const char	*redis_script_config_value(const struct redisReply *,
-		     const char *);
-/* What INFO says of a server: which run it is, and the keys of one DB. */
+/*
+ * What INFO says of a server: which run it is, the keys of one DB, its
+ * role (master, slave) and maxmemory-policy ("" if not said).
+ */
 struct redis_info {
 	char		 run_id[41];
 	long long	 keys;
+	char		 role[16];
+	char		 policy[32];
 };
 /* Parses an INFO answer for database db; -1 if it names no run id. */
 int		 redis_script_info(const struct redisReply *, int,
 		     struct redis_info *);
+/*
+ * What an error reply says of the connection: nothing (an error of one
+ * operation), or that nothing will run on it until the cause is gone:
+ * the password or user refused, the ACL, the server's role (a replica),
+ * or a passing state (loading, busy). why gets the cause, in words,
+ * with the reply (which never holds a password).
+ */
+enum redis_script_refusal {
+	REDIS_REFUSED_NONE,
+	REDIS_REFUSED_AUTH,
+	REDIS_REFUSED_ACL,
+	REDIS_REFUSED_ROLE,
+	REDIS_REFUSED_BUSY
+};
+enum redis_script_refusal redis_script_refusal(const struct redisReply *,
+		     char *, size_t);
+/* The command the script's line N calls ("XADD"), or NULL. */
+const char	*redis_script_command_at(int);
 /* Classifies a subscription reply; -1 if it is malformed. */
 int		 redis_script_pubsub(const struct redisReply *,
 		     struct redis_pubsub *);

@@ -40,8 +40,6 @@
 #define CONF_MAX_FILE		(1024 * 1024)	/* bytes */
 #define CONF_ORIGIN_MAX		320		/* canonical origin, with NUL */
 #define CONF_HOST_MAX		253		/* longest DNS name */
-#define CONF_REDIS_PORT		6379
-#define CONF_REDIS_DB_MAX	15
 #define CONF_REPLICAS_MAX	16
 #define CONF_DEFAULT_PATH	"/usr/local/bin:/usr/bin:/bin"
 #define CONF_URL_MAX		2048
@@ -365,7 +363,7 @@ conf_parse_port(const char *s, int *port)
  * brackets (returned without them). Without a port, dflt is used if it is
  * not -1.
  */
-static int
+int
 conf_parse_hostport(const char *s, int dflt, char **hostp, int *portp,
     char **why)
 {
@@ -890,68 +888,6 @@ conf_check_origin(const char *s, char **value, char **why)
 	return (0);
 }
 
-/* memory | redis://HOST[:PORT][/DB] */
-int
-conf_parse_eventlog(void *base, const struct conf_entry *ce, const char *s,
-    char **why)
-{
-	struct conf	*conf = base;
-	const char	*p, *slash, *db;
-	char		*hostport, *host, *sub;
-	int		 port, n;
-
-	if (strcmp(s, "memory") == 0) {
-		conf->eventlog = CONF_EVENTLOG_MEMORY;
-		free(conf->redis_host);
-		conf->redis_host = NULL;
-		conf->redis_port = CONF_REDIS_PORT;
-		conf->redis_db = 0;
-		return (0);
-	}
-	if (strncasecmp(s, "redis://", 8) != 0) {
-		xasprintf(why, "expected memory or redis://HOST[:PORT][/DB], "
-		    "not \"%s\"", s);
-		return (-1);
-	}
-
-	p = s + 8;
-	if ((slash = strchr(p, '/')) == NULL)
-		slash = p + strlen(p);
-	hostport = xstrndup(p, slash - p);
-	n = conf_parse_hostport(hostport, CONF_REDIS_PORT, &host, &port, &sub);
-	free(hostport);
-	if (n != 0) {
-		xasprintf(why, "invalid redis URL \"%s\" (%s)", s, sub);
-		free(sub);
-		return (-1);
-	}
-	if (port == 0) {
-		xasprintf(why, "invalid redis URL \"%s\" (port 0)", s);
-		free(host);
-		return (-1);
-	}
-
-	n = 0;
-	if (*slash == '/') {
-		db = slash + 1;
-		if (*db == '\0' || strlen(db) > 2 ||
-		    strspn(db, "0123456789") != strlen(db) ||
-		    (n = atoi(db)) > CONF_REDIS_DB_MAX) {
-			xasprintf(why, "invalid redis URL \"%s\" (database "
-			    "must be 0 to %d)", s, CONF_REDIS_DB_MAX);
-			free(host);
-			return (-1);
-		}
-	}
-
-	conf->eventlog = CONF_EVENTLOG_REDIS;
-	free(conf->redis_host);
-	conf->redis_host = host;
-	conf->redis_port = port;
-	conf->redis_db = n;
-	return (0);
-}
-
 /* primary | replicas:N */
 int
 conf_parse_commit(void *base, const struct conf_entry *ce, const char *s,
@@ -1456,13 +1392,6 @@ conf_keep_restart_only(struct conf *new, const struct conf *old,
 	    new->listen_port = old->listen_port));
 	CONF_KEEP("endpoint", conf_str_differ(new->endpoint, old->endpoint),
 	    conf_str_keep(&new->endpoint, old->endpoint));
-	CONF_KEEP("eventlog", new->eventlog != old->eventlog ||
-	    conf_str_differ(new->redis_host, old->redis_host) ||
-	    new->redis_port != old->redis_port ||
-	    new->redis_db != old->redis_db,
-	    (new->eventlog = old->eventlog,
-	    conf_str_keep(&new->redis_host, old->redis_host),
-	    new->redis_port = old->redis_port, new->redis_db = old->redis_db));
 	CONF_KEEP_NUM("commit", commit_replicas);
 	CONF_KEEP_NUM("eventlog_outage_grace", eventlog_outage_grace);
 	CONF_KEEP_NUM("eventlog_wait", eventlog_wait);
@@ -1472,13 +1401,22 @@ conf_keep_restart_only(struct conf *new, const struct conf *old,
 	CONF_KEEP_NUM("session_max_streams", session_max_streams);
 #undef CONF_KEEP_NUM
 #undef CONF_KEEP
-	/* Blocks read at start-up only (auth): their rows keep them. */
+	/*
+	 * What is read at start-up only and needs more than a field (the
+	 * auth blocks, the eventlog address): their rows keep it.
+	 */
 	for (i = 0; i < conf_table_main.n; i++) {
 		ce = &conf_table_main.entries[i];
 		if (ce->keep != NULL && ce->keep(new, old) && *n < max)
 			names[(*n)++] = ce->name;
 	}
-
+	/* What was taken up must fit what was kept (eventlog: credentials). */
+	for (i = 0; i < conf_table_main.n; i++) {
+		ce = &conf_table_main.entries[i];
+		if (ce->keep != NULL && ce->done != NULL &&
+		    ce->done(new, new->path, cause) != 0)
+			return (-1);
+	}
 	/* An unset window is at most half of the stream_maxlen kept. */
 	return (conf_check_window(new, new->path, 0, 1, cause));
 }
@@ -1598,12 +1536,14 @@ conf_free(struct conf *conf)
 			free(*(char **)field);
 		else if (ce->type == CONF_WORDS)
 			xfree_words(*(char ***)field);
-		/* A block's, or what the block form of a plain row added. */
+		/* A block's, the eventlog row's, or what the block form of a
+		   plain row added. */
 		if (ce->free != NULL)
 			ce->free(conf);
 	}
-	/* A field set by a custom parser. */
-	free(conf->redis_host);
+	/* Fields set by custom parsers. */
+	free(conf->redis_password_file);
+	free(conf->redis_sentinel_password_file);
 	free(conf->path);
 	free(conf);
 }

@@ -15,6 +15,7 @@
  *	conf_credential.c credentials { } inside an upstream block
  *	conf_openapi.c	openapi NAME { }: the same
  *	conf_limit.c	limit NAME { }: the same
+ *	conf_redis.c	the redis event log's address, credentials and TLS
  *	conf_print.c	mcpd -h, mcpd -M and mcpd.conf.example, from the tables
  */
 #ifndef MCPD_CONF_INT_H
@@ -108,11 +109,12 @@ struct conf_entry {
 	conf_block_cb		*block;		/* CONF_BLOCK */
 	const struct conf_table	*sub;		/* CONF_BLOCK: its directives */
 	/*
-	 * CONF_BLOCK, each optional: free what the blocks put into base
-	 * (conf_free); check them once the whole file is read; and, for a
-	 * block a running process cannot take up, keep old's in new on a
-	 * reload (1 if they differed). The engine names no block: it calls
-	 * these through the table.
+	 * CONF_BLOCK (and the eventlog row, whose parser fills fields of
+	 * its own), each optional: free what the row put into base
+	 * (conf_free); check it once the whole file is read; and, for what
+	 * a running process cannot take up, keep old's in new on a reload
+	 * (1 if they differed; a row with a check is checked again then).
+	 * The engine names no row: it calls these through the table.
 	 */
 	void			(*free)(void *);
 	int			(*done)(void *, const char *, char **);
@@ -126,6 +128,11 @@ struct conf_entry {
 	const char		*example_active;
 	/* A row that takes a block too: its commented-out block examples. */
 	const char		*block_example;
+	/*
+	 * Not a block: more example values, one per line, shown commented
+	 * out after the directive's own line (and in mcpd.conf(5)).
+	 */
+	const char		*examples;
 	int			 flags;
 	const char		*section;	/* heading printed before it */
 	const char		*help;
@@ -156,13 +163,13 @@ conf_check_cb	 conf_check_dir;
 conf_check_cb	 conf_check_scope;
 conf_check_cb	 conf_check_url;
 conf_check_cb	 conf_check_file;
-int		 conf_read_secret(const char *, char **, char **);
 conf_check_cb	 conf_check_prefix;
-conf_parse_cb	 conf_parse_eventlog;
 conf_parse_cb	 conf_parse_commit;
 conf_parse_cb	 conf_parse_log_level;
 int		 conf_name_ok(const char *, const char *, size_t);
 int		 conf_read_secret(const char *, char **, char **);
+int		 conf_parse_hostport(const char *, int, char **, int *,
+		     char **);
 int		 conf_env_add(char ***, size_t *, const char *, char **);
 int		 conf_find_program(const char *, char **, char **);
 void		 conf_format_number(enum conf_type, long long, char *, size_t);
@@ -177,6 +184,16 @@ int		 conf_str_differ(const char *, const char *);
 char		*conf_str_copy(const char *);
 int		 conf_words_differ(char **, size_t, char **, size_t);
 char		**conf_words_copy(char **, size_t);
+
+/* conf_redis.c */
+conf_parse_cb	 conf_parse_eventlog;
+conf_parse_cb	 conf_parse_password_file;
+conf_check_cb	 conf_check_redis_user;
+conf_check_cb	 conf_check_server_name;
+conf_check_cb	 conf_check_tls_file;
+int		 conf_redis_done(void *, const char *, char **);
+int		 conf_redis_keep(void *, const void *);
+void		 conf_redis_free(void *);
 
 /* conf_table.c */
 extern const struct conf_table conf_table_main;

@@ -99,6 +99,25 @@ conf_print_default(const struct conf_entry *ce)
 	return (s);
 }
 
+/* A directive's further examples, "NAME VALUE" each, under its help. */
+static void
+conf_print_examples(FILE *f, const struct conf_entry *ce, const char *prefix)
+{
+	const char	*p, *end;
+
+	if (ce->examples == NULL)
+		return;
+	fprintf(f, "%sExamples:\n", prefix);
+	for (p = ce->examples; *p != '\0'; p = end + 1) {
+		if ((end = strchr(p, '\n')) == NULL)
+			end = p + strlen(p);
+		fprintf(f, "%s  %s %.*s\n", prefix, ce->name, (int)(end - p),
+		    p);
+		if (*end == '\0')
+			break;
+	}
+}
+
 /*
  * One directive: synopsis after head, help and default after prefix. A
  * block's own directives follow, each after an empty line (blank), one
@@ -115,6 +134,7 @@ conf_print_entry(FILE *f, const struct conf_entry *ce, const char *head,
 	fprintf(f, "%s%s %s\n", head, ce->name, synopsis);
 	free(synopsis);
 	conf_print_wrapped(f, prefix, ce->help, width);
+	conf_print_examples(f, ce, prefix);
 	if ((def = conf_print_default(ce)) != NULL) {
 		conf_print_wrapped(f, prefix, def, width);
 		free(def);
@@ -270,6 +290,26 @@ conf_print_man_examples(FILE *f, const struct conf_entry *ce)
 	fputs(".RE\n.fi\n", f);
 }
 
+/* The further examples of a directive that is not a block. */
+static void
+conf_print_man_more(FILE *f, const struct conf_entry *ce)
+{
+	const char	*p, *end;
+	char		*line;
+
+	fputs(".PP\nExamples:\n.PP\n.nf\n.RS\n", f);
+	for (p = ce->examples; *p != '\0'; p = end + 1) {
+		if ((end = strchr(p, '\n')) == NULL)
+			end = p + strlen(p);
+		xasprintf(&line, "%s %.*s\n", ce->name, (int)(end - p), p);
+		conf_print_man_text(f, line);
+		free(line);
+		if (*end == '\0')
+			break;
+	}
+	fputs(".RE\n.fi\n", f);
+}
+
 /* mcpd.conf(5), from the same table as the example file and -h. */
 void
 conf_print_man(FILE *f, const char *version)
@@ -319,6 +359,8 @@ conf_print_man(FILE *f, const char *version)
 			conf_print_man_text(f, ce->block_example);
 			fputs(".RE\n.fi\n", f);
 		}
+		if (ce->examples != NULL)
+			conf_print_man_more(f, ce);
 	}
 	fputs(
 ".SH FILES\n"

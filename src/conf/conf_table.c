@@ -111,13 +111,98 @@ static const struct conf_entry conf_entries[] = {
 	  "the running one. Inside the block, one directive per line:" },
 
 	{ .name = "eventlog", .type = CONF_CUSTOM,
-	  .parse = conf_parse_eventlog,
-	  .args = "memory|redis://HOST[:PORT][/DB]", .def = "memory",
+	  .parse = conf_parse_eventlog, .done = conf_redis_done,
+	  .keep = conf_redis_keep, .free = conf_redis_free,
+	  .args = "memory|URL", .def = "memory",
 	  .flags = CONF_EXAMPLE_ACTIVE, .section = "Event log",
+	  .examples = "redis://10.0.0.5:6379/0\n"
+	  "redis://mcpd@10.0.0.5/2\n"
+	  "rediss://mcpd@redis.example.com:6380/0\n"
+	  "unix:///run/redis/redis.sock?db=0\n"
+	  "redis-sentinel://10.0.0.1,10.0.0.2,10.0.0.3:26380/mymaster/0",
 	  .help = "Where committed events live. memory keeps bounded rings "
-	  "in this process (one instance, lost on restart). "
-	  "redis://HOST:PORT/DB keeps them in Redis Streams shared by every "
-	  "instance; the port defaults to 6379 and DB (0 to 15) to 0." },
+	  "in this process (one instance, lost on restart). A Redis URL "
+	  "keeps them in Redis Streams shared by every instance: "
+	  "redis://[USER[:PASSWORD]@]HOST[:PORT][/DB] (port 6379, DB 0 to "
+	  "15, default 0); rediss://... the same over TLS (redis_tls_*); "
+	  "unix:///PATH[?db=N], a unix socket; "
+	  "redis-sentinel://[USER[:PASSWORD]@]H1[:P1],H2[:P2],.../MASTER[/DB]"
+	  " asks the sentinels (port 26379) which server is the primary of "
+	  "MASTER, and follows it through failovers. USER and PASSWORD are "
+	  "percent-decoded (%40 for \"@\"); redis://:PASSWORD@HOST is a "
+	  "password alone (requirepass); or leave the password out and use "
+	  "redis_password_file. Log lines show the URL with its password "
+	  "as ***. docs/deployment.md has the ACL rules mcpd needs and what "
+	  "a failover does to committed events." },
+	{ .name = "redis_user", .type = CONF_STRING,
+	  .offset = CONF_OFF(redis_user), .check = conf_check_redis_user,
+	  .args = "none|NAME", .def = "none",
+	  .help = "With the redis event log, the Redis ACL user mcpd "
+	  "authenticates as (AUTH USER PASSWORD) when the URL names none; "
+	  "none: the default user (AUTH PASSWORD, as requirepass wants). "
+	  "Taken up by a reload, for the connections made after it." },
+	{ .name = "redis_password_file", .type = CONF_CUSTOM,
+	  .parse = conf_parse_password_file,
+	  .offset = CONF_OFF(redis_password_file),
+	  .offset2 = CONF_OFF(redis_password), .args = "none|PATH",
+	  .def = "none",
+	  .help = "A file whose first line is the Redis password, so that "
+	  "it need not be in this file or in the URL. Read at start-up and "
+	  "at every reload (SIGHUP): a rotated password is taken up then; a "
+	  "connection refused for its password is tried again at once with "
+	  "the new one. Never logged, never shown. For example "
+	  "/etc/mcpd/redis.password, mode 0400, owned by mcpd's user." },
+	{ .name = "redis_sentinel_user", .type = CONF_STRING,
+	  .offset = CONF_OFF(redis_sentinel_user),
+	  .check = conf_check_redis_user, .args = "none|NAME", .def = "none",
+	  .help = "With redis-sentinel://, the user for the sentinels "
+	  "when they do not share Redis's credentials (with "
+	  "redis_sentinel_password_file). By default mcpd authenticates to "
+	  "the sentinels as to Redis; a sentinel without a password takes "
+	  "it anyway." },
+	{ .name = "redis_sentinel_password_file", .type = CONF_CUSTOM,
+	  .parse = conf_parse_password_file,
+	  .offset = CONF_OFF(redis_sentinel_password_file),
+	  .offset2 = CONF_OFF(redis_sentinel_password),
+	  .args = "none|PATH", .def = "none",
+	  .help = "The sentinels' password, the first line of this file; "
+	  "read at start-up and at every reload, as redis_password_file." },
+	{ .name = "redis_tls", .type = CONF_BOOL,
+	  .offset = CONF_OFF(redis_tls), .values = conf_bool_values,
+	  .def = "off",
+	  .help = "With redis-sentinel://, reach the sentinels and the "
+	  "primary over TLS (one server over TLS is rediss://)." },
+	{ .name = "redis_tls_ca_file", .type = CONF_STRING,
+	  .offset = CONF_OFF(redis_tls_ca_file), .check = conf_check_tls_file,
+	  .args = "none|PATH", .def = "none",
+	  .help = "With TLS, the CA certificates (PEM) the server's "
+	  "certificate must chain to; none: the system's store. The "
+	  "certificate must also name the server (redis_tls_server_name). "
+	  "The TLS files are read at start-up and at every reload, for the "
+	  "connections made after it." },
+	{ .name = "redis_tls_cert_file", .type = CONF_STRING,
+	  .offset = CONF_OFF(redis_tls_cert_file),
+	  .check = conf_check_tls_file, .args = "none|PATH", .def = "none",
+	  .help = "With TLS, a client certificate (PEM, with its chain) for "
+	  "a server that asks for one (tls-auth-clients); with "
+	  "redis_tls_key_file." },
+	{ .name = "redis_tls_key_file", .type = CONF_STRING,
+	  .offset = CONF_OFF(redis_tls_key_file), .check = conf_check_tls_file,
+	  .args = "none|PATH", .def = "none",
+	  .help = "The private key (PEM) of redis_tls_cert_file." },
+	{ .name = "redis_tls_server_name", .type = CONF_STRING,
+	  .offset = CONF_OFF(redis_tls_server_name),
+	  .check = conf_check_server_name, .args = "none|NAME", .def = "none",
+	  .help = "With TLS, the name the server's certificate must carry, "
+	  "also sent as SNI; none: the host of the URL (an address must "
+	  "then be an IP entry of the certificate; behind Sentinel, the "
+	  "address the sentinels name)." },
+	{ .name = "redis_tls_verify", .type = CONF_BOOL,
+	  .offset = CONF_OFF(redis_tls_verify), .values = conf_bool_values,
+	  .def = "on",
+	  .help = "off accepts any certificate from any server: the "
+	  "connection is encrypted, but nothing says who answers it. An "
+	  "explicit opt-out for tests, logged as a warning at start-up." },
 	CONF_NUMBER("eventlog_wait", CONF_SECONDS, eventlog_wait, 0, 3600,
 	    "10", "At start-up, how long mcpd waits for the event log to be "
 	    "reachable before it listens (redis; memory always is). Until "

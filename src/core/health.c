@@ -78,6 +78,22 @@ health_not_ready(void)
 }
 
 /*
+ * Why the log is not available, in words (redis: "AUTH refused: ...",
+ * "the ACL forbids XADD ...", "commits reached 0 of 1 replicas ..."), or
+ * NULL when it is, or has nothing to say.
+ */
+const char *
+health_not_ready_reason(void)
+{
+	struct eventlog_where	w;
+
+	if (drain_active() || health_log_available())
+		return (NULL);
+	eventlog_describe(server.eventlog, &w);
+	return (w.why);
+}
+
+/*
  * Whether the loop turns. That a handler runs proves little (a loop stuck
  * in one callback answers nothing at all, and one that answers may still
  * starve its timers): the once-a-second cron must have run within

@@ -10,7 +10,9 @@
  * each that changed. Everything else applies at once to new work: the log
  * level and destination, the audit log, origins, limits (HTTP's, and the
  * limit blocks: for calls that start after), timeouts, backpressure of new
- * streams, providers and the tools' definitions (server.c sets evhttp's
+ * streams, the redis event log's credentials (its password files read
+ * again) and TLS files, for the connections it makes from now on,
+ * providers and the tools' definitions (server.c sets evhttp's
  * limits once this returns 0). A running exec call
  * finishes with the definition it started with: it holds the conf it
  * started under (conf_ref), which is freed after its last holder.
@@ -23,6 +25,7 @@
 #include "clock.h"
 #include "conf.h"
 #include "limit.h"
+#include "eventlog.h"
 #include "log.h"
 #include "notify.h"
 #include "provider.h"
@@ -60,10 +63,27 @@ reload_conf(void)
 	log_info("reload: reading %s", old->path);
 	if ((new = conf_load(old->path, &cause)) == NULL ||
 	    conf_keep_restart_only(new, old, kept, RELOAD_KEPT_MAX, &nkept,
-	    &cause) != 0 || statekey_load(new, 0, &cause) != 0) {
+	    &cause) != 0 ||
+	    eventlog_reconfigure(server.eventlog, new, &cause) != 0) {
 		log_error("reload: %s; the running configuration stays",
 		    cause);
 		free(cause);
+		conf_free(new);
+		notify_send("READY=1\nSTATUS=reload failed: the configuration "
+		    "file has an error (see the log); running the previous one");
+		return (-1);
+	}
+	if (statekey_load(new, 0, &cause) != 0) {
+		log_error("reload: %s; the running configuration stays",
+		    cause);
+		free(cause);
+		/* The log goes back to what it ran with (it read it before). */
+		if (eventlog_reconfigure(server.eventlog, old, &cause) != 0) {
+			log_error("reload: the event log keeps the new "
+			    "credentials and TLS files: the old ones: %s",
+			    cause);
+			free(cause);
+		}
 		conf_free(new);
 		notify_send("READY=1\nSTATUS=reload failed: the configuration "
 		    "file has an error (see the log); running the previous one");

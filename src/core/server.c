@@ -581,8 +581,7 @@ server_wait_tell(struct server_wait *w)
 		return;
 	w->told = 1;
 	log_info("waiting up to %llds (eventlog_wait) for the event log "
-	    "redis://%s:%d/%d before listening", conf->eventlog_wait,
-	    conf->redis_host, conf->redis_port, conf->redis_db);
+	    "%s before listening", conf->eventlog_wait, conf->redis_name);
 	notify_send("STATUS=waiting for the event log (eventlog_wait %llds)",
 	    conf->eventlog_wait);
 }
@@ -730,10 +729,9 @@ server_run(struct conf *conf)
 			rc = 0;
 			goto out;
 		}
-		log_warn("the event log redis://%s:%d/%d is not reachable "
-		    "after %llds (eventlog_wait; why is logged above): "
-		    "listening, not ready (/readyz 503) until it is",
-		    conf->redis_host, conf->redis_port, conf->redis_db,
+		log_warn("the event log %s is not reachable after %llds "
+		    "(eventlog_wait; why is logged above): listening, not "
+		    "ready (/readyz 503) until it is", conf->redis_name,
 		    conf->eventlog_wait);
 	}
 	if ((server.bound = server_listen(http, conf)) == NULL)
@@ -779,12 +777,18 @@ out:
 	}
 	server_timers_free();
 	statekey_stop();
-	if (http != NULL)
-		evhttp_free(http);
-	server.http = NULL;
+	/*
+	 * The log first: what still waits for it (a request whose answer
+	 * waited out an outage) is answered CANCELLED while its connection
+	 * is there; evhttp_free frees the connections under requests it
+	 * does not own any more.
+	 */
 	server_test_exit_hold();
 	eventlog_free(el);
 	server.eventlog = NULL;
+	if (http != NULL)
+		evhttp_free(http);
+	server.http = NULL;
 	/*
 	 * What freeing the log set off (callbacks answered CANCELLED, and
 	 * the frees they defer to a later turn, each one turn after the

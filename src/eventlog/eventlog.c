@@ -131,6 +131,24 @@ eventlog_available(const struct eventlog *el)
 }
 
 void
+eventlog_describe(const struct eventlog *el, struct eventlog_where *w)
+{
+	memset(w, 0, sizeof *w);
+	w->address = el->ops->name;
+	if (el->ops->describe != NULL)
+		el->ops->describe(el->backend, w);
+}
+
+int
+eventlog_reconfigure(struct eventlog *el, const struct conf *conf,
+    char **cause)
+{
+	if (el->ops->reconfigure == NULL)
+		return (0);
+	return (el->ops->reconfigure(el->backend, conf, cause));
+}
+
+void
 eventlog_on_available(struct eventlog *el, void (*cb)(void *), void *arg)
 {
 	if (el->ops->on_available != NULL)

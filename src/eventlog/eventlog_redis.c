@@ -53,7 +53,6 @@
 
 #include <event2/event.h>
 #include <hiredis/hiredis.h>
-#include <hiredis/async.h>
 
 #include "clock.h"
 #include "conf.h"
@@ -61,7 +60,9 @@
 #include "eventlog.h"
 #include "log.h"
 #include "random.h"
+#include "redis_link.h"
 #include "redis_script.h"
+#include "redis_sentinel.h"
 #include "xmalloc.h"
 
 #define REDIS_TIMEOUT_MS	2000	/* a reply, or a connection's set-up */
@@ -91,22 +92,26 @@ static const char *redis_conn_state_names[REDIS_CONN_STATE_MAX] = {
 struct redis_conn {
 	struct redis		*r;
 	const char		*name;
-	redisAsyncContext	*ac;
+	struct redis_link	*link;
+	char			 server[300];	/* where link goes */
 	enum redis_conn_state	 state;
 	int			 started;
 	int			 backoff_ms;
-	int			 quiet;		/* failure logged, until ready */
+	int			 now;		/* next attempt without backoff */
+	int			 asking;	/* the sentinels, for an address */
+	int			 refused;	/* its credentials or the ACL */
+	char			 why[256];	/* failure logged, until ready */
 	struct event		*timer_ev;	/* backoff, or connect deadline */
 	void			(*setup)(struct redis_conn *);
-	void			(*connected)(struct redis_conn *);
 	void			(*lost)(struct redis_conn *);
 };
 
 enum redis_op_type {
-	REDIS_OP_SELECT,	/* set-up of each command connection */
+	REDIS_OP_AUTH,		/* set-up of each command connection */
+	REDIS_OP_SELECT,
 	REDIS_OP_SCRIPT_LOAD,
-	REDIS_OP_CONFIG,
 	REDIS_OP_INFO,
+	REDIS_OP_CHECK,
 	REDIS_OP_STORE,		/* what callers ask */
 	REDIS_OP_LOAD,
 	REDIS_OP_DELETE,
@@ -138,16 +143,23 @@ struct redis_op {
 	int			 script;	/* EVALSHA of the script */
 	int			 wait;		/* a commit: WAIT follows */
 	int			 answered;
-	int			 replies;	/* hiredis callbacks owed */
-	int			 waits;		/* of which WAIT replies */
-	int			 stale_waits;	/* WAIT replies to ignore */
-	int			 nowait;	/* WAIT could not be sent */
+	int			 replies;	/* link callbacks owed */
 	int			 retried;	/* sent again after NOSCRIPT */
 	struct redis_ops	*list;		/* inflight, waitq, failq... */
-	redisAsyncContext	*ac;		/* sent on; NULL: taken back */
+	struct redis_link	*link;		/* sent on; NULL: taken back */
 	uint64_t		 sent_ms;
 	enum eventlog_status	 fail;		/* failq: the answer */
-	struct eventlog_info	 info;		/* committed, awaiting WAIT */
+	/*
+	 * With commit replicas:N: the WAIT that answers it (commits and
+	 * reads), and its script's answer meanwhile (a read's entries
+	 * point into the reply, kept).
+	 */
+	struct redis_wait	*group;
+	TAILQ_ENTRY(redis_op)	 gentry;
+	int			 held_ok;
+	struct eventlog_info	 info;
+	struct redis_script_result res;
+	redisReply		*kept;
 	char			*sid;		/* for log lines */
 	uint64_t		 k;
 	uint64_t		 seq;
@@ -223,12 +235,42 @@ struct redis_watch {
 RB_HEAD(redis_watches, redis_watch);
 TAILQ_HEAD(redis_watchq, redis_watch);
 
+/*
+ * One WAIT for the commits and reads a loop turn sent on the command
+ * connection: WAIT covers every write the connection made before it, so
+ * one answers them all (Redis blocks the connection on each WAIT: one
+ * per op would queue their round trips to the replicas one after the
+ * other).
+ */
+TAILQ_HEAD(redis_group_ops, redis_op);
+struct redis_wait {
+	struct redis		*r;
+	struct redis_link	*link;
+	struct redis_group_ops	 ops;
+	long long		 acked;		/* replicas, last answer */
+};
+
 struct redis {
 	struct event_base	*base;
-	char			*name;		/* redis://host:port/db */
-	char			*host;
+	char			*name;		/* the URL, password as *** */
+	enum conf_redis_kind	 kind;
+	char			*host;		/* the primary (tcp, tls) */
 	int			 port;
+	char			*path;		/* unix */
 	int			 db;
+	int			 tls;
+	int			 tls_verify;
+	struct redis_link_tls	*tlsconf;
+	char			*user;		/* AUTH; NULL password: none */
+	char			*password;
+	struct redis_sentinel	*sentinel;	/* redis-sentinel:// */
+	uint64_t		 failovers;	/* changes of primary */
+	uint64_t		 connects;	/* command connections set up */
+	char			 role[16];	/* INFO's, once set up */
+	int			 nopass_logged;
+	struct redis_wait	*group;		/* this turn's WAIT */
+	int			 behind;	/* WAIT short: waiting */
+	char			 behind_why[128];
 	int			 replicas;
 	size_t			 maxlen;
 	uint64_t		 session_ttl_ms;
@@ -266,6 +308,7 @@ struct redis {
 	char			 token[16];	/* this process's: hex */
 	uint64_t		 ntokens;	/* ops that carry one */
 	char			 run_id[41];	/* the server's run, once known */
+	uint64_t		 run_failovers;	/* failovers when it was read */
 	int			 noscript_logged;
 	void			(*available_cb)(void *);
 	void			*available_arg;
@@ -280,12 +323,17 @@ struct redis {
 
 static void	redis_conn_connect(struct redis_conn *);
 static void	redis_conn_drop(struct redis_conn *, const char *);
-static void	redis_reply_cb(redisAsyncContext *, void *, void *);
-static void	redis_wait_cb(redisAsyncContext *, void *, void *);
-static void	redis_sub_cb(redisAsyncContext *, void *, void *);
+static void	redis_conn_drop_waiting(struct redis_conn *);
+static void	redis_reply_cb(struct redis_link *, redisReply *, void *);
+static void	redis_wait_cb(struct redis_link *, redisReply *, void *);
+static void	redis_sub_push_cb(struct redis_link *, redisReply *, void *);
 static void	redis_watch_release(struct redis *, struct redis_watch *);
 static void	redis_resync_owed(struct redis *);
 static void	redis_flush(struct redis *);
+
+static int	redis_set_auth(struct redis *, const char *, const char *);
+static void	redis_describe(void *, struct eventlog_where *);
+static int	redis_reconfigure(void *, const struct conf *, char **);
 
 static int
 redis_create_cmp(struct redis_op *a, struct redis_op *b)
@@ -303,123 +351,13 @@ redis_watch_cmp(struct redis_watch *a, struct redis_watch *b)
 }
 RB_GENERATE_STATIC(redis_watches, redis_watch, entry, redis_watch_cmp);
 
-/*
- * A connection's events, in place of hiredis's libevent adapter, which
- * re-adds its read event after every read (two epoll_ctl calls each) and
- * waits for the socket to be writable before every write. Here the read
- * event persists, and the commands a loop turn produced are written once,
- * at its end; only a socket that could not take them all (or one still
- * connecting) waits for EV_WRITE.
- */
-struct redis_ev {
-	redisAsyncContext	*ac;
-	struct event		*rev;
-	struct event		*wev;
-	struct event		*flush_ev;
-	int			 writing;	/* in redisAsyncHandleWrite */
-	int			 gone;		/* cleaned up meanwhile */
-};
-
-static void
-redis_ev_read_cb(evutil_socket_t fd, short events, void *arg)
-{
-	struct redis_ev	*e = arg;
-
-	redisAsyncHandleRead(e->ac);	/* may free e */
-}
-
-static void
-redis_ev_write(struct redis_ev *e)
-{
-	e->writing = 1;
-	redisAsyncHandleWrite(e->ac);
-	if (e->gone) {
-		free(e);
-		return;
-	}
-	e->writing = 0;
-}
-
-static void
-redis_ev_write_cb(evutil_socket_t fd, short events, void *arg)
-{
-	redis_ev_write(arg);
-}
-
-static void
-redis_ev_add_read(void *p)
-{
-	struct redis_ev	*e = p;
-
-	if (!event_pending(e->rev, EV_READ, NULL))
-		event_add(e->rev, NULL);
-}
-
-static void
-redis_ev_del_read(void *p)
-{
-	struct redis_ev	*e = p;
-
-	event_del(e->rev);
-}
-
-static void
-redis_ev_add_write(void *p)
-{
-	struct redis_ev	*e = p;
-
-	if (e->writing || !(e->ac->c.flags & REDIS_CONNECTED))
-		event_add(e->wev, NULL);	/* the socket must say */
-	else if (!event_pending(e->wev, EV_WRITE, NULL))
-		event_active(e->flush_ev, EV_WRITE, 0);
-}
-
-static void
-redis_ev_del_write(void *p)
-{
-	struct redis_ev	*e = p;
-
-	event_del(e->wev);
-}
-
-/* hiredis is done with the context (maybe from inside our callback). */
-static void
-redis_ev_cleanup(void *p)
-{
-	struct redis_ev	*e = p;
-
-	event_free(e->rev);
-	event_free(e->wev);
-	event_free(e->flush_ev);
-	if (e->writing)
-		e->gone = 1;
-	else
-		free(e);
-}
-
-static void
-redis_ev_attach(redisAsyncContext *ac, struct event_base *base)
-{
-	struct redis_ev	*e;
-
-	e = xcalloc(1, sizeof *e);
-	e->ac = ac;
-	e->rev = event_new(base, ac->c.fd, EV_READ|EV_PERSIST,
-	    redis_ev_read_cb, e);
-	e->wev = event_new(base, ac->c.fd, EV_WRITE, redis_ev_write_cb, e);
-	e->flush_ev = event_new(base, -1, 0, redis_ev_write_cb, e);
-	ac->ev.addRead = redis_ev_add_read;
-	ac->ev.delRead = redis_ev_del_read;
-	ac->ev.addWrite = redis_ev_add_write;
-	ac->ev.delWrite = redis_ev_del_write;
-	ac->ev.cleanup = redis_ev_cleanup;
-	ac->ev.data = e;
-	event_add(e->rev, NULL);
-	event_add(e->wev, NULL);	/* tells when the connect is done */
-}
-
 /* Connections: connect, set-up, loss, backoff. */
 
+/*
+ * A failure is logged when its reason changes (a retry that fails again
+ * the same way is quiet), as an error when the credentials or the ACL
+ * were refused: that needs an operator.
+ */
 static void
 redis_conn_set_state(struct redis_conn *c, enum redis_conn_state state,
     const char *why)
@@ -431,19 +369,21 @@ redis_conn_set_state(struct redis_conn *c, enum redis_conn_state state,
 	if (r->closing || old == state)
 		return;
 	if (state == REDIS_CONN_READY) {
-		log_info("eventlog=%s: %s connection ready", r->name,
-		    c->name);
-		c->quiet = 0;
+		log_info("eventlog=%s: %s connection ready (%s%s)", r->name,
+		    c->name, c->server, r->tls ? ", TLS" : "");
+		c->why[0] = '\0';
+		c->refused = 0;
 		c->backoff_ms = REDIS_BACKOFF_MIN_MS;
 	} else if (state == REDIS_CONN_DOWN && old == REDIS_CONN_READY) {
 		log_warn("eventlog=%s: %s connection lost (%s); reconnecting",
 		    r->name, c->name, why);
-		c->quiet = 1;
-	} else if (state == REDIS_CONN_DOWN && !c->quiet) {
-		log_warn("eventlog=%s: %s connection failed (%s); retrying "
-		    "every %d ms at most", r->name, c->name, why,
+		strlcpy(c->why, why, sizeof c->why);
+	} else if (state == REDIS_CONN_DOWN && strcmp(c->why, why) != 0) {
+		log_write(c->refused ? LOG_LEVEL_ERROR : LOG_LEVEL_WARN,
+		    "eventlog=%s: %s connection failed (%s); retrying every "
+		    "%d ms at most", r->name, c->name, why,
 		    REDIS_BACKOFF_MAX_MS);
-		c->quiet = 1;
+		strlcpy(c->why, why, sizeof c->why);
 	} else {
 		log_debug("eventlog=%s: %s connection %s -> %s (%s)", r->name,
 		    c->name, redis_conn_state_names[old],
@@ -466,81 +406,182 @@ redis_conn_down(struct redis_conn *c, const char *why)
 	redis_conn_set_state(c, REDIS_CONN_DOWN, why);
 	if (c->r->closing)
 		return;
-	redis_conn_timer(c, c->backoff_ms);
-	c->backoff_ms *= 2;
-	if (c->backoff_ms > REDIS_BACKOFF_MAX_MS)
-		c->backoff_ms = REDIS_BACKOFF_MAX_MS;
+	if (c->now) {
+		/* A failover named where to go: no reason to wait. */
+		c->now = 0;
+		redis_conn_timer(c, 0);
+	} else {
+		redis_conn_timer(c, c->backoff_ms);
+		c->backoff_ms *= 2;
+		if (c->backoff_ms > REDIS_BACKOFF_MAX_MS)
+			c->backoff_ms = REDIS_BACKOFF_MAX_MS;
+	}
 	if (c->lost != NULL)
 		c->lost(c);
 }
 
 /*
- * Context ac is going away (hiredis is freeing it, or we are): forget it.
- * Anything else still calling back for an older context is ignored.
+ * Link l is going away (it failed, or we close it): forget it. Anything
+ * still calling back for an older link is ignored.
  */
 static void
-redis_conn_gone(struct redis_conn *c, const redisAsyncContext *ac,
+redis_conn_gone(struct redis_conn *c, const struct redis_link *l,
     const char *why)
 {
-	if (ac == NULL || ac != c->ac)
+	if (l == NULL || l != c->link)
 		return;
-	c->ac = NULL;
+	c->link = NULL;
 	redis_conn_down(c, why);
 }
 
 static void
-redis_conn_connect_cb(const redisAsyncContext *ac, int status)
+redis_conn_down_cb(struct redis_link *l, const char *why, void *arg)
 {
-	struct redis_conn	*c = ac->data;
-
-	if (ac != c->ac)
-		return;
-	if (status != REDIS_OK) {
-		/* hiredis frees the context after this returns. */
-		redis_conn_gone(c, ac, ac->c.errstr);
-		return;
-	}
-	if (c->connected != NULL)
-		c->connected(c);
+	redis_conn_gone(arg, l, why);
 }
 
+/* A reply no command waits for, on the command connection: out of step. */
 static void
-redis_conn_disconnect_cb(const redisAsyncContext *ac, int status)
+redis_cmd_push_cb(struct redis_link *l, redisReply *reply, void *arg)
 {
-	struct redis_conn	*c = ac->data;
+	struct redis_conn	*c = arg;
 
-	redis_conn_gone(c, ac, ac->c.errstr[0] != '\0' ? ac->c.errstr :
-	    "closed by the server");
+	log_warn("eventlog=%s: a reply nothing asked for on the %s "
+	    "connection: %s", c->r->name, c->name, reply->type ==
+	    REDIS_REPLY_ERROR ? reply->str : "(not an error)");
+	redis_conn_drop(c, "a reply out of step");
 }
 
+static void	redis_cmd_flush_cb(struct redis_link *, void *);
+
+static const struct redis_link_events redis_cmd_events = {
+	.down = redis_conn_down_cb,
+	.push = redis_cmd_push_cb,
+	.flush = redis_cmd_flush_cb,
+};
+
+static const struct redis_link_events redis_sub_events = {
+	.down = redis_conn_down_cb,
+	.push = redis_sub_push_cb,
+};
+
+/* Opens c's link to the server known (the primary, with Sentinel). */
 static void
-redis_conn_connect(struct redis_conn *c)
+redis_conn_open(struct redis_conn *c)
 {
 	struct redis		*r = c->r;
-	redisAsyncContext	*ac;
-	char			 why[128];
+	struct redis_link_addr	 addr;
+	char			*cause;
 
-	c->started = 1;
-	redis_conn_set_state(c, REDIS_CONN_CONNECTING, NULL);
-	if ((ac = redisAsyncConnect(r->host, r->port)) == NULL) {
-		redis_conn_down(c, "out of memory");
+	memset(&addr, 0, sizeof addr);
+	if (r->kind == CONF_REDIS_UNIX) {
+		addr.path = r->path;
+		strlcpy(c->server, r->path, sizeof c->server);
+	} else {
+		addr.host = r->host;
+		addr.port = r->port;
+		addr.tls = r->tls;
+		snprintf(c->server, sizeof c->server, "%s%s%s:%d",
+		    strchr(r->host, ':') != NULL ? "[" : "", r->host,
+		    strchr(r->host, ':') != NULL ? "]" : "", r->port);
+	}
+	c->link = redis_link_open(r->base, &addr, r->tlsconf, c == &r->cmd ?
+	    &redis_cmd_events : &redis_sub_events, c, &cause);
+	if (c->link == NULL) {
+		redis_conn_down(c, cause);
+		free(cause);
 		return;
 	}
-	if (ac->err) {
-		snprintf(why, sizeof why, "%s", ac->errstr);
-		redisAsyncFree(ac);
-		redis_conn_down(c, why);
-		return;
-	}
-	ac->data = c;
-	redis_ev_attach(ac, r->base);
-	redisAsyncSetConnectCallback(ac, redis_conn_connect_cb);
-	redisAsyncSetDisconnectCallback(ac, redis_conn_disconnect_cb);
-	redisEnableKeepAlive(&ac->c);
-	c->ac = ac;
 	redis_conn_timer(c, REDIS_TIMEOUT_MS);
 	if (c->setup != NULL)
 		c->setup(c);
+}
+
+static void	redis_conn_found_cb(const char *, int, const char *, void *);
+
+/*
+ * Connects c. Behind Sentinel, every attempt asks the sentinels first
+ * which server is the primary: never straight back to the one that was
+ * (a failover drops connections, and Redis kills its clients when a
+ * sentinel changes its role).
+ */
+static void
+redis_conn_connect(struct redis_conn *c)
+{
+	struct redis	*r = c->r;
+
+	c->started = 1;
+	redis_conn_set_state(c, REDIS_CONN_CONNECTING, NULL);
+	if (r->sentinel == NULL) {
+		redis_conn_open(c);
+		return;
+	}
+	if (!c->asking) {
+		c->asking = 1;
+		redis_sentinel_ask(r->sentinel, redis_conn_found_cb, c);
+	}
+}
+
+/* Drops a connection to a server that is not the primary any more. */
+static void
+redis_conn_moved(struct redis_conn *c, const char *server, const char *why)
+{
+	if (c->link == NULL || strcmp(c->server, server) == 0)
+		return;
+	c->now = 1;
+	redis_conn_drop(c, why);
+}
+
+/*
+ * The primary is (host, port), as the sentinels say: a change of
+ * primary once one was known is a failover, and connections to the old
+ * one go.
+ */
+static void
+redis_primary_at(struct redis *r, const char *host, int port)
+{
+	char	why[384], server[300];
+
+	if (r->host != NULL && strcmp(r->host, host) == 0 && r->port == port)
+		return;
+	if (r->host != NULL) {
+		r->failovers++;
+		log_warn("eventlog=%s: the primary is now %s:%d, was %s:%d "
+		    "(failover %llu seen)", r->name, host, port, r->host,
+		    r->port, (unsigned long long)r->failovers);
+	} else
+		log_info("eventlog=%s: the sentinels name %s:%d as the "
+		    "primary", r->name, host, port);
+	free(r->host);
+	r->host = xstrdup(host);
+	r->port = port;
+	snprintf(server, sizeof server, "%s%s%s:%d", strchr(host, ':') !=
+	    NULL ? "[" : "", host, strchr(host, ':') != NULL ? "]" : "", port);
+	snprintf(why, sizeof why, "failover: the primary is now %s", server);
+	redis_conn_moved(&r->cmd, server, why);
+	redis_conn_moved(&r->sub, server, why);
+}
+
+static void
+redis_conn_found_cb(const char *host, int port, const char *why, void *arg)
+{
+	struct redis_conn	*c = arg;
+	struct redis		*r = c->r;
+
+	c->asking = 0;
+	if (host == NULL) {
+		redis_conn_down(c, why);
+		return;
+	}
+	redis_primary_at(r, host, port);
+	redis_conn_open(c);
+}
+
+/* A sentinel saw the switch: go there now. */
+static void
+redis_switch_cb(const char *host, int port, void *arg)
+{
+	redis_primary_at(arg, host, port);
 }
 
 /* Backoff over (connect again), or connect deadline (give up). */
@@ -554,7 +595,7 @@ redis_conn_timer_cb(evutil_socket_t fd, short events, void *arg)
 		redis_conn_connect(c);
 		break;
 	case REDIS_CONN_CONNECTING:
-		redis_conn_drop(c, "no answer while connecting");
+		redis_conn_drop_waiting(c);
 		break;
 	default:
 		break;
@@ -562,18 +603,91 @@ redis_conn_timer_cb(evutil_socket_t fd, short events, void *arg)
 }
 
 /*
- * Drops the connection now: hiredis calls every pending callback with a
- * NULL reply (at once, or after the callback we are in returns).
+ * Drops the connection now: every command it had sent and not had
+ * answered hears a NULL reply (at once, or after the callback we are in
+ * returns).
  */
 static void
 redis_conn_drop(struct redis_conn *c, const char *why)
 {
-	redisAsyncContext	*ac = c->ac;
+	struct redis_link	*l = c->link;
 
-	if (ac == NULL)
+	if (l == NULL)
 		return;
-	redis_conn_gone(c, ac, why);
-	redisAsyncFree(ac);
+	redis_conn_gone(c, l, why);
+	redis_link_close(l);
+}
+
+/* A connect or set-up that took too long: say what it waited for. */
+static void
+redis_conn_drop_waiting(struct redis_conn *c)
+{
+	char	why[256];
+
+	if (c->link == NULL)
+		return;
+	snprintf(why, sizeof why, "no answer while connecting (waited for "
+	    "%s)", redis_link_waiting_for(c->link));
+	redis_conn_drop(c, why);
+}
+
+/*
+ * Redis refused the connection's credentials or the ACL refused a
+ * command: not a passing outage. Dropped, and tried again with the
+ * backoff; a reload with other credentials tries again at once.
+ */
+static void
+redis_conn_refuse(struct redis_conn *c, const char *why)
+{
+	c->refused = 1;
+	redis_conn_drop(c, why);
+}
+
+/* AUTH [user] password, first on every connection. */
+static int
+redis_conn_auth(struct redis_conn *c, redis_link_reply_cb cb, void *arg)
+{
+	struct redis	*r = c->r;
+	const char	*argv[3];
+	size_t		 argvlen[3];
+	int		 argc = 0;
+
+	argv[argc] = "AUTH";
+	argvlen[argc++] = 4;
+	if (r->user != NULL) {
+		argv[argc] = r->user;
+		argvlen[argc++] = strlen(r->user);
+	}
+	argv[argc] = r->password;
+	argvlen[argc++] = strlen(r->password);
+	return (redis_link_sendv(c->link, cb, arg, argc, argv, argvlen));
+}
+
+/*
+ * AUTH's answer: 0 when the connection may go on. A password Redis does
+ * not ask for is not an error (redis-cli takes it alike): said once.
+ */
+static int
+redis_conn_auth_reply(struct redis_conn *c, redisReply *reply)
+{
+	struct redis	*r = c->r;
+	char		 why[512], what[400];
+
+	if (reply->type != REDIS_REPLY_ERROR)
+		return (0);
+	if (strstr(reply->str, "without any password configured") != NULL) {
+		if (!r->nopass_logged)
+			log_warn("eventlog=%s: Redis has no password, and "
+			    "mcpd was given one: it is not needed", r->name);
+		r->nopass_logged = 1;
+		return (0);
+	}
+	if (redis_script_refusal(reply, what, sizeof what) ==
+	    REDIS_REFUSED_NONE)
+		snprintf(what, sizeof what, "%.200s", reply->str);
+	snprintf(why, sizeof why, "AUTH refused: %s", what);
+	redis_conn_refuse(c, why);
+	return (-1);
 }
 
 /* Ops: build, send, answer, free. */
@@ -787,6 +901,41 @@ redis_op_is_user(const struct redis_op *op)
 	return (op->type >= REDIS_OP_STORE);
 }
 
+/* op leaves its WAIT, and what it kept for it. */
+static void
+redis_wait_leave(struct redis_op *op)
+{
+	if (op->group == NULL)
+		return;
+	TAILQ_REMOVE(&op->group->ops, op, gentry);
+	op->group = NULL;
+	op->held_ok = 0;
+	if (op->kept != NULL) {
+		redis_script_result_clear(&op->res);
+		freeReplyObject(op->kept);
+		op->kept = NULL;
+	}
+}
+
+/* op is answered by the WAIT that ends this turn on the connection. */
+static void
+redis_wait_join(struct redis_op *op)
+{
+	struct redis		*r = op->r;
+	struct redis_wait	*g = r->group;
+
+	redis_wait_leave(op);
+	if (g == NULL) {
+		g = xcalloc(1, sizeof *g);
+		g->r = r;
+		g->link = r->cmd.link;
+		TAILQ_INIT(&g->ops);
+		r->group = g;
+	}
+	TAILQ_INSERT_TAIL(&g->ops, op, gentry);
+	op->group = g;
+}
+
 static void
 redis_op_unlist(struct redis_op *op)
 {
@@ -808,6 +957,10 @@ static void
 redis_op_free(struct redis_op *op)
 {
 	struct redis	*r = op->r;
+
+	redis_wait_leave(op);
+	if (op->type == REDIS_OP_AUTH && op->buf != NULL)
+		explicit_bzero(op->buf, op->bufcap);
 
 	if (op->type == REDIS_OP_CREATE &&
 	    RB_FIND(redis_creates, &r->creates, op) == op)
@@ -960,10 +1113,11 @@ redis_op_answer(struct redis_op *op, enum eventlog_status status,
 		return;
 	op->answered = 1;
 	switch (op->type) {
+	case REDIS_OP_AUTH:
 	case REDIS_OP_SELECT:
 	case REDIS_OP_SCRIPT_LOAD:
-	case REDIS_OP_CONFIG:
 	case REDIS_OP_INFO:
+	case REDIS_OP_CHECK:
 		break;
 	case REDIS_OP_STORE:
 	case REDIS_OP_DELETE:
@@ -1002,6 +1156,8 @@ redis_op_answer(struct redis_op *op, enum eventlog_status status,
 		op->cb.read(status, entries, n, info, op->arg);
 		break;
 	}
+	/* What it kept for its answer (a read's reply) goes now. */
+	redis_wait_leave(op);
 }
 
 static void
@@ -1059,6 +1215,10 @@ redis_deadline_start(struct redis *r, struct redis_op *op)
 
 static int	redis_op_send(struct redis_op *, int);
 static void	redis_deadline_arm(struct redis *);
+static void	redis_wait_discard(struct redis *);
+static void	redis_op_release(struct redis_op *);
+static int	redis_reply_refused(struct redis_op *, struct redis_link *,
+		    redisReply *);
 
 /* Whether an outage is waited out now rather than failed. */
 static int
@@ -1128,14 +1288,12 @@ redis_outage_end(struct redis *r)
 	    (unsigned long long)(now - r->outage_ms), r->nwaiting);
 	r->outage_ms = 0;
 	r->stalled = 0;
+	r->behind = 0;
 	r->expired = 0;
 	r->waitq_full = 0;
 	evtimer_del(r->grace_ev);
 	while ((op = TAILQ_FIRST(&r->waitq)) != NULL) {
 		redis_op_unlist(op);
-		op->waits = 0;
-		op->stale_waits = 0;
-		op->nowait = 0;
 		if (redis_op_send(op, 0) != 0)
 			redis_op_reject(op, EVENTLOG_UNAVAILABLE);
 	}
@@ -1154,9 +1312,9 @@ redis_grace_cb(evutil_socket_t fd, short events, void *arg)
 	struct redis_op	*op;
 
 	r->expired = 1;
-	log_warn("eventlog=%s: no answer for %llu ms, past "
-	    "eventlog_outage_grace (%llu s): failing %zu operations; "
-	    "operations fail at once until Redis answers", r->name,
+	log_warn("eventlog=%s: %s for %llu ms, past eventlog_outage_grace "
+	    "(%llu s): failing %zu operations; operations fail at once until "
+	    "Redis answers", r->name, r->behind ? r->behind_why : "no answer",
 	    (unsigned long long)(clock_now_ms() - r->outage_ms),
 	    (unsigned long long)(r->grace_ms / 1000),
 	    r->nwaiting + r->ninflight);
@@ -1166,6 +1324,15 @@ redis_grace_cb(evutil_socket_t fd, short events, void *arg)
 		r->stalled = 0;
 		redis_conn_drop(&r->cmd, "no reply within "
 		    "eventlog_outage_grace");
+	} else if (r->behind) {
+		/*
+		 * What waits for the replicas fails with the connection (the
+		 * primary has it: a later read may return it once they do),
+		 * and a new connection starts over.
+		 */
+		r->behind = 0;
+		redis_conn_drop(&r->cmd, "replicas did not acknowledge "
+		    "within eventlog_outage_grace");
 	}
 }
 
@@ -1191,16 +1358,19 @@ redis_cmd_lost(struct redis_conn *c)
 	struct redis	*r = c->r;
 	struct redis_op	*op, *prev;
 
+	redis_wait_discard(r);
 	if (!redis_grace_open(r))
 		return;
 	r->stalled = 0;
+	r->behind = 0;
 	redis_outage_begin(r, clock_now_ms(), "connection lost");
 	for (op = TAILQ_LAST(&r->inflight, redis_ops); op != NULL; op = prev) {
 		prev = TAILQ_PREV(op, redis_ops, entry);
 		if (!redis_op_is_user(op) || op->answered)
 			continue;
 		redis_op_unlist(op);
-		op->ac = NULL;
+		redis_wait_leave(op);
+		op->link = NULL;
 		if (op->again_arg > 0)
 			op->buf[op->argoff[op->again_arg]] = '1';
 		TAILQ_INSERT_HEAD(&r->waitq, op, entry);
@@ -1254,7 +1424,7 @@ redis_deadline_cb(evutil_socket_t fd, short events, void *arg)
 	}
 	if (r->cmd.state != REDIS_CONN_READY) {
 		/* Set-up unanswered: a failed attempt, logged once. */
-		redis_conn_drop(&r->cmd, "no answer while connecting");
+		redis_conn_drop_waiting(&r->cmd);
 		return;
 	}
 	if (redis_grace_open(r)) {
@@ -1274,40 +1444,32 @@ redis_deadline_cb(evutil_socket_t fd, short events, void *arg)
 
 /*
  * Sends op on the command connection: EVALSHA (or EVAL, with the script's
- * text, when retrying after NOSCRIPT), then WAIT if it commits and commits
- * must reach replicas.
+ * text, when retrying after NOSCRIPT). With commit replicas:N, a commit or
+ * a read is answered by the WAIT that ends the turn (redis_cmd_flush_cb).
  */
 static int
 redis_op_send(struct redis_op *op, int eval)
 {
 	struct redis	*r = op->r;
 	const char	*body = redis_script_source();
-
 	const char	*cmd;
 	size_t		 len;
 
-	if (r->cmd.ac == NULL)
+	if (r->cmd.link == NULL)
 		return (-1);
 	if (op->script && eval) {
 		redis_op_set_arg(op, 0, "EVAL", 4);
 		redis_op_set_arg(op, 1, body, strlen(body));
 	}
 	cmd = redis_op_command(op, &len);
-	if (redisAsyncFormattedCommand(r->cmd.ac, redis_reply_cb, op, cmd,
-	    len) != REDIS_OK)
+	if (redis_link_send(r->cmd.link, cmd, len, redis_reply_cb, op) != 0)
 		return (-1);
 	op->replies++;
-	if (op->wait && r->replicas > 0) {
-		if (redisAsyncCommand(r->cmd.ac, redis_wait_cb, op,
-		    "WAIT %d %d", r->replicas, REDIS_WAIT_MS) == REDIS_OK) {
-			op->replies++;
-			op->waits++;
-		} else
-			op->nowait = 1;
-	}
+	if (r->replicas > 0 && (op->wait || op->type == REDIS_OP_READ))
+		redis_wait_join(op);
 
 	redis_op_unlist(op);
-	op->ac = r->cmd.ac;
+	op->link = r->cmd.link;
 	op->sent_ms = clock_now_ms();
 	TAILQ_INSERT_TAIL(&r->inflight, op, entry);
 	op->list = &r->inflight;
@@ -1315,6 +1477,71 @@ redis_op_send(struct redis_op *op, int eval)
 		r->ninflight++;
 	redis_deadline_arm(r);
 	return (0);
+}
+
+static size_t
+redis_wait_count(const struct redis_wait *g)
+{
+	const struct redis_op	*op;
+	size_t			 n = 0;
+
+	TAILQ_FOREACH(op, &g->ops, gentry)
+		n++;
+	return (n);
+}
+
+/* The turn's WAIT was never sent (its connection went): forget it. */
+static void
+redis_wait_discard(struct redis *r)
+{
+	struct redis_wait	*g = r->group;
+	struct redis_op		*op;
+
+	if (g == NULL)
+		return;
+	r->group = NULL;
+	while ((op = TAILQ_FIRST(&g->ops)) != NULL)
+		redis_wait_leave(op);
+	free(g);
+}
+
+static int
+redis_wait_send(struct redis_wait *g)
+{
+	char	n[16], ms[16];
+
+	snprintf(n, sizeof n, "%d", g->r->replicas);
+	snprintf(ms, sizeof ms, "%d", REDIS_WAIT_MS);
+	return (redis_link_command(g->link, redis_wait_cb, g, "WAIT", n, ms,
+	    NULL));
+}
+
+/*
+ * The end of the turn on the command connection: the append still open
+ * goes, then one WAIT for every commit and read sent this turn.
+ */
+static void
+redis_cmd_flush_cb(struct redis_link *l, void *arg)
+{
+	struct redis_conn	*c = arg;
+	struct redis		*r = c->r;
+	struct redis_wait	*g;
+	struct redis_op		*op;
+
+	if (l != c->link)
+		return;
+	redis_flush(r);
+	if ((g = r->group) == NULL)
+		return;
+	r->group = NULL;
+	if (!TAILQ_EMPTY(&g->ops) && redis_wait_send(g) == 0)
+		return;
+	while ((op = TAILQ_FIRST(&g->ops)) != NULL) {
+		redis_op_answer(op, EVENTLOG_UNAVAILABLE, NULL, NULL, 0, NULL,
+		    0);
+		redis_op_release(op);
+	}
+	free(g);
 }
 
 /*
@@ -1367,31 +1594,48 @@ redis_op_dispatch(struct redis_op *op)
 		redis_op_reject(op, EVENTLOG_UNAVAILABLE);
 }
 
-/* Frees op once hiredis owes it nothing more, unless it goes again. */
+/*
+ * Frees op once the link owes it nothing more and no WAIT is to answer
+ * it, unless it goes again.
+ */
 static void
 redis_op_release(struct redis_op *op)
 {
-	if (op->replies == 0 && op->list != &op->r->waitq)
+	if (op->replies == 0 && op->group == NULL &&
+	    op->list != &op->r->waitq)
 		redis_op_free(op);
 }
 
 /* Its connection is gone: op fails, unless it was taken back to wait. */
 static void
-redis_op_lost(struct redis_op *op, redisAsyncContext *ac)
+redis_op_lost(struct redis_op *op, struct redis_link *l)
 {
-	redis_conn_gone(&op->r->cmd, ac, ac->c.errstr[0] != '\0' ?
-	    ac->c.errstr : "connection lost");
+	redis_conn_gone(&op->r->cmd, l, "connection lost");
 	if (op->list != &op->r->waitq)
 		redis_op_fail(op);
 }
 
-/* The command connection's set-up, issued before it is even connected. */
+/*
+ * The command connection's set-up, issued before it is even connected:
+ * AUTH, SELECT, SCRIPT LOAD and INFO in one write; once the script is
+ * loaded, its check op says whether the ACL lets this user run every
+ * command mcpd sends. The connection is ready on that answer.
+ */
 static void
 redis_cmd_setup(struct redis_conn *c)
 {
 	struct redis	*r = c->r;
 	struct redis_op	*op;
 
+	if (r->password != NULL) {
+		op = redis_op_new(r, REDIS_OP_AUTH, NULL, 0);
+		redis_op_arg(op, "AUTH", 4);
+		if (r->user != NULL)
+			redis_op_arg(op, r->user, strlen(r->user));
+		redis_op_arg(op, r->password, strlen(r->password));
+		if (redis_op_send(op, 0) != 0)
+			redis_op_free(op);
+	}
 	if (r->db != 0) {
 		op = redis_op_new(r, REDIS_OP_SELECT, NULL, 0);
 		redis_op_arg(op, "SELECT", 6);
@@ -1405,14 +1649,23 @@ redis_cmd_setup(struct redis_conn *c)
 	redis_op_arg(op, redis_script_source(), strlen(redis_script_source()));
 	if (redis_op_send(op, 0) != 0)
 		redis_op_free(op);
-	op = redis_op_new(r, REDIS_OP_CONFIG, NULL, 0);
-	redis_op_arg(op, "CONFIG", 6);
-	redis_op_arg(op, "GET", 3);
-	redis_op_arg(op, "maxmemory-policy", 16);
-	if (redis_op_send(op, 0) != 0)
-		redis_op_free(op);
 	op = redis_op_new(r, REDIS_OP_INFO, NULL, 0);
 	redis_op_arg(op, "INFO", 4);
+	if (redis_op_send(op, 0) != 0)
+		redis_op_free(op);
+}
+
+static struct redis_op	*redis_script_op(struct redis *, enum redis_op_type,
+			    const char *, const char *, uint64_t, int);
+
+/* The script is loaded: may this user run what mcpd sends? */
+static void
+redis_cmd_check(struct redis *r)
+{
+	struct redis_op	*op;
+
+	op = redis_script_op(r, REDIS_OP_CHECK, "check", "check", 1, 1);
+	redis_op_arg(op, r->replicas > 0 ? "1" : "0", 1);
 	if (redis_op_send(op, 0) != 0)
 		redis_op_free(op);
 }
@@ -1421,16 +1674,33 @@ redis_cmd_setup(struct redis_conn *c)
  * A reconnection may reach a server that restarted: with its data (from
  * AOF or RDB), or empty, in which case every session and stream it held
  * is gone. The streams that were being written fail on their next append
- * and say what they lost; this says why, once.
+ * and say what they lost; this says why, once. Only the primary will do:
+ * a replica refuses every write.
  */
 static void
 redis_info_reply(struct redis *r, redisReply *reply)
 {
 	struct redis_info	info;
+	char			why[384];
 
 	if (redis_script_info(reply, r->db, &info) != 0)
 		return;		/* INFO renamed or disabled: nothing to say */
-	if (r->run_id[0] != '\0' && strcmp(r->run_id, info.run_id) != 0) {
+	strlcpy(r->role, info.role, sizeof r->role);
+	if (info.role[0] != '\0' && strcmp(info.role, "master") != 0) {
+		snprintf(why, sizeof why, "%s is a replica (role %s), not the "
+		    "primary%s", r->cmd.server, info.role, r->sentinel != NULL ?
+		    "; asking the sentinels again" : "");
+		redis_conn_drop(&r->cmd, why);
+		return;
+	}
+	if (info.policy[0] != '\0' && strcmp(info.policy, "noeviction") !=
+	    0 && !r->policy_warned) {
+		log_warn("eventlog=%s: maxmemory-policy is %s, not noeviction: "
+		    "Redis may evict committed events", r->name, info.policy);
+		r->policy_warned = 1;
+	}
+	if (r->run_id[0] != '\0' && strcmp(r->run_id, info.run_id) != 0 &&
+	    r->failovers == r->run_failovers) {
 		if (info.keys == 0)
 			log_error("eventlog=%s: Redis restarted empty (run "
 			    "%s, was %s): every session and stream it held "
@@ -1441,63 +1711,111 @@ redis_info_reply(struct redis *r, redisReply *reply)
 			    "%s) with %lld keys in database %d", r->name,
 			    info.run_id, r->run_id, info.keys, r->db);
 	}
+	r->run_failovers = r->failovers;
 	strlcpy(r->run_id, info.run_id, sizeof r->run_id);
+}
+
+/* A set-up command was refused: the connection goes, saying why. */
+static void
+redis_setup_refused_conn(struct redis_conn *c, const char *cmd,
+    redisReply *reply)
+{
+	char				 why[640], what[512];
+	enum redis_script_refusal	 kind;
+
+	kind = redis_script_refusal(reply, what, sizeof what);
+	if (kind == REDIS_REFUSED_NONE)
+		snprintf(what, sizeof what, "%.200s", reply->type ==
+		    REDIS_REPLY_ERROR ? reply->str : "an unexpected answer");
+	snprintf(why, sizeof why, "%s refused: %s", cmd, what);
+	if (kind == REDIS_REFUSED_AUTH || kind == REDIS_REFUSED_ACL)
+		redis_conn_refuse(c, why);
+	else
+		redis_conn_drop(c, why);
+}
+
+static void
+redis_setup_refused(struct redis_op *op, const char *cmd, redisReply *reply)
+{
+	redis_setup_refused_conn(&op->r->cmd, cmd, reply);
+}
+
+/* The check op's answer: {'ok'}, or {'refused', COMMAND}. */
+static void
+redis_check_reply(struct redis_op *op, redisReply *reply)
+{
+	struct redis	*r = op->r;
+	char		 why[384];
+
+	if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 2 &&
+	    reply->element[0]->type == REDIS_REPLY_STRING &&
+	    strcmp(reply->element[0]->str, "refused") == 0 &&
+	    reply->element[1]->type == REDIS_REPLY_STRING) {
+		snprintf(why, sizeof why, "the ACL forbids %.40s to this user "
+		    "(the rules mcpd needs are in docs/deployment.md)",
+		    reply->element[1]->str);
+		redis_conn_refuse(&r->cmd, why);
+		return;
+	}
+	if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 1 ||
+	    reply->element[0]->type != REDIS_REPLY_STRING ||
+	    strcmp(reply->element[0]->str, "ok") != 0) {
+		redis_setup_refused(op, "EVALSHA", reply);
+		return;
+	}
+	r->connects++;
+	redis_conn_set_state(&r->cmd, REDIS_CONN_READY, NULL);
+	/*
+	 * Steady since now, after a lost connection (waited out or not); a
+	 * first connection ends no outage anybody waited in.
+	 */
+	r->steady_ms = r->ever_ready ? clock_now_ms() : 1;
+	r->ever_ready = 1;
+	redis_outage_end(r);
+	redis_resync_owed(r);
+	/* After what waited out the outage: it goes first. */
+	if (r->available_cb != NULL)
+		r->available_cb(r->available_arg);
 }
 
 static void
 redis_setup_reply(struct redis_op *op, redisReply *reply)
 {
 	struct redis	*r = op->r;
-	const char	*v;
 	char		 why[256];
 
 	op->answered = 1;
 	switch (op->type) {
+	case REDIS_OP_AUTH:
+		redis_conn_auth_reply(&r->cmd, reply);
+		break;
 	case REDIS_OP_SELECT:
 		if (reply->type == REDIS_REPLY_STATUS)
 			break;
 		/* Never let ops reach database 0 by mistake: drop it. */
-		snprintf(why, sizeof why, "SELECT %d: %s", r->db,
-		    reply->type == REDIS_REPLY_ERROR ? reply->str : "?");
-		redis_conn_drop(&r->cmd, why);
+		snprintf(why, sizeof why, "SELECT %d", r->db);
+		redis_setup_refused(op, why, reply);
 		break;
 	case REDIS_OP_SCRIPT_LOAD:
 		if (reply->type != REDIS_REPLY_STRING || reply->len != 40) {
-			snprintf(why, sizeof why, "SCRIPT LOAD: %s",
-			    reply->type == REDIS_REPLY_ERROR ? reply->str :
-			    "?");
-			redis_conn_drop(&r->cmd, why);
+			redis_setup_refused(op, "SCRIPT LOAD", reply);
 			break;
 		}
 		memcpy(r->sha, reply->str, 40);
 		r->sha[40] = '\0';
 		r->noscript_logged = 0;
-		redis_conn_set_state(&r->cmd, REDIS_CONN_READY, NULL);
-		/*
-		 * Steady since now, after a lost connection (waited out or
-		 * not); a first connection ends no outage anybody waited in.
-		 */
-		r->steady_ms = r->ever_ready ? clock_now_ms() : 1;
-		r->ever_ready = 1;
-		redis_outage_end(r);
-		redis_resync_owed(r);
-		/* After what waited out the outage: it goes first. */
-		if (r->available_cb != NULL)
-			r->available_cb(r->available_arg);
-		break;
-	case REDIS_OP_CONFIG:
-		/* CONFIG may be renamed or disabled: then say nothing. */
-		v = redis_script_config_value(reply, "maxmemory-policy");
-		if (v != NULL && strcmp(v, "noeviction") != 0 &&
-		    !r->policy_warned) {
-			log_warn("eventlog=%s: maxmemory-policy is %s, not "
-			    "noeviction: Redis may evict committed events",
-			    r->name, v);
-			r->policy_warned = 1;
-		}
+		redis_cmd_check(r);
 		break;
 	case REDIS_OP_INFO:
-		redis_info_reply(r, reply);
+		if (reply->type == REDIS_REPLY_ERROR &&
+		    redis_script_refusal(reply, why, sizeof why) !=
+		    REDIS_REFUSED_NONE)
+			redis_setup_refused(op, "INFO", reply);
+		else
+			redis_info_reply(r, reply);
+		break;
+	case REDIS_OP_CHECK:
+		redis_check_reply(op, reply);
 		break;
 	default:
 		break;
@@ -1587,8 +1905,6 @@ redis_script_reply(struct redis_op *op, redisReply *reply)
 			    "it again", r->name);
 		r->noscript_logged = 1;
 		op->retried = 1;
-		op->stale_waits += op->waits;
-		op->nowait = 0;
 		if (redis_op_send(op, 1) != 0)
 			redis_op_fail(op);
 		return;
@@ -1610,16 +1926,16 @@ redis_script_reply(struct redis_op *op, redisReply *reply)
 		    0);
 		return;
 	}
-	if (res.status == EVENTLOG_OK && op->wait && r->replicas > 0) {
-		if (op->nowait) {
-			log_limited(LOG_LEVEL_WARN, "redis-wait",
-			    "eventlog=%s: session=%s stream=%llu: could not "
-			    "send WAIT; commit reported unavailable", r->name,
-			    op->sid, (unsigned long long)op->k);
-			redis_op_fail(op);
+	if (res.status == EVENTLOG_OK && op->group != NULL) {
+		/* The WAIT that ends the turn decides: keep the answer. */
+		op->held_ok = 1;
+		op->info = res.info;
+		if (op->type == REDIS_OP_READ) {
+			op->res = res;
+			op->kept = reply;
+			redis_link_take_reply(op->link);
 		} else
-			op->info = res.info;	/* the WAIT reply decides */
-		redis_script_result_clear(&res);
+			redis_script_result_clear(&res);
 		return;
 	}
 	redis_op_answer(op, res.status, res.has_info ? &res.info : NULL,
@@ -1628,24 +1944,25 @@ redis_script_reply(struct redis_op *op, redisReply *reply)
 }
 
 static void
-redis_reply_cb(redisAsyncContext *ac, void *p, void *privdata)
+redis_reply_cb(struct redis_link *l, redisReply *reply, void *privdata)
 {
 	struct redis_op	*op = privdata;
-	redisReply	*reply = p;
 
 	op->replies--;
-	if (ac != op->ac) {
+	if (l != op->link) {
 		/* From a lost connection it was taken back from: it waits. */
 		redis_op_release(op);
 		return;
 	}
-	if (reply != NULL && ac == op->r->cmd.ac)
+	if (reply != NULL && l == op->r->cmd.link)
 		redis_progress(op->r);
 	if (reply == NULL)
-		redis_op_lost(op, ac);
+		redis_op_lost(op, l);
 	else if (!op->answered) {
 		if (!redis_op_is_user(op))
 			redis_setup_reply(op, reply);
+		else if (redis_reply_refused(op, l, reply))
+			;	/* the connection went, and op with it */
 		else if (op->type == REDIS_OP_LOAD ||
 		    op->type == REDIS_OP_TASK_GET)
 			redis_load_reply(op, reply);
@@ -1664,55 +1981,110 @@ redis_reply_cb(redisAsyncContext *ac, void *p, void *privdata)
 }
 
 /*
- * With commit replicas:N, a commit counts once N replicas acknowledged it.
- * When WAIT says fewer did, the commit is reported UNAVAILABLE although the
- * entry is already in the primary: a later read may well return it (and a
- * retried append will then meet a conflict), but nothing was promised.
+ * An error reply that says nothing runs on this connection now (refused
+ * credentials or ACL, a replica, a loading or busy server): op was not
+ * run. The connection goes, and op with it: sent again once Redis
+ * answers (within the outage grace), or failed.
+ */
+static int
+redis_reply_refused(struct redis_op *op, struct redis_link *l,
+    redisReply *reply)
+{
+	struct redis			*r = op->r;
+	enum redis_script_refusal	 kind;
+	char				 why[512];
+
+	kind = redis_script_refusal(reply, why, sizeof why);
+	if (kind == REDIS_REFUSED_NONE)
+		return (0);
+	if (kind == REDIS_REFUSED_AUTH || kind == REDIS_REFUSED_ACL)
+		redis_conn_refuse(&r->cmd, why);
+	else
+		redis_conn_drop(&r->cmd, why);
+	if (op->link == l && op->list != &r->waitq)
+		redis_op_fail(op);
+	return (1);
+}
+
+/*
+ * With commit replicas:N, a commit counts once N replicas acknowledged
+ * it, and a read is answered once N replicas have what it returns (it
+ * wrote, so the WAIT after it covers everything it saw): nobody is shown
+ * an entry a failover could lose. The turn's WAIT answers them all. When
+ * it says fewer replicas did, that is waited out as an outage (another
+ * WAIT, every REDIS_WAIT_MS) for eventlog_outage_grace; past it, or
+ * without a grace, they are reported UNAVAILABLE although the primary
+ * has the entries: a later read may return them once the replicas do
+ * (and a retried append then meets a conflict), but nothing was promised.
  */
 static void
-redis_wait_cb(redisAsyncContext *ac, void *p, void *privdata)
+redis_wait_cb(struct redis_link *l, redisReply *reply, void *privdata)
 {
-	struct redis_op	*op = privdata;
-	struct redis	*r = op->r;
-	redisReply	*reply = p;
+	struct redis_wait	*g = privdata;
+	struct redis		*r = g->r;
+	struct redis_op		*op;
+	char			 why[512];
 
-	op->replies--;
-	if (ac != op->ac) {
-		redis_op_release(op);
+	if (reply != NULL && l == r->cmd.link)
+		redis_progress(r);
+	if (reply != NULL && reply->type == REDIS_REPLY_INTEGER &&
+	    reply->integer >= r->replicas) {
+		if (r->behind) {
+			r->behind = 0;
+			redis_outage_end(r);
+		}
+		while ((op = TAILQ_FIRST(&g->ops)) != NULL) {
+			if (!op->held_ok)
+				redis_wait_leave(op);
+			else if (op->type == REDIS_OP_READ)
+				redis_op_answer(op, op->res.status,
+				    op->res.has_info ? &op->res.info : NULL,
+				    op->res.entries, op->res.nentries, NULL, 0);
+			else
+				redis_op_answer(op, EVENTLOG_OK, &op->info,
+				    NULL, 0, NULL, 0);
+			redis_op_release(op);
+		}
+		free(g);
 		return;
 	}
-	op->waits--;
-	if (reply != NULL && ac == r->cmd.ac)
-		redis_progress(r);
-	if (reply == NULL)
-		redis_op_lost(op, ac);
-	else if (op->stale_waits > 0)
-		op->stale_waits--;
-	else if (op->answered)
-		;
-	else if (reply->type == REDIS_REPLY_INTEGER &&
-	    reply->integer >= r->replicas)
-		redis_op_answer(op, EVENTLOG_OK, &op->info, NULL, 0, NULL, 0);
-	else {
-		if (reply->type == REDIS_REPLY_INTEGER)
-			log_limited(LOG_LEVEL_WARN, "redis-wait",
-			    "eventlog=%s: session=%s stream=%llu seq=%llu: "
-			    "commit reached %lld of %d replicas within %d ms; "
-			    "reported unavailable (the primary has it)",
-			    r->name, op->sid, (unsigned long long)op->k,
-			    (unsigned long long)op->seq, reply->integer,
-			    r->replicas, REDIS_WAIT_MS);
+	if (reply != NULL && reply->type == REDIS_REPLY_INTEGER) {
+		g->acked = reply->integer;
+		snprintf(why, sizeof why, "commits reached %lld of %d "
+		    "replicas within %d ms", reply->integer, r->replicas,
+		    REDIS_WAIT_MS);
+		if (redis_grace_open(r) && l == r->cmd.link) {
+			if (!r->behind) {
+				r->behind = 1;
+				strlcpy(r->behind_why, why,
+				    sizeof r->behind_why);
+				redis_outage_begin(r, clock_now_ms(), why);
+			}
+			if (redis_wait_send(g) == 0)
+				return;
+		}
+		log_limited(LOG_LEVEL_WARN, "redis-wait", "eventlog=%s: %s; "
+		    "%zu operations reported unavailable (the primary has "
+		    "them)", r->name, why, redis_wait_count(g));
+	} else if (reply != NULL) {
+		if (redis_script_refusal(reply, why, sizeof why) !=
+		    REDIS_REFUSED_NONE)
+			redis_conn_refuse(&r->cmd, why);
 		else
 			log_limited(LOG_LEVEL_WARN, "redis-wait",
-			    "eventlog=%s: session=%s stream=%llu: WAIT failed: "
-			    "%s; commit reported unavailable", r->name, op->sid,
-			    (unsigned long long)op->k,
+			    "eventlog=%s: WAIT failed: %.200s; commits "
+			    "reported unavailable", r->name,
 			    reply->type == REDIS_REPLY_ERROR ? reply->str :
 			    "unexpected reply");
-		redis_op_answer(op, EVENTLOG_UNAVAILABLE, NULL, NULL, 0, NULL,
-		    0);
 	}
-	redis_op_release(op);
+	/* What was not taken back to wait for a new connection fails. */
+	while ((op = TAILQ_FIRST(&g->ops)) != NULL) {
+		redis_wait_leave(op);
+		if (op->link == l && op->list != &r->waitq)
+			redis_op_fail(op);
+		redis_op_release(op);
+	}
+	free(g);
 }
 
 /* The operations. */
@@ -2192,6 +2564,12 @@ redis_read(void *p, const char *sid, uint64_t k, uint64_t from, size_t max,
 	redis_op_argu(op, from);
 	redis_op_argid(op, k, from);
 	redis_op_argu(op, max);
+	/*
+	 * With commit replicas:N the read writes, so that the WAIT after it
+	 * covers what it returns, whoever wrote it: WAIT counts from this
+	 * connection's last write.
+	 */
+	redis_op_arg(op, r->replicas > 0 ? "1" : "0", 1);
 	op->cb.read = cb;
 	op->arg = arg;
 	redis_op_submit(op);
@@ -2211,10 +2589,10 @@ redis_watch_find(struct redis *r, const char *channel)
 static void
 redis_watch_subscribe(struct redis *r, struct redis_watch *w)
 {
-	if (r->sub.state != REDIS_CONN_READY || r->sub.ac == NULL)
+	if (r->sub.state != REDIS_CONN_READY || r->sub.link == NULL)
 		return;
-	if (redisAsyncCommand(r->sub.ac, redis_sub_cb, r, "SUBSCRIBE %s",
-	    w->channel) == REDIS_OK)
+	if (redis_link_command(r->sub.link, NULL, NULL, "SUBSCRIBE",
+	    w->channel, NULL) == 0)
 		w->state = REDIS_WATCH_SUBSCRIBING;
 }
 
@@ -2266,9 +2644,9 @@ redis_watch_sweep(struct redis *r, struct redis_watch *w)
 	switch (w->state) {
 	case REDIS_WATCH_SUBSCRIBING:
 	case REDIS_WATCH_LIVE:
-		if (r->sub.state == REDIS_CONN_READY && r->sub.ac != NULL &&
-		    redisAsyncCommand(r->sub.ac, NULL, NULL, "UNSUBSCRIBE %s",
-		    w->channel) == REDIS_OK) {
+		if (r->sub.state == REDIS_CONN_READY && r->sub.link != NULL &&
+		    redis_link_command(r->sub.link, NULL, NULL, "UNSUBSCRIBE",
+		    w->channel, NULL) == 0) {
 			w->state = REDIS_WATCH_UNSUBSCRIBING;
 			return;
 		}
@@ -2391,18 +2769,15 @@ redis_watch_live(struct redis *r, struct redis_watch *w)
 }
 
 static void
-redis_sub_cb(redisAsyncContext *ac, void *p, void *privdata)
+redis_sub_push_cb(struct redis_link *l, redisReply *reply, void *arg)
 {
-	struct redis		*r = privdata;
-	redisReply		*reply = p;
+	struct redis_conn	*c = arg;
+	struct redis		*r = c->r;
 	struct redis_pubsub	 ps;
 	struct redis_watch	*w;
 
-	if (reply == NULL) {
-		redis_conn_gone(&r->sub, ac, ac->c.errstr[0] != '\0' ?
-		    ac->c.errstr : "connection lost");
+	if (l != c->link)
 		return;
-	}
 	if (redis_script_pubsub(reply, &ps) != 0) {
 		log_warn("eventlog=%s: unexpected message on the subscription "
 		    "connection", r->name);
@@ -2438,7 +2813,7 @@ redis_sub_cb(redisAsyncContext *ac, void *p, void *privdata)
 }
 
 static void
-redis_sub_connected(struct redis_conn *c)
+redis_sub_ready(struct redis_conn *c)
 {
 	struct redis		*r = c->r;
 	struct redis_watch	*w;
@@ -2448,6 +2823,38 @@ redis_sub_connected(struct redis_conn *c)
 		if (w->count > 0 && w->state == REDIS_WATCH_IDLE)
 			redis_watch_subscribe(r, w);
 	}
+}
+
+/* AUTH's answer, or PING's: the server speaks to this connection. */
+static void
+redis_sub_setup_cb(struct redis_link *l, redisReply *reply, void *arg)
+{
+	struct redis_conn	*c = arg;
+
+	if (l != c->link || reply == NULL)
+		return;
+	if (c->r->password != NULL && redis_conn_auth_reply(c, reply) != 0)
+		return;
+	if (c->r->password == NULL && reply->type == REDIS_REPLY_ERROR) {
+		redis_setup_refused_conn(c, "PING", reply);
+		return;
+	}
+	redis_sub_ready(c);
+}
+
+/*
+ * AUTH first, as on the command connection, or PING: it is ready (and
+ * subscribes) once Redis answered, not when TCP connects (a TLS port
+ * accepts a plaintext connection, then drops it).
+ */
+static void
+redis_sub_setup(struct redis_conn *c)
+{
+	if (c->r->password != NULL)
+		redis_conn_auth(c, redis_sub_setup_cb, c);
+	else
+		redis_link_command(c->link, redis_sub_setup_cb, c, "PING",
+		    NULL);
 }
 
 /* Every subscription went with the connection. */
@@ -2545,22 +2952,28 @@ redis_free(void *p)
 	struct redis		*r = p;
 	struct redis_op		*op;
 	struct redis_watch	*w, *w1;
-	redisAsyncContext	*ac;
+	struct redis_link	*l;
 
 	r->closing = 1;
+	if (r->sentinel != NULL) {
+		redis_sentinel_cancel(r->sentinel, redis_conn_found_cb,
+		    &r->cmd);
+		redis_sentinel_cancel(r->sentinel, redis_conn_found_cb,
+		    &r->sub);
+	}
 	if ((op = r->open) != NULL) {
 		r->open = NULL;
 		redis_op_answer(op, EVENTLOG_CANCELLED, NULL, NULL, 0, NULL,
 		    0);
 		redis_op_free(op);
 	}
-	if ((ac = r->cmd.ac) != NULL) {
-		r->cmd.ac = NULL;
-		redisAsyncFree(ac);
+	if ((l = r->cmd.link) != NULL) {
+		r->cmd.link = NULL;
+		redis_link_close(l);
 	}
-	if ((ac = r->sub.ac) != NULL) {
-		r->sub.ac = NULL;
-		redisAsyncFree(ac);
+	if ((l = r->sub.link) != NULL) {
+		r->sub.link = NULL;
+		redis_link_close(l);
 	}
 	for (;;) {
 		/* Answering a create releases what waited for it. */
@@ -2582,15 +2995,20 @@ redis_free(void *p)
 	event_free(r->resync_ev);
 	event_free(r->cmd.timer_ev);
 	event_free(r->sub.timer_ev);
+	redis_wait_discard(r);
+	redis_sentinel_free(r->sentinel);
+	redis_link_tls_free(r->tlsconf);
 	log_debug("eventlog=%s: closed", r->name);
+	redis_set_auth(r, NULL, NULL);
 	free(r->name);
 	free(r->host);
+	free(r->path);
 	free(r);
 }
 
 /*
  * Operations succeed now only on a ready command connection that answers
- * (in an outage they wait, or fail).
+ * and whose replicas keep up (in an outage they wait, or fail).
  */
 static int
 redis_available(void *arg)
@@ -2598,7 +3016,7 @@ redis_available(void *arg)
 	struct redis	*r = arg;
 
 	return (!r->closing && r->cmd.state == REDIS_CONN_READY &&
-	    !r->stalled);
+	    !r->stalled && !r->behind);
 }
 
 static uint64_t
@@ -2644,6 +3062,8 @@ static const struct eventlog_ops redis_ops = {
 	.available = redis_available,
 	.on_available = redis_on_available,
 	.steady = redis_steady,
+	.describe = redis_describe,
+	.reconfigure = redis_reconfigure,
 };
 
 static void
@@ -2656,9 +3076,128 @@ redis_conn_init(struct redis *r, struct redis_conn *c, const char *name)
 	c->timer_ev = evtimer_new(r->base, redis_conn_timer_cb, c);
 }
 
+/* The credentials from now on (copies; the old password zeroed). */
+static int
+redis_set_auth(struct redis *r, const char *user, const char *password)
+{
+	int	changed;
+
+	changed = (user == NULL) != (r->user == NULL) ||
+	    (user != NULL && strcmp(user, r->user) != 0) ||
+	    (password == NULL) != (r->password == NULL) ||
+	    (password != NULL && strcmp(password, r->password) != 0);
+	free(r->user);
+	if (r->password != NULL) {
+		explicit_bzero(r->password, strlen(r->password));
+		free(r->password);
+	}
+	r->user = user != NULL ? xstrdup(user) : NULL;
+	r->password = password != NULL ? xstrdup(password) : NULL;
+	return (changed);
+}
+
+/* The TLS settings of conf: NULL (with *cause) if they cannot be used. */
+static struct redis_link_tls *
+redis_tls_new(const struct conf *conf, char **cause)
+{
+	struct redis_link_tls_conf	tc;
+
+	memset(&tc, 0, sizeof tc);
+	tc.ca_file = conf->redis_tls_ca_file;
+	tc.cert_file = conf->redis_tls_cert_file;
+	tc.key_file = conf->redis_tls_key_file;
+	tc.server_name = conf->redis_tls_server_name;
+	tc.verify = conf->redis_tls_verify;
+	return (redis_link_tls_new(&tc, cause));
+}
+
+static void
+redis_tls_warn(struct redis *r)
+{
+	if (r->tls && !r->tls_verify)
+		log_warn("eventlog=%s: redis_tls_verify off: the server's "
+		    "certificate is not checked, so anyone on the way can "
+		    "read and change the event log", r->name);
+}
+
+/* A connection refused for its credentials tries the new ones now. */
+static void
+redis_conn_retry(struct redis_conn *c)
+{
+	if (!c->refused || c->state != REDIS_CONN_DOWN)
+		return;
+	log_info("eventlog=%s: new credentials: connecting again now",
+	    c->r->name);
+	evtimer_del(c->timer_ev);
+	c->backoff_ms = REDIS_BACKOFF_MIN_MS;
+	redis_conn_connect(c);
+}
+
+/*
+ * A reload: the credentials and the TLS files, for the connections made
+ * from now on. Nothing changes if the new TLS files cannot be used.
+ */
+static int
+redis_reconfigure(void *arg, const struct conf *conf, char **cause)
+{
+	struct redis		*r = arg;
+	struct redis_link_tls	*tls = NULL;
+	int			 was_verify = r->tls_verify;
+
+	if (r->tls && (tls = redis_tls_new(conf, cause)) == NULL)
+		return (-1);
+	if (tls != NULL) {
+		if (r->sentinel != NULL)
+			redis_sentinel_set_tls(r->sentinel, tls);
+		redis_link_tls_free(r->tlsconf);	/* links keep theirs */
+		r->tlsconf = tls;
+		r->tls_verify = conf->redis_tls_verify;
+		if (was_verify)
+			redis_tls_warn(r);
+	}
+	if (r->sentinel != NULL)
+		redis_sentinel_set_auth(r->sentinel,
+		    conf_redis_sentinel_user(conf),
+		    conf_redis_sentinel_password(conf));
+	if (redis_set_auth(r, conf_redis_user(conf),
+	    conf_redis_password(conf))) {
+		redis_conn_retry(&r->cmd);
+		redis_conn_retry(&r->sub);
+	}
+	return (0);
+}
+
+/* Where the log is, for /healthz and /metrics. */
+static void
+redis_describe(void *arg, struct eventlog_where *w)
+{
+	struct redis	*r = arg;
+
+	w->address = r->name;
+	w->server = r->cmd.server[0] != '\0' ? r->cmd.server : NULL;
+	w->role = r->role[0] != '\0' ? r->role : NULL;
+	w->tls = r->tls;
+	w->tls_verify = r->tls_verify;
+	if (r->cmd.link != NULL) {
+		w->tls_version = redis_link_tls_version(r->cmd.link);
+		w->tls_cipher = redis_link_tls_cipher(r->cmd.link);
+	}
+	w->failovers = r->failovers;
+	w->connects = r->connects;
+	if (r->closing)
+		w->why = "closing";
+	else if (r->cmd.state != REDIS_CONN_READY)
+		w->why = r->cmd.why[0] != '\0' ? r->cmd.why : "connecting";
+	else if (r->stalled)
+		w->why = "no reply from Redis in 2000 ms";
+	else if (r->behind)
+		w->why = r->behind_why;
+}
+
 /*
  * Never fails for want of a server: it connects in the background and
- * keeps trying; until then every operation answers UNAVAILABLE.
+ * keeps trying; until then every operation answers UNAVAILABLE. Fails
+ * for TLS files that cannot be used.
  */
 void *
 eventlog_redis_create(struct event_base *base, const struct conf *conf,
@@ -2666,14 +3205,40 @@ eventlog_redis_create(struct event_base *base, const struct conf *conf,
 {
 	struct redis	*r;
 
-	if (conf->redis_host == NULL || conf->redis_port <= 0) {
+	if ((conf->redis_kind == CONF_REDIS_TCP ||
+	    conf->redis_kind == CONF_REDIS_TLS) &&
+	    (conf->redis_host == NULL || conf->redis_port <= 0)) {
 		xasprintf(cause, "the redis event log needs a host and port");
 		return (NULL);
 	}
 	r = xcalloc(1, sizeof *r);
 	r->base = base;
-	r->host = xstrdup(conf->redis_host);
-	r->port = conf->redis_port;
+	r->kind = conf->redis_kind;
+	r->tls = conf_redis_tls(conf);
+	r->tls_verify = conf->redis_tls_verify;
+	if (r->tls && (r->tlsconf = redis_tls_new(conf, cause)) == NULL) {
+		free(r);
+		return (NULL);
+	}
+	if (conf->redis_name != NULL)
+		r->name = xstrdup(conf->redis_name);
+	else
+		xasprintf(&r->name, "redis://%s:%d/%d", conf->redis_host,
+		    conf->redis_port, conf->redis_db);
+	if (r->kind == CONF_REDIS_TCP || r->kind == CONF_REDIS_TLS) {
+		r->host = xstrdup(conf->redis_host);
+		r->port = conf->redis_port;
+	} else if (r->kind == CONF_REDIS_UNIX)
+		r->path = xstrdup(conf->redis_path);
+	else
+		r->sentinel = redis_sentinel_create(base, r->name,
+		    conf->redis_master, conf->redis_sentinels,
+		    conf->nredis_sentinels, r->tlsconf, redis_switch_cb, r);
+	if (r->sentinel != NULL)
+		redis_sentinel_set_auth(r->sentinel,
+		    conf_redis_sentinel_user(conf),
+		    conf_redis_sentinel_password(conf));
+	redis_set_auth(r, conf_redis_user(conf), conf_redis_password(conf));
 	r->db = conf->redis_db;
 	r->replicas = conf->commit_replicas;
 	r->maxlen = (size_t)conf->stream_maxlen;
@@ -2684,7 +3249,6 @@ eventlog_redis_create(struct event_base *base, const struct conf *conf,
 	r->grace_ms = (uint64_t)conf->eventlog_outage_grace * 1000;
 	snprintf(r->token, sizeof r->token, "%012llx",
 	    (unsigned long long)random_u48());
-	xasprintf(&r->name, "redis://%s:%d/%d", r->host, r->port, r->db);
 	TAILQ_INIT(&r->inflight);
 	TAILQ_INIT(&r->failq);
 	TAILQ_INIT(&r->waitq);
@@ -2703,14 +3267,17 @@ eventlog_redis_create(struct event_base *base, const struct conf *conf,
 	r->cmd.setup = redis_cmd_setup;
 	r->cmd.lost = redis_cmd_lost;
 	redis_conn_init(r, &r->sub, "subscription");
-	r->sub.connected = redis_sub_connected;
+	r->sub.setup = redis_sub_setup;
 	r->sub.lost = redis_sub_lost;
 
 	log_info("eventlog=%s: stream_maxlen=%zu stream_ttl=%llus "
-	    "session_ttl=%llus commit replicas:%d outage_grace=%llus",
+	    "session_ttl=%llus commit replicas:%d outage_grace=%llus%s%s",
 	    r->name, r->maxlen, (unsigned long long)conf->stream_ttl,
 	    (unsigned long long)conf->session_ttl, r->replicas,
-	    (unsigned long long)conf->eventlog_outage_grace);
+	    (unsigned long long)conf->eventlog_outage_grace,
+	    r->tls ? " tls" : "", r->password != NULL ? (r->user != NULL ?
+	    " auth=user" : " auth=password") : "");
+	redis_tls_warn(r);
 	redis_conn_connect(&r->cmd);
 	*ops = &redis_ops;
 	return (r);

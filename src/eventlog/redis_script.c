@@ -227,6 +227,36 @@ static const char redis_script_lua[] =
 "	return e ~= nil and e[2][3] == 't' and e[2][4] == token\n"
 "end\n"
 "\n"
+"if op == 'check' then\n"
+"	-- Whether this connection's user may run every command mcpd sends\n"
+"	-- (Redis 7's ACL; nothing to ask before): {'ok'}, or {'refused',\n"
+"	-- the first command it may not run}. KEYS and channel are of the\n"
+"	-- session 'check'; ARGV[8] '1' if commits WAIT for replicas.\n"
+"	if not redis.acl_check_cmd then\n"
+"		return {'ok'}\n"
+"	end\n"
+"	local cmds = {\n"
+"		{'XADD', stream, '1-1', 'd', ''}, {'XRANGE', stream, '-', '+'},\n"
+"		{'XREVRANGE', stream, '+', '-'}, {'XLEN', stream},\n"
+"		{'HSET', meta, 'f', 'v'}, {'HGET', meta, 'f'},\n"
+"		{'HMGET', meta, 'f'}, {'HGETALL', meta}, {'HDEL', meta, 'f'},\n"
+"		{'HEXISTS', meta, 'f'}, {'HKEYS', meta}, {'HLEN', meta},\n"
+"		{'HSCAN', meta, '0'}, {'EXISTS', meta}, {'PEXPIRE', meta, '1'},\n"
+"		{'UNLINK', meta}, {'SET', meta, 'v', 'PX', '1'}, {'GET', meta},\n"
+"		{'PUBLISH', channel, 'm'}, {'SUBSCRIBE', channel},\n"
+"		{'UNSUBSCRIBE', channel}, {'EVAL', 'return 1', '0'},\n"
+"		{'INFO'}}\n"
+"	if ARGV[8] == '1' then\n"
+"		cmds[#cmds + 1] = {'WAIT', '1', '0'}\n"
+"	end\n"
+"	for i = 1, #cmds do\n"
+"		if not redis.acl_check_cmd(unpack(cmds[i])) then\n"
+"			return {'refused', cmds[i][1]}\n"
+"		end\n"
+"	end\n"
+"	return {'ok'}\n"
+"end\n"
+"\n"
 "if op == 'task' then\n"
 "	-- KEYS[1] the task's key, holding 'REV RECORD'; ARGV[2] the\n"
 "	-- revision to write (1: the key must not exist, else the key's REV\n"
@@ -490,10 +520,16 @@ static const char redis_script_lua[] =
 "end\n"
 "\n"
 "if op == 'read' then\n"
-"	-- ARGV[8] from, ARGV[9] id K-from, ARGV[10] max entries\n"
+"	-- ARGV[8] from, ARGV[9] id K-from, ARGV[10] max entries, ARGV[11]\n"
+"	-- '1' with commit replicas:N: the read writes (a field nobody\n"
+"	-- reads), so that the WAIT that follows it on this connection\n"
+"	-- covers every entry it returns, whoever wrote them.\n"
 "	local err, state, last, head = lookup()\n"
 "	if err then\n"
 "		return {err}\n"
+"	end\n"
+"	if ARGV[11] == '1' then\n"
+"		redis.call('HSET', meta, 'r', '1')\n"
 "	end\n"
 "	local r = {'ok', head, oldest(), state == 'e' and 1 or 0}\n"
 "	local from = tonumber(ARGV[8])\n"
@@ -778,28 +814,13 @@ redis_script_noscript(const struct redisReply *reply)
 	    strncmp(reply->str, "NOSCRIPT", 8) == 0);
 }
 
-const char *
-redis_script_config_value(const struct redisReply *reply, const char *name)
-{
-	const struct redisReply	*n, *v;
-	size_t			 i;
-
-	if (reply->type != REDIS_REPLY_ARRAY)
-		return (NULL);
-	for (i = 0; i + 1 < reply->elements; i += 2) {
-		n = reply->element[i];
-		v = reply->element[i + 1];
-		if (n->type == REDIS_REPLY_STRING &&
-		    v->type == REDIS_REPLY_STRING && strcmp(n->str, name) == 0)
-			return (v->str);
-	}
-	return (NULL);
-}
-
 /*
  * INFO is text: "name:value" lines in "# Section" blocks. run_id changes
  * with every start of the server; the keyspace line "dbN:keys=K,..." is
- * there only for a database that has keys.
+ * there only for a database that has keys; role is master or slave (the
+ * replication section), maxmemory_policy is in the memory section. INFO
+ * rather than CONFIG GET: an ACL that allows CONFIG GET shows every
+ * password in the server's configuration.
  */
 int
 redis_script_info(const struct redisReply *reply, int db,
@@ -824,11 +845,118 @@ redis_script_info(const struct redisReply *reply, int db,
 		    n - 7 < sizeof info->run_id) {
 			memcpy(info->run_id, p + 7, n - 7);
 			info->run_id[n - 7] = '\0';
+		} else if (n > 5 && strncmp(p, "role:", 5) == 0 &&
+		    n - 5 < sizeof info->role) {
+			memcpy(info->role, p + 5, n - 5);
+			info->role[n - 5] = '\0';
+		} else if (n > 17 && strncmp(p, "maxmemory_policy:", 17) == 0 &&
+		    n - 17 < sizeof info->policy) {
+			memcpy(info->policy, p + 17, n - 17);
+			info->policy[n - 17] = '\0';
 		} else if (n > plen && strncmp(p, prefix, plen) == 0 &&
 		    (v = memmem(p + plen, n - plen, "keys=", 5)) != NULL)
 			info->keys = strtoll(v + 5, NULL, 10);
 	}
 	return (info->run_id[0] != '\0' ? 0 : -1);
+}
+
+/*
+ * The error replies that say something of the connection or the server
+ * rather than of one operation: it was not run, and nothing that follows
+ * on this connection will be until the cause is gone.
+ */
+static const struct {
+	const char		*prefix;
+	enum redis_script_refusal kind;
+	const char		*what;
+} redis_script_refusals[] = {
+	{ "NOAUTH", REDIS_REFUSED_AUTH, "Redis wants a password: set one "
+	    "in the URL or redis_password_file" },
+	{ "WRONGPASS", REDIS_REFUSED_AUTH, "check redis_user and "
+	    "redis_password_file" },
+	{ "NOPERM", REDIS_REFUSED_ACL, "the rules mcpd needs are in "
+	    "docs/deployment.md" },
+	{ "READONLY", REDIS_REFUSED_ROLE, "this server is a replica now (a "
+	    "failover?)" },
+	{ "MASTERDOWN", REDIS_REFUSED_ROLE, "this replica lost its primary" },
+	{ "LOADING", REDIS_REFUSED_BUSY, "Redis is loading its data" },
+	{ "BUSY", REDIS_REFUSED_BUSY, "Redis runs a script that does not "
+	    "end" },
+	{ "TRYAGAIN", REDIS_REFUSED_BUSY, "Redis asks to try again later" },
+	{ "CLUSTERDOWN", REDIS_REFUSED_BUSY, "the cluster is down" },
+	{ "NOREPLICAS", REDIS_REFUSED_BUSY, "not enough replicas "
+	    "(min-replicas-to-write)" },
+	{ "OOM", REDIS_REFUSED_BUSY, "Redis is out of memory (maxmemory)" },
+	{ "MISCONF", REDIS_REFUSED_BUSY, "Redis cannot persist and refuses "
+	    "writes (stop-writes-on-bgsave-error)" },
+};
+
+/* Inside the script: the ACL refused one of its calls. */
+#define REDIS_SCRIPT_ACL_RUN	"The user executing the script can't run"
+#define REDIS_SCRIPT_ACL_PUB	"The user executing the script can't publish"
+#define REDIS_SCRIPT_LINE	"@user_script:"
+
+const char *
+redis_script_command_at(int line)
+{
+	static char	 name[32];
+	const char	*p = redis_script_lua, *eol, *q;
+	size_t		 n;
+	int		 i;
+
+	for (i = 1; i < line && p != NULL; i++) {
+		if ((p = strchr(p, '\n')) != NULL)
+			p++;
+	}
+	if (p == NULL || line < 1)
+		return (NULL);
+	if ((eol = strchr(p, '\n')) == NULL)
+		eol = p + strlen(p);
+	if ((q = memmem(p, (size_t)(eol - p), "call('", 6)) == NULL)
+		return (NULL);
+	q += 6;
+	n = strcspn(q, "'");
+	if (n == 0 || n >= sizeof name || q + n > eol)
+		return (NULL);
+	memcpy(name, q, n);
+	name[n] = '\0';
+	return (name);
+}
+
+enum redis_script_refusal
+redis_script_refusal(const struct redisReply *reply, char *why, size_t len)
+{
+	const char	*line, *cmd;
+	size_t		 i, n;
+	int		 at;
+
+	if (reply->type != REDIS_REPLY_ERROR)
+		return (REDIS_REFUSED_NONE);
+	for (i = 0; i < sizeof redis_script_refusals /
+	    sizeof redis_script_refusals[0]; i++) {
+		n = strlen(redis_script_refusals[i].prefix);
+		if (reply->len >= n && strncmp(reply->str,
+		    redis_script_refusals[i].prefix, n) == 0 &&
+		    (reply->len == n || reply->str[n] == ' ')) {
+			snprintf(why, len, "%.*s (%s)", (int)(reply->len >
+			    200 ? 200 : reply->len), reply->str,
+			    redis_script_refusals[i].what);
+			return (redis_script_refusals[i].kind);
+		}
+	}
+	if (strstr(reply->str, REDIS_SCRIPT_ACL_RUN) == NULL &&
+	    strstr(reply->str, REDIS_SCRIPT_ACL_PUB) == NULL)
+		return (REDIS_REFUSED_NONE);
+	at = 0;
+	if ((line = strstr(reply->str, REDIS_SCRIPT_LINE)) != NULL)
+		at = atoi(line + strlen(REDIS_SCRIPT_LINE));
+	if ((cmd = redis_script_command_at(at)) == NULL)
+		cmd = strstr(reply->str, REDIS_SCRIPT_ACL_PUB) != NULL ?
+		    "PUBLISH" : "a command";
+	snprintf(why, len, "the ACL forbids %s inside the event-log script "
+	    "(its line %d; the rules mcpd needs are in docs/deployment.md)",
+	    cmd, at);
+	return (REDIS_REFUSED_ACL);
 }
 
 static int

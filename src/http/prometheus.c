@@ -387,6 +387,38 @@ prom_process(struct prom *p)
 	    (double)server.start_time);
 }
 
+/*
+ * The shared event log: which server (its address, password masked; the
+ * server it is on and that server's role), over TLS or not, and the
+ * failovers and connections seen.
+ */
+static void
+prom_eventlog(struct prom *p)
+{
+	struct eventlog_where	w;
+
+	eventlog_describe(server.eventlog, &w);
+	prom_head(p, "mcpd_eventlog_info", "gauge", "The event log's address "
+	    "(its password as ***), the server it is on, that server's role "
+	    "and whether the connection is TLS; always 1.");
+	prom_printf(p, "mcpd_eventlog_info{address=\"");
+	prom_label(p, w.address);
+	prom_printf(p, "\",server=\"");
+	prom_label(p, w.server != NULL ? w.server : "");
+	prom_printf(p, "\",role=\"");
+	prom_label(p, w.role != NULL ? w.role : "");
+	prom_printf(p, "\",tls=\"%s\",tls_version=\"", !w.tls ? "off" :
+	    w.tls_verify ? "on" : "on-unverified");
+	prom_label(p, w.tls_version != NULL ? w.tls_version : "");
+	prom_printf(p, "\"} 1\n");
+	prom_value(p, "mcpd_eventlog_failovers_total", "counter", "Changes of "
+	    "primary the event log followed (Sentinel).",
+	    (double)w.failovers);
+	prom_value(p, "mcpd_eventlog_connects_total", "counter", "Command "
+	    "connections to the event log set up (the first, and each "
+	    "reconnection).", (double)w.connects);
+}
+
 /* The whole exposition, allocated; *len is its length. */
 char *
 prometheus_text(size_t *len)
@@ -427,6 +459,8 @@ prometheus_text(size_t *len)
 	prom_value(&p, "mcpd_eventlog_up", "gauge", "1 while the event log "
 	    "takes operations, 0 while it is unreachable.",
 	    (double)eventlog_available(server.eventlog));
+	if (server.shared)
+		prom_eventlog(&p);
 	prom_value(&p, "mcpd_ready", "gauge", "1 while /readyz answers 200 "
 	    "(start-up done, event log reachable, not draining).",
 	    (double)(health_not_ready() == NULL));

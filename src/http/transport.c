@@ -1036,8 +1036,10 @@ transport_metadata_cb(struct evhttp_request *req, void *arg)
 static void
 transport_healthz_cb(struct evhttp_request *req, void *arg)
 {
-	cJSON	*health = cJSON_CreateObject(), *log;
-	int	 up = health_log_available();
+	cJSON			*health = cJSON_CreateObject(), *log, *tls;
+	cJSON			*redis;
+	int			 up = health_log_available();
+	struct eventlog_where	 w;
 
 	transport_begin(req);
 	cJSON_AddStringToObject(health, "status", up ? "ok" :
@@ -1046,6 +1048,33 @@ transport_healthz_cb(struct evhttp_request *req, void *arg)
 	cJSON_AddStringToObject(log, "backend",
 	    eventlog_name(server.eventlog));
 	cJSON_AddStringToObject(log, "state", up ? "ready" : "unavailable");
+	/* Which Redis, as what, over what, and why not; never a password. */
+	if (server.shared) {
+		eventlog_describe(server.eventlog, &w);
+		redis = cJSON_AddObjectToObject(health, "redis");
+		cJSON_AddStringToObject(redis, "address", w.address);
+		if (w.server != NULL)
+			cJSON_AddStringToObject(redis, "server", w.server);
+		if (w.role != NULL)
+			cJSON_AddStringToObject(redis, "role", w.role);
+		tls = cJSON_AddObjectToObject(redis, "tls");
+		cJSON_AddBoolToObject(tls, "enabled", w.tls);
+		if (w.tls) {
+			cJSON_AddBoolToObject(tls, "verify", w.tls_verify);
+			if (w.tls_version != NULL)
+				cJSON_AddStringToObject(tls, "version",
+				    w.tls_version);
+			if (w.tls_cipher != NULL)
+				cJSON_AddStringToObject(tls, "cipher",
+				    w.tls_cipher);
+		}
+		cJSON_AddNumberToObject(redis, "failovers",
+		    (double)w.failovers);
+		cJSON_AddNumberToObject(redis, "connects",
+		    (double)w.connects);
+		if (!up && w.why != NULL)
+			cJSON_AddStringToObject(redis, "reason", w.why);
+	}
 	cJSON_AddNumberToObject(health, "sessions", (double)session_count());
 	/* What max_views bounds: views, stateless calls, listen streams. */
 	cJSON_AddNumberToObject(health, "streams", (double)(view_count() +
@@ -1064,10 +1093,12 @@ static void
 transport_readyz_cb(struct evhttp_request *req, void *arg)
 {
 	cJSON		*ready = cJSON_CreateObject();
-	const char	*why = health_not_ready();
+	const char	*why = health_not_ready(), *reason;
 
 	transport_begin(req);
 	cJSON_AddStringToObject(ready, "status", why != NULL ? why : "ready");
+	if (why != NULL && (reason = health_not_ready_reason()) != NULL)
+		cJSON_AddStringToObject(ready, "reason", reason);
 	reply_json(req, why != NULL ? 503 : 200, ready);
 }
 

@@ -18,6 +18,7 @@ import re
 import resource
 import signal
 import socket
+import ssl
 import struct
 import subprocess
 import tempfile
@@ -649,9 +650,20 @@ class Reply:
 # The daemon
 
 
-# MCPD_TEST_REDIS_URL=redis://HOST:PORT[/DB] runs every daemon the harness
-# starts on the redis event log instead of the memory one.
+# MCPD_TEST_REDIS_URL runs every daemon the harness starts on the redis
+# event log instead of the memory one: redis://HOST:PORT[/DB], or any form
+# mcpd takes (rediss://, unix://, with a user and password); then
+# MCPD_TEST_REDIS_CONF holds more lines for those daemons' conf (the TLS
+# files, a password file), separated by newlines, and MCPD_TEST_REDIS_CA
+# the CA the tests' own connections check a rediss:// server with.
 REDIS_URL = os.environ.get("MCPD_TEST_REDIS_URL") or None
+REDIS_CONF = tuple(line for line in
+                   (os.environ.get("MCPD_TEST_REDIS_CONF") or "").split("\n")
+                   if line.strip())
+REDIS_CA = os.environ.get("MCPD_TEST_REDIS_CA") or None
+# The conf lines that name a redis event log mcpd waits for at start.
+EVENTLOG_REDIS_RE = re.compile(r"^eventlog (redis|rediss|unix|redis-sentinel)"
+                               r"://", re.M)
 
 DEFAULT_CONF = (
     ("listen", "127.0.0.1:0"),
@@ -731,6 +743,9 @@ class Daemon:
         conf = dict(conf or {})
         for key, value in DAEMON_CONF:
             conf.setdefault(key, value)
+        if REDIS_URL is not None and conf.get("eventlog", REDIS_URL) == \
+                REDIS_URL:
+            extra_lines = tuple(extra_lines) + REDIS_CONF
         self.conf = conf_text(conf, extra_lines)
         self.conf_path = os.path.join(workdir, f"{name}.conf")
         with open(self.conf_path, "w") as f:
@@ -801,7 +816,7 @@ class Daemon:
         expect(self.host in ("127.0.0.1", "localhost", "0.0.0.0"),
                f"mcpd listens on {self.host!r}, conf asked for 127.0.0.1")
         self.host = "127.0.0.1"
-        if re.search(r"^eventlog redis://", self.conf, re.M):
+        if EVENTLOG_REDIS_RE.search(self.conf):
             self._wait_redis_ready(timeout)
         return self
 
@@ -1173,7 +1188,11 @@ class Harness:
         return p.returncode, out
 
     def conf_accepts(self, *lines):
-        """Does `mcpd -t` accept the default conf plus these lines?"""
+        """Does `mcpd -t` accept the default conf plus these lines? (With
+        the shared Redis's own lines, as a daemon's conf has them: a
+        password file, the TLS files.)"""
+        if REDIS_URL is not None:
+            lines = tuple(lines) + REDIS_CONF
         path = self.write(f"probe{time.monotonic_ns()}.conf",
                           conf_text(None, lines))
         rc, _ = self.run_mcpd("-t", "-c", path)
@@ -1253,6 +1272,56 @@ def parse_redis_url(url):
     return m.group(1), int(m.group(2)), int(m.group(3) or 0)
 
 
+def parse_redis_address(url):
+    """Any URL of mcpd's but redis-sentinel:// as a dict: host, port (or
+    path), db, tls, user, password (percent-decoded)."""
+    from urllib.parse import unquote
+    m = re.match(r"\Aunix://(/[^?]+)(?:\?db=(\d+))?\Z", url or "")
+    if m:
+        return {"path": unquote(m.group(1)), "host": None, "port": None,
+                "db": int(m.group(2) or 0), "tls": False, "user": None,
+                "password": None}
+    m = re.match(r"\A(rediss?)://(?:([^:@/]*)(?::([^@/]*))?@)?"
+                 r"(\[[^\]]+\]|[^:/]+)(?::(\d+))?(?:/(\d+))?/?\Z", url or "")
+    expect(m is not None, f"not a redis URL mcpd takes: {url!r}")
+    return {"path": None, "host": m.group(4).strip("[]"),
+            "port": int(m.group(5) or 6379), "db": int(m.group(6) or 0),
+            "tls": m.group(1) == "rediss",
+            "user": unquote(m.group(2)) if m.group(2) else None,
+            "password": unquote(m.group(3)) if m.group(3) else None}
+
+
+class RedisConn(Conn):
+    """A connection to Redis as a URL says: TCP, a unix socket, or TLS
+    (checked against ca, default MCPD_TEST_REDIS_CA; client certificate
+    cert and key if the server asks for one)."""
+
+    def __init__(self, addr, timeout, ca=None, cert=None, key=None):
+        if addr["path"] is not None:
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            target = addr["path"]
+        else:
+            s = socket.socket(socket.AF_INET6 if ":" in addr["host"] else
+                              socket.AF_INET, socket.SOCK_STREAM)
+            target = (addr["host"], addr["port"])
+        try:
+            s.settimeout(timeout)
+            s.connect(target)
+            if addr["tls"]:
+                ctx = ssl.create_default_context(cafile=ca or REDIS_CA)
+                if cert is not None:
+                    ctx.load_cert_chain(cert, key)
+                s = ctx.wrap_socket(s, server_hostname=addr["host"])
+        except BaseException:
+            s.close()
+            raise
+        self.sock = s
+        self.buf = bytearray()
+        self.eof = False
+        self.reset = False
+        self.closed = False
+
+
 def _resp_encode(args):
     out = [b"*%d\r\n" % len(args)]
     for a in args:
@@ -1288,14 +1357,22 @@ def _resp_read(conn, deadline):
     raise AssertionError(f"bad RESP line from redis: {line!r}")
 
 
-def redis_command(url, *args, timeout=5):
-    """One command on a fresh connection; the decoded reply (an error
-    reply is raised as RedisError)."""
-    host, port, db = parse_redis_url(url)
-    conn = Conn(host, port, tmo(timeout))
+def redis_command(url, *args, timeout=5, user=None, password=None,
+                  ca=None, cert=None, key=None):
+    """One command on a fresh connection to any URL mcpd takes but
+    redis-sentinel:// (with AUTH first: the URL's user and password, or
+    those given); the decoded reply (an error reply is raised as
+    RedisError)."""
+    addr = parse_redis_address(url)
+    user = user or addr["user"]
+    password = password or addr["password"]
+    db = addr["db"]
+    conn = RedisConn(addr, tmo(timeout), ca, cert, key)
     try:
         deadline = time.monotonic() + tmo(timeout)
-        cmds = ([["SELECT", db]] if db else []) + [list(args)]
+        auth = [[c for c in ("AUTH", user, password) if c is not None]] \
+            if password is not None else []
+        cmds = auth + ([["SELECT", db]] if db else []) + [list(args)]
         conn.send(b"".join(_resp_encode(c) for c in cmds))
         replies = [_resp_read(conn, deadline) for _ in cmds]
     finally:
@@ -1323,7 +1400,7 @@ def redis_server_path():
 
 
 @contextlib.contextmanager
-def private_redis(h, *args, aof=False, start=True):
+def private_redis(h, *args, aof=False, start=True, **kwargs):
     """A RedisServer of the test's own (args: redis-server's options),
     for a test that stops, restarts, pauses or configures Redis; started
     unless start=False. Skip when no redis-server is installed. On the way
@@ -1336,7 +1413,7 @@ def private_redis(h, *args, aof=False, start=True):
     """
     if redis_server_path() is None:
         raise Skip("no redis-server binary installed (scripts/install-deps)")
-    rs = RedisServer(h.workdir, *args, aof=aof)
+    rs = RedisServer(h.workdir, *args, aof=aof, **kwargs)
     try:
         if start:
             rs.start()
@@ -1353,18 +1430,37 @@ class RedisServer:
     port, same directory (with aof=True, the data survives). stop() is
     always safe to call (a test calls it in `finally`)."""
 
-    def __init__(self, workdir, *args, port=None, aof=False):
+    def __init__(self, workdir, *args, port=None, aof=False, password=None,
+                 tls=None, unix=False):
+        """password: requirepass (the tests' commands AUTH with it);
+        tls: (certificate, key, CA) files: TLS only on the port; unix: a
+        unix socket only, no TCP port."""
         self.dir = tempfile.mkdtemp(prefix="redis-", dir=workdir)
         self.port = port or free_port()
         self.args = [str(a) for a in args]
         self.aof = aof
+        self.password = password
+        self.tls = tls
+        self.unix = unix
         self.proc = None
         self.paused = False
         self.logfile = os.path.join(self.dir, "redis.log")
 
     @property
+    def socket_path(self):
+        """A unix socket path must be short (108 bytes): not under the
+        test's directory."""
+        if getattr(self, "_sock", None) is None:
+            self._sock = os.path.join(tempfile.mkdtemp(prefix="mcpd-r"),
+                                      "redis.sock")
+        return self._sock
+
+    @property
     def url(self):
-        return f"redis://127.0.0.1:{self.port}"
+        """The server's URL, without credentials."""
+        if self.unix:
+            return f"unix://{self.socket_path}"
+        return f"{'rediss' if self.tls else 'redis'}://127.0.0.1:{self.port}"
 
     def running(self):
         return self.proc is not None and self.proc.poll() is None
@@ -1381,6 +1477,18 @@ class RedisServer:
             argv += ["--appendonly", "no"]
         if "--maxmemory-policy" not in self.args:
             argv += ["--maxmemory-policy", "noeviction"]
+        if self.password is not None:
+            argv += ["--requirepass", self.password]
+        if self.tls is not None:
+            argv[argv.index("--port") + 1] = "0"
+            argv += ["--tls-port", str(self.port), "--tls-cert-file",
+                     self.tls[0], "--tls-key-file", self.tls[1],
+                     "--tls-ca-cert-file", self.tls[2],
+                     "--tls-auth-clients", "no"]
+        if self.unix:
+            argv[argv.index("--port") + 1] = "0"
+            argv += ["--unixsocket", self.socket_path, "--unixsocketperm",
+                     "700"]
         argv += self.args
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.DEVNULL,
@@ -1389,7 +1497,7 @@ class RedisServer:
         deadline = time.monotonic() + tmo(timeout)
         while True:
             try:
-                if redis_command(self.url, "PING", timeout=1) == "PONG":
+                if self.cmd("PING", timeout=1) == "PONG":
                     return self
             except (OSError, AssertionError, RedisError):
                 pass
@@ -1405,7 +1513,9 @@ class RedisServer:
             time.sleep(0.02)
 
     def cmd(self, *args, timeout=5):
-        return redis_command(self.url, *args, timeout=timeout)
+        return redis_command(self.url, *args, timeout=timeout,
+                             password=self.password,
+                             ca=self.tls[2] if self.tls else None)
 
     def shutdown(self, timeout=10):
         """SHUTDOWN (with aof: everything written is on disk), and wait
@@ -1414,7 +1524,11 @@ class RedisServer:
             return
         self.resume()
         try:
-            conn = Conn("127.0.0.1", self.port, tmo(timeout))
+            conn = RedisConn(parse_redis_address(self.url), tmo(timeout),
+                             ca=self.tls[2] if self.tls else None)
+            if self.password is not None:
+                conn.send(_resp_encode(["AUTH", self.password]))
+                _resp_read(conn, time.monotonic() + tmo(timeout))
             conn.send(_resp_encode(["SHUTDOWN"]))
             try:    # normally no reply: the connection just closes
                 conn.readline(time.monotonic() + tmo(timeout))
@@ -1454,6 +1568,10 @@ class RedisServer:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+        if getattr(self, "_sock", None) is not None:
+            import shutil
+            shutil.rmtree(os.path.dirname(self._sock), ignore_errors=True)
+            self._sock = None
 
     def log_tail(self, lines=20):
         try:

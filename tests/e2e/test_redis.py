@@ -953,7 +953,9 @@ def test_redis_commit_replicas_without_replicas_fails_loudly(h):
            "mcpd -t refuses `commit replicas:1`")
     a = h.start()                       # commit primary
     sid = a.initialize(LATEST)
-    b = h.start(extra_lines=["commit replicas:1"])
+    # Without an outage grace: a missing replica is not waited out
+    # (tests/redis/ waits one out).
+    b = h.start(extra_lines=["commit replicas:1"], eventlog_outage_grace=0)
     _adopt(b, a, sid)
     id = b.new_id()
     r, t = _timed(b.post, sid, tool_call("echo", {"text": "x"}, id))

@@ -12,6 +12,7 @@
 
 #include "conf.h"
 #include "log.h"
+#include "xmalloc.h"
 
 #define EXAMPLE_PATH	"mcpd.conf.example"
 #define EXAMPLE_NEW	"build/mcpd.conf.example.new"
@@ -552,17 +553,259 @@ START_TEST(test_eventlog_good)
 }
 END_TEST
 
+/*
+ * The four address forms, their credentials percent-decoded, and the
+ * name every log line shows: the password as ***.
+ */
+START_TEST(test_eventlog_forms)
+{
+	struct conf	*conf;
+
+	conf = parse_kv("eventlog", "redis://mcpd:p%40ss%3Aw%2Frd@h:6380/2");
+	ck_assert_int_eq(conf->redis_kind, CONF_REDIS_TCP);
+	ck_assert_str_eq(conf->redis_url_user, "mcpd");
+	ck_assert_str_eq(conf->redis_url_password, "p@ss:w/rd");
+	ck_assert_str_eq(conf_redis_user(conf), "mcpd");
+	ck_assert_str_eq(conf_redis_password(conf), "p@ss:w/rd");
+	ck_assert_str_eq(conf->redis_host, "h");
+	ck_assert_int_eq(conf->redis_port, 6380);
+	ck_assert_int_eq(conf->redis_db, 2);
+	ck_assert_str_eq(conf->redis_name, "redis://mcpd:***@h:6380/2");
+	ck_assert(!conf_redis_tls(conf));
+	conf_free(conf);
+
+	conf = parse_kv("eventlog", "redis://:secret@[::1]");
+	ck_assert_ptr_null(conf->redis_url_user);
+	ck_assert_str_eq(conf->redis_url_password, "secret");
+	ck_assert_str_eq(conf->redis_name, "redis://:***@[::1]:6379/0");
+	conf_free(conf);
+
+	conf = parse_kv("eventlog", "rediss://r.example.com:6380");
+	ck_assert_int_eq(conf->redis_kind, CONF_REDIS_TLS);
+	ck_assert(conf_redis_tls(conf));
+	ck_assert_ptr_null(conf_redis_user(conf));
+	ck_assert_ptr_null(conf_redis_password(conf));
+	ck_assert_str_eq(conf->redis_name, "rediss://r.example.com:6380/0");
+	conf_free(conf);
+
+	conf = parse_kv("eventlog", "unix:///run/redis%20x/r.sock?db=3");
+	ck_assert_int_eq(conf->redis_kind, CONF_REDIS_UNIX);
+	ck_assert_str_eq(conf->redis_path, "/run/redis x/r.sock");
+	ck_assert_int_eq(conf->redis_db, 3);
+	ck_assert_str_eq(conf->redis_name, "unix:///run/redis x/r.sock?db=3");
+	conf_free(conf);
+
+	conf = parse_kv("eventlog", "unix:///r.sock");
+	ck_assert_int_eq(conf->redis_db, 0);
+	conf_free(conf);
+
+	conf = parse_kv("eventlog",
+	    "redis-sentinel://u:pw@10.0.0.1,s2:26380,[::1]:5/my-master.1/4");
+	ck_assert_int_eq(conf->redis_kind, CONF_REDIS_SENTINEL);
+	ck_assert_uint_eq(conf->nredis_sentinels, 3);
+	ck_assert_str_eq(conf->redis_sentinels[0].host, "10.0.0.1");
+	ck_assert_int_eq(conf->redis_sentinels[0].port, 26379);
+	ck_assert_str_eq(conf->redis_sentinels[1].host, "s2");
+	ck_assert_int_eq(conf->redis_sentinels[1].port, 26380);
+	ck_assert_str_eq(conf->redis_sentinels[2].host, "::1");
+	ck_assert_int_eq(conf->redis_sentinels[2].port, 5);
+	ck_assert_str_eq(conf->redis_master, "my-master.1");
+	ck_assert_int_eq(conf->redis_db, 4);
+	ck_assert_str_eq(conf->redis_name, "redis-sentinel://u:***@"
+	    "10.0.0.1:26379,s2:26380,[::1]:5/my-master.1/4");
+	/* The sentinels share the data's credentials unless told. */
+	ck_assert_str_eq(conf_redis_sentinel_user(conf), "u");
+	ck_assert_str_eq(conf_redis_sentinel_password(conf), "pw");
+	ck_assert(!conf_redis_tls(conf));
+	conf_free(conf);
+
+	conf = parse_ok("eventlog redis-sentinel://s1,s2/m\nredis_tls on\n");
+	ck_assert(conf_redis_tls(conf));
+	conf_free(conf);
+}
+END_TEST
+
+/* Credentials and TLS settings, and how they must agree. */
+START_TEST(test_eventlog_credentials)
+{
+	struct conf	*conf;
+	char		 dir[] = "/tmp/mcpd-conf-test.XXXXXX", path[128], *text;
+	FILE		*f;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/pw", dir);
+	f = fopen(path, "w");
+	fputs("s3cret\nsecond line\n", f);
+	fclose(f);
+
+	xasprintf(&text, "eventlog redis://h\nredis_user mcpd\n"
+	    "redis_password_file %s\n", path);
+	conf = parse_ok(text);
+	free(text);
+	ck_assert_str_eq(conf_redis_user(conf), "mcpd");
+	ck_assert_str_eq(conf_redis_password(conf), "s3cret");
+	ck_assert_str_eq(conf->redis_name, "redis://h:6379/0");
+	conf_free(conf);
+
+	/* The URL's user with the file's password. */
+	xasprintf(&text, "eventlog redis://mcpd@h\nredis_password_file %s\n",
+	    path);
+	conf = parse_ok(text);
+	free(text);
+	ck_assert_str_eq(conf_redis_user(conf), "mcpd");
+	ck_assert_str_eq(conf_redis_password(conf), "s3cret");
+	conf_free(conf);
+
+	xasprintf(&text, "eventlog redis://:pw@h\nredis_password_file %s\n",
+	    path);
+	expect_error(text, "t.conf: a password is in both the eventlog URL "
+	    "and redis_password_file");
+	free(text);
+	expect_error("eventlog redis://u:p@h\nredis_user v\n", "t.conf: a "
+	    "user is in both the eventlog URL and redis_user");
+	expect_error("eventlog redis://h\nredis_user v\n", "t.conf: a Redis "
+	    "user needs a password (in the eventlog URL, or "
+	    "redis_password_file)");
+	expect_error("eventlog redis://h\nredis_password_file /nonexistent\n",
+	    "t.conf:2: redis_password_file: cannot read /nonexistent: No such "
+	    "file or directory");
+	expect_error("eventlog redis://h\nredis_password_file pw\n",
+	    "t.conf:2: redis_password_file: expected none or an absolute "
+	    "path, not \"pw\"");
+	f = fopen(path, "w");
+	fputs("\n", f);
+	fclose(f);
+	xasprintf(&text, "redis_password_file %s\n", path);
+	expect_error_has(text, "no password on its first line");
+	free(text);
+	unlink(path);
+	rmdir(dir);
+
+	expect_error("eventlog redis://h\nredis_tls_ca_file /ca.pem\n",
+	    "t.conf: redis_tls_* directives are set, but the eventlog address "
+	    "does not use TLS (rediss://, or redis-sentinel:// with redis_tls "
+	    "on)");
+	expect_error("eventlog redis://h\nredis_tls on\n", "t.conf: "
+	    "redis_tls on is for redis-sentinel:// addresses (one server over "
+	    "TLS is rediss://)");
+	expect_error("eventlog rediss://h\nredis_tls_cert_file /c.pem\n",
+	    "t.conf: redis_tls_cert_file and redis_tls_key_file go together");
+	expect_error("eventlog redis://h\nredis_sentinel_user u\n", "t.conf: "
+	    "redis_sentinel_user and redis_sentinel_password_file are for "
+	    "redis-sentinel:// addresses");
+	expect_error("eventlog redis-sentinel://s/m\nredis_sentinel_user u\n",
+	    "t.conf: redis_sentinel_user needs redis_sentinel_password_file");
+	conf = parse_ok("eventlog rediss://h\nredis_tls_ca_file /ca.pem\n"
+	    "redis_tls_server_name r.example\nredis_tls_verify off\n");
+	ck_assert_str_eq(conf->redis_tls_ca_file, "/ca.pem");
+	ck_assert_str_eq(conf->redis_tls_server_name, "r.example");
+	ck_assert_int_eq(conf->redis_tls_verify, 0);
+	conf_free(conf);
+	/* With the memory log they change nothing, and are no error. */
+	conf = parse_ok("redis_tls_ca_file /ca.pem\n");
+	conf_free(conf);
+}
+END_TEST
+
+/*
+ * A reload keeps the address; it takes up the credentials (a password
+ * file read again) and the TLS files.
+ */
+START_TEST(test_eventlog_reload)
+{
+	struct conf	*old, *new;
+	const char	*names[8];
+	size_t		 n;
+	char		*cause = NULL;
+
+	old = parse_ok("eventlog redis://u:one@h:1/2\n");
+	new = parse_ok("eventlog redis://u:two@other:3/4\n");
+	ck_assert_int_eq(conf_keep_restart_only(new, old, names, 8, &n,
+	    &cause), 0);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_str_eq(names[0], "eventlog");
+	ck_assert_str_eq(new->redis_host, "h");
+	ck_assert_int_eq(new->redis_port, 1);
+	ck_assert_int_eq(new->redis_db, 2);
+	ck_assert_str_eq(conf_redis_password(new), "one");
+	ck_assert_str_eq(new->redis_name, "redis://u:***@h:1/2");
+	conf_free(new);
+
+	new = parse_ok("eventlog redis://u:one@h:1/2\nredis_tls_verify on\n");
+	ck_assert_int_eq(conf_keep_restart_only(new, old, names, 8, &n,
+	    &cause), 0);
+	ck_assert_uint_eq(n, 0);
+	conf_free(new);
+	conf_free(old);
+
+	/* What is taken up must fit the address kept. */
+	old = parse_ok("eventlog redis://u:one@h\n");
+	new = parse_ok("eventlog redis://h\n");
+	new->redis_user = strdup("v");
+	ck_assert_int_eq(conf_keep_restart_only(new, old, names, 8, &n,
+	    &cause), -1);
+	ck_assert_str_eq(cause, "t.conf: a user is in both the eventlog URL "
+	    "and redis_user");
+	free(cause);
+	conf_free(new);
+	conf_free(old);
+}
+END_TEST
+
 START_TEST(test_eventlog_bad)
 {
 	expect_kv_error("eventlog", "disk",
-	    "t.conf:1: eventlog: expected memory or "
-	    "redis://HOST[:PORT][/DB], not \"disk\"");
-	expect_kv_error("eventlog", "rediss://h",
-	    "t.conf:1: eventlog: expected memory or "
-	    "redis://HOST[:PORT][/DB], not \"rediss://h\"");
+	    "t.conf:1: eventlog: expected memory, redis://, rediss://, "
+	    "unix:// or redis-sentinel://, not \"disk\"");
 	expect_kv_error("eventlog", "http://h:6379",
-	    "t.conf:1: eventlog: expected memory or "
-	    "redis://HOST[:PORT][/DB], not \"http://h:6379\"");
+	    "t.conf:1: eventlog: expected memory, redis://, rediss://, "
+	    "unix:// or redis-sentinel://, not \"http://h:6379\"");
+	/* A password never reaches an error line. */
+	expect_kv_error("eventlog", "http://u:secret@h:6379",
+	    "t.conf:1: eventlog: expected memory, redis://, rediss://, "
+	    "unix:// or redis-sentinel://, not \"http://***@h:6379\"");
+	expect_kv_error("eventlog", "redis://u:secret@h:0",
+	    "t.conf:1: eventlog: invalid redis URL \"redis://***@h:0\" "
+	    "(port 0)");
+	expect_kv_error("eventlog", "redis://u:se%zzcret@h",
+	    "t.conf:1: eventlog: invalid redis URL \"redis://***@h\" "
+	    "(a bad %-escape in the password)");
+	expect_kv_error("eventlog", "redis://u:a%00b@h",
+	    "t.conf:1: eventlog: invalid redis URL \"redis://***@h\" "
+	    "(a bad %-escape in the password)");
+	expect_kv_error("eventlog", "redis://@h",
+	    "t.conf:1: eventlog: invalid redis URL \"redis://***@h\" "
+	    "(an empty user and password before \"@\")");
+	expect_kv_error("eventlog", "redis://h?db=1",
+	    "t.conf:1: eventlog: invalid redis URL \"redis://h?db=1\" "
+	    "(no query or fragment is taken)");
+	expect_kv_error("eventlog", "unix://relative/r.sock",
+	    "t.conf:1: eventlog: invalid redis URL \"unix://relative/r.sock\" "
+	    "(expected unix:///PATH (an absolute path))");
+	expect_kv_error("eventlog", "unix:///r.sock?db=16",
+	    "t.conf:1: eventlog: invalid redis URL \"unix:///r.sock?db=16\" "
+	    "(expected ?db=N after the path (N 0 to 15))");
+	expect_kv_error("eventlog", "unix:///r.sock?timeout=1",
+	    "t.conf:1: eventlog: invalid redis URL "
+	    "\"unix:///r.sock?timeout=1\" (expected ?db=N after the path (N 0 "
+	    "to 15))");
+	expect_error_has("eventlog unix:///0123456789012345678901234567890123"
+	    "45678901234567890123456789012345678901234567890123456789012345678"
+	    "90123456789012345678901234567890\n",
+	    "(the socket path is longer than 107 bytes)");
+	expect_kv_error("eventlog", "redis-sentinel://a:1,b:2",
+	    "t.conf:1: eventlog: invalid redis URL "
+	    "\"redis-sentinel://a:1,b:2\" (expected /MASTER[/DB] after the "
+	    "sentinels, MASTER the name the sentinels monitor)");
+	expect_kv_error("eventlog", "redis-sentinel://a:1,,b:2/m",
+	    "t.conf:1: eventlog: invalid redis URL "
+	    "\"redis-sentinel://a:1,,b:2/m\" (sentinel 2: missing host in "
+	    "\"\")");
+	expect_kv_error("eventlog", "redis-sentinel://a:1,b:2/m/16",
+	    "t.conf:1: eventlog: invalid redis URL "
+	    "\"redis-sentinel://a:1,b:2/m/16\" (database must be 0 to 15)");
+	expect_kv_error("eventlog", "redis-sentinel://a:1/m x",
+	    "t.conf:1: eventlog: unexpected extra value \"x\"");
 	expect_kv_error("eventlog", "redis://",
 	    "t.conf:1: eventlog: invalid redis URL \"redis://\" "
 	    "(missing host in \"\")");
@@ -590,10 +833,6 @@ START_TEST(test_eventlog_bad)
 	expect_kv_error("eventlog", "redis://h/1/2",
 	    "t.conf:1: eventlog: invalid redis URL \"redis://h/1/2\" "
 	    "(database must be 0 to 15)");
-	expect_kv_error("eventlog", "redis://:pw@h:1",
-	    "t.conf:1: eventlog: invalid redis URL \"redis://:pw@h:1\" "
-	    "(invalid address \":pw@h:1\" (an IPv6 address goes in "
-	    "brackets))");
 	expect_kv_error("eventlog", "redis://::1:6379",
 	    "t.conf:1: eventlog: invalid redis URL \"redis://::1:6379\" "
 	    "(invalid address \"::1:6379\" (an IPv6 address goes in "
@@ -1249,6 +1488,9 @@ conf_suite(void)
 	tcase_add_test(tc, test_endpoint);
 	tcase_add_test(tc, test_eventlog_good);
 	tcase_add_test(tc, test_eventlog_bad);
+	tcase_add_test(tc, test_eventlog_forms);
+	tcase_add_test(tc, test_eventlog_credentials);
+	tcase_add_test(tc, test_eventlog_reload);
 	tcase_add_test(tc, test_commit);
 	tcase_add_test(tc, test_allowed_origins_parse);
 	tcase_add_test(tc, test_origin_allowed_default);

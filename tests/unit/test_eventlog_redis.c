@@ -111,24 +111,49 @@ server_ping(int port)
 	return (ok);
 }
 
-/* Starts redis-server on port, dying with its parent; waits until it is up. */
+/*
+ * Starts redis-server on port with more arguments (pairs, NULL after
+ * them), dying with its parent; waits until it is up.
+ */
 static pid_t
-server_start(int port)
+server_start_args(int port, ...)
 {
-	char	 portbuf[16], logfile[512];
-	pid_t	 pid;
-	int	 i;
+	char		 portbuf[16], logfile[512], *argv[32], dbfile[64];
+	const char	*a;
+	va_list		 ap;
+	pid_t		 pid;
+	int		 i, argc = 0;
 
 	snprintf(portbuf, sizeof portbuf, "%d", port);
 	snprintf(logfile, sizeof logfile, "%s/redis-%d.log", server_dir, port);
+	snprintf(dbfile, sizeof dbfile, "dump-%d.rdb", port);
+	argv[argc++] = (char *)"redis-server";
+	argv[argc++] = (char *)"--port";
+	argv[argc++] = portbuf;
+	argv[argc++] = (char *)"--bind";
+	argv[argc++] = (char *)"127.0.0.1";
+	argv[argc++] = (char *)"--save";
+	argv[argc++] = (char *)"";
+	argv[argc++] = (char *)"--appendonly";
+	argv[argc++] = (char *)"no";
+	argv[argc++] = (char *)"--dir";
+	argv[argc++] = server_dir;
+	argv[argc++] = (char *)"--dbfilename";
+	argv[argc++] = dbfile;
+	argv[argc++] = (char *)"--logfile";
+	argv[argc++] = logfile;
+	argv[argc++] = (char *)"--maxmemory-policy";
+	argv[argc++] = (char *)"noeviction";
+	va_start(ap, port);
+	while ((a = va_arg(ap, const char *)) != NULL && argc < 30)
+		argv[argc++] = (char *)a;
+	va_end(ap);
+	argv[argc] = NULL;
 	if ((pid = fork()) < 0)
 		return (-1);
 	if (pid == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		execl(REDIS_SERVER, "redis-server", "--port", portbuf,
-		    "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		    "--dir", server_dir, "--logfile", logfile,
-		    "--maxmemory-policy", "noeviction", (char *)NULL);
+		execv(REDIS_SERVER, argv);
 		_exit(127);
 	}
 	for (i = 0; i < 500; i++) {
@@ -139,6 +164,12 @@ server_start(int port)
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 	return (-1);
+}
+
+static pid_t
+server_start(int port)
+{
+	return (server_start_args(port, (char *)NULL));
 }
 
 static void
@@ -947,21 +978,26 @@ START_TEST(test_noscript)
 END_TEST
 
 /*
- * commit replicas:1 on a server without replicas: WAIT times out, and each
- * commit fails loudly, though the entry is in the primary.
+ * commit replicas:1 on a server without replicas and without an outage
+ * grace: WAIT comes back short, and each commit fails loudly, though the
+ * entry is in the primary. A read fails too: what it would return is on
+ * no replica. What the script refuses needs no replica.
  */
 START_TEST(test_wait_replicas)
 {
 	struct eventlog		*plain = el;
 	struct eventlog_info	 info;
 	struct res		 r;
+	redisReply		*reply;
 	char			*out;
 	uint64_t		 start, elapsed;
 
 	expect_status(store(SID, "m", 1), EVENTLOG_OK);
 	fill(K, 1);
 
+	conf->eventlog_outage_grace = 0;
 	el = open_on(server_port, 1);
+	conf->eventlog_outage_grace = 10;
 	ck_assert(wait_ready(el, 5000));
 	capture_start();
 	start = clock_now_ms();
@@ -971,21 +1007,38 @@ START_TEST(test_wait_replicas)
 	out = capture_stop();
 	ck_assert_msg(elapsed >= 400, "failed after only %llu ms",
 	    (unsigned long long)elapsed);
-	ck_assert_msg(strstr(out, "commit reached 0 of 1 replicas") != NULL,
+	ck_assert_msg(strstr(out, "commits reached 0 of 1 replicas") != NULL,
 	    "no log line: %s", out);
 	free(out);
 
-	/* Reads do not wait; they see what the primary has. */
-	expect_status(readr(SID, K, 2, 10, &r), EVENTLOG_OK);
-	expect_entries(&r, 2, 1);
+	/*
+	 * The read writes a field of the meta, so that its WAIT counts from
+	 * after every entry it returns, whoever wrote them (WAIT counts from
+	 * the connection's own last write).
+	 */
+	freeReplyObject(sync_command("HDEL mcpd:{%s}:meta r", SID));
+	expect_status(readr(SID, K, 1, 10, &r), EVENTLOG_UNAVAILABLE);
 	res_clear(&r);
+	reply = sync_command("HGET mcpd:{%s}:meta r", SID);
+	ck_assert_msg(reply->type == REDIS_REPLY_STRING &&
+	    strcmp(reply->str, "1") == 0, "a read with commit replicas:1 "
+	    "wrote nothing");
+	freeReplyObject(reply);
 	/* A refused append needs no replica: it fails as before. */
 	expect_status(append(SID, K, 2, "again", 0, &info, NULL),
 	    EVENTLOG_CONFLICT);
 	ck_assert_uint_eq(info.head, 2);
-
 	eventlog_free(el);
 	el = plain;
+	/* The primary has it, as said. A read without replicas writes not. */
+	freeReplyObject(sync_command("HDEL mcpd:{%s}:meta r", SID));
+	expect_status(readr(SID, K, 2, 10, &r), EVENTLOG_OK);
+	expect_entries(&r, 2, 1);
+	res_clear(&r);
+	reply = sync_command("HEXISTS mcpd:{%s}:meta r", SID);
+	ck_assert_int_eq(reply->type, REDIS_REPLY_INTEGER);
+	ck_assert_int_eq(reply->integer, 0);
+	freeReplyObject(reply);
 }
 END_TEST
 
@@ -1533,7 +1586,8 @@ START_TEST(test_setup_refused)
 	redisFree(c);
 
 	ck_assert_msg(count_lines(out, "command connection failed "
-	    "(SCRIPT LOAD: NOAUTH") == 1, "log: %s", out);
+	    "(SCRIPT LOAD refused: NOAUTH Authentication required. (Redis "
+	    "wants a password") == 1, "log: %s", out);
 	ck_assert_msg(count_lines(out, "eventlog=") == 2, "log: %s", out);
 	free(out);
 	/* It keeps trying, and gets there once the server lets it. */
@@ -1555,16 +1609,16 @@ START_TEST(test_select_refused)
 	el = open_on(server_port, 0);
 	conf->redis_db = server_db;
 	/* Asked once the server has refused the database. */
-	ck_assert_msg(capture_wait("connection failed (SELECT 999: ", 5000),
-	    "SELECT 999 never refused");
+	ck_assert_msg(capture_wait("connection failed (SELECT 999 refused: ",
+	    5000), "SELECT 999 never refused");
 	eventlog_session_store(el, SID, "m", 1, done_cb, memset(&r, 0,
 	    sizeof r));
 	wait_for(&r);
 	expect_status(r.status, EVENTLOG_UNAVAILABLE);
 	res_clear(&r);
 	out = capture_stop();
-	ck_assert_msg(strstr(out, "connection failed (SELECT 999: ") != NULL,
-	    "log: %s", out);
+	ck_assert_msg(strstr(out, "connection failed (SELECT 999 refused: ") !=
+	    NULL, "log: %s", out);
 	free(out);
 	eventlog_free(el);
 	el = plain;
@@ -1655,6 +1709,110 @@ resync_wait(struct watcher *w, int n)
 		turn();
 	ck_assert_msg(w->resyncs == n, "%d resyncs, want %d", w->resyncs, n);
 }
+
+/* Whether the server's replica is in sync, within ms. */
+static int
+replica_online(int ms)
+{
+	uint64_t	 start = clock_now_ms();
+	redisReply	*reply;
+	int		 ok;
+
+	for (;;) {
+		reply = sync_command("INFO replication");
+		ok = reply->type == REDIS_REPLY_STRING &&
+		    strstr(reply->str, "state=online") != NULL;
+		freeReplyObject(reply);
+		if (ok)
+			return (1);
+		if (clock_now_ms() - start > (uint64_t)ms)
+			return (0);
+		usleep(20000);
+	}
+}
+
+/*
+ * commit replicas:1 with a replica, two instances: while the replica
+ * does not follow (stopped), a commit is answered to nobody, and the
+ * other instance, which hears of it (the script published it) and reads,
+ * gets nothing either: no reader sees an entry a failover could lose.
+ * Both are answered once the replica has it; /readyz meanwhile says why.
+ */
+START_TEST(test_wait_replicas_gate)
+{
+	struct eventlog		*plain = el, *a, *b;
+	struct eventlog_where	 where;
+	struct watcher		 w;
+	struct res		 ra, rb;
+	redisReply		*reply;
+	pid_t			 replica;
+	int			 port;
+	char			 arg[64];
+
+	if (!own_server)
+		return;
+	port = free_port();
+	snprintf(arg, sizeof arg, "%d", server_port);
+	/* A full sync at once, not after diskless sync's 5 s delay. */
+	freeReplyObject(sync_command("CONFIG SET repl-diskless-sync-delay 0"));
+	replica = server_start_args(port, "--replicaof", "127.0.0.1", arg,
+	    (char *)NULL);
+	ck_assert_msg(replica > 0, "replica did not start");
+	ck_assert_msg(replica_online(5000), "replica never in sync");
+
+	a = el = open_on(server_port, 1);
+	ck_assert(wait_ready(a, 5000));
+	expect_status(store(SID, "m", 1), EVENTLOG_OK);
+	fill(K, 1);
+	b = open_on(server_port, 1);
+	ck_assert(wait_ready(b, 5000));
+	memset(&w, 0, sizeof w);
+	eventlog_watch(b, SID, watch_cb, NULL, &w);
+	resync_wait(&w, 1);
+	/*
+	 * The replica has acknowledged everything written so far, b's own
+	 * writes among it: a WAIT of b's that counted from b's last write
+	 * would succeed at once. Only the read's own write holds it back.
+	 */
+	freeReplyObject(sync_command("SET mcpd-test:mark 1"));
+	reply = sync_command("WAIT 1 5000");
+	ck_assert_int_eq(reply->type, REDIS_REPLY_INTEGER);
+	ck_assert_int_eq(reply->integer, 1);
+	freeReplyObject(reply);
+
+	kill(replica, SIGSTOP);
+	memset(&ra, 0, sizeof ra);
+	eventlog_append(a, SID, K, 2, "{\"n\":2}", 7, 0, append_cb, &ra);
+	notes_wait(&w, 1);	/* b hears of it at once */
+	memset(&rb, 0, sizeof rb);
+	eventlog_read(b, SID, K, 2, 10, read_cb, &rb);
+	/* Both wait for the replica, past several WAITs. */
+	run_for(1500);
+	ck_assert_int_eq(ra.calls, 0);
+	ck_assert_int_eq(rb.calls, 0);
+	ck_assert(!eventlog_available(a));
+	eventlog_describe(a, &where);
+	ck_assert_msg(where.why != NULL && strstr(where.why,
+	    "reached 0 of 1 replicas") != NULL, "why: %s", where.why);
+
+	kill(replica, SIGCONT);
+	wait_for(&ra);
+	expect_status(ra.status, EVENTLOG_OK);
+	ck_assert_uint_eq(ra.info.head, 2);
+	wait_for(&rb);
+	expect_status(rb.status, EVENTLOG_OK);
+	expect_entries(&rb, 2, 1);
+	res_clear(&ra);
+	res_clear(&rb);
+	ck_assert(eventlog_available(a));
+
+	eventlog_unwatch(b, SID, watch_cb, NULL, &w);
+	eventlog_free(b);
+	eventlog_free(a);
+	el = plain;
+	server_stop(replica);
+}
+END_TEST
 
 /* Instance A watches; instance B commits; A hears of each commit. */
 START_TEST(test_watch)
@@ -2011,6 +2169,7 @@ eventlog_redis_suite(void)
 	tcase_add_test(tc, test_inflight_cap);
 	tcase_add_test(tc, test_noscript);
 	tcase_add_test(tc, test_wait_replicas);
+	tcase_add_test(tc, test_wait_replicas_gate);
 	tcase_add_test(tc, test_timeout);
 	tcase_add_test(tc, test_outage_stall);
 	tcase_add_test(tc, test_outage_past_grace);

@@ -349,20 +349,90 @@ START_TEST(test_noscript)
 }
 END_TEST
 
-START_TEST(test_config_value)
+/* The error replies that are about the connection, not one operation. */
+START_TEST(test_refusal)
 {
-	ck_assert_str_eq(redis_script_config_value(rep_array(
-	    rep_str("maxmemory-policy"), rep_str("allkeys-lru"), NULL),
-	    "maxmemory-policy"), "allkeys-lru");
-	ck_assert_str_eq(redis_script_config_value(rep_array(
-	    rep_str("other"), rep_str("x"), rep_str("maxmemory-policy"),
-	    rep_str("noeviction"), NULL), "maxmemory-policy"), "noeviction");
-	ck_assert_ptr_null(redis_script_config_value(rep_array(NULL),
-	    "maxmemory-policy"));
-	ck_assert_ptr_null(redis_script_config_value(rep_array(
-	    rep_str("maxmemory-policy"), NULL), "maxmemory-policy"));
-	ck_assert_ptr_null(redis_script_config_value(rep_err(
-	    "ERR unknown command 'CONFIG'"), "maxmemory-policy"));
+	char	why[512];
+
+	ck_assert_int_eq(redis_script_refusal(rep_err("WRONGPASS invalid "
+	    "username-password pair or user is disabled."), why, sizeof why),
+	    REDIS_REFUSED_AUTH);
+	ck_assert_str_eq(why, "WRONGPASS invalid username-password pair or "
+	    "user is disabled. (check redis_user and redis_password_file)");
+	ck_assert_int_eq(redis_script_refusal(rep_err("NOAUTH Authentication "
+	    "required."), why, sizeof why), REDIS_REFUSED_AUTH);
+	ck_assert_int_eq(redis_script_refusal(rep_err("NOPERM this user has "
+	    "no permissions to run the 'evalsha' command"), why, sizeof why),
+	    REDIS_REFUSED_ACL);
+	ck_assert_ptr_nonnull(strstr(why, "'evalsha'"));
+	ck_assert_int_eq(redis_script_refusal(rep_err("READONLY You can't "
+	    "write against a read only replica."), why, sizeof why),
+	    REDIS_REFUSED_ROLE);
+	ck_assert_int_eq(redis_script_refusal(rep_err("MASTERDOWN Link with "
+	    "MASTER is down"), why, sizeof why), REDIS_REFUSED_ROLE);
+	ck_assert_int_eq(redis_script_refusal(rep_err("LOADING Redis is "
+	    "loading the dataset in memory"), why, sizeof why),
+	    REDIS_REFUSED_BUSY);
+	ck_assert_int_eq(redis_script_refusal(rep_err("BUSY Redis is busy "
+	    "running a script."), why, sizeof why), REDIS_REFUSED_BUSY);
+	ck_assert_int_eq(redis_script_refusal(rep_err("TRYAGAIN Multiple keys "
+	    "request during rehashing of slot"), why, sizeof why),
+	    REDIS_REFUSED_BUSY);
+	/* Inside the script: the ACL, named by the script's line. */
+	ck_assert_int_eq(redis_script_refusal(rep_err("ERR The user executing "
+	    "the script can't run this command or subcommand script: "
+	    "0123, on @user_script:1."), why, sizeof why), REDIS_REFUSED_ACL);
+	ck_assert_int_eq(redis_script_refusal(rep_err("ERR The user executing "
+	    "the script can't publish to the channel mentioned in the command "
+	    "script: 0123, on @user_script:0."), why, sizeof why),
+	    REDIS_REFUSED_ACL);
+	ck_assert_ptr_nonnull(strstr(why, "forbids PUBLISH inside the "
+	    "event-log script"));
+	/* Errors of one operation, or not errors. */
+	ck_assert_int_eq(redis_script_refusal(rep_err("ERR Error running "
+	    "script"), why, sizeof why), REDIS_REFUSED_NONE);
+	ck_assert_int_eq(redis_script_refusal(rep_err("NOSCRIPT No matching "
+	    "script."), why, sizeof why), REDIS_REFUSED_NONE);
+	ck_assert_int_eq(redis_script_refusal(rep_err("BUSYKEY Target key "
+	    "name already exists."), why, sizeof why), REDIS_REFUSED_NONE);
+	ck_assert_int_eq(redis_script_refusal(rep_str("READONLY"), why,
+	    sizeof why), REDIS_REFUSED_NONE);
+}
+END_TEST
+
+/* Every line of the script that calls Redis names its command. */
+START_TEST(test_command_at)
+{
+	const char	*src = redis_script_source(), *p, *cmd;
+	int		 line = 1, calls = 0;
+	char		 why[512], text[256];
+
+	for (p = src; *p != '\0'; p++) {
+		if (*p == '\n')
+			line++;
+		if (strncmp(p, "call('", 6) != 0)
+			continue;
+		cmd = redis_script_command_at(line);
+		ck_assert_msg(cmd != NULL, "line %d", line);
+		ck_assert_msg(strncmp(p + 6, cmd, strlen(cmd)) == 0 &&
+		    p[6 + strlen(cmd)] == '\'', "line %d: %s", line, cmd);
+		calls++;
+	}
+	ck_assert_int_gt(calls, 20);
+	ck_assert_ptr_null(redis_script_command_at(0));
+	ck_assert_ptr_null(redis_script_command_at(100000));
+	/* The line of the XADD in add(), as Redis names it. */
+	for (line = 1, p = src; strncmp(p, "call('XADD', stream, argv[j]", 28)
+	    != 0; p++) {
+		if (*p == '\n')
+			line++;
+	}
+	snprintf(text, sizeof text, "ERR The user executing the script can't "
+	    "run this command or subcommand script: 0123, on "
+	    "@user_script:%d.", line);
+	ck_assert_int_eq(redis_script_refusal(rep_err(text), why, sizeof why),
+	    REDIS_REFUSED_ACL);
+	ck_assert_msg(strstr(why, "forbids XADD inside") != NULL, "%s", why);
 }
 END_TEST
 
@@ -380,6 +450,13 @@ START_TEST(test_info)
 	ck_assert_str_eq(info.run_id,
 	    "0123456789abcdef0123456789abcdef01234567");
 	ck_assert_int_eq(info.keys, 12);
+	ck_assert_str_eq(info.role, "");
+	ck_assert_int_eq(redis_script_info(rep_str(
+	    "run_id:r\r\n# Memory\r\nmaxmemory_policy:allkeys-lru\r\n"
+	    "# Replication\r\nrole:slave\r\nmaster_host:10.0.0.1\r\n"), 0,
+	    &info), 0);
+	ck_assert_str_eq(info.role, "slave");
+	ck_assert_str_eq(info.policy, "allkeys-lru");
 	ck_assert_int_eq(redis_script_info(rep_str(text), 2, &info), 0);
 	ck_assert_int_eq(info.keys, 5);
 	/* No line for a database without keys; db1 is not db12's prefix. */
@@ -489,7 +566,8 @@ redis_script_suite(void)
 	tcase_add_test(tc, test_result_bad);
 	tcase_add_test(tc, test_keyring);
 	tcase_add_test(tc, test_noscript);
-	tcase_add_test(tc, test_config_value);
+	tcase_add_test(tc, test_refusal);
+	tcase_add_test(tc, test_command_at);
 	tcase_add_test(tc, test_info);
 	tcase_add_test(tc, test_pubsub);
 	tcase_add_test(tc, test_source);

@@ -1,0 +1,293 @@
+"""
+What the tests of tests/redis/ share: certificates made with openssl, the
+ACL rules of docs/deployment.md, and a Sentinel deployment (a primary, one
+replica and three sentinels, each a redis-server on loopback).
+"""
+
+import contextlib
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+
+from mcpd_harness import (RedisError, RedisServer, Skip, expect, free_port,
+                          redis_command, redis_server_path, tmo)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+
+def need_tools(*names):
+    for name in names:
+        if shutil.which(name) is None:
+            raise Skip(f"{name} is not installed (scripts/install-deps)")
+    if redis_server_path() is None:
+        raise Skip("no redis-server binary installed (scripts/install-deps)")
+
+
+def acl_rules(password):
+    """The rules of the ACL user mcpd, as docs/deployment.md has them (its
+    line "ACL SETUSER mcpd reset ..."), with the password filled in."""
+    with open(os.path.join(ROOT, "docs", "deployment.md")) as f:
+        m = re.search(r"^ACL SETUSER mcpd reset (.*)$", f.read(), re.M)
+    expect(m is not None, "docs/deployment.md has no line "
+           "\"ACL SETUSER mcpd reset ...\"")
+    return [w.replace(">PASSWORD", f">{password}")
+            for w in m.group(1).split()]
+
+
+def _openssl(*args):
+    subprocess.run(["openssl", *args], check=True, stdin=subprocess.DEVNULL,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+class Certs:
+    """A CA, a server certificate it signed (for 127.0.0.1 and localhost),
+    a client certificate it signed, and another CA that signed nothing of
+    these: files in dir."""
+
+    def __init__(self, workdir):
+        need_tools("openssl")
+        self.dir = tempfile.mkdtemp(prefix="certs-", dir=workdir)
+        p = lambda name: os.path.join(self.dir, name)  # noqa: E731
+        self.ca, self.ca_key = p("ca.crt"), p("ca.key")
+        self.other_ca = p("other-ca.crt")
+        self.server, self.server_key = p("server.crt"), p("server.key")
+        self.client, self.client_key = p("client.crt"), p("client.key")
+        for crt, key, cn in ((self.ca, self.ca_key, "mcpd test CA"),
+                             (self.other_ca, p("other-ca.key"),
+                              "another CA")):
+            _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes",
+                     "-days", "2", "-subj", f"/CN={cn}", "-keyout", key,
+                     "-out", crt)
+        for crt, key, cn, ext in (
+                (self.server, self.server_key, "localhost",
+                 "subjectAltName=IP:127.0.0.1,DNS:localhost"),
+                (self.client, self.client_key, "mcpd",
+                 "extendedKeyUsage=clientAuth")):
+            csr = key + ".csr"
+            _openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj",
+                     f"/CN={cn}", "-addext", ext, "-keyout", key, "-out",
+                     csr)
+            _openssl("x509", "-req", "-in", csr, "-CA", self.ca, "-CAkey",
+                     self.ca_key, "-CAcreateserial", "-days", "2",
+                     "-copy_extensions", "copy", "-out", crt)
+
+    @property
+    def server_files(self):
+        """(certificate, key, CA) as RedisServer's tls= takes them."""
+        return (self.server, self.server_key, self.ca)
+
+
+@contextlib.contextmanager
+def redis(h, *args, **kwargs):
+    """A RedisServer of the test's own (as mcpd_harness.private_redis,
+    with password=, tls=, unix=), stopped after every daemon."""
+    need_tools()
+    rs = RedisServer(h.workdir, *args, **kwargs)
+    try:
+        rs.start()
+        yield rs
+    finally:
+        h.stop_all()
+        rs.stop()
+
+
+# --------------------------------------------------------------------------
+# Sentinel
+
+
+class _Sentinel:
+    """One redis-server --sentinel on a conf file of its own."""
+
+    def __init__(self, workdir, name, primary_port, password):
+        self.port = free_port()
+        self.dir = tempfile.mkdtemp(prefix="sentinel-", dir=workdir)
+        self.conf = os.path.join(self.dir, "sentinel.conf")
+        self.logfile = os.path.join(self.dir, "sentinel.log")
+        lines = [f"port {self.port}", "bind 127.0.0.1", f"dir {self.dir}",
+                 f"logfile {self.logfile}",
+                 f"sentinel monitor {name} 127.0.0.1 {primary_port} 2",
+                 f"sentinel down-after-milliseconds {name} 1000",
+                 f"sentinel failover-timeout {name} 5000",
+                 f"sentinel parallel-syncs {name} 1",
+                 "sentinel resolve-hostnames no",
+                 "sentinel announce-hostnames no"]
+        if password is not None:
+            lines += [f"sentinel auth-pass {name} {password}",
+                      f"requirepass {password}"]
+        with open(self.conf, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        self.password = password
+        self.proc = None
+
+    def start(self):
+        self.proc = subprocess.Popen(
+            [redis_server_path(), self.conf, "--sentinel"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, start_new_session=True)
+
+    def cmd(self, *args, timeout=5):
+        return redis_command(f"redis://127.0.0.1:{self.port}", *args,
+                             timeout=timeout, password=self.password)
+
+    def stop(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+class Deployment:
+    """A primary and one replica (requirepass and masterauth password, if
+    given) and three sentinels monitoring them as NAME (quorum 2, down
+    after 1 s), on loopback. The servers keep their objects across
+    failovers: primary() asks the sentinels which one is the primary."""
+
+    def __init__(self, h, name="mymaster", password=None):
+        self.h = h
+        self.name = name
+        self.password = password
+        auth = ["--masterauth", password] if password else []
+        fast = ["--repl-diskless-sync-delay", "0"]
+        self.servers = [RedisServer(h.workdir, *fast, *auth,
+                                    password=password)]
+        self.servers.append(RedisServer(
+            h.workdir, *fast, *auth, "--replicaof", "127.0.0.1",
+            self.servers[0].port, password=password))
+        self.sentinels = [_Sentinel(h.workdir, name, self.servers[0].port,
+                                    password) for _ in range(3)]
+
+    def url(self, creds=True, db=None):
+        """redis-sentinel://[:PASSWORD@]S1,S2,S3/NAME[/DB]."""
+        hosts = ",".join(f"127.0.0.1:{s.port}" for s in self.sentinels)
+        auth = f":{self.password}@" if creds and self.password else ""
+        return f"redis-sentinel://{auth}{hosts}/{self.name}" + \
+            (f"/{db}" if db is not None else "")
+
+    def start(self, timeout=30):
+        for s in self.servers:
+            s.start()
+        for s in self.sentinels:
+            s.start()
+        self.wait_settled(timeout, "at start")
+        return self
+
+    def primary_port(self, sentinel=0):
+        host, port = self.sentinels[sentinel].cmd(
+            "SENTINEL", "GET-MASTER-ADDR-BY-NAME", self.name)
+        return int(port)
+
+    def server(self, port):
+        return next(s for s in self.servers if s.port == port)
+
+    def primary(self):
+        return self.server(self.primary_port())
+
+    def replica(self):
+        p = self.primary_port()
+        return next(s for s in self.servers if s.port != p)
+
+    def _settled(self):
+        """The sentinels agree on the primary, each knows the others and
+        the replica, and the replica is in sync."""
+        p = self.primary_port()
+        for s in self.sentinels:
+            if int(s.cmd("SENTINEL", "GET-MASTER-ADDR-BY-NAME",
+                         self.name)[1]) != p:
+                return False
+            if len(s.cmd("SENTINEL", "SENTINELS", self.name)) != 2:
+                return False
+            reps = s.cmd("SENTINEL", "REPLICAS", self.name)
+            if len(reps) != 1 or "s_down" in dict(
+                    zip(reps[0][::2], reps[0][1::2])).get("flags", ""):
+                return False
+        info = self.server(p).cmd("INFO", "replication")
+        return "state=online" in info
+
+    def wait_settled(self, timeout, what):
+        deadline = time.monotonic() + tmo(timeout)
+        while True:
+            try:
+                if self._settled():
+                    return
+            except (OSError, AssertionError, RedisError, StopIteration):
+                pass
+            expect(time.monotonic() < deadline,
+                   f"Sentinel deployment not settled within "
+                   f"{tmo(timeout):.0f}s {what}; sentinel log:\n"
+                   f"{self.log_tail(0)}")
+            time.sleep(0.1)
+
+    def wait_primary_not(self, port, timeout=30):
+        """Until the sentinels name a primary other than port; its port."""
+        deadline = time.monotonic() + tmo(timeout)
+        while True:
+            try:
+                p = self.primary_port()
+                if p != port:
+                    return p
+            except (OSError, AssertionError, RedisError):
+                pass
+            expect(time.monotonic() < deadline,
+                   f"no failover within {tmo(timeout):.0f}s; sentinel "
+                   f"log:\n{self.log_tail(0)}")
+            time.sleep(0.05)
+
+    def failover(self):
+        """SENTINEL FAILOVER: the old primary is demoted (a replica of
+        the new one, once a sentinel sees it again)."""
+        self.sentinels[0].cmd("SENTINEL", "FAILOVER", self.name)
+
+    def kill_primary(self):
+        """kill -9 of the primary; the killed server's object."""
+        s = self.primary()
+        s.proc.send_signal(signal.SIGKILL)
+        s.proc.wait()
+        return s
+
+    def rejoin(self, server, primary_port):
+        """Starts a killed server again as a replica of primary_port,
+        empty (as after a disk loss), so that the new primary has a
+        replica again."""
+        for name in os.listdir(server.dir):
+            if name.endswith(".rdb"):
+                os.unlink(os.path.join(server.dir, name))
+        i = server.args.index("--replicaof") if "--replicaof" in \
+            server.args else None
+        if i is not None:
+            del server.args[i:i + 3]
+        server.args += ["--replicaof", "127.0.0.1", str(primary_port)]
+        server.start()
+
+    def log_tail(self, i, lines=15):
+        try:
+            with open(self.sentinels[i].logfile, errors="replace") as f:
+                return "\n".join(f.read().splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+    def stop(self):
+        for s in self.sentinels:
+            s.stop()
+        for s in self.servers:
+            s.stop()
+
+
+@contextlib.contextmanager
+def sentinel_deployment(h, **kwargs):
+    """A started Deployment, stopped (after every daemon) on the way out."""
+    need_tools()
+    d = Deployment(h, **kwargs)
+    try:
+        d.start()
+        yield d
+    finally:
+        h.stop_all()
+        d.stop()
