@@ -21,6 +21,7 @@ struct auth_principal;
 struct call;
 struct session;
 struct stream;
+struct trace_span;
 
 typedef void (*call_sent_cb)(int, void *);
 typedef void (*call_cancel_cb)(void *);
@@ -70,6 +71,9 @@ void		 call_request_keyed(struct call *, const char *,
 struct call	*call_start(struct session *, struct stream *, const cJSON *,
 		     const cJSON *);
 void		 call_set_tool(struct call *, const char *);
+/* The span of the call's message (taken; ended with the call). */
+void		 call_set_trace(struct call *, struct trace_span *);
+struct trace_span *call_trace(const struct call *);
 struct session	*call_session(const struct call *);
 struct stream	*call_stream(const struct call *);
 const cJSON	*call_id(const struct call *);

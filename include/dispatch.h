@@ -10,6 +10,7 @@ struct auth_principal;
 struct call;
 struct session;
 struct stream;
+struct trace_ctx;
 
 struct dispatch_method;
 
@@ -61,7 +62,8 @@ cJSON	*dispatch_quick(struct session *, const cJSON *);
 cJSON	*dispatch_quick_stateless(const struct auth_principal *,
 	    const cJSON *);
 cJSON	*dispatch_capabilities(int);
-void	 dispatch_start_call(struct call *, const cJSON *);
+void	 dispatch_start_call(struct call *, const cJSON *,
+	    const struct trace_ctx *);
 void	 dispatch_start(struct session *, struct stream *, const cJSON *);
 void	 dispatch_start_batch(struct session *, struct stream *,
 	    const cJSON *);

@@ -47,6 +47,7 @@
 #include "jwt.h"
 #include "log.h"
 #include "server.h"
+#include "trace.h"
 #include "xmalloc.h"
 
 #define AUTH_TOKEN_FILE_MAX	(1024 * 1024)
@@ -242,15 +243,13 @@ auth_bearer(const char *header, size_t *len)
 	return (p);
 }
 
-void
-auth_check(const char *header, auth_check_cb *cb, void *arg)
+static void
+auth_check_token(struct auth_check *c, const char *header)
 {
-	struct auth_check	*c;
 	const char		*token;
 	unsigned char		 hash[JWT_SHA256_LEN];
 	size_t			 len = 0, i;
 
-	c = auth_answer_new(cb, arg);
 	if ((token = auth_bearer(header, &len)) == NULL) {
 		auth_answer(c, AUTH_MISSING, "no bearer token");
 		return;
@@ -284,6 +283,26 @@ auth_check(const char *header, auth_check_cb *cb, void *arg)
 	}
 	auth_answer(c, AUTH_INVALID, auth.a->jwks_file != NULL ||
 	    auth.a->jwks_uri != NULL ? "not a JWT" : "unknown token");
+}
+
+/*
+ * A token check is a span under the current one (the HTTP request's),
+ * current while the check runs: a key set fetch or an introspection
+ * request it starts is traced under it.
+ */
+void
+auth_check(const char *header, auth_check_cb *cb, void *arg)
+{
+	struct auth_check	*c;
+	int			 depth;
+
+	c = auth_answer_new(cb, arg);
+	if (trace_current() != NULL)
+		c->span = trace_child("token check", TRACE_INTERNAL,
+		    trace_current());
+	depth = trace_enter(c->span);
+	auth_check_token(c, header);
+	trace_leave(depth);
 }
 
 size_t

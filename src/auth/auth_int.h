@@ -14,6 +14,7 @@
  *	auth_claim.c		what claims must say, for JWTs and
  *				introspection answers alike
  *	auth_principal.c	who a token stands for
+ *	auth_trace.c		the spans of a check's outbound requests
  *	jwt.c, jwks.c		signatures and key sets (OpenSSL)
  *
  * auth.c makes a check (auth_answer_new) and ends it, or hands it to
@@ -39,6 +40,7 @@
 struct conf_auth;
 struct event_base;
 struct http_client;
+struct trace_span;
 
 #define AUTH_CLAIM_MAX		1024		/* bytes of iss, sub, ... */
 #define AUTH_SCOPES_MAX		64		/* scopes kept of a token */
@@ -55,6 +57,7 @@ struct auth_check {
 	int			 counted;	/* in auth.pending */
 	unsigned char		 hash[JWT_SHA256_LEN];	/* the token's */
 	char			*scope_text;
+	struct trace_span	*span;		/* the check's, to its end */
 	TAILQ_ENTRY(auth_check)	 entry;		/* auth.checks */
 	TAILQ_ENTRY(auth_check)	 wait;		/* a waiting list */
 };
@@ -71,10 +74,20 @@ struct auth_cache {
 	int			 jwt;		/* a verified JWT */
 	uint64_t		 expires_ms;	/* monotonic */
 	struct http_client	*request;	/* on its way */
+	struct trace_span	*span;		/* the request's */
 	struct auth_checks	 waiters;
 	RB_ENTRY(auth_cache)	 tree;
 	TAILQ_ENTRY(auth_cache)	 order;
 };
+
+/*
+ * auth_trace.c: the outbound request of a check (jwks_uri,
+ * introspection) as a CLIENT span under the current one, its
+ * traceparent header, and its end with the response.
+ */
+struct trace_span *auth_trace_request(const char *, const char *);
+int		 auth_trace_header(const struct trace_span *, char *);
+void		 auth_trace_response(struct trace_span *, struct http_client *);
 
 /* auth_answer.c */
 void		 auth_answer_init(struct event_base *,

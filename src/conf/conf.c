@@ -1471,7 +1471,7 @@ conf_free(struct conf *conf)
 			free(*(char **)field);
 		else if (ce->type == CONF_WORDS)
 			xfree_words(*(char ***)field);
-		else if (ce->type == CONF_BLOCK && ce->free != NULL)
+		else if (ce->free != NULL)
 			ce->free(conf);
 	}
 	/* A field set by a custom parser. */

@@ -9,6 +9,7 @@
  *	conf_tool.c	tool NAME { }: its table and its parser
  *	conf_auth.c	auth { }: the same
  *	conf_upstream.c	upstream NAME { }: the same
+ *	conf_otel.c	the tracing directives' own syntax
  *	conf_print.c	mcpd -h, mcpd -M and mcpd.conf.example, from the tables
  */
 #ifndef MCPD_CONF_INT_H
@@ -94,11 +95,11 @@ struct conf_entry {
 	conf_block_cb		*block;		/* CONF_BLOCK */
 	const struct conf_table	*sub;		/* CONF_BLOCK: its directives */
 	/*
-	 * CONF_BLOCK, each optional: free what the blocks put into base
-	 * (conf_free); check them once the whole file is read; and, for a
-	 * block a running process cannot take up, keep old's in new on a
-	 * reload (1 if they differed). The engine names no block: it calls
-	 * these through the table.
+	 * CONF_BLOCK (free also CONF_LINE), each optional: free what the
+	 * row put into base (conf_free); check them once the whole file is
+	 * read; and, for a block a running process cannot take up, keep
+	 * old's in new on a reload (1 if they differed). The engine names
+	 * no block: it calls these through the table.
 	 */
 	void			(*free)(void *);
 	int			(*done)(void *, const char *, char **);
@@ -155,6 +156,15 @@ int		 conf_str_differ(const char *, const char *);
 char		*conf_str_copy(const char *);
 int		 conf_words_differ(char **, size_t, char **, size_t);
 char		**conf_words_copy(char **, size_t);
+
+/* conf_otel.c */
+conf_check_cb	 conf_check_otel_endpoint;
+conf_check_cb	 conf_check_otel_attribute;
+conf_check_cb	 conf_check_otel_name;
+conf_check_cb	 conf_check_otel_instance;
+conf_parse_cb	 conf_parse_otel_sample;
+conf_line_cb	 conf_line_otel_header;
+void		 conf_otel_headers_free(void *);
 
 /* conf_table.c */
 extern const struct conf_table conf_table_main;

@@ -577,7 +577,7 @@ stateless_start_call(struct stateless_req *mr, const cJSON *msg, int resumed,
 	TAILQ_INSERT_TAIL(&stateless_calls, mr, call_entry);
 	mr->running = 1;
 	mr->starting = 1;
-	dispatch_start_call(mr->call, msg);
+	dispatch_start_call(mr->call, msg, mrtr_origin(mr->mrtr));
 	mr->starting = 0;
 	if (stateless_done(mr))
 		stateless_maybe_free(mr);

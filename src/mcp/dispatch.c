@@ -22,11 +22,13 @@
 #include "log.h"
 #include "mcp.h"
 #include "mcpd.h"
+#include "mcptrace.h"
 #include "outbound.h"
 #include "provider.h"
 #include "session.h"
 #include "stream.h"
 #include "task.h"
+#include "trace.h"
 #include "xmalloc.h"
 
 /* tools/list page size; small lists fit on one page. */
@@ -136,6 +138,8 @@ dispatch_initialize(const cJSON *req, struct auth_principal *principal,
 	const cJSON	*requested;
 	const char	*version;
 	cJSON		*result, *info;
+	struct session	*s;
+	struct trace_span *sp;
 	int		 i;
 
 	*why = DISPATCH_INVALID;
@@ -154,11 +158,19 @@ dispatch_initialize(const cJSON *req, struct auth_principal *principal,
 			;
 		version = mcp_versions[i];
 	}
-	if (session_create(version, params, principal, cb, arg) == NULL) {
+	sp = mcptrace_server(req, NULL, version, NULL);
+	i = trace_enter(sp);
+	s = session_create(version, params, principal, cb, arg);
+	trace_leave(i);
+	if (s == NULL) {
+		mcptrace_error(sp, JSONRPC_INTERNAL_ERROR, "too many sessions");
+		trace_end(sp);
 		*why = DISPATCH_FULL;
 		*cause = "too many sessions";
 		return (NULL);
 	}
+	trace_attr_str(sp, "mcp.session.id", session_id(s));
+	trace_end(sp);
 	result = cJSON_CreateObject();
 	cJSON_AddStringToObject(result, "protocolVersion", version);
 	cJSON_AddItemToObject(result, "capabilities",
@@ -777,17 +789,33 @@ dispatch_run(const struct dispatch_ctx *ctx, const cJSON *req,
 	}
 	return (m->quick(ctx, dispatch_params(req), err));
 }
+/* The span of a message: its session's, or a stateless one's. */
+static struct trace_span *
+dispatch_span(struct session *s, const cJSON *req,
+    const struct trace_ctx *origin)
+{
+	return (mcptrace_server(req, s != NULL ? session_id(s) : NULL,
+	    s != NULL ? session_version(s) : MCP_STATELESS_VERSION, origin));
+}
+
 static cJSON *
 dispatch_answer(const struct dispatch_ctx *ctx, const cJSON *req)
 {
 	const cJSON		*id = cJSON_GetObjectItemCaseSensitive(req, "id");
 	struct dispatch_error	 err;
-	cJSON			*result;
+	struct trace_span	*sp = dispatch_span(ctx->s, req, NULL);
+	cJSON			*result, *answer;
+	int			 depth = trace_enter(sp);
 
 	if (!dispatch_params_ok(ctx->rev, req, &err) ||
-	    (result = dispatch_run(ctx, req, &err)) == NULL)
-		return (jsonrpc_error(id, err.code, err.message, NULL));
-	return (jsonrpc_result(id, result));
+	    (result = dispatch_run(ctx, req, &err)) == NULL) {
+		mcptrace_error(sp, err.code, err.message);
+		answer = jsonrpc_error(id, err.code, err.message, NULL);
+	} else
+		answer = jsonrpc_result(id, result);
+	trace_leave(depth);
+	trace_end(sp);
+	return (answer);
 }
 
 /* A quick method of session s (NULL in tests: no principal either). */
@@ -826,10 +854,13 @@ dispatch_call(struct session *s, struct stream *st, const cJSON *req)
 /*
  * Runs the method of a started call: a call method's handler, or a quick
  * method (in a batch that streams) answered on the stream. s NULL: a
- * stateless request's call.
+ * stateless request's call, whose trace goes on from origin (an earlier
+ * round's) unless its _meta says otherwise. The call's span is current
+ * while the handler runs: what it starts is traced under it.
  */
 static void
-dispatch_run_call(struct session *s, struct call *c, const cJSON *req)
+dispatch_run_call(struct session *s, struct call *c, const cJSON *req,
+    const struct trace_ctx *origin)
 {
 	const struct dispatch_method	*m;
 	struct dispatch_ctx		 ctx = { s, call_principal(c),
@@ -837,20 +868,22 @@ dispatch_run_call(struct session *s, struct call *c, const cJSON *req)
 					    MCP_REV_2026 };
 	struct dispatch_error		 err;
 	cJSON				*result;
+	int				 depth;
 
-	if (!dispatch_params_ok(ctx.rev, req, &err)) {
+	call_set_trace(c, dispatch_span(s, req, origin));
+	depth = trace_enter(call_trace(c));
+	if (!dispatch_params_ok(ctx.rev, req, &err))
 		dispatch_call_error(c, err.code, err.message);
-		return;
-	}
-	if ((m = dispatch_find(req, DISPATCH_CALL, ctx.rev)) != NULL) {
+	else if ((m = dispatch_find(req, DISPATCH_CALL, ctx.rev)) != NULL)
 		m->call(c, dispatch_params(req));
-		return;
+	else {
+		if ((result = dispatch_run(&ctx, req, &err)) != NULL)
+			call_respond(c, result);
+		else
+			call_respond_error(c, err.code, err.message);
+		call_release(c);
 	}
-	if ((result = dispatch_run(&ctx, req, &err)) != NULL)
-		call_respond(c, result);
-	else
-		call_respond_error(c, err.code, err.message);
-	call_release(c);
+	trace_leave(depth);
 }
 
 /*
@@ -858,16 +891,17 @@ dispatch_run_call(struct session *s, struct call *c, const cJSON *req)
  * to its sink: a call method, or a quick one answered through the call.
  */
 void
-dispatch_start_call(struct call *c, const cJSON *req)
+dispatch_start_call(struct call *c, const cJSON *req,
+    const struct trace_ctx *origin)
 {
-	dispatch_run_call(NULL, c, req);
+	dispatch_run_call(NULL, c, req, origin);
 }
 
 /* Starts a request whose response goes onto stream st. */
 void
 dispatch_start(struct session *s, struct stream *st, const cJSON *req)
 {
-	dispatch_run_call(s, dispatch_call(s, st, req), req);
+	dispatch_run_call(s, dispatch_call(s, st, req), req, NULL);
 }
 
 /*
@@ -898,7 +932,7 @@ dispatch_start_batch(struct session *s, struct stream *st,
 		if (call_finished(calls[i]))
 			call_release(calls[i]);
 		else
-			dispatch_run_call(s, calls[i], msg);
+			dispatch_run_call(s, calls[i], msg, NULL);
 		i++;
 	}
 	free(calls);
@@ -908,6 +942,8 @@ void
 dispatch_notification(struct session *s, const cJSON *msg)
 {
 	const struct dispatch_method	*m;
+	struct trace_span		*sp = dispatch_span(s, msg, NULL);
+	int				 depth = trace_enter(sp);
 
 	if ((m = dispatch_find(msg, DISPATCH_NOTIFICATION, MCP_REV_2025)) !=
 	    NULL)
@@ -915,6 +951,8 @@ dispatch_notification(struct session *s, const cJSON *msg)
 	else
 		log_debug("session=%s notification %s ignored", session_id(s),
 		    dispatch_method(msg));
+	trace_leave(depth);
+	trace_end(sp);
 }
 
 /* A client's answer to a server request: 0 if it was awaited, else -1. */

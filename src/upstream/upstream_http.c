@@ -39,6 +39,7 @@
 #include "http_client.h"
 #include "log.h"
 #include "server.h"
+#include "trace.h"
 #include "upstream_int.h"
 #include "upstream_sse.h"
 #include "xmalloc.h"
@@ -70,6 +71,8 @@ struct uhpost {
 	char			*cause;		/* it could not be sent */
 	char			*body;		/* a JSON answer, gathered */
 	size_t			 bodylen;
+	char			*traceparent;	/* its request's, or NULL */
+	char			*tracestate;
 	TAILQ_ENTRY(uhpost)	 entry;
 };
 TAILQ_HEAD(uhposts, uhpost);
@@ -117,6 +120,8 @@ uhpost_free(struct uhpost *p)
 	upstream_sse_free(p->parser);
 	free(p->cause);
 	free(p->body);
+	free(p->traceparent);
+	free(p->tracestate);
 	free(p);
 	upstream_http_maybe_free(h);
 }
@@ -374,7 +379,7 @@ uhpost_start(struct uhpost *p, const char *body, size_t len,
     const char *cursor)
 {
 	struct upstream_http		*h = p->h;
-	struct http_client_header	 hdrs[6];
+	struct http_client_header	 hdrs[8];
 	struct http_client_request	 r;
 	size_t				 n = 0;
 	char				*cause = NULL;
@@ -399,6 +404,14 @@ uhpost_start(struct uhpost *p, const char *body, size_t len,
 	if (cursor != NULL) {
 		hdrs[n].name = "Last-Event-ID";
 		hdrs[n++].value = cursor;
+	}
+	if (p->traceparent != NULL) {
+		hdrs[n].name = "traceparent";
+		hdrs[n++].value = p->traceparent;
+		if (p->tracestate != NULL) {
+			hdrs[n].name = "tracestate";
+			hdrs[n++].value = p->tracestate;
+		}
 	}
 	memset(&r, 0, sizeof r);
 	r.method = p->id == UPHTTP_DELETE ? "DELETE" : body != NULL ? "POST" :
@@ -454,9 +467,18 @@ upstream_http_send(void *arg, const char *line, size_t len, int64_t id)
 	struct upstream_http	*h = arg;
 	struct uhpost		*p;
 
+	struct trace_span	*sp = trace_current();
+	char			 tp[TRACE_PARENT_LEN + 1];
+
 	if (h->closed)
 		return (NULL);
 	p = uhpost_new(h, id);
+	/* The request's trace context (upstream.c made its span current). */
+	if (trace_traceparent(sp, tp) == 0) {
+		p->traceparent = xstrdup(tp);
+		if (trace_span_state(sp) != NULL)
+			p->tracestate = xstrdup(trace_span_state(sp));
+	}
 	uhpost_start(p, line, len - 1, NULL);
 	return (NULL);
 }
