@@ -257,6 +257,7 @@ class JwksServer(_Server):
         super().__init__(tls)
         self.keyset = keyset
         self.fetches = 0
+        self.traceparents = []          # each fetch's header, or None
         self.gate = threading.Event()   # cleared: fetches are held
         self.gate.set()
 
@@ -269,6 +270,7 @@ class JwksServer(_Server):
             return super().on_get(req)
         with self.cond:
             self.fetches += 1
+            self.traceparents.append(req.headers.get("traceparent"))
             self.cond.notify_all()
         self.gate.wait(60)
         with self.lock:
