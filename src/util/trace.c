@@ -145,6 +145,16 @@ trace_buf_str(struct trace_buf *b, const char *s, size_t len)
 	trace_buf_grow(b, len + 2);
 	b->p[b->len++] = '"';
 	for (i = 0; i < len; i += n) {
+		/* A run of plain ASCII goes as it is, in one copy. */
+		for (n = 0; i + n < len; n++) {
+			c = (unsigned char)s[i + n];
+			if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\')
+				break;
+		}
+		if (n > 0) {
+			trace_buf_add(b, s + i, n);
+			continue;
+		}
 		c = (unsigned char)s[i];
 		n = 1;
 		if (c == '"' || c == '\\') {
@@ -157,9 +167,6 @@ trace_buf_str(struct trace_buf *b, const char *s, size_t len)
 			b->p[b->len + 4] = trace_hexdigits[c >> 4];
 			b->p[b->len + 5] = trace_hexdigits[c & 0xf];
 			b->len += 6;
-		} else if (c < 0x80) {
-			trace_buf_grow(b, 1);
-			b->p[b->len++] = (char)c;
 		} else if ((n = utf8_sequence(s + i, len - i, 0)) == 0) {
 			n = 1;
 			trace_buf_add(b, "\\ufffd", 6);

@@ -7,6 +7,9 @@ or nothing for a while (slow). Tests wait on what it received with
 wait_spans(), never with sleeps.
 
     python3 tests/e2e/otlp_receiver.py [PORT]   # prints spans as they come
+    python3 tests/e2e/otlp_receiver.py --discard PORTFILE
+        # answers every POST 200 {} unread (scripts/bench-otel's sink); its
+        # port is written to PORTFILE
 """
 
 import http.server
@@ -232,7 +235,37 @@ class Receiver:
             return [s for s in self.spans if s["traceId"] == trace_id]
 
 
+def discard(portfile):
+    """A sink as cheap as it can be: the body read, never parsed."""
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"{}")
+
+    class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+        daemon_threads = True
+
+    srv = Server(("127.0.0.1", 0), Handler)
+    with open(portfile + ".tmp", "w") as f:
+        f.write(str(srv.server_address[1]))
+    import os
+    os.rename(portfile + ".tmp", portfile)
+    srv.serve_forever()
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--discard"]:
+        discard(sys.argv[2])
+        sys.exit(0)
     r = Receiver(int(sys.argv[1]) if len(sys.argv) > 1 else 4318)
     print(f"listening on {r.url}/v1/traces", flush=True)
     seen = 0
