@@ -2,7 +2,9 @@
 # Run the official MCP TypeScript SDK clients against a real mcpd: the v1
 # SDK on sessions (client_test.mjs), the v2 client on the stateless
 # 2026-07-28 path (client_v2_test.mjs), and the v2 client with the tasks
-# extension package (client_v2_tasks_test.mjs). Then the v1 SDK's
+# extension package (client_v2_tasks_test.mjs). Then the v1 client with
+# OpenTelemetry's API context against a daemon that exports spans to the
+# test's own receiver (otel_test.mjs). Then the v1 SDK's
 # cut-and-resume with events in flight (cut_test.mjs) against a daemon per
 # retention, on the memory log and, when MCPD_TEST_REDIS_URL is set
 # (scripts/with-redis), on Redis.
@@ -178,6 +180,28 @@ run_client client_test
 run_client client_v2_test
 run_client client_v2_tasks_test
 stop_mcpd
+
+# Issue 27 (otel_test.mjs): the SDK client with OpenTelemetry's API
+# context; mcpd exports to the script's own OTLP receiver, on a port
+# picked here.
+otelport=$(node -e 'const s=require("net").createServer();
+s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close();})')
+cat >"$tmp/mcpd.conf" <<EOF
+# written by tests/sdk/run.sh
+listen 127.0.0.1:0
+endpoint /mcp
+eventlog memory
+builtin_tools on
+drain_delay 0
+otel_endpoint http://127.0.0.1:$otelport
+otel_interval_ms 50
+EOF
+if start_mcpd; then
+	run_client otel_test "$otelport"
+	stop_mcpd
+else
+	status=1
+fi
 
 # Events in flight at a cut (issue 22, cut_test.mjs): a `stream` call of
 # 160 events cut early, in the middle and late under block, with
