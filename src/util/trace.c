@@ -98,6 +98,8 @@ trace_buf_grow(struct trace_buf *b, size_t more)
 static void
 trace_buf_add(struct trace_buf *b, const char *s, size_t len)
 {
+	if (len == 0)
+		return;
 	trace_buf_grow(b, len);
 	memcpy(b->p + b->len, s, len);
 	b->len += len;

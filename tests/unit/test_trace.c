@@ -126,8 +126,8 @@ exporter(size_t queue, size_t batch)
 
 /* The loop runs until cond, or 5 s (then the test fails). */
 #define RUN_UNTIL(cond) do {						\
-	int	_i;							\
-	for (_i = 0; _i < 5000 && !(cond); _i++) {			\
+	int	_k;							\
+	for (_k = 0; _k < 5000 && !(cond); _k++) {			\
 		struct timeval _tv = { 0, 1000 };			\
 		event_base_loopexit(base, &_tv);			\
 		event_base_dispatch(base);				\
@@ -338,7 +338,7 @@ START_TEST(test_encoding)
 	trace_link(sp, &other);
 	trace_error(sp, "-32602", "Invalid params: \"x\"");
 	trace_end(sp);
-	RUN_UNTIL(cJSON_GetArraySize(bodies) == 1);
+	RUN_UNTIL(cJSON_GetArraySize(bodies) == 1 && !otlp_busy());
 
 	rs = cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(bodies,
 	    0), "resourceSpans"), 0);
