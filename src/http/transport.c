@@ -568,10 +568,10 @@ transport_get(struct evhttp_request *req, struct auth_principal *who)
 
 /*
  * A resume of stream K stays in the trace of K's call, wherever that ran:
- * a span "stream resume" under the call's context (ctx: from the stream
- * if this process has it, else from the call record in a shared log,
- * lease_trace_get), ending with the response; it and the request's own
- * span link each other.
+ * a span "stream resume" under the call's context (ctx: from the stream,
+ * or the session's last streams, if this process knows it; else from the
+ * call record in a shared log, lease_trace_get), ending with the
+ * response; it and the request's own span link each other.
  */
 static void
 transport_resume(struct evhttp_request *req, struct session *s,
@@ -630,11 +630,13 @@ transport_get_session(struct evhttp_request *req, struct session *s,
 {
 	struct stream		*st;
 	struct transport_traced	*tt;
+	const struct trace_ctx	*ctx = NULL;
 
 	if (!stateless_room(req))
 		return;
-	if (from != NULL && trace_enabled && server.shared &&
-	    session_stream(s, from->stream) == NULL) {
+	if (from != NULL && trace_enabled)
+		ctx = session_trace_find(s, from->stream);
+	if (from != NULL && trace_enabled && ctx == NULL && server.shared) {
 		tt = xmalloc(sizeof *tt);
 		tt->req = req;
 		tt->session = s;
@@ -645,9 +647,7 @@ transport_get_session(struct evhttp_request *req, struct session *s,
 		return;
 	}
 	if (from != NULL) {
-		st = session_stream(s, from->stream);
-		transport_resume(req, s, from, st != NULL ? stream_trace_ctx(st) :
-		    NULL);
+		transport_resume(req, s, from, ctx);
 		return;
 	}
 	st = session_standalone(s);

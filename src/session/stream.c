@@ -151,8 +151,12 @@ stream_free_cb(evutil_socket_t fd, short events, void *arg)
 void
 stream_trace(struct stream *st, const struct trace_ctx *ctx)
 {
-	if (st->trace.state == TRACE_CTX_NONE && ctx != NULL)
-		st->trace = *ctx;
+	if (st->trace.state != TRACE_CTX_NONE || ctx == NULL ||
+	    ctx->state == TRACE_CTX_NONE)
+		return;
+	st->trace = *ctx;
+	if (st->kind == STREAM_REQUEST)
+		session_trace_keep(st->session, st->k, ctx);
 }
 
 const struct trace_ctx *

@@ -425,6 +425,29 @@ def test_otel_mrtr_round_on_another_instance_same_trace(h):
     close(r)
 
 
+def test_otel_resume_after_the_call_ended_same_trace(h):
+    """A stream read again with Last-Event-ID once its call has ended (its
+    stream object gone) is still traced into the call's trace."""
+    r = receiver(h)
+    d = start(h, r)
+    sid = d.initialize()
+    id = d.new_id()
+    reply = d.post(sid, tool_call("stream", {"n": 3}, id),
+                   headers={"traceparent": TP})
+    first = [e for e in reply.events if e.data][0]
+    again = d.get_sse(sid, last_event_id=first.id)
+    expect(again.status == 200, f"resume: HTTP {again.status}")
+    again.events_until_close(tmo(10))
+    spans = r.wait_spans(lambda s: any(x["name"] == "stream resume"
+                                       for x in s))
+    res = by_name(spans, "stream resume")
+    call = by_name(r.trace(TRACE), "tools/call stream")
+    expect(res["traceId"] == TRACE and res["parentSpanId"] ==
+           call["spanId"] and attr(res, "mcpd.last_event_id") == first.id,
+           f"resume {res}")
+    close(r)
+
+
 def test_otel_resume_on_another_instance_same_trace(h):
     """Redis: a call begun on A, cut, resumed on B (with no trace context
     of its own): B's resume is a span of the call's trace (the call
