@@ -316,6 +316,34 @@ def test_otel_token_check_and_key_set_fetch(h):
     close(r)
 
 
+def test_otel_introspection_request_carries_the_context(h):
+    """An opaque token's introspection is a CLIENT span under the token
+    check, and the endpoint gets its traceparent."""
+    sys.path.insert(0, HERE)
+    from test_auth import _introspected, auth_lines, bearer, write
+    r = receiver(h)
+    srv = authkit.IntrospectionServer("mcpd-rs", "intro-secret")
+    try:
+        srv.answers = {"opaque-otel": _introspected()}
+        secret = write(h, "client-secret", "intro-secret\n")
+        d2 = start(h, r, auth_lines(scopes="mcp", introspection=(
+            f"{srv.url('/introspect')} mcpd-rs {secret}")))
+        reply = d2.initialize_reply(headers={**bearer("opaque-otel"),
+                                             "traceparent": TP})
+        expect(reply.status == 200, f"initialize HTTP {reply.status}")
+        r.wait_spans(lambda s: any(x["name"] == "POST" and
+                                   x["traceId"] == TRACE for x in s))
+        check = by_name(r.trace(TRACE), "token check")
+        post = by_name(r.trace(TRACE), "POST")
+        expect(post["kind"] == 3 and post["parentSpanId"] ==
+               check["spanId"] and srv.traceparents[-1] ==
+               f"00-{TRACE}-{post['spanId']}-01",
+               f"introspection span {post}, header {srv.traceparents}")
+    finally:
+        srv.close()
+    close(r)
+
+
 def test_otel_receiver_down_or_slow_serves_on(h):
     """No receiver: requests are served, spans past otel_queue are
     dropped and counted, the queue stays within its bound. A receiver
@@ -422,6 +450,40 @@ def test_otel_mrtr_round_on_another_instance_same_trace(h):
            rb["parentSpanId"] == ra["spanId"],
            f"round 2 {rb['traceId']}/{rb.get('parentSpanId')} under "
            f"round 1 {ra['traceId']}/{ra['spanId']}")
+    close(r)
+
+
+def test_otel_task_polled_on_another_instance(h):
+    """Redis: a task made on A (in the client's trace) and polled on B by
+    a request with no trace context: B's poll is in the task's trace."""
+    need_shared_redis()
+    from test_tasks import EXT, FIXTURES, _get, _terminal
+    r = receiver(h)
+    a = start(h, r, **FIXTURES)
+    b = start(h, r, **FIXTURES)
+    sa, sb = a.initialize(LATEST), b.initialize(LATEST)
+    id = a.new_id()
+    res = a.post(sa, rpc("tools/call", {
+        "name": "slow_compute", "arguments": {"seconds": 0},
+        "_meta": EXT}, id), headers={"traceparent": TP}).rpc(id)
+    tid = res["result"]["taskId"]
+    _terminal(a, sa, tid)
+    _get(b, sb, tid)
+
+    def b_polled(spans):
+        owner = {x["_resource"]["service.instance.id"] for x in spans
+                 if x["name"] == "task slow_compute"}
+        return owner and any(x["name"] == "tasks/get" and
+                             x["traceId"] == TRACE and
+                             x["_resource"]["service.instance.id"] not in
+                             owner for x in spans)
+    r.wait_spans(b_polled, what="B's poll in the task's trace")
+    task = by_name(r.trace(TRACE), "task slow_compute")
+    polls = [s for s in r.trace(TRACE) if s["name"] == "tasks/get" and
+             s["_resource"]["service.instance.id"] !=
+             task["_resource"]["service.instance.id"]]
+    expect(polls and all(p["parentSpanId"] == task["spanId"]
+                         for p in polls), f"B's polls {polls}")
     close(r)
 
 
