@@ -544,3 +544,32 @@ def test_otel_resume_on_another_instance_same_trace(h):
     expect(any(link["spanId"] in {g["spanId"] for g in gets}
                for link in res.get("links", [])), "linked to B's request")
     close(r)
+
+
+def test_otel_reload_turns_it_on_and_off(h):
+    """otel_endpoint and otel_sample are taken up by SIGHUP."""
+    from test_reload import _reload
+    r = receiver(h)
+    d = h.start()
+    sid = d.initialize()
+    _reload(d, [f"otel_endpoint {r.url}", "otel_interval_ms 50"])
+    id = d.new_id()
+    d.post(sid, tool_call("echo", {"text": "on"}, id),
+           headers={"traceparent": TP}).rpc(id)
+    r.wait_spans(lambda s: any(x["name"] == "tools/call echo" for x in s),
+                 what="spans once tracing was turned on")
+    # Sampling every root, then none: a root's spans stop.
+    _reload(d, [f"otel_endpoint {r.url}", "otel_interval_ms 50",
+                "otel_sample 0"])
+    d.call(sid, "echo", {"text": "off"})
+    id = d.new_id()
+    d.post(sid, tool_call("echo", {"text": "parent"}, id),
+           headers={"traceparent": f"00-{META_TRACE}-c7ad6b7169203332-01"}
+           ).rpc(id)
+    spans = r.wait_spans(lambda s: any(x["traceId"] == META_TRACE and
+                                       x["name"] == "tools/call echo"
+                                       for x in s))
+    expect({s["traceId"] for s in spans} == {TRACE, META_TRACE},
+           f"a root sampled at ratio 0: "
+           f"{sorted({s['traceId'] for s in spans})}")
+    close(r)
