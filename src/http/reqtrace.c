@@ -151,8 +151,7 @@ reqtrace_begin(struct evhttp_request *req, const char *route)
 		state = evhttp_find_header(in, "tracestate");
 	}
 	method = reqtrace_method(req);
-	snprintf(name, sizeof name, "%s %s", method, route);
-	sp = trace_start(name, TRACE_SERVER, pp, state);
+	sp = trace_start(method, TRACE_SERVER, pp, state);
 	if (sp != NULL && pp == NULL && !trace_recording(sp) &&
 	    !trace_sampling())
 		return (trace_enter(sp));	/* ratio 0: nothing to keep */
@@ -170,7 +169,11 @@ reqtrace_begin(struct evhttp_request *req, const char *route)
 	rt->span = sp;
 	RB_INSERT(reqtrace_tree, &reqtrace_requests, rt);
 	reqtrace_n++;
-	reqtrace_attributes(sp, req, method, route);
+	if (trace_recording(sp)) {
+		snprintf(name, sizeof name, "%s %s", method, route);
+		trace_rename(sp, name);
+		reqtrace_attributes(sp, req, method, route);
+	}
 	return (trace_enter(sp));
 }
 

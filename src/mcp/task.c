@@ -1181,11 +1181,15 @@ task_trace_start(struct task_run *run, cJSON *rec)
 
 	if (!trace_enabled)
 		return;
+	run->span = trace_child("task", TRACE_INTERNAL, trace_current());
+	if (!trace_recording(run->span))
+		goto context;
 	snprintf(name, sizeof name, "task %s", run->tool);
-	run->span = trace_child(name, TRACE_INTERNAL, trace_current());
+	trace_rename(run->span, name);
 	trace_attr_str(run->span, "gen_ai.operation.name", "execute_tool");
 	trace_attr_str(run->span, "gen_ai.tool.name", run->tool);
 	trace_attr_str(run->span, "mcpd.task.handle", run->handle);
+context:
 	if (trace_traceparent(run->span, tp) == 0)
 		cJSON_AddStringToObject(task_mcpd(rec), "traceparent", tp);
 }

@@ -155,7 +155,9 @@ stream_trace(struct stream *st, const struct trace_ctx *ctx)
 	    ctx->state == TRACE_CTX_NONE)
 		return;
 	st->trace = *ctx;
-	if (st->kind == STREAM_REQUEST)
+	/* At ratio 0 a resume decides "not sampled" by itself. */
+	if (st->kind == STREAM_REQUEST && (ctx->state == TRACE_CTX_IDS ||
+	    trace_sampling()))
 		session_trace_keep(st->session, st->k, ctx);
 }
 
