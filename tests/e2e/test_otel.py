@@ -9,6 +9,7 @@ at exit, tasks, MRTR rounds and resumes taken by another instance."""
 
 import json
 import os
+import re
 import sys
 import time
 
@@ -54,6 +55,13 @@ def read_env(path):
 
 def receiver(h):
     return Receiver()
+
+
+def instance_id(d):
+    """The service.instance.id a daemon drew (its "tracing on" line)."""
+    m = re.search(r"tracing on: .* instance (\S+)", d.stderr_text())
+    expect(m is not None, "no \"tracing on\" line")
+    return m.group(1)
 
 
 def prom(d, name):
@@ -442,10 +450,11 @@ def test_otel_mrtr_round_on_another_instance_same_trace(h):
                                         f"tools/call {name}"]) >= 2)
     rounds = [s for s in spans if s["name"] == f"tools/call {name}"]
     ra = [s for s in rounds if s["_resource"]["service.instance.id"] ==
-          rounds[0]["_resource"]["service.instance.id"]][0]
-    rb = [s for s in rounds if s is not ra][0]
-    expect(ra["_resource"]["service.instance.id"] !=
-           rb["_resource"]["service.instance.id"], "two instances")
+          instance_id(a)]
+    rb = [s for s in rounds if s["_resource"]["service.instance.id"] ==
+          instance_id(b)]
+    expect(len(ra) == 1 and len(rb) == 1, f"one round on each: {rounds}")
+    ra, rb = ra[0], rb[0]
     expect(rb["traceId"] == ra["traceId"] and
            rb["parentSpanId"] == ra["spanId"],
            f"round 2 {rb['traceId']}/{rb.get('parentSpanId')} under "
