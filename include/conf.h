@@ -205,15 +205,15 @@ struct conf {
 	int			 access_log;
 
 	/* Tracing (OpenTelemetry): conf_otel.c, core/telemetry.c. */
-	char			*otel_endpoint;	/* .../v1/traces; NULL: off */
-	char			**otel_headers;	/* "Name: value", NULL-ended */
+	char			*otel_endpoint;	/* NULL: no tracing */
+	char			**otel_headers;	/* "Name: value" */
 	size_t			 notel_headers;
-	double			 otel_sample;	/* ratio of roots sampled */
+	double			 otel_sample;	/* roots sampled */
 	char			*otel_service_name;
 	char			*otel_instance_id; /* NULL: random */
 	char			**otel_resource; /* KEY=VALUE, NULL-ended */
 	size_t			 notel_resource;
-	long long		 otel_queue;	/* spans waiting, at most */
+	long long		 otel_queue;	/* spans waiting */
 	long long		 otel_batch;	/* spans a request */
 	long long		 otel_interval_ms;
 	long long		 otel_timeout;	/* seconds, a request */

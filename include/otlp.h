@@ -28,7 +28,7 @@ struct event_base;
 #define OTLP_BACKOFF_MAX_MS	30000
 
 struct otlp_settings {
-	const char		*url;		/* the receiver's /v1/traces */
+	const char		*url;		/* .../v1/traces */
 	char *const		*headers;	/* "Name: value" each */
 	size_t			 nheaders;
 	char *const		*resource;	/* "key=value" each */
@@ -44,11 +44,11 @@ struct otlp_settings {
 struct otlp_stats {
 	uint64_t	exported;	/* spans the receiver took */
 	uint64_t	dropped_full;	/* pushed past queue_max */
-	uint64_t	dropped_failed;	/* their batch could not be sent */
+	uint64_t	dropped_failed;	/* their batch was not taken */
 	uint64_t	rejected;	/* a partial success refused them */
 	uint64_t	requests_ok;
 	uint64_t	requests_failed;	/* each failed attempt */
-	size_t		queued;		/* spans waiting or in flight */
+	size_t		queued;		/* spans waiting, in flight */
 	size_t		queued_bytes;
 };
 
@@ -56,7 +56,8 @@ struct otlp_stats {
  * Starts, or takes new settings (copied; a reload's): NULL stops
  * exporting, dropping what is queued (counted).
  */
-void		otlp_configure(struct event_base *, const struct otlp_settings *);
+void		otlp_configure(struct event_base *,
+		    const struct otlp_settings *);
 /* A span in the OTLP/JSON mapping (copied): 0, or -1 when dropped. */
 int		otlp_push(const char *, size_t);
 /* Sends what is queued now, each batch once (shutdown). */

@@ -13,7 +13,8 @@ struct reqtrace;
 struct trace_span;
 
 /* Begins req's span (route: the endpoint); returns trace_enter's. */
-int			 reqtrace_begin(struct evhttp_request *, const char *);
+int			 reqtrace_begin(struct evhttp_request *,
+			     const char *);
 /* req's span (NULL: none, or not traced). */
 struct trace_span	*reqtrace_span(struct evhttp_request *);
 /*

@@ -57,7 +57,7 @@ struct auth_check {
 	int			 counted;	/* in auth.pending */
 	unsigned char		 hash[JWT_SHA256_LEN];	/* the token's */
 	char			*scope_text;
-	struct trace_span	*span;		/* the check's, to its end */
+	struct trace_span	*span;		/* the check's */
 	TAILQ_ENTRY(auth_check)	 entry;		/* auth.checks */
 	TAILQ_ENTRY(auth_check)	 wait;		/* a waiting list */
 };
@@ -87,7 +87,8 @@ struct auth_cache {
  */
 struct trace_span *auth_trace_request(const char *, const char *);
 int		 auth_trace_header(const struct trace_span *, char *);
-void		 auth_trace_response(struct trace_span *, struct http_client *);
+void		 auth_trace_response(struct trace_span *,
+		     struct http_client *);
 
 /* auth_answer.c */
 void		 auth_answer_init(struct event_base *,

@@ -40,7 +40,7 @@ struct reply_sse {
 	size_t				 access_bytes;
 	const char			*access_method;
 	char				*access_session;
-	struct reqtrace			*trace;		/* its spans */
+	struct reqtrace			*trace;	/* its spans */
 	char				 access_path[ACCESS_PATH_MAX + 1];
 };
 

@@ -401,7 +401,8 @@ lease_answer_traced_cb(const struct trace_ctx *ctx, void *arg)
 	struct lease_answer	*a = arg;
 
 	if (ctx != NULL) {
-		a->span = trace_start("lease answer", TRACE_INTERNAL, ctx, NULL);
+		a->span = trace_start("lease answer", TRACE_INTERNAL, ctx,
+		    NULL);
 		trace_attr_str(a->span, "mcp.session.id", a->sid);
 		trace_attr_int(a->span, "mcpd.stream.id", (int64_t)a->k);
 		trace_attr_int(a->span, "mcpd.answer.ids",

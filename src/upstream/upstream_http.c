@@ -71,7 +71,7 @@ struct uhpost {
 	char			*cause;		/* it could not be sent */
 	char			*body;		/* a JSON answer, gathered */
 	size_t			 bodylen;
-	char			*traceparent;	/* its request's, or NULL */
+	char			*traceparent;	/* its request's */
 	char			*tracestate;
 	TAILQ_ENTRY(uhpost)	 entry;
 };

@@ -48,16 +48,16 @@ static struct {
 	char			*url;
 	struct http_client_header *hdrs;	/* name and value, owned */
 	size_t			 nhdrs;
-	char			*head;		/* the request up to its spans */
+	char			*head;		/* up to the spans */
 	size_t			 queue_max;
 	size_t			 batch_max;
 	int			 interval_ms;
 	int			 timeout_ms;
 
-	struct otlp_batches	 batches;	/* the head may be in flight */
+	struct otlp_batches	 batches;	/* the first in flight */
 	struct otlp_batch	*sending;	/* in flight, or NULL */
 	struct http_client	*hc;
-	struct event		*timer;		/* interval, or back-off */
+	struct event		*timer;		/* interval, back-off */
 	int			 backing_off;
 	int			 flushing;
 	struct otlp_stats	 stats;

@@ -250,7 +250,8 @@ def test_otel_upstreams_carry_the_context(h):
                    f"{name}: _meta.traceparent {tp!r} for span "
                    f"{mine[0]['spanId']}")
         web = [ln for ln in f.log().splitlines() if "POST tools/call" in ln]
-        expect(web and web[-1].endswith(f"traceparent={metas['web_echo']['traceparent']}"),
+        want = metas["web_echo"]["traceparent"]
+        expect(web and web[-1].endswith(f"traceparent={want}"),
                f"the HTTP upstream's header: {web[-1:]}")
 
         # sampling/createMessage from the upstream, answered by us.

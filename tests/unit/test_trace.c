@@ -35,10 +35,10 @@ static struct evhttp		*http;
 static int			 port;
 static char			 url[64];
 static int			 posts;		/* requests received */
-static int			 answer = 200;	/* what the receiver says */
-static int			 fail_first;	/* answer 503 to so many */
+static int			 answer = 200;	/* the receiver's */
+static int			 fail_first;	/* 503s first */
 static cJSON			*bodies;	/* every body accepted */
-static char			 auth[128];	/* its Authorization header */
+static char			 auth[128];	/* Authorization */
 
 static void
 receiver_cb(struct evhttp_request *req, void *arg)
