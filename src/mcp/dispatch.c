@@ -789,6 +789,7 @@ dispatch_run(const struct dispatch_ctx *ctx, const cJSON *req,
 	}
 	return (m->quick(ctx, dispatch_params(req), err));
 }
+
 /* The span of a message: its session's, or a stateless one's. */
 static struct trace_span *
 dispatch_span(struct session *s, const cJSON *req,

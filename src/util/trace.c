@@ -33,11 +33,19 @@
 /* 2^56: roots are sampled by the low 56 bits of their trace id. */
 #define TRACE_RANDOM_SPAN	72057594037927936.0
 
+/*
+ * A growing buffer. One that starts in storage of its owner's (inline)
+ * moves to the heap only when it outgrows it.
+ */
 struct trace_buf {
 	char		*p;
 	size_t		 len;
 	size_t		 size;
+	char		*inline_p;	/* the owner's storage, or NULL */
 };
+
+/* Attributes that fit here cost a span no allocation of their own. */
+#define TRACE_ATTRS_INLINE	640
 
 struct trace_span {
 	struct trace_ctx ctx;
@@ -56,6 +64,7 @@ struct trace_span {
 	struct trace_buf attrs;		/* encoded, comma-separated */
 	struct trace_buf links;
 	char		 name[TRACE_NAME_MAX];
+	char		 attrs_inline[TRACE_ATTRS_INLINE];
 };
 
 int			 trace_enabled;
@@ -88,11 +97,25 @@ static int	trace_log_ids(char *, char *);
 static void
 trace_buf_grow(struct trace_buf *b, size_t more)
 {
+	char	*p;
+
 	if (b->len + more <= b->size)
 		return;
 	b->size = b->size * 2 > b->len + more ? b->size * 2 :
 	    b->len + more + 256;
-	b->p = xrealloc(b->p, b->size);
+	if (b->p != NULL && b->p == b->inline_p) {
+		p = xmalloc(b->size);
+		memcpy(p, b->p, b->len);
+		b->p = p;
+	} else
+		b->p = xrealloc(b->p, b->size);
+}
+
+static void
+trace_buf_free(struct trace_buf *b)
+{
+	if (b->p != b->inline_p)
+		free(b->p);
 }
 
 static void
@@ -111,14 +134,17 @@ trace_buf_cat(struct trace_buf *b, const char *s)
 	trace_buf_add(b, s, strlen(s));
 }
 
+/* v in decimal, without printf (a span has several numbers). */
 static void
 trace_buf_u64(struct trace_buf *b, uint64_t v)
 {
-	char	num[24];
-	int	n;
+	char	num[24], *p = num + sizeof num;
 
-	n = snprintf(num, sizeof num, "%llu", (unsigned long long)v);
-	trace_buf_add(b, num, (size_t)n);
+	do {
+		*--p = (char)('0' + v % 10);
+		v /= 10;
+	} while (v != 0);
+	trace_buf_add(b, p, (size_t)(num + sizeof num - p));
 }
 
 static void
@@ -420,6 +446,8 @@ trace_start(const char *name, enum trace_kind kind,
 	sp->ctx.state = TRACE_CTX_IDS;
 	sp->recording = sampled != 0;
 	sp->kind = (uint8_t)kind;
+	sp->attrs.p = sp->attrs.inline_p = sp->attrs_inline;
+	sp->attrs.size = sizeof sp->attrs_inline;
 	if (sp->recording) {
 		sp->start_ns = clock_wall_ns();
 		strlcpy(sp->name, name, sizeof sp->name);
@@ -511,13 +539,14 @@ trace_attr_str(struct trace_span *sp, const char *key, const char *value)
 void
 trace_attr_int(struct trace_span *sp, const char *key, int64_t value)
 {
-	char	num[24];
-
 	if (!trace_attr_open(sp, key, 24))
 		return;
-	snprintf(num, sizeof num, "%lld", (long long)value);
 	trace_buf_cat(&sp->attrs, "\"intValue\":\"");
-	trace_buf_cat(&sp->attrs, num);
+	if (value < 0) {
+		trace_buf_add(&sp->attrs, "-", 1);
+		trace_buf_u64(&sp->attrs, (uint64_t)0 - (uint64_t)value);
+	} else
+		trace_buf_u64(&sp->attrs, (uint64_t)value);
 	trace_buf_cat(&sp->attrs, "\"}}");
 }
 
@@ -649,8 +678,8 @@ trace_end(struct trace_span *sp)
 		otlp_push(trace_out.p, trace_out.len);
 	}
 	trace_nlive--;
-	free(sp->attrs.p);
-	free(sp->links.p);
+	trace_buf_free(&sp->attrs);
+	trace_buf_free(&sp->links);
 	free(sp->state);
 	free(sp->message);
 	free(sp);
