@@ -157,8 +157,9 @@ def test_otel_call_spans_one_trace_and_mapping(h):
               "access" in ln["msg"]]
     expect(traced and traced[0]["span_id"] in
            [s["spanId"] for s in http], f"access lines {traced}")
-    expect(prom(d, "mcpd_otel_spans_exported_total") >= len(mine),
-           "exported counter")
+    # Counted once mcpd has read the receiver's answer.
+    wait_prom(d, "mcpd_otel_spans_exported_total",
+              lambda v: v >= len(mine), "exported counter")
     close(r)
 
 
