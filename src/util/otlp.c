@@ -31,6 +31,8 @@
 
 /* What is read of a receiver's answer. */
 #define OTLP_RESPONSE_MAX	(64 * 1024)
+/* A new batch's first allocation. */
+#define OTLP_BATCH_RESERVE	(64 * 1024)
 
 struct otlp_batch {
 	char			*buf;		/* SPAN,SPAN,... */
@@ -207,6 +209,7 @@ int
 otlp_push(const char *span, size_t len)
 {
 	struct otlp_batch	*b;
+	size_t			 reserve;
 
 	if (!otlp.on)
 		return (-1);
@@ -220,17 +223,26 @@ otlp_push(const char *span, size_t len)
 		TAILQ_INSERT_TAIL(&otlp.batches, b, entry);
 	}
 	if (b->len + len + 1 > b->size) {
+		/*
+		 * Batches fill fast under load: few reallocations. The first
+		 * holds batch_max spans of 1 KiB at most, so a queue of
+		 * one-span batches (batch_max 1) reserves little.
+		 */
+		reserve = otlp.batch_max * 1024 < OTLP_BATCH_RESERVE ?
+		    otlp.batch_max * 1024 : OTLP_BATCH_RESERVE;
 		b->size = b->size * 2 > b->len + len + 1 ? b->size * 2 :
-		    b->len + len + 4096;
+		    b->len + len + reserve;
 		b->buf = xrealloc(b->buf, b->size);
 	}
-	if (b->nspans > 0)
+	if (b->nspans > 0) {
 		b->buf[b->len++] = ',';
+		otlp.stats.queued_bytes++;
+	}
 	memcpy(b->buf + b->len, span, len);
 	b->len += len;
 	b->nspans++;
 	otlp.stats.queued++;
-	otlp.stats.queued_bytes += len + 1;
+	otlp.stats.queued_bytes += len;
 	otlp_schedule();
 	return (0);
 }

@@ -417,6 +417,8 @@ START_TEST(test_batches)
 	ck_assert_int_eq(posts, 3);
 	ck_assert_uint_eq(st.exported, 5);
 	ck_assert_uint_eq(st.requests_ok, 3);
+	ck_assert_uint_eq(st.queued, 0);
+	ck_assert_uint_eq(st.queued_bytes, 0);
 }
 END_TEST
 
