@@ -40,7 +40,8 @@ if ! command -v node >/dev/null 2>&1; then
 fi
 if [ ! -d "$dir/node_modules/@modelcontextprotocol/sdk" ] ||
     [ ! -d "$dir/node_modules/@modelcontextprotocol/client" ] ||
-    [ ! -d "$dir/node_modules/@modelcontextprotocol/ext-tasks" ]; then
+    [ ! -d "$dir/node_modules/@modelcontextprotocol/ext-tasks" ] ||
+    [ ! -d "$dir/node_modules/@opentelemetry/context-async-hooks" ]; then
 	echo "== npm ci in $dir (node_modules missing)"
 	(cd "$dir" && npm ci --no-audit --no-fund --loglevel=error) >&2
 fi
