@@ -389,9 +389,12 @@ def test_otel_receiver_down_or_slow_serves_on(h):
 
 def test_otel_flush_at_exit(h):
     """Spans still queued at exit are sent: the interval is a minute, so
-    they leave only with the flush on SIGTERM."""
+    they leave only with the flush on SIGTERM. They carry otel_header's
+    value, read from its file, which no log line shows."""
     r = receiver(h)
-    d = start(h, r, otel_interval_ms="60000")
+    secret = h.write("otel-auth", "Bearer otel-s3cret\n")
+    d = start(h, r, [f"otel_header Authorization {secret}"],
+              otel_interval_ms="60000")
     sid = d.initialize()
     id = d.new_id()
     d.post(sid, tool_call("echo", {"text": "x"}, id),
@@ -400,6 +403,9 @@ def test_otel_flush_at_exit(h):
     d.stop()
     r.wait_spans(lambda s: any(x["name"] == "tools/call echo" for x in s),
                  what="the spans flushed at exit")
+    expect(all(hd.get("authorization") == "Bearer otel-s3cret"
+               for hd, _ in r.requests), "otel_header on every export")
+    expect("otel-s3cret" not in d.stderr_text(), "the header in the log")
     close(r)
 
 
