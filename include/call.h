@@ -23,6 +23,7 @@ struct call;
 struct limit_ticket;
 struct session;
 struct stream;
+struct trace_span;
 
 typedef void (*call_sent_cb)(int, void *);
 typedef void (*call_cancel_cb)(void *);
@@ -84,6 +85,9 @@ void		 call_set_audit(struct call *, struct audit_rec *);
 void		 call_set_ticket(struct call *, struct limit_ticket *);
 cJSON		*call_audit_context(const struct call *);
 void		 call_limited(struct call *, const char *);
+/* The span of the call's message (taken; ended with the call). */
+void		 call_set_trace(struct call *, struct trace_span *);
+struct trace_span *call_trace(const struct call *);
 struct session	*call_session(const struct call *);
 struct stream	*call_stream(const struct call *);
 const cJSON	*call_id(const struct call *);

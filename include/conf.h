@@ -409,6 +409,20 @@ struct conf {
 	int			 audit_arguments;
 	long long		 audit_queue;	/* bytes of lines waiting */
 
+	/* Tracing (OpenTelemetry): conf_otel.c, core/telemetry.c. */
+	char			*otel_endpoint;	/* NULL: no tracing */
+	char			**otel_headers;	/* "Name: value" */
+	size_t			 notel_headers;
+	double			 otel_sample;	/* roots sampled */
+	char			*otel_service_name;
+	char			*otel_instance_id; /* NULL: random */
+	char			**otel_resource; /* KEY=VALUE, NULL-ended */
+	size_t			 notel_resource;
+	long long		 otel_queue;	/* spans waiting */
+	long long		 otel_batch;	/* spans a request */
+	long long		 otel_interval_ms;
+	long long		 otel_timeout;	/* seconds, a request */
+
 	char			*state_key_file;	/* NULL: none */
 	char			*state_key_previous_file;
 	long long		 state_key_rotation;	/* seconds */

@@ -11,18 +11,22 @@ struct call;
 struct limit_ticket;
 struct session;
 struct stream;
+struct trace_ctx;
 
 /*
  * What the edge knows of a request that the calls it starts keep: the
  * path it arrived on, and whether its tools/call was checked against the
  * limits already (answered 429 there if not admitted), with the slots
  * it holds (taken). A call not checked at the edge (a batch's) is
- * checked as it starts, and answered -32023 if refused.
+ * checked as it starts, and answered -32023 if refused. A stateless
+ * call's trace goes on from the context of its earlier round.
  */
 struct dispatch_origin {
 	const char		*endpoint;
 	int			 admitted;
 	struct limit_ticket	*ticket;
+	const struct trace_ctx	*trace;		/* a stateless call's earlier
+						   round's, or NULL */
 };
 
 struct dispatch_method;

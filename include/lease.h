@@ -39,6 +39,18 @@ void	 lease_take(const char *, uint64_t, const cJSON *, const cJSON *);
 void	 lease_renew(const char *, uint64_t);
 
 /*
+ * Tracing: the context of stream K's call (the call record "t:K", beside
+ * the ids it owes), so that whoever resumes K or answers its calls
+ * elsewhere traces into the same trace. lease_trace_get's cb runs once,
+ * on a later loop turn, with the context or NULL (none, or the log could
+ * not say).
+ */
+struct trace_ctx;
+void	 lease_trace(const char *, uint64_t, const struct trace_ctx *);
+typedef void (*lease_trace_cb)(const struct trace_ctx *, void *);
+void	 lease_trace_get(const char *, uint64_t, lease_trace_cb, void *);
+
+/*
  * Whether the owner of stream K is gone: cb runs once, on a later loop
  * turn, with the request ids K owes (maybe none) and K's head when the
  * lease lapsed while K is open; with ids NULL when the owner is alive, K

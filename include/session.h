@@ -21,6 +21,7 @@ struct event_base;
 struct session;
 struct stream;
 struct stream_watcher;
+struct trace_ctx;
 
 /* 128 random bits as 32 hex digits. */
 #define SESSION_ID_LEN	32
@@ -84,6 +85,10 @@ void		 session_stream_add(struct session *, struct stream *);
 void		 session_stream_remove(struct session *, struct stream *);
 size_t		 session_stream_count(const struct session *);
 struct stream	*session_stream(struct session *, uint64_t);
+/* Tracing: the context of stream K's call (stream.c keeps it here). */
+void		 session_trace_keep(struct session *, uint64_t,
+		     const struct trace_ctx *);
+const struct trace_ctx *session_trace_find(struct session *, uint64_t);
 void		 session_stream_lost(struct session *, uint64_t, int);
 void		 session_cancel_calls(struct session *, uint64_t,
 		     const char *);

@@ -47,6 +47,7 @@
 #include "jwt.h"
 #include "log.h"
 #include "server.h"
+#include "trace.h"
 #include "xmalloc.h"
 
 #define AUTH_TOKEN_FILE_MAX	(1024 * 1024)
@@ -288,27 +289,13 @@ auth_endpoint_resource(const char *path)
 	return (s);
 }
 
-void
-auth_check(const char *header, const char *endpoint, auth_check_cb *cb,
-    void *arg)
+static void
+auth_check_token(struct auth_check *c, const char *header)
 {
-	const struct conf_endpoint	*ep;
-	struct auth_check		*c;
-	const char			*token;
-	unsigned char			 hash[JWT_SHA256_LEN];
-	size_t				 len = 0, i;
+	const char		*token;
+	unsigned char		 hash[JWT_SHA256_LEN];
+	size_t			 len = 0, i;
 
-	c = auth_answer_new(cb, arg);
-	if (endpoint != NULL) {
-		c->endpoint = xstrdup(endpoint);
-		c->result.endpoint = c->endpoint;
-		if ((ep = auth_endpoint_block(endpoint)) != NULL) {
-			c->scopes = auth_words_copy(ep->scopes,
-			    ep->nscopes);
-			c->nscopes = ep->nscopes;
-		}
-	}
-	c->resource = auth_endpoint_resource(endpoint);
 	if ((token = auth_bearer(header, &len)) == NULL) {
 		auth_answer(c, AUTH_MISSING, "no bearer token");
 		return;
@@ -344,6 +331,38 @@ auth_check(const char *header, const char *endpoint, auth_check_cb *cb,
 	}
 	auth_answer(c, AUTH_INVALID, auth.a->jwks_file != NULL ||
 	    auth.a->jwks_uri != NULL ? "not a JWT" : "unknown token");
+}
+
+/*
+ * A token check is a span under the current one (the HTTP request's),
+ * current while the check runs: a key set fetch or an introspection
+ * request it starts is traced under it.
+ */
+void
+auth_check(const char *header, const char *endpoint, auth_check_cb *cb,
+    void *arg)
+{
+	const struct conf_endpoint	*ep;
+	struct auth_check		*c;
+	int				 depth;
+
+	c = auth_answer_new(cb, arg);
+	if (endpoint != NULL) {
+		c->endpoint = xstrdup(endpoint);
+		c->result.endpoint = c->endpoint;
+		if ((ep = auth_endpoint_block(endpoint)) != NULL) {
+			c->scopes = auth_words_copy(ep->scopes,
+			    ep->nscopes);
+			c->nscopes = ep->nscopes;
+		}
+	}
+	c->resource = auth_endpoint_resource(endpoint);
+	if (trace_current() != NULL)
+		c->span = trace_child("token check", TRACE_INTERNAL,
+		    trace_current());
+	depth = trace_enter(c->span);
+	auth_check_token(c, header);
+	trace_leave(depth);
 }
 
 size_t

@@ -15,6 +15,7 @@
 #include "auth_int.h"
 #include "conf.h"
 #include "log.h"
+#include "trace.h"
 #include "xmalloc.h"
 
 static struct {
@@ -24,12 +25,29 @@ static struct {
 	size_t			 pending;
 } answer;
 
+/* The check's span ends with its answer. */
+static void
+auth_answer_trace(struct auth_check *c)
+{
+	static const char *const results[] = { "ok", "missing", "invalid",
+	    "forbidden", "unavailable" };
+
+	if ((size_t)c->result.status < sizeof results / sizeof results[0])
+		trace_attr_str(c->span, "mcpd.auth.result",
+		    results[c->result.status]);
+	if (c->result.status == AUTH_UNAVAILABLE)
+		trace_error(c->span, "unavailable", c->result.description);
+	trace_end(c->span);
+	c->span = NULL;
+}
+
 static void
 auth_answer_deliver_cb(evutil_socket_t fd, short events, void *arg)
 {
 	struct auth_check	*c = arg;
 
 	TAILQ_REMOVE(&answer.checks, c, entry);
+	auth_answer_trace(c);
 	c->cb(&c->result, c->arg);
 	auth_principal_unref(c->result.principal);
 	event_free(c->ev);

@@ -14,6 +14,7 @@
  *	auth_claim.c		what claims must say, for JWTs and
  *				introspection answers alike
  *	auth_principal.c	who a token stands for
+ *	auth_trace.c		the spans of a check's outbound requests
  *	jwt.c, jwks.c		signatures and key sets (OpenSSL)
  *
  * auth.c makes a check (auth_answer_new) and ends it, or hands it to
@@ -40,6 +41,7 @@ struct conf_auth;
 struct conf_endpoint;
 struct event_base;
 struct http_client;
+struct trace_span;
 
 #define AUTH_CLAIM_MAX		1024		/* bytes of iss, sub, ... */
 #define AUTH_SCOPES_MAX		64		/* scopes kept of a token */
@@ -63,6 +65,7 @@ struct auth_check {
 	char			**scopes;	/* its own required scopes */
 	size_t			 nscopes;
 	char			*scope_text;
+	struct trace_span	*span;		/* the check's */
 	TAILQ_ENTRY(auth_check)	 entry;		/* auth.checks */
 	TAILQ_ENTRY(auth_check)	 wait;		/* a waiting list */
 };
@@ -79,6 +82,7 @@ struct auth_cache {
 	int			 jwt;		/* a verified JWT */
 	uint64_t		 expires_ms;	/* monotonic */
 	struct http_client	*request;	/* on its way */
+	struct trace_span	*span;		/* the request's */
 	struct auth_checks	 waiters;
 	RB_ENTRY(auth_cache)	 tree;
 	TAILQ_ENTRY(auth_cache)	 order;
@@ -87,6 +91,16 @@ struct auth_cache {
 /* auth.c */
 char		*auth_endpoint_resource(const char *);
 const struct conf_endpoint *auth_endpoint_block(const char *);
+
+/*
+ * auth_trace.c: the outbound request of a check (jwks_uri,
+ * introspection) as a CLIENT span under the current one, its
+ * traceparent header, and its end with the response.
+ */
+struct trace_span *auth_trace_request(const char *, const char *);
+int		 auth_trace_header(const struct trace_span *, char *);
+void		 auth_trace_response(struct trace_span *,
+		     struct http_client *);
 
 /* auth_answer.c */
 void		 auth_answer_init(struct event_base *,

@@ -20,6 +20,7 @@
 #include "credential.h"
 #include "http_client.h"
 #include "log.h"
+#include "trace.h"
 #include "xmalloc.h"
 
 #define AUTH_INTROSPECT_MAX	(64 * 1024)	/* bytes of an answer */
@@ -122,6 +123,8 @@ auth_introspect_cb(struct http_client *hc, void *arg)
 	size_t			 len;
 
 	e->request = NULL;
+	auth_trace_response(e->span, hc);
+	e->span = NULL;
 	if (http_client_status(hc) == 200) {
 		body = http_client_body(hc, &len);
 		auth_introspect_read(e, body, len);
@@ -166,9 +169,10 @@ auth_introspect_check(struct auth_check *c, const char *token, size_t len)
 {
 	struct auth_cache		*e;
 	struct http_client_request	 r;
-	struct http_client_header	 h[3];
+	struct http_client_header	 h[4];
 	char				*body, *tok, *id, *secret, *pair;
 	char				*basic = NULL, *cause;
+	char				 tp[TRACE_PARENT_LEN + 1];
 	size_t				 nh = 0;
 
 	if ((e = auth_cache_find(c->hash)) != NULL && e->jwt) {
@@ -229,6 +233,11 @@ auth_introspect_check(struct auth_check *c, const char *token, size_t len)
 		h[nh].name = "Authorization";
 		h[nh++].value = basic;
 	}
+	e->span = auth_trace_request("POST", intro.a->introspection);
+	if (auth_trace_header(e->span, tp) == 0) {
+		h[nh].name = "traceparent";
+		h[nh++].value = tp;
+	}
 	memset(&r, 0, sizeof r);
 	r.method = "POST";
 	r.url = intro.a->introspection;
@@ -248,6 +257,9 @@ auth_introspect_check(struct auth_check *c, const char *token, size_t len)
 		free(basic);
 	}
 	if (e->request == NULL) {
+		trace_error(e->span, "connection", cause);
+		trace_end(e->span);
+		e->span = NULL;
 		log_limited(LOG_LEVEL_WARN, "auth-introspection", "auth: "
 		    "introspection: %s", cause);
 		free(cause);

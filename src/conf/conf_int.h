@@ -16,6 +16,7 @@
  *	conf_openapi.c	openapi NAME { }: the same
  *	conf_limit.c	limit NAME { }: the same
  *	conf_redis.c	the redis event log's address, credentials and TLS
+ *	conf_otel.c	the tracing directives' own syntax
  *	conf_print.c	mcpd -h, mcpd -M and mcpd.conf.example, from the tables
  */
 #ifndef MCPD_CONF_INT_H
@@ -109,12 +110,13 @@ struct conf_entry {
 	conf_block_cb		*block;		/* CONF_BLOCK */
 	const struct conf_table	*sub;		/* CONF_BLOCK: its directives */
 	/*
-	 * CONF_BLOCK (and the eventlog row, whose parser fills fields of
-	 * its own), each optional: free what the row put into base
-	 * (conf_free); check it once the whole file is read; and, for what
-	 * a running process cannot take up, keep old's in new on a reload
-	 * (1 if they differed; a row with a check is checked again then).
-	 * The engine names no row: it calls these through the table.
+	 * CONF_BLOCK (free also CONF_LINE, and the eventlog row, whose
+	 * parser fills fields of its own), each optional: free what the
+	 * row put into base (conf_free); check it once the whole file is
+	 * read; and, for what a running process cannot take up, keep old's
+	 * in new on a reload (1 if they differed; a row with a check is
+	 * checked again then). The engine names no row: it calls these
+	 * through the table.
 	 */
 	void			(*free)(void *);
 	int			(*done)(void *, const char *, char **);
@@ -194,6 +196,14 @@ conf_check_cb	 conf_check_tls_file;
 int		 conf_redis_done(void *, const char *, char **);
 int		 conf_redis_keep(void *, const void *);
 void		 conf_redis_free(void *);
+/* conf_otel.c */
+conf_check_cb	 conf_check_otel_endpoint;
+conf_check_cb	 conf_check_otel_attribute;
+conf_check_cb	 conf_check_otel_name;
+conf_check_cb	 conf_check_otel_instance;
+conf_parse_cb	 conf_parse_otel_sample;
+conf_line_cb	 conf_line_otel_header;
+void		 conf_otel_headers_free(void *);
 
 /* conf_table.c */
 extern const struct conf_table conf_table_main;

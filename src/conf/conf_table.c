@@ -443,6 +443,74 @@ static const struct conf_entry conf_entries[] = {
 	    "log, the instance running a task reads its record every 250 "
 	    "ms for a tasks/cancel or tasks/update another instance took.)"),
 
+	{ .name = "otel_endpoint", .type = CONF_STRING,
+	  .offset = CONF_OFF(otel_endpoint),
+	  .check = conf_check_otel_endpoint, .args = "none|URL",
+	  .def = "none", .example = "http://127.0.0.1:4318",
+	  .section = "Tracing (OpenTelemetry)",
+	  .help = "Where spans go: an OTLP/HTTP receiver (an OpenTelemetry "
+	  "Collector, Jaeger, Tempo; docs/operations.md), sent as JSON. As "
+	  "with OTEL_EXPORTER_OTLP_ENDPOINT, a URL whose path is empty or "
+	  "\"/\" is sent to URL/v1/traces, any other path as it is. Spans "
+	  "are batched on a bounded queue (otel_queue) that never holds "
+	  "the daemon up: past it they are dropped and counted in /metrics; "
+	  "a request the receiver answers 429, 502, 503 or 504, or does not "
+	  "answer, is sent again with back-off; what is queued is sent at "
+	  "exit. Trace context is taken from the traceparent and tracestate "
+	  "headers and from params._meta (which wins for its message), and "
+	  "passed on to upstreams, exec tools (TRACEPARENT), key-set and "
+	  "introspection requests. none: no tracing, nothing passed on." },
+	{ .name = "otel_header", .type = CONF_LINE,
+	  .line = conf_line_otel_header, .free = conf_otel_headers_free,
+	  .flags = CONF_REPEAT, .args = "NAME FILE",
+	  .def_text = "none",
+	  .help = "A header every export request carries (an API key, an "
+	  "Authorization), its value the first line of FILE, an absolute "
+	  "path (otel_header Authorization /etc/mcpd/otel-auth), read at "
+	  "start-up and on every reload and never logged. May repeat, at "
+	  "most 32 headers." },
+	{ .name = "otel_sample", .type = CONF_CUSTOM,
+	  .parse = conf_parse_otel_sample, .args = "RATIO", .def = "1",
+	  .help = "The ratio of traces started here that are sampled, from "
+	  "0 to 1, parent-based: a request whose traceparent (header or "
+	  "params._meta) says sampled is traced whatever this says, one "
+	  "that says not sampled is not; for the others the decision comes "
+	  "from the trace id, so every instance decides alike. 0 costs "
+	  "almost nothing." },
+	{ .name = "otel_service_name", .type = CONF_STRING,
+	  .offset = CONF_OFF(otel_service_name),
+	  .check = conf_check_otel_name, .args = "NAME", .def = "mcpd",
+	  .help = "The resource attribute service.name of every span "
+	  "(service.version is mcpd's version)." },
+	{ .name = "otel_instance_id", .type = CONF_STRING,
+	  .offset = CONF_OFF(otel_instance_id),
+	  .check = conf_check_otel_instance, .args = "random|ID",
+	  .def = "random",
+	  .help = "The resource attribute service.instance.id: random is a "
+	  "UUID drawn at start-up, so each process is told apart." },
+	{ .name = "otel_resource", .type = CONF_WORDS,
+	  .offset = CONF_OFF(otel_resource),
+	  .offset2 = CONF_OFF(notel_resource),
+	  .check = conf_check_otel_attribute, .args = "KEY=VALUE...",
+	  .def_text = "none",
+	  .example = "deployment.environment.name=production",
+	  .help = "More resource attributes, as strings (a KEY of letters, "
+	  "digits, \".\", \"_\" and \"-\"); they override the three "
+	  "above when they name one of them." },
+	CONF_NUMBER("otel_queue", CONF_INTEGER, otel_queue, 16, 1000000,
+	    "4096", "Finished spans waiting to be sent, at most (each at "
+	    "most 16 KiB encoded); a span past it is dropped and counted "
+	    "(mcpd_otel_spans_dropped_total{reason=\"queue_full\"})."),
+	CONF_NUMBER("otel_batch", CONF_INTEGER, otel_batch, 1, 100000, "512",
+	    "Spans sent in one export request, at most."),
+	CONF_NUMBER("otel_interval_ms", CONF_MILLISECONDS, otel_interval_ms,
+	    10, 60000, "1000", "How long a span may wait for its batch to "
+	    "fill before the batch is sent anyway."),
+	CONF_NUMBER("otel_timeout", CONF_SECONDS, otel_timeout, 1, 300, "10",
+	    "How long one export request may take; one that takes longer "
+	    "counts as failed and is sent again (OTLP_ATTEMPTS, 5, at "
+	    "most)."),
+
 	{ .name = "log_level", .type = CONF_CUSTOM,
 	  .parse = conf_parse_log_level, .args = "debug|info|warn|error",
 	  .def = "info", .section = "Logging",

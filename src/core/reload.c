@@ -32,6 +32,7 @@
 #include "reload.h"
 #include "server.h"
 #include "statekey.h"
+#include "telemetry.h"
 
 /* More than conf_keep_restart_only can name. */
 #define RELOAD_KEPT_MAX	16
@@ -98,6 +99,7 @@ reload_conf(void)
 	provider_init(new);
 	audit_configure(new);
 	limit_reload();
+	telemetry_configure(server.base, new);
 	conf_release(old);
 	log_info("reload: %s applied: log level %s, %zu exec tools, builtin "
 	    "tools %s", new->path, log_level_name(new->log_level),

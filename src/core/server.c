@@ -45,6 +45,7 @@
 #include "session.h"
 #include "statekey.h"
 #include "task.h"
+#include "telemetry.h"
 #include "transport.h"
 #include "view.h"
 #include "xmalloc.h"
@@ -681,6 +682,7 @@ server_run(struct conf *conf)
 	limit_init();
 	exec_init(base);
 	http_client_init(base);	/* before the providers: HTTP upstreams */
+	telemetry_configure(base, conf);	/* spans from here on */
 	provider_init(conf);
 	if (auth_init(base, conf, &cause) != 0) {
 		log_error("auth: %s", cause);
@@ -774,6 +776,7 @@ out:
 		provider_shutdown();	/* upstreams stopped */
 		exec_shutdown();	/* cancelled calls: programs reaped */
 		server_drain(base);
+		telemetry_flush(base, server.conf);	/* the last spans */
 	}
 	server_timers_free();
 	statekey_stop();

@@ -20,9 +20,9 @@
  *			(eventlog_publish: a plain PUBLISH, not the
  *			script; the messages are in peer.h).
  *   mcpd:{SID}:x:NAME	notes (eventlog_note_set: plain SET with PX, not
- *			the script): leases l:K and r:K (lease.c), answers
- *			a:ID (outbound.c), delivery progress p:K
- *			(progress.c).
+ *			the script): leases l:K and r:K, the call's trace
+ *			t:K (lease.c), answers a:ID (outbound.c),
+ *			delivery progress p:K (progress.c).
  *   mcpd:{TID}:task	a task's record (task.c), its hash tag the task id
  *			(apart from every session): "REV RECORD", REV the
  *			revision, written only by the script's task

@@ -30,12 +30,14 @@
 #include "limit.h"
 #include "mcpd.h"
 #include "metrics.h"
+#include "otlp.h"
 #include "prometheus.h"
 #include "provider_openapi.h"
 #include "provider_upstream.h"
 #include "server.h"
 #include "session.h"
 #include "spool.h"
+#include "trace.h"
 #include "view.h"
 #include "xmalloc.h"
 
@@ -351,6 +353,41 @@ prom_open_fds(void)
 	return (n - 1);		/* the directory's own descriptor */
 }
 
+/* Tracing's exporter (otlp.c), while otel_endpoint is set. */
+static void
+prom_otel(struct prom *p)
+{
+	struct otlp_stats	st;
+
+	if (server.conf->otel_endpoint == NULL)
+		return;
+	otlp_get_stats(&st);
+	prom_value(p, "mcpd_otel_spans_exported_total", "counter",
+	    "Spans the OTLP receiver took.", (double)st.exported);
+	prom_head(p, "mcpd_otel_spans_dropped_total", "counter", "Spans not "
+	    "exported: the queue was full (otel_queue), their request "
+	    "failed for good, or the receiver refused them.");
+	prom_printf(p, "mcpd_otel_spans_dropped_total{reason=\"queue_full\"} "
+	    "%llu\nmcpd_otel_spans_dropped_total{reason=\"export_failed\"} "
+	    "%llu\nmcpd_otel_spans_dropped_total{reason=\"rejected\"} %llu\n",
+	    (unsigned long long)st.dropped_full,
+	    (unsigned long long)st.dropped_failed,
+	    (unsigned long long)st.rejected);
+	prom_head(p, "mcpd_otel_export_requests_total", "counter",
+	    "Export requests (attempts) by result.");
+	prom_printf(p, "mcpd_otel_export_requests_total{result=\"ok\"} %llu\n"
+	    "mcpd_otel_export_requests_total{result=\"failed\"} %llu\n",
+	    (unsigned long long)st.requests_ok,
+	    (unsigned long long)st.requests_failed);
+	prom_value(p, "mcpd_otel_queue_spans", "gauge", "Spans waiting to be "
+	    "exported or in flight.", (double)st.queued);
+	prom_value(p, "mcpd_otel_queue_bytes", "gauge", "Bytes of the spans "
+	    "waiting to be exported or in flight.", (double)st.queued_bytes);
+	prom_value(p, "mcpd_otel_spans_open", "gauge", "Spans begun and not "
+	    "ended yet (each belongs to a request, call or job running).",
+	    (double)trace_live());
+}
+
 static void
 prom_process(struct prom *p)
 {
@@ -496,6 +533,7 @@ prometheus_text(size_t *len)
 	prom_openapis(&p);
 	prom_limits(&p);
 	prom_audit(&p);
+	prom_otel(&p);
 	prom_process(&p);
 	*len = p.len;
 	return (p.buf);

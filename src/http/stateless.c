@@ -589,6 +589,7 @@ stateless_start_call(struct stateless_req *mr, const cJSON *msg, int resumed,
 	TAILQ_INSERT_TAIL(&stateless_calls, mr, call_entry);
 	mr->running = 1;
 	mr->starting = 1;
+	o->trace = mrtr_origin(mr->mrtr);
 	dispatch_start_call(mr->call, msg, o);
 	mr->starting = 0;
 	if (stateless_done(mr))
@@ -642,7 +643,7 @@ stateless_checked_cb(struct limit_ticket *t, const struct limit_refusal *r,
 {
 	struct stateless_check	*sc = arg;
 	struct stateless_req	*mr = sc->mr;
-	struct dispatch_origin	 o = { sc->path, 1, t };
+	struct dispatch_origin	 o = { sc->path, 1, t, NULL };
 
 	mr->checking = 0;
 	if (stateless_done(mr))
@@ -670,7 +671,7 @@ stateless_call(struct stateless_req *mr, const cJSON *msg, int resumed,
 	struct limit_subject	 sub;
 	struct limit_refusal	 r;
 	struct stateless_check	*sc;
-	struct dispatch_origin	 o = { endpoint, 1, NULL };
+	struct dispatch_origin	 o = { endpoint, 1, NULL, NULL };
 	char			*path;
 
 	path = endpoint != NULL ? xstrdup(endpoint) : NULL;

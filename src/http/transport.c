@@ -24,6 +24,7 @@
 #include "health.h"
 #include "jsonrpc.h"
 #include "limit.h"
+#include "lease.h"
 #include "listen.h"
 #include "log.h"
 #include "mcp.h"
@@ -32,9 +33,11 @@
 #include "prometheus.h"
 #include "provider.h"
 #include "reply.h"
+#include "reqtrace.h"
 #include "server.h"
 #include "session.h"
 #include "stream.h"
+#include "trace.h"
 #include "transport.h"
 #include "view.h"
 #include "xmalloc.h"
@@ -356,7 +359,7 @@ transport_admitted(struct evhttp_request *req, struct session *s,
     const cJSON *msg, enum eventlog_status logged, const char *path,
     struct limit_ticket *t)
 {
-	struct dispatch_origin	o = { path, 1, t };
+	struct dispatch_origin	o = { path, 1, t, NULL };
 
 	if (transport_stream_room(req, s))
 		transport_open_stream(req, s, msg, logged, &o);
@@ -598,7 +601,7 @@ transport_batch(struct evhttp_request *req, struct session *s, cJSON *batch,
 	cJSON			*msg, *responses;
 	enum jsonrpc_kind	 kind;
 	const char		*cause;
-	struct dispatch_origin	 o = { NULL, 0, NULL };
+	struct dispatch_origin	 o = { NULL, 0, NULL, NULL };
 	char			*path;
 	int			 requests = 0, streams = 0;
 
@@ -739,6 +742,60 @@ transport_get(struct evhttp_request *req, struct auth_principal *who)
 }
 
 /*
+ * A resume of stream K stays in the trace of K's call, wherever that ran:
+ * a span "stream resume" under the call's context (ctx: from the stream,
+ * or the session's last streams, if this process knows it; else from the
+ * call record in a shared log, lease_trace_get), ending with the
+ * response; it and the request's own span link each other.
+ */
+static void
+transport_resume(struct evhttp_request *req, struct session *s,
+    const struct cursor *from, const struct trace_ctx *ctx)
+{
+	struct trace_span	*http = reqtrace_span(req), *sp = NULL;
+	char			 cursor[48];
+	int			 depth;
+
+	if (ctx != NULL && ctx->state != TRACE_CTX_NONE) {
+		sp = trace_start("stream resume", TRACE_INTERNAL, ctx, NULL);
+		trace_link(sp, trace_span_ctx(http));
+		trace_link(http, ctx);
+		if (trace_recording(sp)) {
+			cursor_format(cursor, sizeof cursor, from->stream,
+			    from->seq);
+			trace_attr_str(sp, "mcp.session.id", session_id(s));
+			trace_attr_int(sp, "mcpd.stream.id",
+			    (int64_t)from->stream);
+			trace_attr_str(sp, "mcpd.last_event_id", cursor);
+		}
+		reqtrace_attach(req, sp);
+	}
+	depth = trace_enter(sp != NULL ? sp : http);
+	view_resume(req, s, from);
+	trace_leave(depth);
+}
+
+struct transport_traced {
+	struct evhttp_request	*req;
+	struct session		*session;
+	struct cursor		 from;
+};
+
+static void
+transport_traced_cb(const struct trace_ctx *ctx, void *arg)
+{
+	struct transport_traced	*tt = arg;
+
+	if (session_closed(tt->session))
+		reply_error(tt->req, 404, JSONRPC_SESSION_NOT_FOUND,
+		    "Session not found", NULL);
+	else
+		transport_resume(tt->req, tt->session, &tt->from, ctx);
+	session_unref(tt->session);
+	free(tt);
+}
+
+/*
  * GET once the session is known: a resume from cursor `from`, or (from is
  * NULL) the standalone stream.
  */
@@ -746,12 +803,26 @@ static void
 transport_get_session(struct evhttp_request *req, struct session *s,
     const struct cursor *from)
 {
-	struct stream	*st;
+	struct stream		*st;
+	struct transport_traced	*tt;
+	const struct trace_ctx	*ctx = NULL;
 
 	if (!stateless_room(req))
 		return;
+	if (from != NULL && trace_enabled)
+		ctx = session_trace_find(s, from->stream);
+	if (from != NULL && trace_enabled && ctx == NULL && server.shared) {
+		tt = xmalloc(sizeof *tt);
+		tt->req = req;
+		tt->session = s;
+		tt->from = *from;
+		session_ref(s);
+		lease_trace_get(session_id(s), from->stream,
+		    transport_traced_cb, tt);
+		return;
+	}
 	if (from != NULL) {
-		view_resume(req, s, from);
+		transport_resume(req, s, from, ctx);
 		return;
 	}
 	st = session_standalone(s);
@@ -831,6 +902,7 @@ static void
 transport_loaded_cb(struct session *s, int status, void *arg)
 {
 	struct transport_wait	*w = arg;
+	int			 depth = trace_enter(reqtrace_span(w->req));
 
 	if (s != NULL)
 		transport_serve(w->req, s, w->msg, w->resume ? &w->from : NULL,
@@ -844,6 +916,7 @@ transport_loaded_cb(struct session *s, int status, void *arg)
 	cJSON_Delete(w->msg);
 	auth_principal_unref(w->who);
 	free(w);
+	trace_leave(depth);
 }
 
 /*
@@ -854,6 +927,7 @@ static void
 transport_reread_cb(struct session *s, int status, void *arg)
 {
 	struct transport_wait	*w = arg;
+	int			 depth = trace_enter(reqtrace_span(w->req));
 
 	if (session_closed(s))
 		reply_error(w->req, 404, JSONRPC_SESSION_NOT_FOUND,
@@ -864,6 +938,7 @@ transport_reread_cb(struct session *s, int status, void *arg)
 	cJSON_Delete(w->msg);
 	auth_principal_unref(w->who);
 	free(w);
+	trace_leave(depth);
 }
 
 /*
@@ -964,9 +1039,12 @@ transport_authorized_cb(const struct auth_result *r, void *arg)
 {
 	struct evhttp_request	*req = arg;
 	char			*challenge, *message;
+	int			 depth;
 
 	if (r->status == AUTH_OK) {
+		depth = trace_enter(reqtrace_span(req));
 		transport_route(req, r->principal);
+		trace_leave(depth);
 		return;
 	}
 	if (r->status == AUTH_UNAVAILABLE) {
@@ -991,15 +1069,19 @@ transport_authorized_cb(const struct auth_result *r, void *arg)
 static void
 transport_endpoint_cb(struct evhttp_request *req, void *arg)
 {
+	int	depth;
+
 	transport_begin(req);
-	if (transport_check_common(req) != 0)
-		return;
-	if (!auth_enabled()) {
-		transport_route(req, NULL);
-		return;
+	depth = reqtrace_begin(req, transport_endpoint(req));
+	if (transport_check_common(req) == 0) {
+		if (!auth_enabled())
+			transport_route(req, NULL);
+		else
+			auth_check(transport_header(req, "Authorization"),
+			    transport_endpoint(req), transport_authorized_cb,
+			    req);
 	}
-	auth_check(transport_header(req, "Authorization"),
-	    transport_endpoint(req), transport_authorized_cb, req);
+	trace_leave(depth);
 }
 
 /*

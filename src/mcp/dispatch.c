@@ -24,11 +24,13 @@
 #include "log.h"
 #include "mcp.h"
 #include "mcpd.h"
+#include "mcptrace.h"
 #include "outbound.h"
 #include "provider.h"
 #include "session.h"
 #include "stream.h"
 #include "task.h"
+#include "trace.h"
 #include "xmalloc.h"
 
 /* tools/list page size; small lists fit on one page. */
@@ -143,6 +145,8 @@ dispatch_initialize(const cJSON *req, struct auth_principal *principal,
 	const cJSON	*requested;
 	const char	*version;
 	cJSON		*result, *info;
+	struct session	*s;
+	struct trace_span *sp;
 	int		 i;
 
 	*why = DISPATCH_INVALID;
@@ -161,12 +165,20 @@ dispatch_initialize(const cJSON *req, struct auth_principal *principal,
 			;
 		version = mcp_versions[i];
 	}
-	if (session_create(version, params, principal, endpoint, cb,
-	    arg) == NULL) {
+	sp = mcptrace_server(req, NULL, version, NULL);
+	i = trace_enter(sp);
+	s = session_create(version, params, principal, endpoint, cb,
+	    arg);
+	trace_leave(i);
+	if (s == NULL) {
+		mcptrace_error(sp, JSONRPC_INTERNAL_ERROR, "too many sessions");
+		trace_end(sp);
 		*why = DISPATCH_FULL;
 		*cause = "too many sessions";
 		return (NULL);
 	}
+	trace_attr_str(sp, "mcp.session.id", session_id(s));
+	trace_end(sp);
 	result = cJSON_CreateObject();
 	cJSON_AddStringToObject(result, "protocolVersion", version);
 	cJSON_AddItemToObject(result, "capabilities",
@@ -836,17 +848,34 @@ dispatch_run(const struct dispatch_ctx *ctx, const cJSON *req,
 	}
 	return (m->quick(ctx, dispatch_params(req), err));
 }
+
+/* The span of a message: its session's, or a stateless one's. */
+static struct trace_span *
+dispatch_span(struct session *s, const cJSON *req,
+    const struct trace_ctx *origin)
+{
+	return (mcptrace_server(req, s != NULL ? session_id(s) : NULL,
+	    s != NULL ? session_version(s) : MCP_STATELESS_VERSION, origin));
+}
+
 static cJSON *
 dispatch_answer(const struct dispatch_ctx *ctx, const cJSON *req)
 {
 	const cJSON		*id = cJSON_GetObjectItemCaseSensitive(req, "id");
 	struct dispatch_error	 err;
-	cJSON			*result;
+	struct trace_span	*sp = dispatch_span(ctx->s, req, NULL);
+	cJSON			*result, *answer;
+	int			 depth = trace_enter(sp);
 
 	if (!dispatch_params_ok(ctx->rev, req, &err) ||
-	    (result = dispatch_run(ctx, req, &err)) == NULL)
-		return (jsonrpc_error(id, err.code, err.message, NULL));
-	return (jsonrpc_result(id, result));
+	    (result = dispatch_run(ctx, req, &err)) == NULL) {
+		mcptrace_error(sp, err.code, err.message);
+		answer = jsonrpc_error(id, err.code, err.message, NULL);
+	} else
+		answer = jsonrpc_result(id, result);
+	trace_leave(depth);
+	trace_end(sp);
+	return (answer);
 }
 
 /* A quick method of session s (NULL in tests: no principal either). */
@@ -917,6 +946,12 @@ dispatch_limited(const cJSON *id, const struct limit_refusal *r)
 	return (err);
 }
 
+/*
+ * The method of a call admitted to run: a call method's handler, or a
+ * quick method (in a batch that streams) answered on the stream. The
+ * call's span is current while it runs: what it starts is traced under
+ * it.
+ */
 static void
 dispatch_run_method(struct session *s, struct call *c, const cJSON *req)
 {
@@ -926,16 +961,19 @@ dispatch_run_method(struct session *s, struct call *c, const cJSON *req)
 					    MCP_REV_2026, call_endpoint(c) };
 	struct dispatch_error		 err;
 	cJSON				*result;
+	int				 depth;
 
-	if ((m = dispatch_find(req, DISPATCH_CALL, ctx.rev)) != NULL) {
+	depth = trace_enter(call_trace(c));
+	if ((m = dispatch_find(req, DISPATCH_CALL, ctx.rev)) != NULL)
 		m->call(c, dispatch_params(req));
-		return;
+	else {
+		if ((result = dispatch_run(&ctx, req, &err)) != NULL)
+			call_respond(c, result);
+		else
+			call_respond_error(c, err.code, err.message);
+		call_release(c);
 	}
-	if ((result = dispatch_run(&ctx, req, &err)) != NULL)
-		call_respond(c, result);
-	else
-		call_respond_error(c, err.code, err.message);
-	call_release(c);
+	trace_leave(depth);
 }
 
 /* A call's limit check that had to wait for the shared log. */
@@ -1019,9 +1057,10 @@ dispatch_admit(struct session *s, struct call *c, const cJSON *req,
 }
 
 /*
- * Runs the method of a started call: a call method's handler, or a quick
- * method (in a batch that streams) answered on the stream. s NULL: a
- * stateless request's call. Audited methods get their record here.
+ * Runs the method of a started call once it is admitted. s NULL: a
+ * stateless request's call, whose trace goes on from o->trace (an
+ * earlier round's) unless its _meta says otherwise. Audited methods get
+ * their record here.
  */
 static void
 dispatch_run_call(struct session *s, struct call *c, const cJSON *req,
@@ -1029,7 +1068,9 @@ dispatch_run_call(struct session *s, struct call *c, const cJSON *req,
 {
 	struct dispatch_error	 err;
 	int			 rev = s != NULL ? MCP_REV_2025 : MCP_REV_2026;
+	int			 depth;
 
+	call_set_trace(c, dispatch_span(s, req, o != NULL ? o->trace : NULL));
 	call_set_audit(c, audit_begin(dispatch_method(req), dispatch_params(req),
 	    call_principal(c), s != NULL ? session_id(s) : NULL,
 	    call_version(c), call_id(c), o != NULL ? o->endpoint : NULL));
@@ -1038,7 +1079,9 @@ dispatch_run_call(struct session *s, struct call *c, const cJSON *req,
 		o->ticket = NULL;
 	}
 	if (!dispatch_params_ok(rev, req, &err)) {
+		depth = trace_enter(call_trace(c));
 		dispatch_call_error(c, err.code, err.message);
+		trace_leave(depth);
 		return;
 	}
 	if (dispatch_admit(s, c, req, o))
@@ -1102,6 +1145,8 @@ void
 dispatch_notification(struct session *s, const cJSON *msg)
 {
 	const struct dispatch_method	*m;
+	struct trace_span		*sp = dispatch_span(s, msg, NULL);
+	int				 depth = trace_enter(sp);
 
 	if ((m = dispatch_find(msg, DISPATCH_NOTIFICATION, MCP_REV_2025)) !=
 	    NULL)
@@ -1109,6 +1154,8 @@ dispatch_notification(struct session *s, const cJSON *msg)
 	else
 		log_debug("session=%s notification %s ignored", session_id(s),
 		    dispatch_method(msg));
+	trace_leave(depth);
+	trace_end(sp);
 }
 
 /* A client's answer to a server request: 0 if it was awaited, else -1. */

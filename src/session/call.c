@@ -25,11 +25,13 @@
 #include "limit.h"
 #include "log.h"
 #include "mcp.h"
+#include "mcptrace.h"
 #include "metrics.h"
 #include "outbound.h"
 #include "server.h"
 #include "session.h"
 #include "stream.h"
+#include "trace.h"
 #include "xmalloc.h"
 
 struct call {
@@ -47,6 +49,7 @@ struct call {
 	struct audit_rec *audit;	/* its audit line, until written */
 	struct limit_ticket *ticket;	/* its concurrency slots */
 	int		 interrupted;	/* it ends with no answer of its own */
+	struct trace_span *span;	/* its message's, ended with it */
 
 	/*
 	 * A stateless (2026-07-28) request's call has no session nor
@@ -263,7 +266,44 @@ call_free(struct call *c)
 	cJSON_Delete(c->id);
 	cJSON_Delete(c->progress_token);
 	free(c->tool);
+	trace_end(c->span);
 	free(c);
+}
+
+/*
+ * The span of the call's message (mcptrace_server's), ended when the call
+ * answers or is cancelled: its whole life. Its stream's commits are
+ * traced under it (the first call of a stream gives the stream its
+ * context, stream_trace).
+ */
+void
+call_set_trace(struct call *c, struct trace_span *sp)
+{
+	trace_end(c->span);
+	c->span = sp;
+	if (c->stream != NULL && sp != NULL)
+		stream_trace(c->stream, trace_span_ctx(sp));
+}
+
+struct trace_span *
+call_trace(const struct call *c)
+{
+	return (c->span);
+}
+
+/* The call has ended: its span ends, with the response's outcome. */
+static void
+call_trace_end(struct call *c, const cJSON *msg)
+{
+	if (c->span == NULL)
+		return;
+	if (msg != NULL)
+		mcptrace_outcome(c->span, cJSON_GetObjectItemCaseSensitive(msg,
+		    "result"), cJSON_GetObjectItemCaseSensitive(msg, "error"));
+	else
+		trace_attr_bool(c->span, "mcpd.call.cancelled", 1);
+	trace_end(c->span);
+	c->span = NULL;
 }
 
 /*
@@ -403,6 +443,7 @@ call_cancel(struct call *c, const char *reason)
 	    NULL);
 	audit_write(c->audit);
 	c->audit = NULL;
+	call_trace_end(c, NULL);
 	if (call_finish(c))
 		stream_close(c->stream);
 	if (c->sink != NULL)
@@ -651,12 +692,31 @@ call_answer(struct call *c, const char *key, const cJSON *result)
 	return (0);
 }
 
+/* A request to the client, traced: its span ends with the answer. */
+struct call_traced {
+	call_response_cb	 cb;
+	void			*arg;
+	struct trace_span	*span;
+};
+
+static void
+call_request_traced_cb(const cJSON *result, const cJSON *error, void *arg)
+{
+	struct call_traced	*ct = arg;
+
+	mcptrace_outcome(ct->span, result, error);
+	trace_end(ct->span);
+	ct->cb(result, error, ct->arg);
+	free(ct);
+}
+
 void
 call_request_keyed(struct call *c, const char *key, const char *method,
     cJSON *params, call_response_cb cb, void *arg)
 {
-	const char	*id;
-	cJSON		*msg;
+	struct call_traced	*ct = NULL;
+	const char		*id;
+	cJSON			*msg, *idj;
 
 	if (c->finished) {
 		cJSON_Delete(params);
@@ -668,7 +728,24 @@ call_request_keyed(struct call *c, const char *key, const char *method,
 		return;
 	}
 	c->asked = 1;
+	if (trace_enabled) {
+		/* Its round trip is a span: the answer ends it. */
+		ct = xmalloc(sizeof *ct);
+		ct->cb = cb;
+		ct->arg = arg;
+		cb = call_request_traced_cb;
+		arg = ct;
+	}
 	id = outbound_new(c, session_id(c->session), cb, arg);
+	if (ct != NULL) {
+		idj = cJSON_CreateString(id);
+		ct->span = mcptrace_client(method, params, idj, c->span,
+		    "tcp");
+		cJSON_Delete(idj);
+		trace_attr_str(ct->span, "mcp.session.id",
+		    session_id(c->session));
+		mcptrace_inject(params, ct->span);
+	}
 	msg = jsonrpc_notification(method, params);
 	cJSON_AddStringToObject(msg, "id", id);
 	log_debug("session=%s request %s %s sent", session_id(c->session), id,
@@ -735,6 +812,7 @@ call_send_response(struct call *c, cJSON *msg)
 		call_count(c, METRICS_TOOL_ERROR);
 	else
 		call_count(c, METRICS_TOOL_OK);
+	call_trace_end(c, msg);
 
 	c->audit = NULL;
 	if (c->sink != NULL) {

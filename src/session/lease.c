@@ -44,6 +44,10 @@
  *    a bound even if the log stays away: it resumes, is answered 503 while
  *    the log is down, then reads the error.
  *
+ * With tracing on, the owner also writes "t:K", the traceparent of K's
+ * call, for as long as "r:K" lives: a process that resumes K or answers
+ * its calls (2, 3) traces them into the call's trace.
+ *
  * This file is the log side of all three: the notes, the checks, the
  * answers, the retries. It names streams by session id and K and keeps no
  * pointer into sessions or streams; stream.c decides when to call it and
@@ -66,13 +70,14 @@
 #include "log.h"
 #include "server.h"
 #include "session.h"
+#include "trace.h"
 #include "xmalloc.h"
 
 #define LEASE_SETTLE_RETRY_MS	500
 #define LEASE_SETTLE_GRACE_MS	3000
 #define LEASE_SETTLE_CONFLICTS	16
 
-/* "l:K" (the lease) or "r:K" (the ids owed). */
+/* "l:K" (the lease), "r:K" (the ids owed) or "t:K" (the call's trace). */
 #define LEASE_NAME_LEN		40
 
 static void
@@ -171,6 +176,69 @@ lease_renew(const char *sid, uint64_t k)
 {
 	if (server.shared)
 		lease_note(sid, k, "l", "1", lease_ttl_ms(), 0);
+}
+
+void
+lease_trace(const char *sid, uint64_t k, const struct trace_ctx *ctx)
+{
+	const struct conf	*conf = server.conf;
+	char			 tp[TRACE_PARENT_LEN + 1];
+
+	if (!server.shared)
+		return;
+	/* Not sampled, while some roots are: "-", so resumes are not either. */
+	if (ctx->state == TRACE_CTX_DROPPED && trace_sampling())
+		strlcpy(tp, "-", sizeof tp);
+	else if (trace_format(ctx, tp) != 0)
+		return;
+	lease_note(sid, k, "t", tp,
+	    (uint64_t)(conf->stream_ttl + conf->session_ttl) * 1000, 0);
+}
+
+struct lease_trace_read {
+	lease_trace_cb	 cb;
+	void		*arg;
+};
+
+static void
+lease_trace_got_cb(enum eventlog_status status, const char *value,
+    size_t len, void *arg)
+{
+	struct lease_trace_read	*r = arg;
+	struct trace_ctx	 ctx;
+	char			 tp[TRACE_PARENT_LEN + 1];
+
+	if (status == EVENTLOG_OK && len == 1 && *value == '-') {
+		memset(&ctx, 0, sizeof ctx);
+		ctx.state = TRACE_CTX_DROPPED;
+		r->cb(&ctx, r->arg);
+		free(r);
+		return;
+	}
+	if (status == EVENTLOG_OK && len == TRACE_PARENT_LEN) {
+		memcpy(tp, value, len);
+		tp[len] = '\0';
+		if (trace_parse(tp, &ctx) == 0) {
+			r->cb(&ctx, r->arg);
+			free(r);
+			return;
+		}
+	}
+	r->cb(NULL, r->arg);
+	free(r);
+}
+
+void
+lease_trace_get(const char *sid, uint64_t k, lease_trace_cb cb, void *arg)
+{
+	struct lease_trace_read	*r;
+	char			 name[LEASE_NAME_LEN];
+
+	r = xmalloc(sizeof *r);
+	r->cb = cb;
+	r->arg = arg;
+	lease_name(name, "t", k);
+	eventlog_note_get(server.eventlog, sid, name, lease_trace_got_cb, r);
 }
 
 /* ---------------------------------------------------------------------
@@ -297,6 +365,11 @@ struct lease_answer {
 	int			 quiet;		/* the caller logs failures */
 	lease_answered_cb	 cb;
 	void			*arg;
+	/* Tracing: the answer is a span of the call's trace (t:K). */
+	struct trace_span	*span;
+	cJSON			*ids;
+	uint64_t		 head;
+	char			*message;
 };
 
 static void
@@ -320,6 +393,9 @@ lease_answer_appended_cb(enum eventlog_status status,
 		log_limited(LOG_LEVEL_INFO, "error-answer", "session=%s "
 		    "stream=%llu error answer not committed: %s", a->sid,
 		    (unsigned long long)a->k, eventlog_status_name(a->status));
+	if (a->status != EVENTLOG_OK)
+		trace_error(a->span, eventlog_status_name(a->status), NULL);
+	trace_end(a->span);
 	a->cb(a->sid, a->k, a->status, a->committed ? &a->last : NULL, a->arg);
 	free(a);
 }
@@ -332,27 +408,18 @@ lease_answer_ended_cb(enum eventlog_status status,
 }
 
 static void
-lease_answer_quiet(const char *sid, uint64_t k, const cJSON *ids,
-    uint64_t head, const char *message, int quiet, lease_answered_cb cb,
-    void *arg)
+lease_answer_send(struct lease_answer *a, const cJSON *ids, uint64_t head,
+    const char *message)
 {
-	struct lease_answer	*a;
 	const cJSON		*id;
 	cJSON			*msg;
 	char			*text;
 	int			 i, count = cJSON_GetArraySize(ids);
 
-	a = xcalloc(1, sizeof *a);
-	strlcpy(a->sid, sid, sizeof a->sid);
-	a->k = k;
 	a->left = count > 0 ? count : 1;
-	a->status = EVENTLOG_OK;
-	a->quiet = quiet;
-	a->cb = cb;
-	a->arg = arg;
 	if (count == 0) {
 		/* No ids on record: end the stream so views do not hang. */
-		eventlog_stream_end(server.eventlog, sid, k,
+		eventlog_stream_end(server.eventlog, a->sid, a->k,
 		    lease_answer_ended_cb, a);
 		return;
 	}
@@ -361,11 +428,58 @@ lease_answer_quiet(const char *sid, uint64_t k, const cJSON *ids,
 		msg = jsonrpc_error(id, JSONRPC_INTERNAL_ERROR, message, NULL);
 		text = cJSON_PrintUnformatted(msg);
 		cJSON_Delete(msg);
-		eventlog_append(server.eventlog, sid, k, ++head, text,
+		eventlog_append(server.eventlog, a->sid, a->k, ++head, text,
 		    strlen(text), i == count - 1 ? EVENTLOG_FINAL : 0,
 		    lease_answer_appended_cb, a);
 		free(text);
 	}
+}
+
+/* The call's trace context is read: the answer is a span of it. */
+static void
+lease_answer_traced_cb(const struct trace_ctx *ctx, void *arg)
+{
+	struct lease_answer	*a = arg;
+
+	if (ctx != NULL) {
+		a->span = trace_start("lease answer", TRACE_INTERNAL, ctx,
+		    NULL);
+		trace_attr_str(a->span, "mcp.session.id", a->sid);
+		trace_attr_int(a->span, "mcpd.stream.id", (int64_t)a->k);
+		trace_attr_int(a->span, "mcpd.answer.ids",
+		    cJSON_GetArraySize(a->ids));
+		trace_error(a->span, "interrupted", a->message);
+	}
+	lease_answer_send(a, a->ids, a->head, a->message);
+	cJSON_Delete(a->ids);
+	a->ids = NULL;
+	free(a->message);
+	a->message = NULL;
+}
+
+static void
+lease_answer_quiet(const char *sid, uint64_t k, const cJSON *ids,
+    uint64_t head, const char *message, int quiet, lease_answered_cb cb,
+    void *arg)
+{
+	struct lease_answer	*a;
+
+	a = xcalloc(1, sizeof *a);
+	strlcpy(a->sid, sid, sizeof a->sid);
+	a->k = k;
+	a->status = EVENTLOG_OK;
+	a->quiet = quiet;
+	a->cb = cb;
+	a->arg = arg;
+	if (!trace_enabled || !server.shared) {
+		lease_answer_send(a, ids, head, message);
+		return;
+	}
+	/* Answered elsewhere, still in the call's trace. */
+	a->ids = cJSON_Duplicate(ids, 1);
+	a->head = head;
+	a->message = xstrdup(message);
+	lease_trace_get(sid, k, lease_answer_traced_cb, a);
 }
 
 void

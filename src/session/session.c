@@ -40,6 +40,7 @@
 #include "server.h"
 #include "session.h"
 #include "stream.h"
+#include "trace.h"
 #include "xmalloc.h"
 
 /* Stream K is watched (stream_watch), by at most one watcher. */
@@ -80,8 +81,23 @@ struct session {
 	size_t			 ncalls;
 	char			**subscriptions;
 	size_t			 nsubscriptions;
+	struct session_trace	*traces;	/* SESSION_TRACES, a ring */
+	size_t			 ntraces;	/* kept in all */
 
 	RB_ENTRY(session)	 entry;
+};
+
+/*
+ * While tracing, the trace context of the calls of the session's last
+ * SESSION_TRACES request streams, so a resume of one whose stream object
+ * is gone here (ended) still traces into its call's trace; with a shared
+ * log the call record (x:t:K) says it for older ones and other
+ * instances.
+ */
+#define SESSION_TRACES	16
+struct session_trace {
+	uint64_t		 k;
+	struct trace_ctx	 ctx;
 };
 RB_HEAD(session_tree, session);
 
@@ -662,6 +678,7 @@ session_unref(struct session *s)
 	while (s->nsubscriptions > 0)
 		free(s->subscriptions[--s->nsubscriptions]);
 	free(s->subscriptions);
+	free(s->traces);
 	free(s->attached);
 	free(s->streams);
 	free(s->calls);
@@ -780,6 +797,36 @@ session_detach(struct session *s, struct stream_watcher *w)
 }
 
 /* Stream K, if this process writes it (it is in the session's list). */
+void
+session_trace_keep(struct session *s, uint64_t k,
+    const struct trace_ctx *ctx)
+{
+	struct session_trace	*t;
+
+	if (s->traces == NULL)
+		s->traces = xcalloc(SESSION_TRACES, sizeof *s->traces);
+	t = &s->traces[s->ntraces++ % SESSION_TRACES];
+	t->k = k;
+	t->ctx = *ctx;
+}
+
+/* The context of stream K's call, if this process still knows it. */
+const struct trace_ctx *
+session_trace_find(struct session *s, uint64_t k)
+{
+	struct stream	*st = session_stream(s, k);
+	size_t		 i, n;
+
+	if (st != NULL)
+		return (stream_trace_ctx(st));
+	n = s->ntraces < SESSION_TRACES ? s->ntraces : SESSION_TRACES;
+	for (i = 0; i < n; i++) {
+		if (s->traces[i].k == k)
+			return (&s->traces[i].ctx);
+	}
+	return (NULL);
+}
+
 struct stream *
 session_stream(struct session *s, uint64_t k)
 {

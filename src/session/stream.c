@@ -48,6 +48,7 @@
 #include "server.h"
 #include "session.h"
 #include "stream.h"
+#include "trace.h"
 #include "xmalloc.h"
 
 struct stream_op {
@@ -103,6 +104,13 @@ struct stream {
 	int			 resync;
 	unsigned int		 appending;	/* appends in flight */
 	uint64_t		 log_head;	/* highest head the log reported */
+	/*
+	 * Tracing: the context of the stream's first call, and the span of
+	 * the commits in flight together (stream_trace_batch).
+	 */
+	struct trace_ctx	 trace;
+	struct trace_span	*batch;
+	uint64_t		 batch_events;
 };
 
 /*
@@ -134,10 +142,66 @@ stream_free_cb(evutil_socket_t fd, short events, void *arg)
 
 	if (st->watcher != NULL)
 		st->watcher->stream = NULL;
+	trace_end(st->batch);
 	session_unref(st->session);
 	cJSON_Delete(st->ids);
 	free(st);
 	metrics.streams--;
+}
+
+/* The context the stream's commits are traced under (its first call's). */
+void
+stream_trace(struct stream *st, const struct trace_ctx *ctx)
+{
+	if (st->trace.state != TRACE_CTX_NONE || ctx == NULL ||
+	    ctx->state == TRACE_CTX_NONE)
+		return;
+	st->trace = *ctx;
+	/* At ratio 0 a resume decides "not sampled" by itself. */
+	if (st->kind == STREAM_REQUEST && (ctx->state == TRACE_CTX_IDS ||
+	    trace_sampling()))
+		session_trace_keep(st->session, st->k, ctx);
+}
+
+const struct trace_ctx *
+stream_trace_ctx(const struct stream *st)
+{
+	return (&st->trace);
+}
+
+/*
+ * One span per batch of commits, not per event: from an append sent to
+ * the log while none was in flight to the answer that leaves none in
+ * flight, with the number of events committed meanwhile (a producer that
+ * keeps its window full is one batch until it pauses or ends).
+ */
+static void
+stream_trace_batch(struct stream *st)
+{
+	if (st->batch != NULL || st->trace.state == TRACE_CTX_NONE ||
+	    !trace_enabled)
+		return;
+	st->batch = trace_start("eventlog commit", TRACE_INTERNAL, &st->trace,
+	    NULL);
+	st->batch_events = 0;
+	if (trace_recording(st->batch)) {
+		trace_attr_str(st->batch, "mcp.session.id",
+		    session_id(st->session));
+		trace_attr_int(st->batch, "mcpd.stream.id", (int64_t)st->k);
+		trace_attr_str(st->batch, "mcpd.eventlog.backend",
+		    eventlog_name(server.eventlog));
+	}
+}
+
+static void
+stream_trace_batch_end(struct stream *st)
+{
+	if (st->batch == NULL || st->appending > 0)
+		return;
+	trace_attr_int(st->batch, "mcpd.eventlog.events",
+	    (int64_t)st->batch_events);
+	trace_end(st->batch);
+	st->batch = NULL;
 }
 
 static void
@@ -407,6 +471,7 @@ stream_submit(struct stream *st, struct stream_op *op, const char *data,
 	op->seq = st->next_seq++;
 	if (op->flags & EVENTLOG_FINAL)
 		st->finished = 1;
+	stream_trace_batch(st);
 	st->appending++;
 	op->sent_us = clock_now_us();
 	eventlog_append(server.eventlog, session_id(st->session), st->k,
@@ -822,14 +887,18 @@ stream_appended_cb(enum eventlog_status status,
 	if (ok) {
 		st->head = op->seq;
 		metrics.events_committed++;
+		st->batch_events++;
 		if (op->response_id != NULL)
 			stream_forget_id(st, op->response_id);
 		entry.seq = op->seq;
 		entry.data = info != NULL ? info->data : NULL;
 		entry.len = info != NULL ? info->len : 0;
 		stream_tell_committed(st, &entry, info != NULL && info->ended);
-	} else if (!st->broken)
-		stream_fail(st, op->seq, status, info);
+	} else {
+		trace_error(st->batch, eventlog_status_name(status), NULL);
+		if (!st->broken)
+			stream_fail(st, op->seq, status, info);
+	}
 	free(op->data);
 	op->data = NULL;
 	if (ok && op->cb != NULL && !st->closed && !st->broken &&
@@ -843,6 +912,7 @@ stream_appended_cb(enum eventlog_status status,
 		stream_op_free(op);
 	}
 	stream_pump(st);
+	stream_trace_batch_end(st);
 	if (told)
 		stream_unref(st);	/* the op's, once the pump is done */
 }
@@ -1016,6 +1086,7 @@ stream_publish_owner(struct stream *st)
 	}
 	lease_take(session_id(st->session), st->k, st->ids, audit);
 	cJSON_Delete(audit);
+	lease_trace(session_id(st->session), st->k, &st->trace);
 }
 
 /* Returns 1 when the response just accounted for was the last one owed. */

@@ -43,8 +43,10 @@
 #include "log.h"
 #include "mcp.h"
 #include "mcpd.h"
+#include "mcptrace.h"
 #include "server.h"
 #include "upstream.h"
+#include "trace.h"
 #include "upstream_int.h"
 #include "xmalloc.h"
 
@@ -84,6 +86,7 @@ struct upstream_req {
 	struct auth_principal	*who;		/* on whose behalf, or NULL */
 	char			*error;		/* set: fail it (fail_ev) */
 	struct event		*timer;
+	struct trace_span	*span;		/* a caller's: CLIENT */
 	TAILQ_ENTRY(upstream_req) entry;
 };
 TAILQ_HEAD(upstream_reqs, upstream_req);
@@ -247,6 +250,9 @@ upstream_ended(const struct upstream *u)
 static void
 upstream_req_free(struct upstream_req *r)
 {
+	if (r->error != NULL)
+		mcptrace_error(r->span, JSONRPC_INTERNAL_ERROR, r->error);
+	trace_end(r->span);
 	if (r->timer != NULL)
 		event_free(r->timer);
 	cJSON_Delete(r->params);
@@ -349,16 +355,25 @@ upstream_forget(struct upstream *u, int64_t id)
 		u->ops->forget(u->tp, id);
 }
 
+/*
+ * A request goes out. A caller's is traced: its trace context in
+ * params._meta (traceparent, tracestate), and its span current while the
+ * transport sends it (the HTTP transport puts it in a header too).
+ */
 static void
 upstream_send(struct upstream *u, struct upstream_req *r)
 {
 	cJSON	*msg;
+	int	 depth;
 
+	mcptrace_inject(r->params, r->span);
 	msg = jsonrpc_notification(r->method, r->params);
 	r->params = NULL;
 	cJSON_AddNumberToObject(msg, "id", (double)r->id);
 	r->sent = 1;
+	depth = trace_enter(r->span);
 	upstream_write(u, msg, r->id, r->who);
+	trace_leave(depth);
 	cJSON_Delete(msg);
 }
 
@@ -391,6 +406,7 @@ upstream_req_new(struct upstream *u, const char *method, cJSON *params,
 {
 	struct upstream_req	*r;
 	struct timeval		 tv;
+	cJSON			*idj;
 
 	r = xcalloc(1, sizeof *r);
 	r->u = u;
@@ -400,6 +416,14 @@ upstream_req_new(struct upstream *u, const char *method, cJSON *params,
 	r->internal = internal;
 	r->cb = cb;
 	r->arg = arg;
+	if (!internal && trace_enabled) {
+		/* Under the span of whoever asks (the call's, current). */
+		idj = cJSON_CreateNumber((double)r->id);
+		r->span = mcptrace_client(method, params, idj, trace_current(),
+		    u->def->url != NULL ? "tcp" : "pipe");
+		cJSON_Delete(idj);
+		trace_attr_str(r->span, "mcpd.upstream", u->name);
+	}
 	r->timer = evtimer_new(server.base, upstream_timeout_cb, r);
 	tv.tv_sec = u->def->timeout;
 	tv.tv_usec = 0;
@@ -836,6 +860,8 @@ upstream_response(struct upstream *u, const cJSON *msg)
 	}
 	result = cJSON_GetObjectItemCaseSensitive(msg, "result");
 	error = cJSON_GetObjectItemCaseSensitive(msg, "error");
+	mcptrace_outcome(r->span, result, cJSON_IsObject(error) ? error :
+	    result == NULL ? msg : NULL);
 	upstream_req_remove(u, r);
 	if (r->cb != NULL) {
 		if (cJSON_IsObject(error))

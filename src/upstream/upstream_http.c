@@ -50,6 +50,7 @@
 #include "jsonrpc.h"
 #include "log.h"
 #include "server.h"
+#include "trace.h"
 #include "upstream_int.h"
 #include "upstream_sse.h"
 #include "xmalloc.h"
@@ -63,8 +64,11 @@
 /* The id of the GET stream's post; requests' ids are positive. */
 #define UPHTTP_LISTEN		(-1)
 #define UPHTTP_DELETE		(-2)
-/* Headers of mcpd's own, and the most a credentials block adds. */
-#define UPHTTP_HEADERS		(6 + 33)
+/*
+ * Headers of mcpd's own (trace context among them), and the most a
+ * credentials block adds.
+ */
+#define UPHTTP_HEADERS		(8 + 33)
 
 /* ---------------------------------------------------------------------
  * Posts.
@@ -89,6 +93,8 @@ struct uhpost {
 	size_t			 reqlen;
 	char			*cursor;	/* ... and its Last-Event-ID */
 	int			 retried;	/* after a 401, once */
+	char			*traceparent;	/* its request's */
+	char			*tracestate;
 	TAILQ_ENTRY(uhpost)	 entry;
 };
 TAILQ_HEAD(uhposts, uhpost);
@@ -141,6 +147,8 @@ uhpost_free(struct uhpost *p)
 	auth_principal_unref(p->who);
 	free(p->req);
 	free(p->cursor);
+	free(p->traceparent);
+	free(p->tracestate);
 	free(p);
 	upstream_http_maybe_free(h);
 }
@@ -436,6 +444,14 @@ uhpost_send(struct uhpost *p, const char *body, size_t len,
 		hdrs[n].name = "Last-Event-ID";
 		hdrs[n++].value = cursor;
 	}
+	if (p->traceparent != NULL) {
+		hdrs[n].name = "traceparent";
+		hdrs[n++].value = p->traceparent;
+		if (p->tracestate != NULL) {
+			hdrs[n].name = "tracestate";
+			hdrs[n++].value = p->tracestate;
+		}
+	}
 	for (i = 0; i < nextra && n < UPHTTP_HEADERS; i++)
 		hdrs[n++] = extra[i];
 	memset(&r, 0, sizeof r);
@@ -588,11 +604,19 @@ upstream_http_send(void *arg, const char *line, size_t len, int64_t id,
 {
 	struct upstream_http	*h = arg;
 	struct uhpost		*p;
+	struct trace_span	*sp = trace_current();
+	char			 tp[TRACE_PARENT_LEN + 1];
 
 	if (h->closed)
 		return (NULL);
 	p = uhpost_new(h, id);
 	p->who = auth_principal_ref(who);
+	/* The request's trace context (upstream.c made its span current). */
+	if (trace_traceparent(sp, tp) == 0) {
+		p->traceparent = xstrdup(tp);
+		if (trace_span_state(sp) != NULL)
+			p->tracestate = xstrdup(trace_span_state(sp));
+	}
 	uhpost_start(p, line, len - 1, NULL);
 	return (NULL);
 }

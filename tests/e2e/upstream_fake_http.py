@@ -11,6 +11,7 @@ free port, written to PORTFILE.
 Tools beyond upstream_fake.py's: drop {n} sends n progress events, cuts
 the connection, then finishes (the result waits in the event store);
 forget makes the server forget the session (the next request gets 404).
+The log line of each POST names its traceparent header (tracing tests).
 """
 
 import json
@@ -152,7 +153,8 @@ class Handler(BaseHTTPRequestHandler):
         sid = self.headers.get("Mcp-Session-Id")
         method = msg.get("method")
         log(f"POST {method or 'response'} session={sid} "
-            f"version={self.headers.get('MCP-Protocol-Version')}")
+            f"version={self.headers.get('MCP-Protocol-Version')} "
+            f"traceparent={self.headers.get('traceparent')}")
         if method == "initialize":
             sid = uuid.uuid4().hex
             with LOCK:

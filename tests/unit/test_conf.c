@@ -26,7 +26,10 @@ static const char *all_keys[] = {
 	"sse_high_watermark", "sse_keepalive", "sse_retry_ms",
 	"slow_consumer_grace_ms", "backpressure_request",
 	"backpressure_standalone", "builtin_tools", "fixtures",
-	"max_children", "tool", "log_level", "auth"
+	"max_children", "tool", "log_level", "auth", "otel_endpoint",
+	"otel_header", "otel_sample", "otel_service_name", "otel_instance_id",
+	"otel_resource", "otel_queue", "otel_batch", "otel_interval_ms",
+	"otel_timeout"
 };
 
 /* Parse "key value" and return the conf. */
@@ -128,6 +131,15 @@ check_defaults(const struct conf *conf)
 	ck_assert_ptr_null(conf->allowed_origins[0]);
 	ck_assert_uint_eq(conf->nallowed_origins, 0);
 	ck_assert_int_eq(conf->log_level, LOG_LEVEL_INFO);
+	ck_assert_ptr_null(conf->otel_headers);
+	ck_assert_uint_eq(conf->notel_headers, 0);
+	ck_assert(conf->otel_sample == 1.0);
+	ck_assert_str_eq(conf->otel_service_name, "mcpd");
+	ck_assert_ptr_null(conf->otel_instance_id);
+	ck_assert_int_eq(conf->otel_queue, 4096);
+	ck_assert_int_eq(conf->otel_batch, 512);
+	ck_assert_int_eq(conf->otel_interval_ms, 1000);
+	ck_assert_int_eq(conf->otel_timeout, 10);
 }
 
 START_TEST(test_defaults)
@@ -1429,6 +1441,10 @@ START_TEST(test_example_uncommented)
 	ck_assert_uint_eq(conf->nallowed_origins, 2);
 	ck_assert_str_eq(conf->allowed_origins[0], "https://app.example.com");
 	conf->builtin_tools = 0;
+	/* Its examples: tracing on, one resource attribute. */
+	ck_assert_str_eq(conf->otel_endpoint,
+	    "http://127.0.0.1:4318/v1/traces");
+	ck_assert_uint_eq(conf->notel_resource, 1);
 	conf->nallowed_origins = 0;	/* check_defaults wants none */
 	free(conf->allowed_origins[0]);
 	free(conf->allowed_origins[1]);
@@ -1436,6 +1452,77 @@ START_TEST(test_example_uncommented)
 	check_defaults(conf);
 	conf_free(conf);
 	free(gen);
+}
+END_TEST
+
+/* The tracing directives: the endpoint, headers from files, the ratio. */
+START_TEST(test_otel)
+{
+	struct conf	*conf;
+	char		 path[64], text[256];
+	FILE		*f;
+
+	conf = parse_ok("otel_endpoint none\n");
+	ck_assert_ptr_null(conf->otel_endpoint);
+	conf_free(conf);
+	/* An empty path or "/" gets /v1/traces; any other is kept. */
+	conf = parse_ok("otel_endpoint http://collector:4318\n");
+	ck_assert_str_eq(conf->otel_endpoint,
+	    "http://collector:4318/v1/traces");
+	conf_free(conf);
+	conf = parse_ok("otel_endpoint https://c.example/\n");
+	ck_assert_str_eq(conf->otel_endpoint, "https://c.example/v1/traces");
+	conf_free(conf);
+	conf = parse_ok("otel_endpoint http://c:4318/otlp/v1/traces?x=1\n");
+	ck_assert_str_eq(conf->otel_endpoint,
+	    "http://c:4318/otlp/v1/traces?x=1");
+	conf_free(conf);
+	expect_error_has("otel_endpoint ftp://c\n", "not none, nor");
+	expect_error_has("otel_endpoint http://u:p@c/\n", "credentials");
+	expect_error_has("otel_endpoint http:///v1/traces\n", "a host");
+
+	conf = parse_ok("otel_sample 0.25\notel_instance_id pod-7\n"
+	    "otel_resource deployment.environment.name=prod k=v\n");
+	ck_assert(conf->otel_sample == 0.25);
+	ck_assert_str_eq(conf->otel_instance_id, "pod-7");
+	ck_assert_uint_eq(conf->notel_resource, 2);
+	ck_assert_str_eq(conf->otel_resource[1], "k=v");
+	conf_free(conf);
+	expect_error_has("otel_sample 1.5\n", "ratio from 0 to 1");
+	expect_error_has("otel_sample -0\n", "ratio from 0 to 1");
+	expect_error_has("otel_sample nan\n", "ratio from 0 to 1");
+	expect_error_has("otel_resource novalue\n", "KEY=VALUE");
+	expect_error_has("otel_resource b@d=1\n", "attribute name");
+
+	/* A header's value is its file's first line, kept with its name. */
+	snprintf(path, sizeof path, "/tmp/mcpd-unit-otel-%ld", (long)getpid());
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("Bearer s3cret\nignored\n", f);
+	fclose(f);
+	snprintf(text, sizeof text, "otel_header Authorization %s\n"
+	    "otel_header X-Scope-OrgID %s\n", path, path);
+	conf = parse_ok(text);
+	ck_assert_uint_eq(conf->notel_headers, 2);
+	ck_assert_str_eq(conf->otel_headers[0], "Authorization: Bearer s3cret");
+	ck_assert_str_eq(conf->otel_headers[1], "X-Scope-OrgID: Bearer s3cret");
+	conf_free(conf);
+	snprintf(text, sizeof text, "otel_header Authorization %s\n"
+	    "otel_header authorization %s\n", path, path);
+	expect_error_has(text, "duplicate header");
+	snprintf(text, sizeof text, "otel_header Content-Type %s\n", path);
+	expect_error_has(text, "set by mcpd");
+	snprintf(text, sizeof text, "otel_header Bad:Name %s\n", path);
+	expect_error_has(text, "not a header name");
+	expect_error_has("otel_header X-Key /nonexistent/mcpd\n",
+	    "No such file");
+	expect_error_has("otel_header X-Key\n", "NAME FILE");
+	/* The value is never in a cause: an empty file says so bare. */
+	f = fopen(path, "w");
+	fclose(f);
+	snprintf(text, sizeof text, "otel_header X-Key %s\n", path);
+	expect_error_has(text, "one line of 1 to");
+	unlink(path);
 }
 END_TEST
 
@@ -1506,6 +1593,7 @@ conf_suite(void)
 	tcase_add_test(tc, test_example_file);
 	tcase_add_test(tc, test_example_uncommented);
 	tcase_add_test(tc, test_generated_text);
+	tcase_add_test(tc, test_otel);
 	suite_add_tcase(s, tc);
 	return (s);
 }
