@@ -259,6 +259,7 @@ struct conf_openapi {
 	long long		 max_spec;	/* bytes of the document */
 	long long		 max_operations;
 	long long		 max_schema_depth;
+	struct conf_credentials	*credentials;	/* NULL: none */
 };
 
 /*
