@@ -264,6 +264,15 @@ def test_openapi_client_credentials_and_401(h):
                f"after a 401: {second!r}, {rs.stats()!r}, {asrv.grants()!r}")
         expect(MCPD_CLIENT[1] not in d.stderr_text(),
                "the client secret in the log")
+        # mcpd -t fetches the document with a token of its own too.
+        path = h.write("check.conf", conf_text(
+            dict(DAEMON_CONF), _openapi(h, asrv, rs, "client_credentials")))
+        n = asrv.grants()["client_credentials"]
+        rc, out = h.run_mcpd("-t", "-c", path)
+        expect(rc == 0 and "openapi api: 1 tools from" in out and
+               asrv.grants()["client_credentials"] == n + 1,
+               f"mcpd -t -> {rc}: {out}")
+        expect(MCPD_CLIENT[1] not in out, "the client secret in -t output")
 
 
 def test_openapi_token_exchange_and_refused(h):
