@@ -134,8 +134,9 @@ struct conf_catalog {
 };
 
 /*
- * credentials { ... } of an upstream with a url (conf_credential.c): what
- * mcpd sends with its requests to it, never the caller's token.
+ * credentials { ... } of an upstream with a url or of an openapi block
+ * (conf_credential.c): what mcpd sends with its requests to it, never the
+ * caller's token.
  */
 enum conf_grant {
 	CONF_GRANT_NONE,		/* static headers only */
