@@ -313,3 +313,24 @@ def test_openapi_token_exchange_and_refused(h):
                "alice's calls go on after mallory's refusal")
         for tok in (alice, mallory):
             expect(tok not in d.stderr_text(), "a caller's token in the log")
+
+
+def test_openapi_header_from_file_and_reload(h):
+    with ResourceServer(h.workdir, header="X-Api-Key") as rs:
+        key = h.write("api.key", "key-one\n")
+        spec = rs.url[:-len("/mcp")] + "/api/openapi.json"
+        lines = ["openapi api {", f"    spec {spec}", "    header X-Team blue",
+                 "    credentials {", f"        header X-Api-Key {key}",
+                 "    }", "}"]
+        d = h.start(extra_lines=lines)
+        sid = _session(d)
+        _await_whoami(d, sid)
+        expect(_rest_whoami(d, sid)["header"] == "key-one",
+               "the credentials header's value")
+        # A rotated file is taken up by a reload, the block's tools kept.
+        h.write("api.key", "key-two\n")
+        _reload(d, lines)
+        expect(_rest_whoami(d, sid)["header"] == "key-two", "after the "
+               "reload the header still carries the old value")
+        expect("key-one" not in d.stderr_text() and
+               "key-two" not in d.stderr_text(), "a header value in the log")
