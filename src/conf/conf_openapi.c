@@ -34,12 +34,12 @@ static const struct conf_entry conf_openapi_entries[] = {
 	  .help = "The OpenAPI 3.0 or 3.1 document, JSON or YAML: an "
 	  "absolute path, read at start and on every reload, or an http:// "
 	  "or https:// URL, fetched at start and on every reload (with the "
-	  "block's header lines and timeout). A document that cannot be "
-	  "read at start stops mcpd when it is a file; one that cannot be "
-	  "read on a reload, or a URL that cannot be fetched, leaves the "
-	  "tools it made before as they were, with an error line (a URL "
-	  "never fetched yet is fetched again every 30 s). mcpd -t reads it "
-	  "and lists the tools it makes. Required." },
+	  "block's header lines, credentials and timeout). A document that "
+	  "cannot be read at start stops mcpd when it is a file; one that "
+	  "cannot be read on a reload, or a URL that cannot be fetched, "
+	  "leaves the tools it made before as they were, with an error "
+	  "line (a URL never fetched yet is fetched again every 30 s). mcpd "
+	  "-t reads it and lists the tools it makes. Required." },
 	{ .name = "base_url", .type = CONF_STRING,
 	  .offset = CONF_OPENAPI_OFF(base_url), .check = conf_openapi_base_url,
 	  .args = "URL",
@@ -159,6 +159,17 @@ const char conf_openapi_examples[] =
 "    operations allow repos/get issues/list-for-repo issues/create\n"
 "    header Authorization file:/etc/mcpd/github.token\n"
 "    max_spec 16m\n"
+"}\n"
+"\n"
+"openapi billing {\n"
+"    spec /etc/mcpd/billing.json\n"
+"    credentials {\n"
+"        grant client_credentials\n"
+"        token_endpoint https://auth.example.com/oauth2/token\n"
+"        client_id mcpd\n"
+"        client_secret_file /etc/mcpd/client.secret\n"
+"        resource https://billing.example.com\n"
+"    }\n"
 "}\n";
 
 static void
