@@ -148,8 +148,9 @@ struct conf_catalog {
 };
 
 /*
- * credentials { ... } of an upstream with a url (conf_credential.c): what
- * mcpd sends with its requests to it, never the caller's token.
+ * credentials { ... } of an upstream with a url or of an openapi block
+ * (conf_credential.c): what mcpd sends with its requests to it, never the
+ * caller's token.
  */
 enum conf_grant {
 	CONF_GRANT_NONE,		/* static headers only */
@@ -273,6 +274,7 @@ struct conf_openapi {
 	long long		 max_spec;	/* bytes of the document */
 	long long		 max_operations;
 	long long		 max_schema_depth;
+	struct conf_credentials	*credentials;	/* NULL: none */
 };
 
 /*

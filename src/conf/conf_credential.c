@@ -1,11 +1,12 @@
 /*
  * credentials { ... }: what mcpd sends with its own requests to an HTTP
- * peer (an upstream with a url; credential.c does it), never the caller's
- * token: headers whose values come from files, and an OAuth grant for a
- * token of mcpd's own (client credentials) or one on the caller's behalf
- * (RFC 8693 token exchange). The files are read when the configuration is
- * (start, reload), so a reload takes up a rotated secret. A block handler
- * for any block whose row's offset is a struct conf_credentials *.
+ * peer (an upstream with a url, an openapi block's API; credential.c does
+ * it), never the caller's token: headers whose values come from files,
+ * and an OAuth grant for a token of mcpd's own (client credentials) or
+ * one on the caller's behalf (RFC 8693 token exchange). The files are
+ * read when the configuration is (start, reload), so a reload takes up a
+ * rotated secret. A block handler for any block whose row's offset is a
+ * struct conf_credentials *.
  */
 #include <ctype.h>
 #include <stddef.h>

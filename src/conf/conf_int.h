@@ -255,6 +255,7 @@ extern const struct conf_table conf_openapi_table;
 extern const char conf_openapi_examples[];
 conf_block_cb	 conf_openapi_block;
 void		 conf_openapi_free(void *);
+int		 conf_openapi_done(void *, const char *, char **);
 
 /* conf_limit.c */
 extern const struct conf_table conf_limit_table;

@@ -4,7 +4,8 @@
  * table and its parser. The description itself is read by the provider
  * (at start, on every reload, and by mcpd -t); here only the block's own
  * words are checked, and the values of header lines given as file:PATH
- * are read, so a reload reads them again.
+ * are read, so a reload reads them again. Its credentials { } block is
+ * an HTTP upstream's (conf_credential.c).
  */
 #include <ctype.h>
 #include <stddef.h>
@@ -33,12 +34,12 @@ static const struct conf_entry conf_openapi_entries[] = {
 	  .help = "The OpenAPI 3.0 or 3.1 document, JSON or YAML: an "
 	  "absolute path, read at start and on every reload, or an http:// "
 	  "or https:// URL, fetched at start and on every reload (with the "
-	  "block's header lines and timeout). A document that cannot be "
-	  "read at start stops mcpd when it is a file; one that cannot be "
-	  "read on a reload, or a URL that cannot be fetched, leaves the "
-	  "tools it made before as they were, with an error line (a URL "
-	  "never fetched yet is fetched again every 30 s). mcpd -t reads it "
-	  "and lists the tools it makes. Required." },
+	  "block's header lines, credentials and timeout). A document that "
+	  "cannot be read at start stops mcpd when it is a file; one that "
+	  "cannot be read on a reload, or a URL that cannot be fetched, "
+	  "leaves the tools it made before as they were, with an error "
+	  "line (a URL never fetched yet is fetched again every 30 s). mcpd "
+	  "-t reads it and lists the tools it makes. Required." },
 	{ .name = "base_url", .type = CONF_STRING,
 	  .offset = CONF_OPENAPI_OFF(base_url), .check = conf_openapi_base_url,
 	  .args = "URL",
@@ -117,6 +118,22 @@ static const struct conf_entry conf_openapi_entries[] = {
 	  "expanded (a recursive schema refers to itself through $defs, "
 	  "and counts once); an operation whose schema goes deeper is not "
 	  "served, with one log line naming it." },
+	{ .name = "credentials", .type = CONF_BLOCK,
+	  .block = conf_credentials_block, .sub = &conf_credentials_table,
+	  .offset = CONF_OPENAPI_OFF(credentials), .args = "{ ... }",
+	  .help = "What mcpd sends with the block's requests (each call's "
+	  "and the document's fetch) besides its header lines, as an HTTP "
+	  "upstream's credentials block: headers from files, and a bearer "
+	  "token of mcpd's own (grant client_credentials) or one exchanged "
+	  "for the caller (grant token_exchange; the document's fetch "
+	  "carries mcpd's own). Never the caller's token. A call whose "
+	  "credentials cannot be had ends with error -32024 naming the "
+	  "OAuth error, the API not called; a 401 from the API makes mcpd "
+	  "fetch a new token and send the call once more "
+	  "(docs/openapi.md, Credentials). A header named here and in a "
+	  "header line, or a header Authorization line with a grant, is an "
+	  "error. Inside the block, one directive per line; header may "
+	  "repeat:" },
 };
 
 const struct conf_table conf_openapi_table = {
@@ -142,6 +159,17 @@ const char conf_openapi_examples[] =
 "    operations allow repos/get issues/list-for-repo issues/create\n"
 "    header Authorization file:/etc/mcpd/github.token\n"
 "    max_spec 16m\n"
+"}\n"
+"\n"
+"openapi billing {\n"
+"    spec /etc/mcpd/billing.json\n"
+"    credentials {\n"
+"        grant client_credentials\n"
+"        token_endpoint https://auth.example.com/oauth2/token\n"
+"        client_id mcpd\n"
+"        client_secret_file /etc/mcpd/client.secret\n"
+"        resource https://billing.example.com\n"
+"    }\n"
 "}\n";
 
 static void
@@ -166,6 +194,7 @@ conf_openapi_clear(struct conf_openapi *oa)
 	}
 	free(oa->headers);
 	free(oa->scope);
+	conf_credentials_delete(oa->credentials);
 	memset(oa, 0, sizeof *oa);
 }
 
@@ -305,6 +334,38 @@ conf_openapi_header(void *base, const struct conf_entry *ce, int argc,
 	return (0);
 }
 
+/*
+ * The header lines and the credentials block both add headers to every
+ * request: one name from both would be sent twice, and a static
+ * Authorization beside a grant would hide which token the API saw.
+ */
+static int
+conf_openapi_credentials(const struct conf_openapi *oa, char **why)
+{
+	const struct conf_credentials	*cc = oa->credentials;
+	size_t				 i, j;
+
+	if (cc == NULL)
+		return (0);
+	for (i = 0; i < oa->nheaders; i++) {
+		if (cc->grant != CONF_GRANT_NONE &&
+		    strcasecmp(oa->headers[i].name, "Authorization") == 0) {
+			*why = xstrdup("a header Authorization line and a "
+			    "credentials grant exclude each other");
+			return (-1);
+		}
+		for (j = 0; j < cc->nheaders; j++) {
+			if (strcasecmp(oa->headers[i].name,
+			    cc->headers[j].name) != 0)
+				continue;
+			xasprintf(why, "header %s is in a header line and in "
+			    "credentials", cc->headers[j].name);
+			return (-1);
+		}
+	}
+	return (0);
+}
+
 int
 conf_openapi_block(void *base, const struct conf_entry *ce,
     const struct conf_directive *cd, const char *file, char **cause)
@@ -313,6 +374,7 @@ conf_openapi_block(void *base, const struct conf_entry *ce,
 	struct conf_openapi	 oa;
 	struct conf_scope	 cs;
 	int			 seen[CONF_NITEMS(conf_openapi_entries)];
+	char			*why;
 	size_t			 i;
 
 	if (cd->argc != 2) {
@@ -356,6 +418,12 @@ conf_openapi_block(void *base, const struct conf_entry *ce,
 	}
 	oa.spec_url = strncmp(oa.spec, "http://", 7) == 0 ||
 	    strncmp(oa.spec, "https://", 8) == 0;
+	if (conf_openapi_credentials(&oa, &why) != 0) {
+		xasprintf(cause, "%s:%d: openapi %s: %s", file,
+		    oa.credentials->line, oa.name, why);
+		free(why);
+		goto fail;
+	}
 
 	conf->openapis = xreallocarray(conf->openapis, conf->nopenapis + 1,
 	    sizeof *conf->openapis);
@@ -365,6 +433,27 @@ conf_openapi_block(void *base, const struct conf_entry *ce,
 fail:
 	conf_openapi_clear(&oa);
 	return (-1);
+}
+
+/* Once the whole file is read: a token exchange needs a caller's token. */
+int
+conf_openapi_done(void *base, const char *file, char **cause)
+{
+	struct conf		*conf = base;
+	struct conf_openapi	*oa;
+	size_t			 i;
+
+	for (i = 0; i < conf->nopenapis; i++) {
+		oa = &conf->openapis[i];
+		if (oa->credentials == NULL || conf->auth != NULL ||
+		    oa->credentials->grant != CONF_GRANT_TOKEN_EXCHANGE)
+			continue;
+		xasprintf(cause, "%s:%d: openapi %s: grant token_exchange "
+		    "needs an auth block (the caller's token is what is "
+		    "exchanged)", file, oa->credentials->line, oa->name);
+		return (-1);
+	}
+	return (0);
 }
 
 /* What the openapi blocks put into base: conf_free's. */

@@ -345,6 +345,7 @@ static const struct conf_entry conf_entries[] = {
 	  "description may repeat:" },
 	{ .name = "openapi", .type = CONF_BLOCK, .block = conf_openapi_block,
 	  .sub = &conf_openapi_table, .free = conf_openapi_free,
+	  .done = conf_openapi_done,
 	  .example = conf_openapi_examples, .args = "NAME { ... }",
 	  .help = "A REST API described by an OpenAPI 3.0 or 3.1 document "
 	  "(JSON or YAML): each operation is served as an MCP tool, named by "

@@ -24,7 +24,14 @@
  *
  * Every request a block sends (a document's fetch, each call) goes out
  * through oapi_send, whose extra headers come from one function,
- * oapi_credentials.
+ * oapi_credentials: the block's header lines, then, with a credentials
+ * block, what credential.c gives for the caller (the fetch: for no one,
+ * mcpd's own token). A 401 to a request that carried a grant's token
+ * makes the credential forget it and the request ask again and go once
+ * more. A call whose credentials cannot be had (a refused exchange, a
+ * token endpoint down) is answered with the JSON-RPC error
+ * JSONRPC_UPSTREAM_CREDENTIALS naming the OAuth error, as an HTTP
+ * upstream's call is (upstream_http.c); the API is not called.
  *
  * A call ends once: when its request has (http_client's done callback).
  * Cancelling it (notifications/cancelled, DELETE, shutdown) cancels the
@@ -51,7 +58,9 @@
 #include "base64.h"
 #include "call.h"
 #include "conf.h"
+#include "credential.h"
 #include "http_client.h"
+#include "jsonrpc.h"
 #include "log.h"
 #include "mcpd.h"
 #include "openapi.h"
@@ -82,6 +91,7 @@ struct oapi_block {
 	const struct conf_openapi *def;		/* of oapi.conf */
 	char			*name;
 	struct oapi_catalog	*cat;		/* NULL: none yet */
+	struct credential	*cred;		/* NULL: no credentials */
 	struct oapi_req		*fetch;		/* the document, coming */
 	u_int			 nfetch;	/* fetches not ended */
 	struct event		*retry;
@@ -366,6 +376,13 @@ struct oapi_req {
 	struct http_client_request r;		/* its strings are ours */
 	struct http_client_header *h;
 	struct http_client	*hc;		/* sent, not ended */
+	struct credential	*cred;		/* NULL: none */
+	struct credential_ask	*ask;		/* its headers, asked for */
+	size_t			 nbase;		/* headers before cred's */
+	int			 retried;	/* after a 401, once */
+	int			 cancelled;
+	char			*cred_error;	/* no credentials: OAuth's */
+	char			*cred_text;	/* and its description */
 	struct event		*later;		/* an end before it was sent */
 	char			*why;
 	oapi_req_cb		*done;
@@ -374,14 +391,17 @@ struct oapi_req {
 
 static struct oapi_req *
 oapi_req_new(struct event_base *base, const struct conf *conf,
-    const struct conf_openapi *def, struct auth_principal *who,
-    const char *method, const char *url, oapi_req_cb *done, void *arg)
+    const struct conf_openapi *def, struct credential *cred,
+    struct auth_principal *who, const char *method, const char *url,
+    oapi_req_cb *done, void *arg)
 {
 	struct oapi_req	*req = xcalloc(1, sizeof *req);
 
 	req->base = base;
 	req->conf = conf_ref(conf);
 	req->def = def;
+	if (cred != NULL)
+		req->cred = credential_ref(cred);
 	if ((req->who = who) != NULL)
 		auth_principal_ref(who);
 	req->r.method = method;
@@ -393,16 +413,29 @@ oapi_req_new(struct event_base *base, const struct conf *conf,
 	return (req);
 }
 
+/* Headers from the n-th on, dropped (a token's are wiped). */
 static void
-oapi_req_free(struct oapi_req *req)
+oapi_req_truncate(struct oapi_req *req, size_t n)
 {
 	size_t	i;
 
-	for (i = 0; i < req->r.nheaders; i++) {
+	for (i = n; i < req->r.nheaders; i++) {
 		free((char *)req->h[i].name);
+		explicit_bzero((char *)req->h[i].value,
+		    strlen(req->h[i].value));
 		free((char *)req->h[i].value);
 	}
+	req->r.nheaders = n;
+}
+
+static void
+oapi_req_free(struct oapi_req *req)
+{
+	oapi_req_truncate(req, 0);
 	free(req->h);
+	credential_unref(req->cred);
+	free(req->cred_error);
+	free(req->cred_text);
 	free((char *)req->r.url);
 	free((char *)req->r.body);
 	if (req->later != NULL)
@@ -450,12 +483,24 @@ oapi_req_fail(struct oapi_req *req, const char *why)
 	event_active(req->later, EV_TIMEOUT, 0);
 }
 
+static void	oapi_credential_ask(struct oapi_req *);
+
 static void
 oapi_req_done_cb(struct http_client *hc, void *arg)
 {
 	struct oapi_req	*req = arg;
 
 	req->hc = NULL;
+	if (!req->cancelled && req->cred != NULL && !req->retried &&
+	    http_client_error(hc) == NULL && http_client_status(hc) == 401 &&
+	    credential_has_grant(req->cred)) {
+		/* The token was refused (revoked, expired early): once more. */
+		credential_refused(req->cred, req->who);
+		req->retried = 1;
+		oapi_req_truncate(req, req->nbase);
+		oapi_credential_ask(req);
+		return;
+	}
 	req->done(req, hc, NULL, req->arg);
 	oapi_req_free(req);
 }
@@ -474,16 +519,54 @@ oapi_go(struct oapi_req *req)
 	}
 }
 
+/* The credentials' headers came (or why there are none): it goes. */
+static void
+oapi_credential_cb(const struct http_client_header *extra, size_t n,
+    const struct credential_error *e, void *arg)
+{
+	struct oapi_req	*req = arg;
+	char		*why;
+	size_t		 i;
+
+	req->ask = NULL;
+	if (req->cancelled) {
+		oapi_req_fail(req, "cancelled");
+		return;
+	}
+	if (e != NULL) {
+		req->cred_error = xstrdup(e->error);
+		req->cred_text = xstrdup(e->description);
+		xasprintf(&why, "no credentials: %s (%s)", e->error,
+		    e->description);
+		oapi_req_fail(req, why);
+		free(why);
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		if (oapi_req_header(req, extra[i].name, extra[i].value) != 0) {
+			oapi_req_fail(req, "too many headers");
+			return;
+		}
+	}
+	oapi_go(req);
+}
+
+/* Its credentials' headers asked for, after those it has (nbase). */
+static void
+oapi_credential_ask(struct oapi_req *req)
+{
+	req->nbase = req->r.nheaders;
+	req->ask = credential_get(req->cred, req->who, oapi_credential_cb,
+	    req);
+}
+
 /*
  * The extra headers of every request a block sends, its document's fetch
  * and each call's, added before it goes (oapi_go): the block's header
- * lines, values from files as last read (a reload reads them again).
- * This is where credentials go in: the credential module of HTTP
- * upstreams (static headers from files, OAuth client credentials, token
- * exchange for req->who, NULL for the fetch) asks for its headers here,
- * with the block's credentials, and its callback adds them and calls
- * oapi_go, or oapi_req_fail with why there are none; oapi_req_cancel
- * then cancels the ask when no request was sent yet.
+ * lines, values from files as last read (a reload reads them again),
+ * then its credentials' (credential.h: headers from files, a token of
+ * mcpd's own or exchanged for req->who, mcpd's own for the fetch), which
+ * come on a later turn; oapi_req_cancel cancels the ask until they have.
  */
 static void
 oapi_credentials(struct oapi_req *req)
@@ -497,7 +580,10 @@ oapi_credentials(struct oapi_req *req)
 			return;
 		}
 	}
-	oapi_go(req);
+	if (req->cred != NULL)
+		oapi_credential_ask(req);
+	else
+		oapi_go(req);
 }
 
 /* Every outgoing request of a block: its extra headers, then the wire. */
@@ -516,8 +602,11 @@ oapi_send(struct oapi_req *req)
 static void
 oapi_req_cancel(struct oapi_req *req)
 {
+	req->cancelled = 1;
 	if (req->hc != NULL)
 		http_client_cancel(req->hc);
+	else if (req->ask != NULL)
+		credential_cancel(req->ask);
 }
 
 /* ---------------------------------------------------------------------
@@ -641,6 +730,7 @@ oapi_block_free(struct oapi_block *b)
 	if (b->retry != NULL)
 		event_free(b->retry);
 	oapi_catalog_unref(b->cat);
+	credential_unref(b->cred);
 	free(b->name);
 	free(b);
 }
@@ -734,12 +824,13 @@ oapi_fetched_cb(struct oapi_req *req, struct http_client *hc,
 /* The fetch of a block's document, with the block's headers. */
 static struct oapi_req *
 oapi_fetch_req(struct event_base *base, const struct conf *conf,
-    const struct conf_openapi *def, oapi_req_cb *done, void *arg)
+    const struct conf_openapi *def, struct credential *cred,
+    oapi_req_cb *done, void *arg)
 {
 	struct oapi_req	*req;
 
-	req = oapi_req_new(base, conf, def, NULL, "GET", def->spec, done,
-	    arg);
+	req = oapi_req_new(base, conf, def, cred, NULL, "GET", def->spec,
+	    done, arg);
 	req->r.max_body = (size_t)def->max_spec;
 	req->r.timeout_ms = (int)(def->timeout * 1000);
 	oapi_req_header(req, "Accept", "application/json, application/yaml, "
@@ -755,7 +846,7 @@ oapi_fetch(struct oapi_block *b)
 		oapi_req_cancel(b->fetch);
 		b->fetch = NULL;
 	}
-	b->fetch = oapi_fetch_req(server.base, oapi.conf, b->def,
+	b->fetch = oapi_fetch_req(server.base, oapi.conf, b->def, b->cred,
 	    oapi_fetched_cb, b);
 	b->nfetch++;
 	oapi_send(b->fetch);
@@ -1024,6 +1115,28 @@ oapi_call_free(struct oapi_call *oc)
 	free(oc);
 }
 
+/*
+ * A call whose credentials cannot be had: the error an HTTP upstream's
+ * call gets then (upstream_http.c), naming the OAuth error, the block in
+ * place of the upstream.
+ */
+static void
+oapi_no_credentials(struct oapi_call *oc, const struct oapi_req *req)
+{
+	cJSON	*data;
+	char	*text;
+
+	xasprintf(&text, "openapi %s: no credentials for this request: %s "
+	    "(%s)", oc->block, req->cred_error, req->cred_text);
+	data = cJSON_CreateObject();
+	cJSON_AddStringToObject(data, "openapi", oc->block);
+	cJSON_AddStringToObject(data, "error", req->cred_error);
+	cJSON_AddStringToObject(data, "error_description", req->cred_text);
+	call_respond_error_data(oc->call, JSONRPC_UPSTREAM_CREDENTIALS, text,
+	    data);
+	free(text);
+}
+
 static void
 oapi_done_cb(struct oapi_req *req, struct http_client *hc,
     const char *unsent, void *arg)
@@ -1048,6 +1161,8 @@ oapi_done_cb(struct oapi_req *req, struct http_client *hc,
 		    http_client_status(hc) : 0);
 	if (!oc->cancelled && hc != NULL)
 		call_respond(oc->call, oapi_result(oc, hc));
+	else if (!oc->cancelled && req->cred_error != NULL)
+		oapi_no_credentials(oc, req);
 	else if (!oc->cancelled) {
 		xasprintf(&text, "cannot send %s %s: %s",
 		    oc->method, oc->url, unsent);
@@ -1135,8 +1250,8 @@ oapi_call_tool(struct call *c, const char *name, const cJSON *args)
 	oc->max_response = def->max_response;
 	TAILQ_INSERT_TAIL(&oapi.calls, oc, entry);
 
-	oc->req = oapi_req_new(server.base, oapi.conf, def, call_principal(c),
-	    req.method, req.url, oapi_done_cb, oc);
+	oc->req = oapi_req_new(server.base, oapi.conf, def, t->b->cred,
+	    call_principal(c), req.method, req.url, oapi_done_cb, oc);
 	oc->req->r.max_body = (size_t)def->max_response;
 	oc->req->r.timeout_ms = (int)(def->timeout * 1000);
 	oc->req->r.keepalive = 1;
@@ -1240,6 +1355,15 @@ oapi_configure(const struct conf *conf)
 			b->name = xstrdup(conf->openapis[i].name);
 		}
 		b->def = &conf->openapis[i];
+		/* Taken up live: tokens kept unless their grant changed. */
+		if (b->cred != NULL && b->def->credentials != NULL)
+			credential_update(b->cred, conf, b->def->credentials);
+		else if (b->cred != NULL) {
+			credential_unref(b->cred);
+			b->cred = NULL;
+		} else if (b->def->credentials != NULL)
+			b->cred = credential_new(b->name, conf,
+			    b->def->credentials);
 		oapi.blocks[i] = b;
 	}
 	oapi.conf = oapi.nblocks > 0 ? conf_ref(conf) : NULL;
@@ -1348,6 +1472,7 @@ oapi_check_fetch(const struct conf *conf, const struct conf_openapi *def,
 {
 	struct oapi_check_fetch	 f;
 	struct event_base	*base;
+	struct credential	*cred = NULL;
 
 	memset(&f, 0, sizeof f);
 	if ((base = event_base_new()) == NULL) {
@@ -1355,9 +1480,19 @@ oapi_check_fetch(const struct conf *conf, const struct conf_openapi *def,
 		return (NULL);
 	}
 	http_client_init(base);
-	oapi_send(oapi_fetch_req(base, conf, def, oapi_check_fetched_cb, &f));
+	/*
+	 * credential.c runs on server.base; mcpd -t has no server, so the
+	 * check's loop is it while the document comes (a token included).
+	 */
+	server.base = base;
+	if (def->credentials != NULL)
+		cred = credential_new(def->name, conf, def->credentials);
+	oapi_send(oapi_fetch_req(base, conf, def, cred, oapi_check_fetched_cb,
+	    &f));
 	while (!f.done && event_base_loop(base, EVLOOP_ONCE) == 0)
 		;
+	credential_unref(cred);
+	server.base = NULL;
 	http_client_shutdown();
 	event_base_free(base);
 	if (f.body == NULL) {

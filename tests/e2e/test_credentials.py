@@ -8,7 +8,10 @@ refuses one (401); a caller's token is exchanged
 (RFC 8693) for one on the caller's behalf, kept per principal and never
 past the caller's own token; a refused exchange is a JSON-RPC error for
 that call; a static header comes from a file read again on reload. The
-caller's token never reaches the upstream.
+caller's token never reaches the upstream. The same credentials in an
+openapi block (issue 28): the same server as a REST API, its document
+fetched with mcpd's own token, a call carrying mcpd's token or the
+caller's exchanged one, a refused exchange the same -32024 error.
 
 They need node and tests/sdk/node_modules (`make deps`); without them
 they skip saying so (a failure under MCPD_TEST_NO_SKIP=1, as in CI).
@@ -37,12 +40,33 @@ def _upstream(url, *credentials):
             *[f"        {c}" for c in credentials], "    }", "}"]
 
 
-def _grant(h, asrv, rs, grant):
+def _grant_lines(h, asrv, rs, grant):
     secret = h.write("client.secret", MCPD_CLIENT[1] + "\n")
-    return _upstream(rs.url, f"grant {grant}",
-                     f"token_endpoint {asrv.token_endpoint}",
-                     f"client_id {MCPD_CLIENT[0]}",
-                     f"client_secret_file {secret}", f"resource {rs.url}")
+    return [f"grant {grant}", f"token_endpoint {asrv.token_endpoint}",
+            f"client_id {MCPD_CLIENT[0]}", f"client_secret_file {secret}",
+            f"resource {rs.url}"]
+
+
+def _grant(h, asrv, rs, grant):
+    return _upstream(rs.url, *_grant_lines(h, asrv, rs, grant))
+
+
+def _openapi(h, asrv, rs, grant):
+    """openapi api { }: rs as a REST API (its whoami at /api/whoami), its
+    document at a URL that wants a token too."""
+    spec = rs.url[:-len("/mcp")] + "/api/openapi.json"
+    return ["openapi api {", f"    spec {spec}", "    credentials {",
+            *[f"        {c}" for c in _grant_lines(h, asrv, rs, grant)],
+            "    }", "}"]
+
+
+def _rest_whoami(d, sid, token=None):
+    msg = _call(d, sid, token)
+    res = msg.get("result") or {}
+    expect(not res.get("isError") and
+           isinstance(res.get("structuredContent"), dict),
+           f"the openapi tool whoami -> {msg!r}")
+    return res["structuredContent"]
 
 
 def _session(d, token=None):
@@ -212,5 +236,101 @@ def test_static_header_from_file_read_again_on_reload(h):
                "the header still carries the old value")
         expect(rs.stats()["initialize"] == starts, "the reload restarted "
                "the upstream to change a header")
+        expect("key-one" not in d.stderr_text() and
+               "key-two" not in d.stderr_text(), "a header value in the log")
+
+
+def test_openapi_client_credentials_and_401(h):
+    with AuthServer(h.workdir, dict([MCPD_CLIENT])) as asrv, \
+            ResourceServer(h.workdir, issuer=asrv.issuer) as rs:
+        d = h.start(extra_lines=_openapi(h, asrv, rs, "client_credentials"),
+                    log_level="debug")
+        sid = _session(d)
+        # The document itself needs a token: its tools mean it had one.
+        _await_whoami(d, sid)
+        first = _rest_whoami(d, sid)
+        expect(first["sub"] == MCPD_CLIENT[0] and first["aud"] == rs.url and
+               first["act"] is None, f"mcpd's own token: {first!r}")
+        expect(rs.stats()["refused"] == 0 and
+               rs.stats()["subjects"].get(MCPD_CLIENT[0]) == 1,
+               f"the API's view: {rs.stats()!r}")
+        # A token the API refuses (401): another, and the call once more.
+        n = asrv.grants()["client_credentials"]
+        rs.revoke(first["token"])
+        second = _rest_whoami(d, sid)
+        expect(second["token"] != first["token"] and
+               rs.stats()["refused"] == 1 and
+               asrv.grants()["client_credentials"] == n + 1,
+               f"after a 401: {second!r}, {rs.stats()!r}, {asrv.grants()!r}")
+        expect(MCPD_CLIENT[1] not in d.stderr_text(),
+               "the client secret in the log")
+        # mcpd -t fetches the document with a token of its own too.
+        path = h.write("check.conf", conf_text(
+            dict(DAEMON_CONF), _openapi(h, asrv, rs, "client_credentials")))
+        n = asrv.grants()["client_credentials"]
+        rc, out = h.run_mcpd("-t", "-c", path)
+        expect(rc == 0 and "openapi api: 1 tools from" in out and
+               asrv.grants()["client_credentials"] == n + 1,
+               f"mcpd -t -> {rc}: {out}")
+        expect(MCPD_CLIENT[1] not in out, "the client secret in -t output")
+
+
+def test_openapi_token_exchange_and_refused(h):
+    with AuthServer(h.workdir, dict([MCPD_CLIENT])) as asrv, \
+            ResourceServer(h.workdir, issuer=asrv.issuer) as rs:
+        asrv.configure(exchange_expires_in=3600, refuse_subjects=["mallory"])
+        lines = auth_lines(RESOURCE, asrv, scopes=None) + \
+            _openapi(h, asrv, rs, "token_exchange")
+        d = h.start(extra_lines=lines)
+        alice = asrv.sign({"sub": "alice", "aud": RESOURCE,
+                           "client_id": "app"}, expires_in=600)
+        sid = _session(d, alice)
+        # The document's fetch is on nobody's behalf: mcpd's own token.
+        _await_whoami(d, sid, alice)
+        who = _rest_whoami(d, sid, alice)
+        expect(who["sub"] == "alice" and who["aud"] == rs.url and
+               who["act"] == {"sub": MCPD_CLIENT[0]},
+               f"the API saw {who!r}, not alice's exchanged token")
+        expect(who["token"] != _sha16(alice), "the caller's own token "
+               "reached the API")
+        expect(asrv.grants()["exchange"] == 1, f"exchanges: {asrv.grants()}")
+
+        # A refused exchange: that call's -32024, the API never called.
+        mallory = asrv.sign({"sub": "mallory", "aud": RESOURCE},
+                            expires_in=600)
+        msid = _session(d, mallory)
+        msg = _call(d, msid, mallory)
+        err = msg.get("error") or {}
+        data = err.get("data") or {}
+        expect(err.get("code") == -32024 and
+               data.get("error") == "invalid_target" and
+               data.get("openapi") == "api" and
+               "no credentials" in err.get("message", ""),
+               f"a refused exchange -> {msg!r}")
+        expect("mallory" not in rs.stats()["subjects"],
+               f"a call reached the API for mallory: {rs.stats()!r}")
+        expect(_rest_whoami(d, sid, alice)["sub"] == "alice",
+               "alice's calls go on after mallory's refusal")
+        for tok in (alice, mallory):
+            expect(tok not in d.stderr_text(), "a caller's token in the log")
+
+
+def test_openapi_header_from_file_and_reload(h):
+    with ResourceServer(h.workdir, header="X-Api-Key") as rs:
+        key = h.write("api.key", "key-one\n")
+        spec = rs.url[:-len("/mcp")] + "/api/openapi.json"
+        lines = ["openapi api {", f"    spec {spec}", "    header X-Team blue",
+                 "    credentials {", f"        header X-Api-Key {key}",
+                 "    }", "}"]
+        d = h.start(extra_lines=lines)
+        sid = _session(d)
+        _await_whoami(d, sid)
+        expect(_rest_whoami(d, sid)["header"] == "key-one",
+               "the credentials header's value")
+        # A rotated file is taken up by a reload, the block's tools kept.
+        h.write("api.key", "key-two\n")
+        _reload(d, lines)
+        expect(_rest_whoami(d, sid)["header"] == "key-two", "after the "
+               "reload the header still carries the old value")
         expect("key-one" not in d.stderr_text() and
                "key-two" not in d.stderr_text(), "a header value in the log")

@@ -16,6 +16,11 @@
 // had: {"sub","aud","act","client_id","token":SHA-256 of the token, first
 // 16 hex digits,"header":NAME's value}, as JSON text.
 //
+// The same as a REST API, for mcpd's openapi blocks, behind the same
+// checks (the same audience): GET /api/openapi.json, an OpenAPI 3.0
+// document whose one operation is whoami, GET /api/whoami, answering that
+// object as application/json.
+//
 // It prints one JSON line on stdout once it listens:
 //   {"ready":true,"port":P,"url":"http://127.0.0.1:P/mcp"}
 // GET /test/stats answers {"accepted":N,"refused":N,"initialize":N,
@@ -115,6 +120,34 @@ function mcpServer(seen) {
 	return server;
 }
 
+function restDocument() {
+	const origin = selfUrl.replace(/\/mcp$/, '');
+	return { openapi: '3.0.3',
+	    info: { title: 'resource server', version: '1.0.0' },
+	    servers: [{ url: `${origin}/api` }],
+	    paths: { '/whoami': { get: { operationId: 'whoami',
+		summary: 'Who the request that carried this call was for',
+		responses: { 200: { description: 'the token\'s claims',
+		    content: { 'application/json': { schema: {
+			type: 'object' } } } } } } } } };
+}
+
+function rest(req, res, path, seen) {
+	if (req.method !== 'GET') {
+		res.writeHead(405, { Allow: 'GET' });
+		res.end();
+		return;
+	}
+	stats.accepted++;
+	let body = seen;
+	if (path === '/api/openapi.json')
+		body = restDocument();
+	else if (seen.sub !== undefined)
+		stats.subjects[seen.sub] = (stats.subjects[seen.sub] ?? 0) + 1;
+	res.writeHead(200, { 'Content-Type': 'application/json' });
+	res.end(JSON.stringify(body));
+}
+
 async function handle(req, res) {
 	const path = new URL(req.url, 'http://x').pathname;
 	if (req.method === 'GET' && path === '/test/stats') {
@@ -128,7 +161,8 @@ async function handle(req, res) {
 		res.end();
 		return;
 	}
-	if (path !== '/mcp')
+	if (path !== '/mcp' && path !== '/api/openapi.json' &&
+	    path !== '/api/whoami')
 		return refuse(res, 404, 'no such path');
 	const seen = {};
 	if (header !== undefined) {
@@ -151,6 +185,8 @@ async function handle(req, res) {
 		    act: claims.act ?? null, client_id: claims.client_id ?? null,
 		    token: hash });
 	}
+	if (path.startsWith('/api/'))
+		return rest(req, res, path, seen);
 	if (req.method !== 'POST') {
 		res.writeHead(405, { Allow: 'POST' });
 		res.end();

@@ -906,6 +906,76 @@ START_TEST(test_conf_errors)
 }
 END_TEST
 
+/* credentials { } as an HTTP upstream's, beside the header lines. */
+START_TEST(test_conf_credentials)
+{
+	const struct conf_openapi	*oa;
+	struct conf			*conf;
+	char				 secret[] =
+	    "/tmp/mcpd-test-openapi.XXXXXX";
+	char				*text;
+	FILE				*f;
+	int				 fd;
+
+	fd = mkstemp(secret);
+	ck_assert_int_ge(fd, 0);
+	f = fdopen(fd, "w");
+	fprintf(f, "client-secret\n");
+	fclose(f);
+	xasprintf(&text, "openapi pets {\n"
+	    "    spec /etc/mcpd/pets.yaml\n"
+	    "    header X-Team blue\n"
+	    "    credentials {\n"
+	    "        grant client_credentials\n"
+	    "        token_endpoint https://as.example.com/token\n"
+	    "        client_id mcpd\n"
+	    "        client_secret_file %s\n"
+	    "        header X-Tenant %s\n"
+	    "    }\n"
+	    "}\n"
+	    "openapi plain {\n"
+	    "    spec /etc/mcpd/pets.yaml\n"
+	    "}\n", secret, secret);
+	conf = parse_ok(text);
+	free(text);
+	oa = conf_openapi_find(conf, "pets");
+	ck_assert_ptr_nonnull(oa->credentials);
+	ck_assert_int_eq(oa->credentials->line, 4);
+	ck_assert_int_eq(oa->credentials->grant,
+	    CONF_GRANT_CLIENT_CREDENTIALS);
+	ck_assert_str_eq(oa->credentials->client_secret, "client-secret");
+	ck_assert_uint_eq(oa->credentials->nheaders, 1);
+	ck_assert_str_eq(oa->credentials->headers[0].value, "client-secret");
+	ck_assert_uint_eq(oa->nheaders, 1);
+	ck_assert_ptr_null(conf_openapi_find(conf, "plain")->credentials);
+	conf_free(conf);
+
+	/* A token exchange needs the caller's token: an auth block. */
+	xasprintf(&text, "openapi a {\n spec /a\n credentials {\n"
+	    "  grant token_exchange\n  token_endpoint https://as/t\n"
+	    "  client_id c\n  client_secret_file %s\n }\n}\n", secret);
+	expect_error(text, "t.conf:3: openapi a: grant token_exchange needs "
+	    "an auth block (the caller's token is what is exchanged)");
+	free(text);
+	/* One header from two places, or a static Authorization and a grant. */
+	xasprintf(&text, "openapi a {\n spec /a\n header x-tenant 1\n"
+	    " credentials {\n  header X-Tenant %s\n }\n}\n", secret);
+	expect_error(text, "t.conf:4: openapi a: header X-Tenant is in a "
+	    "header line and in credentials");
+	free(text);
+	xasprintf(&text, "openapi a {\n spec /a\n header Authorization x\n"
+	    " credentials {\n  grant client_credentials\n"
+	    "  token_endpoint https://as/t\n  client_id c\n"
+	    "  client_secret_file %s\n }\n}\n", secret);
+	expect_error(text, "t.conf:4: openapi a: a header Authorization line "
+	    "and a credentials grant exclude each other");
+	free(text);
+	expect_error("openapi a {\n spec /a\n credentials {\n }\n}\n",
+	    "t.conf:3: credentials: neither a header nor a grant");
+	unlink(secret);
+}
+END_TEST
+
 static Suite *
 openapi_suite(void)
 {
@@ -937,6 +1007,7 @@ openapi_suite(void)
 	tc = tcase_create("conf");
 	tcase_add_test(tc, test_conf_block);
 	tcase_add_test(tc, test_conf_errors);
+	tcase_add_test(tc, test_conf_credentials);
 	suite_add_tcase(s, tc);
 	return (s);
 }
