@@ -377,3 +377,32 @@ def test_limit_while_redis_is_down(h):
                f"came back ({before} -> {after})")
         expect(metric(text, "mcpd_limit_fallbacks_total") == 1,
                "a check fell back with Redis up again")
+
+
+def test_limit_of_an_endpoint_block_counts_its_calls_only(h):
+    """endpoints /mcp/team: a limit of an endpoint block (issue 26: each
+    endpoint its own limits) refuses the second call there, while the
+    default endpoint's calls, by the same principal, run on."""
+    lname = name("team")
+    d = h.start(extra_lines=auth_lines(h) + [
+        "endpoint /mcp/team {", "    tools echo", "}"] + limit_lines(
+        lname, key="principal", rate="1/h", burst=1,
+        endpoints="/mcp/team"))
+    saved = d.endpoint
+    d.endpoint = "/mcp/team"
+    try:
+        team = session(d, "alice")
+        status, msg, _ = call(d, team, "alice")
+        expect(status == 200 and "result" in msg,
+               f"the first call at /mcp/team: HTTP {status} {msg!r}")
+        status, msg, r = call(d, team, "alice")
+        expect_limited(status, msg, r, lname, "rate",
+                       "the second call at /mcp/team")
+    finally:
+        d.endpoint = saved
+    default = session(d, "alice")
+    for i in range(3):
+        status, msg, _ = call(d, default, "alice")
+        expect(status == 200 and "result" in msg,
+               f"call {i + 1} at the default endpoint: HTTP {status} "
+               f"{msg!r}")
