@@ -7,15 +7,18 @@ survive a rotation (rename, SIGUSR1), and a destination that fails every
 write (/dev/full) counted while the daemon serves on, and the principal
 (subject, issuer, client id of a JWT) on both revisions. Interrupted by
 kill -9 of the instance is tests/cluster/test_governance.py's (another
-instance answers the call, and writes its line)."""
+instance answers the call, and writes its line). audit_log syslog is
+checked against a socket the test binds at /dev/log, where syslog(3)
+sends."""
 
 import hashlib
 import json
 import os
 import signal
+import socket
 import time
 
-from mcpd_harness import expect, rpc, tmo, tool_call
+from mcpd_harness import Skip, expect, rpc, tmo, tool_call
 
 FIELDS = ("time", "instance", "method", "principal", "issuer", "client_id",
           "session", "request_id", "endpoint", "protocol",
@@ -245,3 +248,45 @@ def test_audit_names_the_principal(h):
                line["client_id"] == "ci-runner" and
                line["session"] == session and line["outcome"] == "ok",
                f"request {rid}: {line!r}")
+
+
+def test_audit_to_syslog(h):
+    """audit_log syslog: each audited call is one datagram to /dev/log,
+    facility authpriv, severity info, tagged mcpd-audit, its message the
+    JSON line. The test stands in for the syslog daemon: it binds
+    /dev/log itself, so it needs that path free and writable (root on a
+    machine without a syslog daemon, as CI's)."""
+    if os.path.exists("/dev/log"):
+        raise Skip("/dev/log exists (a syslog daemon): the test cannot "
+                   "stand in for it", other_run=True)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    try:
+        sock.bind("/dev/log")
+    except OSError as e:
+        sock.close()
+        raise Skip(f"cannot bind /dev/log: {e}")
+    try:
+        d = h.start(extra_lines=["audit_log syslog"])
+        sid = d.initialize()
+        for i in range(2):
+            d.call(sid, "echo", {"text": f"syslog {i}"})
+        sock.settimeout(tmo(10))
+        lines = []
+        while len(lines) < 2:
+            try:
+                data = sock.recv(65536).decode()
+            except socket.timeout:
+                break
+            if "mcpd-audit[" in data:
+                lines.append(data)
+        expect(len(lines) == 2, f"{len(lines)} audit datagrams on /dev/log, "
+               f"wanted 2: {lines!r}")
+        for line in lines:
+            # <86>: LOG_AUTHPRIV (10 << 3) | LOG_INFO (6).
+            expect(line.startswith("<86>"), f"priority of {line!r}")
+            rec = json.loads(line[line.index("{"):])
+            expect(rec["method"] == "tools/call" and rec["outcome"] == "ok"
+                   and rec["tool"] == "echo", f"record {rec!r}")
+    finally:
+        sock.close()
+        os.unlink("/dev/log")
