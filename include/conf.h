@@ -361,6 +361,7 @@ struct conf {
 	long long		 stream_maxlen;	/* entries kept per stream */
 	long long		 stream_window;	/* undelivered entries before pause */
 	int			 stream_window_line; /* 0: unset */
+	int			 eventlog_line;	/* 0: unset (memory) */
 	long long		 stream_ttl;	/* seconds, after a stream ends */
 	long long		 session_ttl;	/* seconds idle */
 	long long		 max_sessions;

@@ -1270,6 +1270,7 @@ conf_check(struct conf *conf, struct conf_scope *cs, const char *file,
 	size_t			 i;
 
 	conf->stream_window_line = conf_scope_line(cs, "stream_window");
+	conf->eventlog_line = conf_scope_line(cs, "eventlog");
 	if (conf_check_window(conf, file, conf_scope_line(cs,
 	    "stream_maxlen"), 0, cause) != 0)
 		return (-1);

@@ -670,12 +670,12 @@ START_TEST(test_eventlog_credentials)
 
 	xasprintf(&text, "eventlog redis://:pw@h\nredis_password_file %s\n",
 	    path);
-	expect_error(text, "t.conf: a password is in both the eventlog URL "
+	expect_error(text, "t.conf:1: a password is in both the eventlog URL "
 	    "and redis_password_file");
 	free(text);
-	expect_error("eventlog redis://u:p@h\nredis_user v\n", "t.conf: a "
+	expect_error("eventlog redis://u:p@h\nredis_user v\n", "t.conf:1: a "
 	    "user is in both the eventlog URL and redis_user");
-	expect_error("eventlog redis://h\nredis_user v\n", "t.conf: a Redis "
+	expect_error("eventlog redis://h\nredis_user v\n", "t.conf:1: a Redis "
 	    "user needs a password (in the eventlog URL, or "
 	    "redis_password_file)");
 	expect_error("eventlog redis://h\nredis_password_file /nonexistent\n",
@@ -694,19 +694,19 @@ START_TEST(test_eventlog_credentials)
 	rmdir(dir);
 
 	expect_error("eventlog redis://h\nredis_tls_ca_file /ca.pem\n",
-	    "t.conf: redis_tls_* directives are set, but the eventlog address "
+	    "t.conf:1: redis_tls_* directives are set, but the eventlog address "
 	    "does not use TLS (rediss://, or redis-sentinel:// with redis_tls "
 	    "on)");
-	expect_error("eventlog redis://h\nredis_tls on\n", "t.conf: "
+	expect_error("eventlog redis://h\nredis_tls on\n", "t.conf:1: "
 	    "redis_tls on is for redis-sentinel:// addresses (one server over "
 	    "TLS is rediss://)");
 	expect_error("eventlog rediss://h\nredis_tls_cert_file /c.pem\n",
-	    "t.conf: redis_tls_cert_file and redis_tls_key_file go together");
-	expect_error("eventlog redis://h\nredis_sentinel_user u\n", "t.conf: "
+	    "t.conf:1: redis_tls_cert_file and redis_tls_key_file go together");
+	expect_error("eventlog redis://h\nredis_sentinel_user u\n", "t.conf:1: "
 	    "redis_sentinel_user and redis_sentinel_password_file are for "
 	    "redis-sentinel:// addresses");
 	expect_error("eventlog redis-sentinel://s/m\nredis_sentinel_user u\n",
-	    "t.conf: redis_sentinel_user needs redis_sentinel_password_file");
+	    "t.conf:1: redis_sentinel_user needs redis_sentinel_password_file");
 	conf = parse_ok("eventlog rediss://h\nredis_tls_ca_file /ca.pem\n"
 	    "redis_tls_server_name r.example\nredis_tls_verify off\n");
 	ck_assert_str_eq(conf->redis_tls_ca_file, "/ca.pem");
@@ -756,7 +756,7 @@ START_TEST(test_eventlog_reload)
 	new->redis_user = strdup("v");
 	ck_assert_int_eq(conf_keep_restart_only(new, old, names, 8, &n,
 	    &cause), -1);
-	ck_assert_str_eq(cause, "t.conf: a user is in both the eventlog URL "
+	ck_assert_str_eq(cause, "t.conf:1: a user is in both the eventlog URL "
 	    "and redis_user");
 	free(cause);
 	conf_free(new);
