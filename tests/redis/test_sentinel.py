@@ -276,8 +276,8 @@ def _failover_under_load(h, commit, kill):
                    f"{what}: /metrics does not name the new primary")
         print(f"  {what}: new primary named after {switched:.1f}s; mcpd "
               f"paused {max(_paused(a), _paused(b)):.1f}s at most; all "
-              f"{CLIENTS + 1} clients done after {done:.1f}s; {outcomes}, the SDK "
-              f"client: {sdk_outcome}")
+              f"{CLIENTS + 1} clients done after {done:.1f}s; {outcomes}, "
+              f"the SDK client: {sdk_outcome}")
 
 
 def test_sentinel_failover_replicas1_loses_nothing(h):
