@@ -775,6 +775,13 @@ view_read_cb(enum eventlog_status status, const struct eventlog_entry *entries,
 		view_slow_disconnect(v);
 		return;
 	}
+	/*
+	 * AHEAD here: the log lost entries this view had shown (its next
+	 * entry is past head + 1). The client resumes from what it got and
+	 * the same read refuses it, 410 "ahead", or the loss note does when
+	 * a call's error took that id since (view_check_loss): it is never
+	 * answered 200 for nothing again.
+	 */
 	if (status != EVENTLOG_OK) {
 		log_limited(LOG_LEVEL_WARN, "view-read", "session=%s "
 		    "stream=%llu view ends: log read %s",
