@@ -21,7 +21,7 @@
  *			script; the messages are in peer.h).
  *   mcpd:{SID}:x:NAME	notes (eventlog_note_set: plain SET with PX, not
  *			the script): leases l:K and r:K, the call's trace
- *			t:K (lease.c), answers a:ID (outbound.c),
+ *			t:K, a loss x:K (lease.c), answers a:ID (outbound.c),
  *			delivery progress p:K (progress.c).
  *   mcpd:{TID}:task	a task's record (task.c), its hash tag the task id
  *			(apart from every session): "REV RECORD", REV the

@@ -44,6 +44,15 @@
  *    a bound even if the log stays away: it resumes, is answered 503 while
  *    the log is down, then reads the error.
  *
+ * The answers go after the head the log has. When that is below what
+ * the owner had sent (a failover under commit primary lost the last
+ * entries, found by a refused append, or by a settle's read), the first
+ * error takes an id a lost entry had, which a client may hold: the owner
+ * first writes "x:K", "HEAD SENT", and a resume of the ended stream with
+ * a cursor in between is answered 410 "ahead" (lease_lost_get, view.c).
+ * An orphan's answerer cannot know what the dead owner sent: its answers
+ * carry no such note.
+ *
  * With tracing on, the owner also writes "t:K", the traceparent of K's
  * call, for as long as "r:K" lives: a process that resumes K or answers
  * its calls (2, 3) traces them into the call's trace.
@@ -435,7 +444,8 @@ lease_answer_send(struct lease_answer *a, const cJSON *ids, uint64_t head,
 	}
 }
 
-/* The call's trace context is read: the answer is a span of it. */
+/* The call's trace context is read (NULL: none): the answer is a span of
+ * it. */
 static void
 lease_answer_traced_cb(const struct trace_ctx *ctx, void *arg)
 {
@@ -458,11 +468,41 @@ lease_answer_traced_cb(const struct trace_ctx *ctx, void *arg)
 }
 
 static void
-lease_answer_quiet(const char *sid, uint64_t k, const cJSON *ids,
-    uint64_t head, const char *message, int quiet, lease_answered_cb cb,
-    void *arg)
+lease_answer_start(struct lease_answer *a)
 {
+	if (!trace_enabled || !server.shared) {
+		lease_answer_traced_cb(NULL, a);
+		return;
+	}
+	/* Answered elsewhere, still in the call's trace. */
+	lease_trace_get(a->sid, a->k, lease_answer_traced_cb, a);
+}
+
+/*
+ * The loss is recorded (or could not be: the answers go anyway, the
+ * calls are owed them; the log that refused the note most likely
+ * refuses them too).
+ */
+static void
+lease_answer_marked_cb(enum eventlog_status status, void *arg)
+{
+	struct lease_answer	*a = arg;
+
+	if (status != EVENTLOG_OK && status != EVENTLOG_CANCELLED)
+		log_limited(LOG_LEVEL_WARN, "lease", "session=%s stream=%llu "
+		    "loss not recorded: %s", a->sid, (unsigned long long)a->k,
+		    eventlog_status_name(status));
+	lease_answer_start(a);
+}
+
+static void
+lease_answer_quiet(const char *sid, uint64_t k, const cJSON *ids,
+    uint64_t head, uint64_t issued, const char *message, int quiet,
+    lease_answered_cb cb, void *arg)
+{
+	const struct conf	*conf = server.conf;
 	struct lease_answer	*a;
+	char			 name[LEASE_NAME_LEN], value[48];
 
 	a = xcalloc(1, sizeof *a);
 	strlcpy(a->sid, sid, sizeof a->sid);
@@ -471,22 +511,76 @@ lease_answer_quiet(const char *sid, uint64_t k, const cJSON *ids,
 	a->quiet = quiet;
 	a->cb = cb;
 	a->arg = arg;
-	if (!trace_enabled || !server.shared) {
-		lease_answer_send(a, ids, head, message);
-		return;
-	}
-	/* Answered elsewhere, still in the call's trace. */
 	a->ids = cJSON_Duplicate(ids, 1);
 	a->head = head;
 	a->message = xstrdup(message);
-	lease_trace_get(sid, k, lease_answer_traced_cb, a);
+	if (!server.shared || issued <= head) {
+		lease_answer_start(a);
+		return;
+	}
+	/*
+	 * Entries head + 1 to issued were committed, and may have reached
+	 * clients, before the log lost them; the errors take the first of
+	 * those ids again. Recorded first, for as long as K may be resumed,
+	 * so that no resume ever sees the errors without it.
+	 */
+	log_limited(LOG_LEVEL_ERROR, "lost", "session=%s stream=%llu: the "
+	    "event log lost entries %llu to %llu of it; cursors there are "
+	    "answered 410 ahead", sid, (unsigned long long)k,
+	    (unsigned long long)(head + 1), (unsigned long long)issued);
+	lease_name(name, "x", k);
+	snprintf(value, sizeof value, "%llu %llu", (unsigned long long)head,
+	    (unsigned long long)issued);
+	eventlog_note_set(server.eventlog, sid, name, value, strlen(value),
+	    (uint64_t)(conf->stream_ttl + conf->session_ttl) * 1000,
+	    lease_answer_marked_cb, a);
 }
 
 void
 lease_answer(const char *sid, uint64_t k, const cJSON *ids, uint64_t head,
-    const char *message, lease_answered_cb cb, void *arg)
+    uint64_t issued, const char *message, lease_answered_cb cb, void *arg)
 {
-	lease_answer_quiet(sid, k, ids, head, message, 0, cb, arg);
+	lease_answer_quiet(sid, k, ids, head, issued, message, 0, cb, arg);
+}
+
+struct lease_lost_read {
+	lease_lost_cb	 cb;
+	void		*arg;
+};
+
+static void
+lease_lost_got_cb(enum eventlog_status status, const char *value,
+    size_t len, void *arg)
+{
+	struct lease_lost_read	*r = arg;
+	unsigned long long	 head, issued;
+	char			 text[48];
+	int			 found = 0;
+
+	if (status == EVENTLOG_OK && len > 0 && len < sizeof text) {
+		memcpy(text, value, len);
+		text[len] = '\0';
+		found = sscanf(text, "%llu %llu", &head, &issued) == 2 &&
+		    head < issued;
+	}
+	if (found)
+		r->cb(1, (uint64_t)head, (uint64_t)issued, r->arg);
+	else
+		r->cb(0, 0, 0, r->arg);
+	free(r);
+}
+
+void
+lease_lost_get(const char *sid, uint64_t k, lease_lost_cb cb, void *arg)
+{
+	struct lease_lost_read	*r;
+	char			 name[LEASE_NAME_LEN];
+
+	r = xmalloc(sizeof *r);
+	r->cb = cb;
+	r->arg = arg;
+	lease_name(name, "x", k);
+	eventlog_note_get(server.eventlog, sid, name, lease_lost_got_cb, r);
 }
 
 /* ---------------------------------------------------------------------
@@ -497,6 +591,7 @@ struct lease_settle {
 	char				 sid[SESSION_ID_LEN + 1];
 	uint64_t			 k;
 	uint64_t			 head;		/* committed here */
+	uint64_t			 issued;	/* sent to the log */
 	cJSON				*ids;
 	uint64_t			 since_ms;
 	int				 busy;		/* a try in flight */
@@ -623,7 +718,7 @@ lease_settle_head_cb(enum eventlog_status status,
 		return;
 	}
 	st->busy = 1;
-	lease_answer_quiet(st->sid, st->k, st->ids, info->head,
+	lease_answer_quiet(st->sid, st->k, st->ids, info->head, st->issued,
 	    "The call was interrupted: the event log was unavailable", 1,
 	    lease_settle_answered_cb, st);
 }
@@ -645,8 +740,8 @@ lease_settle_try(struct lease_settle *st)
  * K is not settling already): the first try goes now.
  */
 void
-lease_settle(const char *sid, uint64_t k, uint64_t head, const cJSON *ids,
-    lease_settle_cb cb, void *arg)
+lease_settle(const char *sid, uint64_t k, uint64_t head, uint64_t issued,
+    const cJSON *ids, lease_settle_cb cb, void *arg)
 {
 	struct lease_settle	*st;
 
@@ -654,6 +749,7 @@ lease_settle(const char *sid, uint64_t k, uint64_t head, const cJSON *ids,
 	strlcpy(st->sid, sid, sizeof st->sid);
 	st->k = k;
 	st->head = head;
+	st->issued = issued;
 	st->ids = cJSON_Duplicate(ids, 1);
 	st->since_ms = clock_now_ms();
 	st->retry_ev = evtimer_new(server.base, lease_settle_retry_cb, st);

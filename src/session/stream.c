@@ -828,15 +828,17 @@ stream_fail(struct stream *st, uint64_t seq, enum eventlog_status status,
 		    (unsigned long long)info->head);
 		/*
 		 * The log lost or diverged from what this process committed:
-		 * the calls end with an error after what the log has, never
-		 * with a re-issued id.
+		 * the calls end with an error after what the log has. Those
+		 * ids were issued before (every append sent may have landed
+		 * and been shown): lease_answer records so, and a client
+		 * holding one of them is answered 410, not the error.
 		 */
 		if (!info->ended && cJSON_GetArraySize(st->ids) > 0 &&
 		    st->kind == STREAM_REQUEST)
 			lease_answer(session_id(st->session), st->k, st->ids,
-			    info->head, "The event log lost or diverged from "
-			    "this call's stream; the call cannot continue",
-			    stream_answered_cb, NULL);
+			    info->head, st->next_seq - 1, "The event log lost "
+			    "or diverged from this call's stream; the call "
+			    "cannot continue", stream_answered_cb, NULL);
 		/* What the log has instead is the view's to show. */
 		stream_tell_wakeup(st, info->head);
 		stream_lost(st->session, st->k, -1, 0);
@@ -1375,7 +1377,8 @@ stream_settle(struct stream *st)
 
 	if (lease_settling(sid, st->k))
 		return;
-	lease_settle(sid, st->k, st->head, st->ids, stream_settle_cb, NULL);
+	lease_settle(sid, st->k, st->head, st->next_seq - 1, st->ids,
+	    stream_settle_cb, NULL);
 	/* Whether it lost the stream or stalls is known once it answers. */
 	session_cancel_calls(st->session, st->k, "the event log lost its "
 	    "stream or did not answer; the error response follows once it "
@@ -1474,7 +1477,8 @@ stream_orphan_checked_cb(const char *sid, uint64_t k, const cJSON *ids,
 	o->ids = cJSON_Duplicate(ids, 1);
 	o->audit = audit != NULL ? cJSON_Duplicate(audit, 1) : NULL;
 	o->head = head;
-	lease_answer(sid, k, ids, head, STREAM_ORPHAN_MESSAGE,
+	/* What the dead owner had issued past head is not known here. */
+	lease_answer(sid, k, ids, head, head, STREAM_ORPHAN_MESSAGE,
 	    stream_orphan_answered_cb, o);
 }
 

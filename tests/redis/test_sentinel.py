@@ -15,8 +15,9 @@ primary.
 - commit primary: a failover may lose the last commits. Every client
   either resumes exactly (its ids contiguous, the call ending with its
   result or with the documented error), or is answered 410 with a
-  reason; never a gap, a repeat, or silence. (The 29 threads only: see
-  _failover_under_load for the case the SDK client found.)
+  reason; never a gap, a repeat, or silence. A client holding an event
+  the new primary lost gets 410 ahead, also when the call's error then
+  took that event's id.
 
 Each test prints how long the failover took and how long mcpd paused.
 """
@@ -142,6 +143,9 @@ def _sdk_result(p, timeout):
                   re.M)
     expect(m is not None and m.group(2) == "0" and m.group(1) != "0" and
            p.returncode == 0, f"the SDK client failed:\n{text}")
+    o = re.search(r"the SDK client across the failover \([a-z-]+\): "
+                  r"([a-z]+)", text)
+    return o.group(1) if o else "?"
 
 
 def _stream_in_redis(dep, sid, k):
@@ -217,16 +221,8 @@ def _failover_under_load(h, commit, kill):
                 "eventlog_outage_grace": GRACE}
         a = h.start(**conf)
         b = h.start(**conf)
-        # Under commit primary the SDK client is left out: a client that
-        # resumes *behind* the new primary's head, on the instance whose
-        # call lost its stream, is answered 200 and then nothing, again
-        # on every resume (README, Known limitations; issue 24 stays open
-        # for it). The 29 clients here read on past the lost commits, so
-        # their cursors are ahead and they get 410; the SDK client, cut
-        # early by its proxy, resumed behind the head and hit it
-        # (failover_resume.mjs exact-or-gone shows it).
-        sdk = (_sdk(f"http://127.0.0.1:{a.port}/mcp", "exact")
-               if commit != "primary" else None)
+        mode = "exact" if commit != "primary" else "exact-or-gone"
+        sdk = _sdk(f"http://127.0.0.1:{a.port}/mcp", mode)
         clients = []
         for i in range(CLIENTS):
             ready = threading.Event()
@@ -255,8 +251,7 @@ def _failover_under_load(h, commit, kill):
                    "silence")
             if c.failure is not None:
                 raise c.failure
-        if sdk is not None:
-            _sdk_result(sdk, GRACE + 60)
+        sdk_outcome = _sdk_result(sdk, GRACE + 60)
         done = time.monotonic() - t0
         outcomes = {}
         for c in clients:
@@ -281,8 +276,8 @@ def _failover_under_load(h, commit, kill):
                    f"{what}: /metrics does not name the new primary")
         print(f"  {what}: new primary named after {switched:.1f}s; mcpd "
               f"paused {max(_paused(a), _paused(b)):.1f}s at most; all "
-              f"{CLIENTS + (sdk is not None)} clients done after "
-              f"{done:.1f}s; {outcomes}")
+              f"{CLIENTS + 1} clients done after {done:.1f}s; {outcomes}, "
+              f"the SDK client: {sdk_outcome}")
 
 
 def test_sentinel_failover_replicas1_loses_nothing(h):
