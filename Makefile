@@ -330,8 +330,12 @@ fuzz-merge: fuzz-build
 conformance: mcpd
 	sh scripts/conformance
 
+# Every comparison of README's performance table (scripts/bench-all):
+# `make bench BENCH_ARGS="--rounds 5"`; BENCH_ARGS=--quick checks the
+# chain in a few minutes.
+BENCH_ARGS ?=
 bench: mcpd
-	sh scripts/bench
+	bash scripts/bench-all $(BENCH_ARGS)
 
 clean:
 	rm -rf build build-asan build-fuzz mcpd mcpd-asan
