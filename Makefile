@@ -169,7 +169,8 @@ callgraph: all
 
 # `make check`: the build and the call graph, then every suite, CHECK_JOBS
 # of them at once (issue 29). They share nothing: each starts its daemons
-# on ports the kernel picks (listen 127.0.0.1:0, free_port()), its own
+# on ports the kernel picks (listen 127.0.0.1:0) or free_port() draws
+# below the kernel's ephemeral range (tests/e2e/mcpd_harness.py), its own
 # redis-server (scripts/with-redis, private_redis) and work directories
 # from mktemp; the one fixed path, /dev/log, is taken in turn under a lock
 # (tests/e2e/test_audit.py). Each suite writes to $(CHECK_LOGS)/SUITE.log,
