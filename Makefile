@@ -36,7 +36,7 @@ DOCDIR	?= $(PREFIX)/share/doc/mcpd
 SYSCONFDIR ?= /etc
 UNITDIR	?= $(PREFIX)/lib/systemd/system
 
-.PHONY: all clean callgraph check install install-check unit e2e e2e-redis redis-ops-test sdk-test cluster-test upstream-test openapi-test asan asan-check deps conformance bench \
+.PHONY: all clean callgraph check test test-e2e install install-check unit e2e e2e-redis redis-ops-test sdk-test cluster-test upstream-test openapi-test asan asan-check deps conformance bench \
 	fuzz fuzz-replay fuzz-merge fuzz-build fuzz-bins
 
 all: mcpd
@@ -167,18 +167,61 @@ cluster-test: mcpd
 callgraph: all
 	sh scripts/callgraph -c 'call session stream' -f
 
+# `make check`: the build and the call graph, then every suite, CHECK_JOBS
+# of them at once (issue 29). They share nothing: each starts its daemons
+# on ports the kernel picks (listen 127.0.0.1:0) or free_port() draws
+# below the kernel's ephemeral range (tests/e2e/mcpd_harness.py), its own
+# redis-server (scripts/with-redis, private_redis) and work directories
+# from mktemp; the one fixed path, /dev/log, is taken in turn under a lock
+# (tests/e2e/test_audit.py). Each suite writes to $(CHECK_LOGS)/SUITE.log,
+# printed whole when it ends (so the "N passed, N failed, N skipped" lines
+# .ci/run adds up are never interleaved); every suite runs even when one
+# fails (-k), and check fails if any did. The longest go first.
+CHECK_JOBS ?= 3
+CHECK_LOGS ?= $(BUILD)/check
+CHECK_SUITES = e2e e2e-redis redis-ops-test cluster-test upstream-test \
+	openapi-test sdk-test unit install-check
+
 check: deps
-	$(MAKE) all
+	$(MAKE) -j$(CHECK_JOBS) all
 	$(MAKE) callgraph
-	$(MAKE) unit
-	$(MAKE) e2e
-	$(MAKE) e2e-redis
-	$(MAKE) redis-ops-test
-	$(MAKE) sdk-test
-	$(MAKE) upstream-test
-	$(MAKE) openapi-test
-	$(MAKE) install-check
-	$(MAKE) cluster-test
+	@rm -rf $(CHECK_LOGS) && mkdir -p $(CHECK_LOGS)
+	@$(MAKE) --no-print-directory -k -j$(CHECK_JOBS) \
+	    $(CHECK_SUITES:%=check-suite-%); rc=$$?; \
+	echo "==> make check: $$(cat $(CHECK_LOGS)/*.result | tr '\n' ' ')"; \
+	exit $$rc
+
+check-suite-%: mcpd
+	@log=$(CHECK_LOGS)/$*.log; t0=$$(date +%s); \
+	echo "==> $* started ($$log)"; \
+	$(MAKE) --no-print-directory $* >$$log 2>&1; rc=$$?; \
+	t=$$(( $$(date +%s) - t0 )); \
+	if [ $$rc = 0 ]; then r="$*: ok in $${t}s"; \
+	else r="$*: FAILED (exit $$rc) in $${t}s"; fi; \
+	echo "$$r;" >$(CHECK_LOGS)/$*.result; \
+	flock $(CHECK_LOGS)/.print sh -c \
+	    'echo "==> $$1 (whole output)"; cat "$$2"; echo "==> $$3"' \
+	    sh "$*" "$$log" "$$r"; \
+	exit $$rc
+
+# What a developer runs before each commit, in about a minute on a 2-core
+# machine: the build, the call graph, the unit tests and the
+# quick part of the end-to-end suite on the memory log (TEST_E2E: the
+# wire contract, sessions, streams and resume; the slow tests of outages,
+# drains, upstreams, exec and the Redis backend are left to make check).
+TEST_E2E = $(TEST_E2E_MODULES:%=-k %::)
+TEST_E2E_MODULES = test_wire test_session test_streams test_resume \
+	test_sse test_http test_tools
+# The unit tests and that part of e2e run side by side, each one's output
+# printed whole when it ends (-O).
+test:
+	$(MAKE) -j$(CHECK_JOBS) all
+	$(MAKE) callgraph
+	$(MAKE) -j$(CHECK_JOBS) $(UNIT_BINS)
+	$(MAKE) --no-print-directory -j2 -O unit test-e2e
+
+test-e2e: mcpd
+	$(PYTHON) tests/e2e/run.py --mcpd ./mcpd $(TEST_E2E)
 
 # The sanitizer build lives in its own directory so it never mixes objects
 # with the normal one. It is built with clang: gcc's UBSan has no
@@ -288,8 +331,12 @@ fuzz-merge: fuzz-build
 conformance: mcpd
 	sh scripts/conformance
 
+# Every comparison of README's performance table (scripts/bench-all):
+# `make bench BENCH_ARGS="--rounds 5"`; BENCH_ARGS=--quick checks the
+# chain in a few minutes.
+BENCH_ARGS ?=
 bench: mcpd
-	sh scripts/bench
+	bash scripts/bench-all $(BENCH_ARGS)
 
 clean:
 	rm -rf build build-asan build-fuzz mcpd mcpd-asan

@@ -1383,8 +1383,34 @@ def redis_command(url, *args, timeout=5, user=None, password=None,
     return replies[-1]
 
 
+def _ephemeral_low():
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_port():
-    """A loopback TCP port nobody listens on (at the time of asking)."""
+    """A loopback TCP port nobody listens on (at the time of asking), for
+    a server that must be told its port. It is drawn at random from the
+    12,000 ports below the kernel's ephemeral range: between this answer
+    and the server's bind, the kernel never hands it to a connect() or a
+    listen on port 0 elsewhere, which the suites `make check` runs side
+    by side do by the thousand."""
+    import random
+    high = _ephemeral_low()
+    low = max(1024, high - 12000)
+    for _ in range(200):
+        port = random.randrange(low, high)
+        s = socket.socket()
+        try:
+            s.bind(("127.0.0.1", port))
+            return port
+        except OSError:
+            continue
+        finally:
+            s.close()
     s = socket.socket()
     try:
         s.bind(("127.0.0.1", 0))

@@ -11,11 +11,13 @@ instance answers the call, and writes its line). audit_log syslog is
 checked against a socket the test binds at /dev/log, where syslog(3)
 sends."""
 
+import fcntl
 import hashlib
 import json
 import os
 import signal
 import socket
+import tempfile
 import time
 
 from mcpd_harness import Skip, expect, rpc, tmo, tool_call
@@ -255,7 +257,19 @@ def test_audit_to_syslog(h):
     facility authpriv, severity info, tagged mcpd-audit, its message the
     JSON line. The test stands in for the syslog daemon: it binds
     /dev/log itself, so it needs that path free and writable (root on a
-    machine without a syslog daemon, as CI's)."""
+    machine without a syslog daemon, as CI's). `make check` runs the
+    suite on both event logs at once: a lock held for the whole test
+    makes the two runs take /dev/log in turn."""
+    lock = open(os.path.join(tempfile.gettempdir(), "mcpd-test-dev-log.lock"),
+                "a")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        _audit_to_syslog(h)
+    finally:
+        lock.close()
+
+
+def _audit_to_syslog(h):
     if os.path.exists("/dev/log"):
         raise Skip("/dev/log exists (a syslog daemon): the test cannot "
                    "stand in for it", other_run=True)
