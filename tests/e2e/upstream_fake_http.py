@@ -195,9 +195,14 @@ class Handler(BaseHTTPRequestHandler):
     def _special(self, msg, st, sid):
         id = msg["id"]
         if msg["params"]["name"] == "forget":
-            fake.result(id, fake.text("forgotten"))
+            # Forgotten before the answer is written: a request sent once
+            # the answer is seen gets 404, never a stream that finds its
+            # session gone half-way and ends empty.
             with LOCK:
                 SESSIONS.pop(sid, None)
+            st.write(f"{st.key}-1", json.dumps(
+                {"jsonrpc": "2.0", "id": id, "result": fake.text("forgotten")},
+                separators=(",", ":")))
             return
         n = int((msg["params"].get("arguments") or {}).get("n", 2))
         token = (msg["params"].get("_meta") or {}).get("progressToken")
