@@ -147,9 +147,8 @@ def test_redis_delete_through_one_process_is_404_on_every_other(h):
     _expect_404(c.get_sse(sid, cursor), f"GET Last-Event-ID {cursor} on C "
                 "(never held it)")
     _expect_404(a.post(sid, rpc("ping", None, a.new_id())), "ping on A")
-    expect("deleted through another process" in b.stderr_tail(30),
-           f"B did not log why it dropped the session:\n"
-           f"{b.stderr_tail(8)}")
+    b.wait_log(lambda t: "deleted through another process" in t,
+               what="B's line saying why it dropped the session")
 
 
 # --------------------------------------------------------------------------
