@@ -106,6 +106,8 @@ void		 call_send_standalone(struct call *, cJSON *, call_sent_cb,
 		     void *);
 void		 call_request(struct call *, const char *, cJSON *,
 		     call_response_cb, void *);
+void		 call_request_lasting(struct call *, const char *, cJSON *,
+		     call_response_cb, void *);
 int		 call_log_enabled(const struct call *, int);
 int		 call_close_view(struct call *);
 void		 call_respond(struct call *, cJSON *);

@@ -710,9 +710,13 @@ call_request_traced_cb(const cJSON *result, const cJSON *error, void *arg)
 	free(ct);
 }
 
-void
-call_request_keyed(struct call *c, const char *key, const char *method,
-    cJSON *params, call_response_cb cb, void *arg)
+/*
+ * lasting: the request outlives the call (call_request_lasting); else it
+ * ends with it.
+ */
+static void
+call_request_sent(struct call *c, const char *key, const char *method,
+    cJSON *params, int lasting, call_response_cb cb, void *arg)
 {
 	struct call_traced	*ct = NULL;
 	const char		*id;
@@ -736,7 +740,8 @@ call_request_keyed(struct call *c, const char *key, const char *method,
 		cb = call_request_traced_cb;
 		arg = ct;
 	}
-	id = outbound_new(c, session_id(c->session), cb, arg);
+	id = outbound_new(lasting ? NULL : c, session_id(c->session), cb,
+	    arg);
 	if (ct != NULL) {
 		idj = cJSON_CreateString(id);
 		ct->span = mcptrace_client(method, params, idj, c->span,
@@ -751,6 +756,28 @@ call_request_keyed(struct call *c, const char *key, const char *method,
 	log_debug("session=%s request %s %s sent", session_id(c->session), id,
 	    method);
 	call_append(c, c->stream, msg, 0, NULL, NULL);
+}
+
+void
+call_request_keyed(struct call *c, const char *key, const char *method,
+    cJSON *params, call_response_cb cb, void *arg)
+{
+	call_request_sent(c, key, method, params, 0, cb, arg);
+}
+
+/*
+ * As call_request, for an asker that does not end with the call: an
+ * upstream server may answer its call before its client answers what it
+ * asked on the way (server-filesystem asks roots/list as it starts, while
+ * the call that started it runs). The question goes on the call's stream,
+ * before the call's answer, and stays pending until the client answers it
+ * or request_timeout passes, whatever the call does meanwhile.
+ */
+void
+call_request_lasting(struct call *c, const char *method, cJSON *params,
+    call_response_cb cb, void *arg)
+{
+	call_request_sent(c, NULL, method, params, 1, cb, arg);
 }
 
 int

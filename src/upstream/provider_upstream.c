@@ -1399,7 +1399,7 @@ upstream_provider_request(struct upstream *u, const cJSON *msg,
 		return;
 	}
 	ua = upask_new(inst, msg);
-	call_request(uc->call, method, params != NULL ?
+	call_request_lasting(uc->call, method, params != NULL ?
 	    cJSON_Duplicate(params, 1) : cJSON_CreateObject(),
 	    upask_answered_cb, ua);
 }

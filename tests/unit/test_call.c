@@ -258,6 +258,33 @@ START_TEST(test_request_outlived_by_respond)
 END_TEST
 
 /*
+ * A lasting request (an upstream server's question) outlives its call: the
+ * client's answer after the call's end still reaches the asker, once.
+ */
+START_TEST(test_request_lasting_answered_after_end)
+{
+	struct session	*s;
+	struct call	*c = start(&s);
+	struct seen	 seen;
+	char		 id[64];
+
+	memset(&seen, 0, sizeof seen);
+	call_request_lasting(c, "roots/list", cJSON_CreateObject(),
+	    answered_cb, &seen);
+	request_id(c, id, sizeof id);
+	respond(c);
+	release(c);
+	unit_turns(base, 5);
+	ck_assert_int_eq(seen.answered, 0);
+	ck_assert_int_eq(client_answers(s, id, "late"), 0);
+	ck_assert_int_eq(seen.answered, 1);
+	ck_assert_str_eq(seen.text, "late");
+	ck_assert_int_eq(client_answers(s, id, "again"), -1);
+	ck_assert_int_eq(seen.answered, 1);
+}
+END_TEST
+
+/*
  * The client cancels the call while its request waits: the provider hears
  * of it through its cancel hook, then its request ends, each once and
  * neither inside call_cancel.
@@ -393,6 +420,7 @@ call_suite(void)
 	tcase_add_test(tc, test_request_after_end);
 	tcase_add_test(tc, test_request_answered);
 	tcase_add_test(tc, test_request_outlived_by_respond);
+	tcase_add_test(tc, test_request_lasting_answered_after_end);
 	tcase_add_test(tc, test_request_outlived_by_cancel);
 	tcase_add_test(tc, test_release_unanswered);
 	tcase_add_test(tc, test_release_after_cancel);
