@@ -1,10 +1,10 @@
 /*
  * Endpoint blocks: endpoint PATH { ... }, one more MCP endpoint on the
- * listener with a catalog of its own (which upstreams it serves, which of
- * the tools, prompts and resources it would serve, and its tools' names
- * and descriptions there), and with an auth block
- * its own resource (so its own protected resource metadata, RFC 9728) and
- * its own required scopes. The plain "endpoint PATH" line stays the default
+ * listener with a catalog of its own (which upstream and openapi blocks it
+ * serves, which of the tools, prompts and resources it would serve, and
+ * its tools' names and descriptions there), and with an auth block its own
+ * resource (so its own protected resource metadata, RFC 9728) and its own
+ * required scopes. The plain "endpoint PATH" line stays the default
  * endpoint's (conf_table.c); a block of the same PATH configures it.
  */
 #include <stddef.h>
@@ -27,10 +27,10 @@ static const struct conf_entry conf_endpoint_entries[] = {
 	{ .name = "upstreams", .type = CONF_LINE,
 	  .line = conf_endpoint_upstreams, .args = "NAME...|none",
 	  .def_text = "every upstream block",
-	  .help = "The upstream blocks whose tools, prompts, resources and "
-	  "resource templates this endpoint serves (none: no upstream's). "
-	  "mcpd's own tools (built-in, exec, fixtures) are served on every "
-	  "endpoint unless its tools lines leave them out." },
+	  .help = "The upstream and openapi blocks whose tools, prompts, "
+	  "resources and resource templates this endpoint serves (none: no "
+	  "block's). mcpd's own tools (built-in, exec, fixtures) are served "
+	  "on every endpoint unless its tools lines leave them out." },
 	{ .name = "tools", .type = CONF_LINE, .line = conf_catalog_tools,
 	  .offset = CONF_ENDPOINT_OFF(catalog), .flags = CONF_REPEAT,
 	  .args = "[allow|deny] PATTERN...", .def_text = "every tool",
@@ -222,11 +222,12 @@ conf_endpoint_done(void *base, const char *file, char **cause)
 			return (-1);
 		}
 		for (j = 0; j < ep->nupstreams; j++) {
-			if (conf_upstream_find(conf, ep->upstreams[j]) != NULL)
+			if (conf_upstream_find(conf, ep->upstreams[j]) != NULL ||
+			    conf_openapi_find(conf, ep->upstreams[j]) != NULL)
 				continue;
 			xasprintf(cause, "%s:%d: endpoint %s: no upstream "
-			    "block named %s", file, ep->line, ep->path,
-			    ep->upstreams[j]);
+			    "block named %s, nor openapi block", file, ep->line,
+			    ep->path, ep->upstreams[j]);
 			return (-1);
 		}
 		if (conf->auth == NULL || ep->resource == NULL)

@@ -1295,9 +1295,8 @@ oapi_list_walk(struct session *s, int l, size_t from, provider_walk_cb *cb,
 	if (l != PROVIDER_TOOLS)
 		return (0);
 	for (i = from; cb != NULL && i < oapi.ntools; i++) {
-		/* Source NULL: an endpoint serves them as mcpd's own. */
 		if (cb(openapi_spec_op_tool(oapi.tools[i].op),
-		    oapi.tools[i].b->def->scope, NULL, arg))
+		    oapi.tools[i].b->def->scope, oapi.tools[i].b->name, arg))
 			break;
 	}
 	return (oapi.ntools);
@@ -1315,6 +1314,21 @@ oapi_tool_scope(const char *name)
 	struct oapi_tool	*t = oapi_find(name);
 
 	return (t != NULL ? t->b->def->scope : NULL);
+}
+
+/*
+ * A tool's source is its block's name: an endpoint's upstreams line
+ * selects openapi blocks as it does upstream blocks, since both serve
+ * another service's operations, not mcpd's own.
+ */
+static const char *
+oapi_source(struct session *s, int l, const char *name)
+{
+	struct oapi_tool	*t;
+
+	if (l != PROVIDER_TOOLS || (t = oapi_find(name)) == NULL)
+		return (NULL);
+	return (t->b->name);
 }
 
 static int
@@ -1410,6 +1424,7 @@ const struct provider provider_openapi = {
 	.configure = oapi_configure,
 	.shutdown = oapi_shutdown,
 	.lists_change = oapi_lists_change,
+	.source = oapi_source,
 };
 
 size_t

@@ -181,6 +181,43 @@ def test_endpoint_blocks_reloaded(h):
     expect(r.status == 404, f"a reload removes an endpoint -> {r.status}")
 
 
+def test_endpoint_upstreams_selects_openapi_blocks(h):
+    # An openapi block is a source as an upstream block is: an endpoint's
+    # upstreams line serves its tools or leaves them out; mcpd's own
+    # tools stay everywhere.
+    spec = h.write("api.yaml", "\n".join([
+        "openapi: 3.0.3", "info: {title: T, version: '1'}", "paths:",
+        "  /items/{id}:", "    get:", "      operationId: getItem",
+        "      parameters:",
+        "        - {name: id, in: path, required: true, "
+        "schema: {type: integer}}",
+        "      responses: {'200': {description: ok}}", ""]))
+    d = h.start(extra_lines=[
+        "openapi api {", f"    spec {spec}", "    base_url http://127.0.0.1:9",
+        "    prefix api_", "}",
+        "endpoint /mcp/api {", "    upstreams api", "}",
+        "endpoint /mcp/own {", "    upstreams none", "}"])
+    sid = d.initialize()
+    expect(_tools(d, sid) == ["api_getItem", "echo", "notify", "stream"],
+           "the default endpoint serves every block")
+    with at(d, "/mcp/api"):
+        asid = d.initialize()
+        expect(_tools(d, asid) == ["api_getItem", "echo", "notify",
+                                   "stream"], "/mcp/api: its block's tool")
+        text = result_text(_call(d, asid, "api_getItem", {"id": 1}))
+        expect(text.startswith("connection failed: GET "
+                               "http://127.0.0.1:9/items/1"),
+               f"the call went to the API: {text!r}")
+    with at(d, "/mcp/own"):
+        osid = d.initialize()
+        expect(_tools(d, osid) == ["echo", "notify", "stream"],
+               "/mcp/own (upstreams none): no openapi block's tool")
+        msg = _call(d, osid, "api_getItem", {"id": 1})
+        expect(msg.get("error", {}).get("code") == -32602 and
+               "Unknown tool" in msg["error"]["message"],
+               f"a block's tool the endpoint does not serve -> {msg!r}")
+
+
 def test_endpoint_conf_errors(h):
     for lines, why in (
             (["endpoint /healthz {", "}"], "a path mcpd serves itself"),
