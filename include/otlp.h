@@ -64,6 +64,9 @@ int		otlp_push(const char *, size_t);
 void		otlp_flush(void);
 /* Whether something is queued or in flight. */
 int		otlp_busy(void);
+/* No new request until otlp_flush; whether one is in flight. */
+int		otlp_hold(void);
+int		otlp_sending(void);
 void		otlp_get_stats(struct otlp_stats *);
 /* Ends the request in flight and frees the queue (counted as dropped). */
 void		otlp_shutdown(void);

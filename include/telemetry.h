@@ -11,6 +11,7 @@ struct conf;
 struct event_base;
 
 void	telemetry_configure(struct event_base *, const struct conf *);
+void	telemetry_settle(struct event_base *, const struct conf *);
 void	telemetry_flush(struct event_base *, const struct conf *);
 
 #endif

@@ -766,6 +766,7 @@ out:
 	if (el != NULL) {
 		auth_shutdown();	/* requests waiting for a check: 503 */
 		limit_shutdown();	/* and those waiting for limits: 429 */
+		telemetry_settle(base, server.conf);	/* an export sent */
 		http_client_shutdown();
 		view_shutdown();
 		stateless_shutdown();

@@ -119,6 +119,43 @@ telemetry_deadline_cb(evutil_socket_t fd, short events, void *arg)
 }
 
 /*
+ * Runs the loop while busy() holds, for otel_timeout at most (and
+ * TELEMETRY_FLUSH_MAX_MS).
+ */
+static void
+telemetry_wait(struct event_base *base, const struct conf *conf,
+    int (*busy)(void))
+{
+	struct event	*deadline;
+	struct timeval	 tv;
+	long long	 ms;
+	int		 expired = 0;
+
+	ms = conf->otel_timeout * 1000;
+	if (ms > TELEMETRY_FLUSH_MAX_MS)
+		ms = TELEMETRY_FLUSH_MAX_MS;
+	tv.tv_sec = ms / 1000;
+	tv.tv_usec = (ms % 1000) * 1000;
+	deadline = evtimer_new(base, telemetry_deadline_cb, &expired);
+	evtimer_add(deadline, &tv);
+	while (busy() && !expired)
+		event_base_loop(base, EVLOOP_ONCE);
+	event_free(deadline);
+}
+
+/*
+ * At exit, before http_client_shutdown ends every request still running:
+ * an export in flight is let finish, since a batch cut off may have
+ * reached the receiver already and telemetry_flush would send it again.
+ */
+void
+telemetry_settle(struct event_base *base, const struct conf *conf)
+{
+	if (otlp_hold())
+		telemetry_wait(base, conf, otlp_sending);
+}
+
+/*
  * At exit, after the sessions are gone (their spans ended): what is
  * queued is sent, each batch once, for otel_timeout at most (and
  * TELEMETRY_FLUSH_MAX_MS), with the loop running; then the exporter is
@@ -127,24 +164,10 @@ telemetry_deadline_cb(evutil_socket_t fd, short events, void *arg)
 void
 telemetry_flush(struct event_base *base, const struct conf *conf)
 {
-	struct event	*deadline;
-	struct timeval	 tv;
-	long long	 ms;
-	int		 expired = 0;
-
 	trace_configure(0, 0);
 	if (otlp_busy()) {
-		ms = conf->otel_timeout * 1000;
-		if (ms > TELEMETRY_FLUSH_MAX_MS)
-			ms = TELEMETRY_FLUSH_MAX_MS;
-		tv.tv_sec = ms / 1000;
-		tv.tv_usec = (ms % 1000) * 1000;
-		deadline = evtimer_new(base, telemetry_deadline_cb, &expired);
-		evtimer_add(deadline, &tv);
 		otlp_flush();
-		while (otlp_busy() && !expired)
-			event_base_loop(base, EVLOOP_ONCE);
-		event_free(deadline);
+		telemetry_wait(base, conf, otlp_busy);
 	}
 	otlp_shutdown();
 	/* Its request, if one is left, and what the requests set up. */

@@ -62,6 +62,7 @@ static struct {
 	struct event		*timer;		/* interval, back-off */
 	int			 backing_off;
 	int			 flushing;
+	int			 held;		/* otlp_hold: none sent */
 	struct otlp_stats	 stats;
 } otlp = { .batches = TAILQ_HEAD_INITIALIZER(otlp.batches) };
 
@@ -416,7 +417,8 @@ static void
 otlp_timer_cb(evutil_socket_t fd, short events, void *arg)
 {
 	otlp.backing_off = 0;
-	otlp_send();
+	if (!otlp.held)
+		otlp_send();
 }
 
 /*
@@ -429,7 +431,7 @@ otlp_schedule(void)
 {
 	struct otlp_batch	*b = TAILQ_FIRST(&otlp.batches);
 
-	if (b == NULL || otlp.hc != NULL || otlp.backing_off)
+	if (b == NULL || otlp.hc != NULL || otlp.backing_off || otlp.held)
 		return;
 	if (b->nspans >= otlp.batch_max || TAILQ_NEXT(b, entry) != NULL ||
 	    otlp.flushing) {
@@ -448,6 +450,7 @@ otlp_flush(void)
 		return;
 	otlp.flushing = 1;
 	otlp.backing_off = 0;
+	otlp.held = 0;
 	if (otlp.timer != NULL)
 		evtimer_del(otlp.timer);
 	otlp_schedule();
@@ -457,6 +460,25 @@ int
 otlp_busy(void)
 {
 	return (otlp.hc != NULL || !TAILQ_EMPTY(&otlp.batches));
+}
+
+/*
+ * No new request until otlp_flush; returns whether one is in flight
+ * (awaited by whoever holds, with the loop running).
+ */
+int
+otlp_hold(void)
+{
+	otlp.held = 1;
+	if (otlp.timer != NULL)
+		evtimer_del(otlp.timer);
+	return (otlp.hc != NULL);
+}
+
+int
+otlp_sending(void)
+{
+	return (otlp.hc != NULL);
 }
 
 void

@@ -409,6 +409,25 @@ def test_otel_flush_at_exit(h):
     close(r)
 
 
+def test_otel_export_in_flight_at_exit_sent_once(h):
+    """SIGTERM while an export is in flight: it is let finish, not cut off
+    and sent again, so the receiver gets every span once."""
+    r = receiver(h)
+    r.delay = 1.0
+    d = start(h, r)
+    sid = d.initialize()
+    d.call(sid, "echo", {"text": "x"})
+    r.wait(lambda: r.posts >= 1, tmo(10), "an export in flight")
+    d.stop()
+    expect(d.proc.returncode == 0, f"mcpd exited {d.proc.returncode}")
+    ids = [s["spanId"] for s in r.spans]
+    expect(any(s["name"] == "tools/call echo" for s in r.spans),
+           f"the call's span: {[s['name'] for s in r.spans]}")
+    expect(len(ids) == len(set(ids)), f"a span sent twice: "
+           f"{sorted(i for i in ids if ids.count(i) > 1)[:4]}")
+    close(r)
+
+
 def test_otel_task_polls_join_its_trace(h):
     """A task is a span of its tools/call's trace; a tasks/get without
     any trace context is traced into the task's trace (the record keeps
