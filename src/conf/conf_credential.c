@@ -54,9 +54,10 @@ static const struct conf_entry conf_credentials_entries[] = {
 	  .help = "A header sent with every request to the server, its "
 	  "value the first line of FILE (an absolute path; printable "
 	  "ASCII, at most 4096 bytes), read when the configuration is, so "
-	  "a reload (SIGHUP) takes up a new value without restarting the "
-	  "upstream. Not a header mcpd sets itself (Content-Type, Accept, "
-	  "Mcp-Session-Id, ...), and not Authorization with a grant." },
+	  "a reload (SIGHUP) takes up a new value (an upstream is not "
+	  "restarted for it). Not a header mcpd sets itself (Content-Type, "
+	  "Accept, Mcp-Session-Id, ...), and not Authorization with a "
+	  "grant." },
 	{ .name = "grant", .type = CONF_ENUM, .offset = CONF_CRED_OFF(grant),
 	  .values = conf_grants, .def = "none",
 	  .help = "How mcpd gets the bearer token it sends as Authorization. "
@@ -67,9 +68,9 @@ static const struct conf_entry conf_credentials_entries[] = {
 	  "8693: the caller's token is the subject_token, exchanged at "
 	  "token_endpoint for one meant for this server), kept per "
 	  "principal until it expires and never longer than the caller's "
-	  "own token; what mcpd sends on nobody's behalf (the handshake, "
-	  "listings, the GET stream) carries its own client_credentials "
-	  "token. The caller's token itself is never sent to the server. A "
+	  "own token; what mcpd sends on nobody's behalf (an upstream's "
+	  "handshake, listings and GET stream, an openapi block's document) "
+	  "carries its own client_credentials token. The caller's token itself is never sent to the server. A "
 	  "call whose exchange is refused ends with error -32024 naming the "
 	  "OAuth error. token_exchange needs an auth block." },
 	{ .name = "token_endpoint", .type = CONF_STRING,
