@@ -170,7 +170,8 @@ callgraph: all
 # `make check`: the build and the call graph, then every suite, CHECK_JOBS
 # of them at once (issue 29). They share nothing: each starts its daemons
 # on ports the kernel picks (listen 127.0.0.1:0) or free_port() draws
-# below the kernel's ephemeral range (tests/e2e/mcpd_harness.py), its own
+# below the kernel's ephemeral range (tests/e2e/mcpd_harness.py), from a
+# slice of that range of the suite's own (MCPD_TEST_PORT_LANE), its own
 # redis-server (scripts/with-redis, private_redis) and work directories
 # from mktemp; the one fixed path, /dev/log, is taken in turn under a lock
 # (tests/e2e/test_audit.py). Each suite writes to $(CHECK_LOGS)/SUITE.log,
@@ -194,6 +195,10 @@ check: deps
 check-suite-%: mcpd
 	@log=$(CHECK_LOGS)/$*.log; t0=$$(date +%s); \
 	echo "==> $* started ($$log)"; \
+	lane=0; for s in $(CHECK_SUITES); do \
+	    [ "$$s" = "$*" ] && break; lane=$$((lane + 1)); done; \
+	MCPD_TEST_PORT_LANE=$$lane \
+	MCPD_TEST_PORT_LANES=$(words $(CHECK_SUITES)) \
 	$(MAKE) --no-print-directory $* >$$log 2>&1; rc=$$?; \
 	t=$$(( $$(date +%s) - t0 )); \
 	if [ $$rc = 0 ]; then r="$*: ok in $${t}s"; \

@@ -1397,10 +1397,21 @@ def free_port():
     12,000 ports below the kernel's ephemeral range: between this answer
     and the server's bind, the kernel never hands it to a connect() or a
     listen on port 0 elsewhere, which the suites `make check` runs side
-    by side do by the thousand."""
+    by side do by the thousand. Under `make check` each suite draws from
+    a slice of its own (MCPD_TEST_PORT_LANE of MCPD_TEST_PORT_LANES), so
+    two suites never pick the same port between one's check and its
+    bind."""
     import random
     high = _ephemeral_low()
     low = max(1024, high - 12000)
+    try:
+        lane = int(os.environ.get("MCPD_TEST_PORT_LANE", ""))
+        lanes = int(os.environ.get("MCPD_TEST_PORT_LANES", ""))
+    except ValueError:
+        lane, lanes = 0, 1
+    if 0 <= lane < lanes:
+        width = (high - low) // lanes
+        low, high = low + lane * width, low + (lane + 1) * width
     for _ in range(200):
         port = random.randrange(low, high)
         s = socket.socket()
