@@ -266,6 +266,33 @@ class Deployment:
         server.args += ["--replicaof", "127.0.0.1", str(primary_port)]
         server.start()
 
+    def failovers(self):
+        """[("HOST:PORT", "HOST:PORT")], old and new primary, of every
+        failover the sentinels made, in the order made: each one's leader
+        logs +failover-end, then +switch-master (the others log theirs on
+        hearing of it, or not at all if they missed one)."""
+        made = []
+        pat = re.compile(r"^\d+:X (\d\d \w\w\w \d{4} [\d:.]+) # "
+                         r"\+switch-master " + re.escape(self.name) +
+                         r" (\S+) (\d+) (\S+) (\d+)$")
+        for s in self.sentinels:
+            ended = False
+            with open(s.logfile, errors="replace") as f:
+                for line in f:
+                    if re.search(r"# \+failover-end master " +
+                                 re.escape(self.name) + " ", line):
+                        ended = True
+                    m = pat.match(line.rstrip("\n"))
+                    if m is not None and ended:
+                        made.append((time.strptime(m.group(1)[:20],
+                                                   "%d %b %Y %H:%M:%S"),
+                                     m.group(1), f"{m.group(2)}:"
+                                     f"{m.group(3)}", f"{m.group(4)}:"
+                                     f"{m.group(5)}"))
+                        ended = False
+        made.sort(key=lambda x: (x[0], x[1]))
+        return [(old, new) for _, _, old, new in made]
+
     def log_tail(self, i, lines=15):
         try:
             with open(self.sentinels[i].logfile, errors="replace") as f:

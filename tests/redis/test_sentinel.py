@@ -19,6 +19,12 @@ primary.
   the new primary lost gets 410 ahead, also when the call's error then
   took that event's id.
 
+Each mcpd must have followed exactly the failovers the sentinels made
+(/healthz, /metrics' mcpd_eventlog_failovers_total and its log lines
+against the leaders' +switch-master in the sentinels' logs): one, or
+more when Sentinel fails back (a new primary too busy to answer its
+pings within down-after-milliseconds, on a loaded machine).
+
 Each test prints how long the failover took and how long mcpd paused.
 """
 
@@ -213,6 +219,51 @@ def _paused(d):
     return max(ms) / 1000 if ms else 0.0
 
 
+def _followed(d):
+    """[(old, new)] of every change of primary d followed, in order."""
+    return [(o, n) for n, o in re.findall(
+        r"the primary is now (\S+), was (\S+) \(failover \d+ seen\)",
+        d.stderr_text())]
+
+
+def _followed_by_all(dep, daemons, what):
+    """Each daemon is on the primary the sentinels all name, and has
+    followed exactly the failovers they made (one, or more: a failover
+    sometimes fails back, a busy new primary having missed its pings);
+    those, as dep.failovers() has them."""
+    deadline = time.monotonic() + tmo(30)
+    while True:
+        made = dep.failovers()
+        ports = {dep.primary_port(i) for i in range(len(dep.sentinels))}
+        primary = f"127.0.0.1:{min(ports)}"
+        seen = [(d.healthz()["redis"], _followed(d)) for d in daemons]
+        if len(ports) == 1 and made and all(
+                r["server"] == primary and r["role"] == "master" and
+                f == made for r, f in seen):
+            break
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    expect(len(made) >= 1, f"{what}: the sentinels made no failover")
+    expect(len(ports) == 1, f"{what}: the sentinels name {ports} as the "
+           "primary")
+    for d, (r, followed) in zip(daemons, seen):
+        expect(d.alive(), f"{what}: an mcpd died")
+        expect(followed == made, f"{what}: an mcpd followed {followed}, "
+               f"the sentinels made {made}")
+        expect(r["server"] == primary and r["role"] == "master" and
+               r["failovers"] == len(made), f"{what}: /healthz says "
+               f"{r!r}, the primary is {primary} after {len(made)} "
+               "failover(s)")
+        metrics = d.request("GET", path="/metrics").body.decode()
+        expect(f'server="{primary}",role="master"' in metrics and
+               f"\nmcpd_eventlog_failovers_total {len(made)}\n" in
+               metrics and PASSWORD not in metrics, f"{what}: /metrics "
+               f"does not name the primary {primary} and its "
+               f"{len(made)} failover(s)")
+    return made
+
+
 def _failover_under_load(h, commit, kill):
     need_tools("node")
     what = f"{'kill -9' if kill else 'SENTINEL FAILOVER'}, commit {commit}"
@@ -253,6 +304,9 @@ def _failover_under_load(h, commit, kill):
                 raise c.failure
         sdk_outcome = _sdk_result(sdk, GRACE + 60)
         done = time.monotonic() - t0
+        made = _followed_by_all(dep, (a, b), what)
+        expect(made[0][0] == f"127.0.0.1:{old}", f"{what}: the sentinels' "
+               f"first failover was {made[0]}, the primary was {old}")
         outcomes = {}
         for c in clients:
             if commit == "primary":
@@ -261,23 +315,11 @@ def _failover_under_load(h, commit, kill):
                 _check_exact(dep, c, what)
                 o = "exact"
             outcomes[o] = outcomes.get(o, 0) + 1
-        for d in (a, b):
-            expect(d.alive(), f"{what}: an mcpd died")
-            h_ = d.healthz()
-            expect(h_["redis"]["server"] == f"127.0.0.1:{new}" and
-                   h_["redis"]["role"] == "master" and
-                   h_["redis"]["failovers"] >= 1,
-                   f"{what}: /healthz says {h_['redis']!r}, the primary "
-                   f"is 127.0.0.1:{new}")
-            metrics = d.request("GET", path="/metrics").body.decode()
-            expect(f'server="127.0.0.1:{new}",role="master"' in metrics and
-                   "mcpd_eventlog_failovers_total 1" in metrics and
-                   PASSWORD not in metrics,
-                   f"{what}: /metrics does not name the new primary")
         print(f"  {what}: new primary named after {switched:.1f}s; mcpd "
               f"paused {max(_paused(a), _paused(b)):.1f}s at most; all "
               f"{CLIENTS + 1} clients done after {done:.1f}s; {outcomes}, "
-              f"the SDK client: {sdk_outcome}")
+              f"the SDK client: {sdk_outcome}; Sentinel failed over "
+              f"{len(made)} time{'s' if len(made) > 1 else ''}")
 
 
 def test_sentinel_failover_replicas1_loses_nothing(h):
