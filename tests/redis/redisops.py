@@ -1,7 +1,9 @@
 """
 What the tests of tests/redis/ share: certificates made with openssl, the
-ACL rules of docs/deployment.md, and a Sentinel deployment (a primary, one
-replica and three sentinels, each a redis-server on loopback).
+ACL rules of docs/deployment.md, a Sentinel deployment (a primary, one
+replica and three sentinels, each a redis-server on loopback), and a
+proxy in front of a redis-server that answers -LOADING, -TRYAGAIN or
+-READONLY for a while.
 """
 
 import contextlib
@@ -9,8 +11,10 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
+import threading
 import time
 
 from mcpd_harness import (RedisError, RedisServer, Skip, expect, free_port,
@@ -318,3 +322,183 @@ def sentinel_deployment(h, **kwargs):
     finally:
         h.stop_all()
         d.stop()
+
+
+# --------------------------------------------------------------------------
+# A proxy that answers for a loading, busy or demoted Redis
+
+
+class RefusingProxy:
+    """A TCP proxy on loopback in front of a real redis-server. While
+    refuse(ERROR) holds, it answers each data command with "-ERROR"
+    itself, as Redis answers while it loads its data (-LOADING), while a
+    cluster slot moves (-TRYAGAIN) or once it is a replica (-READONLY);
+    the commands Redis runs while loading (AUTH, HELLO, SELECT, INFO,
+    ROLE, CLIENT and the subscription commands) still reach the server,
+    and so does all of a connection once it subscribed. refuse(None)
+    lets everything through again. Replies keep the order of their
+    commands. Counts the commands it refused (refused)."""
+
+    PASS = {b"AUTH", b"HELLO", b"SELECT", b"INFO", b"ROLE", b"CLIENT",
+            b"QUIT", b"SUBSCRIBE", b"PSUBSCRIBE", b"UNSUBSCRIBE",
+            b"PUNSUBSCRIBE"}
+    SUBSCRIBE = {b"SUBSCRIBE", b"PSUBSCRIBE"}
+
+    def __init__(self, upstream_port):
+        self.upstream = upstream_port
+        self.port = free_port()
+        self.error = None
+        self.refused = 0
+        self.lock = threading.Lock()
+        self.conns = []
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", self.port))
+        self.sock.listen(64)
+        self.closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    @property
+    def url(self):
+        return f"redis://127.0.0.1:{self.port}"
+
+    def refuse(self, error):
+        """Answer "-error" to data commands from now on (None: stop)."""
+        with self.lock:
+            self.error = error
+
+    def close(self):
+        self.closed = True
+        self.sock.close()
+        with self.lock:
+            conns, self.conns = self.conns, []
+        for c in conns:
+            c.close()
+
+    def _accept(self):
+        while not self.closed:
+            try:
+                s, _ = self.sock.accept()
+            except OSError:
+                return
+            try:
+                u = socket.create_connection(("127.0.0.1", self.upstream),
+                                             5)
+                u.settimeout(None)
+            except OSError:
+                s.close()
+                continue
+            c = _ProxyConn(self, s, u)
+            with self.lock:
+                self.conns.append(c)
+            c.start()
+
+
+class _Reader:
+    """Whole RESP values (requests or replies) off a socket, as bytes."""
+
+    def __init__(self, sock):
+        self.sock = sock
+        self.buf = b""
+
+    def _fill(self):
+        data = self.sock.recv(65536)
+        if not data:
+            raise EOFError
+        self.buf += data
+
+    def _line(self, at):
+        while True:
+            i = self.buf.find(b"\r\n", at)
+            if i >= 0:
+                return i
+            self._fill()
+
+    def _value(self, at):
+        """The end of the value that starts at at."""
+        eol = self._line(at)
+        kind, head = self.buf[at:at + 1], self.buf[at + 1:eol]
+        end = eol + 2
+        if kind in (b"+", b"-", b":"):
+            return end
+        n = int(head)
+        if kind == b"$":
+            if n < 0:
+                return end
+            while len(self.buf) < end + n + 2:
+                self._fill()
+            return end + n + 2
+        if kind == b"*":
+            for _ in range(max(n, 0)):
+                end = self._value(end)
+            return end
+        raise ValueError(f"RESP type {kind!r} unknown to the proxy")
+
+    def value(self):
+        """The next value's bytes, and its first word if an array of
+        bulk strings (a command)."""
+        end = self._value(0)
+        raw, self.buf = self.buf[:end], self.buf[end:]
+        word = None
+        if raw[:1] == b"*":
+            parts = raw.split(b"\r\n")
+            if len(parts) > 2:
+                word = parts[2].upper()
+        return raw, word
+
+
+class _ProxyConn:
+    def __init__(self, proxy, client, upstream):
+        self.proxy, self.c, self.u = proxy, client, upstream
+        self.slots = []         # per command awaiting its turn: None
+        self.raw = False        # (forwarded) or the error to answer
+
+    def start(self):
+        threading.Thread(target=self._requests, daemon=True).start()
+        threading.Thread(target=self._replies, daemon=True).start()
+
+    def close(self):
+        for s in (self.c, self.u):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            s.close()
+
+    def _requests(self):
+        r = _Reader(self.c)
+        try:
+            while True:
+                raw, word = r.value()
+                p = self.proxy
+                with p.lock:
+                    if word in RefusingProxy.SUBSCRIBE:
+                        self.raw = True
+                    err = p.error if not self.raw and word not in \
+                        RefusingProxy.PASS else None
+                    if err is not None:
+                        p.refused += 1
+                        if not self.slots:
+                            self.c.sendall(b"-" + err.encode() + b"\r\n")
+                        else:
+                            self.slots.append(err)
+                        continue
+                    self.slots.append(None)
+                self.u.sendall(raw)
+        except (OSError, EOFError, ValueError):
+            self.close()
+
+    def _replies(self):
+        r = _Reader(self.u)
+        try:
+            while True:
+                raw, _ = r.value()
+                with self.proxy.lock:
+                    if self.slots:
+                        self.slots.pop(0)
+                    self.c.sendall(raw)
+                    while self.slots and self.slots[0] is not None:
+                        err = self.slots.pop(0)
+                        self.c.sendall(b"-" + err.encode() + b"\r\n")
+        except (OSError, EOFError, ValueError):
+            self.close()
