@@ -107,8 +107,9 @@ def redis(h, *args, **kwargs):
 class _Sentinel:
     """One redis-server --sentinel on a conf file of its own."""
 
-    def __init__(self, workdir, name, primary_port, password):
+    def __init__(self, workdir, name, primary_port, password, tls=None):
         self.port = free_port()
+        self.tls = tls
         self.dir = tempfile.mkdtemp(prefix="sentinel-", dir=workdir)
         self.conf = os.path.join(self.dir, "sentinel.conf")
         self.logfile = os.path.join(self.dir, "sentinel.log")
@@ -123,6 +124,11 @@ class _Sentinel:
         if password is not None:
             lines += [f"sentinel auth-pass {name} {password}",
                       f"requirepass {password}"]
+        if tls is not None:
+            lines[0] = "port 0"
+            lines += [f"tls-port {self.port}", f"tls-cert-file {tls[0]}",
+                      f"tls-key-file {tls[1]}", f"tls-ca-cert-file {tls[2]}",
+                      "tls-auth-clients no", "tls-replication yes"]
         with open(self.conf, "w") as f:
             f.write("\n".join(lines) + "\n")
         self.password = password
@@ -135,8 +141,10 @@ class _Sentinel:
             stderr=subprocess.DEVNULL, start_new_session=True)
 
     def cmd(self, *args, timeout=5):
-        return redis_command(f"redis://127.0.0.1:{self.port}", *args,
-                             timeout=timeout, password=self.password)
+        scheme = "rediss" if self.tls else "redis"
+        return redis_command(f"{scheme}://127.0.0.1:{self.port}", *args,
+                             timeout=timeout, password=self.password,
+                             ca=self.tls[2] if self.tls else None)
 
     def stop(self):
         if self.proc is not None and self.proc.poll() is None:
@@ -152,21 +160,26 @@ class Deployment:
     """A primary and one replica (requirepass and masterauth password, if
     given) and three sentinels monitoring them as NAME (quorum 2, down
     after 1 s), on loopback. The servers keep their objects across
-    failovers: primary() asks the sentinels which one is the primary."""
+    failovers: primary() asks the sentinels which one is the primary.
+    With tls (certificate, key and CA files, as Certs.server_files), every
+    server and sentinel listens over TLS only, and replicates over it."""
 
-    def __init__(self, h, name="mymaster", password=None):
+    def __init__(self, h, name="mymaster", password=None, tls=None):
         self.h = h
         self.name = name
         self.password = password
+        self.tls = tls
         auth = ["--masterauth", password] if password else []
         fast = ["--repl-diskless-sync-delay", "0"]
+        if tls is not None:
+            fast += ["--tls-replication", "yes"]
         self.servers = [RedisServer(h.workdir, *fast, *auth,
-                                    password=password)]
+                                    password=password, tls=tls)]
         self.servers.append(RedisServer(
             h.workdir, *fast, *auth, "--replicaof", "127.0.0.1",
-            self.servers[0].port, password=password))
+            self.servers[0].port, password=password, tls=tls))
         self.sentinels = [_Sentinel(h.workdir, name, self.servers[0].port,
-                                    password) for _ in range(3)]
+                                    password, tls) for _ in range(3)]
 
     def url(self, creds=True, db=None):
         """redis-sentinel://[:PASSWORD@]S1,S2,S3/NAME[/DB]."""

@@ -26,6 +26,10 @@ more when Sentinel fails back (a new primary too busy to answer its
 pings within down-after-milliseconds, on a loaded machine).
 
 Each test prints how long the failover took and how long mcpd paused.
+
+Over TLS with a password (the servers and the sentinels on TLS ports
+only): mcpd asks and watches the sentinels and reaches the primary over
+TLS, and follows a SENTINEL FAILOVER.
 """
 
 import os
@@ -38,7 +42,7 @@ import time
 from mcpd_harness import (LATEST, Skip, Timeout, check_ids, expect,
                           is_progress, is_response, message_events,
                           parse_event_id, redis_command, result_text, tmo)
-from redisops import ROOT, need_tools, sentinel_deployment
+from redisops import Certs, ROOT, need_tools, sentinel_deployment
 
 PASSWORD = "sentinel-pw-5b7e"
 CLIENTS = 29            # plus the SDK client
@@ -348,3 +352,40 @@ def test_sentinel_kill9_primary_exact_or_410(h):
 
 
 test_sentinel_kill9_primary_exact_or_410.timeout = 150
+
+
+def test_sentinel_over_tls_follows_a_failover(h):
+    # Sentinel with TLS and a password, as for one server: the servers
+    # and the sentinels listen over TLS only (certificates made with
+    # openssl), so mcpd asks the sentinels, watches them and reaches the
+    # primary over TLS, verified against redis_tls_ca_file. SENTINEL
+    # FAILOVER: it follows, still over TLS; the session goes on.
+    certs = Certs(h.workdir)
+    what = "SENTINEL FAILOVER over TLS"
+    with sentinel_deployment(h, password=PASSWORD,
+                             tls=certs.server_files) as dep:
+        d = h.start(eventlog=dep.url(), redis_tls="on",
+                    redis_tls_ca_file=certs.ca)
+        sid = d.initialize(LATEST)
+        msg, _ = d.call(sid, "echo", {"text": "before"}, timeout=15)
+        expect(result_text(msg) == "before", f"echo -> {msg!r}")
+        r = d.healthz()["redis"]
+        old = dep.primary_port()
+        expect(r["server"] == f"127.0.0.1:{old}" and r["tls"]["enabled"]
+               and r["tls"]["verify"], f"/healthz says {r!r}")
+        dep.failover()
+        dep.wait_primary_not(old)
+        made = _followed_by_all(dep, (d,), what)
+        r = d.healthz()["redis"]
+        expect(r["tls"]["enabled"] and r["tls"]["verify"] and
+               r["tls"]["version"].startswith("TLSv1."),
+               f"{what}: /healthz says {r!r}")
+        metrics = d.request("GET", path="/metrics").body.decode()
+        expect('tls="on",tls_version="TLSv1.' in metrics, f"{what}: "
+               "/metrics says nothing of TLS")
+        msg, _ = d.call(sid, "echo", {"text": "after"}, timeout=30)
+        expect(result_text(msg) == "after", f"{what}: echo -> {msg!r}")
+        print(f"  {what}: followed {made}")
+
+
+test_sentinel_over_tls_follows_a_failover.timeout = 90
