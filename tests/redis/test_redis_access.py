@@ -3,10 +3,11 @@ TLS, and the mistakes operators make. Each mistake must be a clear error
 line naming what was refused, /readyz 503 with that reason, retried with a
 backoff (never a crash, never a loop that floods the log), and recovery
 once it is fixed: a reload for a password file, the ACL put right, the
-right CA, the server put right. A server answering -LOADING, -TRYAGAIN
-or -READONLY (a proxy stands in for it) is an outage too: 503 while it
-lasts, calls within eventlog_outage_grace complete exactly. A password never shows: not in the log,
-not in /healthz, /metrics or /readyz, not in `mcpd -t`.
+right CA, the server put right. A password never shows: not in the log,
+not in /healthz, /metrics or /readyz, not in `mcpd -t`. A server
+answering -LOADING, -TRYAGAIN or -READONLY (a proxy stands in for it) is
+an outage too: 503 while it lasts, calls within eventlog_outage_grace
+complete exactly.
 
 Every test starts its own redis-server (and certificates, made here with
 openssl).
