@@ -107,7 +107,8 @@ def redis(h, *args, **kwargs):
 class _Sentinel:
     """One redis-server --sentinel on a conf file of its own."""
 
-    def __init__(self, workdir, name, primary_port, password, tls=None):
+    def __init__(self, workdir, name, primary_port, password, tls=None,
+                 own_password=None):
         self.port = free_port()
         self.tls = tls
         self.dir = tempfile.mkdtemp(prefix="sentinel-", dir=workdir)
@@ -122,8 +123,9 @@ class _Sentinel:
                  "sentinel resolve-hostnames no",
                  "sentinel announce-hostnames no"]
         if password is not None:
-            lines += [f"sentinel auth-pass {name} {password}",
-                      f"requirepass {password}"]
+            lines.append(f"sentinel auth-pass {name} {password}")
+        if own_password or password:
+            lines.append(f"requirepass {own_password or password}")
         if tls is not None:
             lines[0] = "port 0"
             lines += [f"tls-port {self.port}", f"tls-cert-file {tls[0]}",
@@ -131,7 +133,7 @@ class _Sentinel:
                       "tls-auth-clients no", "tls-replication yes"]
         with open(self.conf, "w") as f:
             f.write("\n".join(lines) + "\n")
-        self.password = password
+        self.password = own_password or password
         self.proc = None
 
     def start(self):
@@ -162,9 +164,12 @@ class Deployment:
     after 1 s), on loopback. The servers keep their objects across
     failovers: primary() asks the sentinels which one is the primary.
     With tls (certificate, key and CA files, as Certs.server_files), every
-    server and sentinel listens over TLS only, and replicates over it."""
+    server and sentinel listens over TLS only, and replicates over it.
+    With sentinel_password, the sentinels require that password instead
+    of the servers'."""
 
-    def __init__(self, h, name="mymaster", password=None, tls=None):
+    def __init__(self, h, name="mymaster", password=None, tls=None,
+                 sentinel_password=None):
         self.h = h
         self.name = name
         self.password = password
@@ -179,7 +184,8 @@ class Deployment:
             h.workdir, *fast, *auth, "--replicaof", "127.0.0.1",
             self.servers[0].port, password=password, tls=tls))
         self.sentinels = [_Sentinel(h.workdir, name, self.servers[0].port,
-                                    password, tls) for _ in range(3)]
+                                    password, tls, sentinel_password)
+                          for _ in range(3)]
 
     def url(self, creds=True, db=None):
         """redis-sentinel://[:PASSWORD@]S1,S2,S3/NAME[/DB]."""

@@ -29,12 +29,15 @@ Each test prints how long the failover took and how long mcpd paused.
 
 Over TLS with a password (the servers and the sentinels on TLS ports
 only): mcpd asks and watches the sentinels and reaches the primary over
-TLS, and follows a SENTINEL FAILOVER.
+TLS, and follows a SENTINEL FAILOVER. Sentinels with a password of their
+own (redis_sentinel_password_file): a wrong one is an error and 503 with
+its reason, the right one taken up by a reload.
 """
 
 import os
 import re
 import shutil
+import signal
 import subprocess
 import threading
 import time
@@ -134,8 +137,9 @@ def _sdk(url, mode):
     out = []
     line = p.stdout.readline()
     out.append(line)
+    rest = p.stdout.read() if p.poll() is not None else ""
     expect(line.strip() == "started", f"failover_resume.mjs did not start "
-           f"its call: {line!r}{p.stdout.read() if p.poll() is not None else ''}")
+           f"its call: {line!r}{rest}")
     p.lines = out
     return p
 
@@ -389,3 +393,41 @@ def test_sentinel_over_tls_follows_a_failover(h):
 
 
 test_sentinel_over_tls_follows_a_failover.timeout = 90
+
+
+def test_sentinel_own_password_file_wrong_then_reloaded(h):
+    # The sentinels have a password of their own (not the servers'):
+    # redis_sentinel_password_file. A wrong one is a clear error naming
+    # the sentinel's AUTH, /readyz 503 with that reason, never shown;
+    # the right one in the file and a reload (SIGHUP): mcpd asks the
+    # sentinels, reaches the primary and serves.
+    from test_redis_access import _never_shown, _ready, _start
+    own = "sentinels-own-pw-9d2c"
+    with sentinel_deployment(h, password=PASSWORD,
+                             sentinel_password=own) as dep:
+        pwfile = h.write("sentinel.password", "wrong-sentinel-pw-71e4\n")
+        d = _start(h, [f"redis_sentinel_password_file {pwfile}"],
+                   eventlog=dep.url())
+        body = _ready(d, 503, 15, "a wrong sentinel password",
+                      "AUTH refused")
+        expect("sentinel 127.0.0.1:" in body["reason"] and
+               "redis_sentinel_password_file" in body["reason"],
+               f"/readyz does not name the sentinels' AUTH: {body!r}")
+        d.wait_log(lambda line: ("error" in line or "warn" in line) and
+                   "AUTH refused: WRONGPASS" in line and "sentinel" in line,
+                   5, "a line naming the sentinels' AUTH")
+        _never_shown(d, ["wrong-sentinel-pw-71e4", own, PASSWORD])
+        h.write("sentinel.password", own + "\n")
+        d.signal(signal.SIGHUP)
+        _ready(d, 200, 20, "the sentinels' password reloaded")
+        r = d.healthz()["redis"]
+        expect(r["server"] == f"127.0.0.1:{dep.primary_port()}" and
+               r["role"] == "master", f"/healthz says {r!r}")
+        sid = d.initialize(LATEST)
+        msg, _ = d.call(sid, "echo", {"text": "hi"}, timeout=15)
+        expect(result_text(msg) == "hi", f"echo -> {msg!r}")
+        _never_shown(d, ["wrong-sentinel-pw-71e4", own, PASSWORD])
+        print(f"  /readyz said {body['reason']!r}")
+
+
+test_sentinel_own_password_file_wrong_then_reloaded.timeout = 90
