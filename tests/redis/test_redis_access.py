@@ -14,6 +14,8 @@ openssl).
 """
 
 import signal
+import socket
+import ssl
 import threading
 import time
 
@@ -476,3 +478,69 @@ def test_loading_within_the_grace_every_call_completes(h):
 
 
 test_loading_within_the_grace_every_call_completes.timeout = 120
+
+
+class _SniRecorder:
+    """A TLS listener on loopback with the test's server certificate: it
+    records the server name (SNI) of each handshake, then hangs up."""
+
+    def __init__(self, certs):
+        self.names = []
+        self.ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.ctx.load_cert_chain(certs.server, certs.server_key)
+        self.ctx.sni_callback = lambda s, name, c: self.names.append(name)
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def _run(self):
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            try:
+                c.settimeout(5)
+                self.ctx.wrap_socket(c, server_side=True).close()
+            except (OSError, ssl.SSLError):
+                c.close()
+
+    def close(self):
+        self.sock.close()
+
+
+def test_tls_host_name_checked_and_sent_as_sni(h):
+    # The server's certificate names 127.0.0.1 and localhost. A name it
+    # does not carry (redis_tls_server_name) is refused at the handshake,
+    # said on /readyz; one it carries is served. The name goes out as SNI
+    # (a listener of the test's records it).
+    certs = Certs(h.workdir)
+    with redis(h, password=ADMIN, tls=certs.server_files) as rs:
+        url = rs.url.replace("rediss://", f"rediss://:{ADMIN}@")
+        d = _start(h, [f"redis_tls_ca_file {certs.ca}",
+                       "redis_tls_server_name wrong.example"], eventlog=url)
+        body = _ready(d, 503, 10, "a name the certificate lacks", "TLS")
+        expect("TLS handshake with 127.0.0.1" in body["reason"] and
+               "hostname mismatch" in body["reason"],
+               f"/readyz reason: {body!r}")
+        e = _start(h, [f"redis_tls_ca_file {certs.ca}",
+                       "redis_tls_server_name localhost"], eventlog=url)
+        _ready(e, 200, 10, "a name the certificate carries")
+        _echo(e)
+        rec = _SniRecorder(certs)
+        try:
+            _start(h, [f"redis_tls_ca_file {certs.ca}",
+                       "redis_tls_server_name localhost"],
+                   eventlog=f"rediss://127.0.0.1:{rec.port}")
+            deadline = time.monotonic() + tmo(10)
+            while not rec.names:
+                expect(time.monotonic() < deadline, "no TLS handshake "
+                       "reached the recording listener")
+                time.sleep(0.05)
+            expect(rec.names[0] == "localhost", f"SNI sent: {rec.names!r}")
+        finally:
+            h.stop_all()
+            rec.close()
+        print(f"  a name the certificate lacks: {body['reason']!r}")
