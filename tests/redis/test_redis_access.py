@@ -34,10 +34,11 @@ class _Unready(Daemon):
         pass
 
 
-def _start(h, extra_lines=(), **conf):
+def _start(h, extra_lines=(), env=None, **conf):
     conf.setdefault("eventlog_wait", 0)
     d = _Unready(h.mcpd, h.workdir, conf, extra_lines, h.sanitized,
                  f"mcpd{len(h.daemons)}")
+    d.env.update(env or {})
     h.daemons.append(d)
     d.start()
     return d
@@ -544,3 +545,20 @@ def test_tls_host_name_checked_and_sent_as_sni(h):
             h.stop_all()
             rec.close()
         print(f"  a name the certificate lacks: {body['reason']!r}")
+
+
+def test_tls_system_store_by_default(h):
+    # Without redis_tls_ca_file the server's certificate is verified
+    # against OpenSSL's default store: refused while the test's CA is
+    # not in it; taken once it is (SSL_CERT_FILE names the store's file,
+    # as OpenSSL documents, standing in for a CA the system trusts).
+    certs = Certs(h.workdir)
+    with redis(h, password=ADMIN, tls=certs.server_files) as rs:
+        url = rs.url.replace("rediss://", f"rediss://:{ADMIN}@")
+        d = _start(h, eventlog=url)
+        body = _ready(d, 503, 10, "a CA the system does not trust",
+                      "certificate is refused")
+        e = _start(h, env={"SSL_CERT_FILE": certs.ca}, eventlog=url)
+        _ready(e, 200, 10, "the CA in the default store")
+        _echo(e)
+        print(f"  not in the store: {body['reason']!r}")
