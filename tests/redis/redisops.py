@@ -1,7 +1,9 @@
 """
 What the tests of tests/redis/ share: certificates made with openssl, the
-ACL rules of docs/deployment.md, and a Sentinel deployment (a primary, one
-replica and three sentinels, each a redis-server on loopback).
+ACL rules of docs/deployment.md, a Sentinel deployment (a primary, one
+replica and three sentinels, each a redis-server on loopback), and a
+proxy in front of a redis-server that answers -LOADING, -TRYAGAIN or
+-READONLY for a while.
 """
 
 import contextlib
@@ -9,8 +11,10 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
+import threading
 import time
 
 from mcpd_harness import (RedisError, RedisServer, Skip, expect, free_port,
@@ -103,8 +107,10 @@ def redis(h, *args, **kwargs):
 class _Sentinel:
     """One redis-server --sentinel on a conf file of its own."""
 
-    def __init__(self, workdir, name, primary_port, password):
+    def __init__(self, workdir, name, primary_port, password, tls=None,
+                 own_password=None):
         self.port = free_port()
+        self.tls = tls
         self.dir = tempfile.mkdtemp(prefix="sentinel-", dir=workdir)
         self.conf = os.path.join(self.dir, "sentinel.conf")
         self.logfile = os.path.join(self.dir, "sentinel.log")
@@ -117,11 +123,17 @@ class _Sentinel:
                  "sentinel resolve-hostnames no",
                  "sentinel announce-hostnames no"]
         if password is not None:
-            lines += [f"sentinel auth-pass {name} {password}",
-                      f"requirepass {password}"]
+            lines.append(f"sentinel auth-pass {name} {password}")
+        if own_password or password:
+            lines.append(f"requirepass {own_password or password}")
+        if tls is not None:
+            lines[0] = "port 0"
+            lines += [f"tls-port {self.port}", f"tls-cert-file {tls[0]}",
+                      f"tls-key-file {tls[1]}", f"tls-ca-cert-file {tls[2]}",
+                      "tls-auth-clients no", "tls-replication yes"]
         with open(self.conf, "w") as f:
             f.write("\n".join(lines) + "\n")
-        self.password = password
+        self.password = own_password or password
         self.proc = None
 
     def start(self):
@@ -131,8 +143,10 @@ class _Sentinel:
             stderr=subprocess.DEVNULL, start_new_session=True)
 
     def cmd(self, *args, timeout=5):
-        return redis_command(f"redis://127.0.0.1:{self.port}", *args,
-                             timeout=timeout, password=self.password)
+        scheme = "rediss" if self.tls else "redis"
+        return redis_command(f"{scheme}://127.0.0.1:{self.port}", *args,
+                             timeout=timeout, password=self.password,
+                             ca=self.tls[2] if self.tls else None)
 
     def stop(self):
         if self.proc is not None and self.proc.poll() is None:
@@ -148,21 +162,30 @@ class Deployment:
     """A primary and one replica (requirepass and masterauth password, if
     given) and three sentinels monitoring them as NAME (quorum 2, down
     after 1 s), on loopback. The servers keep their objects across
-    failovers: primary() asks the sentinels which one is the primary."""
+    failovers: primary() asks the sentinels which one is the primary.
+    With tls (certificate, key and CA files, as Certs.server_files), every
+    server and sentinel listens over TLS only, and replicates over it.
+    With sentinel_password, the sentinels require that password instead
+    of the servers'."""
 
-    def __init__(self, h, name="mymaster", password=None):
+    def __init__(self, h, name="mymaster", password=None, tls=None,
+                 sentinel_password=None):
         self.h = h
         self.name = name
         self.password = password
+        self.tls = tls
         auth = ["--masterauth", password] if password else []
         fast = ["--repl-diskless-sync-delay", "0"]
+        if tls is not None:
+            fast += ["--tls-replication", "yes"]
         self.servers = [RedisServer(h.workdir, *fast, *auth,
-                                    password=password)]
+                                    password=password, tls=tls)]
         self.servers.append(RedisServer(
             h.workdir, *fast, *auth, "--replicaof", "127.0.0.1",
-            self.servers[0].port, password=password))
+            self.servers[0].port, password=password, tls=tls))
         self.sentinels = [_Sentinel(h.workdir, name, self.servers[0].port,
-                                    password) for _ in range(3)]
+                                    password, tls, sentinel_password)
+                          for _ in range(3)]
 
     def url(self, creds=True, db=None):
         """redis-sentinel://[:PASSWORD@]S1,S2,S3/NAME[/DB]."""
@@ -266,6 +289,33 @@ class Deployment:
         server.args += ["--replicaof", "127.0.0.1", str(primary_port)]
         server.start()
 
+    def failovers(self):
+        """[("HOST:PORT", "HOST:PORT")], old and new primary, of every
+        failover the sentinels made, in the order made: each one's leader
+        logs +failover-end, then +switch-master (the others log theirs on
+        hearing of it, or not at all if they missed one)."""
+        made = []
+        pat = re.compile(r"^\d+:X (\d\d \w\w\w \d{4} [\d:.]+) # "
+                         r"\+switch-master " + re.escape(self.name) +
+                         r" (\S+) (\d+) (\S+) (\d+)$")
+        for s in self.sentinels:
+            ended = False
+            with open(s.logfile, errors="replace") as f:
+                for line in f:
+                    if re.search(r"# \+failover-end master " +
+                                 re.escape(self.name) + " ", line):
+                        ended = True
+                    m = pat.match(line.rstrip("\n"))
+                    if m is not None and ended:
+                        made.append((time.strptime(m.group(1)[:20],
+                                                   "%d %b %Y %H:%M:%S"),
+                                     m.group(1), f"{m.group(2)}:"
+                                     f"{m.group(3)}", f"{m.group(4)}:"
+                                     f"{m.group(5)}"))
+                        ended = False
+        made.sort(key=lambda x: (x[0], x[1]))
+        return [(old, new) for _, _, old, new in made]
+
     def log_tail(self, i, lines=15):
         try:
             with open(self.sentinels[i].logfile, errors="replace") as f:
@@ -291,3 +341,183 @@ def sentinel_deployment(h, **kwargs):
     finally:
         h.stop_all()
         d.stop()
+
+
+# --------------------------------------------------------------------------
+# A proxy that answers for a loading, busy or demoted Redis
+
+
+class RefusingProxy:
+    """A TCP proxy on loopback in front of a real redis-server. While
+    refuse(ERROR) holds, it answers each data command with "-ERROR"
+    itself, as Redis answers while it loads its data (-LOADING), while a
+    cluster slot moves (-TRYAGAIN) or once it is a replica (-READONLY);
+    the commands Redis runs while loading (AUTH, HELLO, SELECT, INFO,
+    ROLE, CLIENT and the subscription commands) still reach the server,
+    and so does all of a connection once it subscribed. refuse(None)
+    lets everything through again. Replies keep the order of their
+    commands. Counts the commands it refused (refused)."""
+
+    PASS = {b"AUTH", b"HELLO", b"SELECT", b"INFO", b"ROLE", b"CLIENT",
+            b"QUIT", b"SUBSCRIBE", b"PSUBSCRIBE", b"UNSUBSCRIBE",
+            b"PUNSUBSCRIBE"}
+    SUBSCRIBE = {b"SUBSCRIBE", b"PSUBSCRIBE"}
+
+    def __init__(self, upstream_port):
+        self.upstream = upstream_port
+        self.port = free_port()
+        self.error = None
+        self.refused = 0
+        self.lock = threading.Lock()
+        self.conns = []
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", self.port))
+        self.sock.listen(64)
+        self.closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    @property
+    def url(self):
+        return f"redis://127.0.0.1:{self.port}"
+
+    def refuse(self, error):
+        """Answer "-error" to data commands from now on (None: stop)."""
+        with self.lock:
+            self.error = error
+
+    def close(self):
+        self.closed = True
+        self.sock.close()
+        with self.lock:
+            conns, self.conns = self.conns, []
+        for c in conns:
+            c.close()
+
+    def _accept(self):
+        while not self.closed:
+            try:
+                s, _ = self.sock.accept()
+            except OSError:
+                return
+            try:
+                u = socket.create_connection(("127.0.0.1", self.upstream),
+                                             5)
+                u.settimeout(None)
+            except OSError:
+                s.close()
+                continue
+            c = _ProxyConn(self, s, u)
+            with self.lock:
+                self.conns.append(c)
+            c.start()
+
+
+class _Reader:
+    """Whole RESP values (requests or replies) off a socket, as bytes."""
+
+    def __init__(self, sock):
+        self.sock = sock
+        self.buf = b""
+
+    def _fill(self):
+        data = self.sock.recv(65536)
+        if not data:
+            raise EOFError
+        self.buf += data
+
+    def _line(self, at):
+        while True:
+            i = self.buf.find(b"\r\n", at)
+            if i >= 0:
+                return i
+            self._fill()
+
+    def _value(self, at):
+        """The end of the value that starts at at."""
+        eol = self._line(at)
+        kind, head = self.buf[at:at + 1], self.buf[at + 1:eol]
+        end = eol + 2
+        if kind in (b"+", b"-", b":"):
+            return end
+        n = int(head)
+        if kind == b"$":
+            if n < 0:
+                return end
+            while len(self.buf) < end + n + 2:
+                self._fill()
+            return end + n + 2
+        if kind == b"*":
+            for _ in range(max(n, 0)):
+                end = self._value(end)
+            return end
+        raise ValueError(f"RESP type {kind!r} unknown to the proxy")
+
+    def value(self):
+        """The next value's bytes, and its first word if an array of
+        bulk strings (a command)."""
+        end = self._value(0)
+        raw, self.buf = self.buf[:end], self.buf[end:]
+        word = None
+        if raw[:1] == b"*":
+            parts = raw.split(b"\r\n")
+            if len(parts) > 2:
+                word = parts[2].upper()
+        return raw, word
+
+
+class _ProxyConn:
+    def __init__(self, proxy, client, upstream):
+        self.proxy, self.c, self.u = proxy, client, upstream
+        self.slots = []         # per command awaiting its turn: None
+        self.raw = False        # (forwarded) or the error to answer
+
+    def start(self):
+        threading.Thread(target=self._requests, daemon=True).start()
+        threading.Thread(target=self._replies, daemon=True).start()
+
+    def close(self):
+        for s in (self.c, self.u):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            s.close()
+
+    def _requests(self):
+        r = _Reader(self.c)
+        try:
+            while True:
+                raw, word = r.value()
+                p = self.proxy
+                with p.lock:
+                    if word in RefusingProxy.SUBSCRIBE:
+                        self.raw = True
+                    err = p.error if not self.raw and word not in \
+                        RefusingProxy.PASS else None
+                    if err is not None:
+                        p.refused += 1
+                        if not self.slots:
+                            self.c.sendall(b"-" + err.encode() + b"\r\n")
+                        else:
+                            self.slots.append(err)
+                        continue
+                    self.slots.append(None)
+                self.u.sendall(raw)
+        except (OSError, EOFError, ValueError):
+            self.close()
+
+    def _replies(self):
+        r = _Reader(self.u)
+        try:
+            while True:
+                raw, _ = r.value()
+                with self.proxy.lock:
+                    if self.slots:
+                        self.slots.pop(0)
+                    self.c.sendall(raw)
+                    while self.slots and self.slots[0] is not None:
+                        err = self.slots.pop(0)
+                        self.c.sendall(b"-" + err.encode() + b"\r\n")
+        except (OSError, EOFError, ValueError):
+            self.close()

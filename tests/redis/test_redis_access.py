@@ -4,19 +4,25 @@ line naming what was refused, /readyz 503 with that reason, retried with a
 backoff (never a crash, never a loop that floods the log), and recovery
 once it is fixed: a reload for a password file, the ACL put right, the
 right CA, the server put right. A password never shows: not in the log,
-not in /healthz, /metrics or /readyz, not in `mcpd -t`.
+not in /healthz, /metrics or /readyz, not in `mcpd -t`. A server
+answering -LOADING, -TRYAGAIN or -READONLY (a proxy stands in for it) is
+an outage too: 503 while it lasts, calls within eventlog_outage_grace
+complete exactly.
 
 Every test starts its own redis-server (and certificates, made here with
 openssl).
 """
 
 import signal
+import socket
+import ssl
 import threading
 import time
 
-from mcpd_harness import (LATEST, Daemon, RedisServer, expect,
-                          redis_command, result_text, rpc, tmo, tool_call)
-from redisops import Certs, acl_rules, redis
+from mcpd_harness import (LATEST, Daemon, RedisServer, check_ids, expect,
+                          message_events, parse_event_id, redis_command,
+                          result_text, rpc, tmo, tool_call)
+from redisops import Certs, RefusingProxy, acl_rules, redis
 
 ADMIN = "admin-pw-4f1c"        # requirepass of the servers: the tests' own
 
@@ -28,10 +34,11 @@ class _Unready(Daemon):
         pass
 
 
-def _start(h, extra_lines=(), **conf):
+def _start(h, extra_lines=(), env=None, **conf):
     conf.setdefault("eventlog_wait", 0)
     d = _Unready(h.mcpd, h.workdir, conf, extra_lines, h.sanitized,
                  f"mcpd{len(h.daemons)}")
+    d.env.update(env or {})
     h.daemons.append(d)
     d.start()
     return d
@@ -340,3 +347,218 @@ def test_readonly_is_an_outage_until_the_server_is_a_primary_again(h):
         finally:
             h.stop_all()
             other.stop()
+
+
+REFUSALS = (
+    ("LOADING", "LOADING Redis is loading the dataset in memory"),
+    ("TRYAGAIN", "TRYAGAIN Multiple keys request during rehashing of slot"),
+    ("READONLY", "READONLY You can't write against a read only replica."),
+)
+
+
+def test_loading_tryagain_readonly_replies_are_an_outage(h):
+    # A proxy in front of Redis answers mcpd's data commands -LOADING (a
+    # server loading its data), then -TRYAGAIN, then -READONLY, each
+    # for a while, as those servers do. Each is an outage with its
+    # reason, not a data error: new work and resumes are answered 503
+    # while it lasts (eventlog_outage_grace 0: no waiting it out),
+    # /readyz 503 says which reply, the daemon keeps answering; once
+    # the proxy lets the commands through, mcpd serves again by itself,
+    # and everything committed before is there, resumed exactly.
+    with redis(h) as rs:
+        proxy = RefusingProxy(rs.port)
+        try:
+            d = _start(h, eventlog=proxy.url, eventlog_outage_grace=0)
+            _ready(d, 200, 10, "through the proxy")
+            for word, error in REFUSALS:
+                _refused_for_a_while(d, rs, proxy, word, error)
+        finally:
+            h.stop_all()
+            proxy.close()
+
+
+test_loading_tryagain_readonly_replies_are_an_outage.timeout = 120
+
+
+def _wait_refused(proxy, n, word, timeout=20):
+    """Until the proxy has refused n commands in all."""
+    deadline = time.monotonic() + tmo(timeout)
+    while proxy.refused < n:
+        expect(time.monotonic() < deadline, f"{word}: mcpd stopped trying "
+               f"({proxy.refused} commands refused, waited for {n})")
+        time.sleep(0.05)
+
+
+def _refused_for_a_while(d, rs, proxy, word, error):
+    sid = d.initialize(LATEST)
+    msg, r = d.call(sid, "stream", {"n": 5}, f"p-{word}", timeout=15)
+    events = message_events(r.events)
+    k, head = check_ids(events, 1, what=f"before {word}")
+    expect(head == 6 and result_text(msg) == "done 5",
+           f"before {word}: the call ended at {head} with {msg!r}")
+
+    proxy.refuse(error)
+    before = proxy.refused
+    deadline = time.monotonic() + tmo(20)
+    while True:
+        # New work meets the refusal: 503, never a 500 or a crash.
+        i = d.new_id()
+        r = d.post(None, rpc("initialize", {
+            "protocolVersion": LATEST, "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}, i), timeout=15)
+        if r.status == 503:
+            break
+        expect(r.status == 200, f"{word}: initialize -> HTTP {r.status} "
+               f"{r.body[:200]!r}")
+        expect(time.monotonic() < deadline, f"{word}: new work still "
+               "answered 200")
+        time.sleep(0.1)
+    expect(proxy.refused > before, f"{word}: the proxy refused nothing")
+    body = _ready(d, 503, 20, f"-{word}", reason=word)
+    g = d.get_sse(sid, events[0].id, timeout=15)
+    expect(g.status == 503, f"{word}: a resume -> HTTP {g.status} "
+           f"{g.body[:200]!r}, expected 503 while Redis refuses")
+    status, _ = _get(d, "/metrics")
+    expect(d.alive() and status == 200, f"{word}: mcpd stopped serving "
+           f"(/metrics {status})")
+    # While it lasts mcpd tries again (set-up commands refused each
+    # time, with the backoff), and stays 503 with the reason.
+    _wait_refused(proxy, proxy.refused + 3, word)
+    _ready(d, 503, 5, f"-{word}, retried", reason=word)
+    errors = [line for line in d.stderr_text().splitlines()
+              if "not committed" in line or "violation" in line]
+    expect(not errors, f"{word}: taken for a data error: {errors[:3]!r}")
+
+    proxy.refuse(None)
+    _ready(d, 200, 20, f"after -{word}")
+    g = d.get_sse(sid, events[0].id, timeout=15)
+    expect(g.status == 200 and g.is_sse, f"after {word}: resume -> HTTP "
+           f"{g.status} {None if g.is_sse else g.body[:200]!r}")
+    again = message_events(g.events_until_close(15))
+    expect([(e.id, e.data) for e in again] ==
+           [(e.id, e.data) for e in events[1:]],
+           f"after {word}: resumed {[e.id for e in again]}, committed "
+           f"{[e.id for e in events]}")
+    log = redis_command(rs.url, "XRANGE", f"mcpd:{{{sid}}}:s:{k}", "-", "+")
+    expect([parse_event_id(eid)[1] for eid, _ in log] == list(range(7)),
+           f"after {word}: Redis holds {[eid for eid, _ in log]}")
+    _echo(d, f"after {word}")
+    print(f"  -{word}: /readyz said {body.get('reason')!r}; "
+          f"{proxy.refused - before} commands refused")
+
+
+def test_loading_within_the_grace_every_call_completes(h):
+    # The same -LOADING for a while, with eventlog_outage_grace: ten
+    # calls streaming across it pause and complete exactly (ids
+    # contiguous, nothing lost or repeated, Redis holding what each
+    # client got), as in any outage (tests/e2e/test_redis_outage.py).
+    from test_redis_outage import (N, _check_complete,
+                                   _expect_no_failure_logged, _read_all,
+                                   _start_calls)
+    with redis(h) as rs:
+        proxy = RefusingProxy(rs.port)
+        try:
+            d = _start(h, eventlog=proxy.url, eventlog_outage_grace=30)
+            _ready(d, 200, 10, "through the proxy")
+            calls = _start_calls(d, 10)
+            proxy.refuse(REFUSALS[0][1])
+            _wait_refused(proxy, 6, "LOADING")
+            proxy.refuse(None)
+            _read_all(calls, 60)
+            for c in calls:
+                _check_complete(rs, c, N, "-LOADING within the grace")
+            expect(d.alive(), "mcpd died")
+            d.wait_log(lambda line: "connection lost (LOADING" in line, 1,
+                       "the connection dropped on -LOADING")
+            _expect_no_failure_logged(d, "-LOADING within the grace")
+            print(f"  {proxy.refused} commands refused -LOADING; "
+                  f"{len(calls)} calls complete")
+        finally:
+            h.stop_all()
+            proxy.close()
+
+
+test_loading_within_the_grace_every_call_completes.timeout = 120
+
+
+class _SniRecorder:
+    """A TLS listener on loopback with the test's server certificate: it
+    records the server name (SNI) of each handshake, then hangs up."""
+
+    def __init__(self, certs):
+        self.names = []
+        self.ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.ctx.load_cert_chain(certs.server, certs.server_key)
+        self.ctx.sni_callback = lambda s, name, c: self.names.append(name)
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def _run(self):
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            try:
+                c.settimeout(5)
+                self.ctx.wrap_socket(c, server_side=True).close()
+            except (OSError, ssl.SSLError):
+                c.close()
+
+    def close(self):
+        self.sock.close()
+
+
+def test_tls_host_name_checked_and_sent_as_sni(h):
+    # The server's certificate names 127.0.0.1 and localhost. A name it
+    # does not carry (redis_tls_server_name) is refused at the handshake,
+    # said on /readyz; one it carries is served. The name goes out as SNI
+    # (a listener of the test's records it).
+    certs = Certs(h.workdir)
+    with redis(h, password=ADMIN, tls=certs.server_files) as rs:
+        url = rs.url.replace("rediss://", f"rediss://:{ADMIN}@")
+        d = _start(h, [f"redis_tls_ca_file {certs.ca}",
+                       "redis_tls_server_name wrong.example"], eventlog=url)
+        body = _ready(d, 503, 10, "a name the certificate lacks", "TLS")
+        expect("TLS handshake with 127.0.0.1" in body["reason"] and
+               "hostname mismatch" in body["reason"],
+               f"/readyz reason: {body!r}")
+        e = _start(h, [f"redis_tls_ca_file {certs.ca}",
+                       "redis_tls_server_name localhost"], eventlog=url)
+        _ready(e, 200, 10, "a name the certificate carries")
+        _echo(e)
+        rec = _SniRecorder(certs)
+        try:
+            _start(h, [f"redis_tls_ca_file {certs.ca}",
+                       "redis_tls_server_name localhost"],
+                   eventlog=f"rediss://127.0.0.1:{rec.port}")
+            deadline = time.monotonic() + tmo(10)
+            while not rec.names:
+                expect(time.monotonic() < deadline, "no TLS handshake "
+                       "reached the recording listener")
+                time.sleep(0.05)
+            expect(rec.names[0] == "localhost", f"SNI sent: {rec.names!r}")
+        finally:
+            h.stop_all()
+            rec.close()
+        print(f"  a name the certificate lacks: {body['reason']!r}")
+
+
+def test_tls_system_store_by_default(h):
+    # Without redis_tls_ca_file the server's certificate is verified
+    # against OpenSSL's default store: refused while the test's CA is
+    # not in it; taken once it is (SSL_CERT_FILE names the store's file,
+    # as OpenSSL documents, standing in for a CA the system trusts).
+    certs = Certs(h.workdir)
+    with redis(h, password=ADMIN, tls=certs.server_files) as rs:
+        url = rs.url.replace("rediss://", f"rediss://:{ADMIN}@")
+        d = _start(h, eventlog=url)
+        body = _ready(d, 503, 10, "a CA the system does not trust",
+                      "certificate is refused")
+        e = _start(h, env={"SSL_CERT_FILE": certs.ca}, eventlog=url)
+        _ready(e, 200, 10, "the CA in the default store")
+        _echo(e)
+        print(f"  not in the store: {body['reason']!r}")

@@ -19,12 +19,25 @@ primary.
   the new primary lost gets 410 ahead, also when the call's error then
   took that event's id.
 
+Each mcpd must have followed exactly the failovers the sentinels made
+(/healthz, /metrics' mcpd_eventlog_failovers_total and its log lines
+against the leaders' +switch-master in the sentinels' logs): one, or
+more when Sentinel fails back (a new primary too busy to answer its
+pings within down-after-milliseconds, on a loaded machine).
+
 Each test prints how long the failover took and how long mcpd paused.
+
+Over TLS with a password (the servers and the sentinels on TLS ports
+only): mcpd asks and watches the sentinels and reaches the primary over
+TLS, and follows a SENTINEL FAILOVER. Sentinels with a password of their
+own (redis_sentinel_password_file): a wrong one is an error and 503 with
+its reason, the right one taken up by a reload.
 """
 
 import os
 import re
 import shutil
+import signal
 import subprocess
 import threading
 import time
@@ -32,7 +45,7 @@ import time
 from mcpd_harness import (LATEST, Skip, Timeout, check_ids, expect,
                           is_progress, is_response, message_events,
                           parse_event_id, redis_command, result_text, tmo)
-from redisops import ROOT, need_tools, sentinel_deployment
+from redisops import Certs, ROOT, need_tools, sentinel_deployment
 
 PASSWORD = "sentinel-pw-5b7e"
 CLIENTS = 29            # plus the SDK client
@@ -124,8 +137,9 @@ def _sdk(url, mode):
     out = []
     line = p.stdout.readline()
     out.append(line)
+    rest = p.stdout.read() if p.poll() is not None else ""
     expect(line.strip() == "started", f"failover_resume.mjs did not start "
-           f"its call: {line!r}{p.stdout.read() if p.poll() is not None else ''}")
+           f"its call: {line!r}{rest}")
     p.lines = out
     return p
 
@@ -213,6 +227,51 @@ def _paused(d):
     return max(ms) / 1000 if ms else 0.0
 
 
+def _followed(d):
+    """[(old, new)] of every change of primary d followed, in order."""
+    return [(o, n) for n, o in re.findall(
+        r"the primary is now (\S+), was (\S+) \(failover \d+ seen\)",
+        d.stderr_text())]
+
+
+def _followed_by_all(dep, daemons, what):
+    """Each daemon is on the primary the sentinels all name, and has
+    followed exactly the failovers they made (one, or more: a failover
+    sometimes fails back, a busy new primary having missed its pings);
+    those, as dep.failovers() has them."""
+    deadline = time.monotonic() + tmo(30)
+    while True:
+        made = dep.failovers()
+        ports = {dep.primary_port(i) for i in range(len(dep.sentinels))}
+        primary = f"127.0.0.1:{min(ports)}"
+        seen = [(d.healthz()["redis"], _followed(d)) for d in daemons]
+        if len(ports) == 1 and made and all(
+                r["server"] == primary and r["role"] == "master" and
+                f == made for r, f in seen):
+            break
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    expect(len(made) >= 1, f"{what}: the sentinels made no failover")
+    expect(len(ports) == 1, f"{what}: the sentinels name {ports} as the "
+           "primary")
+    for d, (r, followed) in zip(daemons, seen):
+        expect(d.alive(), f"{what}: an mcpd died")
+        expect(followed == made, f"{what}: an mcpd followed {followed}, "
+               f"the sentinels made {made}")
+        expect(r["server"] == primary and r["role"] == "master" and
+               r["failovers"] == len(made), f"{what}: /healthz says "
+               f"{r!r}, the primary is {primary} after {len(made)} "
+               "failover(s)")
+        metrics = d.request("GET", path="/metrics").body.decode()
+        expect(f'server="{primary}",role="master"' in metrics and
+               f"\nmcpd_eventlog_failovers_total {len(made)}\n" in
+               metrics and PASSWORD not in metrics, f"{what}: /metrics "
+               f"does not name the primary {primary} and its "
+               f"{len(made)} failover(s)")
+    return made
+
+
 def _failover_under_load(h, commit, kill):
     need_tools("node")
     what = f"{'kill -9' if kill else 'SENTINEL FAILOVER'}, commit {commit}"
@@ -253,6 +312,9 @@ def _failover_under_load(h, commit, kill):
                 raise c.failure
         sdk_outcome = _sdk_result(sdk, GRACE + 60)
         done = time.monotonic() - t0
+        made = _followed_by_all(dep, (a, b), what)
+        expect(made[0][0] == f"127.0.0.1:{old}", f"{what}: the sentinels' "
+               f"first failover was {made[0]}, the primary was {old}")
         outcomes = {}
         for c in clients:
             if commit == "primary":
@@ -261,23 +323,11 @@ def _failover_under_load(h, commit, kill):
                 _check_exact(dep, c, what)
                 o = "exact"
             outcomes[o] = outcomes.get(o, 0) + 1
-        for d in (a, b):
-            expect(d.alive(), f"{what}: an mcpd died")
-            h_ = d.healthz()
-            expect(h_["redis"]["server"] == f"127.0.0.1:{new}" and
-                   h_["redis"]["role"] == "master" and
-                   h_["redis"]["failovers"] >= 1,
-                   f"{what}: /healthz says {h_['redis']!r}, the primary "
-                   f"is 127.0.0.1:{new}")
-            metrics = d.request("GET", path="/metrics").body.decode()
-            expect(f'server="127.0.0.1:{new}",role="master"' in metrics and
-                   "mcpd_eventlog_failovers_total 1" in metrics and
-                   PASSWORD not in metrics,
-                   f"{what}: /metrics does not name the new primary")
         print(f"  {what}: new primary named after {switched:.1f}s; mcpd "
               f"paused {max(_paused(a), _paused(b)):.1f}s at most; all "
               f"{CLIENTS + 1} clients done after {done:.1f}s; {outcomes}, "
-              f"the SDK client: {sdk_outcome}")
+              f"the SDK client: {sdk_outcome}; Sentinel failed over "
+              f"{len(made)} time{'s' if len(made) > 1 else ''}")
 
 
 def test_sentinel_failover_replicas1_loses_nothing(h):
@@ -306,3 +356,78 @@ def test_sentinel_kill9_primary_exact_or_410(h):
 
 
 test_sentinel_kill9_primary_exact_or_410.timeout = 150
+
+
+def test_sentinel_over_tls_follows_a_failover(h):
+    # Sentinel with TLS and a password, as for one server: the servers
+    # and the sentinels listen over TLS only (certificates made with
+    # openssl), so mcpd asks the sentinels, watches them and reaches the
+    # primary over TLS, verified against redis_tls_ca_file. SENTINEL
+    # FAILOVER: it follows, still over TLS; the session goes on.
+    certs = Certs(h.workdir)
+    what = "SENTINEL FAILOVER over TLS"
+    with sentinel_deployment(h, password=PASSWORD,
+                             tls=certs.server_files) as dep:
+        d = h.start(eventlog=dep.url(), redis_tls="on",
+                    redis_tls_ca_file=certs.ca)
+        sid = d.initialize(LATEST)
+        msg, _ = d.call(sid, "echo", {"text": "before"}, timeout=15)
+        expect(result_text(msg) == "before", f"echo -> {msg!r}")
+        r = d.healthz()["redis"]
+        old = dep.primary_port()
+        expect(r["server"] == f"127.0.0.1:{old}" and r["tls"]["enabled"]
+               and r["tls"]["verify"], f"/healthz says {r!r}")
+        dep.failover()
+        dep.wait_primary_not(old)
+        made = _followed_by_all(dep, (d,), what)
+        r = d.healthz()["redis"]
+        expect(r["tls"]["enabled"] and r["tls"]["verify"] and
+               r["tls"]["version"].startswith("TLSv1."),
+               f"{what}: /healthz says {r!r}")
+        metrics = d.request("GET", path="/metrics").body.decode()
+        expect('tls="on",tls_version="TLSv1.' in metrics, f"{what}: "
+               "/metrics says nothing of TLS")
+        msg, _ = d.call(sid, "echo", {"text": "after"}, timeout=30)
+        expect(result_text(msg) == "after", f"{what}: echo -> {msg!r}")
+        print(f"  {what}: followed {made}")
+
+
+test_sentinel_over_tls_follows_a_failover.timeout = 90
+
+
+def test_sentinel_own_password_file_wrong_then_reloaded(h):
+    # The sentinels have a password of their own (not the servers'):
+    # redis_sentinel_password_file. A wrong one is a clear error naming
+    # the sentinel's AUTH, /readyz 503 with that reason, never shown;
+    # the right one in the file and a reload (SIGHUP): mcpd asks the
+    # sentinels, reaches the primary and serves.
+    from test_redis_access import _never_shown, _ready, _start
+    own = "sentinels-own-pw-9d2c"
+    with sentinel_deployment(h, password=PASSWORD,
+                             sentinel_password=own) as dep:
+        pwfile = h.write("sentinel.password", "wrong-sentinel-pw-71e4\n")
+        d = _start(h, [f"redis_sentinel_password_file {pwfile}"],
+                   eventlog=dep.url())
+        body = _ready(d, 503, 15, "a wrong sentinel password",
+                      "AUTH refused")
+        expect("sentinel 127.0.0.1:" in body["reason"] and
+               "redis_sentinel_password_file" in body["reason"],
+               f"/readyz does not name the sentinels' AUTH: {body!r}")
+        d.wait_log(lambda line: ("error" in line or "warn" in line) and
+                   "AUTH refused: WRONGPASS" in line and "sentinel" in line,
+                   5, "a line naming the sentinels' AUTH")
+        _never_shown(d, ["wrong-sentinel-pw-71e4", own, PASSWORD])
+        h.write("sentinel.password", own + "\n")
+        d.signal(signal.SIGHUP)
+        _ready(d, 200, 20, "the sentinels' password reloaded")
+        r = d.healthz()["redis"]
+        expect(r["server"] == f"127.0.0.1:{dep.primary_port()}" and
+               r["role"] == "master", f"/healthz says {r!r}")
+        sid = d.initialize(LATEST)
+        msg, _ = d.call(sid, "echo", {"text": "hi"}, timeout=15)
+        expect(result_text(msg) == "hi", f"echo -> {msg!r}")
+        _never_shown(d, ["wrong-sentinel-pw-71e4", own, PASSWORD])
+        print(f"  /readyz said {body['reason']!r}")
+
+
+test_sentinel_own_password_file_wrong_then_reloaded.timeout = 90
