@@ -40,7 +40,22 @@ struct redis_pubsub {
 	size_t			 len;
 };
 
-const char	*redis_script_source(void);
+/*
+ * The script's text: with sharded, Redis Cluster's variant, which
+ * publishes with SPUBLISH (and whose check op asks for SSUBSCRIBE).
+ */
+const char	*redis_script_source(int);
+
+/*
+ * The layout this mcpd reads and writes (docs/protocol.md, Redis layout),
+ * and the key that marks a store with it. Layout 1, before the mark, had
+ * the same keys and plain channels: on one Redis, instances of layouts 1
+ * and 2 agree. An instance refuses a store marked with another layout.
+ */
+#define REDIS_SCRIPT_LAYOUT		2
+#define REDIS_SCRIPT_LAYOUT_KEY		"mcpd:{layout}:version"
+/* The layout op's answer, {'ok', N}: -1 if it has another shape. */
+int		 redis_script_layout(const struct redisReply *, int *);
 
 /*
  * Key and channel names of a session: their pieces (head, SID, tail, and

@@ -112,6 +112,7 @@ enum redis_op_type {
 	REDIS_OP_SCRIPT_LOAD,
 	REDIS_OP_INFO,
 	REDIS_OP_CHECK,
+	REDIS_OP_LAYOUT,
 	REDIS_OP_STORE,		/* what callers ask */
 	REDIS_OP_LOAD,
 	REDIS_OP_DELETE,
@@ -277,6 +278,7 @@ struct redis {
 
 	struct redis_conn	 cmd;
 	char			 sha[41];	/* of the loaded script */
+	int			 sharded;	/* its variant (Cluster) */
 	struct redis_ops	 inflight;	/* sent, in send order */
 	size_t			 ninflight;	/* callers' ops among them */
 	struct redis_ops	 failq;		/* answered on the next turn */
@@ -1114,6 +1116,7 @@ redis_op_answer(struct redis_op *op, enum eventlog_status status,
 	case REDIS_OP_SCRIPT_LOAD:
 	case REDIS_OP_INFO:
 	case REDIS_OP_CHECK:
+	case REDIS_OP_LAYOUT:
 		break;
 	case REDIS_OP_STORE:
 	case REDIS_OP_DELETE:
@@ -1440,7 +1443,7 @@ static int
 redis_op_send(struct redis_op *op, int eval)
 {
 	struct redis	*r = op->r;
-	const char	*body = redis_script_source();
+	const char	*body = redis_script_source(r->sharded);
 	const char	*cmd;
 	size_t		 len;
 
@@ -1635,7 +1638,8 @@ redis_cmd_setup(struct redis_conn *c)
 	op = redis_op_new(r, REDIS_OP_SCRIPT_LOAD, NULL, 0);
 	redis_op_arg(op, "SCRIPT", 6);
 	redis_op_arg(op, "LOAD", 4);
-	redis_op_arg(op, redis_script_source(), strlen(redis_script_source()));
+	redis_op_arg(op, redis_script_source(r->sharded),
+	    strlen(redis_script_source(r->sharded)));
 	if (redis_op_send(op, 0) != 0)
 		redis_op_free(op);
 	op = redis_op_new(r, REDIS_OP_INFO, NULL, 0);
@@ -1647,14 +1651,30 @@ redis_cmd_setup(struct redis_conn *c)
 static struct redis_op	*redis_script_op(struct redis *, enum redis_op_type,
 			    const char *, const char *, uint64_t, int);
 
-/* The script is loaded: may this user run what mcpd sends? */
+/*
+ * The script is loaded: may this user run what mcpd sends, and is the
+ * store in the layout this mcpd reads (marked now if nobody did)?
+ */
 static void
 redis_cmd_check(struct redis *r)
 {
 	struct redis_op	*op;
+	char		 layout[16];
 
 	op = redis_script_op(r, REDIS_OP_CHECK, "check", "check", 1, 1);
 	redis_op_arg(op, r->replicas > 0 ? "1" : "0", 1);
+	if (redis_op_send(op, 0) != 0)
+		redis_op_free(op);
+	op = redis_op_new(r, REDIS_OP_LAYOUT, NULL, 0);
+	op->script = 1;
+	redis_op_arg(op, "EVALSHA", 7);
+	redis_op_arg(op, r->sha, strlen(r->sha));
+	redis_op_arg(op, "1", 1);
+	redis_op_arg(op, REDIS_SCRIPT_LAYOUT_KEY,
+	    strlen(REDIS_SCRIPT_LAYOUT_KEY));
+	redis_op_arg(op, "layout", 6);
+	snprintf(layout, sizeof layout, "%d", REDIS_SCRIPT_LAYOUT);
+	redis_op_arg(op, layout, strlen(layout));
 	if (redis_op_send(op, 0) != 0)
 		redis_op_free(op);
 }
@@ -1748,8 +1768,33 @@ redis_check_reply(struct redis_op *op, redisReply *reply)
 	}
 	if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 1 ||
 	    reply->element[0]->type != REDIS_REPLY_STRING ||
-	    strcmp(reply->element[0]->str, "ok") != 0) {
+	    strcmp(reply->element[0]->str, "ok") != 0)
 		redis_setup_refused(op, "EVALSHA", reply);
+}
+
+/*
+ * The layout op's answer, the last of the set-up: the connection is
+ * ready if the store is in this mcpd's layout. Another layout is an
+ * operator's matter (instances of two versions on one store), refused
+ * like credentials, with the backoff.
+ */
+static void
+redis_layout_reply(struct redis_op *op, redisReply *reply)
+{
+	struct redis	*r = op->r;
+	char		 why[384];
+	int		 layout;
+
+	if (redis_script_layout(reply, &layout) != 0) {
+		redis_setup_refused(op, "EVALSHA (layout)", reply);
+		return;
+	}
+	if (layout != REDIS_SCRIPT_LAYOUT) {
+		snprintf(why, sizeof why, "the store is in layout %d (%s), "
+		    "this mcpd reads layout %d: run one version of mcpd on "
+		    "it (docs/protocol.md, Redis layout)", layout,
+		    REDIS_SCRIPT_LAYOUT_KEY, REDIS_SCRIPT_LAYOUT);
+		redis_conn_refuse(&r->cmd, why);
 		return;
 	}
 	r->connects++;
@@ -1805,6 +1850,9 @@ redis_setup_reply(struct redis_op *op, redisReply *reply)
 		break;
 	case REDIS_OP_CHECK:
 		redis_check_reply(op, reply);
+		break;
+	case REDIS_OP_LAYOUT:
+		redis_layout_reply(op, reply);
 		break;
 	default:
 		break;

@@ -39,6 +39,21 @@
  *			the ring changes: once it is gone, the next call
  *			rotates. Redis's clock times rotations, so the
  *			instances' clocks do not matter.
+ *   mcpd:{layout}:version	the layout the store is in
+ *			(REDIS_SCRIPT_LAYOUT), set by the layout operation
+ *			when missing; an instance of another layout refuses
+ *			the store (eventlog_redis.c).
+ *   mcpd:{listen}:events	the channel of the pseudo session "listen"
+ *			(announce.c), what instances tell each other.
+ *
+ * In Redis Cluster every script call touches one slot: the keys it names
+ * share one hash tag. Channels are sharded there (SPUBLISH: the script's
+ * Cluster variant, redis_script_source). While a slot moves, a key the
+ * call does not declare (a session's other streams) may be on the new
+ * node already, and redis.call on it raises an error after the writes
+ * made so far, which are not undone: such calls come first, with pcall
+ * (undeclared), and a key that moved makes the operation answer TRYAGAIN
+ * with nothing written.
  *
  * Lifetimes: the meta hash lives session_ttl past the session's last write;
  * open streams live longer (the caller passes 1.5 x session_ttl) and are
@@ -71,6 +86,7 @@
  * does without redis.replicate_commands(), which in Redis 7 costs more
  * than an append's commands.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,8 +96,19 @@
 #include "cursor.h"
 #include "eventlog.h"
 #include "eventlog_status.h"
+#include "log.h"
 #include "redis_script.h"
 #include "xmalloc.h"
+
+/*
+ * The script's one line that differs in Redis Cluster: there a PUBLISH
+ * goes to every node of the cluster, a sharded one (Redis 7) only to the
+ * nodes of the channel's slot, which is the session's (its hash tag).
+ */
+#define REDIS_SCRIPT_PUBSUB_LINE \
+"local publish, subscribe, unsubscribe = 'PUBLISH', 'SUBSCRIBE', 'UNSUBSCRIBE'\n"
+#define REDIS_SCRIPT_SHARDED_LINE \
+"local publish, subscribe, unsubscribe = 'SPUBLISH', 'SSUBSCRIBE', 'SUNSUBSCRIBE'\n"
 
 static const char redis_script_lua[] =
 "-- mcpd event log (see src/eventlog/redis_script.c).\n"
@@ -91,6 +118,9 @@ static const char redis_script_lua[] =
 "-- ARGV[6] the stream's field in the meta hash, ARGV[7] the caller's\n"
 "-- wall clock (ms); then per operation.\n"
 "local meta, stream = KEYS[1], KEYS[2]\n"
+"-- Plain pub/sub; Redis Cluster's variant has the sharded commands here.\n"
+REDIS_SCRIPT_PUBSUB_LINE
+
 "local op, sttl, ottl = ARGV[1], ARGV[2], ARGV[3]\n"
 "local prefix, channel, field, now = ARGV[4], ARGV[5], ARGV[6], ARGV[7]\n"
 "\n"
@@ -106,21 +136,59 @@ static const char redis_script_lua[] =
 "	return prefix .. string.sub(f, 3)\n"
 "end\n"
 "\n"
-"-- The session lives sttl past this write; open streams get ottl,\n"
-"-- renewed when the last renewal (t, by whichever writer) is sttl / 2\n"
-"-- old, or in the future of this writer's clock.\n"
-"local function touch(t)\n"
-"	redis.call('PEXPIRE', meta, sttl)\n"
+"-- A call on a key the operation did not declare (the session's other\n"
+"-- streams). While Redis Cluster moves the session's slot, such a key\n"
+"-- may be on the new node already, and redis.call raises an error after\n"
+"-- the writes made so far, which are not undone. So these calls come\n"
+"-- before the operation writes anything, with pcall: nil (and nothing\n"
+"-- written) if the key has moved, else what the command answers (other\n"
+"-- errors raised as redis.call would).\n"
+"local function undeclared(cmd, k, ...)\n"
+"	local r = redis.pcall(cmd, k, ...)\n"
+"	if type(r) == 'table' and r.err then\n"
+"		if string.find(r.err, 'non local key', 1, true) or\n"
+"		    string.find(r.err, 'same slot', 1, true) then\n"
+"			return nil\n"
+"		end\n"
+"		return redis.call(cmd, k, ...)\n"
+"	end\n"
+"	return r\n"
+"end\n"
+"\n"
+"-- What an operation answers when a key of its session has moved: the\n"
+"-- client sends it again shortly, at the slot's owner then.\n"
+"local function moving()\n"
+"	return redis.error_reply('TRYAGAIN mcpd: the session\\'s keys are '\n"
+"	    .. 'moving to another node')\n"
+"end\n"
+"\n"
+"-- The session lives sttl past this write (touched, after the writes);\n"
+"-- open streams get ottl, renewed first (renew, before any write) when\n"
+"-- the last renewal (t, by whichever writer) is sttl / 2 old, or in\n"
+"-- the future of this writer's clock. renew answers false if a stream\n"
+"-- has moved (nothing is written then), else whether it renewed.\n"
+"local function renew(t)\n"
 "	local n, last = tonumber(now), tonumber(t or '0')\n"
 "	if n >= last and n - last < tonumber(sttl) / 2 then\n"
-"		return\n"
+"		return 'no'\n"
 "	end\n"
-"	redis.call('HSET', meta, 't', now)\n"
 "	local all = redis.call('HGETALL', meta)\n"
 "	for i = 1, #all, 2 do\n"
-"		if isstream(all[i]) and all[i + 1] == 'o' then\n"
-"			redis.call('PEXPIRE', key(all[i]), ottl)\n"
+"		if not isstream(all[i]) or all[i + 1] ~= 'o' then\n"
+"			-- an ended stream, or another field\n"
+"		elseif key(all[i]) == stream then\n"
+"			redis.call('PEXPIRE', stream, ottl)\n"
+"		elseif not undeclared('PEXPIRE', key(all[i]), ottl) then\n"
+"			return false\n"
 "		end\n"
+"	end\n"
+"	return 'yes'\n"
+"end\n"
+"\n"
+"local function touched(renewed)\n"
+"	redis.call('PEXPIRE', meta, sttl)\n"
+"	if renewed == 'yes' then\n"
+"		redis.call('HSET', meta, 't', now)\n"
 "	end\n"
 "end\n"
 "\n"
@@ -135,12 +203,20 @@ static const char redis_script_lua[] =
 "	end\n"
 "	local cursor = redis.call('HGET', meta, 'c') or '0'\n"
 "	local res = redis.call('HSCAN', meta, cursor, 'COUNT', 64)\n"
-"	redis.call('HSET', meta, 'c', res[1])\n"
-"	local f = res[2]\n"
+"	local f, gone = res[2], {}\n"
 "	for i = 1, #f, 2 do\n"
-"		if isstream(f[i]) and redis.call('EXISTS', key(f[i])) == 0 then\n"
-"			redis.call('HDEL', meta, f[i])\n"
+"		if isstream(f[i]) then\n"
+"			local e = undeclared('EXISTS', key(f[i]))\n"
+"			if e == nil then\n"
+"				return	-- a stream moving: prune another time\n"
+"			elseif e == 0 then\n"
+"				gone[#gone + 1] = f[i]\n"
+"			end\n"
 "		end\n"
+"	end\n"
+"	redis.call('HSET', meta, 'c', res[1])\n"
+"	for i = 1, #gone do\n"
+"		redis.call('HDEL', meta, gone[i])\n"
 "	end\n"
 "end\n"
 "\n"
@@ -229,8 +305,8 @@ static const char redis_script_lua[] =
 "		{'HEXISTS', meta, 'f'}, {'HKEYS', meta}, {'HLEN', meta},\n"
 "		{'HSCAN', meta, '0'}, {'EXISTS', meta}, {'PEXPIRE', meta, '1'},\n"
 "		{'UNLINK', meta}, {'SET', meta, 'v', 'PX', '1'}, {'GET', meta},\n"
-"		{'PUBLISH', channel, 'm'}, {'SUBSCRIBE', channel},\n"
-"		{'UNSUBSCRIBE', channel}, {'EVAL', 'return 1', '0'},\n"
+"		{publish, channel, 'm'}, {subscribe, channel},\n"
+"		{unsubscribe, channel}, {'EVAL', 'return 1', '0'},\n"
 "		{'INFO'}}\n"
 "	if ARGV[8] == '1' then\n"
 "		cmds[#cmds + 1] = {'WAIT', '1', '0'}\n"
@@ -241,6 +317,13 @@ static const char redis_script_lua[] =
 "		end\n"
 "	end\n"
 "	return {'ok'}\n"
+"end\n"
+"\n"
+"if op == 'layout' then\n"
+"	-- KEYS[1] the layout's mark, ARGV[2] the layout this mcpd writes:\n"
+"	-- marks a store nobody marked, answers {'ok', the layout marked}.\n"
+"	redis.call('SET', meta, ARGV[2], 'NX')\n"
+"	return {'ok', redis.call('GET', meta)}\n"
 "end\n"
 "\n"
 "if op == 'task' then\n"
@@ -295,9 +378,12 @@ static const char redis_script_lua[] =
 "	if ARGV[9] == '1' and redis.call('HEXISTS', meta, 'm') == 0 then\n"
 "		return {'not-found'}\n"
 "	end\n"
-"	local t = redis.call('HGET', meta, 't')\n"
+"	local renewed = renew(redis.call('HGET', meta, 't'))\n"
+"	if not renewed then\n"
+"		return moving()\n"
+"	end\n"
 "	redis.call('HSET', meta, 'm', ARGV[8])\n"
-"	touch(t)\n"
+"	touched(renewed)\n"
 "	return {'ok'}\n"
 "end\n"
 "\n"
@@ -305,15 +391,18 @@ static const char redis_script_lua[] =
 "	if redis.call('HEXISTS', meta, 'm') == 0 then\n"
 "		return {'not-found'}\n"
 "	end\n"
+"	-- A stream that moved already is deleted when this is sent again\n"
+"	-- (the meta goes last, so the fields still name it).\n"
 "	local fields = redis.call('HKEYS', meta)\n"
 "	for i = 1, #fields do\n"
-"		if isstream(fields[i]) then\n"
-"			redis.call('UNLINK', key(fields[i]))\n"
+"		if isstream(fields[i]) and\n"
+"		    not undeclared('UNLINK', key(fields[i])) then\n"
+"			return moving()\n"
 "		end\n"
 "	end\n"
 "	redis.call('UNLINK', meta)\n"
 "	-- Every process holding the session drops it at once.\n"
-"	redis.call('PUBLISH', channel, '" EVENTLOG_MESSAGE_DELETED "')\n"
+"	redis.call(publish, channel, '" EVENTLOG_MESSAGE_DELETED "')\n"
 "	return {'ok'}\n"
 "end\n"
 "\n"
@@ -338,6 +427,10 @@ static const char redis_script_lua[] =
 "		end\n"
 "		return {'conflict'}\n"
 "	end\n"
+"	local renewed = renew(f[3])\n"
+"	if not renewed then\n"
+"		return moving()\n"
+"	end\n"
 "	prune(tonumber(ARGV[10]))\n"
 "	local last\n"
 "	if #ARGV < 14 then\n"
@@ -355,8 +448,8 @@ static const char redis_script_lua[] =
 "		redis.call('HSET', meta, field, 'o')\n"
 "		redis.call('PEXPIRE', stream, ottl)\n"
 "	end\n"
-"	touch(f[3])\n"
-"	redis.call('PUBLISH', channel, last)\n"
+"	touched(renewed)\n"
+"	redis.call(publish, channel, last)\n"
 "	return {'ok', seq(last), '0', ended}\n"
 "end\n"
 "\n"
@@ -382,15 +475,19 @@ static const char redis_script_lua[] =
 "		end\n"
 "		return {'conflict', head, oldest(), 0}\n"
 "	end\n"
+"	local renewed = renew(t)\n"
+"	if not renewed then\n"
+"		return moving()\n"
+"	end\n"
 "	last = add(13, ARGV[10], last, ARGV[12])\n"
 "	local ended = 0\n"
 "	if ARGV[9] == '1' then\n"
 "		finish(ARGV[11])\n"
 "		ended = 1\n"
 "	end\n"
-"	touch(t)\n"
+"	touched(renewed)\n"
 "	-- One message for the lot: followers read up to it.\n"
-"	redis.call('PUBLISH', channel, last)\n"
+"	redis.call(publish, channel, last)\n"
 "	return {'ok', seq(last), oldest_after(seq(last)), ended}\n"
 "end\n"
 "\n"
@@ -401,9 +498,13 @@ static const char redis_script_lua[] =
 "		return {err}\n"
 "	end\n"
 "	if state ~= 'e' then\n"
+"		local renewed = renew(t)\n"
+"		if not renewed then\n"
+"			return moving()\n"
+"		end\n"
 "		finish(ARGV[8])\n"
-"		touch(t)\n"
-"		redis.call('PUBLISH', channel, last)\n"
+"		touched(renewed)\n"
+"		redis.call(publish, channel, last)\n"
 "	end\n"
 "	return {'ok', head, oldest(), 1}\n"
 "end\n"
@@ -440,9 +541,24 @@ static const char redis_script_lua[] =
 "return redis.error_reply('ERR mcpd: unknown operation ' .. tostring(op))\n";
 
 const char *
-redis_script_source(void)
+redis_script_source(int sharded)
 {
-	return (redis_script_lua);
+	static char	*variant;
+	const char	*line;
+	size_t		 at, n;
+
+	if (!sharded)
+		return (redis_script_lua);
+	if (variant == NULL) {
+		line = strstr(redis_script_lua, REDIS_SCRIPT_PUBSUB_LINE);
+		if (line == NULL)
+			fatalx("%s: the script has no pub/sub line", __func__);
+		at = (size_t)(line - redis_script_lua);
+		n = strlen(REDIS_SCRIPT_PUBSUB_LINE);
+		xasprintf(&variant, "%.*s%s%s", (int)at, redis_script_lua,
+		    REDIS_SCRIPT_SHARDED_LINE, line + n);
+	}
+	return (variant);
 }
 
 char *
@@ -632,6 +748,22 @@ redis_script_keyring(const struct redisReply *reply,
 	    redis_script_key(reply->element[3], 0, &ring->current) != 0 ||
 	    redis_script_key(reply->element[4], 0, &ring->next) != 0)
 		return (-1);
+	return (0);
+}
+
+int
+redis_script_layout(const struct redisReply *reply, int *layout)
+{
+	enum eventlog_status	status;
+	uint64_t		v;
+
+	if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
+	    redis_script_status(reply->element[0], &status) != 0 ||
+	    status != EVENTLOG_OK ||
+	    redis_script_number(reply->element[1], &v) != 0 || v == 0 ||
+	    v > INT_MAX)
+		return (-1);
+	*layout = (int)v;
 	return (0);
 }
 
