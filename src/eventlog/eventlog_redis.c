@@ -3149,6 +3149,11 @@ eventlog_redis_create(struct event_base *base, const struct conf *conf,
 		xasprintf(cause, "the redis event log needs a host and port");
 		return (NULL);
 	}
+	if (conf->redis_kind == CONF_REDIS_CLUSTER) {
+		xasprintf(cause, "redis-cluster:// has no client in this build "
+		    "yet");
+		return (NULL);
+	}
 	r = xcalloc(1, sizeof *r);
 	r->base = base;
 	r->kind = conf->redis_kind;
