@@ -107,13 +107,16 @@ int		 redis_script_keyring(const struct redisReply *,
 int		 redis_script_noscript(const struct redisReply *);
 /*
  * What INFO says of a server: which run it is, the keys of one DB, its
- * role (master, slave) and maxmemory-policy ("" if not said).
+ * role (master, slave), maxmemory-policy ("" if not said), and whether
+ * it is a node of a Redis Cluster (cluster_enabled: 1, 0, or -1 when
+ * not said).
  */
 struct redis_info {
 	char		 run_id[41];
 	long long	 keys;
 	char		 role[16];
 	char		 policy[32];
+	int		 cluster;
 };
 /* Parses an INFO answer for database db; -1 if it names no run id. */
 int		 redis_script_info(const struct redisReply *, int,

@@ -60,10 +60,13 @@
 #include "eventlog.h"
 #include "log.h"
 #include "random.h"
+#include "redis_cluster.h"
 #include "redis_link.h"
 #include "redis_script.h"
 #include "redis_sentinel.h"
 #include "xmalloc.h"
+
+#include "eventlog_redis_int.h"
 
 #define REDIS_TIMEOUT_MS	2000	/* a reply, or a connection's set-up */
 #define REDIS_WAIT_MS		500	/* WAIT for replicas; < the above */
@@ -144,6 +147,7 @@ struct redis_op {
 	int			 answered;
 	int			 replies;	/* link callbacks owed */
 	int			 retried;	/* sent again after NOSCRIPT */
+	int			 asking;	/* ASKING first (Cluster) */
 	struct redis_ops	*list;		/* inflight, waitq, failq... */
 	struct redis_link	*link;		/* sent on; NULL: taken back */
 	uint64_t		 sent_ms;
@@ -191,6 +195,7 @@ struct redis_op {
 		eventlog_load_cb	load;
 		eventlog_task_cb	task;
 		eventlog_keyring_cb	keyring;
+		redis_node_layout_cb	layout;
 	} cb;
 	void			*arg;
 	TAILQ_ENTRY(redis_op)	 entry;
@@ -261,6 +266,8 @@ struct redis {
 	char			*user;		/* AUTH; NULL password: none */
 	char			*password;
 	struct redis_sentinel	*sentinel;	/* redis-sentinel:// */
+	struct redis_cluster	*cluster;	/* a primary of a cluster */
+	int			 tls_borrowed;	/* tlsconf is the cluster's */
 	uint64_t		 failovers;	/* changes of primary */
 	uint64_t		 connects;	/* command connections set up */
 	char			 role[16];	/* INFO's, once set up */
@@ -324,6 +331,7 @@ static void	redis_conn_drop(struct redis_conn *, const char *);
 static void	redis_conn_drop_waiting(struct redis_conn *);
 static void	redis_reply_cb(struct redis_link *, redisReply *, void *);
 static void	redis_wait_cb(struct redis_link *, redisReply *, void *);
+static void	redis_asking_cb(struct redis_link *, redisReply *, void *);
 static void	redis_sub_push_cb(struct redis_link *, redisReply *, void *);
 static void	redis_watch_release(struct redis *, struct redis_watch *);
 static void	redis_resync_owed(struct redis *);
@@ -1117,6 +1125,9 @@ redis_op_answer(struct redis_op *op, enum eventlog_status status,
 	case REDIS_OP_INFO:
 	case REDIS_OP_CHECK:
 	case REDIS_OP_LAYOUT:
+		/* The cluster's check, on a connection lost. */
+		if (op->cb.layout != NULL)
+			op->cb.layout(op->r, -1, "connection lost", op->arg);
 		break;
 	case REDIS_OP_STORE:
 	case REDIS_OP_DELETE:
@@ -1211,6 +1222,7 @@ static void	redis_wait_discard(struct redis *);
 static void	redis_op_release(struct redis_op *);
 static int	redis_reply_refused(struct redis_op *, struct redis_link *,
 		    redisReply *);
+static int	redis_reply_redirected(struct redis_op *, redisReply *);
 
 /* Whether an outage is waited out now rather than failed. */
 static int
@@ -1351,6 +1363,8 @@ redis_cmd_lost(struct redis_conn *c)
 	struct redis_op	*op, *prev;
 
 	redis_wait_discard(r);
+	if (r->cluster != NULL)
+		redis_cluster_changed(r->cluster, "a node's connection lost");
 	if (!redis_grace_open(r))
 		return;
 	r->stalled = 0;
@@ -1453,6 +1467,11 @@ redis_op_send(struct redis_op *op, int eval)
 		redis_op_set_arg(op, 0, "EVAL", 4);
 		redis_op_set_arg(op, 1, body, strlen(body));
 	}
+	/* ASK: this command, once, at the node importing the slot. */
+	if (op->asking && redis_link_command(r->cmd.link, redis_asking_cb,
+	    NULL, "ASKING", NULL) != 0)
+		return (-1);
+	op->asking = 0;
 	cmd = redis_op_command(op, &len);
 	if (redis_link_send(r->cmd.link, cmd, len, redis_reply_cb, op) != 0)
 		return (-1);
@@ -1469,6 +1488,15 @@ redis_op_send(struct redis_op *op, int eval)
 		r->ninflight++;
 	redis_deadline_arm(r);
 	return (0);
+}
+
+/*
+ * ASKING's answer: OK, or an error the command after it hears too (it
+ * then fails or is redirected as any other).
+ */
+static void
+redis_asking_cb(struct redis_link *l, redisReply *reply, void *arg)
+{
 }
 
 static size_t
@@ -1648,24 +1676,21 @@ redis_cmd_setup(struct redis_conn *c)
 		redis_op_free(op);
 }
 
-static struct redis_op	*redis_script_op(struct redis *, enum redis_op_type,
-			    const char *, const char *, uint64_t, int);
+static struct redis_op	*redis_script_op_keys(struct redis *,
+			    enum redis_op_type, const char *, const char *,
+			    uint64_t, int, int);
+static void		 redis_cmd_ready(struct redis *);
+static void		 redis_node_layout_reply(struct redis_op *,
+			    redisReply *);
 
-/*
- * The script is loaded: may this user run what mcpd sends, and is the
- * store in the layout this mcpd reads (marked now if nobody did)?
- */
-static void
-redis_cmd_check(struct redis *r)
+/* The layout op: marks the store if nobody did, answers its layout. */
+static struct redis_op *
+redis_layout_op(struct redis *r)
 {
 	struct redis_op	*op;
 	char		 layout[16];
 
-	op = redis_script_op(r, REDIS_OP_CHECK, "check", "check", 1, 1);
-	redis_op_arg(op, r->replicas > 0 ? "1" : "0", 1);
-	if (redis_op_send(op, 0) != 0)
-		redis_op_free(op);
-	op = redis_op_new(r, REDIS_OP_LAYOUT, NULL, 0);
+	op = redis_op_new(r, REDIS_OP_LAYOUT, "layout", 0);
 	op->script = 1;
 	redis_op_arg(op, "EVALSHA", 7);
 	redis_op_arg(op, r->sha, strlen(r->sha));
@@ -1675,8 +1700,70 @@ redis_cmd_check(struct redis *r)
 	redis_op_arg(op, "layout", 6);
 	snprintf(layout, sizeof layout, "%d", REDIS_SCRIPT_LAYOUT);
 	redis_op_arg(op, layout, strlen(layout));
+	return (op);
+}
+
+/*
+ * The script is loaded: may this user run what mcpd sends, and is the
+ * store in the layout this mcpd reads (marked now if nobody did)?
+ */
+static void
+redis_cmd_check(struct redis *r)
+{
+	struct redis_op	*op;
+
+	/*
+	 * A cluster's node runs it whatever its slots: it declares no keys
+	 * (the names it checks are in ARGV). The cluster checks the layout
+	 * once, on the node of its mark's slot.
+	 */
+	op = redis_script_op_keys(r, REDIS_OP_CHECK, "check", "check", 1, 1,
+	    r->cluster == NULL);
+	redis_op_arg(op, r->replicas > 0 ? "1" : "0", 1);
 	if (redis_op_send(op, 0) != 0)
 		redis_op_free(op);
+	if (r->cluster != NULL)
+		return;
+	op = redis_layout_op(r);
+	if (redis_op_send(op, 0) != 0)
+		redis_op_free(op);
+}
+
+/*
+ * The cluster's check of the layout, on the node of its mark's slot
+ * once it is ready: -1 if it cannot be sent now. cb hears the layout,
+ * or -1 and why.
+ */
+int
+redis_node_layout(struct redis *r, redis_node_layout_cb cb, void *arg)
+{
+	struct redis_op	*op;
+
+	if (r->cmd.state != REDIS_CONN_READY)
+		return (-1);
+	op = redis_layout_op(r);
+	op->cb.layout = cb;
+	op->arg = arg;
+	if (redis_op_send(op, 0) != 0) {
+		redis_op_free(op);
+		return (-1);
+	}
+	return (0);
+}
+
+static void
+redis_node_layout_reply(struct redis_op *op, redisReply *reply)
+{
+	char	why[256];
+	int	layout;
+
+	if (redis_script_layout(reply, &layout) == 0)
+		op->cb.layout(op->r, layout, NULL, op->arg);
+	else {
+		snprintf(why, sizeof why, "%.200s", reply->type ==
+		    REDIS_REPLY_ERROR ? reply->str : "an unexpected answer");
+		op->cb.layout(op->r, -1, why, op->arg);
+	}
 }
 
 /*
@@ -1695,6 +1782,14 @@ redis_info_reply(struct redis *r, redisReply *reply)
 	if (redis_script_info(reply, r->db, &info) != 0)
 		return;		/* INFO renamed or disabled: nothing to say */
 	strlcpy(r->role, info.role, sizeof r->role);
+	if (info.cluster != -1 && info.cluster != (r->cluster != NULL)) {
+		redis_conn_refuse(&r->cmd, info.cluster ? "this Redis is a "
+		    "node of a Redis Cluster: use eventlog "
+		    "redis-cluster://H1:P1,H2:P2,..." : "this Redis is not in "
+		    "cluster mode (cluster_enabled no): use eventlog "
+		    "redis://");
+		return;
+	}
 	if (info.role[0] != '\0' && strcmp(info.role, "master") != 0) {
 		snprintf(why, sizeof why, "%s is a replica (role %s), not the "
 		    "primary%s", r->cmd.server, info.role, r->sentinel != NULL ?
@@ -1770,6 +1865,8 @@ redis_check_reply(struct redis_op *op, redisReply *reply)
 	    reply->element[0]->type != REDIS_REPLY_STRING ||
 	    strcmp(reply->element[0]->str, "ok") != 0)
 		redis_setup_refused(op, "EVALSHA", reply);
+	else if (r->cluster != NULL)
+		redis_cmd_ready(r);
 }
 
 /*
@@ -1797,6 +1894,13 @@ redis_layout_reply(struct redis_op *op, redisReply *reply)
 		redis_conn_refuse(&r->cmd, why);
 		return;
 	}
+	redis_cmd_ready(r);
+}
+
+/* The command connection's set-up is done: ready. */
+static void
+redis_cmd_ready(struct redis *r)
+{
 	r->connects++;
 	redis_conn_set_state(&r->cmd, REDIS_CONN_READY, NULL);
 	/*
@@ -1810,6 +1914,8 @@ redis_layout_reply(struct redis_op *op, redisReply *reply)
 	/* After what waited out the outage: it goes first. */
 	if (r->available_cb != NULL)
 		r->available_cb(r->available_arg);
+	if (r->cluster != NULL)
+		redis_cluster_node_ready(r->cluster, r);
 }
 
 static void
@@ -1852,7 +1958,10 @@ redis_setup_reply(struct redis_op *op, redisReply *reply)
 		redis_check_reply(op, reply);
 		break;
 	case REDIS_OP_LAYOUT:
-		redis_layout_reply(op, reply);
+		if (op->cb.layout != NULL)
+			redis_node_layout_reply(op, reply);
+		else
+			redis_layout_reply(op, reply);
 		break;
 	default:
 		break;
@@ -1967,6 +2076,8 @@ redis_reply_cb(struct redis_link *l, redisReply *reply, void *privdata)
 	else if (!op->answered) {
 		if (!redis_op_is_user(op))
 			redis_setup_reply(op, reply);
+		else if (redis_reply_redirected(op, reply))
+			return;	/* another node's now */
 		else if (redis_reply_refused(op, l, reply))
 			;	/* the connection went, and op with it */
 		else if (op->type == REDIS_OP_LOAD ||
@@ -1984,6 +2095,41 @@ redis_reply_cb(struct redis_link *l, redisReply *reply, void *privdata)
 			redis_script_reply(op, reply);
 	}
 	redis_op_release(op);
+}
+
+/*
+ * In a cluster, MOVED or ASK: op was not run here, and goes where Redis
+ * says (redis_cluster_redirected), its place in this node's pipeline
+ * given up. 1 if so.
+ */
+static int
+redis_reply_redirected(struct redis_op *op, redisReply *reply)
+{
+	struct redis			*r = op->r;
+	enum redis_cluster_redirect	 kind;
+	unsigned int			 slot;
+	char				 host[REDIS_CLUSTER_HOST_MAX + 1];
+	int				 port;
+
+	if (r->cluster == NULL || op->replies > 0)
+		return (0);
+	kind = redis_cluster_redirect(reply, &slot, host, sizeof host, &port);
+	if (kind == REDIS_CLUSTER_NONE)
+		return (0);
+	redis_op_unlist(op);
+	redis_wait_leave(op);
+	op->link = NULL;
+	if (op->type == REDIS_OP_CREATE &&
+	    RB_FIND(redis_creates, &r->creates, op) == op) {
+		/* What waits here for it goes too, and is redirected. */
+		RB_REMOVE(redis_creates, &r->creates, op);
+		redis_release(r);
+	}
+	if (host[0] == '\0')	/* the node that answered, elsewhere */
+		strlcpy(host, r->host, sizeof host);
+	redis_cluster_redirected(r->cluster, r, op, kind ==
+	    REDIS_CLUSTER_MOVED ? 1 : 2, slot, host, port);
+	return (1);
 }
 
 /*
@@ -2095,20 +2241,24 @@ redis_wait_cb(struct redis_link *l, redisReply *reply, void *privdata)
 
 /* The operations. */
 
-/* An op of the script: KEYS and the ARGV every operation shares. */
+/*
+ * An op of the script: KEYS (unless declare is 0: none) and the ARGV
+ * every operation shares.
+ */
 static struct redis_op *
-redis_script_op(struct redis *r, enum redis_op_type type, const char *name,
-    const char *sid, uint64_t k, int stream)
+redis_script_op_keys(struct redis *r, enum redis_op_type type,
+    const char *name, const char *sid, uint64_t k, int stream, int declare)
 {
 	struct redis_op	*op = redis_op_new(r, type, sid, k);
 
 	op->script = 1;
 	redis_op_arg(op, "EVALSHA", 7);
 	redis_op_arg(op, r->sha, strlen(r->sha));
-	redis_op_arg(op, stream ? "2" : "1", 1);
-	redis_op_arg3(op, REDIS_SCRIPT_KEY_HEAD, sid, REDIS_SCRIPT_META_TAIL,
-	    0, 0);
-	if (stream)
+	redis_op_arg(op, !declare ? "0" : stream ? "2" : "1", 1);
+	if (declare)
+		redis_op_arg3(op, REDIS_SCRIPT_KEY_HEAD, sid,
+		    REDIS_SCRIPT_META_TAIL, 0, 0);
+	if (declare && stream)
 		redis_op_arg3(op, REDIS_SCRIPT_KEY_HEAD, sid,
 		    REDIS_SCRIPT_STREAM_TAIL, 1, k);
 	redis_op_arg(op, name, strlen(name));
@@ -2124,6 +2274,13 @@ redis_script_op(struct redis *r, enum redis_op_type type, const char *name,
 		redis_op_arg(op, "", 0);
 	redis_op_argu(op, clock_wall_ms());
 	return (op);
+}
+
+static struct redis_op *
+redis_script_op(struct redis *r, enum redis_op_type type, const char *name,
+    const char *sid, uint64_t k, int stream)
+{
+	return (redis_script_op_keys(r, type, name, sid, k, stream, 1));
 }
 
 static void
@@ -2212,7 +2369,10 @@ redis_publish(void *p, const char *sid, const char *msg, size_t len,
 	char		*payload;
 	int		 i;
 
-	redis_op_arg(op, "PUBLISH", 7);
+	if (op->r->sharded)
+		redis_op_arg(op, "SPUBLISH", 8);
+	else
+		redis_op_arg(op, "PUBLISH", 7);
 	redis_op_take(op, redis_script_channel(sid));
 	i = redis_op_next_arg(op);
 	payload = redis_op_begin_arg(op, i, 2 + len);
@@ -2531,8 +2691,8 @@ redis_watch_subscribe(struct redis *r, struct redis_watch *w)
 {
 	if (r->sub.state != REDIS_CONN_READY || r->sub.link == NULL)
 		return;
-	if (redis_link_command(r->sub.link, NULL, NULL, "SUBSCRIBE",
-	    w->channel, NULL) == 0)
+	if (redis_link_command(r->sub.link, NULL, NULL, r->sharded ?
+	    "SSUBSCRIBE" : "SUBSCRIBE", w->channel, NULL) == 0)
 		w->state = REDIS_WATCH_SUBSCRIBING;
 }
 
@@ -2585,8 +2745,8 @@ redis_watch_sweep(struct redis *r, struct redis_watch *w)
 	case REDIS_WATCH_SUBSCRIBING:
 	case REDIS_WATCH_LIVE:
 		if (r->sub.state == REDIS_CONN_READY && r->sub.link != NULL &&
-		    redis_link_command(r->sub.link, NULL, NULL, "UNSUBSCRIBE",
-		    w->channel, NULL) == 0) {
+		    redis_link_command(r->sub.link, NULL, NULL, r->sharded ?
+		    "SUNSUBSCRIBE" : "UNSUBSCRIBE", w->channel, NULL) == 0) {
 			w->state = REDIS_WATCH_UNSUBSCRIBING;
 			return;
 		}
@@ -2731,6 +2891,19 @@ redis_sub_push_cb(struct redis_link *l, redisReply *reply, void *arg)
 			redis_watch_live(r, w);
 		break;
 	case REDIS_PUBSUB_UNSUBSCRIBE:
+		if (w->state != REDIS_WATCH_UNSUBSCRIBING &&
+		    r->cluster != NULL) {
+			/*
+			 * The node dropped it: the session's slot left it.
+			 * Watched again where the slot is now, once the
+			 * cluster knows; the re-read then catches up.
+			 */
+			w->state = REDIS_WATCH_IDLE;
+			redis_cluster_changed(r->cluster, "a node dropped a "
+			    "subscription (its slot moved)");
+			redis_watch_release(r, w);
+			break;
+		}
 		if (w->state != REDIS_WATCH_UNSUBSCRIBING)
 			break;
 		w->state = REDIS_WATCH_IDLE;
@@ -2937,7 +3110,8 @@ redis_free(void *p)
 	event_free(r->sub.timer_ev);
 	redis_wait_discard(r);
 	redis_sentinel_free(r->sentinel);
-	redis_link_tls_free(r->tlsconf);
+	if (!r->tls_borrowed)
+		redis_link_tls_free(r->tlsconf);
 	log_debug("eventlog=%s: closed", r->name);
 	redis_set_auth(r, NULL, NULL);
 	free(r->name);
@@ -3132,64 +3306,14 @@ redis_describe(void *arg, struct eventlog_where *w)
 		w->why = r->behind_why;
 }
 
-/*
- * Never fails for want of a server: it connects in the background and
- * keeps trying; until then every operation answers UNAVAILABLE. Fails
- * for TLS files that cannot be used.
- */
-void *
-eventlog_redis_create(struct event_base *base, const struct conf *conf,
-    const struct eventlog_ops **ops, char **cause)
+/* The parts of a log every kind shares: lists, events, connections. */
+static struct redis *
+redis_alloc(struct event_base *base)
 {
 	struct redis	*r;
 
-	if ((conf->redis_kind == CONF_REDIS_TCP ||
-	    conf->redis_kind == CONF_REDIS_TLS) &&
-	    (conf->redis_host == NULL || conf->redis_port <= 0)) {
-		xasprintf(cause, "the redis event log needs a host and port");
-		return (NULL);
-	}
-	if (conf->redis_kind == CONF_REDIS_CLUSTER) {
-		xasprintf(cause, "redis-cluster:// has no client in this build "
-		    "yet");
-		return (NULL);
-	}
 	r = xcalloc(1, sizeof *r);
 	r->base = base;
-	r->kind = conf->redis_kind;
-	r->tls = conf_redis_tls(conf);
-	r->tls_verify = conf->redis_tls_verify;
-	if (r->tls && (r->tlsconf = redis_tls_new(conf, cause)) == NULL) {
-		free(r);
-		return (NULL);
-	}
-	if (conf->redis_name != NULL)
-		r->name = xstrdup(conf->redis_name);
-	else
-		xasprintf(&r->name, "redis://%s:%d/%d", conf->redis_host,
-		    conf->redis_port, conf->redis_db);
-	if (r->kind == CONF_REDIS_TCP || r->kind == CONF_REDIS_TLS) {
-		r->host = xstrdup(conf->redis_host);
-		r->port = conf->redis_port;
-	} else if (r->kind == CONF_REDIS_UNIX)
-		r->path = xstrdup(conf->redis_path);
-	else
-		r->sentinel = redis_sentinel_create(base, r->name,
-		    conf->redis_master, conf->redis_sentinels,
-		    conf->nredis_sentinels, r->tlsconf, redis_switch_cb, r);
-	if (r->sentinel != NULL)
-		redis_sentinel_set_auth(r->sentinel,
-		    conf_redis_sentinel_user(conf),
-		    conf_redis_sentinel_password(conf));
-	redis_set_auth(r, conf_redis_user(conf), conf_redis_password(conf));
-	r->db = conf->redis_db;
-	r->replicas = conf->commit_replicas;
-	r->maxlen = (size_t)conf->stream_maxlen;
-	r->session_ttl_ms = (uint64_t)conf->session_ttl * 1000;
-	r->open_ttl_ms = r->session_ttl_ms + r->session_ttl_ms / 2;
-	r->stream_ttl_ms = (uint64_t)conf->stream_ttl * 1000;
-	r->max_fields = REDIS_TOMBSTONES + (size_t)conf->session_max_streams;
-	r->grace_ms = (uint64_t)conf->eventlog_outage_grace * 1000;
 	snprintf(r->token, sizeof r->token, "%012llx",
 	    (unsigned long long)random_u48());
 	TAILQ_INIT(&r->inflight);
@@ -3212,16 +3336,172 @@ eventlog_redis_create(struct event_base *base, const struct conf *conf,
 	redis_conn_init(r, &r->sub, "subscription");
 	r->sub.setup = redis_sub_setup;
 	r->sub.lost = redis_sub_lost;
+	return (r);
+}
 
+/* What conf says of the log's streams, sessions and commits. */
+static void
+redis_settings(struct redis *r, const struct conf *conf)
+{
+	r->db = conf->redis_db;
+	r->replicas = conf->commit_replicas;
+	r->maxlen = (size_t)conf->stream_maxlen;
+	r->session_ttl_ms = (uint64_t)conf->session_ttl * 1000;
+	r->open_ttl_ms = r->session_ttl_ms + r->session_ttl_ms / 2;
+	r->stream_ttl_ms = (uint64_t)conf->stream_ttl * 1000;
+	r->max_fields = REDIS_TOMBSTONES + (size_t)conf->session_max_streams;
+	r->grace_ms = (uint64_t)conf->eventlog_outage_grace * 1000;
+}
+
+static void
+redis_settings_copy(struct redis *r, const struct redis *model)
+{
+	r->db = model->db;
+	r->replicas = model->replicas;
+	r->maxlen = model->maxlen;
+	r->session_ttl_ms = model->session_ttl_ms;
+	r->open_ttl_ms = model->open_ttl_ms;
+	r->stream_ttl_ms = model->stream_ttl_ms;
+	r->max_fields = model->max_fields;
+	r->grace_ms = model->grace_ms;
+	r->tls_verify = model->tls_verify;
+	redis_set_auth(r, model->user, model->password);
+}
+
+static void
+redis_created(struct redis *r)
+{
 	log_info("eventlog=%s: stream_maxlen=%zu stream_ttl=%llus "
 	    "session_ttl=%llus commit replicas:%d outage_grace=%llus%s%s",
-	    r->name, r->maxlen, (unsigned long long)conf->stream_ttl,
-	    (unsigned long long)conf->session_ttl, r->replicas,
-	    (unsigned long long)conf->eventlog_outage_grace,
-	    r->tls ? " tls" : "", r->password != NULL ? (r->user != NULL ?
-	    " auth=user" : " auth=password") : "");
-	redis_tls_warn(r);
+	    r->name, r->maxlen, (unsigned long long)(r->stream_ttl_ms / 1000),
+	    (unsigned long long)(r->session_ttl_ms / 1000), r->replicas,
+	    (unsigned long long)(r->grace_ms / 1000), r->tls ? " tls" : "",
+	    r->password != NULL ? (r->user != NULL ? " auth=user" :
+	    " auth=password") : "");
+	if (r->cluster == NULL)
+		redis_tls_warn(r);
 	redis_conn_connect(&r->cmd);
+}
+
+struct redis *
+redis_node_new(struct redis_cluster *cluster, struct event_base *base,
+    const struct conf *conf, const struct redis *model, const char *name,
+    const char *host, int port, struct redis_link_tls *tls, int connect)
+{
+	struct redis	*r = redis_alloc(base);
+
+	r->cluster = cluster;
+	r->sharded = 1;
+	r->kind = tls != NULL ? CONF_REDIS_TLS : CONF_REDIS_TCP;
+	r->tls = tls != NULL;
+	r->tlsconf = tls;
+	r->tls_borrowed = 1;
+	r->name = xstrdup(name);
+	r->host = xstrdup(host);
+	r->port = port;
+	if (conf != NULL) {
+		redis_settings(r, conf);
+		r->tls_verify = conf->redis_tls_verify;
+		redis_set_auth(r, conf_redis_user(conf),
+		    conf_redis_password(conf));
+	} else
+		redis_settings_copy(r, model);
+	if (connect)
+		redis_created(r);
+	return (r);
+}
+
+const struct eventlog_ops *
+redis_node_ops(void)
+{
+	return (&redis_ops);
+}
+
+const char *
+redis_node_server(const struct redis *r)
+{
+	return (r->cmd.server[0] != '\0' ? r->cmd.server : r->host);
+}
+
+void
+redis_node_reconfigure(struct redis *r, const char *user,
+    const char *password, struct redis_link_tls *tls, int verify)
+{
+	if (tls != NULL) {
+		r->tlsconf = tls;	/* links keep theirs */
+		r->tls_verify = verify;
+	}
+	if (redis_set_auth(r, user, password)) {
+		redis_conn_retry(&r->cmd);
+		redis_conn_retry(&r->sub);
+	}
+}
+
+const char *
+redis_op_tag(const struct redis_op *op)
+{
+	return (op->sid != NULL ? op->sid : "");
+}
+
+void
+redis_op_adopt(struct redis *to, struct redis_op *op, int asking)
+{
+	op->r = to;
+	op->asking = asking;
+	op->link = NULL;
+	if (op->type == REDIS_OP_CREATE)
+		RB_INSERT(redis_creates, &to->creates, op);
+	redis_op_submit(op);
+}
+
+/*
+ * Never fails for want of a server: it connects in the background and
+ * keeps trying; until then every operation answers UNAVAILABLE. Fails
+ * for TLS files that cannot be used.
+ */
+void *
+eventlog_redis_create(struct event_base *base, const struct conf *conf,
+    const struct eventlog_ops **ops, char **cause)
+{
+	struct redis		*r;
+	struct redis_link_tls	*tls = NULL;
+
+	if (conf->redis_kind == CONF_REDIS_CLUSTER)
+		return (eventlog_redis_cluster_create(base, conf, ops, cause));
+	if ((conf->redis_kind == CONF_REDIS_TCP ||
+	    conf->redis_kind == CONF_REDIS_TLS) &&
+	    (conf->redis_host == NULL || conf->redis_port <= 0)) {
+		xasprintf(cause, "the redis event log needs a host and port");
+		return (NULL);
+	}
+	if (conf_redis_tls(conf) && (tls = redis_tls_new(conf, cause)) == NULL)
+		return (NULL);
+	r = redis_alloc(base);
+	r->kind = conf->redis_kind;
+	r->tls = tls != NULL;
+	r->tlsconf = tls;
+	r->tls_verify = conf->redis_tls_verify;
+	if (conf->redis_name != NULL)
+		r->name = xstrdup(conf->redis_name);
+	else
+		xasprintf(&r->name, "redis://%s:%d/%d", conf->redis_host,
+		    conf->redis_port, conf->redis_db);
+	if (r->kind == CONF_REDIS_TCP || r->kind == CONF_REDIS_TLS) {
+		r->host = xstrdup(conf->redis_host);
+		r->port = conf->redis_port;
+	} else if (r->kind == CONF_REDIS_UNIX)
+		r->path = xstrdup(conf->redis_path);
+	else
+		r->sentinel = redis_sentinel_create(base, r->name,
+		    conf->redis_master, conf->redis_sentinels,
+		    conf->nredis_sentinels, r->tlsconf, redis_switch_cb, r);
+	if (r->sentinel != NULL)
+		redis_sentinel_set_auth(r->sentinel,
+		    conf_redis_sentinel_user(conf),
+		    conf_redis_sentinel_password(conf));
+	redis_set_auth(r, conf_redis_user(conf), conf_redis_password(conf));
+	redis_settings(r, conf);
+	redis_created(r);
 	*ops = &redis_ops;
 	return (r);
 }

@@ -297,6 +297,9 @@ REDIS_SCRIPT_PUBSUB_LINE
 "	if not redis.acl_check_cmd then\n"
 "		return {'ok'}\n"
 "	end\n"
+"	-- In a cluster it names no key (any node runs it): the names are\n"
+"	-- only checked against the ACL's patterns.\n"
+"	local meta, stream = meta or prefix, stream or prefix\n"
 "	local cmds = {\n"
 "		{'XADD', stream, '1-1', 'd', ''}, {'XRANGE', stream, '-', '+'},\n"
 "		{'XREVRANGE', stream, '+', '-'}, {'XLEN', stream},\n"
@@ -310,6 +313,10 @@ REDIS_SCRIPT_PUBSUB_LINE
 "		{'INFO'}}\n"
 "	if ARGV[8] == '1' then\n"
 "		cmds[#cmds + 1] = {'WAIT', '1', '0'}\n"
+"	end\n"
+"	if publish == 'SPUBLISH' then\n"
+"		cmds[#cmds + 1] = {'ASKING'}\n"
+"		cmds[#cmds + 1] = {'CLUSTER', 'SHARDS'}\n"
 "	end\n"
 "	for i = 1, #cmds do\n"
 "		if not redis.acl_check_cmd(unpack(cmds[i])) then\n"
@@ -798,6 +805,7 @@ redis_script_info(const struct redisReply *reply, int db,
 	size_t		 plen, n;
 
 	memset(info, 0, sizeof *info);
+	info->cluster = -1;
 	if (reply->type != REDIS_REPLY_STRING)
 		return (-1);
 	plen = (size_t)snprintf(prefix, sizeof prefix, "db%d:", db);
@@ -816,6 +824,9 @@ redis_script_info(const struct redisReply *reply, int db,
 		    n - 5 < sizeof info->role) {
 			memcpy(info->role, p + 5, n - 5);
 			info->role[n - 5] = '\0';
+		} else if (n == 17 && strncmp(p, "cluster_enabled:", 16) == 0 &&
+		    (p[16] == '0' || p[16] == '1')) {
+			info->cluster = p[16] - '0';
 		} else if (n > 17 && strncmp(p, "maxmemory_policy:", 17) == 0 &&
 		    n - 17 < sizeof info->policy) {
 			memcpy(info->policy, p + 17, n - 17);
@@ -949,11 +960,15 @@ redis_script_pubsub(const struct redisReply *reply, struct redis_pubsub *ps)
 		return (-1);
 	ps->channel = channel->str;
 	ps->channellen = channel->len;
-	if (redis_script_is(kind, "subscribe"))
+	/* Plain, or sharded (Redis Cluster): the same to us. */
+	if (redis_script_is(kind, "subscribe") ||
+	    redis_script_is(kind, "ssubscribe"))
 		ps->kind = REDIS_PUBSUB_SUBSCRIBE;
-	else if (redis_script_is(kind, "unsubscribe"))
+	else if (redis_script_is(kind, "unsubscribe") ||
+	    redis_script_is(kind, "sunsubscribe"))
 		ps->kind = REDIS_PUBSUB_UNSUBSCRIBE;
-	else if (redis_script_is(kind, "message")) {
+	else if (redis_script_is(kind, "message") ||
+	    redis_script_is(kind, "smessage")) {
 		ps->kind = REDIS_PUBSUB_MESSAGE;
 		if (payload->type != REDIS_REPLY_STRING)
 			return (-1);

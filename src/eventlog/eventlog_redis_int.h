@@ -1,0 +1,77 @@
+/*
+ * Between the redis event log (eventlog_redis.c: one server, or one
+ * primary of a cluster, with its connections, outages and watches) and
+ * the Redis Cluster client above it (eventlog_redis_cluster.c: the slot
+ * map, one eventlog_redis per primary, redirections). Private to the
+ * two files.
+ */
+#ifndef MCPD_EVENTLOG_REDIS_INT_H
+#define MCPD_EVENTLOG_REDIS_INT_H
+
+struct conf;
+struct event_base;
+struct eventlog_ops;
+struct redis;
+struct redis_cluster;
+struct redis_link_tls;
+struct redis_op;
+
+/* eventlog_redis.c, for the cluster. */
+
+/* The layout a node found (-1: none, and why). */
+typedef void	(*redis_node_layout_cb)(struct redis *, int, const char *,
+		    void *);
+
+/*
+ * The log of one primary of cluster c, at host:port, named name in log
+ * lines; its settings from conf, or (conf NULL) the same as model's.
+ * tls (may be NULL) is the cluster's: borrowed, never freed here. With
+ * connect, connects in the background as eventlog_redis_create does;
+ * else it only holds settings for others.
+ */
+struct redis	*redis_node_new(struct redis_cluster *, struct event_base *,
+		    const struct conf *, const struct redis *, const char *,
+		    const char *, int, struct redis_link_tls *, int);
+/* Its operations (ops->free frees it). */
+const struct eventlog_ops *redis_node_ops(void);
+/* Where it is, "host:port". */
+const char	*redis_node_server(const struct redis *);
+/* Its credentials and TLS settings from now on (a reload). */
+void		 redis_node_reconfigure(struct redis *, const char *,
+		    const char *, struct redis_link_tls *, int);
+/*
+ * op, which a node redirected, goes to node to (with ASKING first when
+ * asking): sent there in its turn, or held there behind its create.
+ */
+void		 redis_op_adopt(struct redis *, struct redis_op *, int);
+/*
+ * The layout check (the script's layout op) on node, once its command
+ * connection is ready: -1 if it cannot be sent now, else cb hears it.
+ */
+int		 redis_node_layout(struct redis *, redis_node_layout_cb,
+		    void *);
+/* The tag that places op ("SID", "keyring"...). */
+const char	*redis_op_tag(const struct redis_op *);
+
+/* eventlog_redis_cluster.c, for the nodes. */
+
+void		*eventlog_redis_cluster_create(struct event_base *,
+		    const struct conf *, const struct eventlog_ops **,
+		    char **);
+/*
+ * A node answered MOVED (kind 1) or ASK (kind 2) for op's slot: op is
+ * no longer the node's; the cluster sends it where Redis said.
+ */
+void		 redis_cluster_redirected(struct redis_cluster *,
+		    struct redis *, struct redis_op *, int, unsigned int,
+		    const char *, int);
+/*
+ * Something says the slot map may have changed: a node's connection
+ * lost, a subscription dropped by a node whose slot left it.
+ */
+void		 redis_cluster_changed(struct redis_cluster *, const char *);
+/* A node's command connection is ready: the cluster may be too. */
+void		 redis_cluster_node_ready(struct redis_cluster *,
+		    struct redis *);
+
+#endif
