@@ -34,7 +34,7 @@ DOCDIR	?= $(PREFIX)/share/doc/mcpd
 SYSCONFDIR ?= /etc
 UNITDIR	?= $(PREFIX)/lib/systemd/system
 
-.PHONY: all clean callgraph check install install-check unit e2e e2e-redis redis-ops-test sdk-test cluster-test upstream-test asan asan-check deps conformance bench \
+.PHONY: all clean callgraph check install install-check unit e2e e2e-redis redis-ops-test redis-cluster-test sdk-test cluster-test upstream-test asan asan-check deps conformance bench \
 	fuzz fuzz-replay fuzz-merge fuzz-build fuzz-bins
 
 all: mcpd
@@ -152,6 +152,17 @@ upstream-test: mcpd
 cluster-test: mcpd
 	sh scripts/with-redis $(PYTHON) tests/cluster/run.py --mcpd ./mcpd
 
+# Issue 25, Redis Cluster: on one cluster of three primaries and three
+# replicas (scripts/with-redis --cluster), tests/redis/test_cluster.py
+# (sessions spread, resharding and a failover under load), the e2e
+# resume, backpressure and task suites, then tests/cluster/.
+REDIS_CLUSTER_E2E = -k test_resume:: -k test_backpressure:: -k test_tasks::
+redis-cluster-test: mcpd
+	sh scripts/with-redis --cluster sh -c '\
+	    $(PYTHON) tests/redis/run.py --mcpd ./mcpd -k test_cluster && \
+	    $(PYTHON) tests/e2e/run.py --mcpd ./mcpd $(REDIS_CLUSTER_E2E) && \
+	    $(PYTHON) tests/cluster/run.py --mcpd ./mcpd'
+
 # The only cycle among src/ files allowed: a session, its streams, their
 # calls (docs/architecture.md, "Who calls whom"); and the layer rules
 # between src/ folders, written down in scripts/callgraph.rules
@@ -170,6 +181,7 @@ check: deps
 	$(MAKE) upstream-test
 	$(MAKE) install-check
 	$(MAKE) cluster-test
+	$(MAKE) redis-cluster-test
 
 # The sanitizer build lives in its own directory so it never mixes objects
 # with the normal one. It is built with clang: gcc's UBSan has no

@@ -148,6 +148,8 @@ struct redis_op {
 	int			 replies;	/* link callbacks owed */
 	int			 retried;	/* sent again after NOSCRIPT */
 	int			 asking;	/* ASKING first (Cluster) */
+	int			 slot;		/* counted in owned, or -1 */
+	uint64_t		 ticket;	/* the cluster's order */
 	struct redis_ops	*list;		/* inflight, waitq, failq... */
 	struct redis_link	*link;		/* sent on; NULL: taken back */
 	uint64_t		 sent_ms;
@@ -267,6 +269,7 @@ struct redis {
 	char			*password;
 	struct redis_sentinel	*sentinel;	/* redis-sentinel:// */
 	struct redis_cluster	*cluster;	/* a primary of a cluster */
+	uint32_t		*owned;		/* its ops, per slot */
 	int			 tls_borrowed;	/* tlsconf is the cluster's */
 	uint64_t		 failovers;	/* changes of primary */
 	uint64_t		 connects;	/* command connections set up */
@@ -709,7 +712,55 @@ redis_op_new(struct redis *r, enum redis_op_type type, const char *sid,
 	op->type = type;
 	op->sid = sid != NULL ? xstrdup(sid) : NULL;
 	op->k = k;
+	op->slot = -1;
+	if (r->cluster != NULL && type >= REDIS_OP_STORE && sid != NULL) {
+		op->slot = (int)redis_cluster_keyslot(sid, strlen(sid));
+		op->ticket = redis_cluster_ticket(r->cluster);
+		r->owned[op->slot]++;
+	}
 	return (op);
+}
+
+/*
+ * op is no longer r's (freed, or redirected): once r has no op of its
+ * slot left, the cluster may send the slot's ops held elsewhere.
+ */
+static void
+redis_op_disown(struct redis_op *op)
+{
+	struct redis	*r = op->r;
+
+	if (op->slot < 0)
+		return;
+	if (--r->owned[op->slot] == 0)
+		redis_cluster_drained(r->cluster, r, (unsigned int)op->slot);
+}
+
+/* Held while an older node still has ops of its slot (a MOVED). */
+static int
+redis_op_gated(const struct redis_op *op)
+{
+	return (op->slot >= 0 && redis_cluster_gated(op->r->cluster, op->r,
+	    (unsigned int)op->slot));
+}
+
+/*
+ * Holds op, in the order the cluster's ops were asked for (a redirected
+ * op goes before those asked after it); on one Redis, at the end.
+ */
+static void
+redis_op_hold(struct redis *r, struct redis_op *op)
+{
+	struct redis_op	*at;
+
+	at = TAILQ_LAST(&r->held, redis_ops);
+	while (at != NULL && at->ticket > op->ticket)
+		at = TAILQ_PREV(at, redis_ops, entry);
+	if (at == NULL)
+		TAILQ_INSERT_HEAD(&r->held, op, entry);
+	else
+		TAILQ_INSERT_AFTER(&r->held, at, op, entry);
+	op->list = &r->held;
 }
 
 /* Bytes kept before the arguments for "*argc\r\n". */
@@ -972,6 +1023,7 @@ redis_op_free(struct redis_op *op)
 	    RB_FIND(redis_creates, &r->creates, op) == op)
 		RB_REMOVE(redis_creates, &r->creates, op);
 	redis_op_unlist(op);
+	redis_op_disown(op);
 	free(op->buf);
 	free(op->argoff);
 	free(op->argvlen);
@@ -1053,7 +1105,8 @@ redis_release(struct redis *r)
 	struct redis_op	*op;
 
 	while ((op = TAILQ_FIRST(&r->held)) != NULL) {
-		if (!op->refused && redis_op_awaits(r, op))
+		if (!op->refused && (redis_op_awaits(r, op) ||
+		    redis_op_gated(op)))
 			return;
 		redis_op_unlist(op);
 		if (op->refused)
@@ -1575,9 +1628,9 @@ redis_op_submit(struct redis_op *op)
 	struct redis	*r = op->r;
 
 	redis_flush(r);
-	if (!TAILQ_EMPTY(&r->held) || redis_op_awaits(r, op)) {
-		TAILQ_INSERT_TAIL(&r->held, op, entry);
-		op->list = &r->held;
+	if (!TAILQ_EMPTY(&r->held) || redis_op_awaits(r, op) ||
+	    redis_op_gated(op)) {
+		redis_op_hold(r, op);
 		return;
 	}
 	redis_op_dispatch(op);
@@ -2127,8 +2180,10 @@ redis_reply_redirected(struct redis_op *op, redisReply *reply)
 	}
 	if (host[0] == '\0')	/* the node that answered, elsewhere */
 		strlcpy(host, r->host, sizeof host);
+	/* Counted as r's until the cluster has gated the slot. */
 	redis_cluster_redirected(r->cluster, r, op, kind ==
-	    REDIS_CLUSTER_MOVED ? 1 : 2, slot, host, port);
+	    REDIS_CLUSTER_MOVED ? 1 : 2, slot, host, port,
+	    op->slot >= 0 ? r->owned[op->slot] - 1 : 0);
 	return (1);
 }
 
@@ -2176,6 +2231,7 @@ redis_wait_cb(struct redis_link *l, redisReply *reply, void *privdata)
 	struct redis		*r = g->r;
 	struct redis_op		*op;
 	char			 why[512];
+	enum redis_script_refusal kind;
 
 	if (reply != NULL && l == r->cmd.link)
 		redis_progress(r);
@@ -2219,9 +2275,12 @@ redis_wait_cb(struct redis_link *l, redisReply *reply, void *privdata)
 		    "%zu operations reported unavailable (the primary has "
 		    "them)", r->name, why, redis_wait_count(g));
 	} else if (reply != NULL) {
-		if (redis_script_refusal(reply, why, sizeof why) !=
-		    REDIS_REFUSED_NONE)
+		kind = redis_script_refusal(reply, why, sizeof why);
+		if (kind == REDIS_REFUSED_AUTH || kind == REDIS_REFUSED_ACL)
 			redis_conn_refuse(&r->cmd, why);
+		else if (kind != REDIS_REFUSED_NONE)
+			/* A replica now: what waits goes again, elsewhere. */
+			redis_conn_drop(&r->cmd, why);
 		else
 			log_limited(LOG_LEVEL_WARN, "redis-wait",
 			    "eventlog=%s: WAIT failed: %.200s; commits "
@@ -3112,6 +3171,7 @@ redis_free(void *p)
 	redis_sentinel_free(r->sentinel);
 	if (!r->tls_borrowed)
 		redis_link_tls_free(r->tlsconf);
+	free(r->owned);
 	log_debug("eventlog=%s: closed", r->name);
 	redis_set_auth(r, NULL, NULL);
 	free(r->name);
@@ -3391,6 +3451,7 @@ redis_node_new(struct redis_cluster *cluster, struct event_base *base,
 	struct redis	*r = redis_alloc(base);
 
 	r->cluster = cluster;
+	r->owned = xcalloc(REDIS_CLUSTER_SLOTS, sizeof *r->owned);
 	r->sharded = 1;
 	r->kind = tls != NULL ? CONF_REDIS_TLS : CONF_REDIS_TCP;
 	r->tls = tls != NULL;
@@ -3437,6 +3498,79 @@ redis_node_reconfigure(struct redis *r, const char *user,
 	}
 }
 
+void
+redis_node_release(struct redis *r)
+{
+	redis_release(r);
+}
+
+void
+redis_node_joined(struct redis *r)
+{
+	if (r->grace_ms == 0 || r->ever_ready)
+		return;
+	r->ever_ready = 1;
+	redis_outage_begin(r, clock_now_ms(), "a primary new to this "
+	    "instance, connecting");
+}
+
+unsigned int
+redis_node_owned(const struct redis *r, unsigned int slot)
+{
+	return (r->owned != NULL ? r->owned[slot] : 0);
+}
+
+static int
+redis_op_ticket_cmp(const void *a, const void *b)
+{
+	const struct redis_op	*x = *(struct redis_op *const *)a;
+	const struct redis_op	*y = *(struct redis_op *const *)b;
+
+	return (x->ticket < y->ticket ? -1 : x->ticket > y->ticket);
+}
+
+/*
+ * The node has no slot any more (its primary failed over, or gave its
+ * slots away): what waits on it (an outage's queue, ops held) goes to
+ * the nodes of their slots now, in the order asked for. What is in
+ * flight comes back as redirections, or, with the connection lost, to
+ * the queue, and then here on the next map.
+ */
+void
+redis_node_evict(struct redis *r)
+{
+	struct redis_op	**ops, *op;
+	size_t		  n = 0, i;
+
+	TAILQ_FOREACH(op, &r->held, entry)
+		n++;
+	ops = xreallocarray(NULL, r->nwaiting + n + 1, sizeof *ops);
+	n = 0;
+	while ((op = TAILQ_FIRST(&r->waitq)) != NULL) {
+		redis_op_unlist(op);
+		ops[n++] = op;
+	}
+	while ((op = TAILQ_FIRST(&r->held)) != NULL) {
+		redis_op_unlist(op);
+		ops[n++] = op;
+	}
+	if (n == 0) {
+		free(ops);
+		return;
+	}
+	log_info("eventlog=%s: no slot here any more: %zu waiting "
+	    "operations go to the slots' new nodes", r->name, n);
+	qsort(ops, n, sizeof *ops, redis_op_ticket_cmp);
+	for (i = 0; i < n; i++) {
+		op = ops[i];
+		if (op->type == REDIS_OP_CREATE &&
+		    RB_FIND(redis_creates, &r->creates, op) == op)
+			RB_REMOVE(redis_creates, &r->creates, op);
+		redis_cluster_reroute(r->cluster, r, op);
+	}
+	free(ops);
+}
+
 const char *
 redis_op_tag(const struct redis_op *op)
 {
@@ -3446,7 +3580,10 @@ redis_op_tag(const struct redis_op *op)
 void
 redis_op_adopt(struct redis *to, struct redis_op *op, int asking)
 {
+	redis_op_disown(op);
 	op->r = to;
+	if (op->slot >= 0)
+		to->owned[op->slot]++;
 	op->asking = asking;
 	op->link = NULL;
 	if (op->type == REDIS_OP_CREATE)

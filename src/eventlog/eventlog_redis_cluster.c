@@ -108,7 +108,12 @@ struct redis_cluster {
 	int16_t				 slot[REDIS_CLUSTER_SLOTS];
 	int				 covered;
 	int				 mapped;	/* a map was taken */
+	int				 ready;		/* it was available */
 	struct redis_cluster_map	*map;		/* parsing room */
+	uint64_t			 tickets;
+	/* Slots moved while their old node still had ops of them. */
+	uint8_t				 gated[REDIS_CLUSTER_SLOTS];
+	struct redis			*gate[REDIS_CLUSTER_SLOTS];
 	uint64_t			 maps;		/* maps taken */
 
 	/* The map's own connection. */
@@ -140,6 +145,7 @@ static void	redis_cluster_connect(struct redis_cluster *);
 static void	redis_cluster_rehome(struct redis_cluster *);
 static void	redis_cluster_layout_check(struct redis_cluster *);
 static int	redis_cluster_available(void *);
+static void	redis_cluster_used(const struct redis_cluster *, char *);
 
 static int
 redis_cluster_watch_cmp(struct redis_cluster_watch *a,
@@ -204,6 +210,8 @@ redis_cluster_node(struct redis_cluster *c, const char *host, int port)
 	c->nodes[c->nnodes] = redis_node_new(c, c->base, NULL, c->model,
 	    name, host, port, c->tls, 1);
 	free(name);
+	if (c->ready)
+		redis_node_joined(c->nodes[c->nnodes]);
 	c->addrs[c->nnodes] = addr;
 	return (c->nodes[c->nnodes++]);
 }
@@ -526,6 +534,29 @@ redis_cluster_rehome(struct redis_cluster *c)
 
 /* The slot map. */
 
+/* Nodes the map no longer uses give away what waits on them. */
+static void
+redis_cluster_evict(struct redis_cluster *c)
+{
+	char	used[REDIS_CLUSTER_NODES_MAX];
+	int	i;
+
+	redis_cluster_used(c, used);
+	for (i = 0; i < c->nnodes; i++) {
+		if (!used[i])
+			redis_node_evict(c->nodes[i]);
+	}
+}
+
+void
+redis_cluster_reroute(struct redis_cluster *c, struct redis *from,
+    struct redis_op *op)
+{
+	struct redis	*to = redis_cluster_route(c, redis_op_tag(op));
+
+	redis_op_adopt(to != NULL ? to : from, op, 0);
+}
+
 /* Takes the map just parsed: nodes made for new primaries. */
 static void
 redis_cluster_take(struct redis_cluster *c, const char *from)
@@ -541,10 +572,22 @@ redis_cluster_take(struct redis_cluster *c, const char *from)
 	}
 	for (i = 0; i < REDIS_CLUSTER_SLOTS; i++) {
 		int16_t	v = m->slot[i] < 0 ? -1 : idx[m->slot[i]];
+		int16_t	old = c->slot[i];
 
-		if (c->slot[i] != v) {
-			c->slot[i] = v;
-			changed = 1;
+		/*
+		 * A slot nobody serves now (its primary failed, no replica
+		 * took over yet) stays where it was: its ops wait there,
+		 * as in an outage, rather than fail.
+		 */
+		if (old == v || v < 0)
+			continue;
+		changed = 1;
+		c->slot[i] = v;
+		/* As for a MOVED: the old node's ops of it go first. */
+		if (old >= 0 && v >= 0 && !c->gated[i] &&
+		    redis_node_owned(c->nodes[old], (unsigned int)i) > 0) {
+			c->gated[i] = 1;
+			c->gate[i] = c->nodes[old];
 		}
 	}
 	c->covered = m->covered;
@@ -558,8 +601,10 @@ redis_cluster_take(struct redis_cluster *c, const char *from)
 	if (m->covered < REDIS_CLUSTER_SLOTS)
 		snprintf(c->why, sizeof c->why, "the cluster serves %d of %d "
 		    "slots", m->covered, REDIS_CLUSTER_SLOTS);
-	if (changed)
+	if (changed) {
 		redis_cluster_rehome(c);
+		redis_cluster_evict(c);
+	}
 	redis_cluster_layout_check(c);
 }
 
@@ -818,7 +863,7 @@ redis_cluster_changed(struct redis_cluster *c, const char *why)
 void
 redis_cluster_redirected(struct redis_cluster *c, struct redis *from,
     struct redis_op *op, int kind, unsigned int slot, const char *host,
-    int port)
+    int port, unsigned int left)
 {
 	struct redis	*to;
 
@@ -827,11 +872,47 @@ redis_cluster_redirected(struct redis_cluster *c, struct redis *from,
 		/* Nowhere else to go: as a node that cannot serve it. */
 		to = from;
 	}
-	if (kind == 1) {
+	if (kind == 1 && to != from) {
 		c->slot[slot] = (int16_t)redis_cluster_index(c, to);
+		/*
+		 * The ops from still has of the slot come back redirected
+		 * in their order: until they have, the slot's ops wait
+		 * wherever they are, so none overtakes them.
+		 */
+		if (left > 0) {
+			c->gated[slot] = 1;
+			c->gate[slot] = from;
+		}
 		redis_cluster_changed(c, "MOVED");
 	}
 	redis_op_adopt(to, op, kind == 2);
+}
+
+uint64_t
+redis_cluster_ticket(struct redis_cluster *c)
+{
+	return (++c->tickets);
+}
+
+int
+redis_cluster_gated(struct redis_cluster *c, struct redis *node,
+    unsigned int slot)
+{
+	return (c->gated[slot] && c->gate[slot] != node);
+}
+
+void
+redis_cluster_drained(struct redis_cluster *c, struct redis *node,
+    unsigned int slot)
+{
+	int	i;
+
+	if (c->closing || !c->gated[slot] || c->gate[slot] != node)
+		return;
+	c->gated[slot] = 0;
+	c->gate[slot] = NULL;
+	for (i = 0; i < c->nnodes; i++)
+		redis_node_release(c->nodes[i]);
 }
 
 /* The layout mark, on the node of its slot. */
@@ -920,6 +1001,7 @@ redis_cluster_available(void *p)
 		if (used[i] && !redis_node_ops()->available(c->nodes[i]))
 			return (0);
 	}
+	c->ready = 1;
 	return (1);
 }
 

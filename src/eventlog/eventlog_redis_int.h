@@ -8,6 +8,8 @@
 #ifndef MCPD_EVENTLOG_REDIS_INT_H
 #define MCPD_EVENTLOG_REDIS_INT_H
 
+#include <stdint.h>
+
 struct conf;
 struct event_base;
 struct eventlog_ops;
@@ -50,6 +52,17 @@ void		 redis_op_adopt(struct redis *, struct redis_op *, int);
  */
 int		 redis_node_layout(struct redis *, redis_node_layout_cb,
 		    void *);
+/* Sends what node holds that may go now (a slot no longer gated). */
+void		 redis_node_release(struct redis *);
+/*
+ * node joins a cluster that was ready: until it is, its operations wait
+ * as in an outage (eventlog_outage_grace), not fail.
+ */
+void		 redis_node_joined(struct redis *);
+/* How many ops of slot node has (sent, waiting, held). */
+unsigned int	 redis_node_owned(const struct redis *, unsigned int);
+/* node lost its slots: what waits on it goes where the map says. */
+void		 redis_node_evict(struct redis *);
 /* The tag that places op ("SID", "keyring"...). */
 const char	*redis_op_tag(const struct redis_op *);
 
@@ -60,11 +73,27 @@ void		*eventlog_redis_cluster_create(struct event_base *,
 		    char **);
 /*
  * A node answered MOVED (kind 1) or ASK (kind 2) for op's slot: op is
- * no longer the node's; the cluster sends it where Redis said.
+ * no longer the node's (left: how many ops of the slot it still has);
+ * the cluster sends it where Redis said.
  */
 void		 redis_cluster_redirected(struct redis_cluster *,
 		    struct redis *, struct redis_op *, int, unsigned int,
-		    const char *, int);
+		    const char *, int, unsigned int);
+/* op, which waited on from, goes to its slot's node now. */
+void		 redis_cluster_reroute(struct redis_cluster *, struct redis *,
+		    struct redis_op *);
+/* The order of the cluster's ops: one more ticket. */
+uint64_t	 redis_cluster_ticket(struct redis_cluster *);
+/*
+ * Whether ops of slot must wait at node: the slot moved, and the node
+ * it was on still has ops of it (they come back redirected, and go
+ * first).
+ */
+int		 redis_cluster_gated(struct redis_cluster *, struct redis *,
+		    unsigned int);
+/* node has no op of slot left. */
+void		 redis_cluster_drained(struct redis_cluster *, struct redis *,
+		    unsigned int);
 /*
  * Something says the slot map may have changed: a node's connection
  * lost, a subscription dropped by a node whose slot left it.

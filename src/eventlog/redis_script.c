@@ -857,6 +857,8 @@ static const struct {
 	{ "READONLY", REDIS_REFUSED_ROLE, "this server is a replica now (a "
 	    "failover?)" },
 	{ "MASTERDOWN", REDIS_REFUSED_ROLE, "this replica lost its primary" },
+	{ "ERR WAIT cannot be used with replica", REDIS_REFUSED_ROLE,
+	    "this server is a replica now (a failover?)" },
 	{ "LOADING", REDIS_REFUSED_BUSY, "Redis is loading its data" },
 	{ "BUSY", REDIS_REFUSED_BUSY, "Redis runs a script that does not "
 	    "end" },

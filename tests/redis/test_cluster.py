@@ -1,0 +1,291 @@
+"""Redis Cluster (issue 25; docs/protocol.md, "Placement in Redis
+Cluster"): mcpd on redis-cluster://, on the cluster scripts/with-redis
+--cluster makes (three primaries, three replicas, on loopback), shared by
+the tests of one run (make redis-cluster-test); in order:
+
+- sessions spread over the primaries: of 1,000, each primary holds 25 to
+  40 %;
+- resharding under load: redis-cli --cluster reshard moves the slots of
+  sessions whose calls stream (two mcpd, each client cut and resumed on
+  the other): every call completes with its ids contiguous, nothing lost
+  or repeated, and the slots' new node holds exactly what the clients
+  got;
+- a primary's failover under load (CLUSTER FAILOVER on its replica) with
+  commit replicas:1: the same.
+
+Without that cluster (MCPD_TEST_REDIS_CLUSTER) the tests skip as tests
+of another run.
+"""
+
+import os
+import subprocess
+import threading
+import time
+
+from mcpd_harness import (LATEST, Skip, check_ids, expect, is_progress,
+                          is_response, parse_event_id, redis_command,
+                          result_text, tmo)
+
+URL = os.environ.get("MCPD_TEST_REDIS_URL") or ""
+PORTS = [int(p) for p in
+         (os.environ.get("MCPD_TEST_REDIS_CLUSTER") or "").split()]
+N = 30                  # progress notifications per call
+INTERVAL_MS = 100
+CUTS = (3, 15)          # each client cuts after these many messages
+GRACE = 45              # eventlog_outage_grace: above a reshard's pauses
+SESSIONS = 1000
+
+
+def _need_cluster():
+    if not PORTS or not URL.startswith("redis-cluster://"):
+        raise Skip("needs the cluster of scripts/with-redis --cluster "
+                   "(make redis-cluster-test)", other_run=True)
+
+
+def _node(port, *args):
+    return redis_command(f"redis://127.0.0.1:{port}", *args)
+
+
+def _shards():
+    """{primary port: (node id, [(first, last) slot ranges], [replica
+    ports])} as the cluster says now."""
+    out = {}
+    for shard in _node(PORTS[0], "CLUSTER", "SHARDS"):
+        s = dict(zip(shard[::2], shard[1::2]))
+        nodes = [dict(zip(n[::2], n[1::2])) for n in s["nodes"]]
+        primary = [n for n in nodes if n["role"] == "master"]
+        if not primary or not s["slots"]:
+            continue
+        p = primary[0]
+        ranges = list(zip(s["slots"][::2], s["slots"][1::2]))
+        out[int(p["port"])] = (p["id"], [(int(a), int(b)) for a, b in
+                                          ranges],
+                               [int(n["port"]) for n in nodes
+                                if n["role"] == "replica"])
+    return out
+
+
+def _owner(slot):
+    for port, (_, ranges, _) in _shards().items():
+        if any(a <= slot <= b for a, b in ranges):
+            return port
+    return None
+
+
+def _slot(sid):
+    return _node(PORTS[0], "CLUSTER", "KEYSLOT", sid)
+
+
+class _Client(threading.Thread):
+    """One client on session sid: a stream call on A, cut after CUTS[0]
+    messages and resumed on B, cut again after CUTS[1] and resumed on A,
+    read to its end."""
+
+    def __init__(self, a, b, sid, i):
+        super().__init__(daemon=True)
+        self.a, self.b, self.sid = a, b, sid
+        self.token = f"c{i}"
+        self.ready = threading.Event()
+        self.msgs = []
+        self.resumes = []
+        self.failure = None
+
+    def run(self):
+        try:
+            self._run()
+        except BaseException as e:      # reported by the main thread
+            self.failure = e
+        finally:
+            self.ready.set()
+
+    def _read(self, r, until):
+        while until is None or len(self.msgs) < until:
+            m = r.next_message(GRACE + 15)
+            if m is None:
+                return
+            self.msgs.append(m[0])
+        r.cut()
+
+    def _done(self):
+        return self.msgs and is_response(self.msgs[-1].json, self.id)
+
+    def _run(self):
+        a, b = self.a, self.b
+        b.versions[self.sid] = LATEST
+        self.id, r = a.call_open(self.sid, "stream", {
+            "n": N, "interval_ms": INTERVAL_MS}, self.token)
+        expect(r.status == 200 and r.is_sse, f"{self.token}: stream -> "
+               f"HTTP {r.status}")
+        self._read(r, CUTS[0])
+        self.ready.set()
+        cut_at = [CUTS[1]]
+        d = b
+        while not self._done():
+            expect(len(self.resumes) < 8, f"{self.token}: resumed "
+                   f"{len(self.resumes)} times: {self.resumes!r}")
+            last = self.msgs[-1].id
+            g = d.get_sse(self.sid, last, timeout=GRACE + 15)
+            self.resumes.append((g.status, None if g.is_sse else
+                                 g.body[:300]))
+            expect(g.status == 200 and g.is_sse, f"{self.token}: resume "
+                   f"after {last} -> HTTP {g.status} "
+                   f"{self.resumes[-1][1]!r}")
+            self._read(g, cut_at.pop() if cut_at else None)
+            d = a if d is b else b
+
+
+def _check_exact(c, what):
+    """c's call completed exactly, and the cluster holds just that."""
+    k, head = check_ids(c.msgs, 1, what=f"{what}: {c.token}")
+    expect(head == N + 1, f"{what}: {c.token} ended at {k}-{head} "
+           f"({c.resumes!r})")
+    last = c.msgs[-1].json
+    expect(is_response(last, c.id) and result_text(last) == f"done {N}",
+           f"{what}: {c.token} ended with {c.msgs[-1].data[:200]!r}")
+    for e in c.msgs[:-1]:
+        expect(is_progress(e.json) and e.json["params"]["progress"] ==
+               parse_event_id(e.id)[1], f"{what}: {c.token}: {e.id} is "
+               f"{e.data[:100]!r}")
+    log = []
+    for eid, fields in redis_command(URL, "XRANGE", f"mcpd:{{{c.sid}}}:s:{k}",
+                                     "-", "+"):
+        f = dict(zip(fields[::2], fields[1::2]))
+        log.append((parse_event_id(eid)[1], f.get("d")))
+    expect([n for n, _ in log] == list(range(N + 2)), f"{what}: "
+           f"{c.token}: the cluster holds {[n for n, _ in log]}")
+    got = {parse_event_id(e.id)[1]: e.data for e in c.msgs}
+    for n, data in log[1:]:
+        expect(got.get(n) == data, f"{what}: {c.token}: {k}-{n} differs "
+               "between Redis and the client")
+
+
+def _sessions_in(a, want, count, tries=2000):
+    """count new sessions whose slot want(slot) accepts."""
+    sids = []
+    for _ in range(tries):
+        sid = a.initialize(LATEST)
+        if want(_slot(sid)):
+            sids.append(sid)
+            if len(sids) == count:
+                return sids
+    raise AssertionError(f"only {len(sids)} of {count} sessions in the "
+                         f"slots wanted after {tries} tries")
+
+
+def _under_load(h, commit, sids_of, act, what):
+    """Clients stream on sessions sids_of(a) while act() runs; every call
+    must complete exactly."""
+    conf = {"commit": commit, "eventlog_outage_grace": GRACE}
+    a = h.start(**conf)
+    b = h.start(**conf)
+    sids = sids_of(a)
+    clients = [_Client(a, b, sid, i) for i, sid in enumerate(sids)]
+    for c in clients:
+        c.start()
+    for c in clients:
+        expect(c.ready.wait(tmo(30)), f"{c.token} never streamed")
+        if c.failure is not None:
+            raise c.failure
+    t0 = time.monotonic()
+    act()
+    acted = time.monotonic() - t0
+    for c in clients:
+        c.join(tmo(GRACE + 60))
+        expect(not c.is_alive(), f"{what}: {c.token} still reading: "
+               "silence")
+        if c.failure is not None:
+            raise c.failure
+    for c in clients:
+        _check_exact(c, what)
+    for d in (a, b):
+        expect(d.alive(), f"{what}: an mcpd died")
+        expect(d.healthz()["redis"]["role"] == "cluster",
+               f"{what}: /healthz says {d.healthz()['redis']!r}")
+    resumes = sum(len(c.resumes) for c in clients)
+    print(f"  {what}: {len(clients)} calls exact, {resumes} resumes; the "
+          f"change took {acted:.1f}s")
+    return a, b
+
+
+def test_cluster_sessions_spread(h):
+    _need_cluster()
+    a = h.start()
+    sids = {a.initialize(LATEST) for _ in range(SESSIONS)}
+    counts = {}
+    for port in _shards():
+        n = 0
+        cursor = "0"
+        while True:
+            cursor, keys = _node(port, "SCAN", cursor, "MATCH",
+                                 "mcpd:{*}:meta", "COUNT", "1000")
+            n += sum(1 for k in keys if k[6:-6] in sids)
+            if cursor == "0":
+                break
+        counts[port] = n
+    expect(sum(counts.values()) == SESSIONS, f"sessions found on the "
+           f"primaries: {counts}, of {SESSIONS}")
+    for port, n in counts.items():
+        expect(0.25 * SESSIONS <= n <= 0.40 * SESSIONS, f"primary {port} "
+               f"holds {n} of {SESSIONS} sessions: {counts}")
+    print(f"  {SESSIONS} sessions on the primaries: "
+          f"{sorted(counts.values())}")
+
+
+test_cluster_sessions_spread.timeout = 120
+
+
+def test_cluster_reshard_under_load(h):
+    _need_cluster()
+    need = 1000                 # slots moved
+    shards = _shards()
+    src = max(shards, key=lambda p: sum(b - a + 1 for a, b in
+                                        shards[p][1]))
+    dst = next(p for p in shards if p != src)
+    first, last = shards[src][1][0]
+    moved = range(first, min(last, first + need - 1) + 1)
+
+    def act():
+        # redis-cli moves the source's lowest slots first.
+        r = subprocess.run(
+            ["redis-cli", "--cluster", "reshard", f"127.0.0.1:{src}",
+             "--cluster-from", shards[src][0], "--cluster-to",
+             shards[dst][0], "--cluster-slots", str(need),
+             "--cluster-yes"], stdin=subprocess.DEVNULL,
+            capture_output=True, text=True, timeout=tmo(120))
+        expect(r.returncode == 0, f"redis-cli --cluster reshard: "
+               f"{r.stdout[-2000:]}{r.stderr[-2000:]}")
+
+    sids = []
+    _under_load(h, "primary", lambda a: sids.extend(
+        _sessions_in(a, lambda s: s in moved, 8)) or sids, act,
+        f"reshard of {need} slots from {src} to {dst}")
+    for sid in sids:
+        expect(_owner(_slot(sid)) == dst, f"session {sid}'s slot "
+               f"{_slot(sid)} did not move to {dst}")
+
+
+test_cluster_reshard_under_load.timeout = 240
+
+
+def test_cluster_failover_replicas1_loses_nothing(h):
+    _need_cluster()
+    shards = _shards()
+    port = next(p for p in shards if shards[p][2])
+    replica = shards[port][2][0]
+    ranges = shards[port][1]
+
+    def act():
+        expect(_node(replica, "CLUSTER", "FAILOVER") == "OK",
+               "CLUSTER FAILOVER refused")
+        deadline = time.monotonic() + tmo(30)
+        while _node(replica, "ROLE")[0] != "master":
+            expect(time.monotonic() < deadline, f"{replica} never took "
+                   "over")
+            time.sleep(0.1)
+
+    _under_load(h, "replicas:1", lambda a: _sessions_in(
+        a, lambda s: any(x <= s <= y for x, y in ranges), 8), act,
+        f"CLUSTER FAILOVER of {port} to {replica}, commit replicas:1")
+
+
+test_cluster_failover_replicas1_loses_nothing.timeout = 180
