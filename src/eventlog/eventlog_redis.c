@@ -2937,6 +2937,18 @@ redis_sub_push_cb(struct redis_link *l, redisReply *reply, void *arg)
 
 	if (l != c->link)
 		return;
+	if (r->cluster != NULL && reply->type == REDIS_REPLY_ERROR &&
+	    (strncmp(reply->str, "MOVED ", 6) == 0 ||
+	    strncmp(reply->str, "CLUSTERDOWN", 11) == 0)) {
+		/*
+		 * A channel whose slot is not here (an answer says not
+		 * which): subscribed again, every one, once the cluster has
+		 * looked at its map; those that moved go with it.
+		 */
+		redis_cluster_changed(r->cluster, "a subscription refused");
+		redis_conn_drop(c, reply->str);
+		return;
+	}
 	if (redis_script_pubsub(reply, &ps) != 0) {
 		log_warn("eventlog=%s: unexpected message on the subscription "
 		    "connection", r->name);
@@ -3512,6 +3524,17 @@ redis_node_joined(struct redis *r)
 	r->ever_ready = 1;
 	redis_outage_begin(r, clock_now_ms(), "a primary new to this "
 	    "instance, connecting");
+}
+
+void
+redis_node_resubscribe(struct redis *r)
+{
+	struct redis_watch	*w;
+
+	RB_FOREACH(w, redis_watches, &r->watches) {
+		if (w->count > 0 && w->state == REDIS_WATCH_IDLE)
+			redis_watch_subscribe(r, w);
+	}
 }
 
 unsigned int

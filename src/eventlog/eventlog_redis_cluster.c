@@ -605,6 +605,8 @@ redis_cluster_take(struct redis_cluster *c, const char *from)
 		redis_cluster_rehome(c);
 		redis_cluster_evict(c);
 	}
+	for (i = 0; i < c->nnodes; i++)
+		redis_node_resubscribe(c->nodes[i]);
 	redis_cluster_layout_check(c);
 }
 

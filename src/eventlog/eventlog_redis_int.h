@@ -59,6 +59,11 @@ void		 redis_node_release(struct redis *);
  * as in an outage (eventlog_outage_grace), not fail.
  */
 void		 redis_node_joined(struct redis *);
+/*
+ * Subscribes again what a node dropped (the slot it left may be back,
+ * or the map said so before the node did).
+ */
+void		 redis_node_resubscribe(struct redis *);
 /* How many ops of slot node has (sent, waiting, held). */
 unsigned int	 redis_node_owned(const struct redis *, unsigned int);
 /* node lost its slots: what waits on it goes where the map says. */

@@ -10,21 +10,27 @@ the tests of one run (make redis-cluster-test); in order:
   the other): every call completes with its ids contiguous, nothing lost
   or repeated, and the slots' new node holds exactly what the clients
   got;
-- a primary's failover under load (CLUSTER FAILOVER on its replica) with
-  commit replicas:1: the same.
+- a primary's failover under load (CLUSTER FAILOVER on its replica, and
+  kill -9 of the primary, which then comes back as a replica) with commit
+  replicas:1: the same; with commit primary after kill -9, every client
+  resumes exactly (its ids unbroken, the call ending with its result or
+  the documented error) or is answered 410 with a reason: never a gap, a
+  repeat or silence.
 
 Without that cluster (MCPD_TEST_REDIS_CLUSTER) the tests skip as tests
 of another run.
 """
 
 import os
+import re
+import signal
 import subprocess
 import threading
 import time
 
 from mcpd_harness import (LATEST, Skip, check_ids, expect, is_progress,
-                          is_response, parse_event_id, redis_command,
-                          result_text, tmo)
+                          is_response, message_events, parse_event_id,
+                          redis_command, result_text, tmo)
 
 URL = os.environ.get("MCPD_TEST_REDIS_URL") or ""
 PORTS = [int(p) for p in
@@ -88,6 +94,7 @@ class _Client(threading.Thread):
         self.ready = threading.Event()
         self.msgs = []
         self.resumes = []
+        self.gone = None            # the 410 body, if one
         self.failure = None
 
     def run(self):
@@ -127,6 +134,9 @@ class _Client(threading.Thread):
             g = d.get_sse(self.sid, last, timeout=GRACE + 15)
             self.resumes.append((g.status, None if g.is_sse else
                                  g.body[:300]))
+            if g.status == 410:
+                self.gone = g.json
+                return
             expect(g.status == 200 and g.is_sse, f"{self.token}: resume "
                    f"after {last} -> HTTP {g.status} "
                    f"{self.resumes[-1][1]!r}")
@@ -159,6 +169,48 @@ def _check_exact(c, what):
                "between Redis and the client")
 
 
+def _check_exact_or_gone(c, what):
+    """commit primary: what c got is unbroken; it ends with the result,
+    with the documented error, or with a 410 that has a reason."""
+    msgs = message_events(c.msgs)
+    if msgs:
+        k, head = check_ids(msgs, 1, what=f"{what}: {c.token}")
+    if c.gone is not None:
+        err = c.gone.get("error", {})
+        expect(err.get("data", {}).get("reason") in ("ahead", "trimmed",
+                                                     "expired"),
+               f"{what}: {c.token}: 410 without a reason: {c.gone!r}")
+        return "gone"
+    last = msgs[-1].json
+    expect(is_response(last, c.id), f"{what}: {c.token} ended with "
+           f"{msgs[-1].data[:200]!r}, not its response")
+    if "result" in last:
+        expect(result_text(last) == f"done {N}" and head == N + 1,
+               f"{what}: {c.token}: {last!r} at {head}")
+        return "exact"
+    expect("interrupted" in last["error"]["message"] or "event log" in
+           last["error"]["message"], f"{what}: {c.token}: not the "
+           f"documented error: {last!r}")
+    return "error"
+
+
+def _kill9(port):
+    """kill -9 of the node on port; returns how to start it again (it
+    rejoins the cluster as it was: its nodes.conf is kept)."""
+    info = _node(port, "INFO", "server")
+    pid = int(re.search(r"^process_id:(\d+)", info, re.M).group(1))
+    d = _node(port, "CONFIG", "GET", "dir")[1]
+    os.kill(pid, signal.SIGKILL)
+    argv = ["redis-server", "--bind", "127.0.0.1", "--port", str(port),
+            "--dir", d, "--save", "", "--appendonly", "no",
+            "--maxmemory-policy", "noeviction", "--daemonize", "yes",
+            "--pidfile", os.path.join(d, "redis.pid"), "--logfile",
+            os.path.join(d, "redis.log"), "--cluster-enabled", "yes",
+            "--cluster-config-file", "nodes.conf",
+            "--cluster-node-timeout", "2000"]
+    return argv
+
+
 def _sessions_in(a, want, count, tries=2000):
     """count new sessions whose slot want(slot) accepts."""
     sids = []
@@ -172,9 +224,9 @@ def _sessions_in(a, want, count, tries=2000):
                          f"slots wanted after {tries} tries")
 
 
-def _under_load(h, commit, sids_of, act, what):
+def _under_load(h, commit, sids_of, act, what, exact=True):
     """Clients stream on sessions sids_of(a) while act() runs; every call
-    must complete exactly."""
+    must complete exactly (exact=False: or end as commit primary may)."""
     conf = {"commit": commit, "eventlog_outage_grace": GRACE}
     a = h.start(**conf)
     b = h.start(**conf)
@@ -195,15 +247,21 @@ def _under_load(h, commit, sids_of, act, what):
                "silence")
         if c.failure is not None:
             raise c.failure
+    outcomes = {}
     for c in clients:
-        _check_exact(c, what)
+        if exact:
+            _check_exact(c, what)
+            o = "exact"
+        else:
+            o = _check_exact_or_gone(c, what)
+        outcomes[o] = outcomes.get(o, 0) + 1
     for d in (a, b):
         expect(d.alive(), f"{what}: an mcpd died")
         expect(d.healthz()["redis"]["role"] == "cluster",
                f"{what}: /healthz says {d.healthz()['redis']!r}")
     resumes = sum(len(c.resumes) for c in clients)
-    print(f"  {what}: {len(clients)} calls exact, {resumes} resumes; the "
-          f"change took {acted:.1f}s")
+    print(f"  {what}: {len(clients)} calls {outcomes}, {resumes} resumes; "
+          f"the change took {acted:.1f}s")
     return a, b
 
 
@@ -289,3 +347,51 @@ def test_cluster_failover_replicas1_loses_nothing(h):
 
 
 test_cluster_failover_replicas1_loses_nothing.timeout = 180
+
+
+def _failover_by_kill(h, commit):
+    _need_cluster()
+    shards = _shards()
+    port = next(p for p in shards if shards[p][2])
+    replica = shards[port][2][0]
+    ranges = shards[port][1]
+    what = f"kill -9 of {port} ({replica} takes over), commit {commit}"
+
+    def act():
+        argv = _kill9(port)
+        deadline = time.monotonic() + tmo(60)
+        while _node(replica, "ROLE")[0] != "master":
+            expect(time.monotonic() < deadline, f"{replica} never took "
+                   "over")
+            time.sleep(0.1)
+        # Back, as the new primary's replica: commit replicas:1 can be
+        # met again.
+        subprocess.run(argv, check=True, stdin=subprocess.DEVNULL,
+                       timeout=tmo(10))
+        while True:
+            try:
+                if _node(port, "ROLE")[0] == "slave":
+                    break
+            except (OSError, AssertionError):
+                pass
+            expect(time.monotonic() < deadline, f"{port} never came back "
+                   "as a replica")
+            time.sleep(0.1)
+
+    _under_load(h, commit, lambda a: _sessions_in(
+        a, lambda s: any(x <= s <= y for x, y in ranges), 8), act, what,
+        exact=commit != "primary")
+
+
+def test_cluster_kill9_replicas1_loses_nothing(h):
+    _failover_by_kill(h, "replicas:1")
+
+
+test_cluster_kill9_replicas1_loses_nothing.timeout = 180
+
+
+def test_cluster_kill9_primary_exact_or_410(h):
+    _failover_by_kill(h, "primary")
+
+
+test_cluster_kill9_primary_exact_or_410.timeout = 180
