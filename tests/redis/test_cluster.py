@@ -314,9 +314,13 @@ def test_cluster_reshard_under_load(h):
                f"{r.stdout[-2000:]}{r.stderr[-2000:]}")
 
     sids = []
-    _under_load(h, "primary", lambda a: sids.extend(
+    a, b = _under_load(h, "primary", lambda a: sids.extend(
         _sessions_in(a, lambda s: s in moved, 8)) or sids, act,
         f"reshard of {need} slots from {src} to {dst}")
+    # Both instances followed the slots (MOVED, then a new map).
+    for d in (a, b):
+        expect(len(re.findall(r"slot map from ", d.stderr_text())) >= 2,
+               f"{d.conf_path}: the slot map never changed")
     for sid in sids:
         expect(_owner(_slot(sid)) == dst, f"session {sid}'s slot "
                f"{_slot(sid)} did not move to {dst}")
