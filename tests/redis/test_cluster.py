@@ -30,7 +30,8 @@ import time
 
 from mcpd_harness import (LATEST, Skip, check_ids, expect, is_progress,
                           is_response, message_events, parse_event_id,
-                          redis_command, result_text, tmo)
+                          parse_redis_address, redis_command, result_text,
+                          tmo)
 
 URL = os.environ.get("MCPD_TEST_REDIS_URL") or ""
 PORTS = [int(p) for p in
@@ -40,6 +41,9 @@ INTERVAL_MS = 100
 CUTS = (3, 15)          # each client cuts after these many messages
 GRACE = 45              # eventlog_outage_grace: above a reshard's pauses
 SESSIONS = 1000
+# The cluster's password (with-redis --cluster sets one on every node).
+PASSWORD = parse_redis_address(URL)["password"] \
+    if URL.startswith("redis-cluster://") else None
 
 
 def _need_cluster():
@@ -49,7 +53,8 @@ def _need_cluster():
 
 
 def _node(port, *args):
-    return redis_command(f"redis://127.0.0.1:{port}", *args)
+    return redis_command(f"redis://127.0.0.1:{port}", *args,
+                         password=PASSWORD)
 
 
 def _shards():
@@ -207,7 +212,8 @@ def _kill9(port):
             "--pidfile", os.path.join(d, "redis.pid"), "--logfile",
             os.path.join(d, "redis.log"), "--cluster-enabled", "yes",
             "--cluster-config-file", "nodes.conf",
-            "--cluster-node-timeout", "2000"]
+            "--cluster-node-timeout", "2000", "--requirepass", PASSWORD,
+            "--masterauth", PASSWORD]
     return argv
 
 
@@ -305,7 +311,8 @@ def test_cluster_reshard_under_load(h):
     def act():
         # redis-cli moves the source's lowest slots first.
         r = subprocess.run(
-            ["redis-cli", "--cluster", "reshard", f"127.0.0.1:{src}",
+            ["redis-cli", "--no-auth-warning", "-a", PASSWORD,
+             "--cluster", "reshard", f"127.0.0.1:{src}",
              "--cluster-from", shards[src][0], "--cluster-to",
              shards[dst][0], "--cluster-slots", str(need),
              "--cluster-yes"], stdin=subprocess.DEVNULL,
