@@ -57,6 +57,7 @@ struct redis_cluster_watch {
 	eventlog_watch_cb		 cb;
 	eventlog_message_cb		 mcb;
 	void				*arg;
+	int				 count;		/* watched n times */
 	struct redis			*node;
 	RB_ENTRY(redis_cluster_watch)	 entry;
 };
@@ -174,12 +175,18 @@ redis_cluster_node_ops(void)
 
 /* Routing. */
 
-/* The node of tag's slot, or NULL: no map yet, or nobody serves it. */
+/*
+ * The node of tag's slot, or NULL: no map yet, nobody serves it, or the
+ * log is closing (what its nodes' last callbacks ask for is answered
+ * CANCELLED by the cluster, never by a node already freed).
+ */
 static struct redis *
 redis_cluster_route(struct redis_cluster *c, const char *tag)
 {
 	int	i;
 
+	if (c->closing)
+		return (NULL);
 	i = c->slot[redis_cluster_keyslot(tag, strlen(tag))];
 	return (i < 0 ? NULL : c->nodes[i]);
 }
@@ -471,7 +478,7 @@ redis_cluster_watch(void *p, const char *sid, eventlog_watch_cb cb,
     eventlog_message_cb mcb, void *arg)
 {
 	struct redis_cluster		*c = p;
-	struct redis_cluster_watch	*w;
+	struct redis_cluster_watch	*w, *had;
 
 	if (c->closing)
 		return;
@@ -480,13 +487,15 @@ redis_cluster_watch(void *p, const char *sid, eventlog_watch_cb cb,
 	w->cb = cb;
 	w->mcb = mcb;
 	w->arg = arg;
-	if (RB_INSERT(redis_cluster_watches, &c->watches, w) != NULL) {
-		/* Watched already by the same: as one backend does, twice. */
+	if ((had = RB_INSERT(redis_cluster_watches, &c->watches, w)) !=
+	    NULL) {
+		/* The same watcher again: counted, as a node counts it. */
 		free(w->sid);
 		free(w);
-		return;
-	}
-	w->node = redis_cluster_route(c, sid);
+		w = had;
+	} else
+		w->node = redis_cluster_route(c, sid);
+	w->count++;
 	if (w->node != NULL)
 		redis_cluster_node_ops()->watch(w->node, sid, cb, mcb, arg);
 }
@@ -504,9 +513,11 @@ redis_cluster_unwatch(void *p, const char *sid, eventlog_watch_cb cb,
 	find.arg = arg;
 	if ((w = RB_FIND(redis_cluster_watches, &c->watches, &find)) == NULL)
 		return;
-	RB_REMOVE(redis_cluster_watches, &c->watches, w);
 	if (w->node != NULL)
 		redis_cluster_node_ops()->unwatch(w->node, sid, cb, mcb, arg);
+	if (--w->count > 0)
+		return;
+	RB_REMOVE(redis_cluster_watches, &c->watches, w);
 	free(w->sid);
 	free(w);
 }
@@ -517,18 +528,21 @@ redis_cluster_rehome(struct redis_cluster *c)
 {
 	struct redis_cluster_watch	*w;
 	struct redis			*n;
+	int				 i;
 
 	RB_FOREACH(w, redis_cluster_watches, &c->watches) {
 		n = redis_cluster_route(c, w->sid);
 		if (n == w->node)
 			continue;
-		if (w->node != NULL)
-			redis_cluster_node_ops()->unwatch(w->node, w->sid,
-			    w->cb, w->mcb, w->arg);
+		for (i = 0; i < w->count; i++) {
+			if (w->node != NULL)
+				redis_cluster_node_ops()->unwatch(w->node,
+				    w->sid, w->cb, w->mcb, w->arg);
+			if (n != NULL)
+				redis_cluster_node_ops()->watch(n, w->sid,
+				    w->cb, w->mcb, w->arg);
+		}
 		w->node = n;
-		if (n != NULL)
-			redis_cluster_node_ops()->watch(n, w->sid, w->cb,
-			    w->mcb, w->arg);
 	}
 }
 
@@ -1144,7 +1158,9 @@ redis_cluster_free(void *p)
 		free(c->addrs[j]);
 	}
 	redis_node_ops()->free(c->model);
-	redis_cluster_fail_cb(-1, 0, c);
+	/* What the nodes' last callbacks asked for, answered CANCELLED. */
+	while (!TAILQ_EMPTY(&c->fails))
+		redis_cluster_fail_cb(-1, 0, c);
 	event_free(c->fail_ev);
 	event_free(c->refresh_ev);
 	event_free(c->timeout_ev);
