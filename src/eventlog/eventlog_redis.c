@@ -296,6 +296,7 @@ struct redis {
 	struct redis_op		*open;		/* op taking more entries */
 	struct redis_creates	 creates;	/* creates not answered yet */
 	struct redis_ops	 held;		/* waiting for a create */
+	struct redis_ops	 gatedq;	/* a slot that moved (Cluster) */
 	struct event		*flush_ev;	/* sends it, end of this turn */
 	struct event		*deadline_ev;
 	uint64_t		 deadline_ms;	/* when deadline_ev is due */
@@ -745,22 +746,23 @@ redis_op_gated(const struct redis_op *op)
 }
 
 /*
- * Holds op, in the order the cluster's ops were asked for (a redirected
- * op goes before those asked after it); on one Redis, at the end.
+ * Puts op on list q in the order the cluster's ops were asked for (a
+ * redirected op goes before those asked after it); on one Redis, at the
+ * end.
  */
 static void
-redis_op_hold(struct redis *r, struct redis_op *op)
+redis_op_hold(struct redis_ops *q, struct redis_op *op)
 {
 	struct redis_op	*at;
 
-	at = TAILQ_LAST(&r->held, redis_ops);
+	at = TAILQ_LAST(q, redis_ops);
 	while (at != NULL && at->ticket > op->ticket)
 		at = TAILQ_PREV(at, redis_ops, entry);
 	if (at == NULL)
-		TAILQ_INSERT_HEAD(&r->held, op, entry);
+		TAILQ_INSERT_HEAD(q, op, entry);
 	else
-		TAILQ_INSERT_AFTER(&r->held, at, op, entry);
-	op->list = &r->held;
+		TAILQ_INSERT_AFTER(q, at, op, entry);
+	op->list = q;
 }
 
 /* Bytes kept before the arguments for "*argc\r\n". */
@@ -1105,8 +1107,7 @@ redis_release(struct redis *r)
 	struct redis_op	*op;
 
 	while ((op = TAILQ_FIRST(&r->held)) != NULL) {
-		if (!op->refused && (redis_op_awaits(r, op) ||
-		    redis_op_gated(op)))
+		if (!op->refused && redis_op_awaits(r, op))
 			return;
 		redis_op_unlist(op);
 		if (op->refused)
@@ -1628,9 +1629,13 @@ redis_op_submit(struct redis_op *op)
 	struct redis	*r = op->r;
 
 	redis_flush(r);
-	if (!TAILQ_EMPTY(&r->held) || redis_op_awaits(r, op) ||
-	    redis_op_gated(op)) {
-		redis_op_hold(r, op);
+	if (redis_op_gated(op)) {
+		/* Its slot moved: it waits, apart, not holding others up. */
+		redis_op_hold(&r->gatedq, op);
+		return;
+	}
+	if (!TAILQ_EMPTY(&r->held) || redis_op_awaits(r, op)) {
+		redis_op_hold(&r->held, op);
 		return;
 	}
 	redis_op_dispatch(op);
@@ -3163,7 +3168,8 @@ redis_free(void *p)
 		/* Answering a create releases what waited for it. */
 		if ((op = TAILQ_FIRST(&r->failq)) == NULL &&
 		    (op = TAILQ_FIRST(&r->waitq)) == NULL &&
-		    (op = TAILQ_FIRST(&r->held)) == NULL)
+		    (op = TAILQ_FIRST(&r->held)) == NULL &&
+		    (op = TAILQ_FIRST(&r->gatedq)) == NULL)
 			break;
 		redis_op_unlist(op);
 		redis_op_answer(op, EVENTLOG_CANCELLED, NULL, NULL, 0, NULL,
@@ -3393,6 +3399,7 @@ redis_alloc(struct event_base *base)
 	TAILQ_INIT(&r->waitq);
 	RB_INIT(&r->creates);
 	TAILQ_INIT(&r->held);
+	TAILQ_INIT(&r->gatedq);
 	RB_INIT(&r->watches);
 	TAILQ_INIT(&r->resyncq);
 	TAILQ_INIT(&r->dirtyq);
@@ -3510,10 +3517,26 @@ redis_node_reconfigure(struct redis *r, const char *user,
 	}
 }
 
+/* The ops of slots no longer gated go, in the order asked for. */
 void
 redis_node_release(struct redis *r)
 {
-	redis_release(r);
+	struct redis_ops	 go;
+	struct redis_op		*op, *next;
+
+	TAILQ_INIT(&go);
+	for (op = TAILQ_FIRST(&r->gatedq); op != NULL; op = next) {
+		next = TAILQ_NEXT(op, entry);
+		if (redis_op_gated(op))
+			continue;
+		TAILQ_REMOVE(&r->gatedq, op, entry);
+		TAILQ_INSERT_TAIL(&go, op, entry);
+		op->list = &go;
+	}
+	while ((op = TAILQ_FIRST(&go)) != NULL) {
+		redis_op_unlist(op);
+		redis_op_submit(op);
+	}
 }
 
 void
@@ -3567,6 +3590,8 @@ redis_node_evict(struct redis *r)
 
 	TAILQ_FOREACH(op, &r->held, entry)
 		n++;
+	TAILQ_FOREACH(op, &r->gatedq, entry)
+		n++;
 	ops = xreallocarray(NULL, r->nwaiting + n + 1, sizeof *ops);
 	n = 0;
 	while ((op = TAILQ_FIRST(&r->waitq)) != NULL) {
@@ -3574,6 +3599,10 @@ redis_node_evict(struct redis *r)
 		ops[n++] = op;
 	}
 	while ((op = TAILQ_FIRST(&r->held)) != NULL) {
+		redis_op_unlist(op);
+		ops[n++] = op;
+	}
+	while ((op = TAILQ_FIRST(&r->gatedq)) != NULL) {
 		redis_op_unlist(op);
 		ops[n++] = op;
 	}
