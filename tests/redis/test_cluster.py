@@ -12,7 +12,7 @@ the tests of one run (make redis-cluster-test); in order:
   got;
 - a primary's failover under load (CLUSTER FAILOVER on its replica, and
   kill -9 of the primary, which then comes back as a replica) with commit
-  replicas:1: the same; with commit primary after kill -9, every client
+  replicas:1: the same; with commit primary, every client
   resumes exactly (its ids unbroken, the call ending with its result or
   the documented error) or is answered 410 with a reason: never a gap, a
   repeat or silence.
@@ -358,6 +358,33 @@ def test_cluster_failover_replicas1_loses_nothing(h):
 
 
 test_cluster_failover_replicas1_loses_nothing.timeout = 180
+
+
+def test_cluster_failover_primary_exact_or_410(h):
+    """CLUSTER FAILOVER waits for the replica to catch up: with commit
+    primary too, clients resume exactly (or, were a commit lost, 410)."""
+    _need_cluster()
+    shards = _shards()
+    port = next(p for p in shards if shards[p][2])
+    replica = shards[port][2][0]
+    ranges = shards[port][1]
+
+    def act():
+        expect(_node(replica, "CLUSTER", "FAILOVER") == "OK",
+               "CLUSTER FAILOVER refused")
+        deadline = time.monotonic() + tmo(30)
+        while _node(replica, "ROLE")[0] != "master":
+            expect(time.monotonic() < deadline, f"{replica} never took "
+                   "over")
+            time.sleep(0.1)
+
+    _under_load(h, "primary", lambda a: _sessions_in(
+        a, lambda s: any(x <= s <= y for x, y in ranges), 8), act,
+        f"CLUSTER FAILOVER of {port} to {replica}, commit primary",
+        exact=False)
+
+
+test_cluster_failover_primary_exact_or_410.timeout = 180
 
 
 def _failover_by_kill(h, commit):
