@@ -434,6 +434,13 @@ START_TEST(test_refusal)
 	    REDIS_REFUSED_ROLE);
 	ck_assert_int_eq(redis_script_refusal(rep_err("MASTERDOWN Link with "
 	    "MASTER is down"), why, sizeof why), REDIS_REFUSED_ROLE);
+	/* WAIT on a primary that a failover made a replica (Cluster). */
+	ck_assert_int_eq(redis_script_refusal(rep_err("ERR WAIT cannot be "
+	    "used with replica instances. Please also note that since Redis "
+	    "4.0 if a replica is configured to be writable"), why, sizeof why),
+	    REDIS_REFUSED_ROLE);
+	ck_assert_int_eq(redis_script_refusal(rep_err("ERR WAIT timeout"),
+	    why, sizeof why), REDIS_REFUSED_NONE);
 	ck_assert_int_eq(redis_script_refusal(rep_err("LOADING Redis is "
 	    "loading the dataset in memory"), why, sizeof why),
 	    REDIS_REFUSED_BUSY);
@@ -515,6 +522,16 @@ START_TEST(test_info)
 	    "0123456789abcdef0123456789abcdef01234567");
 	ck_assert_int_eq(info.keys, 12);
 	ck_assert_str_eq(info.role, "");
+	ck_assert_int_eq(info.cluster, -1);	/* not said */
+	ck_assert_int_eq(redis_script_info(rep_str(
+	    "run_id:r\r\n# Cluster\r\ncluster_enabled:1\r\n"), 0, &info), 0);
+	ck_assert_int_eq(info.cluster, 1);
+	ck_assert_int_eq(redis_script_info(rep_str(
+	    "run_id:r\r\n# Cluster\r\ncluster_enabled:0\r\n"), 0, &info), 0);
+	ck_assert_int_eq(info.cluster, 0);
+	ck_assert_int_eq(redis_script_info(rep_str(
+	    "run_id:r\r\ncluster_enabled:10\r\n"), 0, &info), 0);
+	ck_assert_int_eq(info.cluster, -1);
 	ck_assert_int_eq(redis_script_info(rep_str(
 	    "run_id:r\r\n# Memory\r\nmaxmemory_policy:allkeys-lru\r\n"
 	    "# Replication\r\nrole:slave\r\nmaster_host:10.0.0.1\r\n"), 0,
@@ -557,6 +574,20 @@ START_TEST(test_pubsub)
 	ck_assert_int_eq(ps.kind, REDIS_PUBSUB_MESSAGE);
 	ck_assert_uint_eq(ps.k, 42);
 	ck_assert_uint_eq(ps.seq, 7);
+
+	/* Sharded (Redis Cluster): the same to us. */
+	ck_assert_int_eq(redis_script_pubsub(rep_array(rep_str("ssubscribe"),
+	    rep_str("mcpd:{a}:events"), rep_int(1), NULL), &ps), 0);
+	ck_assert_int_eq(ps.kind, REDIS_PUBSUB_SUBSCRIBE);
+	ck_assert_int_eq(redis_script_pubsub(rep_array(
+	    rep_str("sunsubscribe"), rep_str("mcpd:{a}:events"), rep_int(0),
+	    NULL), &ps), 0);
+	ck_assert_int_eq(ps.kind, REDIS_PUBSUB_UNSUBSCRIBE);
+	ck_assert_int_eq(redis_script_pubsub(rep_array(rep_str("smessage"),
+	    rep_str("mcpd:{a}:events"), rep_str("43-8"), NULL), &ps), 0);
+	ck_assert_int_eq(ps.kind, REDIS_PUBSUB_MESSAGE);
+	ck_assert_uint_eq(ps.k, 43);
+	ck_assert_uint_eq(ps.seq, 8);
 
 	/* A process's message ("m " then its text), and the script's. */
 	ck_assert_int_eq(redis_script_pubsub(rep_array(rep_str("message"),
