@@ -295,13 +295,47 @@ int		 conf_scope_ok(const char *);
  * The redis event log's credentials: for the data (URL's, else
  * redis_user and redis_password_file's), and for the sentinels
  * (redis_sentinel_user and redis_sentinel_password_file's, else the
- * data's). A NULL password: no AUTH.
+ * data's). A NULL password: no AUTH. Inline: the event log reads them
+ * as it reads the fields, and calls nothing of conf/ (callgraph.rules).
  */
-const char	*conf_redis_user(const struct conf *);
-const char	*conf_redis_password(const struct conf *);
-const char	*conf_redis_sentinel_user(const struct conf *);
-const char	*conf_redis_sentinel_password(const struct conf *);
+static inline const char *
+conf_redis_user(const struct conf *c)
+{
+	return (c->redis_url_user != NULL ? c->redis_url_user :
+	    c->redis_user);
+}
+
+static inline const char *
+conf_redis_password(const struct conf *c)
+{
+	return (c->redis_url_password != NULL ? c->redis_url_password :
+	    c->redis_password);
+}
+
+static inline const char *
+conf_redis_sentinel_user(const struct conf *c)
+{
+	if (c->redis_sentinel_password != NULL)
+		return (c->redis_sentinel_user);
+	return (conf_redis_user(c));
+}
+
+static inline const char *
+conf_redis_sentinel_password(const struct conf *c)
+{
+	if (c->redis_sentinel_password != NULL)
+		return (c->redis_sentinel_password);
+	return (conf_redis_password(c));
+}
+
 /* Whether the redis event log speaks TLS (rediss://, or redis_tls on). */
-int		 conf_redis_tls(const struct conf *);
+static inline int
+conf_redis_tls(const struct conf *c)
+{
+	return (c->eventlog == CONF_EVENTLOG_REDIS &&
+	    (c->redis_kind == CONF_REDIS_TLS ||
+	    ((c->redis_kind == CONF_REDIS_SENTINEL ||
+	    c->redis_kind == CONF_REDIS_CLUSTER) && c->redis_tls)));
+}
 
 #endif

@@ -297,5 +297,7 @@ void	*eventlog_memory_create(struct event_base *, const struct conf *,
 	    const struct eventlog_ops **, char **);
 void	*eventlog_redis_create(struct event_base *, const struct conf *,
 	    const struct eventlog_ops **, char **);
+void	*eventlog_redis_cluster_create(struct event_base *,
+	    const struct conf *, const struct eventlog_ops **, char **);
 
 #endif

@@ -1265,7 +1265,6 @@ conf_keep_restart_only(struct conf *new, const struct conf *old,
 	    new->listen_port = old->listen_port));
 	CONF_KEEP("endpoint", conf_str_differ(new->endpoint, old->endpoint),
 	    conf_str_keep(&new->endpoint, old->endpoint));
-	CONF_KEEP("eventlog", conf_redis_keep(new, old), (void)0);
 	CONF_KEEP_NUM("commit", commit_replicas);
 	CONF_KEEP_NUM("eventlog_outage_grace", eventlog_outage_grace);
 	CONF_KEEP_NUM("eventlog_wait", eventlog_wait);
@@ -1275,16 +1274,22 @@ conf_keep_restart_only(struct conf *new, const struct conf *old,
 	CONF_KEEP_NUM("session_max_streams", session_max_streams);
 #undef CONF_KEEP_NUM
 #undef CONF_KEEP
-	/* Blocks read at start-up only (auth): their rows keep them. */
+	/*
+	 * What is read at start-up only and needs more than a field (the
+	 * auth blocks, the eventlog address): their rows keep it.
+	 */
 	for (i = 0; i < conf_table_main.n; i++) {
 		ce = &conf_table_main.entries[i];
 		if (ce->keep != NULL && ce->keep(new, old) && *n < max)
 			names[(*n)++] = ce->name;
 	}
-
-	/* The credentials taken up must fit the address kept. */
-	if (conf_redis_done(new, new->path, cause) != 0)
-		return (-1);
+	/* What was taken up must fit what was kept (eventlog: credentials). */
+	for (i = 0; i < conf_table_main.n; i++) {
+		ce = &conf_table_main.entries[i];
+		if (ce->keep != NULL && ce->done != NULL &&
+		    ce->done(new, new->path, cause) != 0)
+			return (-1);
+	}
 	/* An unset window is at most half of the stream_maxlen kept. */
 	return (conf_check_window(new, new->path, 0, 1, cause));
 }
@@ -1404,11 +1409,10 @@ conf_free(struct conf *conf)
 			free(*(char **)field);
 		else if (ce->type == CONF_WORDS)
 			xfree_words(*(char ***)field);
-		else if (ce->type == CONF_BLOCK && ce->free != NULL)
-			ce->free(conf);
+		else if (ce->free != NULL)
+			ce->free(conf);	/* a block, the eventlog row */
 	}
 	/* Fields set by custom parsers. */
-	conf_redis_free(conf);
 	free(conf->redis_password_file);
 	free(conf->redis_sentinel_password_file);
 	free(conf->path);

@@ -95,11 +95,12 @@ struct conf_entry {
 	conf_block_cb		*block;		/* CONF_BLOCK */
 	const struct conf_table	*sub;		/* CONF_BLOCK: its directives */
 	/*
-	 * CONF_BLOCK, each optional: free what the blocks put into base
-	 * (conf_free); check them once the whole file is read; and, for a
-	 * block a running process cannot take up, keep old's in new on a
-	 * reload (1 if they differed). The engine names no block: it calls
-	 * these through the table.
+	 * CONF_BLOCK (and the eventlog row, whose parser fills fields of
+	 * its own), each optional: free what the row put into base
+	 * (conf_free); check it once the whole file is read; and, for what
+	 * a running process cannot take up, keep old's in new on a reload
+	 * (1 if they differed; a row with a check is checked again then).
+	 * The engine names no row: it calls these through the table.
 	 */
 	void			(*free)(void *);
 	int			(*done)(void *, const char *, char **);
@@ -170,8 +171,8 @@ conf_check_cb	 conf_check_redis_user;
 conf_check_cb	 conf_check_server_name;
 conf_check_cb	 conf_check_tls_file;
 int		 conf_redis_done(void *, const char *, char **);
-int		 conf_redis_keep(struct conf *, const struct conf *);
-void		 conf_redis_free(struct conf *);
+int		 conf_redis_keep(void *, const void *);
+void		 conf_redis_free(void *);
 
 /* conf_table.c */
 extern const struct conf_table conf_table_main;

@@ -105,8 +105,10 @@ conf_redis_address_free(struct conf *conf)
 }
 
 void
-conf_redis_free(struct conf *conf)
+conf_redis_free(void *base)
 {
+	struct conf	*conf = base;
+
 	conf_redis_address_free(conf);
 	conf_redis_secret_free(conf->redis_password);
 	conf_redis_secret_free(conf->redis_sentinel_password);
@@ -670,45 +672,6 @@ conf_check_tls_file(const char *s, char **value, char **why)
 	return (0);
 }
 
-int
-conf_redis_tls(const struct conf *conf)
-{
-	return (conf->eventlog == CONF_EVENTLOG_REDIS &&
-	    (conf->redis_kind == CONF_REDIS_TLS ||
-	    ((conf->redis_kind == CONF_REDIS_SENTINEL ||
-	    conf->redis_kind == CONF_REDIS_CLUSTER) && conf->redis_tls)));
-}
-
-const char *
-conf_redis_user(const struct conf *conf)
-{
-	return (conf->redis_url_user != NULL ? conf->redis_url_user :
-	    conf->redis_user);
-}
-
-const char *
-conf_redis_password(const struct conf *conf)
-{
-	return (conf->redis_url_password != NULL ? conf->redis_url_password :
-	    conf->redis_password);
-}
-
-const char *
-conf_redis_sentinel_user(const struct conf *conf)
-{
-	if (conf->redis_sentinel_password != NULL)
-		return (conf->redis_sentinel_user);
-	return (conf_redis_user(conf));
-}
-
-const char *
-conf_redis_sentinel_password(const struct conf *conf)
-{
-	if (conf->redis_sentinel_password != NULL)
-		return (conf->redis_sentinel_password);
-	return (conf_redis_password(conf));
-}
-
 /* What the redis directives must agree on, once the file is read. */
 int
 conf_redis_done(void *base, const char *file, char **cause)
@@ -779,8 +742,11 @@ conf_redis_nodes_copy(const struct conf_redis_node *nodes, size_t n)
  * the credentials and the TLS files are taken up. 1 if new differed.
  */
 int
-conf_redis_keep(struct conf *new, const struct conf *old)
+conf_redis_keep(void *base, const void *oldbase)
 {
+	struct conf		*new = base;
+	const struct conf	*old = oldbase;
+
 	if (new->eventlog == old->eventlog && new->redis_tls == old->redis_tls &&
 	    !conf_str_differ(new->redis_url, old->redis_url))
 		return (0);

@@ -92,6 +92,7 @@ static const struct conf_entry conf_entries[] = {
 
 	{ .name = "eventlog", .type = CONF_CUSTOM,
 	  .parse = conf_parse_eventlog, .done = conf_redis_done,
+	  .keep = conf_redis_keep, .free = conf_redis_free,
 	  .args = "memory|URL", .def = "memory",
 	  .flags = CONF_EXAMPLE_ACTIVE, .section = "Event log",
 	  .examples = "redis://10.0.0.5:6379/0\n"

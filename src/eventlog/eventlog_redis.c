@@ -269,6 +269,7 @@ struct redis {
 	char			*password;
 	struct redis_sentinel	*sentinel;	/* redis-sentinel:// */
 	struct redis_cluster	*cluster;	/* a primary of a cluster */
+	const struct redis_node_hooks *hooks;	/* the cluster's */
 	uint32_t		*owned;		/* its ops, per slot */
 	int			 tls_borrowed;	/* tlsconf is the cluster's */
 	uint64_t		 failovers;	/* changes of primary */
@@ -716,7 +717,7 @@ redis_op_new(struct redis *r, enum redis_op_type type, const char *sid,
 	op->slot = -1;
 	if (r->cluster != NULL && type >= REDIS_OP_STORE && sid != NULL) {
 		op->slot = (int)redis_cluster_keyslot(sid, strlen(sid));
-		op->ticket = redis_cluster_ticket(r->cluster);
+		op->ticket = r->hooks->ticket(r->cluster);
 		r->owned[op->slot]++;
 	}
 	return (op);
@@ -734,14 +735,14 @@ redis_op_disown(struct redis_op *op)
 	if (op->slot < 0)
 		return;
 	if (--r->owned[op->slot] == 0)
-		redis_cluster_drained(r->cluster, r, (unsigned int)op->slot);
+		r->hooks->drained(r->cluster, r, (unsigned int)op->slot);
 }
 
 /* Held while an older node still has ops of its slot (a MOVED). */
 static int
 redis_op_gated(const struct redis_op *op)
 {
-	return (op->slot >= 0 && redis_cluster_gated(op->r->cluster, op->r,
+	return (op->slot >= 0 && op->r->hooks->gated(op->r->cluster, op->r,
 	    (unsigned int)op->slot));
 }
 
@@ -1418,7 +1419,7 @@ redis_cmd_lost(struct redis_conn *c)
 
 	redis_wait_discard(r);
 	if (r->cluster != NULL)
-		redis_cluster_changed(r->cluster, "a node's connection lost");
+		r->hooks->changed(r->cluster, "a node's connection lost");
 	if (!redis_grace_open(r))
 		return;
 	r->stalled = 0;
@@ -1973,7 +1974,7 @@ redis_cmd_ready(struct redis *r)
 	if (r->available_cb != NULL)
 		r->available_cb(r->available_arg);
 	if (r->cluster != NULL)
-		redis_cluster_node_ready(r->cluster, r);
+		r->hooks->ready(r->cluster, r);
 }
 
 static void
@@ -2186,7 +2187,7 @@ redis_reply_redirected(struct redis_op *op, redisReply *reply)
 	if (host[0] == '\0')	/* the node that answered, elsewhere */
 		strlcpy(host, r->host, sizeof host);
 	/* Counted as r's until the cluster has gated the slot. */
-	redis_cluster_redirected(r->cluster, r, op, kind ==
+	r->hooks->redirected(r->cluster, r, op, kind ==
 	    REDIS_CLUSTER_MOVED ? 1 : 2, slot, host, port,
 	    op->slot >= 0 ? r->owned[op->slot] - 1 : 0);
 	return (1);
@@ -2734,6 +2735,12 @@ redis_read(void *p, const char *sid, uint64_t k, uint64_t from, size_t max,
 	redis_op_argu(op, from);
 	redis_op_argid(op, k, from);
 	redis_op_argu(op, max);
+	/*
+	 * With commit replicas:N the read writes, so that the WAIT after it
+	 * covers what it returns, whoever wrote it: WAIT counts from this
+	 * connection's last write.
+	 */
+	redis_op_arg(op, r->replicas > 0 ? "1" : "0", 1);
 	op->cb.read = cb;
 	op->arg = arg;
 	redis_op_submit(op);
@@ -2950,7 +2957,7 @@ redis_sub_push_cb(struct redis_link *l, redisReply *reply, void *arg)
 		 * which): subscribed again, every one, once the cluster has
 		 * looked at its map; those that moved go with it.
 		 */
-		redis_cluster_changed(r->cluster, "a subscription refused");
+		r->hooks->changed(r->cluster, "a subscription refused");
 		redis_conn_drop(c, reply->str);
 		return;
 	}
@@ -2975,7 +2982,7 @@ redis_sub_push_cb(struct redis_link *l, redisReply *reply, void *arg)
 			 * cluster knows; the re-read then catches up.
 			 */
 			w->state = REDIS_WATCH_IDLE;
-			redis_cluster_changed(r->cluster, "a node dropped a "
+			r->hooks->changed(r->cluster, "a node dropped a "
 			    "subscription (its slot moved)");
 			redis_watch_release(r, w);
 			break;
@@ -3463,13 +3470,15 @@ redis_created(struct redis *r)
 }
 
 struct redis *
-redis_node_new(struct redis_cluster *cluster, struct event_base *base,
+redis_node_new(struct redis_cluster *cluster,
+    const struct redis_node_hooks *hooks, struct event_base *base,
     const struct conf *conf, const struct redis *model, const char *name,
     const char *host, int port, struct redis_link_tls *tls, int connect)
 {
 	struct redis	*r = redis_alloc(base);
 
 	r->cluster = cluster;
+	r->hooks = hooks;
 	r->owned = xcalloc(REDIS_CLUSTER_SLOTS, sizeof *r->owned);
 	r->sharded = 1;
 	r->kind = tls != NULL ? CONF_REDIS_TLS : CONF_REDIS_TCP;
@@ -3618,7 +3627,7 @@ redis_node_evict(struct redis *r)
 		if (op->type == REDIS_OP_CREATE &&
 		    RB_FIND(redis_creates, &r->creates, op) == op)
 			RB_REMOVE(redis_creates, &r->creates, op);
-		redis_cluster_reroute(r->cluster, r, op);
+		r->hooks->reroute(r->cluster, r, op);
 	}
 	free(ops);
 }
@@ -3655,8 +3664,6 @@ eventlog_redis_create(struct event_base *base, const struct conf *conf,
 	struct redis		*r;
 	struct redis_link_tls	*tls = NULL;
 
-	if (conf->redis_kind == CONF_REDIS_CLUSTER)
-		return (eventlog_redis_cluster_create(base, conf, ops, cause));
 	if ((conf->redis_kind == CONF_REDIS_TCP ||
 	    conf->redis_kind == CONF_REDIS_TLS) &&
 	    (conf->redis_host == NULL || conf->redis_port <= 0)) {

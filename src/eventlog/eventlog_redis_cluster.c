@@ -142,6 +142,29 @@ struct redis_cluster {
 };
 
 static void	redis_cluster_refresh_cb(evutil_socket_t, short, void *);
+static void	redis_cluster_redirected(struct redis_cluster *, struct redis *,
+		    struct redis_op *, int, unsigned int, const char *, int,
+		    unsigned int);
+static void	redis_cluster_changed(struct redis_cluster *, const char *);
+static void	redis_cluster_node_ready(struct redis_cluster *,
+		    struct redis *);
+static uint64_t	redis_cluster_ticket(struct redis_cluster *);
+static int	redis_cluster_gated(struct redis_cluster *, struct redis *,
+		    unsigned int);
+static void	redis_cluster_drained(struct redis_cluster *, struct redis *,
+		    unsigned int);
+static void	redis_cluster_reroute(struct redis_cluster *, struct redis *,
+		    struct redis_op *);
+
+static const struct redis_node_hooks redis_cluster_hooks = {
+	.redirected = redis_cluster_redirected,
+	.changed = redis_cluster_changed,
+	.ready = redis_cluster_node_ready,
+	.ticket = redis_cluster_ticket,
+	.gated = redis_cluster_gated,
+	.drained = redis_cluster_drained,
+	.reroute = redis_cluster_reroute,
+};
 static void	redis_cluster_connect(struct redis_cluster *);
 static void	redis_cluster_rehome(struct redis_cluster *);
 static void	redis_cluster_layout_check(struct redis_cluster *);
@@ -214,7 +237,8 @@ redis_cluster_node(struct redis_cluster *c, const char *host, int port)
 		return (NULL);
 	}
 	xasprintf(&name, "%s node %s", c->name, addr);
-	c->nodes[c->nnodes] = redis_node_new(c, c->base, NULL, c->model,
+	c->nodes[c->nnodes] = redis_node_new(c, &redis_cluster_hooks, c->base,
+	    NULL, c->model,
 	    name, host, port, c->tls, 1);
 	free(name);
 	if (c->ready)
@@ -562,7 +586,7 @@ redis_cluster_evict(struct redis_cluster *c)
 	}
 }
 
-void
+static void
 redis_cluster_reroute(struct redis_cluster *c, struct redis *from,
     struct redis_op *op)
 {
@@ -857,7 +881,7 @@ redis_cluster_timeout_cb(evutil_socket_t fd, short events, void *arg)
 	redis_cluster_done(c, why);
 }
 
-void
+static void
 redis_cluster_changed(struct redis_cluster *c, const char *why)
 {
 	if (c->closing)
@@ -876,7 +900,7 @@ redis_cluster_changed(struct redis_cluster *c, const char *why)
  * the map takes it now (the refresh confirms it, and may say more); ASK
  * (kind 2) sends this op only.
  */
-void
+static void
 redis_cluster_redirected(struct redis_cluster *c, struct redis *from,
     struct redis_op *op, int kind, unsigned int slot, const char *host,
     int port, unsigned int left)
@@ -904,20 +928,20 @@ redis_cluster_redirected(struct redis_cluster *c, struct redis *from,
 	redis_op_adopt(to, op, kind == 2);
 }
 
-uint64_t
+static uint64_t
 redis_cluster_ticket(struct redis_cluster *c)
 {
 	return (++c->tickets);
 }
 
-int
+static int
 redis_cluster_gated(struct redis_cluster *c, struct redis *node,
     unsigned int slot)
 {
 	return (c->gated[slot] && c->gate[slot] != node);
 }
 
-void
+static void
 redis_cluster_drained(struct redis_cluster *c, struct redis *node,
     unsigned int slot)
 {
@@ -978,7 +1002,7 @@ redis_cluster_layout_check(struct redis_cluster *c)
 		c->layout_asked = 1;
 }
 
-void
+static void
 redis_cluster_node_ready(struct redis_cluster *c, struct redis *node)
 {
 	redis_cluster_layout_check(c);
@@ -1261,8 +1285,8 @@ eventlog_redis_cluster_create(struct event_base *base,
 
 	/* Settings for the nodes, which come from the map. */
 	xasprintf(&name, "%s (settings)", c->name);
-	c->model = redis_node_new(c, base, conf, NULL, name, c->seeds[0].host,
-	    c->seeds[0].port, c->tls, 0);
+	c->model = redis_node_new(c, &redis_cluster_hooks, base, conf, NULL,
+	    name, c->seeds[0].host, c->seeds[0].port, c->tls, 0);
 	free(name);
 	log_info("eventlog=%s: Redis Cluster from %zu seed%s%s", c->name,
 	    c->nseeds, c->nseeds == 1 ? "" : "s", c->tls != NULL ? ", TLS" :

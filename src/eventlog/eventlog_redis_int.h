@@ -3,7 +3,8 @@
  * primary of a cluster, with its connections, outages and watches) and
  * the Redis Cluster client above it (eventlog_redis_cluster.c: the slot
  * map, one eventlog_redis per primary, redirections). Private to the
- * two files.
+ * two files. The cluster calls the node's functions below; a node calls
+ * back through the hooks it was given.
  */
 #ifndef MCPD_EVENTLOG_REDIS_INT_H
 #define MCPD_EVENTLOG_REDIS_INT_H
@@ -16,6 +17,7 @@ struct eventlog_ops;
 struct redis;
 struct redis_cluster;
 struct redis_link_tls;
+struct redis_node_hooks;
 struct redis_op;
 
 /* eventlog_redis.c, for the cluster. */
@@ -31,7 +33,8 @@ typedef void	(*redis_node_layout_cb)(struct redis *, int, const char *,
  * connect, connects in the background as eventlog_redis_create does;
  * else it only holds settings for others.
  */
-struct redis	*redis_node_new(struct redis_cluster *, struct event_base *,
+struct redis	*redis_node_new(struct redis_cluster *,
+		    const struct redis_node_hooks *, struct event_base *,
 		    const struct conf *, const struct redis *, const char *,
 		    const char *, int, struct redis_link_tls *, int);
 /* Its operations (ops->free frees it). */
@@ -71,41 +74,36 @@ void		 redis_node_evict(struct redis *);
 /* The tag that places op ("SID", "keyring"...). */
 const char	*redis_op_tag(const struct redis_op *);
 
-/* eventlog_redis_cluster.c, for the nodes. */
-
-void		*eventlog_redis_cluster_create(struct event_base *,
-		    const struct conf *, const struct eventlog_ops **,
-		    char **);
 /*
- * A node answered MOVED (kind 1) or ASK (kind 2) for op's slot: op is
- * no longer the node's (left: how many ops of the slot it still has);
- * the cluster sends it where Redis said.
+ * What a node tells its cluster (eventlog_redis_cluster.c gives them to
+ * redis_node_new: a table, so the two files do not call each other).
+ *   redirected	a node answered MOVED (kind 1) or ASK (kind 2) for op's
+ *		slot: op is no longer the node's (left: how many ops of the
+ *		slot it still has); the cluster sends it where Redis said.
+ *   changed	something says the slot map may have changed: a node's
+ *		connection lost, a subscription dropped or refused.
+ *   ready	a node's command connection is ready: the cluster may be.
+ *   ticket	the order of the cluster's ops: one more ticket.
+ *   gated	whether ops of slot must wait at node: the slot moved, and
+ *		the node it was on still has ops of it (they come back
+ *		redirected, and go first).
+ *   drained	node has no op of slot left.
+ *   reroute	op, which waited on a node the map left, goes to its
+ *		slot's node now.
  */
-void		 redis_cluster_redirected(struct redis_cluster *,
-		    struct redis *, struct redis_op *, int, unsigned int,
-		    const char *, int, unsigned int);
-/* op, which waited on from, goes to its slot's node now. */
-void		 redis_cluster_reroute(struct redis_cluster *, struct redis *,
-		    struct redis_op *);
-/* The order of the cluster's ops: one more ticket. */
-uint64_t	 redis_cluster_ticket(struct redis_cluster *);
-/*
- * Whether ops of slot must wait at node: the slot moved, and the node
- * it was on still has ops of it (they come back redirected, and go
- * first).
- */
-int		 redis_cluster_gated(struct redis_cluster *, struct redis *,
-		    unsigned int);
-/* node has no op of slot left. */
-void		 redis_cluster_drained(struct redis_cluster *, struct redis *,
-		    unsigned int);
-/*
- * Something says the slot map may have changed: a node's connection
- * lost, a subscription dropped by a node whose slot left it.
- */
-void		 redis_cluster_changed(struct redis_cluster *, const char *);
-/* A node's command connection is ready: the cluster may be too. */
-void		 redis_cluster_node_ready(struct redis_cluster *,
-		    struct redis *);
+struct redis_node_hooks {
+	void		(*redirected)(struct redis_cluster *, struct redis *,
+			    struct redis_op *, int, unsigned int, const char *,
+			    int, unsigned int);
+	void		(*changed)(struct redis_cluster *, const char *);
+	void		(*ready)(struct redis_cluster *, struct redis *);
+	uint64_t	(*ticket)(struct redis_cluster *);
+	int		(*gated)(struct redis_cluster *, struct redis *,
+			    unsigned int);
+	void		(*drained)(struct redis_cluster *, struct redis *,
+			    unsigned int);
+	void		(*reroute)(struct redis_cluster *, struct redis *,
+			    struct redis_op *);
+};
 
 #endif

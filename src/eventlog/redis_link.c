@@ -5,17 +5,16 @@
  * has no sharded pub/sub. hiredis is kept for what it does well: parsing
  * replies (redisReader).
  *
- * Two transports behind one interface:
- *
- *  - TCP and unix sockets: the socket is ours. Its read event persists;
- *    the commands of a loop turn are written once, at the turn's end
- *    (flush_ev), and EV_WRITE is asked for only while connecting or when
- *    the socket could not take everything. A bufferevent would add and
- *    delete its write event on every turn, which is what the hot path
- *    avoids.
- *  - TLS: a bufferevent_openssl over a socket it connects. The turn's
- *    commands are handed to it at the same point; it writes them when
- *    the socket is writable.
+ * The socket is ours, whether TCP, unix or TLS. Its read event
+ * persists; the commands of a loop turn are written once, at the turn's
+ * end (flush_ev), and EV_WRITE is asked for only while connecting, for
+ * a TLS handshake that needs it, or when the socket could not take
+ * everything. A bufferevent (bufferevent_openssl for TLS) would add and
+ * delete its write event on every turn and write on the next one, which
+ * is what the hot path avoids. TLS is OpenSSL on that socket: the
+ * handshake, then SSL_read until it wants more, and one SSL_write of the
+ * turn's commands, made contiguous (one record, one write, for a turn of
+ * up to 16 KiB).
  *
  * Replies are matched to commands by order (a ring of callbacks); a reply
  * with no command waiting is a push (pub/sub). A link that fails tells
@@ -33,6 +32,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netdb.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -41,8 +41,6 @@
 #include <unistd.h>
 
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
-#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <hiredis/hiredis.h>
 #include <openssl/err.h>
@@ -88,11 +86,13 @@ struct redis_link {
 	int				 tcp;
 	int				 answered;	/* a reply came */
 
-	int				 fd;		/* TCP, unix */
+	int				 fd;
 	struct event			*rev;
 	struct event			*wev;
-	struct bufferevent		*bev;		/* TLS */
-	SSL				*ssl;
+	SSL				*ssl;		/* TLS */
+	size_t				 ssl_retry;	/* a write to repeat */
+	int				 write_wants_read;
+	int				 read_wants_write;
 	struct event			*flush_ev;
 	struct evbuffer			*out;		/* this turn's */
 
@@ -127,7 +127,8 @@ redis_link_tls_new(const struct redis_link_tls_conf *tc, char **cause)
 		goto fail;
 	}
 	SSL_CTX_set_min_proto_version(t->ctx, TLS1_2_VERSION);
-	SSL_CTX_set_mode(t->ctx, SSL_MODE_RELEASE_BUFFERS);
+	/* A write repeated after WANT_WRITE may come from a moved buffer. */
+	SSL_CTX_set_mode(t->ctx, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
 	SSL_CTX_set_verify(t->ctx, t->verify ? SSL_VERIFY_PEER :
 	    SSL_VERIFY_NONE, NULL);
 	ERR_clear_error();
@@ -233,9 +234,7 @@ redis_link_free(struct redis_link *l)
 		event_free(l->wev);
 	if (l->flush_ev != NULL)
 		event_free(l->flush_ev);
-	if (l->bev != NULL)
-		bufferevent_free(l->bev);	/* closes the socket, frees ssl */
-	else if (l->ssl != NULL)
+	if (l->ssl != NULL)
 		SSL_free(l->ssl);
 	if (l->fd != -1)
 		close(l->fd);
@@ -281,8 +280,6 @@ redis_link_quiet(struct redis_link *l)
 		event_del(l->wev);
 	if (l->flush_ev != NULL)
 		event_del(l->flush_ev);
-	if (l->bev != NULL)
-		bufferevent_disable(l->bev, EV_READ|EV_WRITE);
 }
 
 /* The link failed by itself: tell the owner, then the waiting commands. */
@@ -379,7 +376,7 @@ redis_link_eof(struct redis_link *l)
 {
 	char	why[256];
 
-	if (!l->answered && !l->bev)
+	if (!l->answered && l->ssl == NULL)
 		snprintf(why, sizeof why, "%s closed the connection before "
 		    "answering (a TLS port? then use rediss://)", l->name);
 	else
@@ -394,7 +391,7 @@ redis_link_errno(struct redis_link *l, const char *what, int error)
 
 	snprintf(why, sizeof why, "%s %s: %s%s", what, l->name,
 	    strerror(error), l->state == REDIS_LINK_UP && !l->answered &&
-	    l->bev == NULL ? " (a TLS port? then use rediss://)" : "");
+	    l->ssl == NULL ? " (a TLS port? then use rediss://)" : "");
 	redis_link_fail(l, why);
 }
 
@@ -415,12 +412,18 @@ redis_link_set_tcp(int fd)
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
 }
 
+static void	redis_link_ssl_write(struct redis_link *);
+
 /* Writes what it can; asks for EV_WRITE when the socket is full. */
 static void
 redis_link_write(struct redis_link *l)
 {
 	int	n;
 
+	if (l->ssl != NULL) {
+		redis_link_ssl_write(l);
+		return;
+	}
 	while (evbuffer_get_length(l->out) > 0) {
 		n = evbuffer_write(l->out, l->fd);
 		if (n < 0) {
@@ -453,6 +456,30 @@ redis_link_up(struct redis_link *l)
 	}
 }
 
+static void	redis_link_handshake(struct redis_link *);
+static void	redis_link_ssl_read(struct redis_link *);
+
+/* The connect is done: set up TCP, then up, or the TLS handshake. */
+static void
+redis_link_connected(struct redis_link *l)
+{
+	event_del(l->wev);
+	if (l->tcp)
+		redis_link_set_tcp(l->fd);
+	event_add(l->rev, NULL);
+	if (l->ssl == NULL) {
+		redis_link_up(l);
+		return;
+	}
+	if (SSL_set_fd(l->ssl, l->fd) != 1) {
+		redis_link_fail(l, "TLS: cannot use the socket");
+		return;
+	}
+	SSL_set_connect_state(l->ssl);
+	l->state = REDIS_LINK_HANDSHAKE;
+	redis_link_handshake(l);
+}
+
 static void
 redis_link_write_cb(evutil_socket_t fd, short events, void *arg)
 {
@@ -468,15 +495,17 @@ redis_link_write_cb(evutil_socket_t fd, short events, void *arg)
 			error = errno;
 		if (error != 0)
 			redis_link_errno(l, "connect to", error);
-		else {
-			event_del(l->wev);
-			if (l->tcp)
-				redis_link_set_tcp(fd);
-			event_add(l->rev, NULL);
-			redis_link_up(l);
-		}
-	} else if (l->state == REDIS_LINK_UP)
+		else
+			redis_link_connected(l);
+	} else if (l->state == REDIS_LINK_HANDSHAKE)
+		redis_link_handshake(l);
+	else if (l->state == REDIS_LINK_UP) {
 		redis_link_write(l);
+		if (!l->closing && l->ssl != NULL && l->read_wants_write) {
+			l->read_wants_write = 0;
+			redis_link_ssl_read(l);
+		}
+	}
 	redis_link_release(l);
 }
 
@@ -488,14 +517,25 @@ redis_link_read_cb(evutil_socket_t fd, short events, void *arg)
 	ssize_t			 n;
 
 	l->busy++;
-	n = read(fd, buf, sizeof buf);
-	if (n > 0) {
-		redis_link_feed(l, buf, (size_t)n);
-		redis_link_dispatch(l);
-	} else if (n == 0)
-		redis_link_eof(l);
-	else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
-		redis_link_errno(l, "reading from", errno);
+	if (l->state == REDIS_LINK_HANDSHAKE)
+		redis_link_handshake(l);
+	else if (l->ssl != NULL) {
+		redis_link_ssl_read(l);
+		if (!l->closing && l->write_wants_read) {
+			l->write_wants_read = 0;
+			redis_link_write(l);
+		}
+	} else {
+		n = read(fd, buf, sizeof buf);
+		if (n > 0) {
+			redis_link_feed(l, buf, (size_t)n);
+			redis_link_dispatch(l);
+		} else if (n == 0)
+			redis_link_eof(l);
+		else if (errno != EAGAIN && errno != EWOULDBLOCK &&
+		    errno != EINTR)
+			redis_link_errno(l, "reading from", errno);
+	}
 	redis_link_release(l);
 }
 
@@ -521,93 +561,144 @@ redis_link_socket(const struct sockaddr *sa, socklen_t salen, int family,
 
 /* The TLS transport. */
 
-/* Why a TLS link failed: the certificate check, OpenSSL, or the socket. */
+/*
+ * Why TLS failed: the certificate check during the handshake, OpenSSL's
+ * error, or the socket's.
+ */
 static void
-redis_link_tls_why(struct redis_link *l, short what, char *why, size_t len)
+redis_link_tls_fail(struct redis_link *l, int ssl_error)
 {
-	unsigned long	 e, first = 0;
+	unsigned long	 e;
 	long		 verify;
-	char		 err[256];
-	int		 error = EVUTIL_SOCKET_ERROR();
-	const char	*hint = "";
+	char		 err[256], why[512];
+	int		 error = errno;
+	const char	*hint = "", *what;
 
-	while ((e = bufferevent_get_openssl_error(l->bev)) != 0) {
-		if (first == 0)
-			first = e;
-	}
-	verify = l->ssl != NULL ? SSL_get_verify_result(l->ssl) : X509_V_OK;
+	what = l->state == REDIS_LINK_HANDSHAKE ? "TLS handshake with" :
+	    "TLS connection to";
+	verify = SSL_get_verify_result(l->ssl);
+	e = ERR_peek_last_error();
+	ERR_clear_error();
 	if (l->state == REDIS_LINK_HANDSHAKE && verify != X509_V_OK) {
-		snprintf(why, len, "TLS handshake with %s: the server's "
+		snprintf(why, sizeof why, "TLS handshake with %s: the server's "
 		    "certificate is refused: %s", l->name,
 		    X509_verify_cert_error_string(verify));
-		return;
-	}
-	if (first != 0) {
-		ERR_error_string_n(first, err, sizeof err);
+	} else if (e != 0) {
+		ERR_error_string_n(e, err, sizeof err);
 		if (strstr(err, "wrong version number") != NULL ||
 		    strstr(err, "packet length too long") != NULL ||
 		    strstr(err, "record layer failure") != NULL)
 			hint = " (a plaintext port? then use redis://)";
-		snprintf(why, len, "TLS %s %s: %s%s", l->state ==
-		    REDIS_LINK_HANDSHAKE ? "handshake with" : "connection to",
-		    l->name, err, hint);
-		return;
-	}
-	if ((what & BEV_EVENT_EOF) || error == 0) {
+		snprintf(why, sizeof why, "%s %s: %s%s", what, l->name, err,
+		    hint);
+	} else if (ssl_error == SSL_ERROR_ZERO_RETURN ||
+	    (ssl_error == SSL_ERROR_SYSCALL && error == 0)) {
 		if (l->state == REDIS_LINK_UP)
-			snprintf(why, len, "closed by %s", l->name);
+			snprintf(why, sizeof why, "closed by %s", l->name);
 		else
-			snprintf(why, len, "%s closed the connection during "
-			    "the TLS handshake", l->name);
+			snprintf(why, sizeof why, "%s closed the connection "
+			    "during the TLS handshake", l->name);
+	} else
+		snprintf(why, sizeof why, "%s %s: %s", what, l->name,
+		    ssl_error == SSL_ERROR_SYSCALL ? strerror(error) :
+		    "TLS error");
+	redis_link_fail(l, why);
+}
+
+static void
+redis_link_handshake(struct redis_link *l)
+{
+	int	r, e;
+
+	ERR_clear_error();
+	if ((r = SSL_do_handshake(l->ssl)) == 1) {
+		event_del(l->wev);
+		redis_link_up(l);
 		return;
 	}
-	snprintf(why, len, "%s %s: %s", l->state == REDIS_LINK_CONNECTING ?
-	    "connect to" : "TLS connection to", l->name, strerror(error));
+	switch ((e = SSL_get_error(l->ssl, r))) {
+	case SSL_ERROR_WANT_READ:
+		event_del(l->wev);	/* the read event persists */
+		break;
+	case SSL_ERROR_WANT_WRITE:
+		event_add(l->wev, NULL);
+		break;
+	default:
+		redis_link_tls_fail(l, e);
+		break;
+	}
 }
 
+/*
+ * Everything OpenSSL can give now: it may hold whole records the socket
+ * will not signal again.
+ */
 static void
-redis_link_bev_event_cb(struct bufferevent *bev, short what, void *arg)
+redis_link_ssl_read(struct redis_link *l)
 {
-	struct redis_link	*l = arg;
-	char			 why[512];
+	char	buf[REDIS_LINK_READ];
+	int	n, e;
 
-	l->busy++;
-	if (what & BEV_EVENT_CONNECTED) {
-		/* The TCP connect, then (openssl) the handshake: once. */
-		if (l->state != REDIS_LINK_UP) {
-			redis_link_set_tcp(bufferevent_getfd(bev));
-			redis_link_up(l);
+	while (!l->closing) {
+		ERR_clear_error();
+		if ((n = SSL_read(l->ssl, buf, sizeof buf)) > 0) {
+			/* Replies go as they come, as over plaintext. */
+			redis_link_feed(l, buf, (size_t)n);
+			redis_link_dispatch(l);
+			continue;
 		}
-	} else if (what & (BEV_EVENT_ERROR|BEV_EVENT_EOF)) {
-		redis_link_tls_why(l, what, why, sizeof why);
-		redis_link_fail(l, why);
+		e = SSL_get_error(l->ssl, n);
+		if (e == SSL_ERROR_WANT_READ)
+			break;
+		if (e == SSL_ERROR_WANT_WRITE) {
+			/* A key update wants to write first. */
+			l->read_wants_write = 1;
+			event_add(l->wev, NULL);
+			break;
+		}
+		redis_link_tls_fail(l, e);
+		return;
 	}
-	redis_link_release(l);
 }
 
+/*
+ * The turn's commands in one SSL_write (a record, and a write, per 16
+ * KiB). One that must be repeated (WANT_WRITE, WANT_READ) is repeated
+ * with the same length, as OpenSSL asks.
+ */
 static void
-redis_link_bev_read_cb(struct bufferevent *bev, void *arg)
+redis_link_ssl_write(struct redis_link *l)
 {
-	struct redis_link	*l = arg;
-	struct evbuffer		*in = bufferevent_get_input(bev);
-	struct evbuffer_iovec	 v[16];
-	size_t			 total = 0;
-	int			 i, n;
+	size_t	 len;
+	char	*p;
+	int	 n, e;
 
-	l->busy++;
-	while (!l->closing && evbuffer_get_length(in) > 0) {
-		n = evbuffer_peek(in, -1, NULL, v, 16);
-		if (n > 16)
-			n = 16;
-		for (i = 0; i < n && !l->closing; i++) {
-			redis_link_feed(l, v[i].iov_base, v[i].iov_len);
-			total += v[i].iov_len;
+	while ((len = evbuffer_get_length(l->out)) > 0) {
+		if (l->ssl_retry > 0)
+			len = l->ssl_retry;
+		else if (len > INT_MAX)
+			len = INT_MAX;
+		p = (char *)evbuffer_pullup(l->out, (ssize_t)len);
+		ERR_clear_error();
+		if ((n = SSL_write(l->ssl, p, (int)len)) > 0) {
+			l->ssl_retry = 0;
+			evbuffer_drain(l->out, (size_t)n);
+			continue;
 		}
-		evbuffer_drain(in, total);
-		total = 0;
-		redis_link_dispatch(l);
+		l->ssl_retry = len;
+		e = SSL_get_error(l->ssl, n);
+		if (e == SSL_ERROR_WANT_WRITE) {
+			event_add(l->wev, NULL);
+			return;
+		}
+		if (e == SSL_ERROR_WANT_READ) {
+			l->write_wants_read = 1;
+			return;
+		}
+		redis_link_tls_fail(l, e);
+		return;
 	}
-	redis_link_release(l);
+	event_del(l->wev);
 }
 
 /* Opening. */
@@ -630,44 +721,20 @@ redis_link_open_tcp(struct redis_link *l, const struct redis_link_addr *a,
 		return (-1);
 	}
 	l->tcp = 1;
-	error = -1;
-	for (ai = res; ai != NULL && error != 0; ai = ai->ai_next) {
+	if (a->tls && (l->ssl = redis_link_ssl(tls, a->host, cause)) == NULL) {
+		freeaddrinfo(res);
+		return (-1);
+	}
+	for (ai = res; ai != NULL && l->fd == -1; ai = ai->ai_next) {
 		free(*cause);
 		*cause = NULL;
-		if (!a->tls) {
-			l->fd = redis_link_socket(ai->ai_addr, ai->ai_addrlen,
-			    ai->ai_family, l->name, cause);
-			error = l->fd == -1 ? -1 : 0;
-			continue;
-		}
-		if ((l->ssl = redis_link_ssl(tls, a->host, cause)) == NULL)
-			break;
-		l->bev = bufferevent_openssl_socket_new(l->base, -1, l->ssl,
-		    BUFFEREVENT_SSL_CONNECTING, BEV_OPT_CLOSE_ON_FREE);
-		if (l->bev == NULL) {
-			xasprintf(cause, "TLS: cannot create a connection");
-			break;
-		}
-		bufferevent_openssl_set_allow_dirty_shutdown(l->bev, 1);
-		bufferevent_setcb(l->bev, redis_link_bev_read_cb, NULL,
-		    redis_link_bev_event_cb, l);
-		if (bufferevent_socket_connect(l->bev, ai->ai_addr,
-		    (int)ai->ai_addrlen) != 0) {
-			xasprintf(cause, "connect to %s: %s", l->name,
-			    strerror(errno));
-			bufferevent_free(l->bev);	/* and the SSL */
-			l->bev = NULL;
-			l->ssl = NULL;
-			continue;
-		}
-		bufferevent_enable(l->bev, EV_READ|EV_WRITE);
-		l->state = REDIS_LINK_HANDSHAKE;
-		error = 0;
+		l->fd = redis_link_socket(ai->ai_addr, ai->ai_addrlen,
+		    ai->ai_family, l->name, cause);
 	}
 	freeaddrinfo(res);
-	if (error != 0 && *cause == NULL)
+	if (l->fd == -1 && *cause == NULL)
 		xasprintf(cause, "%s: no address to connect to", a->host);
-	return (error);
+	return (l->fd == -1 ? -1 : 0);
 }
 
 static int
@@ -724,13 +791,10 @@ redis_link_open(struct event_base *base, const struct redis_link_addr *a,
 		redis_link_free(l);
 		return (NULL);
 	}
-	if (l->bev == NULL) {
-		l->rev = event_new(base, l->fd, EV_READ|EV_PERSIST,
-		    redis_link_read_cb, l);
-		l->wev = event_new(base, l->fd, EV_WRITE, redis_link_write_cb,
-		    l);
-		event_add(l->wev, NULL);	/* says when the connect is done */
-	}
+	l->rev = event_new(base, l->fd, EV_READ|EV_PERSIST, redis_link_read_cb,
+	    l);
+	l->wev = event_new(base, l->fd, EV_WRITE, redis_link_write_cb, l);
+	event_add(l->wev, NULL);	/* says when the connect is done */
 	return (l);
 }
 
@@ -747,13 +811,9 @@ redis_link_flush_cb(evutil_socket_t fd, short events, void *arg)
 	if (l->ev->flush != NULL)
 		l->ev->flush(l, l->arg);
 	l->flush_owed = 0;
-	if (!l->closing && l->state == REDIS_LINK_UP) {
-		if (l->bev != NULL) {
-			if (bufferevent_write_buffer(l->bev, l->out) != 0)
-				redis_link_fail(l, "out of memory writing");
-		} else if (!event_pending(l->wev, EV_WRITE, NULL))
-			redis_link_write(l);
-	}
+	if (!l->closing && l->state == REDIS_LINK_UP &&
+	    !event_pending(l->wev, EV_WRITE, NULL) && !l->write_wants_read)
+		redis_link_write(l);
 	redis_link_release(l);
 }
 

@@ -1188,7 +1188,11 @@ class Harness:
         return p.returncode, out
 
     def conf_accepts(self, *lines):
-        """Does `mcpd -t` accept the default conf plus these lines?"""
+        """Does `mcpd -t` accept the default conf plus these lines? (With
+        the shared Redis's own lines, as a daemon's conf has them: a
+        password file, the TLS files.)"""
+        if REDIS_URL is not None:
+            lines = tuple(lines) + REDIS_CONF
         path = self.write(f"probe{time.monotonic_ns()}.conf",
                           conf_text(None, lines))
         rc, _ = self.run_mcpd("-t", "-c", path)

@@ -14,8 +14,8 @@ import signal
 import threading
 import time
 
-from mcpd_harness import (LATEST, Daemon, expect, redis_command,
-                          result_text, tmo, tool_call)
+from mcpd_harness import (LATEST, Daemon, RedisServer, expect,
+                          redis_command, result_text, rpc, tmo, tool_call)
 from redisops import Certs, acl_rules, redis
 
 ADMIN = "admin-pw-4f1c"        # requirepass of the servers: the tests' own
@@ -303,3 +303,40 @@ def test_unix_socket_with_a_password(h):
         keys = redis_command(f"{rs.url}?db=3", "KEYS", "*", password=ADMIN)
         expect(any(sid in k for k in keys), f"nothing of session {sid} in "
                f"database 3: {keys!r}")
+
+
+def test_readonly_is_an_outage_until_the_server_is_a_primary_again(h):
+    # The server mcpd writes to becomes a replica (REPLICAOF: what a
+    # failover does to the old primary behind a name that did not move):
+    # READONLY is an outage with its reason, not a data error; once the
+    # server is a primary again, mcpd serves again by itself.
+    with redis(h) as rs:
+        other = RedisServer(h.workdir)
+        try:
+            other.start()
+            d = _start(h, eventlog=rs.url, eventlog_outage_grace=0)
+            _ready(d, 200, 10, "a primary")
+            _echo(d)
+            rs.cmd("REPLICAOF", "127.0.0.1", str(other.port))
+            deadline = time.monotonic() + tmo(20)
+            while True:
+                # Writes meet READONLY (or, reconnected, ROLE says
+                # replica): answered 503, never a crash.
+                r = d.post(None, rpc("initialize", {
+                    "protocolVersion": LATEST, "capabilities": {},
+                    "clientInfo": {"name": "t", "version": "1"}},
+                    d.new_id()), timeout=15)
+                if r.status == 503:
+                    break
+                expect(time.monotonic() < deadline, "writes to a replica "
+                       f"still answered HTTP {r.status}")
+                time.sleep(0.1)
+            body = _ready(d, 503, 20, "a replica", reason="replica")
+            expect(d.alive(), "mcpd died on READONLY")
+            rs.cmd("REPLICAOF", "NO", "ONE")
+            _ready(d, 200, 20, "a primary again")
+            _echo(d)
+            print(f"  /readyz while a replica: {body!r}")
+        finally:
+            h.stop_all()
+            other.stop()

@@ -858,6 +858,7 @@ START_TEST(test_wait_replicas)
 	struct eventlog		*plain = el;
 	struct eventlog_info	 info;
 	struct res		 r;
+	redisReply		*reply;
 	char			*out;
 	uint64_t		 start, elapsed;
 
@@ -880,18 +881,34 @@ START_TEST(test_wait_replicas)
 	    "no log line: %s", out);
 	free(out);
 
+	/*
+	 * The read writes a field of the meta, so that its WAIT counts from
+	 * after every entry it returns, whoever wrote them (WAIT counts from
+	 * the connection's own last write).
+	 */
+	freeReplyObject(sync_command("HDEL mcpd:{%s}:meta r", SID));
 	expect_status(readr(SID, K, 1, 10, &r), EVENTLOG_UNAVAILABLE);
 	res_clear(&r);
+	reply = sync_command("HGET mcpd:{%s}:meta r", SID);
+	ck_assert_msg(reply->type == REDIS_REPLY_STRING &&
+	    strcmp(reply->str, "1") == 0, "a read with commit replicas:1 "
+	    "wrote nothing");
+	freeReplyObject(reply);
 	/* A refused append needs no replica: it fails as before. */
 	expect_status(append(SID, K, 2, "again", 0, &info, NULL),
 	    EVENTLOG_CONFLICT);
 	ck_assert_uint_eq(info.head, 2);
 	eventlog_free(el);
 	el = plain;
-	/* The primary has it, as said. */
+	/* The primary has it, as said. A read without replicas writes not. */
+	freeReplyObject(sync_command("HDEL mcpd:{%s}:meta r", SID));
 	expect_status(readr(SID, K, 2, 10, &r), EVENTLOG_OK);
 	expect_entries(&r, 2, 1);
 	res_clear(&r);
+	reply = sync_command("HEXISTS mcpd:{%s}:meta r", SID);
+	ck_assert_int_eq(reply->type, REDIS_REPLY_INTEGER);
+	ck_assert_int_eq(reply->integer, 0);
+	freeReplyObject(reply);
 }
 END_TEST
 
@@ -1640,6 +1657,7 @@ START_TEST(test_wait_replicas_gate)
 	struct eventlog_where	 where;
 	struct watcher		 w;
 	struct res		 ra, rb;
+	redisReply		*reply;
 	pid_t			 replica;
 	int			 port;
 	char			 arg[64];
@@ -1664,6 +1682,16 @@ START_TEST(test_wait_replicas_gate)
 	memset(&w, 0, sizeof w);
 	eventlog_watch(b, SID, watch_cb, NULL, &w);
 	resync_wait(&w, 1);
+	/*
+	 * The replica has acknowledged everything written so far, b's own
+	 * writes among it: a WAIT of b's that counted from b's last write
+	 * would succeed at once. Only the read's own write holds it back.
+	 */
+	freeReplyObject(sync_command("SET mcpd-test:mark 1"));
+	reply = sync_command("WAIT 1 5000");
+	ck_assert_int_eq(reply->type, REDIS_REPLY_INTEGER);
+	ck_assert_int_eq(reply->integer, 1);
+	freeReplyObject(reply);
 
 	kill(replica, SIGSTOP);
 	memset(&ra, 0, sizeof ra);
