@@ -153,15 +153,18 @@ cluster-test: mcpd
 	sh scripts/with-redis $(PYTHON) tests/cluster/run.py --mcpd ./mcpd
 
 # Issue 25, Redis Cluster: on one cluster of three primaries and three
-# replicas (scripts/with-redis --cluster), tests/redis/test_cluster.py
-# (sessions spread, resharding and a failover under load), the e2e
-# resume, backpressure and task suites, then tests/cluster/.
+# replicas with passwords (scripts/with-redis --cluster),
+# tests/redis/test_cluster.py (sessions spread, resharding and failovers
+# under load), the e2e resume, backpressure and task suites, then
+# tests/cluster/; and the resume suite on such a cluster over TLS.
 REDIS_CLUSTER_E2E = -k test_resume:: -k test_backpressure:: -k test_tasks::
 redis-cluster-test: mcpd
 	sh scripts/with-redis --cluster sh -c '\
 	    $(PYTHON) tests/redis/run.py --mcpd ./mcpd -k test_cluster && \
 	    $(PYTHON) tests/e2e/run.py --mcpd ./mcpd $(REDIS_CLUSTER_E2E) && \
 	    $(PYTHON) tests/cluster/run.py --mcpd ./mcpd'
+	sh scripts/with-redis --cluster-tls $(PYTHON) tests/e2e/run.py \
+	    --mcpd ./mcpd -k test_resume::
 
 # The only cycle among src/ files allowed: a session, its streams, their
 # calls (docs/architecture.md, "Who calls whom"); and the layer rules

@@ -1287,7 +1287,7 @@ def parse_redis_address(url):
             expect(h is not None, f"not a cluster node: {one!r}")
             nodes.append((h.group(1).strip("[]"), int(h.group(2) or 6379)))
         return {"path": None, "host": nodes[0][0], "port": nodes[0][1],
-                "db": 0, "tls": False, "nodes": nodes,
+                "db": 0, "tls": "redis_tls on" in REDIS_CONF, "nodes": nodes,
                 "user": unquote(m.group(1)) if m.group(1) else None,
                 "password": unquote(m.group(2)) if m.group(2) else None}
     m = re.match(r"\Aunix://(/[^?]+)(?:\?db=(\d+))?\Z", url or "")
