@@ -1305,6 +1305,22 @@ def parse_redis_address(url):
             "password": unquote(m.group(3)) if m.group(3) else None}
 
 
+def redis_node_urls(url):
+    """The URL of each node a redis-cluster:// URL names (its password
+    kept), or [url]: for a command every node must run."""
+    addr = parse_redis_address(url)
+    if "nodes" not in addr:
+        return [url]
+    from urllib.parse import quote
+    auth = ""
+    if addr["password"] is not None:
+        auth = f"{quote(addr['user'] or '', safe='')}:" \
+            f"{quote(addr['password'], safe='')}@"
+    scheme = "rediss" if addr["tls"] else "redis"
+    return [f"{scheme}://{auth}{h if ':' not in h else '[' + h + ']'}:{p}"
+            for h, p in addr["nodes"]]
+
+
 class RedisConn(Conn):
     """A connection to Redis as a URL says: TCP, a unix socket, or TLS
     (checked against ca, default MCPD_TEST_REDIS_CA; client certificate
