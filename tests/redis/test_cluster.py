@@ -10,6 +10,7 @@ the tests of one run (make redis-cluster-test); in order:
   the other): every call completes with its ids contiguous, nothing lost
   or repeated, and the slots' new node holds exactly what the clients
   got;
+- the ACL user of docs/deployment.md with its cluster line serves;
 - a primary's failover under load (CLUSTER FAILOVER on its replica, and
   kill -9 of the primary, which then comes back as a replica) with commit
   replicas:1: the same; with commit primary, every client
@@ -433,3 +434,55 @@ def test_cluster_kill9_primary_exact_or_410(h):
 
 
 test_cluster_kill9_primary_exact_or_410.timeout = 180
+
+
+def test_cluster_acl_documented_rules(h):
+    """The ACL user of docs/deployment.md, with the line its Redis
+    Cluster section adds, on every node: two mcpd on it serve a streamed
+    call and its resume on the other instance exactly."""
+    _need_cluster()
+    from redisops import ROOT, acl_rules
+    with open(os.path.join(ROOT, "docs", "deployment.md")) as f:
+        m = re.search(r"^ACL SETUSER mcpd (\+spublish .*)$", f.read(), re.M)
+    expect(m is not None, "docs/deployment.md has no cluster line "
+           "\"ACL SETUSER mcpd +spublish ...\"")
+    pw = "acl-" + os.urandom(8).hex()
+    try:
+        for port in PORTS:
+            _node(port, "ACL", "SETUSER", "mcpd", *acl_rules(pw))
+            _node(port, "ACL", "SETUSER", "mcpd", *m.group(1).split())
+        nodes = parse_redis_address(URL)["nodes"]
+        url = f"redis-cluster://mcpd:{pw}@" + ",".join(
+            f"{host}:{port}" for host, port in nodes)
+        a = h.start(eventlog=url)
+        b = h.start(eventlog=url)
+        for d in (a, b):
+            expect(d.request("GET", path="/readyz").status == 200,
+                   f"not ready as the documented ACL user:\n"
+                   f"{d.stderr_tail(10)}")
+        sid = a.initialize(LATEST)
+        b.versions[sid] = LATEST
+        id, r = a.call_open(sid, "stream", {"n": 6, "interval_ms": 50},
+                            "acl")
+        first = r.next_message(10)
+        r.cut()
+        g = b.get_sse(sid, first[0].id)
+        expect(g.status == 200 and g.is_sse, f"resume -> HTTP {g.status}")
+        msgs = [first[0]]
+        while True:
+            m2 = g.next_message(10)
+            if m2 is None:
+                break
+            msgs.append(m2[0])
+        k, head = check_ids(msgs, 1, what="as the ACL user")
+        expect(head == 7 and is_response(msgs[-1].json, id) and
+               result_text(msgs[-1].json) == "done 6",
+               f"as the ACL user: ended at {head} with "
+               f"{msgs[-1].data[:200]!r}")
+    finally:
+        h.stop_all()
+        for port in PORTS:
+            _node(port, "ACL", "DELUSER", "mcpd")
+
+
+test_cluster_acl_documented_rules.timeout = 60
