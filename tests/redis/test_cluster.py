@@ -11,6 +11,9 @@ the tests of one run (make redis-cluster-test); in order:
   or repeated, and the slots' new node holds exactly what the clients
   got;
 - the ACL user of docs/deployment.md with its cluster line serves;
+- a write while its session's slot is half moved: the script's calls on
+  keys it does not declare come first, so it answers TRYAGAIN having
+  written nothing, and lands once the slot has moved;
 - a primary's failover under load (CLUSTER FAILOVER on its replica, and
   kill -9 of the primary, which then comes back as a replica) with commit
   replicas:1: the same; with commit primary, every client
@@ -32,7 +35,7 @@ import time
 from mcpd_harness import (LATEST, Skip, check_ids, expect, is_progress,
                           is_response, message_events, parse_event_id,
                           parse_redis_address, redis_command, result_text,
-                          tmo)
+                          rpc, tmo)
 
 URL = os.environ.get("MCPD_TEST_REDIS_URL") or ""
 PORTS = [int(p) for p in
@@ -486,3 +489,75 @@ def test_cluster_acl_documented_rules(h):
 
 
 test_cluster_acl_documented_rules.timeout = 60
+
+
+
+def test_cluster_store_while_its_slot_moves(h):
+    """The script reaches keys it does not declare (a session's other
+    streams, whose lifetimes a write renews) only before writing, with
+    pcall: while the session's slot is half moved (its open standalone
+    stream on the new node already), a logging/setLevel's store answers
+    TRYAGAIN from the script and writes nothing; mcpd waits it out, and
+    once the slot has moved the store lands there and is answered."""
+    _need_cluster()
+    # session_ttl 10: a write renews open streams when the last renewal
+    # is 5 s old.
+    a = h.start(eventlog_outage_grace=GRACE, session_ttl=10)
+    sid = a.initialize(LATEST)
+    g = a.get_sse(sid)
+    expect(g.status == 200 and g.is_sse, f"GET -> HTTP {g.status}")
+    slot = _slot(sid)
+    shards = _shards()
+    src = _owner(slot)
+    dst = next(p for p in shards if p != src)
+    src_id, dst_id = shards[src][0], shards[dst][0]
+    meta = f"mcpd:{{{sid}}}:meta"
+    deadline = time.monotonic() + tmo(10)
+    while True:
+        streams = [k for k in _node(src, "CLUSTER", "GETKEYSINSLOT", slot,
+                                    100) if ":s:" in k]
+        if streams:
+            break
+        expect(time.monotonic() < deadline, "no standalone stream")
+        time.sleep(0.05)
+    renewed = int(_node(src, "HGET", meta, "t"))
+    time.sleep(5.5)     # the renewal is due (on Redis's data, not a race)
+    before = _node(src, "HGET", meta, "m")
+
+    def migrate(key):
+        r = _node(src, "MIGRATE", "127.0.0.1", dst, "", 0, 5000, "AUTH",
+                  PASSWORD, "KEYS", key)
+        expect(r == "OK", f"MIGRATE {key}: {r!r}")
+
+    _node(dst, "CLUSTER", "SETSLOT", slot, "IMPORTING", src_id)
+    _node(src, "CLUSTER", "SETSLOT", slot, "MIGRATING", dst_id)
+    migrate(streams[0])
+    out = {}
+    t = threading.Thread(target=lambda: out.update(r=a.post(
+        sid, rpc("logging/setLevel", {"level": "error"}, 9),
+        timeout=GRACE)), daemon=True)
+    t.start()
+    a.wait_log(lambda line: "the session's keys are moving" in line, 15,
+               "the script's TRYAGAIN")
+    expect(_node(src, "HGET", meta, "m") == before and
+           int(_node(src, "HGET", meta, "t")) == renewed,
+           "the store wrote before it could renew every stream")
+    for key in _node(src, "CLUSTER", "GETKEYSINSLOT", slot, 100):
+        migrate(key)
+    for port in (dst, src):
+        _node(port, "CLUSTER", "SETSLOT", slot, "NODE", dst_id)
+    t.join(tmo(GRACE + 5))
+    expect("r" in out and out["r"].status == 200, f"setLevel -> "
+           f"{out.get('r') and out['r'].status}")
+    # The record is stored after the answer: it lands on the new node.
+    deadline = time.monotonic() + tmo(15)
+    while '"error"' not in (_node(dst, "HGET", meta, "m") or ""):
+        expect(time.monotonic() < deadline, f"the new node holds "
+               f"{_node(dst, 'HGET', meta, 'm')!r}")
+        time.sleep(0.05)
+    expect(int(_node(dst, "HGET", meta, "t")) > renewed,
+           "the store landed without renewing the streams")
+    g.close()
+
+
+test_cluster_store_while_its_slot_moves.timeout = 90
