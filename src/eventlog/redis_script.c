@@ -859,6 +859,8 @@ static const struct {
 	{ "MASTERDOWN", REDIS_REFUSED_ROLE, "this replica lost its primary" },
 	{ "ERR WAIT cannot be used with replica", REDIS_REFUSED_ROLE,
 	    "this server is a replica now (a failover?)" },
+	{ "UNBLOCKED", REDIS_REFUSED_ROLE, "the server's role changed under "
+	    "a waiting command (a failover?)" },
 	{ "LOADING", REDIS_REFUSED_BUSY, "Redis is loading its data" },
 	{ "BUSY", REDIS_REFUSED_BUSY, "Redis runs a script that does not "
 	    "end" },

@@ -256,6 +256,12 @@ def _under_load(h, commit, sids_of, act, what, exact=True):
         expect(not c.is_alive(), f"{what}: {c.token} still reading: "
                "silence")
         if c.failure is not None:
+            # What both instances said of Redis, not only their last lines.
+            for d in (a, b):
+                print(f"  --- {d.conf_path}: warnings")
+                for line in d.stderr_text().splitlines():
+                    if " warn " in line or " error " in line:
+                        print(f"  {line[:300]}")
             raise c.failure
     outcomes = {}
     for c in clients:

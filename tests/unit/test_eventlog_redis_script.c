@@ -441,6 +441,10 @@ START_TEST(test_refusal)
 	    REDIS_REFUSED_ROLE);
 	ck_assert_int_eq(redis_script_refusal(rep_err("ERR WAIT timeout"),
 	    why, sizeof why), REDIS_REFUSED_NONE);
+	/* A WAIT blocked on a primary that a failover made a replica. */
+	ck_assert_int_eq(redis_script_refusal(rep_err("UNBLOCKED force "
+	    "unblock from blocking operation, instance state changed (master "
+	    "-> replica?)"), why, sizeof why), REDIS_REFUSED_ROLE);
 	ck_assert_int_eq(redis_script_refusal(rep_err("LOADING Redis is "
 	    "loading the dataset in memory"), why, sizeof why),
 	    REDIS_REFUSED_BUSY);
