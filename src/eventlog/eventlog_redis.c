@@ -297,7 +297,7 @@ struct redis {
 	struct redis_op		*open;		/* op taking more entries */
 	struct redis_creates	 creates;	/* creates not answered yet */
 	struct redis_ops	 held;		/* waiting for a create */
-	struct redis_ops	 gatedq;	/* a slot that moved (Cluster) */
+	struct redis_ops	 gatedq;	/* their slot moved (Cluster) */
 	struct event		*flush_ev;	/* sends it, end of this turn */
 	struct event		*deadline_ev;
 	uint64_t		 deadline_ms;	/* when deadline_ev is due */

@@ -48,7 +48,7 @@
 
 #define REDIS_CLUSTER_REFRESH_MS	10000	/* the map, at least */
 #define REDIS_CLUSTER_TIMEOUT_MS	2000	/* a map answer */
-#define REDIS_CLUSTER_RETRY_MS		100	/* a failed refresh, doubling */
+#define REDIS_CLUSTER_RETRY_MS		100	/* after a failure, doubling */
 #define REDIS_CLUSTER_RETRY_MAX_MS	5000
 
 /* One watcher of a session, and the node its watch is on now. */
@@ -57,7 +57,7 @@ struct redis_cluster_watch {
 	eventlog_watch_cb		 cb;
 	eventlog_message_cb		 mcb;
 	void				*arg;
-	int				 count;		/* watched n times */
+	int				 count;	/* times watched */
 	struct redis			*node;
 	RB_ENTRY(redis_cluster_watch)	 entry;
 };
@@ -90,7 +90,7 @@ TAILQ_HEAD(redis_cluster_fails, redis_cluster_fail);
 
 struct redis_cluster {
 	struct event_base		*base;
-	char				*name;	/* the URL, password *** */
+	char				*name;	/* URL, password *** */
 	struct redis_link_tls		*tls;
 	int				 tls_verify;
 	char				*user;
@@ -109,7 +109,7 @@ struct redis_cluster {
 	int16_t				 slot[REDIS_CLUSTER_SLOTS];
 	int				 covered;
 	int				 mapped;	/* a map was taken */
-	int				 ready;		/* it was available */
+	int				 ready;	/* was available */
 	struct redis_cluster_map	*map;		/* parsing room */
 	uint64_t			 tickets;
 	/* Slots moved while their old node still had ops of them. */
@@ -121,8 +121,8 @@ struct redis_cluster {
 	struct redis_link		*mlink;
 	char				 mhost[REDIS_CLUSTER_HOST_MAX + 1];
 	int				 mport;
-	int				 mnext;		/* next address */
-	int				 again;		/* refresh after */
+	int				 mnext;	/* next to ask */
+	int				 again;	/* ask again */
 	int				 retry_ms;
 	struct event			*refresh_ev;
 	struct event			*timeout_ev;
@@ -142,9 +142,9 @@ struct redis_cluster {
 };
 
 static void	redis_cluster_refresh_cb(evutil_socket_t, short, void *);
-static void	redis_cluster_redirected(struct redis_cluster *, struct redis *,
-		    struct redis_op *, int, unsigned int, const char *, int,
-		    unsigned int);
+static void	redis_cluster_redirected(struct redis_cluster *,
+		    struct redis *, struct redis_op *, int, unsigned int,
+		    const char *, int, unsigned int);
 static void	redis_cluster_changed(struct redis_cluster *, const char *);
 static void	redis_cluster_node_ready(struct redis_cluster *,
 		    struct redis *);
@@ -230,9 +230,9 @@ redis_cluster_node(struct redis_cluster *c, const char *host, int port)
 		}
 	}
 	if (c->nnodes == REDIS_CLUSTER_NODES_MAX) {
-		log_limited(LOG_LEVEL_WARN, "redis-cluster", "eventlog=%s: more "
-		    "than %d primaries: %s left out", c->name,
-		    REDIS_CLUSTER_NODES_MAX, addr);
+		log_limited(LOG_LEVEL_WARN, "redis-cluster",
+		    "eventlog=%s: more than %d primaries: %s left out",
+		    c->name, REDIS_CLUSTER_NODES_MAX, addr);
 		free(addr);
 		return (NULL);
 	}
@@ -973,11 +973,11 @@ redis_cluster_layout_cb(struct redis *node, int layout, const char *why,
 	}
 	if (layout > 0) {
 		if (c->layout != layout)
-			log_error("eventlog=%s: the store is in layout %d (%s), "
-			    "this mcpd reads layout %d: run one version of "
-			    "mcpd on it (docs/protocol.md, Redis layout)",
-			    c->name, layout, REDIS_SCRIPT_LAYOUT_KEY,
-			    REDIS_SCRIPT_LAYOUT);
+			log_error("eventlog=%s: the store is in layout "
+			    "%d (%s), this mcpd reads layout %d: run one "
+			    "version of mcpd on it (docs/protocol.md, Redis "
+			    "layout)", c->name, layout,
+			    REDIS_SCRIPT_LAYOUT_KEY, REDIS_SCRIPT_LAYOUT);
 		c->layout = layout;
 		snprintf(c->layout_why, sizeof c->layout_why, "the store is "
 		    "in layout %d (%s), this mcpd reads layout %d", layout,

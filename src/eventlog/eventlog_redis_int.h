@@ -92,9 +92,9 @@ const char	*redis_op_tag(const struct redis_op *);
  *		slot's node now.
  */
 struct redis_node_hooks {
-	void		(*redirected)(struct redis_cluster *, struct redis *,
-			    struct redis_op *, int, unsigned int, const char *,
-			    int, unsigned int);
+	void		(*redirected)(struct redis_cluster *,
+			    struct redis *, struct redis_op *, int,
+			    unsigned int, const char *, int, unsigned int);
 	void		(*changed)(struct redis_cluster *, const char *);
 	void		(*ready)(struct redis_cluster *, struct redis *);
 	uint64_t	(*ticket)(struct redis_cluster *);

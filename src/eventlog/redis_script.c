@@ -106,9 +106,11 @@
  * nodes of the channel's slot, which is the session's (its hash tag).
  */
 #define REDIS_SCRIPT_PUBSUB_LINE \
-"local publish, subscribe, unsubscribe = 'PUBLISH', 'SUBSCRIBE', 'UNSUBSCRIBE'\n"
+"local publish, subscribe, unsubscribe = 'PUBLISH', 'SUBSCRIBE', " \
+    "'UNSUBSCRIBE'\n"
 #define REDIS_SCRIPT_SHARDED_LINE \
-"local publish, subscribe, unsubscribe = 'SPUBLISH', 'SSUBSCRIBE', 'SUNSUBSCRIBE'\n"
+"local publish, subscribe, unsubscribe = 'SPUBLISH', 'SSUBSCRIBE', " \
+    "'SUNSUBSCRIBE'\n"
 
 static const char redis_script_lua[] =
 "-- mcpd event log (see src/eventlog/redis_script.c).\n"
@@ -208,7 +210,8 @@ REDIS_SCRIPT_PUBSUB_LINE
 "		if isstream(f[i]) then\n"
 "			local e = undeclared('EXISTS', key(f[i]))\n"
 "			if e == nil then\n"
-"				return	-- a stream moving: prune another time\n"
+"				-- a stream moving: prune another time\n"
+"				return\n"
 "			elseif e == 0 then\n"
 "				gone[#gone + 1] = f[i]\n"
 "			end\n"

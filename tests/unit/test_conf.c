@@ -782,11 +782,13 @@ START_TEST(test_eventlog_bad)
 	    "unix://, redis-sentinel:// or redis-cluster://, not \"disk\"");
 	expect_kv_error("eventlog", "http://h:6379",
 	    "t.conf:1: eventlog: expected memory, redis://, rediss://, "
-	    "unix://, redis-sentinel:// or redis-cluster://, not \"http://h:6379\"");
+	    "unix://, redis-sentinel:// or redis-cluster://, not "
+	    "\"http://h:6379\"");
 	/* A password never reaches an error line. */
 	expect_kv_error("eventlog", "http://u:secret@h:6379",
 	    "t.conf:1: eventlog: expected memory, redis://, rediss://, "
-	    "unix://, redis-sentinel:// or redis-cluster://, not \"http://***@h:6379\"");
+	    "unix://, redis-sentinel:// or redis-cluster://, not "
+	    "\"http://***@h:6379\"");
 	expect_kv_error("eventlog", "redis://u:secret@h:0",
 	    "t.conf:1: eventlog: invalid redis URL \"redis://***@h:0\" "
 	    "(port 0)");
