@@ -3,7 +3,8 @@
 # (memory and redis event logs) under ASan/UBSan/LSan.
 
 CC	?= cc
-PKGS	 = libevent libevent_openssl libcjson hiredis libbsd-overlay libssl libcrypto
+PKGS	 = libevent libevent_openssl libcjson hiredis libbsd-overlay libssl \
+	   libcrypto yaml-0.1
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
@@ -15,7 +16,8 @@ LDLIBS	+= $(PKG_LIBS) -lm
 
 # src/ has a folder per layer (docs/architecture.md); file names are unique
 # across them, so the objects stay side by side in $(BUILD).
-SRCDIRS	 = core conf http session mcp providers upstream auth eventlog util
+SRCDIRS	 = core conf http session mcp providers upstream openapi auth eventlog \
+	   util
 vpath %.c $(SRCDIRS:%=src/%)
 SRCS	 = $(filter-out src/core/main.c,$(wildcard $(SRCDIRS:%=src/%/*.c)))
 OBJS	 = $(patsubst %.c,$(BUILD)/%.o,$(notdir $(SRCS)))
@@ -34,7 +36,7 @@ DOCDIR	?= $(PREFIX)/share/doc/mcpd
 SYSCONFDIR ?= /etc
 UNITDIR	?= $(PREFIX)/lib/systemd/system
 
-.PHONY: all clean callgraph check install install-check unit e2e e2e-redis redis-ops-test redis-cluster-test sdk-test cluster-test upstream-test asan asan-check deps conformance bench \
+.PHONY: all clean callgraph check test test-e2e install install-check unit e2e e2e-redis redis-ops-test redis-cluster-test sdk-test cluster-test upstream-test openapi-test asan asan-check deps conformance bench \
 	fuzz fuzz-replay fuzz-merge fuzz-build fuzz-bins
 
 all: mcpd
@@ -68,8 +70,8 @@ $(BUILD)/unit/%.o: tests/unit/%.c | $(BUILD)
 WORLD_TESTS = test_auth test_call test_dispatch test_lease test_session \
 	test_stream test_task test_view
 $(WORLD_TESTS:%=$(BUILD)/unit/%): $(BUILD)/unit/world.o
-CONF_TESTS = test_auth test_conf test_dispatch test_exec_args \
-	test_exec_conf test_upstream
+CONF_TESTS = test_auth test_conf test_conf_catalog test_dispatch \
+	test_exec_args test_exec_conf test_limit test_openapi test_upstream
 $(CONF_TESTS:%=$(BUILD)/unit/%): $(BUILD)/unit/confparse.o
 
 # The event-log behavioural suite runs on every backend.
@@ -147,6 +149,12 @@ sdk-test: mcpd
 upstream-test: mcpd
 	sh scripts/with-redis sh tests/upstream/run.sh ./mcpd
 
+# Issue 28: REST APIs as tools (openapi blocks) against Prism from npm and
+# a server of the test's own, driven by the official SDK client;
+# tests/openapi/. Under with-redis for its resume group.
+openapi-test: mcpd
+	sh scripts/with-redis sh tests/openapi/run.sh ./mcpd
+
 # Issue 12: nginx (conf/nginx.conf) in front of three mcpd on one private
 # redis-server; tests/cluster/.
 cluster-test: mcpd
@@ -156,7 +164,9 @@ cluster-test: mcpd
 # replicas with passwords (scripts/with-redis --cluster),
 # tests/redis/test_cluster.py (sessions spread, resharding and failovers
 # under load), the e2e resume, backpressure and task suites, then
-# tests/cluster/; and the resume suite on such a cluster over TLS.
+# tests/cluster/; and the resume suite on such a cluster over TLS. Beside
+# the other suites of make check: its nodes' ports and bus ports are drawn
+# below every port the others draw (scripts/free-port --cluster).
 REDIS_CLUSTER_E2E = -k test_resume:: -k test_backpressure:: -k test_tasks::
 redis-cluster-test: mcpd
 	sh scripts/with-redis --cluster sh -c '\
@@ -173,18 +183,61 @@ redis-cluster-test: mcpd
 callgraph: all
 	sh scripts/callgraph -c 'call session stream' -f
 
+# `make check`: the build and the call graph, then every suite, CHECK_JOBS
+# of them at once (issue 29). They share nothing: each starts its daemons
+# on ports the kernel picks (listen 127.0.0.1:0) or free_port() draws
+# below the kernel's ephemeral range (tests/e2e/mcpd_harness.py), its own
+# redis-server (scripts/with-redis, private_redis) and work directories
+# from mktemp; the one fixed path, /dev/log, is taken in turn under a lock
+# (tests/e2e/test_audit.py). Each suite writes to $(CHECK_LOGS)/SUITE.log,
+# printed whole when it ends (so the "N passed, N failed, N skipped" lines
+# .ci/run adds up are never interleaved); every suite runs even when one
+# fails (-k), and check fails if any did. The longest go first.
+CHECK_JOBS ?= 3
+CHECK_LOGS ?= $(BUILD)/check
+CHECK_SUITES = e2e e2e-redis redis-ops-test redis-cluster-test \
+	cluster-test upstream-test openapi-test sdk-test unit install-check
+
 check: deps
-	$(MAKE) all
+	$(MAKE) -j$(CHECK_JOBS) all
 	$(MAKE) callgraph
-	$(MAKE) unit
-	$(MAKE) e2e
-	$(MAKE) e2e-redis
-	$(MAKE) redis-ops-test
-	$(MAKE) sdk-test
-	$(MAKE) upstream-test
-	$(MAKE) install-check
-	$(MAKE) cluster-test
-	$(MAKE) redis-cluster-test
+	@rm -rf $(CHECK_LOGS) && mkdir -p $(CHECK_LOGS)
+	@$(MAKE) --no-print-directory -k -j$(CHECK_JOBS) \
+	    $(CHECK_SUITES:%=check-suite-%); rc=$$?; \
+	echo "==> make check: $$(cat $(CHECK_LOGS)/*.result | tr '\n' ' ')"; \
+	exit $$rc
+
+check-suite-%: mcpd
+	@log=$(CHECK_LOGS)/$*.log; t0=$$(date +%s); \
+	echo "==> $* started ($$log)"; \
+	$(MAKE) --no-print-directory $* >$$log 2>&1; rc=$$?; \
+	t=$$(( $$(date +%s) - t0 )); \
+	if [ $$rc = 0 ]; then r="$*: ok in $${t}s"; \
+	else r="$*: FAILED (exit $$rc) in $${t}s"; fi; \
+	echo "$$r;" >$(CHECK_LOGS)/$*.result; \
+	flock $(CHECK_LOGS)/.print sh -c \
+	    'echo "==> $$1 (whole output)"; cat "$$2"; echo "==> $$3"' \
+	    sh "$*" "$$log" "$$r"; \
+	exit $$rc
+
+# What a developer runs before each commit, in about a minute on a 2-core
+# machine: the build, the call graph, the unit tests and the
+# quick part of the end-to-end suite on the memory log (TEST_E2E: the
+# wire contract, sessions, streams and resume; the slow tests of outages,
+# drains, upstreams, exec and the Redis backend are left to make check).
+TEST_E2E = $(TEST_E2E_MODULES:%=-k %::)
+TEST_E2E_MODULES = test_wire test_session test_streams test_resume \
+	test_sse test_http test_tools
+# The unit tests and that part of e2e run side by side, each one's output
+# printed whole when it ends (-O).
+test:
+	$(MAKE) -j$(CHECK_JOBS) all
+	$(MAKE) callgraph
+	$(MAKE) -j$(CHECK_JOBS) $(UNIT_BINS)
+	$(MAKE) --no-print-directory -j2 -O unit test-e2e
+
+test-e2e: mcpd
+	$(PYTHON) tests/e2e/run.py --mcpd ./mcpd $(TEST_E2E)
 
 # The sanitizer build lives in its own directory so it never mixes objects
 # with the normal one. It is built with clang: gcc's UBSan has no
@@ -215,13 +268,14 @@ asan-check: asan
 	$(ASAN_ENV) sh scripts/with-redis $(PYTHON) tests/e2e/run.py \
 	    --mcpd ./mcpd-asan --sanitized
 	$(ASAN_ENV) sh scripts/with-redis sh tests/upstream/run.sh ./mcpd-asan
+	$(ASAN_ENV) sh scripts/with-redis sh tests/openapi/run.sh ./mcpd-asan
 	$(ASAN_ENV) $(PYTHON) tests/redis/run.py --mcpd ./mcpd-asan --sanitized \
 	    -k test_redis_access
 
 # libFuzzer harnesses (tests/fuzz/, see tests/fuzz/README.md). They need
 # clang: the library is built again in build-fuzz/ with coverage and the
 # sanitizers, and each harness is linked with libFuzzer.
-FUZZ_NAMES	 = cursor sse jsonrpc conf pagination http jwt
+FUZZ_NAMES	 = cursor sse jsonrpc conf pagination http jwt openapi
 FUZZ_SECONDS	?= 60
 FUZZ_REPLAY_SECONDS ?= 10
 FUZZ_FLAGS	?= -timeout=30
@@ -293,8 +347,12 @@ fuzz-merge: fuzz-build
 conformance: mcpd
 	sh scripts/conformance
 
+# Every comparison of README's performance table (scripts/bench-all):
+# `make bench BENCH_ARGS="--rounds 5"`; BENCH_ARGS=--quick checks the
+# chain in a few minutes.
+BENCH_ARGS ?=
 bench: mcpd
-	sh scripts/bench
+	bash scripts/bench-all $(BENCH_ARGS)
 
 clean:
 	rm -rf build build-asan build-fuzz mcpd mcpd-asan

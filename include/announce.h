@@ -18,6 +18,11 @@
  *    the subscription to the channel was lost and is live again.
  * Hooks run inside announce_change or inside the log's message callback;
  * they must not subscribe or unsubscribe.
+ *
+ * A change has a source: the upstream block it comes from, or "" for
+ * mcpd's own providers. Subscribers tell it only to what serves that
+ * source (an endpoint's sessions and listen streams, protocol.md,
+ * Endpoints).
  */
 #ifndef MCPD_ANNOUNCE_H
 #define MCPD_ANNOUNCE_H
@@ -39,9 +44,9 @@ enum announce_reach {
 
 struct announce_hooks {
 	enum announce_reach	 reach;
-	/* A change (uri "" unless the kind has one). */
+	/* A change (uri "" unless the kind has one) and its source. */
 	void			(*changed)(enum announce_kind, const char *,
-				    void *);
+				    const char *, void *);
 	/* ANNOUNCE_EVERYWHERE: changes may have been missed (may be NULL). */
 	void			(*lost)(const char *, void *);
 };
@@ -51,7 +56,11 @@ const char	*announce_method(enum announce_kind);
 
 void		 announce_subscribe(const struct announce_hooks *, void *);
 void		 announce_unsubscribe(const struct announce_hooks *, void *);
+/* A change of mcpd's own providers (source ""). */
 void		 announce_change(enum announce_kind, const char *);
+/* A change of source (an upstream block's name; NULL or "": mcpd's). */
+void		 announce_change_from(enum announce_kind, const char *,
+		     const char *);
 
 /*
  * Whether every instance's changes can be heard now: always without a

@@ -10,7 +10,15 @@
  *
  * Tokens are never logged, stored or passed on: a check holds one only
  * while it runs, the introspection cache is keyed by its SHA-256, and a
- * principal keeps issuer, subject, client id and scopes.
+ * principal keeps issuer, subject, client id, scopes, audiences and
+ * expiry, and in memory only the token of the request it came with, for
+ * a token exchange (credential.h), never sent anywhere else.
+ *
+ * Each endpoint (conf.h, endpoint PATH { }) is a resource of its own: a
+ * check is for an endpoint's path (NULL: the default endpoint), whose
+ * resource the token's aud must name, whose scopes it needs besides the
+ * auth block's, and whose protected resource metadata its challenges
+ * name.
  */
 #ifndef MCPD_AUTH_H
 #define MCPD_AUTH_H
@@ -36,6 +44,7 @@ struct auth_result {
 	struct auth_principal	*principal;	/* AUTH_OK: borrowed */
 	const char		*description;	/* for people; static */
 	const char		*scope;		/* AUTH_FORBIDDEN: needed */
+	const char		*endpoint;	/* its path; NULL: default */
 };
 
 /*
@@ -55,15 +64,24 @@ int		 auth_enabled(void);
  * the callback's to auth_principal_ref if it keeps it.
  */
 typedef void	 auth_check_cb(const struct auth_result *, void *);
-void		 auth_check(const char *, auth_check_cb *, void *);
+void		 auth_check(const char *, const char *, auth_check_cb *,
+		     void *);
 size_t		 auth_pending(void);
 
-/* WWW-Authenticate for a refusal (allocated). */
+/* WWW-Authenticate for a refusal (allocated), naming its endpoint's. */
 char		*auth_challenge(const struct auth_result *);
-/* The protected resource metadata (RFC 9728) document. */
-cJSON		*auth_metadata(void);
-/* Its paths on this server: base, then suffixed with the resource's. */
+/* The protected resource metadata (RFC 9728) of an endpoint's path. */
+cJSON		*auth_metadata(const char *);
+/*
+ * The default endpoint's metadata paths on this server: base, then
+ * suffixed with the resource's.
+ */
 const char	*auth_metadata_path(int);
+/*
+ * The endpoint block (its path) whose metadata is at path, or NULL: an
+ * endpoint block's metadata is served where its resource says (RFC 9728).
+ */
+const char	*auth_metadata_endpoint(const char *);
 
 /*
  * Whether a principal may use a tool, prompt, resource or template that
@@ -74,7 +92,8 @@ const char	*auth_metadata_path(int);
  */
 int		 auth_scope_allowed(const struct auth_principal *,
 		     const char *);
-char		*auth_scopes_needed(const char *);
+/* The same for an endpoint's path (its required scopes first). */
+char		*auth_scopes_needed(const char *, const char *);
 
 struct auth_principal *auth_principal_ref(struct auth_principal *);
 void		 auth_principal_unref(struct auth_principal *);
@@ -85,6 +104,16 @@ const char	*auth_principal_issuer(const struct auth_principal *);
 const char	*auth_principal_subject(const struct auth_principal *);
 const char	*auth_principal_client_id(const struct auth_principal *);
 int		 auth_principal_has_scope(const struct auth_principal *,
+		     const char *);
+/*
+ * The bearer token of the request the principal came with (NULL: none:
+ * a principal read back from a session's meta), and when the token
+ * expires (wall-clock seconds, 0: unknown). For a token exchange only.
+ */
+const char	*auth_principal_token(const struct auth_principal *);
+double		 auth_principal_expiry(const struct auth_principal *);
+/* Whether the token's aud names resource (or it named no audience). */
+int		 auth_principal_audience(const struct auth_principal *,
 		     const char *);
 /* Space-separated scopes (allocated). */
 char		*auth_principal_scopes(const struct auth_principal *);

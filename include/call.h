@@ -17,10 +17,13 @@
 
 #include <cjson/cJSON.h>
 
+struct audit_rec;
 struct auth_principal;
 struct call;
+struct limit_ticket;
 struct session;
 struct stream;
+struct trace_span;
 
 typedef void (*call_sent_cb)(int, void *);
 typedef void (*call_cancel_cb)(void *);
@@ -59,6 +62,13 @@ const char	*call_owner(const struct call *);
  */
 void		 call_set_principal(struct call *, struct auth_principal *);
 struct auth_principal *call_principal(const struct call *);
+/*
+ * The endpoint path the call came to (its session's, or the one a
+ * stateless request or a task set, copied): whose catalog it sees. NULL:
+ * none (every item is served).
+ */
+void		 call_set_endpoint(struct call *, const char *);
+const char	*call_endpoint(const struct call *);
 void		 call_set_owner(struct call *, const char *);
 int		 call_answer(struct call *, const char *, const cJSON *);
 const char	*call_version(const struct call *);
@@ -70,6 +80,14 @@ void		 call_request_keyed(struct call *, const char *,
 struct call	*call_start(struct session *, struct stream *, const cJSON *,
 		     const cJSON *);
 void		 call_set_tool(struct call *, const char *);
+/* What ends with the call: its audit record, its limits' slots. */
+void		 call_set_audit(struct call *, struct audit_rec *);
+void		 call_set_ticket(struct call *, struct limit_ticket *);
+cJSON		*call_audit_context(const struct call *);
+void		 call_limited(struct call *, const char *);
+/* The span of the call's message (taken; ended with the call). */
+void		 call_set_trace(struct call *, struct trace_span *);
+struct trace_span *call_trace(const struct call *);
 struct session	*call_session(const struct call *);
 struct stream	*call_stream(const struct call *);
 const cJSON	*call_id(const struct call *);
@@ -79,6 +97,7 @@ int		 call_finished(const struct call *);
 void		 call_set_cancel(struct call *, call_cancel_cb, void *);
 void		 call_cancel(struct call *, const char *);
 void		 call_interrupt(struct call *, const char *);
+void		 call_abandon(struct call *, const char *);
 
 void		 call_send(struct call *, cJSON *, call_sent_cb, void *);
 /* cb(ok, arg) on a later turn (NULL cb: nothing): a sink's "sent". */

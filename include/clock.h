@@ -10,5 +10,7 @@
 uint64_t	clock_now_ms(void);
 uint64_t	clock_now_us(void);
 uint64_t	clock_wall_ms(void);
+/* Wall clock in nanoseconds since the epoch (span times). */
+uint64_t	clock_wall_ns(void);
 
 #endif

@@ -121,6 +121,84 @@ struct conf_auth {
 	long long		 timeout;	/* seconds, outbound requests */
 };
 
+/*
+ * A catalog (conf_catalog.c): which items of a source are served, under
+ * which names and with which descriptions. In an upstream block the names
+ * are the upstream's own (before its prefix); in an endpoint block, the
+ * names clients see. Patterns are shell patterns (fnmatch).
+ */
+enum conf_catalog_list {
+	CONF_CATALOG_TOOLS,
+	CONF_CATALOG_PROMPTS,
+	CONF_CATALOG_RESOURCES,		/* URIs, and templates' uriTemplate */
+	CONF_CATALOG_MAX
+};
+
+/* rename OLD NEW; description NAME TEXT (tools) */
+struct conf_rename {
+	char			*from;
+	char			*to;
+};
+
+struct conf_catalog {
+	char			**allow[CONF_CATALOG_MAX];	/* NULL: all */
+	size_t			 nallow[CONF_CATALOG_MAX];
+	char			**deny[CONF_CATALOG_MAX];
+	size_t			 ndeny[CONF_CATALOG_MAX];
+	struct conf_rename	*renames;
+	size_t			 nrenames;
+	struct conf_rename	*descriptions;	/* from: name, to: text */
+	size_t			 ndescriptions;
+};
+
+/*
+ * credentials { ... } of an upstream with a url or of an openapi block
+ * (conf_credential.c): what mcpd sends with its requests to it, never the
+ * caller's token.
+ */
+enum conf_grant {
+	CONF_GRANT_NONE,		/* static headers only */
+	CONF_GRANT_CLIENT_CREDENTIALS,	/* mcpd's own token */
+	CONF_GRANT_TOKEN_EXCHANGE	/* RFC 8693, on the caller's behalf */
+};
+
+enum conf_client_auth {
+	CONF_CLIENT_AUTH_BASIC,		/* client_secret_basic */
+	CONF_CLIENT_AUTH_POST		/* client_secret_post */
+};
+
+enum conf_subject_type {
+	CONF_SUBJECT_ACCESS_TOKEN,
+	CONF_SUBJECT_JWT
+};
+
+/* header NAME FILE: the value is the file's first line, read at load. */
+struct conf_header {
+	char			*name;
+	char			*file;
+	char			*value;
+};
+
+struct conf_credentials {
+	int			 line;		/* of "credentials {" */
+	struct conf_header	*headers;
+	size_t			 nheaders;
+	int			 grant;		/* enum conf_grant */
+	char			*token_endpoint;
+	char			*client_id;
+	char			*client_secret_file;
+	char			*client_secret;	/* read from its file */
+	int			 client_auth;	/* enum conf_client_auth */
+	char			*resource;	/* RFC 8707, or NULL */
+	char			*audience;	/* or NULL */
+	char			**scopes;	/* NULL-terminated */
+	size_t			 nscopes;
+	int			 subject_token_type; /* enum conf_subject_type */
+	long long		 expires_in;	/* seconds, when not said */
+	long long		 max_tokens;	/* exchanged tokens kept */
+	long long		 timeout;	/* seconds, token requests */
+};
+
 /* upstream NAME { sharing shared|session } */
 enum conf_sharing {
 	CONF_SHARING_SHARED,
@@ -152,6 +230,85 @@ struct conf_upstream {
 	char			*scope;		/* its tools' OAuth scope */
 	long long		 idle_timeout;	/* seconds, url: GET stream */
 	long long		 max_tools;	/* items of one list served */
+	struct conf_catalog	 catalog;	/* tools allow|deny, rename, ... */
+	struct conf_credentials	*credentials;	/* NULL: none */
+};
+
+/*
+ * endpoint PATH { ... } (conf_endpoint.c): one more MCP endpoint on the
+ * listener, with a catalog of its own (which upstreams, which tools,
+ * prompts and resources) and, with an auth block, its own resource and
+ * required scopes. A block whose PATH is the plain endpoint's configures
+ * the default endpoint.
+ */
+struct conf_endpoint {
+	char			*path;
+	int			 line;		/* of "endpoint PATH {" */
+	int			 all_upstreams;	/* no upstreams line */
+	char			**upstreams;	/* NULL-terminated */
+	size_t			 nupstreams;
+	struct conf_catalog	 catalog;	/* by the names clients see */
+	char			*resource;	/* NULL: derived from auth's */
+	char			**scopes;	/* required here, besides auth's */
+	size_t			 nscopes;
+};
+
+/* openapi NAME { header NAME VALUE|file:PATH } */
+/*
+ * openapi NAME { ... }: a REST API described by an OpenAPI 3.0 or 3.1
+ * document, each operation an MCP tool (src/providers/provider_openapi.c).
+ */
+struct conf_openapi {
+	char			*name;
+	int			 line;		/* of "openapi NAME {" */
+	char			*spec;		/* an absolute path, or a URL */
+	int			 spec_url;	/* http:// or https:// */
+	char			*base_url;	/* NULL: the spec's server */
+	char			*prefix;	/* "" if none */
+	char			**allow;	/* operations allow: patterns */
+	size_t			 nallow;
+	char			**deny;		/* operations deny: patterns */
+	size_t			 ndeny;
+	struct conf_header	*headers;
+	size_t			 nheaders;
+	long long		 timeout;	/* seconds, one request */
+	long long		 max_response;	/* bytes of one response */
+	long long		 max_concurrency; /* calls in flight */
+	char			*scope;		/* its tools' OAuth scope */
+	long long		 max_spec;	/* bytes of the document */
+	long long		 max_operations;
+	long long		 max_schema_depth;
+	struct conf_credentials	*credentials;	/* NULL: none */
+};
+
+/*
+ * limit NAME { ... }: a token bucket (rate, burst), a daily quota and a
+ * bound on calls running at once, each per key (docs/limits.md).
+ */
+#define CONF_LIMIT_KEY_PRINCIPAL	0x1	/* issuer and subject */
+#define CONF_LIMIT_KEY_CLIENT		0x2	/* client id */
+#define CONF_LIMIT_KEY_TOOL		0x4
+#define CONF_LIMIT_KEY_UPSTREAM		0x8
+
+struct conf_limit {
+	char			*name;
+	int			 line;		/* of "limit NAME {" */
+	int			 keys;		/* CONF_LIMIT_KEY_* */
+	long long		 rate;		/* tokens a period; 0: none */
+	long long		 period_ms;	/* of rate: 1 s, 1 min, 1 h */
+	long long		 burst;		/* the bucket's size */
+	long long		 concurrency;	/* calls at once; 0: none */
+	long long		 quota;		/* calls a day (UTC); 0: none */
+	char			**tools;	/* patterns; none: every tool */
+	size_t			 ntools;
+	char			**endpoints;	/* paths; none: every one */
+	size_t			 nendpoints;
+};
+
+/* What a limit check does while the shared store cannot answer. */
+enum conf_limit_fallback {
+	CONF_LIMIT_LOCAL,	/* this process's own buckets */
+	CONF_LIMIT_REFUSE	/* refused */
 };
 
 enum conf_log_format {
@@ -167,6 +324,8 @@ struct conf {
 	char			*listen_host;
 	int			 listen_port;
 	char			*endpoint;	/* endpoint PATH, "/mcp" */
+	struct conf_endpoint	*endpoints;	/* endpoint PATH { }, in order */
+	size_t			 nendpoints;
 
 	/*
 	 * eventlog memory | redis://, rediss://, unix://, redis-sentinel://
@@ -206,6 +365,7 @@ struct conf {
 	long long		 stream_maxlen;	/* entries kept per stream */
 	long long		 stream_window;	/* undelivered entries before pause */
 	int			 stream_window_line; /* 0: unset */
+	int			 eventlog_line;	/* 0: unset (memory) */
 	long long		 stream_ttl;	/* seconds, after a stream ends */
 	long long		 session_ttl;	/* seconds idle */
 	long long		 max_sessions;
@@ -230,9 +390,14 @@ struct conf {
 	size_t			 ntools;
 	struct conf_upstream	*upstreams;	/* in file order */
 	size_t			 nupstreams;
+	struct conf_openapi	*openapis;	/* in file order */
+	size_t			 nopenapis;
 	char			**allowed_origins;	/* NULL-terminated */
 	size_t			 nallowed_origins;
 	struct conf_auth	*auth;		/* NULL: no authorization */
+	struct conf_limit	*limits;	/* limit blocks, in file order */
+	size_t			 nlimits;
+	int			 limit_fallback; /* enum conf_limit_fallback */
 
 	long long		 drain_delay;	/* seconds not ready, serving */
 	long long		 drain_timeout;	/* seconds calls may finish */
@@ -247,6 +412,23 @@ struct conf {
 	char			*log_file;	/* "stderr" or a path */
 	int			 log_format;	/* enum conf_log_format */
 	int			 access_log;
+	char			*audit_log;	/* NULL: none; "syslog"; a path */
+	int			 audit_arguments;
+	long long		 audit_queue;	/* bytes of lines waiting */
+
+	/* Tracing (OpenTelemetry): conf_otel.c, core/telemetry.c. */
+	char			*otel_endpoint;	/* NULL: no tracing */
+	char			**otel_headers;	/* "Name: value" */
+	size_t			 notel_headers;
+	double			 otel_sample;	/* roots sampled */
+	char			*otel_service_name;
+	char			*otel_instance_id; /* NULL: random */
+	char			**otel_resource; /* KEY=VALUE, NULL-ended */
+	size_t			 notel_resource;
+	long long		 otel_queue;	/* spans waiting */
+	long long		 otel_batch;	/* spans a request */
+	long long		 otel_interval_ms;
+	long long		 otel_timeout;	/* seconds, a request */
 
 	char			*state_key_file;	/* NULL: none */
 	char			*state_key_previous_file;
@@ -284,6 +466,47 @@ const char	*conf_param_type_name(enum conf_param_type);
 /* The upstream block named NAME, or NULL. */
 const struct conf_upstream *conf_upstream_find(const struct conf *,
 		     const char *);
+/* The openapi block named NAME, or NULL. */
+const struct conf_openapi *conf_openapi_find(const struct conf *,
+		     const char *);
+/*
+ * The endpoint block of PATH (the default endpoint's too, if a block
+ * configures it), or NULL: then PATH serves everything if it is the
+ * default endpoint, and is no endpoint otherwise.
+ */
+const struct conf_endpoint *conf_endpoint_find(const struct conf *,
+		     const char *);
+/* Whether PATH is an MCP endpoint of conf (the default, or a block). */
+int		 conf_endpoint_exists(const struct conf *, const char *);
+/*
+ * Whether endpoint ep (NULL: the default with no block, which serves
+ * everything) serves item name of list l (enum conf_catalog_list) from
+ * source (an upstream's name, NULL for mcpd's own providers).
+ */
+int		 conf_endpoint_serves(const struct conf_endpoint *, int,
+		     const char *, const char *);
+/* Whether ep serves anything of source at all (its upstreams line). */
+int		 conf_endpoint_serves_source(const struct conf_endpoint *,
+		     const char *);
+/* Whether a catalog lets item name of list l through (allow, deny). */
+int		 conf_catalog_allows(const struct conf_catalog *, int,
+		     const char *);
+/* The name a catalog serves a tool under (its own if not renamed). */
+const char	*conf_catalog_served_name(const struct conf_catalog *,
+		     const char *);
+/* The tool name NAME was served for (NULL: a renamed one's old name). */
+const char	*conf_catalog_own_name(const struct conf_catalog *,
+		     const char *);
+/* The description a catalog gives tool NAME (its own name), or NULL. */
+const char	*conf_catalog_description(const struct conf_catalog *,
+		     const char *);
+int		 conf_catalog_differ(const struct conf_catalog *,
+		     const struct conf_catalog *);
+int		 conf_credentials_differ(const struct conf_credentials *,
+		     const struct conf_credentials *);
+
+/* The limit block named NAME, or NULL. */
+const struct conf_limit *conf_limit_find(const struct conf *, const char *);
 /*
  * What `mcpd -t` and start-up warn about (exec tools reachable from the
  * network without authorization), or NULL.

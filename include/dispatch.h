@@ -8,8 +8,26 @@
 
 struct auth_principal;
 struct call;
+struct limit_ticket;
 struct session;
 struct stream;
+struct trace_ctx;
+
+/*
+ * What the edge knows of a request that the calls it starts keep: the
+ * path it arrived on, and whether its tools/call was checked against the
+ * limits already (answered 429 there if not admitted), with the slots
+ * it holds (taken). A call not checked at the edge (a batch's) is
+ * checked as it starts, and answered -32023 if refused. A stateless
+ * call's trace goes on from the context of its earlier round.
+ */
+struct dispatch_origin {
+	const char		*endpoint;
+	int			 admitted;
+	struct limit_ticket	*ticket;
+	const struct trace_ctx	*trace;		/* a stateless call's earlier
+						   round's, or NULL */
+};
 
 struct dispatch_method;
 
@@ -44,8 +62,10 @@ enum dispatch_refusal {
 	DISPATCH_FULL		/* no room for a session now: 503 */
 };
 
+/* initialize: the request, who, the endpoint's path (NULL: default). */
 cJSON	*dispatch_initialize(const cJSON *, struct auth_principal *,
-	    enum dispatch_refusal *, const char **, session_stored_fn, void *);
+	    const char *, enum dispatch_refusal *, const char **,
+	    session_stored_fn, void *);
 int	 dispatch_streams(const cJSON *);
 int	 dispatch_sessionless(const cJSON *);
 enum dispatch_scope dispatch_scope(const cJSON *, const char **);
@@ -57,14 +77,23 @@ const char *dispatch_method_name_param(const struct dispatch_method *);
 /* The -32602 message for a request whose params hold a NUL, or NULL. */
 const char *dispatch_params_refused(const cJSON *);
 cJSON	*dispatch_quick(struct session *, const cJSON *);
-/* The same without a session, for a principal (NULL: no auth). */
+/*
+ * The same without a session, for a principal (NULL: no auth) at an
+ * endpoint's path (whose catalog it sees; NULL: everything).
+ */
 cJSON	*dispatch_quick_stateless(const struct auth_principal *,
-	    const cJSON *);
-cJSON	*dispatch_capabilities(int);
-void	 dispatch_start_call(struct call *, const cJSON *);
-void	 dispatch_start(struct session *, struct stream *, const cJSON *);
+	    const char *, const cJSON *);
+/* What a revision's clients at an endpoint's path are told is served. */
+cJSON	*dispatch_capabilities(int, const char *);
+void	 dispatch_start_call(struct call *, const cJSON *,
+	    struct dispatch_origin *);
+void	 dispatch_start(struct session *, struct stream *, const cJSON *,
+	    struct dispatch_origin *);
 void	 dispatch_start_batch(struct session *, struct stream *,
-	    const cJSON *);
+	    const cJSON *, struct dispatch_origin *);
+/* The JSON-RPC error a call refused by a limit is answered (taken). */
+struct limit_refusal;
+cJSON	*dispatch_limited(const cJSON *, const struct limit_refusal *);
 void	 dispatch_notification(struct session *, const cJSON *);
 int	 dispatch_response(struct session *, const cJSON *);
 

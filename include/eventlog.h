@@ -69,6 +69,37 @@ typedef void (*eventlog_message_cb)(const char *, const char *, size_t,
 typedef void (*eventlog_task_cb)(enum eventlog_status, uint64_t,
 		    const char *, size_t, void *);
 
+/*
+ * Limits (limit.c) in a shared log: a token bucket with its daily quota
+ * (eventlog_take), and slots of calls running at once (eventlog_slot).
+ */
+struct eventlog_take {
+	const char	*key;		/* the bucket's name (its own slot) */
+	uint64_t	 rate;		/* tokens a period; 0: no bucket */
+	uint64_t	 period_ms;
+	uint64_t	 burst;		/* the bucket's size */
+	uint64_t	 quota;		/* a day; 0: none */
+	uint64_t	 want;		/* tokens asked for */
+	uint64_t	 min;		/* fewer than this are none */
+	uint64_t	 back;		/* taken before, unused: given back */
+	uint64_t	 back_day;	/* the day they were taken on */
+};
+struct eventlog_taken {
+	uint64_t	 granted;	/* 0, or min to want */
+	uint64_t	 wait_ms;	/* none granted: until min are due */
+	uint64_t	 day;		/* the log's day, since the epoch, UTC */
+	int		 quota;		/* none granted: the quota's doing */
+};
+typedef void (*eventlog_take_cb)(enum eventlog_status,
+		    const struct eventlog_taken *, void *);
+enum eventlog_slot_op {
+	EVENTLOG_SLOT_TAKE,	/* one member, if fewer than max are there */
+	EVENTLOG_SLOT_RENEW,	/* the members live ttl_ms from now */
+	EVENTLOG_SLOT_FREE
+};
+/* A slot op's answer: whether the member was taken (TAKE), else 1. */
+typedef void (*eventlog_slot_cb)(enum eventlog_status, int, void *);
+
 /* The keyring (eventlog_keyring): its keys are NUL-terminated strings. */
 struct eventlog_keyring {
 	uint64_t	 generation;	/* 1, then one more each rotation */
@@ -140,6 +171,12 @@ struct eventlog_ops {
 	void	(*task_get)(void *, const char *, eventlog_task_cb, void *);
 	void	(*keyring)(void *, uint64_t, const char *, const char *,
 		    eventlog_keyring_cb, void *);
+	/* Optional, shared logs only: limits (limit.c). */
+	void	(*take)(void *, const struct eventlog_take *,
+		    eventlog_take_cb, void *);
+	void	(*slot)(void *, enum eventlog_slot_op, const char *, uint64_t,
+		    uint64_t, const char *const *, size_t, eventlog_slot_cb,
+		    void *);
 	/* Optional (NULL: always): whether operations may succeed now. */
 	int	(*available)(void *);
 	/* Optional (NULL: always available, nothing to tell). */
@@ -291,6 +328,27 @@ void	eventlog_task_get(struct eventlog *, const char *, eventlog_task_cb,
  */
 void	eventlog_keyring(struct eventlog *, uint64_t, const char *,
 	    const char *, eventlog_keyring_cb, void *);
+
+/*
+ * Limits, in a shared log only (limit.c keeps its own buckets
+ * otherwise). A take refills bucket key at rate tokens a period_ms (from
+ * the log's clock, so the instances' clocks do not matter), up to burst,
+ * adds back what back gives (never past burst; to the quota only if
+ * back_day is today), and grants as many tokens as it holds, want at
+ * most, and no more than the quota leaves today: none if that is fewer
+ * than min, with the time until min would be due (the next UTC midnight
+ * when the quota refused). Tokens leave the bucket when granted.
+ *
+ * Slots bound what runs at once: a TAKE adds member (unless max members
+ * or more are alive), a RENEW makes members live ttl_ms from now (adding
+ * back one that lapsed), a FREE removes them; members not renewed lapse
+ * after ttl_ms, so those of a process that died are freed by time.
+ */
+void	eventlog_take(struct eventlog *, const struct eventlog_take *,
+	    eventlog_take_cb, void *);
+void	eventlog_slot(struct eventlog *, enum eventlog_slot_op, const char *,
+	    uint64_t, uint64_t, const char *const *, size_t, eventlog_slot_cb,
+	    void *);
 
 /* Backend constructors. */
 void	*eventlog_memory_create(struct event_base *, const struct conf *,

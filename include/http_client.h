@@ -36,6 +36,20 @@
  * done has run the handle is gone, and cancel must not be called).
  * Headers, body and URL are copied by http_client_start; nothing the
  * caller passes is kept.
+ *
+ * Connections: one per request, closed after it (Connection: close),
+ * unless the request asks for keepalive (a gathered request, no chunk
+ * callback). Then it takes a connection to the same origin (scheme, host,
+ * port) that an earlier keepalive request left idle, if one is still open,
+ * and leaves its own idle when its response was read to the end without
+ * an error; any other end (an error, a timeout, a body too large, a
+ * cancel, a server that said close) closes it. Idle connections are
+ * bounded: HTTP_CLIENT_IDLE_PER_ORIGIN per origin, HTTP_CLIENT_IDLE_MAX in
+ * all, each closed after HTTP_CLIENT_IDLE_MS unused (or at once when the
+ * server closes it). A request sent on a reused connection that the server
+ * closed before a byte of the response came is sent again once on a new
+ * connection when its method is idempotent (GET, HEAD, PUT, DELETE,
+ * OPTIONS): the server may have closed it as it went idle.
  */
 #ifndef MCPD_HTTP_CLIENT_H
 #define MCPD_HTTP_CLIENT_H
@@ -54,8 +68,13 @@ struct http_client_header {
 	const char	*value;
 };
 
+#define HTTP_CLIENT_IDLE_PER_ORIGIN	64
+#define HTTP_CLIENT_IDLE_MAX		256
+#define HTTP_CLIENT_IDLE_MS		4000
+
 struct http_client_request {
-	const char			*method;	/* GET, POST, PUT, DELETE */
+	/* GET, HEAD, POST, PUT, DELETE, PATCH, OPTIONS */
+	const char			*method;
 	const char			*url;		/* http:// or https:// */
 	const struct http_client_header	*headers;
 	size_t				 nheaders;
@@ -65,6 +84,7 @@ struct http_client_request {
 	size_t				 max_chunk;	/* a stream's piece */
 	int				 timeout_ms;
 	int				 idle_ms;	/* 0: no idle bound */
+	int				 keepalive;	/* reuse connections */
 	http_client_chunk_cb		*chunk;		/* NULL: gather */
 	http_client_done_cb		*done;
 	void				*arg;
@@ -82,6 +102,10 @@ struct http_client *http_client_start(const struct http_client_request *,
 		     char **);
 void		 http_client_cancel(struct http_client *);
 size_t		 http_client_count(void);
+/* Connections left idle for keepalive requests, open or not yet swept. */
+size_t		 http_client_idle_count(void);
+/* Whether the request went on a connection an earlier one left idle. */
+int		 http_client_reused(const struct http_client *);
 
 int		 http_client_status(const struct http_client *);
 const char	*http_client_error(const struct http_client *);

@@ -25,6 +25,18 @@
 #define JSONRPC_MISSING_CAPABILITY -32021
 /* MCP 2026-07-28: a protocol version this server does not speak. */
 #define JSONRPC_UNSUPPORTED_VERSION -32022
+/*
+ * A call refused by a limit (docs/limits.md): the code the draft MCP SEP
+ * "rate-limited error" proposes, data.retryAfter (seconds) and
+ * data.retryAfterMs with it.
+ */
+#define JSONRPC_RATE_LIMITED	 -32023
+/*
+ * mcpd: no credentials toward an upstream for this call (a token exchange
+ * or a client credentials grant refused or failed); data names the
+ * upstream and the OAuth error.
+ */
+#define JSONRPC_UPSTREAM_CREDENTIALS -32024
 
 /* Deepest nesting accepted in a request body. */
 #define JSONRPC_MAX_DEPTH	64

@@ -34,37 +34,67 @@ uint64_t lease_renew_ms(void);
  */
 int	 lease_lapse_counts(void);
 
-/* The owner's side. */
-void	 lease_take(const char *, uint64_t, const cJSON *);
+/* The owner's side: the ids owed, and their calls' audit contexts. */
+void	 lease_take(const char *, uint64_t, const cJSON *, const cJSON *);
 void	 lease_renew(const char *, uint64_t);
+
+/*
+ * Tracing: the context of stream K's call (the call record "t:K", beside
+ * the ids it owes), so that whoever resumes K or answers its calls
+ * elsewhere traces into the same trace. lease_trace_get's cb runs once,
+ * on a later loop turn, with the context or NULL (none, or the log could
+ * not say).
+ */
+struct trace_ctx;
+void	 lease_trace(const char *, uint64_t, const struct trace_ctx *);
+typedef void (*lease_trace_cb)(const struct trace_ctx *, void *);
+void	 lease_trace_get(const char *, uint64_t, lease_trace_cb, void *);
 
 /*
  * Whether the owner of stream K is gone: cb runs once, on a later loop
  * turn, with the request ids K owes (maybe none) and K's head when the
  * lease lapsed while K is open; with ids NULL when the owner is alive, K
- * ended, or the log cannot tell now.
+ * ended, or the log cannot tell now. With audit_log, the audit contexts
+ * the owner left (an array, or NULL).
  */
 typedef void (*lease_checked_cb)(const char *, uint64_t, const cJSON *,
-		    uint64_t, void *);
+		    uint64_t, const cJSON *, void *);
 void	 lease_check(const char *, uint64_t, lease_checked_cb, void *);
 
 /*
  * Ends stream K, whose head is `head`, with a JSON-RPC error for each of
  * the request ids, the last one final (or, with no ids, ends it bare).
- * cb runs once, on a later loop turn: OK or the first failure, and the
- * log's answer for the last entry committed (NULL if none was).
+ * `issued` is the highest entry of K the caller ever sent to the log:
+ * above head, the log lost entries that clients may hold, and the errors
+ * take their ids again (the only ids left: no holes), so it is recorded
+ * first, in the note "x:K" (lease_lost_get), for resumes to tell a
+ * client holding a lost entry from one behind the loss. cb runs once, on
+ * a later loop turn: OK or the first failure, and the log's answer for
+ * the last entry committed (NULL if none was).
  */
 typedef void (*lease_answered_cb)(const char *, uint64_t,
 		    enum eventlog_status, const struct eventlog_info *, void *);
 void	 lease_answer(const char *, uint64_t, const cJSON *, uint64_t,
-		    const char *, lease_answered_cb, void *);
+		    uint64_t, const char *, lease_answered_cb, void *);
 
 /*
- * Settling: this process's append to stream K (committed up to `head`)
- * was not answered. Until the log answers again the lease is kept and the
- * ids are answered after whatever the log holds. cb runs on later loop
- * turns, like a watch, for each thing K's view must hear, and never after
- * lease_forget for the session.
+ * Whether stream K lost entries it had committed, and then had its
+ * errors committed after what the log kept (lease_answer): cb runs once,
+ * on a later loop turn, with found 1, the head the log kept and the
+ * highest entry issued before the loss (a cursor K-N with head < N <=
+ * issued names an entry the log lost); found 0 when none is recorded
+ * (or the log cannot tell now). Shared logs only.
+ */
+typedef void (*lease_lost_cb)(int, uint64_t, uint64_t, void *);
+void	 lease_lost_get(const char *, uint64_t, lease_lost_cb, void *);
+
+/*
+ * Settling: this process's append to stream K (committed up to `head`,
+ * sent up to `issued`, as for lease_answer) was not answered. Until the
+ * log answers again the lease is kept and the ids are answered after
+ * whatever the log holds. cb runs on later loop turns, like a watch, for
+ * each thing K's view must hear, and never after lease_forget for the
+ * session.
  */
 enum lease_event {
 	LEASE_WAITED,		/* the view waited long enough: end at head */
@@ -73,8 +103,8 @@ enum lease_event {
 };
 typedef void (*lease_settle_cb)(const char *, uint64_t, enum lease_event,
 		    enum eventlog_status, uint64_t, void *);
-void	 lease_settle(const char *, uint64_t, uint64_t, const cJSON *,
-		    lease_settle_cb, void *);
+void	 lease_settle(const char *, uint64_t, uint64_t, uint64_t,
+		    const cJSON *, lease_settle_cb, void *);
 int	 lease_settling(const char *, uint64_t);
 void	 lease_forget(const char *);
 

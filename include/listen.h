@@ -12,9 +12,12 @@
 struct auth_principal;
 struct evhttp_request;
 
-/* A validated listen request (id and params copied), for principal who. */
+/*
+ * A validated listen request (id and params copied), for principal who at
+ * an endpoint's path (whose catalog's changes it hears; copied).
+ */
 void	 listen_start(struct evhttp_request *, const cJSON *, const cJSON *,
-	    struct auth_principal *);
+	    struct auth_principal *, const char *);
 size_t	 listen_count(void);
 void	 listen_init(void);
 void	 listen_cron(void);

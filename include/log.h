@@ -22,6 +22,12 @@ enum log_level {
 };
 
 extern enum log_level log_level;
+/*
+ * Set by trace.c while tracing is on: the current span's trace and span
+ * ids in hex (33 and 17 bytes), 1 if there is one. JSON lines carry them
+ * as trace_id and span_id, so logs and traces join.
+ */
+extern int (*log_trace_ids)(char *, char *);
 
 void	 log_init(enum log_level);
 int	 log_open(const char *, int, char **);

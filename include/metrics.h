@@ -64,6 +64,9 @@ struct metrics {
 
 	struct metrics_tool tools[METRICS_TOOLS + 1];	/* + "other" */
 	size_t		ntools;
+
+	uint64_t	credential_tokens;	/* got from token endpoints */
+	uint64_t	credential_failures;	/* token requests that failed */
 };
 
 extern struct metrics metrics;

@@ -14,6 +14,7 @@
 #include "call.h"
 
 struct mrtr;
+struct trace_ctx;
 
 /* For method's request about name (the tool, prompt or URI; NULL: none). */
 struct mrtr	*mrtr_new(const char *, const char *);
@@ -29,6 +30,12 @@ int		 mrtr_rounds(struct mrtr *, const cJSON *, int *, int *,
 /* The sink's ask (call.h): answered from the rounds, or asked for. */
 enum call_ask	 mrtr_ask(struct mrtr *, struct call *, const char *,
 		     const char *, cJSON *, const cJSON **);
+/*
+ * The trace context the requestState carried (the call span of the round
+ * that asked), so a round taken by another instance stays in its trace;
+ * NULL if none.
+ */
+const struct trace_ctx *mrtr_origin(const struct mrtr *);
 /* The call has ended: what it asked is never answered. */
 void		 mrtr_ended(struct mrtr *);
 

@@ -1,8 +1,9 @@
 /*
  * Providers: where tools, resources and prompts come from (built-in
  * diagnostics, the conformance fixtures and their task tools, exec
- * programs, upstream MCP servers). Each provider lives in its own file and is registered in
- * the one table in provider.c. Any hook may be NULL.
+ * programs, REST APIs described by OpenAPI, upstream MCP servers). Each
+ * provider lives in its own file and is registered in the one table in
+ * provider.c. Any hook may be NULL.
  *
  * Listing hooks append definitions to an array and return at once. Hooks
  * that take a call answer through it (call_respond, call_respond_error,
@@ -18,8 +19,12 @@ struct call;
 struct conf;
 struct session;
 
-/* An item of a list and the OAuth scope it needs (NULL: none); 1: stop. */
-typedef int	provider_walk_cb(const cJSON *, const char *, void *);
+/*
+ * An item of a list, the OAuth scope it needs (NULL: none) and its source
+ * (the upstream block it comes from, NULL for mcpd's own); 1: stop.
+ */
+typedef int	provider_walk_cb(const cJSON *, const char *, const char *,
+		    void *);
 
 struct provider {
 	const char	*name;
@@ -56,6 +61,8 @@ struct provider {
 	int		(*lists_change)(int, int);
 	/* Whether this provider serves tool NAME. */
 	int		(*has_tool)(const char *);
+	/* The name of the upstream that serves tool NAME, or NULL. */
+	const char	*(*tool_upstream)(const char *);
 	/*
 	 * The lists as one session sees them (enum provider_list); when
 	 * set, used in place of list_tools and the others.
@@ -87,6 +94,12 @@ struct provider {
 	 */
 	size_t		(*list_walk)(struct session *, int, size_t,
 			    provider_walk_cb *, void *);
+	/*
+	 * The source of an item of list l this provider serves to session
+	 * s (an upstream block's name), NULL if the item is not its: what
+	 * an endpoint's upstreams line selects by.
+	 */
+	const char	*(*source)(struct session *, int, const char *);
 };
 
 enum provider_list {
@@ -100,19 +113,53 @@ extern const struct provider provider_builtin;
 extern const struct provider provider_fixtures;
 extern const struct provider provider_taskfix;
 extern const struct provider provider_exec;
+extern const struct provider provider_openapi;
 extern const struct provider provider_upstream;
 
 void	 provider_init(const struct conf *);
+
+/*
+ * Endpoints' catalogs (conf.h, endpoint PATH { }): whether the endpoint
+ * at path (NULL: everything is served) serves item name of list l to
+ * session s (NULL: to a stateless client), its source looked up; the
+ * same for an item of a walk with its source known; and whether a change
+ * (announce.h) of source is one its clients hear (for a resource update,
+ * of resource uri). A path no longer an endpoint (a reload took it away)
+ * serves nothing.
+ */
+int	 provider_serves(const char *, struct session *, int, const char *);
+int	 provider_serves_item(const char *, int, const cJSON *, const char *);
+int	 provider_endpoint_hears(const char *, int, const char *,
+	    const char *);
+/* The name of an item of list l: name, uri, or a template's uriTemplate. */
+const char *provider_item_key(int, const cJSON *);
+/*
+ * The name a tool goes by in mcpd for the name a client of the endpoint
+ * at path calls it (its block's rename undone), or NULL when no tool goes
+ * by that name there; and an item of list l as that endpoint shows it (a
+ * copy, renamed and described as its block says), or NULL when its
+ * renames hide it.
+ */
+const char *provider_endpoint_tool(const char *, const char *);
+cJSON	*provider_endpoint_item(const char *, int, const cJSON *);
 int	 provider_has_resources(void);
 int	 provider_has_prompts(void);
 int	 provider_has_completions(void);
 int	 provider_lists_change(int, int);
+/*
+ * The same for the endpoint at path: a provider counts when the endpoint
+ * serves anything of it (an upstream provider: one of its upstreams).
+ */
+int	 provider_endpoint_has(const char *, int);
+int	 provider_endpoint_lists_change(const char *, int, int);
 void	 provider_session_closed(struct session *);
 void	 provider_shutdown(void);
 /* Which provider serves tool NAME, besides self (NULL: none). */
 const char *provider_tool_owner(const char *, const struct provider *);
 /* Every tool of the providers other than self: [{name, provider}]. */
 cJSON	*provider_other_tools(const struct provider *);
+/* The upstream serving tool NAME (limits), or NULL: mcpd's own or none. */
+const char *provider_tool_upstream(const char *);
 /* The scope tool NAME needs (NULL: none), as its provider says. */
 const char *provider_tool_scope(const char *);
 /* The scope a prompt, resource or template needs (enum provider_list). */

@@ -8,5 +8,7 @@
 void		random_bytes(void *, size_t);
 uint64_t	random_u48(void);
 void		random_hex(char *, size_t);
+/* Fast, not secret: unique ids (trace and span ids), never secrets. */
+uint64_t	random_fast_u64(void);
 
 #endif

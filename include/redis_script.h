@@ -77,6 +77,14 @@ int		 redis_script_layout(const struct redisReply *, int *);
 /* The keyring and its rotation mark (one slot: one hash tag). */
 #define REDIS_SCRIPT_KEYRING_KEY	"mcpd:{keyring}:keys"
 #define REDIS_SCRIPT_KEYRING_MARK	"mcpd:{keyring}:rotated"
+/*
+ * A limit's bucket and its slots, for one key ("NAME:HEX"): their hash
+ * tag (REDIS_SCRIPT_LIMIT_TAG) is the key's own, so in a Cluster its
+ * operations go to the node of that key's slot, not a session's.
+ */
+#define REDIS_SCRIPT_LIMIT_TAG		"l:%s"
+#define REDIS_SCRIPT_BUCKET_KEY		"mcpd:{l:%s}:b"
+#define REDIS_SCRIPT_SLOTS_KEY		"mcpd:{l:%s}:c"
 /* On the channel, before a message of eventlog_publish (2 bytes). */
 #define REDIS_SCRIPT_MESSAGE_HEAD	"m "
 char		*redis_script_meta_key(const char *);
@@ -84,7 +92,9 @@ char		*redis_script_note_key(const char *, const char *);
 char		*redis_script_stream_key(const char *, uint64_t);
 char		*redis_script_stream_prefix(const char *);
 char		*redis_script_channel(const char *);
+char		*redis_script_limit_tag(const char *);
 char		*redis_script_task_key(const char *);
+char		*redis_script_limit_key(const char *, int);
 
 /*
  * Parses the script's answer: {status} or {status, head, oldest, ended,
@@ -103,6 +113,13 @@ void		 redis_script_result_clear(struct redis_script_result *);
 int		 redis_script_keyring(const struct redisReply *,
 		     struct eventlog_keyring *);
 
+/*
+ * The take operation's answer, {"ok", granted, wait_ms, day, quota}, and
+ * the slot operation's, {"ok", 0|1}; -1 for another shape.
+ */
+int		 redis_script_taken(const struct redisReply *,
+		     struct eventlog_taken *);
+int		 redis_script_slot(const struct redisReply *, int *);
 /* An error reply saying the script is not in the server's cache. */
 int		 redis_script_noscript(const struct redisReply *);
 /*

@@ -22,6 +22,13 @@ void	reply_count(struct evhttp_request *, int);
 void	reply_send(struct evhttp_request *, int, struct evbuffer *);
 const char *reply_method(struct evhttp_request *);
 const char *reply_session(struct evhttp_request *);
+/* The request's path as the endpoint was matched (allocated). */
+char	*reply_path(struct evhttp_request *);
+/*
+ * 429 with Retry-After (seconds) and body (taken): a request refused by a
+ * limit.
+ */
+void	reply_limited(struct evhttp_request *, uint64_t, cJSON *);
 
 /* Sends json (and frees it) as the body of a status reply. */
 void	reply_json(struct evhttp_request *, int, cJSON *);

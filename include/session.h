@@ -21,6 +21,7 @@ struct event_base;
 struct session;
 struct stream;
 struct stream_watcher;
+struct trace_ctx;
 
 /* 128 random bits as 32 hex digits. */
 #define SESSION_ID_LEN	32
@@ -33,8 +34,10 @@ size_t		 session_running_calls(void);
 void		 session_interrupt_calls(const char *);
 
 typedef void (*session_stored_fn)(struct session *, int, void *);
+/* version, initialize's params, who, the endpoint's path (NULL: default). */
 struct session	*session_create(const char *, const cJSON *,
-		     struct auth_principal *, session_stored_fn, void *);
+		     struct auth_principal *, const char *, session_stored_fn,
+		     void *);
 struct session	*session_find(const char *);
 typedef void (*session_load_cb)(struct session *, int, void *);
 void		 session_load(const char *, session_load_cb, void *);
@@ -61,6 +64,12 @@ struct stream	*session_standalone(struct session *);
 struct auth_principal *session_principal(const struct session *);
 void		 session_set_principal(struct session *,
 		     struct auth_principal *);
+/*
+ * The endpoint path the session was created on (stored with its meta): it
+ * is served there only (transport.c answers 404 elsewhere), and sees that
+ * endpoint's catalog.
+ */
+const char	*session_endpoint(const struct session *);
 
 /*
  * Watched streams: at most one watcher per stream K. Only stream.c
@@ -76,6 +85,10 @@ void		 session_stream_add(struct session *, struct stream *);
 void		 session_stream_remove(struct session *, struct stream *);
 size_t		 session_stream_count(const struct session *);
 struct stream	*session_stream(struct session *, uint64_t);
+/* Tracing: the context of stream K's call (stream.c keeps it here). */
+void		 session_trace_keep(struct session *, uint64_t,
+		     const struct trace_ctx *);
+const struct trace_ctx *session_trace_find(struct session *, uint64_t);
 void		 session_stream_lost(struct session *, uint64_t, int);
 void		 session_cancel_calls(struct session *, uint64_t,
 		     const char *);

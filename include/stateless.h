@@ -15,9 +15,12 @@ struct auth_principal;
 struct evhttp_request;
 
 int	 stateless_claims(struct evhttp_request *, const cJSON *);
-/* A request stateless_claims took (taken), for a principal (NULL: no auth). */
+/*
+ * A request stateless_claims took (taken), for a principal (NULL: no auth),
+ * at an endpoint's path (whose catalog it sees; copied where kept).
+ */
 void	 stateless_serve(struct evhttp_request *, cJSON *,
-	    struct auth_principal *);
+	    struct auth_principal *, const char *);
 void	 stateless_shutdown(void);
 size_t	 stateless_running_calls(void);
 /* Whether one more open stream fits; 0: req was answered 503. */

@@ -19,6 +19,7 @@ struct eventlog_entry;
 struct session;
 struct stream;
 struct stream_watcher;
+struct trace_ctx;
 
 enum stream_kind {
 	STREAM_REQUEST,
@@ -41,6 +42,8 @@ struct stream	*stream_open_as(struct session *, enum stream_kind, uint64_t);
 struct stream	*stream_restore(struct session *, enum stream_kind, uint64_t,
 		     uint64_t);
 void		 stream_close(struct stream *);
+void		 stream_trace(struct stream *, const struct trace_ctx *);
+const struct trace_ctx *stream_trace_ctx(const struct stream *);
 void		 stream_discard(struct stream *);
 void		 stream_release(struct stream *);
 uint64_t	 stream_id(const struct stream *);
@@ -51,7 +54,7 @@ int		 stream_ended(const struct stream *);
 void		 stream_append(struct stream *, const char *, size_t, int,
 		     stream_commit_cb, void *);
 void		 stream_append_response(struct stream *, const char *, size_t,
-		     int, const cJSON *);
+		     int, const cJSON *, stream_commit_cb, void *);
 void		 stream_end(struct stream *);
 void		 stream_delivered(struct stream *, uint64_t);
 /* Shared logs: delivery progress from views of other processes. */

@@ -61,12 +61,14 @@ void		 task_capabilities(cJSON *);
 /*
  * Starts tool name as a task, with the arguments and the client's
  * capabilities of a tools/call's params, for the principal of the call
- * that asked (auth.c; NULL: none): answers the CreateTaskResult once the
- * task is committed (a tasks/get anywhere finds it), or an error.
+ * that asked (auth.c; NULL: none) at its endpoint's path (NULL: none):
+ * answers the CreateTaskResult once the task is committed (a tasks/get
+ * anywhere finds it), or an error.
  */
 struct auth_principal;
 void		 task_call_tool(const char *, const cJSON *,
-		     struct auth_principal *, task_answer_cb, void *);
+		     struct auth_principal *, const char *, task_answer_cb,
+		     void *);
 
 /*
  * A tool that asked by MRTR first (provider task_self) goes on as a task:

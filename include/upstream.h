@@ -23,7 +23,9 @@
 
 #include <cjson/cJSON.h>
 
+struct auth_principal;
 struct conf_upstream;
+struct credential;
 struct upstream;
 
 enum upstream_state {
@@ -62,7 +64,8 @@ struct upstream_hooks {
 typedef void (*upstream_cb)(const cJSON *, const cJSON *, void *);
 
 struct upstream	*upstream_start(const struct conf_upstream *, const char *,
-		     const struct upstream_hooks *, void *);
+		     struct credential *, const struct upstream_hooks *,
+		     void *);
 void		 upstream_stop(struct upstream *, const char *);
 const char	*upstream_name(const struct upstream *);
 const char	*upstream_key(const struct upstream *);
@@ -76,6 +79,9 @@ u_int		 upstream_ended(const struct upstream *);
 
 int64_t		 upstream_request(struct upstream *, const char *, cJSON *,
 		     upstream_cb, void *);
+/* The same on behalf of a principal (whose credentials it carries). */
+int64_t		 upstream_request_as(struct upstream *, const char *, cJSON *,
+		     struct auth_principal *, upstream_cb, void *);
 void		 upstream_cancel(struct upstream *, int64_t, const char *);
 void		 upstream_notify(struct upstream *, const char *, cJSON *);
 void		 upstream_answer(struct upstream *, const cJSON *, cJSON *,

@@ -47,6 +47,7 @@
 #include "jwt.h"
 #include "log.h"
 #include "server.h"
+#include "trace.h"
 #include "xmalloc.h"
 
 #define AUTH_TOKEN_FILE_MAX	(1024 * 1024)
@@ -242,15 +243,59 @@ auth_bearer(const char *header, size_t *len)
 	return (p);
 }
 
-void
-auth_check(const char *header, auth_check_cb *cb, void *arg)
+static void	auth_metadata_locate(const char *, char **, char **);
+
+static char **
+auth_words_copy(char *const *list, size_t n)
 {
-	struct auth_check	*c;
+	char	**copy;
+	size_t	  i;
+
+	copy = xcalloc(n + 1, sizeof *copy);
+	for (i = 0; i < n; i++)
+		copy[i] = xstrdup(list[i]);
+	return (copy);
+}
+
+/*
+ * The endpoint block at path, or NULL (the default endpoint without one,
+ * or no endpoint: then only the auth block's requirements apply).
+ */
+const struct conf_endpoint *
+auth_endpoint_block(const char *path)
+{
+	return (path != NULL ? conf_endpoint_find(server.conf, path) : NULL);
+}
+
+/*
+ * The canonical URI (RFC 8707) of the endpoint at path (allocated): its
+ * block's resource, the auth block's for the default endpoint, else the
+ * auth block's resource with its path replaced by the endpoint's.
+ */
+char *
+auth_endpoint_resource(const char *path)
+{
+	const struct conf_endpoint	*ep = auth_endpoint_block(path);
+	const char			*r = auth.a->resource, *host;
+	char				*s;
+
+	if (ep != NULL && ep->resource != NULL)
+		return (xstrdup(ep->resource));
+	if (path == NULL || strcmp(path, server.conf->endpoint) == 0)
+		return (xstrdup(r));
+	host = strstr(r, "://") + 3;
+	xasprintf(&s, "%.*s%s", (int)(host + strcspn(host, "/?") - r), r,
+	    path);
+	return (s);
+}
+
+static void
+auth_check_token(struct auth_check *c, const char *header)
+{
 	const char		*token;
 	unsigned char		 hash[JWT_SHA256_LEN];
 	size_t			 len = 0, i;
 
-	c = auth_answer_new(cb, arg);
 	if ((token = auth_bearer(header, &len)) == NULL) {
 		auth_answer(c, AUTH_MISSING, "no bearer token");
 		return;
@@ -266,6 +311,8 @@ auth_check(const char *header, auth_check_cb *cb, void *arg)
 	}
 	jwt_sha256(token, len, hash);
 	memcpy(c->hash, hash, sizeof c->hash);
+	c->token = xstrndup(token, len);
+	c->token_len = len;
 	for (i = 0; i < auth.nstatics; i++) {
 		if (jwt_equal(hash, auth.statics[i].hash, sizeof hash)) {
 			auth_answer_found(c, auth_principal_ref(
@@ -286,6 +333,38 @@ auth_check(const char *header, auth_check_cb *cb, void *arg)
 	    auth.a->jwks_uri != NULL ? "not a JWT" : "unknown token");
 }
 
+/*
+ * A token check is a span under the current one (the HTTP request's),
+ * current while the check runs: a key set fetch or an introspection
+ * request it starts is traced under it.
+ */
+void
+auth_check(const char *header, const char *endpoint, auth_check_cb *cb,
+    void *arg)
+{
+	const struct conf_endpoint	*ep;
+	struct auth_check		*c;
+	int				 depth;
+
+	c = auth_answer_new(cb, arg);
+	if (endpoint != NULL) {
+		c->endpoint = xstrdup(endpoint);
+		c->result.endpoint = c->endpoint;
+		if ((ep = auth_endpoint_block(endpoint)) != NULL) {
+			c->scopes = auth_words_copy(ep->scopes,
+			    ep->nscopes);
+			c->nscopes = ep->nscopes;
+		}
+	}
+	c->resource = auth_endpoint_resource(endpoint);
+	if (trace_current() != NULL)
+		c->span = trace_child("token check", TRACE_INTERNAL,
+		    trace_current());
+	depth = trace_enter(c->span);
+	auth_check_token(c, header);
+	trace_leave(depth);
+}
+
 size_t
 auth_pending(void)
 {
@@ -296,36 +375,47 @@ auth_pending(void)
  * What the client is told.
  */
 
+/* The endpoint's required scopes (its block's), for a challenge. */
+static char *
+auth_endpoint_scopes(const char *path, const char *extra)
+{
+	const struct conf_endpoint	*ep = auth_endpoint_block(path);
+
+	return (auth_answer_scopes(ep != NULL ? ep->scopes : NULL,
+	    ep != NULL ? ep->nscopes : 0, extra));
+}
+
 char *
 auth_challenge(const struct auth_result *r)
 {
-	char	*s, *scopes;
+	char	*s, *scopes, *url;
 
+	auth_metadata_locate(r->endpoint, NULL, &url);
 	switch (r->status) {
 	case AUTH_MISSING:
-		scopes = auth_answer_scopes(NULL);
+		scopes = auth_endpoint_scopes(r->endpoint, NULL);
 		if (*scopes != '\0')
 			xasprintf(&s, "Bearer resource_metadata=\"%s\", "
-			    "scope=\"%s\"", auth.metadata_url, scopes);
+			    "scope=\"%s\"", url, scopes);
 		else
-			xasprintf(&s, "Bearer resource_metadata=\"%s\"",
-			    auth.metadata_url);
+			xasprintf(&s, "Bearer resource_metadata=\"%s\"", url);
 		free(scopes);
 		break;
 	case AUTH_FORBIDDEN:
 		xasprintf(&s, "Bearer error=\"insufficient_scope\", "
 		    "scope=\"%s\", resource_metadata=\"%s\", "
 		    "error_description=\"%s\"", r->scope != NULL ? r->scope :
-		    "", auth.metadata_url, r->description != NULL ?
-		    r->description : "insufficient scope");
+		    "", url, r->description != NULL ? r->description :
+		    "insufficient scope");
 		break;
 	default:
 		xasprintf(&s, "Bearer error=\"invalid_token\", "
 		    "error_description=\"%s\", resource_metadata=\"%s\"",
 		    r->description != NULL ? r->description : "invalid token",
-		    auth.metadata_url);
+		    url);
 		break;
 	}
+	free(url);
 	return (s);
 }
 
@@ -341,13 +431,23 @@ auth_add_scope(cJSON *list, const char *scope)
 	cJSON_AddItemToArray(list, cJSON_CreateString(scope));
 }
 
+/*
+ * The metadata of the endpoint at path (NULL: the default): its resource,
+ * and the scopes of what it serves (the exec tools and upstreams its
+ * catalog lets through).
+ */
 cJSON *
-auth_metadata(void)
+auth_metadata(const char *path)
 {
-	cJSON	*md = cJSON_CreateObject(), *list;
-	size_t	 i;
+	const struct conf_endpoint	*ep = auth_endpoint_block(path);
+	const struct conf		*conf = server.conf;
+	cJSON				*md = cJSON_CreateObject(), *list;
+	char				*resource;
+	size_t				 i;
 
-	cJSON_AddStringToObject(md, "resource", auth.a->resource);
+	resource = auth_endpoint_resource(path);
+	cJSON_AddStringToObject(md, "resource", resource);
+	free(resource);
 	list = cJSON_AddArrayToObject(md, "authorization_servers");
 	for (i = 0; i < auth.a->nauthorization_servers; i++)
 		cJSON_AddItemToArray(list, cJSON_CreateString(
@@ -355,13 +455,21 @@ auth_metadata(void)
 	list = cJSON_AddArrayToObject(md, "scopes_supported");
 	for (i = 0; i < auth.a->nscopes; i++)
 		auth_add_scope(list, auth.a->scopes[i]);
-	for (i = 0; i < server.conf->ntools; i++) {
-		if (server.conf->tools[i].scope != NULL)
-			auth_add_scope(list, server.conf->tools[i].scope);
+	for (i = 0; ep != NULL && i < ep->nscopes; i++)
+		auth_add_scope(list, ep->scopes[i]);
+	for (i = 0; i < conf->ntools; i++) {
+		if (conf->tools[i].scope != NULL && conf_endpoint_serves(ep,
+		    CONF_CATALOG_TOOLS, conf->tools[i].name, NULL))
+			auth_add_scope(list, conf->tools[i].scope);
 	}
-	for (i = 0; i < server.conf->nupstreams; i++) {
-		if (server.conf->upstreams[i].scope != NULL)
-			auth_add_scope(list, server.conf->upstreams[i].scope);
+	for (i = 0; i < conf->nupstreams; i++) {
+		if (conf->upstreams[i].scope != NULL &&
+		    conf_endpoint_serves_source(ep, conf->upstreams[i].name))
+			auth_add_scope(list, conf->upstreams[i].scope);
+	}
+	for (i = 0; i < server.conf->nopenapis; i++) {
+		if (server.conf->openapis[i].scope != NULL)
+			auth_add_scope(list, server.conf->openapis[i].scope);
 	}
 	list = cJSON_AddArrayToObject(md, "bearer_methods_supported");
 	cJSON_AddItemToArray(list, cJSON_CreateString("header"));
@@ -379,20 +487,57 @@ auth_metadata_path(int suffixed)
  * RFC 9728 (3.1): the well-known path goes between the resource's host
  * and its path, https://mcp.example.com/mcp having its metadata at
  * https://mcp.example.com/.well-known/oauth-protected-resource/mcp.
+ * Either pointer may be NULL.
  */
 static void
-auth_metadata_where(const char *resource)
+auth_metadata_where(const char *resource, char **pathp, char **urlp)
 {
 	const char	*host = strstr(resource, "://") + 3;
 	const char	*path = host + strcspn(host, "/?");
 	size_t		 plen = strcspn(path, "?");
+	char		*mp;
 
 	if (plen == 1 && *path == '/')
 		plen = 0;
-	xasprintf(&auth.metadata_path, "%s%.*s", AUTH_WK_PATH, (int)plen,
-	    path);
-	xasprintf(&auth.metadata_url, "%.*s%s", (int)(path - resource),
-	    resource, auth.metadata_path);
+	xasprintf(&mp, "%s%.*s", AUTH_WK_PATH, (int)plen, path);
+	if (urlp != NULL)
+		xasprintf(urlp, "%.*s%s", (int)(path - resource), resource,
+		    mp);
+	if (pathp != NULL)
+		*pathp = mp;
+	else
+		free(mp);
+}
+
+/* Where the metadata of the endpoint at path (NULL: default) is. */
+static void
+auth_metadata_locate(const char *endpoint, char **pathp, char **urlp)
+{
+	char	*resource = auth_endpoint_resource(endpoint);
+
+	auth_metadata_where(resource, pathp, urlp);
+	free(resource);
+}
+
+const char *
+auth_metadata_endpoint(const char *path)
+{
+	const struct conf_endpoint	*ep;
+	char				*mp;
+	size_t				 i;
+	int				 same;
+
+	for (i = 0; auth.a != NULL && i < server.conf->nendpoints; i++) {
+		ep = &server.conf->endpoints[i];
+		if (strcmp(ep->path, server.conf->endpoint) == 0)
+			continue;	/* the default's, registered at start */
+		auth_metadata_locate(ep->path, &mp, NULL);
+		same = strcmp(mp, path) == 0;
+		free(mp);
+		if (same)
+			return (ep->path);
+	}
+	return (NULL);
 }
 
 /* ---------------------------------------------------------------------
@@ -410,9 +555,9 @@ auth_scope_allowed(const struct auth_principal *p, const char *scope)
 }
 
 char *
-auth_scopes_needed(const char *scope)
+auth_scopes_needed(const char *endpoint, const char *scope)
 {
-	return (auth_answer_scopes(scope));
+	return (auth_endpoint_scopes(endpoint, scope));
 }
 
 /* ---------------------------------------------------------------------
@@ -446,7 +591,8 @@ auth_init(struct event_base *base, const struct conf *conf, char **cause)
 	auth_introspect_init(a);
 	auth.conf = conf_ref(conf);
 	auth.a = a;
-	auth_metadata_where(a->resource);
+	auth_metadata_where(a->resource, &auth.metadata_path,
+	    &auth.metadata_url);
 	log_info("auth: resource %s, issuer %s; %zu keys from jwks_file, "
 	    "%zu static tokens%s%s", a->resource, a->issuer,
 	    auth_jwt_file_keys(), auth.nstatics,

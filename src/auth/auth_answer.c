@@ -15,6 +15,7 @@
 #include "auth_int.h"
 #include "conf.h"
 #include "log.h"
+#include "trace.h"
 #include "xmalloc.h"
 
 static struct {
@@ -24,17 +25,41 @@ static struct {
 	size_t			 pending;
 } answer;
 
+/* The check's span ends with its answer. */
+static void
+auth_answer_trace(struct auth_check *c)
+{
+	static const char *const results[] = { "ok", "missing", "invalid",
+	    "forbidden", "unavailable" };
+
+	if ((size_t)c->result.status < sizeof results / sizeof results[0])
+		trace_attr_str(c->span, "mcpd.auth.result",
+		    results[c->result.status]);
+	if (c->result.status == AUTH_UNAVAILABLE)
+		trace_error(c->span, "unavailable", c->result.description);
+	trace_end(c->span);
+	c->span = NULL;
+}
+
 static void
 auth_answer_deliver_cb(evutil_socket_t fd, short events, void *arg)
 {
 	struct auth_check	*c = arg;
 
 	TAILQ_REMOVE(&answer.checks, c, entry);
+	auth_answer_trace(c);
 	c->cb(&c->result, c->arg);
 	auth_principal_unref(c->result.principal);
 	event_free(c->ev);
 	jwt_free(c->jwt);
 	free(c->scope_text);
+	if (c->token != NULL) {
+		explicit_bzero(c->token, c->token_len);
+		free(c->token);
+	}
+	free(c->endpoint);
+	free(c->resource);
+	xfree_words(c->scopes);
 	free(c);
 }
 
@@ -82,52 +107,91 @@ auth_answer_wait(struct auth_check *c)
 	return (0);
 }
 
+/* s with scope after a blank, unless it holds it already (s taken). */
+static char *
+auth_answer_add_scope(char *s, const char *scope)
+{
+	const char	*p;
+	char		*t;
+	size_t		 n = strlen(scope);
+
+	for (p = s; (p = strstr(p, scope)) != NULL; p += n) {
+		if ((p == s || p[-1] == ' ') && (p[n] == '\0' || p[n] == ' '))
+			return (s);
+	}
+	xasprintf(&t, "%s%s%s", s, *s == '\0' ? "" : " ", scope);
+	free(s);
+	return (t);
+}
+
 /*
- * The space-separated scopes every request needs, and extra if it is not
- * one of them (allocated): what a refusal asks for.
+ * The space-separated scopes every request needs (the auth block's, then
+ * the endpoint's, n of them), and extra if it is not one of them
+ * (allocated): what a refusal asks for.
  */
 char *
-auth_answer_scopes(const char *extra)
+auth_answer_scopes(char *const *endpoint, size_t n, const char *extra)
 {
-	char	*s = xstrdup(""), *t;
+	char	*s = xstrdup("");
 	size_t	 i;
 
-	for (i = 0; i < answer.a->nscopes; i++) {
-		xasprintf(&t, "%s%s%s", s, *s == '\0' ? "" : " ",
-		    answer.a->scopes[i]);
-		free(s);
-		s = t;
-	}
-	if (extra != NULL) {
-		for (i = 0; i < answer.a->nscopes; i++) {
-			if (strcmp(answer.a->scopes[i], extra) == 0)
-				return (s);
-		}
-		xasprintf(&t, "%s%s%s", s, *s == '\0' ? "" : " ", extra);
-		free(s);
-		s = t;
-	}
+	for (i = 0; i < answer.a->nscopes; i++)
+		s = auth_answer_add_scope(s, answer.a->scopes[i]);
+	for (i = 0; i < n; i++)
+		s = auth_answer_add_scope(s, endpoint[i]);
+	if (extra != NULL)
+		s = auth_answer_add_scope(s, extra);
 	return (s);
 }
 
-/* A principal is known: the required scopes decide. Takes p. */
-void
-auth_answer_found(struct auth_check *c, struct auth_principal *p)
+/* The first scope of list (n) p lacks, or NULL. */
+static const char *
+auth_answer_lacks(const struct auth_principal *p, char *const *list,
+    size_t n)
 {
 	size_t	i;
 
-	c->result.principal = p;
-	for (i = 0; i < answer.a->nscopes; i++) {
-		if (!auth_principal_has_scope(p, answer.a->scopes[i])) {
-			c->scope_text = auth_answer_scopes(NULL);
-			c->result.scope = c->scope_text;
-			log_limited(LOG_LEVEL_INFO, "auth-scope", "auth: "
-			    "subject %s lacks scope %s",
-			    auth_principal_subject(p), answer.a->scopes[i]);
-			auth_answer(c, AUTH_FORBIDDEN,
-			    "the token lacks a required scope");
-			return;
-		}
+	for (i = 0; i < n; i++) {
+		if (!auth_principal_has_scope(p, list[i]))
+			return (list[i]);
+	}
+	return (NULL);
+}
+
+/*
+ * A principal is known: its audience must be the request's endpoint (a
+ * token for another resource is invalid here, RFC 8707), then the
+ * required scopes decide. The principal handed on is a copy holding the
+ * request's token. Takes p.
+ */
+void
+auth_answer_found(struct auth_check *c, struct auth_principal *p)
+{
+	const char	*lacks;
+
+	if (c->resource != NULL && !auth_principal_audience(p, c->resource)) {
+		auth_principal_unref(p);
+		auth_answer(c, AUTH_INVALID,
+		    "the audience (aud) is not this resource");
+		return;
+	}
+	if (c->token != NULL) {
+		c->result.principal = auth_principal_with_token(p, c->token,
+		    c->token_len);
+		auth_principal_unref(p);
+	} else
+		c->result.principal = p;
+	p = c->result.principal;
+	if ((lacks = auth_answer_lacks(p, answer.a->scopes,
+	    answer.a->nscopes)) != NULL || (lacks = auth_answer_lacks(p,
+	    c->scopes, c->nscopes)) != NULL) {
+		c->scope_text = auth_answer_scopes(c->scopes, c->nscopes, NULL);
+		c->result.scope = c->scope_text;
+		log_limited(LOG_LEVEL_INFO, "auth-scope", "auth: subject %s "
+		    "lacks scope %s", auth_principal_subject(p), lacks);
+		auth_answer(c, AUTH_FORBIDDEN,
+		    "the token lacks a required scope");
+		return;
 	}
 	auth_answer(c, AUTH_OK, NULL);
 }

@@ -63,24 +63,6 @@ auth_claim_who(const cJSON *claims, int jwt, const char **sub,
 	return (0);
 }
 
-/* Whether aud (a string or an array of them) names resource. */
-int
-auth_claim_aud(const cJSON *aud, const char *resource)
-{
-	const cJSON	*v;
-
-	if (cJSON_IsString(aud))
-		return (strcmp(aud->valuestring, resource) == 0);
-	if (!cJSON_IsArray(aud))
-		return (0);
-	cJSON_ArrayForEach(v, aud) {
-		if (cJSON_IsString(v) &&
-		    strcmp(v->valuestring, resource) == 0)
-			return (1);
-	}
-	return (0);
-}
-
 /* scope (RFC 9068: space-separated) or scp (an array), as one string. */
 char *
 auth_claim_scopes(const cJSON *claims)

@@ -14,6 +14,7 @@
  *	auth_claim.c		what claims must say, for JWTs and
  *				introspection answers alike
  *	auth_principal.c	who a token stands for
+ *	auth_trace.c		the spans of a check's outbound requests
  *	jwt.c, jwks.c		signatures and key sets (OpenSSL)
  *
  * auth.c makes a check (auth_answer_new) and ends it, or hands it to
@@ -37,11 +38,14 @@
 #include "jwt.h"
 
 struct conf_auth;
+struct conf_endpoint;
 struct event_base;
 struct http_client;
+struct trace_span;
 
 #define AUTH_CLAIM_MAX		1024		/* bytes of iss, sub, ... */
 #define AUTH_SCOPES_MAX		64		/* scopes kept of a token */
+#define AUTH_AUD_MAX		16		/* audiences kept of a token */
 
 struct auth_cache;
 
@@ -54,7 +58,14 @@ struct auth_check {
 	struct auth_cache	*waiting;	/* for an introspection */
 	int			 counted;	/* in auth.pending */
 	unsigned char		 hash[JWT_SHA256_LEN];	/* the token's */
+	char			*token;		/* the request's, wiped */
+	size_t			 token_len;
+	char			*endpoint;	/* the request's path, or NULL */
+	char			*resource;	/* its canonical URI */
+	char			**scopes;	/* its own required scopes */
+	size_t			 nscopes;
 	char			*scope_text;
+	struct trace_span	*span;		/* the check's */
 	TAILQ_ENTRY(auth_check)	 entry;		/* auth.checks */
 	TAILQ_ENTRY(auth_check)	 wait;		/* a waiting list */
 };
@@ -71,10 +82,25 @@ struct auth_cache {
 	int			 jwt;		/* a verified JWT */
 	uint64_t		 expires_ms;	/* monotonic */
 	struct http_client	*request;	/* on its way */
+	struct trace_span	*span;		/* the request's */
 	struct auth_checks	 waiters;
 	RB_ENTRY(auth_cache)	 tree;
 	TAILQ_ENTRY(auth_cache)	 order;
 };
+
+/* auth.c */
+char		*auth_endpoint_resource(const char *);
+const struct conf_endpoint *auth_endpoint_block(const char *);
+
+/*
+ * auth_trace.c: the outbound request of a check (jwks_uri,
+ * introspection) as a CLIENT span under the current one, its
+ * traceparent header, and its end with the response.
+ */
+struct trace_span *auth_trace_request(const char *, const char *);
+int		 auth_trace_header(const struct trace_span *, char *);
+void		 auth_trace_response(struct trace_span *,
+		     struct http_client *);
 
 /* auth_answer.c */
 void		 auth_answer_init(struct event_base *,
@@ -86,7 +112,13 @@ void		 auth_answer_found(struct auth_check *,
 		     struct auth_principal *);
 int		 auth_answer_wait(struct auth_check *);
 size_t		 auth_answer_pending(void);
-char		*auth_answer_scopes(const char *);
+char		*auth_answer_scopes(char *const *, size_t, const char *);
+
+/* auth_principal.c */
+void		 auth_principal_set_claims(struct auth_principal *,
+		     const cJSON *, double);
+struct auth_principal *auth_principal_with_token(
+		     const struct auth_principal *, const char *, size_t);
 void		 auth_answer_shutdown(void);
 
 /* auth_cache.c */
@@ -101,7 +133,6 @@ void		 auth_cache_clear(void);
 int		 auth_claim_text(const cJSON *, const char *, const char **);
 int		 auth_claim_who(const cJSON *, int, const char **,
 		     const char **, const char **);
-int		 auth_claim_aud(const cJSON *, const char *);
 char		*auth_claim_scopes(const cJSON *);
 int		 auth_claim_time(const cJSON *, const char *, double *);
 

@@ -17,8 +17,10 @@
 #include "base64.h"
 #include "clock.h"
 #include "conf.h"
+#include "credential.h"
 #include "http_client.h"
 #include "log.h"
+#include "trace.h"
 #include "xmalloc.h"
 
 #define AUTH_INTROSPECT_MAX	(64 * 1024)	/* bytes of an answer */
@@ -71,8 +73,9 @@ auth_introspect_read(struct auth_cache *e, const char *body, size_t len)
 	}
 	if (r == 0 && (exp - now) * 1000 < (double)ttl)
 		ttl = exp > now ? (uint64_t)((exp - now) * 1000) : 0;
+	/* Which resource it must name is the request's (auth_answer_found). */
 	aud = cJSON_GetObjectItemCaseSensitive(json, "aud");
-	if (aud != NULL && !auth_claim_aud(aud, intro.a->resource)) {
+	if (aud != NULL && !cJSON_IsString(aud) && !cJSON_IsArray(aud)) {
 		e->why = "the audience (aud) is not this resource";
 		goto out;
 	}
@@ -86,6 +89,7 @@ auth_introspect_read(struct auth_cache *e, const char *body, size_t len)
 	scopes = auth_claim_scopes(json);
 	e->principal = auth_principal_new(intro.a->issuer, sub, cid, scopes);
 	free(scopes);
+	auth_principal_set_claims(e->principal, aud, r == 0 ? exp : 0);
 	e->why = NULL;
 out:
 	e->expires_ms = clock_now_ms() + ttl;
@@ -119,6 +123,8 @@ auth_introspect_cb(struct http_client *hc, void *arg)
 	size_t			 len;
 
 	e->request = NULL;
+	auth_trace_response(e->span, hc);
+	e->span = NULL;
 	if (http_client_status(hc) == 200) {
 		body = http_client_body(hc, &len);
 		auth_introspect_read(e, body, len);
@@ -154,23 +160,6 @@ auth_introspect_rate(void)
 	return (1);
 }
 
-/* application/x-www-form-urlencoded, as RFC 6749 (2.3.1) wants it. */
-static char *
-auth_introspect_form(const char *s, size_t len)
-{
-	char	*out = xmalloc(len * 3 + 1), *o = out;
-	size_t	 i;
-
-	for (i = 0; i < len; i++) {
-		if (isalnum((u_char)s[i]) || strchr("-._~", s[i]) != NULL)
-			*o++ = s[i];
-		else
-			o += sprintf(o, "%%%02X", (u_char)s[i]);
-	}
-	*o = '\0';
-	return (out);
-}
-
 /*
  * A token that is not a JWT: its cached answer, the answer already asked
  * for, or a new question to the endpoint.
@@ -180,9 +169,10 @@ auth_introspect_check(struct auth_check *c, const char *token, size_t len)
 {
 	struct auth_cache		*e;
 	struct http_client_request	 r;
-	struct http_client_header	 h[3];
+	struct http_client_header	 h[4];
 	char				*body, *tok, *id, *secret, *pair;
 	char				*basic = NULL, *cause;
+	char				 tp[TRACE_PARENT_LEN + 1];
 	size_t				 nh = 0;
 
 	if ((e = auth_cache_find(c->hash)) != NULL && e->jwt) {
@@ -217,7 +207,7 @@ auth_introspect_check(struct auth_check *c, const char *token, size_t len)
 	c->waiting = e;
 	TAILQ_INSERT_TAIL(&e->waiters, c, wait);
 
-	tok = auth_introspect_form(token, len);
+	tok = credential_form(token, len);
 	xasprintf(&body, "token=%s&token_type_hint=access_token", tok);
 	explicit_bzero(tok, strlen(tok));
 	free(tok);
@@ -226,9 +216,9 @@ auth_introspect_check(struct auth_check *c, const char *token, size_t len)
 	h[nh].name = "Accept";
 	h[nh++].value = "application/json";
 	if (intro.a->client_id != NULL) {
-		id = auth_introspect_form(intro.a->client_id,
+		id = credential_form(intro.a->client_id,
 		    strlen(intro.a->client_id));
-		secret = auth_introspect_form(intro.a->client_secret,
+		secret = credential_form(intro.a->client_secret,
 		    strlen(intro.a->client_secret));
 		xasprintf(&pair, "%s:%s", id, secret);
 		tok = base64_encode(pair, strlen(pair), 0);
@@ -242,6 +232,11 @@ auth_introspect_check(struct auth_check *c, const char *token, size_t len)
 		free(tok);
 		h[nh].name = "Authorization";
 		h[nh++].value = basic;
+	}
+	e->span = auth_trace_request("POST", intro.a->introspection);
+	if (auth_trace_header(e->span, tp) == 0) {
+		h[nh].name = "traceparent";
+		h[nh++].value = tp;
 	}
 	memset(&r, 0, sizeof r);
 	r.method = "POST";
@@ -262,6 +257,9 @@ auth_introspect_check(struct auth_check *c, const char *token, size_t len)
 		free(basic);
 	}
 	if (e->request == NULL) {
+		trace_error(e->span, "connection", cause);
+		trace_end(e->span);
+		e->span = NULL;
 		log_limited(LOG_LEVEL_WARN, "auth-introspection", "auth: "
 		    "introspection: %s", cause);
 		free(cause);

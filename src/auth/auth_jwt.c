@@ -19,6 +19,7 @@
 #include "http_client.h"
 #include "jwks.h"
 #include "log.h"
+#include "trace.h"
 #include "xmalloc.h"
 
 static struct {
@@ -48,7 +49,7 @@ auth_jwt_typ_ok(const char *typ)
 static struct auth_principal *
 auth_jwt_principal(const struct jwt *j, double *expp, const char **why)
 {
-	const cJSON	*claims = jwt_claims(j);
+	const cJSON	*claims = jwt_claims(j), *aud;
 	const char	*iss, *sub, *cid;
 	double		 now = (double)clock_wall_ms() / 1000, exp, nbf;
 	double		 leeway = (double)keys.a->leeway;
@@ -65,8 +66,9 @@ auth_jwt_principal(const struct jwt *j, double *expp, const char **why)
 		*why = "wrong issuer (iss)";
 		return (NULL);
 	}
-	if (!auth_claim_aud(cJSON_GetObjectItemCaseSensitive(claims, "aud"),
-	    keys.a->resource)) {
+	/* Which resource it must name is the request's (auth_answer_found). */
+	aud = cJSON_GetObjectItemCaseSensitive(claims, "aud");
+	if (!cJSON_IsString(aud) && !cJSON_IsArray(aud)) {
 		*why = "the audience (aud) is not this resource";
 		return (NULL);
 	}
@@ -92,6 +94,7 @@ auth_jwt_principal(const struct jwt *j, double *expp, const char **why)
 	scopes = auth_claim_scopes(claims);
 	p = auth_principal_new(iss, sub, cid, scopes);
 	free(scopes);
+	auth_principal_set_claims(p, aud, exp);
 	return (p);
 }
 
@@ -242,6 +245,7 @@ auth_jwt_fetched_cb(struct http_client *hc, void *arg)
 	char			*why;
 
 	keys.uri_fetch = NULL;
+	auth_trace_response(arg, hc);
 	if (http_client_status(hc) != 200) {
 		log_limited(LOG_LEVEL_WARN, "auth-jwks", "auth: jwks_uri %s: "
 		    "%s", keys.a->jwks_uri, http_client_status(hc) != 0 ?
@@ -269,22 +273,32 @@ static void
 auth_jwt_fetch(void)
 {
 	struct http_client_request	 r;
-	struct http_client_header	 accept = { "Accept",
-					    "application/json" };
-	char				*cause;
+	struct http_client_header	 h[2] = { { "Accept",
+					    "application/json" } };
+	struct trace_span		*sp;
+	char				*cause, tp[TRACE_PARENT_LEN + 1];
 
 	memset(&r, 0, sizeof r);
 	r.method = "GET";
 	r.url = keys.a->jwks_uri;
-	r.headers = &accept;
+	r.headers = h;
 	r.nheaders = 1;
+	sp = auth_trace_request(r.method, r.url);
+	if (auth_trace_header(sp, tp) == 0) {
+		h[1].name = "traceparent";
+		h[1].value = tp;
+		r.nheaders = 2;
+	}
 	r.max_body = JWKS_MAX_SIZE;
 	r.timeout_ms = (int)keys.a->timeout * 1000;
 	r.done = auth_jwt_fetched_cb;
+	r.arg = sp;
 	log_debug("auth: fetching %s", keys.a->jwks_uri);
 	if ((keys.uri_fetch = http_client_start(&r, &cause)) == NULL) {
 		log_limited(LOG_LEVEL_WARN, "auth-jwks", "auth: jwks_uri: %s",
 		    cause);
+		trace_error(sp, "connection", cause);
+		trace_end(sp);
 		free(cause);
 		auth_jwt_waiters();
 	}

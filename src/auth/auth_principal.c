@@ -1,7 +1,16 @@
 /*
- * Principals: who a token stands for (issuer, subject, client id) and
- * the scopes it carries, reference-counted: a check hands one to its
- * callback, a session and a call keep theirs. Never the token itself.
+ * Principals: who a token stands for (issuer, subject, client id), the
+ * scopes it carries, its audiences and when it expires, reference-counted:
+ * a check hands one to its callback, a session and a call keep theirs.
+ *
+ * The principal a request's check hands over also keeps the request's
+ * token (auth_principal_with_token), because a token exchange toward an
+ * upstream (credential.c, RFC 8693) needs the caller's token as its
+ * subject_token. It is held in memory only: never in a log line, never in
+ * the session's meta or a task's record (auth_principal_json names who,
+ * not how), and it is wiped when the principal is freed. A cached
+ * principal (a verified JWT, an introspection answer, a static token)
+ * holds no token: a copy with the token is made for each request.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +28,10 @@ struct auth_principal {
 	char		*client_id;	/* NULL if none */
 	char		**scopes;
 	size_t		 nscopes;
+	char		**aud;		/* NULL: none said (any resource) */
+	size_t		 naud;
+	double		 exp;		/* wall seconds, 0: unknown */
+	char		*token;		/* the request's, or NULL */
 };
 
 struct auth_principal *
@@ -73,7 +86,96 @@ auth_principal_unref(struct auth_principal *p)
 	for (i = 0; i < p->nscopes; i++)
 		free(p->scopes[i]);
 	free(p->scopes);
+	for (i = 0; i < p->naud; i++)
+		free(p->aud[i]);
+	free(p->aud);
+	if (p->token != NULL) {
+		explicit_bzero(p->token, strlen(p->token));
+		free(p->token);
+	}
 	free(p);
+}
+
+/*
+ * The audiences a token names (aud, a string or an array of strings, at
+ * most AUTH_AUD_MAX of them kept), and its expiry: set once, by whoever
+ * made the principal from a token's claims.
+ */
+void
+auth_principal_set_claims(struct auth_principal *p, const cJSON *aud,
+    double exp)
+{
+	const cJSON	*v;
+
+	p->exp = exp;
+	if (aud == NULL)
+		return;
+	p->aud = xcalloc(AUTH_AUD_MAX + 1, sizeof *p->aud);
+	if (cJSON_IsString(aud)) {
+		p->aud[p->naud++] = xstrdup(aud->valuestring);
+		return;
+	}
+	if (!cJSON_IsArray(aud))
+		return;		/* names nothing */
+	cJSON_ArrayForEach(v, aud) {
+		if (cJSON_IsString(v) && p->naud < AUTH_AUD_MAX)
+			p->aud[p->naud++] = xstrdup(v->valuestring);
+	}
+}
+
+/* A copy of p for one request, holding its token (len bytes). */
+struct auth_principal *
+auth_principal_with_token(const struct auth_principal *p, const char *token,
+    size_t len)
+{
+	struct auth_principal	*q;
+	size_t			 i;
+
+	q = xcalloc(1, sizeof *q);
+	q->refs = 1;
+	q->issuer = xstrdup(p->issuer);
+	q->subject = xstrdup(p->subject);
+	q->client_id = p->client_id != NULL ? xstrdup(p->client_id) : NULL;
+	if (p->nscopes > 0) {
+		q->scopes = xcalloc(p->nscopes, sizeof *q->scopes);
+		for (i = 0; i < p->nscopes; i++)
+			q->scopes[q->nscopes++] = xstrdup(p->scopes[i]);
+	}
+	if (p->aud != NULL) {
+		q->aud = xcalloc(AUTH_AUD_MAX + 1, sizeof *q->aud);
+		for (i = 0; i < p->naud; i++)
+			q->aud[q->naud++] = xstrdup(p->aud[i]);
+	}
+	q->exp = p->exp;
+	q->token = xstrndup(token, len);
+	return (q);
+}
+
+const char *
+auth_principal_token(const struct auth_principal *p)
+{
+	return (p != NULL ? p->token : NULL);
+}
+
+double
+auth_principal_expiry(const struct auth_principal *p)
+{
+	return (p != NULL ? p->exp : 0);
+}
+
+/* Whether the token is meant for resource: its aud names it, or is none. */
+int
+auth_principal_audience(const struct auth_principal *p, const char *resource)
+{
+	size_t	i;
+
+	if (p->aud == NULL)
+		return (1);
+	for (i = 0; i < p->naud; i++) {
+		if (strcmp(p->aud[i], resource) == 0)
+			return (1);
+	}
+	return (0);
 }
 
 static int

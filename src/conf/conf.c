@@ -42,6 +42,8 @@
 #define CONF_HOST_MAX		253		/* longest DNS name */
 #define CONF_REPLICAS_MAX	16
 #define CONF_DEFAULT_PATH	"/usr/local/bin:/usr/bin:/bin"
+#define CONF_URL_MAX		2048
+#define CONF_SECRET_MAX		4096
 
 /* Enums are written through an int pointer. */
 _Static_assert(sizeof (enum conf_backpressure) == sizeof (int),
@@ -694,6 +696,8 @@ conf_apply(struct conf_scope *cs, const struct conf_directive *cd,
 		return (-1);
 	}
 
+	if (cd->has_block && ce->type != CONF_BLOCK && ce->block != NULL)
+		return (ce->block(cs->base, ce, cd, file, cause));
 	if (ce->type == CONF_BLOCK) {
 		if (!cd->has_block) {
 			xasprintf(cause, "%s:%d: %s: expected \"%s %s\"", file,
@@ -757,6 +761,23 @@ conf_check_log_file(const char *s, char **value, char **why)
 	if (strcmp(s, "stderr") != 0 && *s != '/') {
 		xasprintf(why, "log_file must be stderr or an absolute path, "
 		    "not \"%s\"", s);
+		return (-1);
+	}
+	*value = xstrdup(s);
+	return (0);
+}
+
+/* "none", "syslog", or an absolute path (opened when the daemon starts). */
+int
+conf_check_audit_log(const char *s, char **value, char **why)
+{
+	if (strcmp(s, "none") == 0) {
+		*value = NULL;
+		return (0);
+	}
+	if (strcmp(s, "syslog") != 0 && *s != '/') {
+		xasprintf(why, "audit_log must be none, syslog or an absolute "
+		    "path, not \"%s\"", s);
 		return (-1);
 	}
 	*value = xstrdup(s);
@@ -932,6 +953,19 @@ conf_name_ok(const char *s, const char *extra, size_t max)
 	return (1);
 }
 
+/* Names as tool names are, or "" for no prefix. */
+int
+conf_check_prefix(const char *s, char **value, char **why)
+{
+	if (*s != '\0' && !conf_name_ok(s, "_-.", CONF_PREFIX_MAX)) {
+		xasprintf(why, "invalid prefix \"%s\" (up to %d letters, "
+		    "digits, \"_\", \"-\" or \".\")", s, CONF_PREFIX_MAX);
+		return (-1);
+	}
+	*value = xstrdup(s);
+	return (0);
+}
+
 /* An absolute path to an existing directory. */
 int
 conf_check_dir(const char *s, char **value, char **why)
@@ -1076,6 +1110,99 @@ conf_check_scope(const char *s, char **value, char **why)
 	return (0);
 }
 
+/*
+ * An absolute http or https URL with a host and no fragment: what the
+ * metadata documents and the outbound requests need. http is allowed for
+ * loopback set-ups and tests; docs/authorization.md says to use https.
+ */
+int
+conf_check_url(const char *s, char **value, char **why)
+{
+	const char	*p;
+	size_t		 len = strlen(s);
+
+	if (strncasecmp(s, "https://", 8) == 0)
+		p = s + 8;
+	else if (strncasecmp(s, "http://", 7) == 0)
+		p = s + 7;
+	else {
+		xasprintf(why, "\"%s\" is not an http:// or https:// URL", s);
+		return (-1);
+	}
+	if (len > CONF_URL_MAX || *p == '\0' || *p == '/' || *p == ':' ||
+	    strchr(s, '#') != NULL) {
+		xasprintf(why, "invalid URL \"%s\" (a host is needed, no "
+		    "fragment, at most %d bytes)", s, CONF_URL_MAX);
+		return (-1);
+	}
+	for (p = s; *p != '\0'; p++) {
+		if ((u_char)*p <= 0x20 || (u_char)*p >= 0x7f || *p == '"' ||
+		    *p == '\\') {
+			xasprintf(why, "invalid character in URL \"%s\"", s);
+			return (-1);
+		}
+	}
+	*value = xstrdup(s);
+	return (0);
+}
+
+/* An absolute path to a regular file mcpd can read now. */
+int
+conf_check_file(const char *s, char **value, char **why)
+{
+	struct stat	sb;
+
+	if (*s != '/') {
+		xasprintf(why, "\"%s\" is not an absolute path", s);
+		return (-1);
+	}
+	if (stat(s, &sb) != 0 || access(s, R_OK) != 0) {
+		xasprintf(why, "\"%s\": %s", s, strerror(errno));
+		return (-1);
+	}
+	if (!S_ISREG(sb.st_mode)) {
+		xasprintf(why, "\"%s\" is not a regular file", s);
+		return (-1);
+	}
+	*value = xstrdup(s);
+	return (0);
+}
+
+/*
+ * The first line of a secret file, without its newline: printable ASCII
+ * (a value that goes into an HTTP header), never shown in an error.
+ */
+int
+conf_read_secret(const char *path, char **secret, char **why)
+{
+	FILE	*f;
+	char	 buf[CONF_SECRET_MAX + 2];
+	size_t	 len, i;
+
+	if ((f = fopen(path, "r")) == NULL) {
+		xasprintf(why, "\"%s\": %s", path, strerror(errno));
+		return (-1);
+	}
+	if (fgets(buf, sizeof buf, f) == NULL)
+		buf[0] = '\0';
+	fclose(f);
+	len = strcspn(buf, "\r\n");
+	buf[len] = '\0';
+	for (i = 0; i < len; i++) {
+		if ((u_char)buf[i] < 0x20 || (u_char)buf[i] >= 0x7f)
+			break;
+	}
+	if (len == 0 || len > CONF_SECRET_MAX || i < len) {
+		explicit_bzero(buf, sizeof buf);
+		xasprintf(why, "\"%s\": the secret must be one line of 1 to "
+		    "%d printable ASCII characters", path, CONF_SECRET_MAX);
+		return (-1);
+	}
+	*secret = xstrdup(buf);
+	explicit_bzero(buf, sizeof buf);
+	return (0);
+}
+
 /* ---------------------------------------------------------------------
  * Checks that need the whole file.
  */
@@ -1143,6 +1270,7 @@ conf_check(struct conf *conf, struct conf_scope *cs, const char *file,
 	size_t			 i;
 
 	conf->stream_window_line = conf_scope_line(cs, "stream_window");
+	conf->eventlog_line = conf_scope_line(cs, "eventlog");
 	if (conf_check_window(conf, file, conf_scope_line(cs,
 	    "stream_maxlen"), 0, cause) != 0)
 		return (-1);
@@ -1409,8 +1537,10 @@ conf_free(struct conf *conf)
 			free(*(char **)field);
 		else if (ce->type == CONF_WORDS)
 			xfree_words(*(char ***)field);
-		else if (ce->free != NULL)
-			ce->free(conf);	/* a block, the eventlog row */
+		/* A block's, the eventlog row's, or what the block form of a
+		   plain row added. */
+		if (ce->free != NULL)
+			ce->free(conf);
 	}
 	/* Fields set by custom parsers. */
 	free(conf->redis_password_file);

@@ -16,11 +16,7 @@
 #include "conf_int.h"
 #include "xmalloc.h"
 
-#define CONF_URL_MAX		2048
-#define CONF_SECRET_MAX		4096
 
-static conf_check_cb	conf_auth_url;
-static conf_check_cb	conf_auth_file;
 static conf_line_cb	conf_auth_introspection;
 
 static const struct conf_enum conf_auth_token_types[] = {
@@ -33,7 +29,7 @@ static const struct conf_enum conf_auth_token_types[] = {
 #define CONF_AUTH_OFF(f)	offsetof(struct conf_auth, f)
 static const struct conf_entry conf_auth_entries[] = {
 	{ .name = "resource", .type = CONF_STRING,
-	  .offset = CONF_AUTH_OFF(resource), .check = conf_auth_url,
+	  .offset = CONF_AUTH_OFF(resource), .check = conf_check_url,
 	  .args = "URI",
 	  .help = "This server's canonical URI as clients reach it, such as "
 	  "https://mcp.example.com/mcp (RFC 8707): a JWT's aud must "
@@ -42,7 +38,7 @@ static const struct conf_entry conf_auth_entries[] = {
 	{ .name = "authorization_server", .type = CONF_WORDS,
 	  .offset = CONF_AUTH_OFF(authorization_servers),
 	  .offset2 = CONF_AUTH_OFF(nauthorization_servers),
-	  .check = conf_auth_url, .args = "URL...",
+	  .check = conf_check_url, .args = "URL...",
 	  .help = "The issuer URL of each authorization server clients may "
 	  "get tokens from, as the protected resource metadata "
 	  "(/.well-known/oauth-protected-resource) lists them. Required." },
@@ -59,13 +55,13 @@ static const struct conf_entry conf_auth_entries[] = {
 	  "an access token; any: typ is not looked at, for authorization "
 	  "servers that do not set it." },
 	{ .name = "jwks_file", .type = CONF_STRING,
-	  .offset = CONF_AUTH_OFF(jwks_file), .check = conf_auth_file,
+	  .offset = CONF_AUTH_OFF(jwks_file), .check = conf_check_file,
 	  .args = "PATH",
 	  .help = "A JSON Web Key Set (RFC 7517) whose keys verify JWT "
 	  "access tokens: RSA (RS256, PS256), EC P-256 (ES256) and Ed25519 "
 	  "(EdDSA). Read at start-up." },
 	{ .name = "jwks_uri", .type = CONF_STRING,
-	  .offset = CONF_AUTH_OFF(jwks_uri), .check = conf_auth_url,
+	  .offset = CONF_AUTH_OFF(jwks_uri), .check = conf_check_url,
 	  .args = "URL",
 	  .help = "Where the authorization server publishes its key set; "
 	  "fetched at start-up, again after jwks_cache, and when a token "
@@ -93,7 +89,7 @@ static const struct conf_entry conf_auth_entries[] = {
 	  .help = "Scopes every request's token must have; one that lacks "
 	  "one is answered 403 with error=\"insufficient_scope\"." },
 	{ .name = "token_file", .type = CONF_STRING,
-	  .offset = CONF_AUTH_OFF(token_file), .check = conf_auth_file,
+	  .offset = CONF_AUTH_OFF(token_file), .check = conf_check_file,
 	  .args = "PATH",
 	  .help = "Static tokens, one per line: the SHA-256 of the token in "
 	  "hex, the principal (subject) it stands for, and its scopes, "
@@ -149,91 +145,6 @@ const char conf_auth_examples[] =
 "    scopes mcp\n"
 "}\n";
 
-/*
- * An absolute http or https URL with a host and no fragment: what the
- * metadata documents and the outbound requests need. http is allowed for
- * loopback set-ups and tests; docs/authorization.md says to use https.
- */
-static int
-conf_auth_url(const char *s, char **value, char **why)
-{
-	const char	*p;
-	size_t		 len = strlen(s);
-
-	if (strncasecmp(s, "https://", 8) == 0)
-		p = s + 8;
-	else if (strncasecmp(s, "http://", 7) == 0)
-		p = s + 7;
-	else {
-		xasprintf(why, "\"%s\" is not an http:// or https:// URL", s);
-		return (-1);
-	}
-	if (len > CONF_URL_MAX || *p == '\0' || *p == '/' || *p == ':' ||
-	    strchr(s, '#') != NULL) {
-		xasprintf(why, "invalid URL \"%s\" (a host is needed, no "
-		    "fragment, at most %d bytes)", s, CONF_URL_MAX);
-		return (-1);
-	}
-	for (p = s; *p != '\0'; p++) {
-		if ((u_char)*p <= 0x20 || (u_char)*p >= 0x7f || *p == '"' ||
-		    *p == '\\') {
-			xasprintf(why, "invalid character in URL \"%s\"", s);
-			return (-1);
-		}
-	}
-	*value = xstrdup(s);
-	return (0);
-}
-
-/* An absolute path to a regular file mcpd can read now. */
-static int
-conf_auth_file(const char *s, char **value, char **why)
-{
-	struct stat	sb;
-
-	if (*s != '/') {
-		xasprintf(why, "\"%s\" is not an absolute path", s);
-		return (-1);
-	}
-	if (stat(s, &sb) != 0 || access(s, R_OK) != 0) {
-		xasprintf(why, "\"%s\": %s", s, strerror(errno));
-		return (-1);
-	}
-	if (!S_ISREG(sb.st_mode)) {
-		xasprintf(why, "\"%s\" is not a regular file", s);
-		return (-1);
-	}
-	*value = xstrdup(s);
-	return (0);
-}
-
-/* The first line of a secret file, without its newline. */
-static int
-conf_auth_secret(const char *path, char **secret, char **why)
-{
-	FILE	*f;
-	char	 buf[CONF_SECRET_MAX + 2];
-	size_t	 len;
-
-	if ((f = fopen(path, "r")) == NULL) {
-		xasprintf(why, "\"%s\": %s", path, strerror(errno));
-		return (-1);
-	}
-	if (fgets(buf, sizeof buf, f) == NULL)
-		buf[0] = '\0';
-	fclose(f);
-	len = strcspn(buf, "\r\n");
-	buf[len] = '\0';
-	if (len == 0 || len > CONF_SECRET_MAX) {
-		xasprintf(why, "\"%s\": the secret must be one line of 1 to "
-		    "%d bytes", path, CONF_SECRET_MAX);
-		return (-1);
-	}
-	*secret = xstrdup(buf);
-	explicit_bzero(buf, sizeof buf);
-	return (0);
-}
-
 /* introspection URL [CLIENT_ID CLIENT_SECRET_FILE] */
 static int
 conf_auth_introspection(void *base, const struct conf_entry *ce, int argc,
@@ -246,15 +157,15 @@ conf_auth_introspection(void *base, const struct conf_entry *ce, int argc,
 		xasprintf(why, "expected \"introspection %s\"", ce->args);
 		return (-1);
 	}
-	if (conf_auth_url(argv[0], &url, why) != 0)
+	if (conf_check_url(argv[0], &url, why) != 0)
 		return (-1);
 	if (argc == 3) {
-		if (conf_auth_file(argv[2], &path, why) != 0) {
+		if (conf_check_file(argv[2], &path, why) != 0) {
 			free(url);
 			return (-1);
 		}
 		free(path);
-		if (conf_auth_secret(argv[2], &secret, why) != 0) {
+		if (conf_read_secret(argv[2], &secret, why) != 0) {
 			free(url);
 			return (-1);
 		}

@@ -9,7 +9,14 @@
  *	conf_tool.c	tool NAME { }: its table and its parser
  *	conf_auth.c	auth { }: the same
  *	conf_upstream.c	upstream NAME { }: the same
+ *	conf_endpoint.c	endpoint PATH { }: the same
+ *	conf_catalog.c	the catalog lines upstream and endpoint blocks
+ *			share (tools allow|deny, rename, description)
+ *	conf_credential.c credentials { } inside an upstream block
+ *	conf_openapi.c	openapi NAME { }: the same
+ *	conf_limit.c	limit NAME { }: the same
  *	conf_redis.c	the redis event log's address, credentials and TLS
+ *	conf_otel.c	the tracing directives' own syntax
  *	conf_print.c	mcpd -h, mcpd -M and mcpd.conf.example, from the tables
  */
 #ifndef MCPD_CONF_INT_H
@@ -21,6 +28,8 @@
 
 #define CONF_NITEMS(a)		(sizeof (a) / sizeof (a)[0])
 #define CONF_TOOL_NAME_MAX	128		/* as MCP allows */
+#define CONF_PREFIX_MAX		64		/* before tool names */
+#define CONF_SECRET_MAX		4096		/* one line of a file */
 
 #define CONF_KIB		1024LL
 #define CONF_MIB		(1024LL * 1024)
@@ -54,6 +63,12 @@ enum conf_type {
 	CONF_LINE,		/* all the words given to the row's line */
 	CONF_BLOCK		/* NAME ... { }, given to the row's block */
 };
+
+/*
+ * A row of another type with a block handler takes both forms: the plain
+ * line is its type's, "NAME ARG... {" ... "}" goes to the handler (endpoint
+ * PATH, and endpoint PATH { ... }).
+ */
 
 struct conf_enum {
 	const char	*name;
@@ -95,12 +110,13 @@ struct conf_entry {
 	conf_block_cb		*block;		/* CONF_BLOCK */
 	const struct conf_table	*sub;		/* CONF_BLOCK: its directives */
 	/*
-	 * CONF_BLOCK (and the eventlog row, whose parser fills fields of
-	 * its own), each optional: free what the row put into base
-	 * (conf_free); check it once the whole file is read; and, for what
-	 * a running process cannot take up, keep old's in new on a reload
-	 * (1 if they differed; a row with a check is checked again then).
-	 * The engine names no row: it calls these through the table.
+	 * CONF_BLOCK (free also CONF_LINE, and the eventlog row, whose
+	 * parser fills fields of its own), each optional: free what the
+	 * row put into base (conf_free); check it once the whole file is
+	 * read; and, for what a running process cannot take up, keep old's
+	 * in new on a reload (1 if they differed; a row with a check is
+	 * checked again then). The engine names no row: it calls these
+	 * through the table.
 	 */
 	void			(*free)(void *);
 	int			(*done)(void *, const char *, char **);
@@ -112,6 +128,8 @@ struct conf_entry {
 	   examples, and its active ones. */
 	const char		*example;
 	const char		*example_active;
+	/* A row that takes a block too: its commented-out block examples. */
+	const char		*block_example;
 	/*
 	 * Not a block: more example values, one per line, shown commented
 	 * out after the directive's own line (and in mcpd.conf(5)).
@@ -140,13 +158,18 @@ struct conf_scope {
 extern const struct conf_enum conf_param_types[];
 conf_check_cb	 conf_check_path;
 conf_check_cb	 conf_check_log_file;
+conf_check_cb	 conf_check_audit_log;
 conf_check_cb	 conf_check_key_file;
 conf_check_cb	 conf_check_origin;
 conf_check_cb	 conf_check_dir;
 conf_check_cb	 conf_check_scope;
+conf_check_cb	 conf_check_url;
+conf_check_cb	 conf_check_file;
+conf_check_cb	 conf_check_prefix;
 conf_parse_cb	 conf_parse_commit;
 conf_parse_cb	 conf_parse_log_level;
 int		 conf_name_ok(const char *, const char *, size_t);
+int		 conf_read_secret(const char *, char **, char **);
 int		 conf_parse_hostport(const char *, int, char **, int *,
 		     char **);
 int		 conf_env_add(char ***, size_t *, const char *, char **);
@@ -173,6 +196,14 @@ conf_check_cb	 conf_check_tls_file;
 int		 conf_redis_done(void *, const char *, char **);
 int		 conf_redis_keep(void *, const void *);
 void		 conf_redis_free(void *);
+/* conf_otel.c */
+conf_check_cb	 conf_check_otel_endpoint;
+conf_check_cb	 conf_check_otel_attribute;
+conf_check_cb	 conf_check_otel_name;
+conf_check_cb	 conf_check_otel_instance;
+conf_parse_cb	 conf_parse_otel_sample;
+conf_line_cb	 conf_line_otel_header;
+void		 conf_otel_headers_free(void *);
 
 /* conf_table.c */
 extern const struct conf_table conf_table_main;
@@ -197,5 +228,39 @@ extern const struct conf_table conf_upstream_table;
 extern const char conf_upstream_examples[];
 conf_block_cb	 conf_upstream_block;
 void		 conf_upstream_free(void *);
+int		 conf_upstream_done(void *, const char *, char **);
+
+/* conf_endpoint.c */
+extern const struct conf_table conf_endpoint_table;
+extern const char conf_endpoint_examples[];
+conf_block_cb	 conf_endpoint_block;
+void		 conf_endpoint_free(void *);
+int		 conf_endpoint_done(void *, const char *, char **);
+
+/* conf_catalog.c: lines whose row's offset is a struct conf_catalog. */
+conf_line_cb	 conf_catalog_tools;
+conf_line_cb	 conf_catalog_prompts;
+conf_line_cb	 conf_catalog_resources;
+conf_line_cb	 conf_catalog_rename;
+conf_line_cb	 conf_catalog_describe;
+void		 conf_catalog_clear(struct conf_catalog *);
+
+/* conf_credential.c: a block whose row's offset is a conf_credentials *. */
+extern const struct conf_table conf_credentials_table;
+conf_block_cb	 conf_credentials_block;
+void		 conf_credentials_delete(struct conf_credentials *);
+
+/* conf_openapi.c */
+extern const struct conf_table conf_openapi_table;
+extern const char conf_openapi_examples[];
+conf_block_cb	 conf_openapi_block;
+void		 conf_openapi_free(void *);
+int		 conf_openapi_done(void *, const char *, char **);
+
+/* conf_limit.c */
+extern const struct conf_table conf_limit_table;
+extern const char conf_limit_examples[];
+conf_block_cb	 conf_limit_block;
+void		 conf_limit_free(void *);
 
 #endif

@@ -150,13 +150,13 @@ conf_print_entry(FILE *f, const struct conf_entry *ce, const char *head,
 	free(subprefix);
 }
 
-/* A block's examples: the commented ones after "# ", then the active. */
+/* Examples commented out: each line after "# ". */
 static void
-conf_print_block_examples(FILE *f, const struct conf_entry *ce)
+conf_print_commented(FILE *f, const char *text)
 {
 	const char	*p, *end;
 
-	for (p = ce->example; p != NULL && *p != '\0'; p = end + 1) {
+	for (p = text; p != NULL && *p != '\0'; p = end + 1) {
 		if ((end = strchr(p, '\n')) == NULL)
 			end = p + strlen(p);
 		if (end == p)
@@ -166,6 +166,13 @@ conf_print_block_examples(FILE *f, const struct conf_entry *ce)
 		if (*end == '\0')
 			break;
 	}
+}
+
+/* A block's examples: the commented ones after "# ", then the active. */
+static void
+conf_print_block_examples(FILE *f, const struct conf_entry *ce)
+{
+	conf_print_commented(f, ce->example);
 	if (ce->example_active != NULL)
 		fprintf(f, "\n%s", ce->example_active);
 }
@@ -209,6 +216,10 @@ conf_print_example(FILE *f)
 			fprintf(f, "%s %s\n", ce->name, value);
 		else
 			fprintf(f, "#%s %s\n", ce->name, value);
+		if (ce->block_example != NULL) {
+			fputs("#\n", f);
+			conf_print_commented(f, ce->block_example);
+		}
 	}
 }
 
@@ -343,7 +354,12 @@ conf_print_man(FILE *f, const char *version)
 		conf_print_man_entry(f, ce);
 		if (ce->type == CONF_BLOCK)
 			conf_print_man_examples(f, ce);
-		else if (ce->examples != NULL)
+		else if (ce->block_example != NULL) {
+			fputs(".PP\nExamples:\n.PP\n.nf\n.RS\n", f);
+			conf_print_man_text(f, ce->block_example);
+			fputs(".RE\n.fi\n", f);
+		}
+		if (ce->examples != NULL)
 			conf_print_man_more(f, ce);
 	}
 	fputs(

@@ -716,7 +716,8 @@ conf_redis_done(void *base, const char *file, char **cause)
 		what = "redis_sentinel_user needs redis_sentinel_password_file";
 	if (what == NULL)
 		return (0);
-	xasprintf(cause, "%s: %s", file, what);
+	/* The eventlog line: the address the others must agree with. */
+	xasprintf(cause, "%s:%d: %s", file, conf->eventlog_line, what);
 	return (-1);
 }
 

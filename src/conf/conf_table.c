@@ -28,6 +28,12 @@ static const struct conf_enum conf_log_format_values[] = {
 	{ NULL, 0 }
 };
 
+static const struct conf_enum conf_limit_fallback_values[] = {
+	{ "local", CONF_LIMIT_LOCAL },
+	{ "refuse", CONF_LIMIT_REFUSE },
+	{ NULL, 0 }
+};
+
 static const struct conf_enum conf_fixtures_values[] = {
 	{ "conformance", 1 },
 	{ "off", 0 },
@@ -50,9 +56,23 @@ static const struct conf_entry conf_entries[] = {
 	  "([::1]:8080). Port 0 picks a free port." },
 	{ .name = "endpoint", .type = CONF_STRING,
 	  .offset = CONF_OFF(endpoint), .check = conf_check_path,
-	  .args = "PATH", .def = "/mcp", .flags = CONF_EXAMPLE_ACTIVE,
+	  .args = "PATH [{ ... }]", .def = "/mcp", .flags = CONF_EXAMPLE_ACTIVE,
+	  .block = conf_endpoint_block, .sub = &conf_endpoint_table,
+	  .free = conf_endpoint_free, .done = conf_endpoint_done,
+	  .block_example = conf_endpoint_examples,
 	  .help = "URL path of the MCP endpoint, where POST, GET and DELETE "
-	  "are served. Starts with \"/\"." },
+	  "are served. Starts with \"/\". As a block, endpoint PATH { ... } "
+	  "is one more endpoint on the same listener, serving what its "
+	  "lines select (everything when they select nothing) and, with "
+	  "an auth block, with its own resource and required scopes; a "
+	  "session belongs to the endpoint that created it (another "
+	  "endpoint answers 404 for it), and change notifications reach an "
+	  "endpoint's sessions and listen streams only for what it serves "
+	  "(docs/protocol.md, Endpoints). A block whose PATH is the plain "
+	  "line's configures the default endpoint. Endpoint blocks may "
+	  "repeat and are taken up by a reload; the plain PATH is not. "
+	  "Inside a block, one directive per line; tools, prompts and "
+	  "resources may repeat:" },
 	{ .name = "allowed_origins", .type = CONF_WORDS,
 	  .offset = CONF_OFF(allowed_origins),
 	  .offset2 = CONF_OFF(nallowed_origins), .check = conf_check_origin,
@@ -315,6 +335,7 @@ static const struct conf_entry conf_entries[] = {
 	  "one directive per line; param and env may repeat:" },
 	{ .name = "upstream", .type = CONF_BLOCK, .block = conf_upstream_block,
 	  .sub = &conf_upstream_table, .free = conf_upstream_free,
+	  .done = conf_upstream_done,
 	  .example = conf_upstream_examples, .args = "NAME { ... }",
 	  .help = "An MCP server mcpd is a client of: its tools, resources, "
 	  "resource templates, prompts and completions are served to clients "
@@ -326,7 +347,51 @@ static const struct conf_entry conf_entries[] = {
 	  "an error naming both at start-up (prefix resolves it). NAME is 1 "
 	  "to 128 letters, digits, \"_\", \"-\" or \".\", unique among "
 	  "upstreams. See docs/upstreams.md. Inside the block, one "
-	  "directive per line; env may repeat:" },
+	  "directive per line; env, tools, prompts, resources, rename and "
+	  "description may repeat:" },
+	{ .name = "openapi", .type = CONF_BLOCK, .block = conf_openapi_block,
+	  .sub = &conf_openapi_table, .free = conf_openapi_free,
+	  .done = conf_openapi_done,
+	  .example = conf_openapi_examples, .args = "NAME { ... }",
+	  .help = "A REST API described by an OpenAPI 3.0 or 3.1 document "
+	  "(JSON or YAML): each operation is served as an MCP tool, named by "
+	  "its operationId (or method and path), its inputSchema made of the "
+	  "operation's path, query, header and cookie parameters and its "
+	  "JSON request body (property \"body\"), its outputSchema of its "
+	  "2xx JSON response. A call sends the request and answers with the "
+	  "response as structuredContent and text, committed to the event "
+	  "log like any tool's answer; a 4xx or 5xx, a timeout, a failed "
+	  "connection or a response past max_response is an isError result "
+	  "saying which, and a cancelled call aborts its request. A name "
+	  "another provider serves is not served from here, with a log "
+	  "line. NAME is 1 to 128 letters, digits, \"_\", \"-\" or \".\", "
+	  "unique among openapi blocks. See docs/openapi.md. Inside the "
+	  "block, one directive per line; operations and header may "
+	  "repeat:" },
+
+	{ .name = "limit", .type = CONF_BLOCK, .block = conf_limit_block,
+	  .sub = &conf_limit_table, .free = conf_limit_free,
+	  .example = conf_limit_examples, .args = "NAME { ... }",
+	  .section = "Limits",
+	  .help = "A limit on tools/call requests (task-augmented ones "
+	  "included): a rate with a burst (token bucket), calls running at "
+	  "once, calls a day, each counted per key (principal, client, "
+	  "tool, upstream, or a combination); with the redis event log "
+	  "every instance sharing it counts together. A call past a limit "
+	  "is refused: HTTP 429 with Retry-After when it is the whole "
+	  "request, a JSON-RPC error -32023 with data.retryAfter (seconds) "
+	  "for a request of a batch and on the 2026-07-28 stateless path. "
+	  "A call counts against every limit that covers it. A reload "
+	  "changes limits for the calls that follow. See docs/limits.md. "
+	  "NAME is 1 to 128 letters, digits, \"_\", \"-\" or \".\", unique "
+	  "among limits. Inside the block, one directive per line:" },
+	{ .name = "limit_fallback", .type = CONF_ENUM,
+	  .offset = CONF_OFF(limit_fallback),
+	  .values = conf_limit_fallback_values, .def = "local",
+	  .help = "With the redis event log, what a limit check does while "
+	  "Redis cannot answer: local counts in this instance's own buckets "
+	  "(each instance then admits up to the whole limit), refuse "
+	  "refuses the call (HTTP 429 or -32023, Retry-After 1)." },
 
 	{ .name = "drain_delay", .type = CONF_SECONDS,
 	  .offset = CONF_OFF(drain_delay), .min = 0, .max = 3600, .def = "5",
@@ -385,6 +450,74 @@ static const struct conf_entry conf_entries[] = {
 	    "log, the instance running a task reads its record every 250 "
 	    "ms for a tasks/cancel or tasks/update another instance took.)"),
 
+	{ .name = "otel_endpoint", .type = CONF_STRING,
+	  .offset = CONF_OFF(otel_endpoint),
+	  .check = conf_check_otel_endpoint, .args = "none|URL",
+	  .def = "none", .example = "http://127.0.0.1:4318",
+	  .section = "Tracing (OpenTelemetry)",
+	  .help = "Where spans go: an OTLP/HTTP receiver (an OpenTelemetry "
+	  "Collector, Jaeger, Tempo; docs/operations.md), sent as JSON. As "
+	  "with OTEL_EXPORTER_OTLP_ENDPOINT, a URL whose path is empty or "
+	  "\"/\" is sent to URL/v1/traces, any other path as it is. Spans "
+	  "are batched on a bounded queue (otel_queue) that never holds "
+	  "the daemon up: past it they are dropped and counted in /metrics; "
+	  "a request the receiver answers 429, 502, 503 or 504, or does not "
+	  "answer, is sent again with back-off; what is queued is sent at "
+	  "exit. Trace context is taken from the traceparent and tracestate "
+	  "headers and from params._meta (which wins for its message), and "
+	  "passed on to upstreams, exec tools (TRACEPARENT), key-set and "
+	  "introspection requests. none: no tracing, nothing passed on." },
+	{ .name = "otel_header", .type = CONF_LINE,
+	  .line = conf_line_otel_header, .free = conf_otel_headers_free,
+	  .flags = CONF_REPEAT, .args = "NAME FILE",
+	  .def_text = "none",
+	  .help = "A header every export request carries (an API key, an "
+	  "Authorization), its value the first line of FILE, an absolute "
+	  "path (otel_header Authorization /etc/mcpd/otel-auth), read at "
+	  "start-up and on every reload and never logged. May repeat, at "
+	  "most 32 headers." },
+	{ .name = "otel_sample", .type = CONF_CUSTOM,
+	  .parse = conf_parse_otel_sample, .args = "RATIO", .def = "1",
+	  .help = "The ratio of traces started here that are sampled, from "
+	  "0 to 1, parent-based: a request whose traceparent (header or "
+	  "params._meta) says sampled is traced whatever this says, one "
+	  "that says not sampled is not; for the others the decision comes "
+	  "from the trace id, so every instance decides alike. 0 costs "
+	  "almost nothing." },
+	{ .name = "otel_service_name", .type = CONF_STRING,
+	  .offset = CONF_OFF(otel_service_name),
+	  .check = conf_check_otel_name, .args = "NAME", .def = "mcpd",
+	  .help = "The resource attribute service.name of every span "
+	  "(service.version is mcpd's version)." },
+	{ .name = "otel_instance_id", .type = CONF_STRING,
+	  .offset = CONF_OFF(otel_instance_id),
+	  .check = conf_check_otel_instance, .args = "random|ID",
+	  .def = "random",
+	  .help = "The resource attribute service.instance.id: random is a "
+	  "UUID drawn at start-up, so each process is told apart." },
+	{ .name = "otel_resource", .type = CONF_WORDS,
+	  .offset = CONF_OFF(otel_resource),
+	  .offset2 = CONF_OFF(notel_resource),
+	  .check = conf_check_otel_attribute, .args = "KEY=VALUE...",
+	  .def_text = "none",
+	  .example = "deployment.environment.name=production",
+	  .help = "More resource attributes, as strings (a KEY of letters, "
+	  "digits, \".\", \"_\" and \"-\"); they override the three "
+	  "above when they name one of them." },
+	CONF_NUMBER("otel_queue", CONF_INTEGER, otel_queue, 16, 1000000,
+	    "4096", "Finished spans waiting to be sent, at most (each at "
+	    "most 16 KiB encoded); a span past it is dropped and counted "
+	    "(mcpd_otel_spans_dropped_total{reason=\"queue_full\"})."),
+	CONF_NUMBER("otel_batch", CONF_INTEGER, otel_batch, 1, 100000, "512",
+	    "Spans sent in one export request, at most."),
+	CONF_NUMBER("otel_interval_ms", CONF_MILLISECONDS, otel_interval_ms,
+	    10, 60000, "1000", "How long a span may wait for its batch to "
+	    "fill before the batch is sent anyway."),
+	CONF_NUMBER("otel_timeout", CONF_SECONDS, otel_timeout, 1, 300, "10",
+	    "How long one export request may take; one that takes longer "
+	    "counts as failed and is sent again (OTLP_ATTEMPTS, 5, at "
+	    "most)."),
+
 	{ .name = "log_level", .type = CONF_CUSTOM,
 	  .parse = conf_parse_log_level, .args = "debug|info|warn|error",
 	  .def = "info", .section = "Logging",
@@ -439,6 +572,31 @@ static const struct conf_entry conf_entries[] = {
 	  "object per line with time, level and msg, for log collectors; "
 	  "bytes of a message that are not UTF-8 are escaped, so every line "
 	  "is valid JSON." },
+	{ .name = "audit_log", .type = CONF_STRING,
+	  .offset = CONF_OFF(audit_log), .check = conf_check_audit_log,
+	  .args = "none|syslog|PATH", .def = "none", .section = "Audit",
+	  .help = "One JSON line per tools/call, resources/read, "
+	  "prompts/get and tasks/cancel (a task's creation is its tools/call), "
+	  "written once its outcome is committed: who (issuer, subject, "
+	  "client id), what (tool, resource, prompt, task; the SHA-256 of "
+	  "the arguments), where (instance, endpoint, session or request "
+	  "id) and how it ended (ok, error and its code, cancelled, "
+	  "interrupted, limited), with its duration and response bytes "
+	  "(docs/audit.md). syslog sends them to syslog (facility authpriv, "
+	  "ident mcpd-audit); PATH is an absolute path, appended to and "
+	  "created (mode 0640), reopened on SIGUSR1 as log_file is. A "
+	  "thread of its own writes them, so a slow or full disk never "
+	  "stalls the event loop; lines it could not write are counted "
+	  "(/metrics) and logged, rate-limited." },
+	{ .name = "audit_arguments", .type = CONF_BOOL,
+	  .offset = CONF_OFF(audit_arguments), .values = conf_bool_values,
+	  .def = "off",
+	  .help = "Whether audit lines also carry the arguments themselves, "
+	  "not only their SHA-256 (they may hold what should not be kept)." },
+	CONF_NUMBER("audit_queue", CONF_SIZE, audit_queue, 64 * CONF_KIB,
+	    CONF_GIB, "8m", "Bytes of audit lines waiting for the writer at "
+	    "most: a line that would go past it is dropped, counted and "
+	    "logged, so a stalled disk costs at most this much memory."),
 };
 
 const struct conf_table conf_table_main = {

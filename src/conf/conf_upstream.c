@@ -10,10 +10,6 @@
 #include "conf_int.h"
 #include "xmalloc.h"
 
-#define CONF_PREFIX_MAX		64
-
-static conf_check_cb	conf_upstream_prefix;
-static conf_check_cb	conf_upstream_url;
 static conf_parse_cb	conf_upstream_env;
 static conf_line_cb	conf_upstream_exec;
 
@@ -35,7 +31,7 @@ static const struct conf_entry conf_upstream_entries[] = {
 	  "each line with the upstream's name, rate-limited. Exactly one of "
 	  "exec and url." },
 	{ .name = "url", .type = CONF_STRING, .offset = CONF_UPSTREAM_OFF(url),
-	  .check = conf_upstream_url, .args = "URL",
+	  .check = conf_check_url, .args = "URL",
 	  .help = "A Streamable HTTP MCP server, http://HOST[:PORT]/PATH or "
 	  "https://... (the certificate is verified against the system's "
 	  "trust store). Exactly one of exec and url." },
@@ -47,7 +43,7 @@ static const struct conf_entry conf_upstream_entries[] = {
 	  "started on its first call and stopped when the session ends (or "
 	  "is released by this instance)." },
 	{ .name = "prefix", .type = CONF_STRING,
-	  .offset = CONF_UPSTREAM_OFF(prefix), .check = conf_upstream_prefix,
+	  .offset = CONF_UPSTREAM_OFF(prefix), .check = conf_check_prefix,
 	  .args = "STRING", .def = "",
 	  .help = "Put before the names of the upstream's tools, prompts and "
 	  "resource templates as clients see them (and taken off again on the "
@@ -117,6 +113,48 @@ static const struct conf_entry conf_upstream_entries[] = {
 	  "even a keep-alive comment, is closed and opened again, as one "
 	  "the server ended: a half-open connection is found and replaced. "
 	  "No effect on an exec upstream." },
+	{ .name = "tools", .type = CONF_LINE, .line = conf_catalog_tools,
+	  .offset = CONF_UPSTREAM_OFF(catalog), .flags = CONF_REPEAT,
+	  .args = "[allow|deny] PATTERN...", .def_text = "every tool",
+	  .help = "Which of the upstream's tools are served, by the names "
+	  "the upstream gives them (before rename and prefix), as shell "
+	  "patterns (* ? [...]): with allow lines (a line without allow or "
+	  "deny is one) only the tools one of their patterns matches, and "
+	  "never one a deny pattern matches. A tool left out is in no "
+	  "tools/list, and a tools/call of it is answered as an unknown "
+	  "tool (-32602), as for a name no provider has." },
+	{ .name = "prompts", .type = CONF_LINE, .line = conf_catalog_prompts,
+	  .offset = CONF_UPSTREAM_OFF(catalog), .flags = CONF_REPEAT,
+	  .args = "[allow|deny] PATTERN...", .def_text = "every prompt",
+	  .help = "The same for the upstream's prompts, by their names." },
+	{ .name = "resources", .type = CONF_LINE,
+	  .line = conf_catalog_resources,
+	  .offset = CONF_UPSTREAM_OFF(catalog), .flags = CONF_REPEAT,
+	  .args = "[allow|deny] PATTERN...", .def_text = "every resource",
+	  .help = "The same for the upstream's resources, by URI, and "
+	  "resource templates, by uriTemplate." },
+	{ .name = "rename", .type = CONF_LINE, .line = conf_catalog_rename,
+	  .offset = CONF_UPSTREAM_OFF(catalog), .flags = CONF_REPEAT,
+	  .args = "OLD NEW",
+	  .help = "Serve the upstream's tool OLD as NEW (then the prefix "
+	  "goes before NEW); calls of NEW reach the upstream as OLD, and "
+	  "OLD is not served under its own name. tools patterns still "
+	  "match OLD." },
+	{ .name = "description", .type = CONF_LINE,
+	  .line = conf_catalog_describe,
+	  .offset = CONF_UPSTREAM_OFF(catalog), .flags = CONF_REPEAT,
+	  .args = "NAME TEXT",
+	  .help = "Serve the upstream's tool NAME (its own name) with the "
+	  "description TEXT (one quoted word) in place of the upstream's." },
+	{ .name = "credentials", .type = CONF_BLOCK,
+	  .block = conf_credentials_block, .sub = &conf_credentials_table,
+	  .offset = CONF_UPSTREAM_OFF(credentials), .args = "{ ... }",
+	  .help = "With url: what mcpd sends to the server with its "
+	  "requests, never the caller's token (MCP forbids passing it "
+	  "through): headers from files, and a bearer token of mcpd's own "
+	  "or one exchanged for the caller (docs/upstreams.md, "
+	  "Credentials). Inside the block, one directive per line; header "
+	  "may repeat:" },
 	{ .name = "max_tools", .type = CONF_INTEGER,
 	  .offset = CONF_UPSTREAM_OFF(max_tools), .min = 1, .max = 1000000,
 	  .def = "10000",
@@ -144,9 +182,24 @@ const char conf_upstream_examples[] =
 "    exec /usr/bin/node /opt/server-filesystem/dist/index.js /srv\n"
 "    sharing session\n"
 "    prefix \"fs_\"\n"
+"    tools deny write_* move_file\n"
+"    rename read_text_file read\n"
+"    description read \"Reads a text file under /srv\"\n"
 "    cwd /srv\n"
 "    env NODE_OPTIONS=--max-old-space-size=256\n"
 "    restart_delay 2\n"
+"}\n"
+"\n"
+"upstream github {\n"
+"    url https://mcp.example.com/github\n"
+"    prefix \"gh_\"\n"
+"    credentials {\n"
+"        grant token_exchange\n"
+"        token_endpoint https://auth.example.com/token\n"
+"        client_id mcpd\n"
+"        client_secret_file /etc/mcpd/client.secret\n"
+"        resource https://mcp.example.com/github\n"
+"    }\n"
 "}\n";
 
 static void
@@ -160,53 +213,9 @@ conf_upstream_clear(struct conf_upstream *up)
 	xfree_words(up->env);
 	free(up->cwd);
 	free(up->scope);
+	conf_catalog_clear(&up->catalog);
+	conf_credentials_delete(up->credentials);
 	memset(up, 0, sizeof *up);
-}
-
-/* Names as tool names are, or "" for no prefix. */
-static int
-conf_upstream_prefix(const char *s, char **value, char **why)
-{
-	if (*s != '\0' && !conf_name_ok(s, "_-.", CONF_PREFIX_MAX)) {
-		xasprintf(why, "invalid prefix \"%s\" (up to %d letters, "
-		    "digits, \"_\", \"-\" or \".\")", s, CONF_PREFIX_MAX);
-		return (-1);
-	}
-	*value = xstrdup(s);
-	return (0);
-}
-
-/*
- * http://HOST[:PORT][/PATH] or https://...: http_client.c speaks both
- * (https verified against the system's trust store).
- */
-static int
-conf_upstream_url(const char *s, char **value, char **why)
-{
-	const char	*host;
-	size_t		 i;
-
-	if (strncmp(s, "http://", 7) == 0)
-		host = s + 7;
-	else if (strncmp(s, "https://", 8) == 0)
-		host = s + 8;
-	else {
-		xasprintf(why, "\"%s\" is not an http:// or https:// URL", s);
-		return (-1);
-	}
-	if (*host == '\0' || *host == '/' || *host == ':') {
-		xasprintf(why, "\"%s\" has no host", s);
-		return (-1);
-	}
-	for (i = 0; s[i] != '\0'; i++) {
-		if ((u_char)s[i] <= ' ' || (u_char)s[i] >= 0x7f) {
-			xasprintf(why, "\"%s\" has a blank or non-ASCII "
-			    "character", s);
-			return (-1);
-		}
-	}
-	*value = xstrdup(s);
-	return (0);
 }
 
 static int
@@ -295,6 +304,12 @@ conf_upstream_block(void *base, const struct conf_entry *ce,
 		    "exclude each other", file, url_line, up.name, exec_line);
 		goto fail;
 	}
+	if (exec_line != 0 && up.credentials != NULL) {
+		xasprintf(cause, "%s:%d: upstream %s: credentials are for a "
+		    "url upstream, not an exec one", file, up.credentials->line,
+		    up.name);
+		goto fail;
+	}
 	if (url_line != 0 && (conf_scope_line(&cs, "env") != 0 ||
 	    conf_scope_line(&cs, "cwd") != 0)) {
 		xasprintf(cause, "%s:%d: upstream %s: env and cwd are for an "
@@ -310,6 +325,27 @@ conf_upstream_block(void *base, const struct conf_entry *ce,
 fail:
 	conf_upstream_clear(&up);
 	return (-1);
+}
+
+/* Once the whole file is read: a token exchange needs a caller's token. */
+int
+conf_upstream_done(void *base, const char *file, char **cause)
+{
+	struct conf		*conf = base;
+	struct conf_upstream	*up;
+	size_t			 i;
+
+	for (i = 0; i < conf->nupstreams; i++) {
+		up = &conf->upstreams[i];
+		if (up->credentials == NULL || conf->auth != NULL ||
+		    up->credentials->grant != CONF_GRANT_TOKEN_EXCHANGE)
+			continue;
+		xasprintf(cause, "%s:%d: upstream %s: grant token_exchange "
+		    "needs an auth block (the caller's token is what is "
+		    "exchanged)", file, up->credentials->line, up->name);
+		return (-1);
+	}
+	return (0);
 }
 
 /* What the upstream blocks put into base: conf_free's. */

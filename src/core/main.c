@@ -13,6 +13,7 @@
 #include "conf.h"
 #include "log.h"
 #include "mcpd.h"
+#include "provider_openapi.h"
 #include "server.h"
 #include "statekey.h"
 #include "xmalloc.h"
@@ -84,7 +85,8 @@ main(int argc, char **argv)
 		return (1);
 	}
 	if (check) {
-		if (auth_check_files(conf, &cause) != 0) {
+		if (auth_check_files(conf, &cause) != 0 ||
+		    provider_openapi_check(conf, stdout, 1, &cause) != 0) {
 			fprintf(stderr, "mcpd: %s\n", cause);
 			free(cause);
 			conf_free(conf);
@@ -96,6 +98,13 @@ main(int argc, char **argv)
 		printf("mcpd: %s: configuration ok\n", path);
 		conf_free(conf);
 		return (0);
+	}
+	/* A document that cannot make tools stops mcpd as a conf error does. */
+	if (provider_openapi_check(conf, NULL, 0, &cause) != 0) {
+		fprintf(stderr, "mcpd: %s\n", cause);
+		free(cause);
+		conf_free(conf);
+		return (1);
 	}
 	if (conf_log_open(conf, &cause) != 0) {
 		fprintf(stderr, "mcpd: %s\n", cause);

@@ -8,7 +8,8 @@
  * process listens on, the event log, and what the log's streams and
  * sessions were created with) keep their running values, with a line for
  * each that changed. Everything else applies at once to new work: the log
- * level and destination, origins, limits, timeouts, backpressure of new
+ * level and destination, the audit log, origins, limits (HTTP's, and the
+ * limit blocks: for calls that start after), timeouts, backpressure of new
  * streams, the redis event log's credentials (its password files read
  * again) and TLS files, for the connections it makes from now on,
  * providers and the tools' definitions (server.c sets evhttp's
@@ -20,8 +21,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "audit.h"
 #include "clock.h"
 #include "conf.h"
+#include "limit.h"
 #include "eventlog.h"
 #include "log.h"
 #include "notify.h"
@@ -29,6 +32,7 @@
 #include "reload.h"
 #include "server.h"
 #include "statekey.h"
+#include "telemetry.h"
 
 /* More than conf_keep_restart_only can name. */
 #define RELOAD_KEPT_MAX	16
@@ -93,6 +97,9 @@ reload_conf(void)
 	reload_log(new);
 	server.conf = new;
 	provider_init(new);
+	audit_configure(new);
+	limit_reload();
+	telemetry_configure(server.base, new);
 	conf_release(old);
 	log_info("reload: %s applied: log level %s, %zu exec tools, builtin "
 	    "tools %s", new->path, log_level_name(new->log_level),

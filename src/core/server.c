@@ -23,6 +23,7 @@
 #include <event2/listener.h>
 
 #include "announce.h"
+#include "audit.h"
 #include "auth.h"
 #include "clock.h"
 #include "conf.h"
@@ -32,6 +33,7 @@
 #include "health.h"
 #include "http_client.h"
 #include "lease.h"
+#include "limit.h"
 #include "listen.h"
 #include "log.h"
 #include "mcpd.h"
@@ -43,6 +45,7 @@
 #include "session.h"
 #include "statekey.h"
 #include "task.h"
+#include "telemetry.h"
 #include "transport.h"
 #include "view.h"
 #include "xmalloc.h"
@@ -141,6 +144,7 @@ static void
 server_reopen_cb(evutil_socket_t sig, short events, void *arg)
 {
 	log_reopen();
+	audit_reopen();
 }
 
 /*
@@ -230,6 +234,8 @@ server_cron_cb(evutil_socket_t fd, short events, void *arg)
 	session_cron();
 	view_cron();
 	listen_cron();
+	limit_cron();
+	audit_cron();
 	server_accept_cron();
 	log_cron();
 }
@@ -239,6 +245,7 @@ static void
 server_lease_renew_cb(evutil_socket_t fd, short events, void *arg)
 {
 	session_renew_leases();
+	limit_renew();
 }
 
 static void
@@ -632,6 +639,7 @@ server_await_log(struct event_base *base, const struct conf *conf)
 int
 server_run(struct conf *conf)
 {
+	struct event_config	*cfg;
 	struct event_base	*base;
 	struct evhttp		*http = NULL;
 	struct eventlog		*el;
@@ -646,8 +654,20 @@ server_run(struct conf *conf)
 	    (long)getpid(), conf->path);
 	notify_init();
 	server_raise_nofile();
-	if ((base = event_base_new()) == NULL)
+	/*
+	 * epoll changes batched per loop turn: evhttp turns a connection's
+	 * read and write events on and off several times per request (each
+	 * an epoll_ctl, and a system call costs), and most of that cancels
+	 * out within a turn. The flag's one caveat, a watched fd dup()ed,
+	 * does not arise: exec.c's children get fresh pipe ends and close
+	 * every other fd.
+	 */
+	if ((cfg = event_config_new()) == NULL ||
+	    event_config_set_flag(cfg,
+	    EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST) != 0 ||
+	    (base = event_base_new_with_config(cfg)) == NULL)
 		fatalx("event_base_new failed");
+	event_config_free(cfg);
 	if ((el = eventlog_create(base, conf, &cause)) == NULL) {
 		log_error("event log: %s", cause);
 		free(cause);
@@ -659,11 +679,18 @@ server_run(struct conf *conf)
 	announce_init();	/* with a shared log: other instances' changes */
 	listen_init();
 	task_init();
+	limit_init();
 	exec_init(base);
 	http_client_init(base);	/* before the providers: HTTP upstreams */
+	telemetry_configure(base, conf);	/* spans from here on */
 	provider_init(conf);
 	if (auth_init(base, conf, &cause) != 0) {
 		log_error("auth: %s", cause);
+		free(cause);
+		goto out;
+	}
+	if (audit_init(conf, &cause) != 0) {
+		log_error("audit_log %s", cause);
 		free(cause);
 		goto out;
 	}
@@ -738,6 +765,7 @@ out:
 	drain_free();
 	if (el != NULL) {
 		auth_shutdown();	/* requests waiting for a check: 503 */
+		limit_shutdown();	/* and those waiting for limits: 429 */
 		http_client_shutdown();
 		view_shutdown();
 		stateless_shutdown();
@@ -748,6 +776,7 @@ out:
 		provider_shutdown();	/* upstreams stopped */
 		exec_shutdown();	/* cancelled calls: programs reaped */
 		server_drain(base);
+		telemetry_flush(base, server.conf);	/* the last spans */
 	}
 	server_timers_free();
 	statekey_stop();
@@ -774,6 +803,7 @@ out:
 		event_base_loop(base, EVLOOP_NONBLOCK);
 	event_base_free(base);
 	server.base = NULL;
+	audit_shutdown();	/* the lines of the calls that ended above */
 	log_limit_end();
 	log_info("stopped: exit status %d", rc);
 	notify_close();

@@ -244,3 +244,24 @@ eventlog_keyring(struct eventlog *el, uint64_t period_ms, const char *fresh1,
 		fatalx("keyring: a period of 0 or a key the log cannot keep");
 	el->ops->keyring(el->backend, period_ms, fresh1, fresh2, cb, arg);
 }
+
+void
+eventlog_take(struct eventlog *el, const struct eventlog_take *t,
+    eventlog_take_cb cb, void *arg)
+{
+	if (el->ops->take == NULL)
+		fatalx("eventlog_take: the %s log keeps no limits",
+		    el->ops->name);
+	el->ops->take(el->backend, t, cb, arg);
+}
+
+void
+eventlog_slot(struct eventlog *el, enum eventlog_slot_op op, const char *key,
+    uint64_t max, uint64_t ttl_ms, const char *const *members, size_t n,
+    eventlog_slot_cb cb, void *arg)
+{
+	if (el->ops->slot == NULL)
+		fatalx("eventlog_slot: the %s log keeps no limits",
+		    el->ops->name);
+	el->ops->slot(el->backend, op, key, max, ttl_ms, members, n, cb, arg);
+}

@@ -127,7 +127,9 @@ enum redis_op_type {
 	REDIS_OP_PUBLISH,	/* plain PUBLISH, answered a count */
 	REDIS_OP_TASK_PUT,
 	REDIS_OP_TASK_GET,	/* plain GET: "REV RECORD" or nil */
-	REDIS_OP_KEYRING
+	REDIS_OP_KEYRING,
+	REDIS_OP_TAKE,		/* limits: the script's take */
+	REDIS_OP_SLOT		/* and its slot */
 };
 
 TAILQ_HEAD(redis_ops, redis_op);
@@ -198,6 +200,8 @@ struct redis_op {
 		eventlog_task_cb	task;
 		eventlog_keyring_cb	keyring;
 		redis_node_layout_cb	layout;
+		eventlog_take_cb	take;
+		eventlog_slot_cb	slot;
 	} cb;
 	void			*arg;
 	TAILQ_ENTRY(redis_op)	 entry;
@@ -1201,6 +1205,13 @@ redis_op_answer(struct redis_op *op, enum eventlog_status status,
 		/* A ring is answered by redis_keyring_reply. */
 		op->cb.keyring(status, NULL, op->arg);
 		break;
+	case REDIS_OP_TAKE:
+		/* What was taken is answered by redis_limit_reply. */
+		op->cb.take(status, NULL, op->arg);
+		break;
+	case REDIS_OP_SLOT:
+		op->cb.slot(status, 0, op->arg);
+		break;
 	case REDIS_OP_CREATE:
 		redis_create_answered(op, status);
 		/* FALLTHROUGH */
@@ -1696,9 +1707,13 @@ redis_op_lost(struct redis_op *op, struct redis_link *l)
 
 /*
  * The command connection's set-up, issued before it is even connected:
- * AUTH, SELECT, SCRIPT LOAD and INFO in one write; once the script is
+ * AUTH, SELECT, INFO and SCRIPT LOAD in one write; once the script is
  * loaded, its check op says whether the ACL lets this user run every
- * command mcpd sends. The connection is ready on that answer.
+ * command mcpd sends. The connection is ready on that answer. INFO goes
+ * before the script: Redis 7 answers a bulk string over 16 KB from a
+ * client not yet authenticated with a protocol error, not NOAUTH, and the
+ * script is longer than that, so a server that wants a password must say
+ * so to a short command first.
  */
 static void
 redis_cmd_setup(struct redis_conn *c)
@@ -1722,15 +1737,15 @@ redis_cmd_setup(struct redis_conn *c)
 		if (redis_op_send(op, 0) != 0)
 			redis_op_free(op);
 	}
+	op = redis_op_new(r, REDIS_OP_INFO, NULL, 0);
+	redis_op_arg(op, "INFO", 4);
+	if (redis_op_send(op, 0) != 0)
+		redis_op_free(op);
 	op = redis_op_new(r, REDIS_OP_SCRIPT_LOAD, NULL, 0);
 	redis_op_arg(op, "SCRIPT", 6);
 	redis_op_arg(op, "LOAD", 4);
 	redis_op_arg(op, redis_script_source(r->sharded),
 	    strlen(redis_script_source(r->sharded)));
-	if (redis_op_send(op, 0) != 0)
-		redis_op_free(op);
-	op = redis_op_new(r, REDIS_OP_INFO, NULL, 0);
-	redis_op_arg(op, "INFO", 4);
 	if (redis_op_send(op, 0) != 0)
 		redis_op_free(op);
 }
@@ -2064,6 +2079,33 @@ redis_keyring_reply(struct redis_op *op, redisReply *reply)
 	op->cb.keyring(EVENTLOG_OK, &ring, op->arg);
 }
 
+/* A limit's take or slot (not redis_script_result's shape). */
+static void
+redis_limit_reply(struct redis_op *op, redisReply *reply)
+{
+	struct eventlog_taken	taken;
+	int			granted, bad;
+
+	if (op->type == REDIS_OP_TAKE)
+		bad = redis_script_taken(reply, &taken) != 0;
+	else
+		bad = redis_script_slot(reply, &granted) != 0;
+	if (bad) {
+		log_limited(LOG_LEVEL_WARN, "redis-reply", "eventlog=%s: "
+		    "limit %s: %s", op->r->name, op->sid,
+		    reply->type == REDIS_REPLY_ERROR ? reply->str :
+		    "unexpected answer from the event-log script");
+		redis_op_answer(op, EVENTLOG_UNAVAILABLE, NULL, NULL, 0, NULL,
+		    0);
+		return;
+	}
+	op->answered = 1;
+	if (op->type == REDIS_OP_TAKE)
+		op->cb.take(EVENTLOG_OK, &taken, op->arg);
+	else
+		op->cb.slot(EVENTLOG_OK, granted, op->arg);
+}
+
 static void
 redis_script_reply(struct redis_op *op, redisReply *reply)
 {
@@ -2089,6 +2131,10 @@ redis_script_reply(struct redis_op *op, redisReply *reply)
 	}
 	if (op->type == REDIS_OP_KEYRING) {
 		redis_keyring_reply(op, reply);
+		return;
+	}
+	if (op->type == REDIS_OP_TAKE || op->type == REDIS_OP_SLOT) {
+		redis_limit_reply(op, reply);
 		return;
 	}
 	if (redis_script_result(reply, &res, &cause) != 0) {
@@ -2512,6 +2558,70 @@ redis_keyring(void *p, uint64_t period_ms, const char *fresh1,
 	redis_op_arg(op, fresh1, strlen(fresh1));
 	redis_op_arg(op, fresh2, strlen(fresh2));
 	op->cb.keyring = cb;
+	op->arg = arg;
+	redis_op_submit(op);
+}
+
+/*
+ * A limit's bucket, or its slots: one key each (its own hash tag), one
+ * script call. op->sid is that tag ("l:NAME:HEX"): it names the limit's
+ * key in log lines and, in a cluster, the slot the op belongs to (a
+ * MOVED sends it where the tag's slot went). A take sent again after a
+ * lost answer takes its tokens twice: a limit may admit a little less
+ * than it should across a Redis outage, never more.
+ */
+static struct redis_op *
+redis_limit_op(struct redis *r, enum redis_op_type type, const char *key)
+{
+	char		*tag = redis_script_limit_tag(key);
+	struct redis_op	*op = redis_op_new(r, type, tag, 0);
+
+	free(tag);
+	op->script = 1;
+	redis_op_arg(op, "EVALSHA", 7);
+	redis_op_arg(op, r->sha, strlen(r->sha));
+	redis_op_arg(op, "1", 1);
+	redis_op_take(op, redis_script_limit_key(key,
+	    type == REDIS_OP_SLOT));
+	return (op);
+}
+
+static void
+redis_take(void *p, const struct eventlog_take *t, eventlog_take_cb cb,
+    void *arg)
+{
+	struct redis_op	*op = redis_limit_op(p, REDIS_OP_TAKE, t->key);
+
+	redis_op_arg(op, "take", 4);
+	redis_op_argu(op, t->rate);
+	redis_op_argu(op, t->period_ms > 0 ? t->period_ms : 1);
+	redis_op_argu(op, t->burst);
+	redis_op_argu(op, t->quota);
+	redis_op_argu(op, t->want);
+	redis_op_argu(op, t->min);
+	redis_op_argu(op, t->back);
+	redis_op_argu(op, t->back_day);
+	op->cb.take = cb;
+	op->arg = arg;
+	redis_op_submit(op);
+}
+
+static void
+redis_slot(void *p, enum eventlog_slot_op what, const char *key,
+    uint64_t max, uint64_t ttl_ms, const char *const *members, size_t n,
+    eventlog_slot_cb cb, void *arg)
+{
+	static const char *const names[] = { "take", "renew", "free" };
+	struct redis_op		*op = redis_limit_op(p, REDIS_OP_SLOT, key);
+	size_t			 i;
+
+	redis_op_arg(op, "slot", 4);
+	redis_op_arg(op, names[what], strlen(names[what]));
+	redis_op_argu(op, ttl_ms > 0 ? ttl_ms : 1);
+	redis_op_argu(op, max);
+	for (i = 0; i < n; i++)
+		redis_op_arg(op, members[i], strlen(members[i]));
+	op->cb.slot = cb;
 	op->arg = arg;
 	redis_op_submit(op);
 }
@@ -3256,6 +3366,8 @@ static const struct eventlog_ops redis_ops = {
 	.task_put = redis_task_put,
 	.task_get = redis_task_get,
 	.keyring = redis_keyring,
+	.take = redis_take,
+	.slot = redis_slot,
 	.available = redis_available,
 	.on_available = redis_on_available,
 	.steady = redis_steady,

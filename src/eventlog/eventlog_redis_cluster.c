@@ -70,7 +70,9 @@ enum redis_cluster_cb_type {
 	REDIS_CLUSTER_CB_APPEND,
 	REDIS_CLUSTER_CB_READ,
 	REDIS_CLUSTER_CB_TASK,
-	REDIS_CLUSTER_CB_KEYRING
+	REDIS_CLUSTER_CB_KEYRING,
+	REDIS_CLUSTER_CB_TAKE,
+	REDIS_CLUSTER_CB_SLOT
 };
 
 struct redis_cluster_fail {
@@ -82,6 +84,8 @@ struct redis_cluster_fail {
 		eventlog_read_cb	 read;
 		eventlog_task_cb	 task;
 		eventlog_keyring_cb	 keyring;
+		eventlog_take_cb	 take;
+		eventlog_slot_cb	 slot;
 	} cb;
 	void				*arg;
 	TAILQ_ENTRY(redis_cluster_fail)	 entry;
@@ -293,6 +297,12 @@ redis_cluster_fail_cb(evutil_socket_t fd, short events, void *arg)
 		case REDIS_CLUSTER_CB_KEYRING:
 			f->cb.keyring(st, NULL, f->arg);
 			break;
+		case REDIS_CLUSTER_CB_TAKE:
+			f->cb.take(st, NULL, f->arg);
+			break;
+		case REDIS_CLUSTER_CB_SLOT:
+			f->cb.slot(st, 0, f->arg);
+			break;
 		}
 		free(f);
 	}
@@ -493,6 +503,46 @@ redis_cluster_keyring(void *p, uint64_t period_ms, const char *fresh1,
 	else
 		redis_cluster_node_ops()->keyring(n, period_ms, fresh1, fresh2,
 		    cb, arg);
+}
+
+/*
+ * A limit's bucket and its slots: on the node of that limit key's slot
+ * (its own hash tag), whatever session asked.
+ */
+static struct redis *
+redis_cluster_limit_route(struct redis_cluster *c, const char *key)
+{
+	char		*tag = redis_script_limit_tag(key);
+	struct redis	*n = redis_cluster_route(c, tag);
+
+	free(tag);
+	return (n);
+}
+
+static void
+redis_cluster_limit_take(void *p, const struct eventlog_take *t,
+    eventlog_take_cb cb, void *arg)
+{
+	struct redis	*n = redis_cluster_limit_route(p, t->key);
+
+	if (n == NULL)
+		REDIS_CLUSTER_FAIL(p, REDIS_CLUSTER_CB_TAKE, take, cb, arg);
+	else
+		redis_cluster_node_ops()->take(n, t, cb, arg);
+}
+
+static void
+redis_cluster_limit_slot(void *p, enum eventlog_slot_op what, const char *key,
+    uint64_t max, uint64_t ttl_ms, const char *const *members, size_t nm,
+    eventlog_slot_cb cb, void *arg)
+{
+	struct redis	*n = redis_cluster_limit_route(p, key);
+
+	if (n == NULL)
+		REDIS_CLUSTER_FAIL(p, REDIS_CLUSTER_CB_SLOT, slot, cb, arg);
+	else
+		redis_cluster_node_ops()->slot(n, what, key, max, ttl_ms,
+		    members, nm, cb, arg);
 }
 
 /* Watches: each on the node of its session's slot, moved with it. */
@@ -1222,6 +1272,8 @@ static const struct eventlog_ops redis_cluster_ops = {
 	.task_put = redis_cluster_task_put,
 	.task_get = redis_cluster_task_get,
 	.keyring = redis_cluster_keyring,
+	.take = redis_cluster_limit_take,
+	.slot = redis_cluster_limit_slot,
 	.available = redis_cluster_available,
 	.on_available = redis_cluster_on_available,
 	.steady = redis_cluster_steady,

@@ -20,9 +20,9 @@
  *			(eventlog_publish: a plain PUBLISH, not the
  *			script; the messages are in peer.h).
  *   mcpd:{SID}:x:NAME	notes (eventlog_note_set: plain SET with PX, not
- *			the script): leases l:K and r:K (lease.c), answers
- *			a:ID (outbound.c), delivery progress p:K
- *			(progress.c).
+ *			the script): leases l:K and r:K, the call's trace
+ *			t:K, a loss x:K (lease.c), answers a:ID (outbound.c),
+ *			delivery progress p:K (progress.c).
  *   mcpd:{TID}:task	a task's record (task.c), its hash tag the task id
  *			(apart from every session): "REV RECORD", REV the
  *			revision, written only by the script's task
@@ -45,6 +45,20 @@
  *			the store (eventlog_redis.c).
  *   mcpd:{listen}:events	the channel of the pseudo session "listen"
  *			(announce.c), what instances tell each other.
+ *   mcpd:{l:NAME:KEY}:b	hash, a limit's token bucket (limit.c) for one
+ *			key (KEY: hex of a SHA-256 of what the limit counts
+ *			apart, so a subject's bytes never reach a key or a
+ *			hash tag): t = tokens in millionths, ts = when t was
+ *			last refilled, d = the day (UTC, since the epoch)
+ *			and q = calls counted that day. Written only by
+ *			the script's take operation, with Redis's clock;
+ *			it lives until full again (and the day is over).
+ *   mcpd:{l:NAME:KEY}:c	sorted set, the limit's slots of calls running
+ *			at once: member (an instance's token and a
+ *			number) scored by when it lapses; written by the
+ *			script's slot operation. A member not renewed
+ *			lapses, so a dead instance's slots free
+ *			themselves.
  *
  * In Redis Cluster every script call touches one slot: the keys it names
  * share one hash tag. Channels are sharded there (SPUBLISH: the script's
@@ -382,6 +396,103 @@ REDIS_SCRIPT_PUBSUB_LINE
 "	return {'ok', ring[1], ring[2], ring[3], ring[4]}\n"
 "end\n"
 "\n"
+"-- Limits: Redis's clock, so the instances' clocks do not matter\n"
+"-- (every Redis with Streams replicates a script's effects, so TIME\n"
+"-- before a write is allowed). Numbers stored go through %d: Lua 5.1\n"
+"-- would print a large one with an exponent, and round it.\n"
+"local function millis()\n"
+"	local t = redis.call('TIME')\n"
+"	return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+"end\n"
+"\n"
+"if op == 'take' then\n"
+"	-- KEYS[1] the bucket; ARGV[2] rate (tokens a period), ARGV[3]\n"
+"	-- period (ms), ARGV[4] burst, ARGV[5] quota a day (0: none),\n"
+"	-- ARGV[6] want, ARGV[7] min, ARGV[8] back, ARGV[9] back's day.\n"
+"	-- Tokens are counted in millionths (integers: no drift).\n"
+"	local rate, period = tonumber(ARGV[2]), tonumber(ARGV[3])\n"
+"	local burst, quota = tonumber(ARGV[4]), tonumber(ARGV[5])\n"
+"	local want, min = tonumber(ARGV[6]), tonumber(ARGV[7])\n"
+"	local back, bday = tonumber(ARGV[8]), tonumber(ARGV[9])\n"
+"	local U = 1000000\n"
+"	local now = millis()\n"
+"	local day = math.floor(now / 86400000)\n"
+"	local f = redis.call('HMGET', meta, 't', 'ts', 'd', 'q')\n"
+"	local t, ts = tonumber(f[1]), tonumber(f[2])\n"
+"	local d, q = tonumber(f[3]), tonumber(f[4]) or 0\n"
+"	local grant, wait, byquota = want, 0, 0\n"
+"	if rate > 0 then\n"
+"		local cap = burst * U\n"
+"		if not t or not ts then\n"
+"			t, ts = cap, now\n"
+"		end\n"
+"		if now > ts then\n"
+"			t = t + math.floor((now - ts) * rate * U / period)\n"
+"		end\n"
+"		t = math.min(cap, t + back * U)\n"
+"		grant = math.min(grant, math.floor(t / U))\n"
+"	end\n"
+"	if quota > 0 then\n"
+"		if d ~= day then\n"
+"			d, q = day, 0\n"
+"		end\n"
+"		if bday == day then\n"
+"			q = math.max(0, q - back)\n"
+"		end\n"
+"		grant = math.min(grant, math.max(0, quota - q))\n"
+"	end\n"
+"	if grant < min then\n"
+"		grant = 0\n"
+"		if quota > 0 and quota - q < min then\n"
+"			byquota, wait = 1, (day + 1) * 86400000 - now\n"
+"		else\n"
+"			wait = math.ceil((min * U - t) * period / (rate * U))\n"
+"		end\n"
+"	end\n"
+"	local life = 0\n"
+"	if rate > 0 then\n"
+"		t = t - grant * U\n"
+"		redis.call('HSET', meta, 't', string.format('%d', t), 'ts',\n"
+"		    string.format('%d', now))\n"
+"		life = math.ceil((burst * U - t) * period / (rate * U))\n"
+"	end\n"
+"	if quota > 0 then\n"
+"		redis.call('HSET', meta, 'd', string.format('%d', d), 'q',\n"
+"		    string.format('%d', q + grant))\n"
+"		life = math.max(life, (day + 1) * 86400000 - now)\n"
+"	end\n"
+"	redis.call('PEXPIRE', meta, string.format('%d', life + 1000))\n"
+"	return {'ok', grant, wait, day, byquota}\n"
+"end\n"
+"\n"
+"if op == 'slot' then\n"
+"	-- KEYS[1] the slots; ARGV[2] take, renew or free, ARGV[3] the\n"
+"	-- members' lifetime (ms), ARGV[4] max (take), members from ARGV[5].\n"
+"	local what, ttl = ARGV[2], tonumber(ARGV[3])\n"
+"	if what == 'free' then\n"
+"		for i = 5, #ARGV do\n"
+"			redis.call('ZREM', meta, ARGV[i])\n"
+"		end\n"
+"		return {'ok', 1}\n"
+"	end\n"
+"	local now = millis()\n"
+"	redis.call('ZREMRANGEBYSCORE', meta, '-inf', string.format('%d', now))\n"
+"	local at = string.format('%d', now + ttl)\n"
+"	if what == 'take' then\n"
+"		if redis.call('ZSCORE', meta, ARGV[5]) == false and\n"
+"		    redis.call('ZCARD', meta) >= tonumber(ARGV[4]) then\n"
+"			return {'ok', 0}\n"
+"		end\n"
+"		redis.call('ZADD', meta, at, ARGV[5])\n"
+"	else\n"
+"		for i = 5, #ARGV do\n"
+"			redis.call('ZADD', meta, at, ARGV[i])\n"
+"		end\n"
+"	end\n"
+"	redis.call('PEXPIRE', meta, string.format('%d', ttl))\n"
+"	return {'ok', 1}\n"
+"end\n"
+"\n"
 "if op == 'store' then\n"
 "	-- ARGV[8] the session's meta; ARGV[9] '1': only if the session is\n"
 "	-- there (an update never brings back a session the log lost).\n"
@@ -617,6 +728,25 @@ redis_script_stream_prefix(const char *sid)
 }
 
 char *
+redis_script_limit_key(const char *name, int slots)
+{
+	char	*s;
+
+	xasprintf(&s, slots ? REDIS_SCRIPT_SLOTS_KEY : REDIS_SCRIPT_BUCKET_KEY,
+	    name);
+	return (s);
+}
+
+char *
+redis_script_limit_tag(const char *name)
+{
+	char	*s;
+
+	xasprintf(&s, REDIS_SCRIPT_LIMIT_TAG, name);
+	return (s);
+}
+
+char *
 redis_script_channel(const char *sid)
 {
 	char	*s;
@@ -774,6 +904,50 @@ redis_script_layout(const struct redisReply *reply, int *layout)
 	    v > INT_MAX)
 		return (-1);
 	*layout = (int)v;
+	return (0);
+}
+
+static int
+redis_script_integer(const struct redisReply *reply, uint64_t *v)
+{
+	if (reply->type != REDIS_REPLY_INTEGER || reply->integer < 0)
+		return (-1);
+	*v = (uint64_t)reply->integer;
+	return (0);
+}
+
+int
+redis_script_taken(const struct redisReply *reply,
+    struct eventlog_taken *taken)
+{
+	enum eventlog_status	status;
+	uint64_t		quota;
+
+	memset(taken, 0, sizeof *taken);
+	if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 5 ||
+	    redis_script_status(reply->element[0], &status) != 0 ||
+	    status != EVENTLOG_OK ||
+	    redis_script_integer(reply->element[1], &taken->granted) != 0 ||
+	    redis_script_integer(reply->element[2], &taken->wait_ms) != 0 ||
+	    redis_script_integer(reply->element[3], &taken->day) != 0 ||
+	    redis_script_integer(reply->element[4], &quota) != 0 || quota > 1)
+		return (-1);
+	taken->quota = (int)quota;
+	return (0);
+}
+
+int
+redis_script_slot(const struct redisReply *reply, int *granted)
+{
+	enum eventlog_status	status;
+	uint64_t		v;
+
+	if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
+	    redis_script_status(reply->element[0], &status) != 0 ||
+	    status != EVENTLOG_OK ||
+	    redis_script_integer(reply->element[1], &v) != 0 || v > 1)
+		return (-1);
+	*granted = (int)v;
 	return (0);
 }
 

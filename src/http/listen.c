@@ -37,6 +37,7 @@ struct listen {
 	cJSON			*uris;	/* resourceSubscriptions */
 	cJSON			*tasks;	/* taskIds */
 	struct auth_principal	*who;	/* NULL without auth */
+	char			*endpoint;	/* whose catalog it hears */
 	int			 listed;	/* on listen_all */
 	TAILQ_ENTRY(listen)	 entry;
 };
@@ -48,12 +49,11 @@ static size_t			listen_n;
 static const struct {
 	const char		*field;
 	enum announce_kind	 change;
-	int			(*served)(void);
+	int			 list;		/* -1: always served */
 } listen_filters[] = {
-	{ "toolsListChanged", ANNOUNCE_TOOLS, NULL },
-	{ "promptsListChanged", ANNOUNCE_PROMPTS, provider_has_prompts },
-	{ "resourcesListChanged", ANNOUNCE_RESOURCES,
-	  provider_has_resources },
+	{ "toolsListChanged", ANNOUNCE_TOOLS, -1 },
+	{ "promptsListChanged", ANNOUNCE_PROMPTS, PROVIDER_PROMPTS },
+	{ "resourcesListChanged", ANNOUNCE_RESOURCES, PROVIDER_RESOURCES },
 };
 #define LISTEN_NFILTERS	(sizeof listen_filters / sizeof listen_filters[0])
 
@@ -69,6 +69,7 @@ listen_free(struct listen *l)
 	cJSON_Delete(l->uris);
 	cJSON_Delete(l->tasks);
 	auth_principal_unref(l->who);
+	free(l->endpoint);
 	free(l);
 }
 
@@ -154,7 +155,7 @@ listen_names(const cJSON *list, const char *s)
  */
 void
 listen_start(struct evhttp_request *req, const cJSON *id, const cJSON *params,
-    struct auth_principal *who)
+    struct auth_principal *who, const char *endpoint)
 {
 	const cJSON	*filter, *f;
 	struct listen	*l;
@@ -165,6 +166,7 @@ listen_start(struct evhttp_request *req, const cJSON *id, const cJSON *params,
 	l->resp = response_new(req, listen_gone, l);
 	l->id = cJSON_Duplicate(id, 1);
 	l->who = auth_principal_ref(who);
+	l->endpoint = endpoint != NULL ? xstrdup(endpoint) : NULL;
 	filter = cJSON_GetObjectItemCaseSensitive(params, "notifications");
 	if (!cJSON_IsObject(filter)) {
 		response_json(l->resp, 400, jsonrpc_error(id,
@@ -179,14 +181,15 @@ listen_start(struct evhttp_request *req, const cJSON *id, const cJSON *params,
 	for (i = 0; i < LISTEN_NFILTERS; i++) {
 		f = cJSON_GetObjectItemCaseSensitive(filter,
 		    listen_filters[i].field);
-		if (!cJSON_IsTrue(f) || (listen_filters[i].served != NULL &&
-		    !listen_filters[i].served()))
+		if (!cJSON_IsTrue(f) || (listen_filters[i].list != -1 &&
+		    !provider_endpoint_has(endpoint, listen_filters[i].list)))
 			continue;
 		l->filter[listen_filters[i].change] = 1;
 		cJSON_AddBoolToObject(honoured, listen_filters[i].field, 1);
 	}
 	f = cJSON_GetObjectItemCaseSensitive(filter, "resourceSubscriptions");
-	if (cJSON_IsArray(f) && provider_has_resources()) {
+	if (cJSON_IsArray(f) && provider_endpoint_has(endpoint,
+	    PROVIDER_RESOURCES)) {
 		l->uris = listen_strings(f);
 		cJSON_AddItemToObject(honoured, "resourceSubscriptions",
 		    cJSON_Duplicate(l->uris, 1));
@@ -259,9 +262,13 @@ listen_task_changed(const char *tid)
 		task_read(tid, listen_task_read_cb, xstrdup(tid));
 }
 
-/* A change, of any instance: every stream whose filter asks hears it. */
+/*
+ * A change, of any instance: every stream whose filter asks hears it, if
+ * its endpoint serves the change's source (and resource).
+ */
 static void
-listen_changed(enum announce_kind change, const char *uri, void *arg)
+listen_changed(enum announce_kind change, const char *uri,
+    const char *source, void *arg)
 {
 	struct listen	*l, *l1;
 	cJSON		*params;
@@ -278,7 +285,8 @@ listen_changed(enum announce_kind change, const char *uri, void *arg)
 			match = listen_names(l->uris, uri);
 		else
 			match = l->filter[change];
-		if (!match || !listen_keeps_up(l))
+		if (!match || !provider_endpoint_hears(l->endpoint, change,
+		    uri, source) || !listen_keeps_up(l))
 			continue;
 		params = NULL;
 		if (change == ANNOUNCE_RESOURCE_UPDATED) {

@@ -19,18 +19,25 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "audit.h"
 #include "auth.h"
 #include "conf.h"
+#include "credential.h"
 #include "drain.h"
 #include "eventlog.h"
 #include "exec.h"
 #include "health.h"
+#include "limit.h"
 #include "mcpd.h"
 #include "metrics.h"
+#include "otlp.h"
 #include "prometheus.h"
+#include "provider_openapi.h"
 #include "provider_upstream.h"
 #include "server.h"
 #include "session.h"
+#include "spool.h"
+#include "trace.h"
 #include "view.h"
 #include "xmalloc.h"
 
@@ -223,6 +230,112 @@ prom_upstreams(struct prom *p)
 	}
 }
 
+/* Names are checked at load: letters, digits, "_-." only. */
+static void
+prom_openapis(struct prom *p)
+{
+	struct provider_openapi_stats	 st;
+	size_t				 i, n = provider_openapi_count();
+
+	if (n == 0)
+		return;
+	prom_head(p, "mcpd_openapi_tools", "gauge", "Tools served from the "
+	    "openapi block's document (0 while it has none).");
+	for (i = 0; i < n; i++) {
+		provider_openapi_stats(i, &st);
+		prom_printf(p, "mcpd_openapi_tools{openapi=\"%s\"} %zu\n",
+		    st.name, st.tools);
+	}
+	prom_head(p, "mcpd_openapi_calls_inflight", "gauge", "Calls of the "
+	    "block's tools whose HTTP request has not ended.");
+	for (i = 0; i < n; i++) {
+		provider_openapi_stats(i, &st);
+		prom_printf(p, "mcpd_openapi_calls_inflight{openapi=\"%s\"} "
+		    "%zu\n", st.name, st.inflight);
+	}
+	prom_head(p, "mcpd_openapi_document_failures_total", "counter",
+	    "Times the block's document could not be read, fetched or taken "
+	    "(what it served before stays).");
+	for (i = 0; i < n; i++) {
+		provider_openapi_stats(i, &st);
+		prom_printf(p, "mcpd_openapi_document_failures_total{openapi="
+		    "\"%s\"} %llu\n", st.name, st.failures);
+	}
+}
+
+/* Limit names are checked at load: letters, digits, "_-." only. */
+static void
+prom_limits(struct prom *p)
+{
+	struct limit_stat	st;
+	struct limit_totals	t;
+	size_t			i, n = limit_stat_count();
+	int			r;
+
+	if (n == 0 && server.conf->nlimits == 0)
+		return;
+	prom_head(p, "mcpd_limit_admitted_total", "counter", "tools/call "
+	    "requests a limit covered and admitted, by limit.");
+	for (i = 0; i < n; i++) {
+		limit_stat(i, &st);
+		prom_printf(p, "mcpd_limit_admitted_total{limit=\"%s\"} %llu\n",
+		    st.name, (unsigned long long)st.admitted);
+	}
+	prom_head(p, "mcpd_limited_total", "counter", "tools/call requests "
+	    "refused by a limit (429, or -32023), by limit and reason (rate, "
+	    "quota, concurrency, unavailable: limit_fallback refuse while "
+	    "Redis could not answer).");
+	for (i = 0; i < n; i++) {
+		limit_stat(i, &st);
+		for (r = 0; r < LIMIT_REASONS; r++)
+			prom_printf(p, "mcpd_limited_total{limit=\"%s\","
+			    "reason=\"%s\"} %llu\n", st.name,
+			    limit_reason_name(r),
+			    (unsigned long long)st.refused[r]);
+	}
+	prom_head(p, "mcpd_limit_running", "gauge", "Calls holding a "
+	    "concurrency slot of the limit on this instance.");
+	for (i = 0; i < n; i++) {
+		limit_stat(i, &st);
+		prom_printf(p, "mcpd_limit_running{limit=\"%s\"} %llu\n",
+		    st.name, (unsigned long long)st.running);
+	}
+	limit_totals(&t);
+	prom_value(p, "mcpd_limit_keys", "gauge", "Keys (limit and what it "
+	    "counts apart) this instance tracks.", (double)t.keys);
+	prom_value(p, "mcpd_limit_store_calls_total", "counter", "Calls to "
+	    "Redis for limits (leases of tokens, slots, tokens given back): "
+	    "far fewer than checks while leases serve them.",
+	    (double)t.store_calls);
+	prom_value(p, "mcpd_limit_fallbacks_total", "counter", "Checks made "
+	    "while Redis could not answer them (limit_fallback).",
+	    (double)t.fallbacks);
+	prom_value(p, "mcpd_limit_overflows_total", "counter", "Calls not "
+	    "limited because every one of the keys tracked was in use.",
+	    (double)t.overflows);
+}
+
+static void
+prom_audit(struct prom *p)
+{
+	struct spool_stats	st;
+
+	if (server.conf->audit_log == NULL && !audit_enabled())
+		return;
+	audit_stats(&st);
+	prom_head(p, "mcpd_audit_lines_total", "counter", "Audit lines, by "
+	    "what became of them: written, dropped (the queue was full: "
+	    "audit_queue), failed (the write or the open failed: a full disk, "
+	    "a closed pipe).");
+	prom_printf(p, "mcpd_audit_lines_total{result=\"written\"} %llu\n"
+	    "mcpd_audit_lines_total{result=\"dropped\"} %llu\n"
+	    "mcpd_audit_lines_total{result=\"failed\"} %llu\n",
+	    (unsigned long long)st.written, (unsigned long long)st.dropped,
+	    (unsigned long long)st.failed);
+	prom_value(p, "mcpd_audit_queued_bytes", "gauge", "Bytes of audit "
+	    "lines waiting for the writer.", (double)st.queued);
+}
+
 static long
 prom_open_fds(void)
 {
@@ -238,6 +351,41 @@ prom_open_fds(void)
 	}
 	closedir(d);
 	return (n - 1);		/* the directory's own descriptor */
+}
+
+/* Tracing's exporter (otlp.c), while otel_endpoint is set. */
+static void
+prom_otel(struct prom *p)
+{
+	struct otlp_stats	st;
+
+	if (server.conf->otel_endpoint == NULL)
+		return;
+	otlp_get_stats(&st);
+	prom_value(p, "mcpd_otel_spans_exported_total", "counter",
+	    "Spans the OTLP receiver took.", (double)st.exported);
+	prom_head(p, "mcpd_otel_spans_dropped_total", "counter", "Spans not "
+	    "exported: the queue was full (otel_queue), their request "
+	    "failed for good, or the receiver refused them.");
+	prom_printf(p, "mcpd_otel_spans_dropped_total{reason=\"queue_full\"} "
+	    "%llu\nmcpd_otel_spans_dropped_total{reason=\"export_failed\"} "
+	    "%llu\nmcpd_otel_spans_dropped_total{reason=\"rejected\"} %llu\n",
+	    (unsigned long long)st.dropped_full,
+	    (unsigned long long)st.dropped_failed,
+	    (unsigned long long)st.rejected);
+	prom_head(p, "mcpd_otel_export_requests_total", "counter",
+	    "Export requests (attempts) by result.");
+	prom_printf(p, "mcpd_otel_export_requests_total{result=\"ok\"} %llu\n"
+	    "mcpd_otel_export_requests_total{result=\"failed\"} %llu\n",
+	    (unsigned long long)st.requests_ok,
+	    (unsigned long long)st.requests_failed);
+	prom_value(p, "mcpd_otel_queue_spans", "gauge", "Spans waiting to be "
+	    "exported or in flight.", (double)st.queued);
+	prom_value(p, "mcpd_otel_queue_bytes", "gauge", "Bytes of the spans "
+	    "waiting to be exported or in flight.", (double)st.queued_bytes);
+	prom_value(p, "mcpd_otel_spans_open", "gauge", "Spans begun and not "
+	    "ended yet (each belongs to a request, call or job running).",
+	    (double)trace_live());
 }
 
 static void
@@ -369,9 +517,23 @@ prometheus_text(size_t *len)
 	    "How long the event log took to answer an append.");
 	prom_histogram(&p, "mcpd_eventlog_append_duration_seconds", "",
 	    &metrics.append_duration, metrics_append_bounds);
+	prom_value(&p, "mcpd_credential_tokens_total", "counter", "Tokens "
+	    "got from token endpoints for upstreams' credentials (client "
+	    "credentials and token exchanges).",
+	    (double)metrics.credential_tokens);
+	prom_value(&p, "mcpd_credential_failures_total", "counter", "Token "
+	    "requests for upstreams' credentials that were refused or "
+	    "failed.", (double)metrics.credential_failures);
+	prom_value(&p, "mcpd_credential_tokens_cached", "gauge", "Tokens kept "
+	    "for upstreams' credentials (mcpd's own and exchanged ones).",
+	    (double)credential_cached());
 	prom_http(&p);
 	prom_tools(&p);
 	prom_upstreams(&p);
+	prom_openapis(&p);
+	prom_limits(&p);
+	prom_audit(&p);
+	prom_otel(&p);
 	prom_process(&p);
 	*len = p.len;
 	return (p.buf);

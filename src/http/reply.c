@@ -25,7 +25,9 @@
 #include "jsonrpc.h"
 #include "metrics.h"
 #include "reply.h"
+#include "reqtrace.h"
 #include "server.h"
+#include "trace.h"
 #include "xmalloc.h"
 
 /* An SSE response between its head and its end. */
@@ -38,6 +40,7 @@ struct reply_sse {
 	size_t				 access_bytes;
 	const char			*access_method;
 	char				*access_session;
+	struct reqtrace			*trace;	/* its spans */
 	char				 access_path[ACCESS_PATH_MAX + 1];
 };
 
@@ -81,6 +84,25 @@ reply_method(struct evhttp_request *req)
 	return (i == -1 ? "other" : reply_methods[i].name);
 }
 
+/*
+ * The request's path, decoded as evhttp decoded it to match it against
+ * the endpoints (allocated; "" if it has none).
+ */
+char *
+reply_path(struct evhttp_request *req)
+{
+	const struct evhttp_uri	*u = evhttp_request_get_evhttp_uri(req);
+	const char		*p = u != NULL ? evhttp_uri_get_path(u) : NULL;
+	char			*d;
+
+	if (p == NULL)
+		return (xstrdup(""));
+	/* libevent allocates through the x* allocators (main.c). */
+	if ((d = evhttp_decode_uri(p)) == NULL)
+		return (xstrdup(p));
+	return (d);
+}
+
 /* The session a response is about: the one it names, or the request's. */
 const char *
 reply_session(struct evhttp_request *req)
@@ -109,15 +131,20 @@ void
 reply_send(struct evhttp_request *req, int status, struct evbuffer *body)
 {
 	char	path[ACCESS_PATH_MAX + 1];
+	int	depth;
 
 	reply_count(req, status);
 	if (access_enabled()) {
+		depth = trace_enter(reqtrace_span(req));
 		access_path(path, evhttp_request_get_uri(req));
 		access_line(reply_method(req), path, status,
 		    reply_session(req), 0, body != NULL ?
 		    evbuffer_get_length(body) : 0, access_take(req));
+		trace_leave(depth);
 	}
-	evhttp_send_reply(req, status, NULL, body);
+	reqtrace_end(req, status);
+	evhttp_send_reply(req, status, status == 429 ? "Too Many Requests" :
+	    NULL, body);
 }
 
 void
@@ -161,6 +188,18 @@ reply_unavailable(struct evhttp_request *req, int retry_after,
 	reply_error(req, 503, JSONRPC_UNAVAILABLE, message, NULL);
 }
 
+void
+reply_limited(struct evhttp_request *req, uint64_t retry_after, cJSON *body)
+{
+	char	seconds[24];
+
+	snprintf(seconds, sizeof seconds, "%llu",
+	    (unsigned long long)retry_after);
+	evhttp_add_header(evhttp_request_get_output_headers(req),
+	    "Retry-After", seconds);
+	reply_json(req, 429, body);
+}
+
 struct reply_sse *
 reply_sse_start(struct evhttp_request *req, uint64_t k, reply_conn_cb *closecb,
     void *arg)
@@ -188,6 +227,7 @@ reply_sse_start(struct evhttp_request *req, uint64_t k, reply_conn_cb *closecb,
 		if ((sid = reply_session(req)) != NULL)
 			rs->access_session = xstrdup(sid);
 	}
+	rs->trace = reqtrace_take(req);
 	evhttp_send_reply_start(req, 200, "OK");
 
 	/* An idle stream is healthy; stalls are the cron's business. */
@@ -227,6 +267,8 @@ reply_sse_chunk(struct reply_sse *rs, struct evbuffer *buf,
 void
 reply_sse_end(struct reply_sse *rs, enum reply_sse_end how)
 {
+	int	depth;
+
 	switch (how) {
 	case REPLY_SSE_DONE:
 		evhttp_connection_set_closecb(rs->evcon, NULL, NULL);
@@ -240,10 +282,14 @@ reply_sse_end(struct reply_sse *rs, enum reply_sse_end how)
 		evhttp_connection_set_closecb(rs->evcon, NULL, NULL);
 		break;
 	}
-	if (rs->access)
+	if (rs->access) {
+		depth = reqtrace_enter(rs->trace);
 		access_line(rs->access_method, rs->access_path, 200,
 		    rs->access_session, rs->k, rs->access_bytes,
 		    rs->access_start);
+		trace_leave(depth);
+	}
+	reqtrace_done(rs->trace, 200);
 	if (how == REPLY_SSE_CUT)
 		evhttp_connection_free(rs->evcon);
 	free(rs->access_session);

@@ -25,11 +25,14 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
+#include "audit.h"
+#include "auth.h"
 #include "base64.h"
 #include "call.h"
 #include "conf.h"
 #include "dispatch.h"
 #include "jsonrpc.h"
+#include "limit.h"
 #include "listen.h"
 #include "log.h"
 #include "mcp.h"
@@ -69,6 +72,7 @@ struct stateless_req {
 	struct call			*call;
 	int				 call_done;
 	struct mrtr			*mrtr;	/* a call's rounds */
+	int				 checking; /* its limits, in Redis */
 
 	int				 running;  /* on stateless_calls */
 	TAILQ_ENTRY(stateless_req)	 call_entry;
@@ -165,7 +169,7 @@ stateless_done(const struct stateless_req *mr)
 static void
 stateless_maybe_free(struct stateless_req *mr)
 {
-	if (stateless_done(mr) && !mr->starting &&
+	if (stateless_done(mr) && !mr->starting && !mr->checking &&
 	    (mr->call == NULL || mr->call_done))
 		stateless_free(mr);
 }
@@ -424,21 +428,27 @@ stateless_params_walk(struct evhttp_request *req, const cJSON *schema,
 	return (0);
 }
 
+/*
+ * A tool the endpoint does not serve has no headers to check: its call is
+ * answered as an unknown tool.
+ */
 static int
 stateless_params_check(struct evhttp_request *req, const cJSON *params,
-    char **why)
+    const char *endpoint, char **why)
 {
 	const cJSON	*name = stateless_get(params, "name"), *t;
+	const char	*tool;
 	cJSON		*tools;
 	int		 rc = 0;
 
-	if (!cJSON_IsString(name))
+	if (!cJSON_IsString(name) || (tool = provider_endpoint_tool(endpoint,
+	    name->valuestring)) == NULL || !provider_serves(endpoint, NULL,
+	    PROVIDER_TOOLS, tool))
 		return (0);
 	tools = provider_list_tools(NULL);
 	cJSON_ArrayForEach(t, tools) {
 		if (cJSON_IsString(stateless_get(t, "name")) &&
-		    strcmp(stateless_get(t, "name")->valuestring,
-		    name->valuestring) == 0) {
+		    strcmp(stateless_get(t, "name")->valuestring, tool) == 0) {
 			rc = stateless_params_walk(req, stateless_get(t,
 			    "inputSchema"), stateless_get(params, "arguments"), 0,
 			    why);
@@ -474,7 +484,7 @@ stateless_claims(struct evhttp_request *req, const cJSON *msg)
 /* The request's metadata against its headers; 0 or answered. */
 static int
 stateless_validate(struct evhttp_request *req, const cJSON *msg,
-    const cJSON *id, const struct dispatch_method **mp)
+    const cJSON *id, const char *endpoint, const struct dispatch_method **mp)
 {
 	const cJSON	*meta = stateless_meta(msg), *pv, *caps, *method, *nv;
 	const struct dispatch_method *m;
@@ -542,7 +552,8 @@ stateless_validate(struct evhttp_request *req, const cJSON *msg,
 		free(h);
 	}
 	if ((dispatch_method_flags(m) & DISPATCH_PARAM_HEADERS) &&
-	    stateless_params_check(req, stateless_get(msg, "params"), &message) != 0) {
+	    stateless_params_check(req, stateless_get(msg, "params"), endpoint,
+	    &message) != 0) {
 		stateless_error(req, 400, id, JSONRPC_HEADER_MISMATCH, message,
 		    NULL);
 		free(message);
@@ -554,7 +565,7 @@ stateless_validate(struct evhttp_request *req, const cJSON *msg,
 
 static void
 stateless_start_call(struct stateless_req *mr, const cJSON *msg, int resumed,
-    struct auth_principal *who)
+    struct auth_principal *who, struct dispatch_origin *o)
 {
 	const cJSON	*meta = stateless_meta(msg), *level, *token;
 	int		 n = INT_MAX;
@@ -574,15 +585,127 @@ stateless_start_call(struct stateless_req *mr, const cJSON *msg, int resumed,
 	mr->call = call_start_sink(&stateless_sink, mr, mr->id, token, n,
 	    stateless_get(meta, STATELESS_META_CAPS), resumed);
 	call_set_principal(mr->call, who);
+	call_set_endpoint(mr->call, o->endpoint);
 	TAILQ_INSERT_TAIL(&stateless_calls, mr, call_entry);
 	mr->running = 1;
 	mr->starting = 1;
-	dispatch_start_call(mr->call, msg);
+	o->trace = mrtr_origin(mr->mrtr);
+	dispatch_start_call(mr->call, msg, o);
 	mr->starting = 0;
 	if (stateless_done(mr))
 		stateless_maybe_free(mr);
 	else
 		response_stream_after(mr->resp, STATELESS_JSON_MS);
+}
+
+/*
+ * A call refused by a limit: on this path the JSON-RPC error -32023 is
+ * the answer, as for any call that fails (docs/limits.md), with its
+ * audit line.
+ */
+static void
+stateless_limited(struct stateless_req *mr, const cJSON *msg,
+    struct auth_principal *who, const char *path,
+    const struct limit_refusal *r)
+{
+	struct audit_rec	*rec;
+	cJSON			*body;
+	char			*text;
+
+	log_limited(LOG_LEVEL_INFO, "limited", "stateless tools/call refused "
+	    "by limit %s (%s): retry after %llu ms", r->limit,
+	    limit_reason_name(r->reason), (unsigned long long)r->retry_ms);
+	body = dispatch_limited(mr->id, r);
+	rec = audit_begin("tools/call", stateless_get(msg, "params"), who, NULL,
+	    STATELESS_VERSION, mr->id, path);
+	if (rec != NULL) {
+		audit_set(rec, AUDIT_LIMITED, JSONRPC_RATE_LIMITED, r->limit);
+		text = cJSON_PrintUnformatted(body);
+		audit_respond(rec, body, text != NULL ? strlen(text) : 0);
+		free(text);
+	}
+	response_json(mr->resp, 200, body);
+	audit_write(rec);
+}
+
+/* A call's limit check that had to wait for the shared log. */
+struct stateless_check {
+	struct stateless_req	*mr;
+	cJSON			*msg;
+	struct auth_principal	*who;
+	int			 resumed;
+	char			*path;
+};
+
+static void
+stateless_checked_cb(struct limit_ticket *t, const struct limit_refusal *r,
+    void *arg)
+{
+	struct stateless_check	*sc = arg;
+	struct stateless_req	*mr = sc->mr;
+	struct dispatch_origin	 o = { sc->path, 1, t, NULL };
+
+	mr->checking = 0;
+	if (stateless_done(mr))
+		stateless_free(mr);	/* its client left meanwhile */
+	else if (r != NULL) {
+		stateless_limited(mr, sc->msg, sc->who, sc->path, r);
+		stateless_free(mr);
+	} else
+		stateless_start_call(mr, sc->msg, sc->resumed, sc->who, &o);
+	limit_ticket_free(o.ticket);	/* unless the call took it */
+	cJSON_Delete(sc->msg);
+	auth_principal_unref(sc->who);
+	free(sc->path);
+	free(sc);
+}
+
+/*
+ * A call of the request, once the limits admit a tools/call (with the
+ * shared log they may first ask Redis: msg is copied meanwhile).
+ */
+static void
+stateless_call(struct stateless_req *mr, const cJSON *msg, int resumed,
+    struct auth_principal *who, const char *endpoint)
+{
+	struct limit_subject	 sub;
+	struct limit_refusal	 r;
+	struct stateless_check	*sc;
+	struct dispatch_origin	 o = { endpoint, 1, NULL, NULL };
+	char			*path;
+
+	path = endpoint != NULL ? xstrdup(endpoint) : NULL;
+	sub.tool = cJSON_GetStringValue(stateless_get(stateless_get(msg,
+	    "params"), "name"));
+	if (!limit_any() || sub.tool == NULL ||
+	    strcmp(dispatch_method_name(mr->m), "tools/call") != 0) {
+		stateless_start_call(mr, msg, resumed, who, &o);
+		free(path);
+		return;
+	}
+	sub.who = who;
+	sub.endpoint = path;
+	sc = xcalloc(1, sizeof *sc);
+	switch (limit_check(&sub, &o.ticket, &r, stateless_checked_cb, sc)) {
+	case LIMIT_ADMIT:
+		stateless_start_call(mr, msg, resumed, who, &o);
+		limit_ticket_free(o.ticket);
+		break;
+	case LIMIT_REFUSE:
+		stateless_limited(mr, msg, who, path, &r);
+		stateless_free(mr);
+		break;
+	case LIMIT_PENDING:
+		sc->mr = mr;
+		sc->msg = cJSON_Duplicate(msg, 1);
+		sc->who = auth_principal_ref(who);
+		sc->resumed = resumed;
+		sc->path = path;
+		mr->checking = 1;
+		return;
+	}
+	free(sc);
+	free(path);
 }
 
 /*
@@ -607,7 +730,7 @@ stateless_room(struct evhttp_request *req)
 /* A POST stateless_claims took (msg taken): validated, then carried out. */
 void
 stateless_serve(struct evhttp_request *req, cJSON *msg,
-    struct auth_principal *who)
+    struct auth_principal *who, const char *endpoint)
 {
 	const struct dispatch_method	*m;
 	struct stateless_req		*mr;
@@ -639,14 +762,15 @@ stateless_serve(struct evhttp_request *req, cJSON *msg,
 		    NULL);
 		goto out;
 	}
-	if (stateless_validate(req, msg, id, &m) != 0)
+	if (stateless_validate(req, msg, id, endpoint, &m) != 0)
 		goto out;
 	kind = dispatch_method_kind(m);
 	if ((kind == DISPATCH_CALL || kind == DISPATCH_LISTEN) &&
 	    !stateless_room(req))
 		goto out;
 	if (kind == DISPATCH_LISTEN) {
-		listen_start(req, id, stateless_get(msg, "params"), who);
+		listen_start(req, id, stateless_get(msg, "params"), who,
+		    endpoint);
 		goto out;
 	}
 	mr = xcalloc(1, sizeof *mr);
@@ -654,7 +778,8 @@ stateless_serve(struct evhttp_request *req, cJSON *msg,
 	mr->m = m;
 	mr->id = cJSON_Duplicate(id, 1);
 	if (kind == DISPATCH_QUICK) {
-		stateless_reply(mr, dispatch_quick_stateless(who, msg));
+		stateless_reply(mr, dispatch_quick_stateless(who, endpoint,
+		    msg));
 		stateless_free(mr);
 		goto out;
 	}
@@ -663,7 +788,7 @@ stateless_serve(struct evhttp_request *req, cJSON *msg,
 	mr->mrtr = mrtr_new(dispatch_method_name(m), np != NULL ?
 	    cJSON_GetStringValue(stateless_get(params, np)) : NULL);
 	if (mrtr_rounds(mr->mrtr, params, &resumed, &status, &cause) == 0)
-		stateless_start_call(mr, msg, resumed, who);
+		stateless_call(mr, msg, resumed, who, endpoint);
 	else {
 		if (status == 503)
 			response_unavailable(mr->resp, cause);

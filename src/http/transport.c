@@ -14,6 +14,7 @@
 #include <event2/keyvalq_struct.h>
 
 #include "access.h"
+#include "audit.h"
 #include "auth.h"
 #include "conf.h"
 #include "cursor.h"
@@ -22,6 +23,8 @@
 #include "eventlog.h"
 #include "health.h"
 #include "jsonrpc.h"
+#include "limit.h"
+#include "lease.h"
 #include "listen.h"
 #include "log.h"
 #include "mcp.h"
@@ -30,15 +33,18 @@
 #include "prometheus.h"
 #include "provider.h"
 #include "reply.h"
+#include "reqtrace.h"
 #include "server.h"
 #include "session.h"
 #include "stream.h"
+#include "trace.h"
 #include "transport.h"
 #include "view.h"
 #include "xmalloc.h"
 
 static struct {
 	int			 loopback;
+	char			*endpoint;	/* the default's path */
 } transport;
 
 static const char *
@@ -46,6 +52,24 @@ transport_header(struct evhttp_request *req, const char *name)
 {
 	return (evhttp_find_header(evhttp_request_get_input_headers(req),
 	    name));
+}
+
+/*
+ * The endpoint a request came to: the path of its URI when that is an
+ * endpoint block's, else the default endpoint's (evhttp matched it to
+ * the default's callback). It lives as long as the request (or the
+ * process): whoever keeps it copies it.
+ */
+static const char *
+transport_endpoint(struct evhttp_request *req)
+{
+	const char	*path;
+
+	path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
+	if (path != NULL && strcmp(path, transport.endpoint) != 0 &&
+	    conf_endpoint_find(server.conf, path) != NULL)
+		return (path);
+	return (transport.endpoint);
 }
 
 /* Case-insensitive search for a media type in a header such as Accept. */
@@ -198,8 +222,8 @@ transport_initialize(struct evhttp_request *req, const cJSON *msg,
 	}
 	ti = xmalloc(sizeof *ti);
 	ti->req = req;
-	ti->response = dispatch_initialize(msg, who, &why, &cause,
-	    transport_initialized_cb, ti);
+	ti->response = dispatch_initialize(msg, who, transport_endpoint(req),
+	    &why, &cause, transport_initialized_cb, ti);
 	if (ti->response != NULL)
 		return;
 	free(ti);
@@ -269,7 +293,7 @@ transport_stream_created_cb(struct stream *st, int ok, void *arg)
  */
 static void
 transport_open_stream(struct evhttp_request *req, struct session *s,
-    cJSON *msg, enum eventlog_status logged)
+    const cJSON *msg, enum eventlog_status logged, struct dispatch_origin *o)
 {
 	struct transport_start	*ts;
 	struct stream		*st;
@@ -284,9 +308,157 @@ transport_open_stream(struct evhttp_request *req, struct session *s,
 	session_ref(s);
 	st = stream_open(s, STREAM_REQUEST, transport_stream_created_cb, ts);
 	if (!cJSON_IsArray(msg))
-		dispatch_start(s, st, msg);
+		dispatch_start(s, st, msg, o);
 	else
-		dispatch_start_batch(s, st, msg);
+		dispatch_start_batch(s, st, msg, o);
+}
+
+/*
+ * The path audit lines and limits name: only worked out when one of them
+ * is on (allocated, or NULL).
+ */
+static char *
+transport_path(struct evhttp_request *req)
+{
+	return (limit_any() || audit_enabled() ? reply_path(req) : NULL);
+}
+
+/*
+ * A single request refused by a limit (docs/limits.md): 429 with
+ * Retry-After, the JSON-RPC error -32023 as the body, and its audit line.
+ */
+static void
+transport_limited(struct evhttp_request *req, struct session *s,
+    const cJSON *msg, const char *path, const struct limit_refusal *r)
+{
+	const cJSON		*id = cJSON_GetObjectItemCaseSensitive(msg, "id");
+	struct audit_rec	*rec;
+	cJSON			*body;
+	char			*text;
+
+	log_limited(LOG_LEVEL_INFO, "limited", "session=%s tools/call refused "
+	    "by limit %s (%s): retry after %llu ms", session_id(s), r->limit,
+	    limit_reason_name(r->reason), (unsigned long long)r->retry_ms);
+	body = dispatch_limited(id, r);
+	rec = audit_begin("tools/call", cJSON_GetObjectItemCaseSensitive(msg,
+	    "params"), session_principal(s), session_id(s),
+	    session_version(s), id, path);
+	if (rec != NULL) {
+		audit_set(rec, AUDIT_LIMITED, JSONRPC_RATE_LIMITED, r->limit);
+		text = cJSON_PrintUnformatted(body);
+		audit_respond(rec, body, text != NULL ? strlen(text) : 0);
+		free(text);
+	}
+	reply_limited(req, limit_retry_seconds(r), body);
+	audit_write(rec);
+}
+
+/* A single call request, admitted: its stream opens (if there is room). */
+static void
+transport_admitted(struct evhttp_request *req, struct session *s,
+    const cJSON *msg, enum eventlog_status logged, const char *path,
+    struct limit_ticket *t)
+{
+	struct dispatch_origin	o = { path, 1, t, NULL };
+
+	if (transport_stream_room(req, s))
+		transport_open_stream(req, s, msg, logged, &o);
+	limit_ticket_free(o.ticket);	/* unless a call took it */
+}
+
+/* A single request's limit check that had to wait for the shared log. */
+struct transport_check {
+	struct evhttp_request	*req;
+	struct session		*session;
+	cJSON			*msg;
+	enum eventlog_status	 logged;
+	char			*path;
+};
+
+static void
+transport_checked_cb(struct limit_ticket *t, const struct limit_refusal *r,
+    void *arg)
+{
+	struct transport_check	*tc = arg;
+	struct session		*s = tc->session;
+
+	if (session_closed(s)) {
+		limit_ticket_free(t);
+		reply_error(tc->req, 404, JSONRPC_SESSION_NOT_FOUND,
+		    "Session not found", NULL);
+	} else if (r != NULL)
+		transport_limited(tc->req, s, tc->msg, tc->path, r);
+	else
+		transport_admitted(tc->req, s, tc->msg, tc->logged, tc->path, t);
+	session_unref(s);
+	cJSON_Delete(tc->msg);
+	free(tc->path);
+	free(tc);
+}
+
+/*
+ * A single request that runs as a call: a tools/call is checked against
+ * the limits first (429 if refused; with the shared log it may have to
+ * wait for Redis, holding a copy of the request), then it starts.
+ */
+static void
+transport_call(struct evhttp_request *req, struct session *s, cJSON *msg,
+    enum eventlog_status logged)
+{
+	struct limit_subject	 sub;
+	struct limit_refusal	 r;
+	struct limit_ticket	*t = NULL;
+	struct transport_check	*tc;
+	char			*path = transport_path(req);
+
+	sub.tool = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+	    cJSON_GetObjectItemCaseSensitive(msg, "params"), "name"));
+	if (!limit_any() || sub.tool == NULL || strcmp(cJSON_GetStringValue(
+	    cJSON_GetObjectItemCaseSensitive(msg, "method")),
+	    "tools/call") != 0) {
+		transport_admitted(req, s, msg, logged, path, NULL);
+		free(path);
+		return;
+	}
+	sub.who = session_principal(s);
+	sub.endpoint = path;
+	tc = xmalloc(sizeof *tc);
+	switch (limit_check(&sub, &t, &r, transport_checked_cb, tc)) {
+	case LIMIT_ADMIT:
+		transport_admitted(req, s, msg, logged, path, t);
+		break;
+	case LIMIT_REFUSE:
+		transport_limited(req, s, msg, path, &r);
+		break;
+	case LIMIT_PENDING:
+		tc->req = req;
+		tc->session = s;
+		session_ref(s);
+		tc->msg = cJSON_Duplicate(msg, 1);
+		tc->logged = logged;
+		tc->path = path;
+		return;
+	}
+	free(tc);
+	free(path);
+}
+
+/*
+ * The scope item name of list l needs, if the endpoint serves it to s
+ * (NULL: a stateless client): one it does not serve is unknown there, as
+ * dispatch.c answers it, so no scope of another endpoint's item shows.
+ */
+static const char *
+transport_served_scope(const char *endpoint, struct session *s, int l,
+    const char *name)
+{
+	if (name != NULL && l == PROVIDER_TOOLS)
+		name = provider_endpoint_tool(endpoint, name);
+	if (name == NULL || !provider_serves(endpoint, s, l, name))
+		return (NULL);
+	if (l == PROVIDER_TOOLS)
+		return (provider_tool_scope(name));
+	return (provider_item_scope(l, name));
 }
 
 /*
@@ -296,7 +468,8 @@ transport_open_stream(struct evhttp_request *req, struct session *s,
  * completion), as dispatch.c's table says. NULL: nothing scoped.
  */
 static const char *
-transport_item_scope(const cJSON *msg, const char **what, const char **name)
+transport_item_scope(const char *endpoint, struct session *s,
+    const cJSON *msg, const char **what, const char **name)
 {
 	const cJSON	*ref;
 	const char	*type;
@@ -306,15 +479,16 @@ transport_item_scope(const cJSON *msg, const char **what, const char **name)
 		break;
 	case DISPATCH_SCOPE_TOOL:
 		*what = "tool";
-		return (*name != NULL ? provider_tool_scope(*name) : NULL);
+		return (transport_served_scope(endpoint, s, PROVIDER_TOOLS,
+		    *name));
 	case DISPATCH_SCOPE_PROMPT:
 		*what = "prompt";
-		return (*name != NULL ? provider_item_scope(PROVIDER_PROMPTS,
-		    *name) : NULL);
+		return (transport_served_scope(endpoint, s, PROVIDER_PROMPTS,
+		    *name));
 	case DISPATCH_SCOPE_RESOURCE:
 		*what = "resource";
-		return (*name != NULL ? provider_item_scope(PROVIDER_RESOURCES,
-		    *name) : NULL);
+		return (transport_served_scope(endpoint, s,
+		    PROVIDER_RESOURCES, *name));
 	case DISPATCH_SCOPE_REF:
 		ref = cJSON_GetObjectItemCaseSensitive(
 		    cJSON_GetObjectItemCaseSensitive(msg, "params"), "ref");
@@ -324,14 +498,14 @@ transport_item_scope(const cJSON *msg, const char **what, const char **name)
 		*name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
 		    ref, "name"));
 		if (type != NULL && strcmp(type, "ref/prompt") == 0)
-			return (*name != NULL ? provider_item_scope(
-			    PROVIDER_PROMPTS, *name) : NULL);
+			return (transport_served_scope(endpoint, s,
+			    PROVIDER_PROMPTS, *name));
 		*what = "resource template";
 		*name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
 		    ref, "uri"));
 		if (type != NULL && strcmp(type, "ref/resource") == 0)
-			return (*name != NULL ? provider_item_scope(
-			    PROVIDER_TEMPLATES, *name) : NULL);
+			return (transport_served_scope(endpoint, s,
+			    PROVIDER_TEMPLATES, *name));
 		break;
 	}
 	return (NULL);
@@ -345,21 +519,24 @@ transport_item_scope(const cJSON *msg, const char **what, const char **name)
  */
 static int
 transport_tool_refused(struct evhttp_request *req,
-    const struct auth_principal *who, const char *sid, const cJSON *msg)
+    const struct auth_principal *who, struct session *s, const cJSON *msg)
 {
 	struct auth_result	 r;
 	const char		*scope, *what = NULL, *name = NULL;
+	const char		*sid = s != NULL ? session_id(s) : NULL;
+	const char		*endpoint = transport_endpoint(req);
 	char			*scopes, *challenge, *text;
 
 	if (!auth_enabled())
 		return (0);
-	scope = transport_item_scope(msg, &what, &name);
+	scope = transport_item_scope(endpoint, s, msg, &what, &name);
 	if (scope == NULL || auth_scope_allowed(who, scope))
 		return (0);
-	scopes = auth_scopes_needed(scope);
+	scopes = auth_scopes_needed(endpoint, scope);
 	memset(&r, 0, sizeof r);
 	r.status = AUTH_FORBIDDEN;
 	r.scope = scopes;
+	r.endpoint = endpoint;
 	xasprintf(&text, "the token lacks the scope of this %s", what);
 	r.description = text;
 	challenge = auth_challenge(&r);
@@ -404,16 +581,13 @@ transport_single(struct evhttp_request *req, struct session *s, cJSON *msg,
 	case JSONRPC_REQUEST:
 		break;
 	}
-	if (transport_tool_refused(req, session_principal(s), session_id(s),
-	    msg))
+	if (transport_tool_refused(req, session_principal(s), s, msg))
 		return;
 	if (!dispatch_streams(msg)) {
 		reply_json(req, 200, dispatch_quick(s, msg));
 		return;
 	}
-	if (!transport_stream_room(req, s))
-		return;
-	transport_open_stream(req, s, msg, logged);
+	transport_call(req, s, msg, logged);
 }
 
 /*
@@ -427,6 +601,8 @@ transport_batch(struct evhttp_request *req, struct session *s, cJSON *batch,
 	cJSON			*msg, *responses;
 	enum jsonrpc_kind	 kind;
 	const char		*cause;
+	struct dispatch_origin	 o = { NULL, 0, NULL, NULL };
+	char			*path;
 	int			 requests = 0, streams = 0;
 
 	if (!mcp_version_at_least("2025-03-26", session_version(s)) ||
@@ -442,7 +618,7 @@ transport_batch(struct evhttp_request *req, struct session *s, cJSON *batch,
 			requests++;
 			streams += dispatch_streams(msg);
 			if (transport_tool_refused(req, session_principal(s),
-			    session_id(s), msg))
+			    s, msg))
 				return;
 		}
 	}
@@ -475,7 +651,9 @@ transport_batch(struct evhttp_request *req, struct session *s, cJSON *batch,
 		return;
 	}
 	cJSON_Delete(responses);
-	transport_open_stream(req, s, batch, logged);
+	o.endpoint = path = transport_path(req);
+	transport_open_stream(req, s, batch, logged, &o);
+	free(path);
 }
 
 static void	transport_with_session(struct evhttp_request *, cJSON *,
@@ -522,7 +700,7 @@ transport_post(struct evhttp_request *req, struct auth_principal *who)
 		if (transport_tool_refused(req, who, NULL, msg))
 			cJSON_Delete(msg);
 		else
-			stateless_serve(req, msg, who);
+			stateless_serve(req, msg, who, transport_endpoint(req));
 		return;
 	}
 	if (transport_header(req, "Mcp-Session-Id") == NULL &&
@@ -564,6 +742,60 @@ transport_get(struct evhttp_request *req, struct auth_principal *who)
 }
 
 /*
+ * A resume of stream K stays in the trace of K's call, wherever that ran:
+ * a span "stream resume" under the call's context (ctx: from the stream,
+ * or the session's last streams, if this process knows it; else from the
+ * call record in a shared log, lease_trace_get), ending with the
+ * response; it and the request's own span link each other.
+ */
+static void
+transport_resume(struct evhttp_request *req, struct session *s,
+    const struct cursor *from, const struct trace_ctx *ctx)
+{
+	struct trace_span	*http = reqtrace_span(req), *sp = NULL;
+	char			 cursor[48];
+	int			 depth;
+
+	if (ctx != NULL && ctx->state != TRACE_CTX_NONE) {
+		sp = trace_start("stream resume", TRACE_INTERNAL, ctx, NULL);
+		trace_link(sp, trace_span_ctx(http));
+		trace_link(http, ctx);
+		if (trace_recording(sp)) {
+			cursor_format(cursor, sizeof cursor, from->stream,
+			    from->seq);
+			trace_attr_str(sp, "mcp.session.id", session_id(s));
+			trace_attr_int(sp, "mcpd.stream.id",
+			    (int64_t)from->stream);
+			trace_attr_str(sp, "mcpd.last_event_id", cursor);
+		}
+		reqtrace_attach(req, sp);
+	}
+	depth = trace_enter(sp != NULL ? sp : http);
+	view_resume(req, s, from);
+	trace_leave(depth);
+}
+
+struct transport_traced {
+	struct evhttp_request	*req;
+	struct session		*session;
+	struct cursor		 from;
+};
+
+static void
+transport_traced_cb(const struct trace_ctx *ctx, void *arg)
+{
+	struct transport_traced	*tt = arg;
+
+	if (session_closed(tt->session))
+		reply_error(tt->req, 404, JSONRPC_SESSION_NOT_FOUND,
+		    "Session not found", NULL);
+	else
+		transport_resume(tt->req, tt->session, &tt->from, ctx);
+	session_unref(tt->session);
+	free(tt);
+}
+
+/*
  * GET once the session is known: a resume from cursor `from`, or (from is
  * NULL) the standalone stream.
  */
@@ -571,12 +803,26 @@ static void
 transport_get_session(struct evhttp_request *req, struct session *s,
     const struct cursor *from)
 {
-	struct stream	*st;
+	struct stream		*st;
+	struct transport_traced	*tt;
+	const struct trace_ctx	*ctx = NULL;
 
 	if (!stateless_room(req))
 		return;
+	if (from != NULL && trace_enabled)
+		ctx = session_trace_find(s, from->stream);
+	if (from != NULL && trace_enabled && ctx == NULL && server.shared) {
+		tt = xmalloc(sizeof *tt);
+		tt->req = req;
+		tt->session = s;
+		tt->from = *from;
+		session_ref(s);
+		lease_trace_get(session_id(s), from->stream,
+		    transport_traced_cb, tt);
+		return;
+	}
 	if (from != NULL) {
-		view_resume(req, s, from);
+		transport_resume(req, s, from, ctx);
 		return;
 	}
 	st = session_standalone(s);
@@ -585,9 +831,10 @@ transport_get_session(struct evhttp_request *req, struct session *s,
 }
 
 /*
- * The request's session is known: carry the request out. With auth, the
- * session is only its principal's: to anyone else it does not exist, and
- * the answer is the unknown session's, word for word. logged is what the
+ * The request's session is known: carry the request out. A session is its
+ * endpoint's only, and with auth its principal's only: to another
+ * endpoint or anyone else it does not exist, and the answer is the
+ * unknown session's, word for word. logged is what the
  * log said when the session was read for this request (loaded, or read
  * again); a request stream or a DELETE needs the log, so they are 503
  * unless it answered; a quick request, a notification, an answer or a GET
@@ -599,6 +846,14 @@ transport_serve(struct evhttp_request *req, struct session *s, cJSON *msg,
     const struct cursor *from, struct auth_principal *who,
     enum eventlog_status logged)
 {
+	if (strcmp(session_endpoint(s), transport_endpoint(req)) != 0) {
+		log_limited(LOG_LEVEL_INFO, "endpoint-session", "a session of "
+		    "endpoint %s named at endpoint %s answered as unknown",
+		    session_endpoint(s), transport_endpoint(req));
+		reply_error(req, 404, JSONRPC_SESSION_NOT_FOUND,
+		    "Session not found", NULL);
+		return;
+	}
 	if (auth_enabled()) {
 		if (!auth_principal_same(session_principal(s), who)) {
 			log_limited(LOG_LEVEL_INFO, "auth-session", "auth: a "
@@ -647,6 +902,7 @@ static void
 transport_loaded_cb(struct session *s, int status, void *arg)
 {
 	struct transport_wait	*w = arg;
+	int			 depth = trace_enter(reqtrace_span(w->req));
 
 	if (s != NULL)
 		transport_serve(w->req, s, w->msg, w->resume ? &w->from : NULL,
@@ -660,6 +916,7 @@ transport_loaded_cb(struct session *s, int status, void *arg)
 	cJSON_Delete(w->msg);
 	auth_principal_unref(w->who);
 	free(w);
+	trace_leave(depth);
 }
 
 /*
@@ -670,6 +927,7 @@ static void
 transport_reread_cb(struct session *s, int status, void *arg)
 {
 	struct transport_wait	*w = arg;
+	int			 depth = trace_enter(reqtrace_span(w->req));
 
 	if (session_closed(s))
 		reply_error(w->req, 404, JSONRPC_SESSION_NOT_FOUND,
@@ -680,6 +938,7 @@ transport_reread_cb(struct session *s, int status, void *arg)
 	cJSON_Delete(w->msg);
 	auth_principal_unref(w->who);
 	free(w);
+	trace_leave(depth);
 }
 
 /*
@@ -780,9 +1039,12 @@ transport_authorized_cb(const struct auth_result *r, void *arg)
 {
 	struct evhttp_request	*req = arg;
 	char			*challenge, *message;
+	int			 depth;
 
 	if (r->status == AUTH_OK) {
+		depth = trace_enter(reqtrace_span(req));
 		transport_route(req, r->principal);
+		trace_leave(depth);
 		return;
 	}
 	if (r->status == AUTH_UNAVAILABLE) {
@@ -807,24 +1069,30 @@ transport_authorized_cb(const struct auth_result *r, void *arg)
 static void
 transport_endpoint_cb(struct evhttp_request *req, void *arg)
 {
+	int	depth;
+
 	transport_begin(req);
-	if (transport_check_common(req) != 0)
-		return;
-	if (!auth_enabled()) {
-		transport_route(req, NULL);
-		return;
+	depth = reqtrace_begin(req, transport_endpoint(req));
+	if (transport_check_common(req) == 0) {
+		if (!auth_enabled())
+			transport_route(req, NULL);
+		else
+			auth_check(transport_header(req, "Authorization"),
+			    transport_endpoint(req), transport_authorized_cb,
+			    req);
 	}
-	auth_check(transport_header(req, "Authorization"),
-	    transport_authorized_cb, req);
+	trace_leave(depth);
 }
 
-/* Protected resource metadata (RFC 9728): public, for any origin. */
+/*
+ * Protected resource metadata (RFC 9728) of an endpoint (NULL: the
+ * default): public, for any origin.
+ */
 static void
-transport_metadata_cb(struct evhttp_request *req, void *arg)
+transport_metadata(struct evhttp_request *req, const char *endpoint)
 {
 	struct evkeyvalq	*out = evhttp_request_get_output_headers(req);
 
-	transport_begin(req);
 	if (evhttp_request_get_command(req) != EVHTTP_REQ_GET) {
 		evhttp_add_header(out, "Allow", "GET");
 		reply_error(req, 405, JSONRPC_INVALID_REQUEST,
@@ -833,7 +1101,14 @@ transport_metadata_cb(struct evhttp_request *req, void *arg)
 	}
 	evhttp_add_header(out, "Access-Control-Allow-Origin", "*");
 	evhttp_add_header(out, "Cache-Control", "max-age=300");
-	reply_json(req, 200, auth_metadata());
+	reply_json(req, 200, auth_metadata(endpoint));
+}
+
+static void
+transport_metadata_cb(struct evhttp_request *req, void *arg)
+{
+	transport_begin(req);
+	transport_metadata(req, NULL);
 }
 
 /*
@@ -939,10 +1214,27 @@ transport_metrics_cb(struct evhttp_request *req, void *arg)
 	evbuffer_free(buf);
 }
 
+/*
+ * Any other path: an endpoint block's (looked up in the running
+ * configuration, so a reload adds and removes them), its protected
+ * resource metadata, or nothing.
+ */
 static void
 transport_other_cb(struct evhttp_request *req, void *arg)
 {
+	const char	*path, *endpoint;
+
+	path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
+	if (path != NULL && conf_endpoint_find(server.conf, path) != NULL) {
+		transport_endpoint_cb(req, NULL);
+		return;
+	}
 	transport_begin(req);
+	if (path != NULL && auth_enabled() &&
+	    (endpoint = auth_metadata_endpoint(path)) != NULL) {
+		transport_metadata(req, endpoint);
+		return;
+	}
 	reply_error(req, 404, JSONRPC_INVALID_REQUEST,
 	    "Not Found: no such endpoint", NULL);
 }
@@ -959,6 +1251,8 @@ void
 transport_init(struct evhttp *http, const char *endpoint)
 {
 	transport.loopback = transport_is_loopback(server.conf->listen_host);
+	free(transport.endpoint);
+	transport.endpoint = xstrdup(endpoint);
 	evhttp_set_cb(http, endpoint, transport_endpoint_cb, NULL);
 	if (auth_enabled()) {
 		evhttp_set_cb(http, auth_metadata_path(0),

@@ -100,6 +100,8 @@ struct view {
 	int64_t			 last_written;	/* -1: none yet */
 	uint64_t		 resume_from;	/* cursor N while validating */
 	char			 resume_text[CURSOR_BUFSIZE];
+	int			 loss_checked;	/* lease_lost_get answered */
+	struct eventlog_info	 resume_info;	/* the read it checks */
 	int			 primes;	/* client takes priming events */
 	int			 dirty;		/* the log may have more */
 	int			 reading;	/* a log read is in flight */
@@ -665,6 +667,56 @@ view_poll_done(struct view *v)
 	return (1);
 }
 
+static void	view_read(struct view *, uint64_t);
+
+/*
+ * A loss is checked (lease.h): a cursor the log lost is answered as one
+ * past its head, whatever took its id since; any other is read again,
+ * now without the check.
+ */
+static void
+view_loss_cb(int found, uint64_t head, uint64_t issued, void *arg)
+{
+	struct view	*v = arg;
+
+	v->reading = 0;
+	v->loss_checked = 1;
+	if (v->state == VIEW_CLOSED) {
+		view_maybe_free(v);
+		return;
+	}
+	if (found && v->resume_from > head && v->resume_from <= issued) {
+		view_resume_failed(v, EVENTLOG_AHEAD, &v->resume_info);
+		view_detach(v);
+		view_maybe_free(v);
+		return;
+	}
+	view_read(v, v->next);
+}
+
+/*
+ * Whether a resume that the read allows must first be checked against a
+ * loss of the log (and is being: 1). When the log lost entries a call
+ * had committed, the call's error took the first of those ids again, and
+ * ended the stream (lease_answer): a client holding the lost entry of
+ * that id, or of any id up to the new head, must hear 410 "ahead", not a
+ * 200 that ends at once, again on every resume. Only an ended stream of
+ * a shared log can be such, and a cursor past entry 0.
+ */
+static int
+view_check_loss(struct view *v, const struct eventlog_info *info)
+{
+	if (!server.shared || v->loss_checked || !info->ended ||
+	    v->resume_from == 0)
+		return (0);
+	v->resume_info = *info;
+	v->resume_info.data = NULL;
+	v->resume_info.len = 0;
+	v->reading = 1;
+	lease_lost_get(session_id(v->session), v->k, view_loss_cb, v);
+	return (1);
+}
+
 static void
 view_read_cb(enum eventlog_status status, const struct eventlog_entry *entries,
     size_t n, const struct eventlog_info *info, void *arg)
@@ -694,6 +746,8 @@ view_read_cb(enum eventlog_status status, const struct eventlog_entry *entries,
 		 */
 		if (status == EVENTLOG_OK && v->resume_from > info->head)
 			status = EVENTLOG_AHEAD;
+		if (status == EVENTLOG_OK && view_check_loss(v, info))
+			return;
 		if (status != EVENTLOG_OK) {
 			view_resume_failed(v, status, info);
 			view_detach(v);
@@ -721,6 +775,13 @@ view_read_cb(enum eventlog_status status, const struct eventlog_entry *entries,
 		view_slow_disconnect(v);
 		return;
 	}
+	/*
+	 * AHEAD here: the log lost entries this view had shown (its next
+	 * entry is past head + 1). The client resumes from what it got and
+	 * the same read refuses it, 410 "ahead", or the loss note does when
+	 * a call's error took that id since (view_check_loss): it is never
+	 * answered 200 for nothing again.
+	 */
 	if (status != EVENTLOG_OK) {
 		log_limited(LOG_LEVEL_WARN, "view-read", "session=%s "
 		    "stream=%llu view ends: log read %s",

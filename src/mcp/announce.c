@@ -10,7 +10,9 @@
  * message comes back. A message is "C<kind><uri>", kind one decimal
  * digit; one this version does not know is a newer instance's and is
  * ignored. What comes back is delivered, never published again, so no
- * change goes round twice.
+ * change goes round twice. A change of an upstream's has its source after
+ * the URI and a NUL, "C<kind><uri>\0<source>": an older instance reads the
+ * URI up to the NUL, as it always did, and hears it from no source.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -85,20 +87,21 @@ announce_unsubscribe(const struct announce_hooks *hooks, void *arg)
 
 static void
 announce_deliver(enum announce_reach reach, enum announce_kind kind,
-    const char *uri)
+    const char *uri, const char *source)
 {
 	size_t	i;
 
 	for (i = 0; i < announce.n; i++) {
 		if (announce.subscribers[i].hooks->reach == reach)
 			announce.subscribers[i].hooks->changed(kind, uri,
-			    announce.subscribers[i].arg);
+			    source, announce.subscribers[i].arg);
 	}
 }
 
 struct announce_published {
 	enum announce_kind	 kind;
 	char			*uri;
+	char			*source;
 };
 
 static void
@@ -111,49 +114,82 @@ announce_published_cb(enum eventlog_status status, void *arg)
 		log_limited(LOG_LEVEL_WARN, "listen-publish", "a change could "
 		    "not be published to other instances: %s",
 		    eventlog_status_name(status));
-		announce_deliver(ANNOUNCE_EVERYWHERE, p->kind, p->uri);
+		announce_deliver(ANNOUNCE_EVERYWHERE, p->kind, p->uri,
+		    p->source);
 	}
 	free(p->uri);
+	free(p->source);
 	free(p);
 }
 
-/* A change made here: uri NULL or "" unless the kind has one. */
+/*
+ * A change made here: uri NULL or "" unless the kind has one, source the
+ * upstream it comes from (NULL or "": mcpd's own providers).
+ */
 void
-announce_change(enum announce_kind kind, const char *uri)
+announce_change_from(enum announce_kind kind, const char *uri,
+    const char *source)
 {
 	struct announce_published	*p;
 	char				*msg;
-	int				 len;
+	size_t				 len, ulen, slen;
 
 	if (uri == NULL)
 		uri = "";
-	announce_deliver(ANNOUNCE_HERE, kind, uri);
-	if (!announce.watching || strlen(uri) + 2 > EVENTLOG_MESSAGE_MAX) {
-		announce_deliver(ANNOUNCE_EVERYWHERE, kind, uri);
+	if (source == NULL)
+		source = "";
+	announce_deliver(ANNOUNCE_HERE, kind, uri, source);
+	ulen = strlen(uri);
+	slen = strlen(source);
+	len = 2 + ulen + (slen > 0 ? 1 + slen : 0);
+	if (!announce.watching || len > EVENTLOG_MESSAGE_MAX) {
+		announce_deliver(ANNOUNCE_EVERYWHERE, kind, uri, source);
 		return;
 	}
-	len = xasprintf(&msg, "C%d%s", (int)kind, uri);
+	msg = xmalloc(len + 1);
+	msg[0] = 'C';
+	msg[1] = '0' + (int)kind;
+	memcpy(msg + 2, uri, ulen);
+	if (slen > 0) {
+		msg[2 + ulen] = '\0';
+		memcpy(msg + 3 + ulen, source, slen);
+	}
 	p = xmalloc(sizeof *p);
 	p->kind = kind;
 	p->uri = xstrdup(uri);
-	eventlog_publish(server.eventlog, ANNOUNCE_CHANNEL, msg, (size_t)len,
+	p->source = xstrdup(source);
+	eventlog_publish(server.eventlog, ANNOUNCE_CHANNEL, msg, len,
 	    announce_published_cb, p);
 	free(msg);
+}
+
+void
+announce_change(enum announce_kind kind, const char *uri)
+{
+	announce_change_from(kind, uri, NULL);
 }
 
 /* Any instance's change, this one's included: delivered, not published. */
 static void
 announce_message_cb(const char *sid, const char *msg, size_t len, void *arg)
 {
-	char	*uri;
+	const char	*nul;
+	char		*uri, *source;
 
 	if (len < 2 || msg[0] != 'C' || msg[1] < '0' ||
 	    msg[1] >= '0' + ANNOUNCE_KIND_MAX)
 		return;		/* a newer instance's, or not ours */
-	uri = xstrndup(msg + 2, len - 2);
+	if ((nul = memchr(msg + 2, '\0', len - 2)) != NULL) {
+		uri = xstrndup(msg + 2, nul - (msg + 2));
+		source = xstrndup(nul + 1, len - (size_t)(nul + 1 - msg));
+	} else {
+		uri = xstrndup(msg + 2, len - 2);
+		source = xstrdup("");
+	}
 	announce_deliver(ANNOUNCE_EVERYWHERE, (enum announce_kind)(msg[1] -
-	    '0'), uri);
+	    '0'), uri, source);
 	free(uri);
+	free(source);
 }
 
 /*

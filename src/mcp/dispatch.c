@@ -15,18 +15,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "audit.h"
 #include "auth.h"
 #include "call.h"
 #include "dispatch.h"
 #include "jsonrpc.h"
+#include "limit.h"
 #include "log.h"
 #include "mcp.h"
 #include "mcpd.h"
+#include "mcptrace.h"
 #include "outbound.h"
 #include "provider.h"
 #include "session.h"
 #include "stream.h"
 #include "task.h"
+#include "trace.h"
 #include "xmalloc.h"
 
 /* tools/list page size; small lists fit on one page. */
@@ -45,6 +49,7 @@ struct dispatch_ctx {
 	struct session			*s;	/* NULL: stateless */
 	const struct auth_principal	*who;	/* NULL without auth */
 	int				 rev;
+	const char			*endpoint; /* whose catalog */
 };
 
 static const char *
@@ -91,30 +96,34 @@ dispatch_params_ok(int rev, const cJSON *req, struct dispatch_error *err)
 }
 
 /*
- * The server's capabilities for a revision (MCP_REV_*), as initialize and
- * server/discover say them: listChanged as the providers' lists_change.
+ * The server's capabilities for a revision (MCP_REV_*) on the endpoint at
+ * path (NULL: everything served), as initialize and server/discover say
+ * them: what the endpoint's providers serve, listChanged as their
+ * lists_change.
  */
 cJSON *
-dispatch_capabilities(int rev)
+dispatch_capabilities(int rev, const char *path)
 {
 	cJSON	*caps = cJSON_CreateObject();
 	cJSON	*tools = cJSON_AddObjectToObject(caps, "tools");
 
 	cJSON	*resources, *prompts;
 
-	cJSON_AddBoolToObject(tools, "listChanged", provider_lists_change(rev,
-	    PROVIDER_TOOLS));
+	cJSON_AddBoolToObject(tools, "listChanged",
+	    provider_endpoint_lists_change(path, rev, PROVIDER_TOOLS));
 	cJSON_AddObjectToObject(caps, "logging");
-	if (provider_has_resources()) {
+	if (provider_endpoint_has(path, PROVIDER_RESOURCES)) {
 		resources = cJSON_AddObjectToObject(caps, "resources");
 		cJSON_AddBoolToObject(resources, "subscribe", 1);
 		cJSON_AddBoolToObject(resources, "listChanged",
-		    provider_lists_change(rev, PROVIDER_RESOURCES));
+		    provider_endpoint_lists_change(path, rev,
+		    PROVIDER_RESOURCES));
 	}
-	if (provider_has_prompts()) {
+	if (provider_endpoint_has(path, PROVIDER_PROMPTS)) {
 		prompts = cJSON_AddObjectToObject(caps, "prompts");
 		cJSON_AddBoolToObject(prompts, "listChanged",
-		    provider_lists_change(rev, PROVIDER_PROMPTS));
+		    provider_endpoint_lists_change(path, rev,
+		    PROVIDER_PROMPTS));
 	}
 	if (provider_has_completions())
 		cJSON_AddObjectToObject(caps, "completions");
@@ -129,13 +138,15 @@ dispatch_capabilities(int rev)
  */
 cJSON *
 dispatch_initialize(const cJSON *req, struct auth_principal *principal,
-    enum dispatch_refusal *why, const char **cause, session_stored_fn cb,
-    void *arg)
+    const char *endpoint, enum dispatch_refusal *why, const char **cause,
+    session_stored_fn cb, void *arg)
 {
 	const cJSON	*params = dispatch_params(req);
 	const cJSON	*requested;
 	const char	*version;
 	cJSON		*result, *info;
+	struct session	*s;
+	struct trace_span *sp;
 	int		 i;
 
 	*why = DISPATCH_INVALID;
@@ -154,15 +165,24 @@ dispatch_initialize(const cJSON *req, struct auth_principal *principal,
 			;
 		version = mcp_versions[i];
 	}
-	if (session_create(version, params, principal, cb, arg) == NULL) {
+	sp = mcptrace_server(req, NULL, version, NULL);
+	i = trace_enter(sp);
+	s = session_create(version, params, principal, endpoint, cb,
+	    arg);
+	trace_leave(i);
+	if (s == NULL) {
+		mcptrace_error(sp, JSONRPC_INTERNAL_ERROR, "too many sessions");
+		trace_end(sp);
 		*why = DISPATCH_FULL;
 		*cause = "too many sessions";
 		return (NULL);
 	}
+	trace_attr_str(sp, "mcp.session.id", session_id(s));
+	trace_end(sp);
 	result = cJSON_CreateObject();
 	cJSON_AddStringToObject(result, "protocolVersion", version);
 	cJSON_AddItemToObject(result, "capabilities",
-	    dispatch_capabilities(MCP_REV_2025));
+	    dispatch_capabilities(MCP_REV_2025, endpoint));
 	info = cJSON_AddObjectToObject(result, "serverInfo");
 	cJSON_AddStringToObject(info, "name", "mcpd");
 	cJSON_AddStringToObject(info, "version", MCPD_VERSION);
@@ -202,6 +222,7 @@ dispatch_cursor(const cJSON *cursor, long count, long *offset)
 struct dispatch_cut {
 	int				 l;
 	const struct auth_principal	*who;
+	const char			*endpoint;
 	cJSON				*page;
 	int				 n;	/* items on it */
 	long				 pos;	/* of the next item */
@@ -211,15 +232,17 @@ struct dispatch_cut {
 /*
  * A page holds what the principal may see of DISPATCH_PAGE positions of
  * the list, so a cursor is a position found without scanning, whatever
- * the principal: a tool it lacks the scope for leaves a hole, not a
- * shift. A run of positions it may see nothing of is passed over, so no
- * page but the last is empty.
+ * the principal: a tool it lacks the scope for, or one the endpoint does
+ * not serve, leaves a hole, not a shift. A run of positions it may see
+ * nothing of is passed over, so no page but the last is empty.
  */
 static int
-dispatch_cut_cb(const cJSON *item, const char *scope, void *arg)
+dispatch_cut_cb(const cJSON *item, const char *scope, const char *source,
+    void *arg)
 {
 	struct dispatch_cut	*c = arg;
 	const cJSON		*name;
+	cJSON			*shown;
 	int			 allowed;
 
 	if (c->pos >= c->end) {
@@ -235,8 +258,9 @@ dispatch_cut_cb(const cJSON *item, const char *scope, void *arg)
 		    provider_tool_scope(name->valuestring));
 	} else
 		allowed = auth_scope_allowed(c->who, scope);
-	if (allowed) {
-		cJSON_AddItemToArray(c->page, cJSON_Duplicate(item, 1));
+	if (allowed && provider_serves_item(c->endpoint, c->l, item, source) &&
+	    (shown = provider_endpoint_item(c->endpoint, c->l, item)) != NULL) {
+		cJSON_AddItemToArray(c->page, shown);
 		c->n++;
 	}
 	return (0);
@@ -263,6 +287,7 @@ dispatch_page(const struct dispatch_ctx *ctx, int l, const cJSON *params,
 	memset(&c, 0, sizeof c);
 	c.l = l;
 	c.who = ctx->who;
+	c.endpoint = ctx->endpoint;
 	c.page = cJSON_AddArrayToObject(result, key);
 	c.pos = offset;
 	c.end = offset + DISPATCH_PAGE;
@@ -325,10 +350,11 @@ dispatch_prompts_list(const struct dispatch_ctx *ctx, const cJSON *params,
 }
 
 static cJSON *
-dispatch_subscription(struct session *s, const cJSON *params, int on,
-    struct dispatch_error *err)
+dispatch_subscription(const struct dispatch_ctx *ctx, const cJSON *params,
+    int on, struct dispatch_error *err)
 {
 	const cJSON	*uri = cJSON_GetObjectItemCaseSensitive(params, "uri");
+	struct session	*s = ctx->s;
 
 	if (!cJSON_IsString(uri)) {
 		err->code = JSONRPC_INVALID_PARAMS;
@@ -339,7 +365,8 @@ dispatch_subscription(struct session *s, const cJSON *params, int on,
 		session_unsubscribe(s, uri->valuestring);
 		return (cJSON_CreateObject());
 	}
-	if (provider_subscribe(s, uri->valuestring) != 0) {
+	if (!provider_serves(ctx->endpoint, s, PROVIDER_RESOURCES,
+	    uri->valuestring) || provider_subscribe(s, uri->valuestring) != 0) {
 		err->code = JSONRPC_RESOURCE_NOT_FOUND;
 		err->message = "Resource not found";
 		return (NULL);
@@ -356,14 +383,14 @@ static cJSON *
 dispatch_subscribe(const struct dispatch_ctx *ctx, const cJSON *params,
     struct dispatch_error *err)
 {
-	return (dispatch_subscription(ctx->s, params, 1, err));
+	return (dispatch_subscription(ctx, params, 1, err));
 }
 
 static cJSON *
 dispatch_unsubscribe(const struct dispatch_ctx *ctx, const cJSON *params,
     struct dispatch_error *err)
 {
-	return (dispatch_subscription(ctx->s, params, 0, err));
+	return (dispatch_subscription(ctx, params, 0, err));
 }
 
 static cJSON *
@@ -392,7 +419,7 @@ dispatch_discover(const struct dispatch_ctx *ctx, const cJSON *params,
 
 	cJSON_AddItemToObject(result, "supportedVersions",
 	    mcp_supported_versions());
-	caps = dispatch_capabilities(MCP_REV_2026);
+	caps = dispatch_capabilities(MCP_REV_2026, ctx->endpoint);
 	task_capabilities(caps);
 	cJSON_AddItemToObject(result, "capabilities", caps);
 	return (result);
@@ -437,10 +464,21 @@ dispatch_tasks_cancel(struct call *c, const cJSON *params)
 }
 
 static void
+dispatch_unknown_tool(struct call *c, const char *name)
+{
+	char	*message;
+
+	xasprintf(&message, "Unknown tool: %s", name);
+	call_respond_error(c, JSONRPC_INVALID_PARAMS, message);
+	call_release(c);
+	free(message);
+}
+
+static void
 dispatch_tools_call(struct call *c, const cJSON *params)
 {
 	const cJSON	*name, *args;
-	char		*message;
+	const char	*tool;
 
 	name = cJSON_GetObjectItemCaseSensitive(params, "name");
 	args = cJSON_GetObjectItemCaseSensitive(params, "arguments");
@@ -450,10 +488,20 @@ dispatch_tools_call(struct call *c, const cJSON *params)
 		    "arguments");
 		return;
 	}
-	switch (task_mode(name->valuestring, params)) {
+	/*
+	 * The endpoint's name for a tool is undone first (its rename); a
+	 * tool the endpoint does not serve is no tool there.
+	 */
+	if ((tool = provider_endpoint_tool(call_endpoint(c),
+	    name->valuestring)) == NULL || !provider_serves(call_endpoint(c),
+	    call_session(c), PROVIDER_TOOLS, tool)) {
+		dispatch_unknown_tool(c, name->valuestring);
+		return;
+	}
+	switch (task_mode(tool, params)) {
 	case TASK_MODE_TASK:
-		task_call_tool(name->valuestring, params, call_principal(c),
-		    task_answer_call, c);
+		task_call_tool(tool, params, call_principal(c),
+		    call_endpoint(c), task_answer_call, c);
 		return;
 	case TASK_MODE_REFUSE:
 		call_respond_missing_capability(c, NULL, TASK_EXTENSION);
@@ -462,13 +510,10 @@ dispatch_tools_call(struct call *c, const cJSON *params)
 	case TASK_MODE_CALL:
 		break;
 	}
-	call_set_tool(c, name->valuestring);
-	if (provider_call_tool(c, name->valuestring, args) != 0) {
+	call_set_tool(c, tool);
+	if (provider_call_tool(c, tool, args) != 0) {
 		call_set_tool(c, NULL);
-		xasprintf(&message, "Unknown tool: %s", name->valuestring);
-		call_respond_error(c, JSONRPC_INVALID_PARAMS, message);
-		call_release(c);
-		free(message);
+		dispatch_unknown_tool(c, name->valuestring);
 	}
 }
 
@@ -489,7 +534,9 @@ dispatch_resources_read(struct call *c, const cJSON *params)
 	if (!cJSON_IsString(uri))
 		dispatch_call_error(c, JSONRPC_INVALID_PARAMS,
 		    "Invalid params: uri must be a string");
-	else if (provider_read_resource(c, uri->valuestring) == 0)
+	else if (provider_serves(call_endpoint(c), call_session(c),
+	    PROVIDER_RESOURCES, uri->valuestring) &&
+	    provider_read_resource(c, uri->valuestring) == 0)
 		return;
 	else if (!call_stateless(c))
 		dispatch_call_error(c, JSONRPC_RESOURCE_NOT_FOUND,
@@ -515,9 +562,32 @@ dispatch_prompts_get(struct call *c, const cJSON *params)
 		dispatch_call_error(c, JSONRPC_INVALID_PARAMS,
 		    "Invalid params: prompts/get needs a name and object "
 		    "arguments");
-	else if (provider_get_prompt(c, name->valuestring, args) != 0)
+	else if (!provider_serves(call_endpoint(c), call_session(c),
+	    PROVIDER_PROMPTS, name->valuestring) ||
+	    provider_get_prompt(c, name->valuestring, args) != 0)
 		dispatch_call_error(c, JSONRPC_INVALID_PARAMS,
 		    "Invalid params: unknown prompt");
+}
+
+/* Whether a completion's ref (a prompt, a template) is the endpoint's. */
+static int
+dispatch_ref_served(struct call *c, const cJSON *ref)
+{
+	const char	*type, *name;
+
+	type = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(ref,
+	    "type"));
+	if (type != NULL && strcmp(type, "ref/prompt") == 0 &&
+	    (name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(ref,
+	    "name"))) != NULL)
+		return (provider_serves(call_endpoint(c), call_session(c),
+		    PROVIDER_PROMPTS, name));
+	if (type != NULL && strcmp(type, "ref/resource") == 0 &&
+	    (name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(ref,
+	    "uri"))) != NULL)
+		return (provider_serves(call_endpoint(c), call_session(c),
+		    PROVIDER_TEMPLATES, name));
+	return (1);
 }
 
 /* Nothing to suggest is an empty completion, not an error. */
@@ -536,7 +606,8 @@ dispatch_complete(struct call *c, const cJSON *params)
 		    "argument objects");
 		return;
 	}
-	if (provider_complete(c, ref, arg, context) == 0)
+	if (dispatch_ref_served(c, ref) &&
+	    provider_complete(c, ref, arg, context) == 0)
 		return;
 	result = cJSON_CreateObject();
 	completion = cJSON_AddObjectToObject(result, "completion");
@@ -777,17 +848,34 @@ dispatch_run(const struct dispatch_ctx *ctx, const cJSON *req,
 	}
 	return (m->quick(ctx, dispatch_params(req), err));
 }
+
+/* The span of a message: its session's, or a stateless one's. */
+static struct trace_span *
+dispatch_span(struct session *s, const cJSON *req,
+    const struct trace_ctx *origin)
+{
+	return (mcptrace_server(req, s != NULL ? session_id(s) : NULL,
+	    s != NULL ? session_version(s) : MCP_STATELESS_VERSION, origin));
+}
+
 static cJSON *
 dispatch_answer(const struct dispatch_ctx *ctx, const cJSON *req)
 {
 	const cJSON		*id = cJSON_GetObjectItemCaseSensitive(req, "id");
 	struct dispatch_error	 err;
-	cJSON			*result;
+	struct trace_span	*sp = dispatch_span(ctx->s, req, NULL);
+	cJSON			*result, *answer;
+	int			 depth = trace_enter(sp);
 
 	if (!dispatch_params_ok(ctx->rev, req, &err) ||
-	    (result = dispatch_run(ctx, req, &err)) == NULL)
-		return (jsonrpc_error(id, err.code, err.message, NULL));
-	return (jsonrpc_result(id, result));
+	    (result = dispatch_run(ctx, req, &err)) == NULL) {
+		mcptrace_error(sp, err.code, err.message);
+		answer = jsonrpc_error(id, err.code, err.message, NULL);
+	} else
+		answer = jsonrpc_result(id, result);
+	trace_leave(depth);
+	trace_end(sp);
+	return (answer);
 }
 
 /* A quick method of session s (NULL in tests: no principal either). */
@@ -795,16 +883,18 @@ cJSON *
 dispatch_quick(struct session *s, const cJSON *req)
 {
 	struct dispatch_ctx	ctx = { s, s != NULL ? session_principal(s) :
-				    NULL, MCP_REV_2025 };
+				    NULL, MCP_REV_2025, s != NULL ?
+				    session_endpoint(s) : NULL };
 
 	return (dispatch_answer(&ctx, req));
 }
 
-/* A quick method of the stateless path, for principal who. */
+/* A quick method of the stateless path, for principal who at endpoint. */
 cJSON *
-dispatch_quick_stateless(const struct auth_principal *who, const cJSON *req)
+dispatch_quick_stateless(const struct auth_principal *who,
+    const char *endpoint, const cJSON *req)
 {
-	struct dispatch_ctx	ctx = { NULL, who, MCP_REV_2026 };
+	struct dispatch_ctx	ctx = { NULL, who, MCP_REV_2026, endpoint };
 
 	return (dispatch_answer(&ctx, req));
 }
@@ -824,33 +914,178 @@ dispatch_call(struct session *s, struct stream *st, const cJSON *req)
 }
 
 /*
- * Runs the method of a started call: a call method's handler, or a quick
- * method (in a batch that streams) answered on the stream. s NULL: a
- * stateless request's call.
+ * A call refused by a limit: -32023 (docs/limits.md), data.retryAfter in
+ * seconds (issue 26), retryAfterMs (the rate-limited error SEP), the
+ * limit's name and why. message is allocated.
+ */
+static cJSON *
+dispatch_limited_data(const struct limit_refusal *r, char **message)
+{
+	cJSON	*data = cJSON_CreateObject();
+
+	cJSON_AddNumberToObject(data, "retryAfter",
+	    (double)limit_retry_seconds(r));
+	cJSON_AddNumberToObject(data, "retryAfterMs", (double)r->retry_ms);
+	cJSON_AddStringToObject(data, "limit", r->limit);
+	cJSON_AddStringToObject(data, "reason", limit_reason_name(r->reason));
+	xasprintf(message, "Rate limited: limit %s (%s); retry after %llu s",
+	    r->limit, limit_reason_name(r->reason),
+	    (unsigned long long)limit_retry_seconds(r));
+	return (data);
+}
+
+cJSON *
+dispatch_limited(const cJSON *id, const struct limit_refusal *r)
+{
+	char	*message;
+	cJSON	*data, *err;
+
+	data = dispatch_limited_data(r, &message);
+	err = jsonrpc_error(id, JSONRPC_RATE_LIMITED, message, data);
+	free(message);
+	return (err);
+}
+
+/*
+ * The method of a call admitted to run: a call method's handler, or a
+ * quick method (in a batch that streams) answered on the stream. The
+ * call's span is current while it runs: what it starts is traced under
+ * it.
  */
 static void
-dispatch_run_call(struct session *s, struct call *c, const cJSON *req)
+dispatch_run_method(struct session *s, struct call *c, const cJSON *req)
 {
 	const struct dispatch_method	*m;
 	struct dispatch_ctx		 ctx = { s, call_principal(c),
 					    s != NULL ? MCP_REV_2025 :
-					    MCP_REV_2026 };
+					    MCP_REV_2026, call_endpoint(c) };
 	struct dispatch_error		 err;
 	cJSON				*result;
+	int				 depth;
 
-	if (!dispatch_params_ok(ctx.rev, req, &err)) {
-		dispatch_call_error(c, err.code, err.message);
-		return;
-	}
-	if ((m = dispatch_find(req, DISPATCH_CALL, ctx.rev)) != NULL) {
+	depth = trace_enter(call_trace(c));
+	if ((m = dispatch_find(req, DISPATCH_CALL, ctx.rev)) != NULL)
 		m->call(c, dispatch_params(req));
+	else {
+		if ((result = dispatch_run(&ctx, req, &err)) != NULL)
+			call_respond(c, result);
+		else
+			call_respond_error(c, err.code, err.message);
+		call_release(c);
+	}
+	trace_leave(depth);
+}
+
+/* A call's limit check that had to wait for the shared log. */
+struct dispatch_wait {
+	struct session	*s;
+	struct call	*c;
+	cJSON		*req;
+};
+
+static void
+dispatch_refuse(struct call *c, const struct limit_refusal *r)
+{
+	char	*message;
+	cJSON	*data;
+
+	data = dispatch_limited_data(r, &message);
+	call_limited(c, r->limit);
+	call_respond_error_data(c, JSONRPC_RATE_LIMITED, message, data);
+	free(message);
+	call_release(c);
+}
+
+static void
+dispatch_checked_cb(struct limit_ticket *t, const struct limit_refusal *r,
+    void *arg)
+{
+	struct dispatch_wait	*w = arg;
+
+	if (call_finished(w->c)) {
+		limit_ticket_free(t);
+		call_release(w->c);
+	} else if (r != NULL)
+		dispatch_refuse(w->c, r);
+	else {
+		call_set_ticket(w->c, t);
+		dispatch_run_method(w->s, w->c, w->req);
+	}
+	cJSON_Delete(w->req);
+	free(w);
+}
+
+/*
+ * A tools/call the edge did not check (a batch's) against the limits:
+ * 1 when it may run now, 0 when it was answered or waits for its check.
+ */
+static int
+dispatch_admit(struct session *s, struct call *c, const cJSON *req,
+    const struct dispatch_origin *o)
+{
+	struct limit_subject	 sub;
+	struct limit_ticket	*t;
+	struct limit_refusal	 r;
+	struct dispatch_wait	*w;
+	const char		*name;
+
+	if (o == NULL || o->admitted || !limit_any() ||
+	    strcmp(dispatch_method(req), "tools/call") != 0 ||
+	    (name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+	    dispatch_params(req), "name"))) == NULL)
+		return (1);
+	sub.who = call_principal(c);
+	sub.tool = name;
+	sub.endpoint = o->endpoint;
+	w = xmalloc(sizeof *w);
+	switch (limit_check(&sub, &t, &r, dispatch_checked_cb, w)) {
+	case LIMIT_ADMIT:
+		free(w);
+		call_set_ticket(c, t);
+		return (1);
+	case LIMIT_REFUSE:
+		free(w);
+		dispatch_refuse(c, &r);
+		return (0);
+	case LIMIT_PENDING:
+		break;
+	}
+	w->s = s;
+	w->c = c;
+	w->req = cJSON_Duplicate(req, 1);
+	return (0);
+}
+
+/*
+ * Runs the method of a started call once it is admitted. s NULL: a
+ * stateless request's call, whose trace goes on from o->trace (an
+ * earlier round's) unless its _meta says otherwise. Audited methods get
+ * their record here.
+ */
+static void
+dispatch_run_call(struct session *s, struct call *c, const cJSON *req,
+    struct dispatch_origin *o)
+{
+	struct dispatch_error	 err;
+	int			 rev = s != NULL ? MCP_REV_2025 : MCP_REV_2026;
+	int			 depth;
+
+	call_set_trace(c, dispatch_span(s, req, o != NULL ? o->trace : NULL));
+	call_set_audit(c, audit_begin(dispatch_method(req), dispatch_params(req),
+	    call_principal(c), s != NULL ? session_id(s) : NULL,
+	    call_version(c), call_id(c), o != NULL ? o->endpoint : NULL));
+	if (o != NULL && o->ticket != NULL) {
+		call_set_ticket(c, o->ticket);
+		o->ticket = NULL;
+	}
+	if (!dispatch_params_ok(rev, req, &err)) {
+		depth = trace_enter(call_trace(c));
+		dispatch_call_error(c, err.code, err.message);
+		trace_leave(depth);
 		return;
 	}
-	if ((result = dispatch_run(&ctx, req, &err)) != NULL)
-		call_respond(c, result);
-	else
-		call_respond_error(c, err.code, err.message);
-	call_release(c);
+	if (dispatch_admit(s, c, req, o))
+		dispatch_run_method(s, c, req);
 }
 
 /*
@@ -858,16 +1093,18 @@ dispatch_run_call(struct session *s, struct call *c, const cJSON *req)
  * to its sink: a call method, or a quick one answered through the call.
  */
 void
-dispatch_start_call(struct call *c, const cJSON *req)
+dispatch_start_call(struct call *c, const cJSON *req,
+    struct dispatch_origin *o)
 {
-	dispatch_run_call(NULL, c, req);
+	dispatch_run_call(NULL, c, req, o);
 }
 
 /* Starts a request whose response goes onto stream st. */
 void
-dispatch_start(struct session *s, struct stream *st, const cJSON *req)
+dispatch_start(struct session *s, struct stream *st, const cJSON *req,
+    struct dispatch_origin *o)
 {
-	dispatch_run_call(s, dispatch_call(s, st, req), req);
+	dispatch_run_call(s, dispatch_call(s, st, req), req, o);
 }
 
 /*
@@ -877,7 +1114,7 @@ dispatch_start(struct session *s, struct stream *st, const cJSON *req)
  */
 void
 dispatch_start_batch(struct session *s, struct stream *st,
-    const cJSON *batch)
+    const cJSON *batch, struct dispatch_origin *o)
 {
 	const cJSON	*msg;
 	const char	*cause;
@@ -898,7 +1135,7 @@ dispatch_start_batch(struct session *s, struct stream *st,
 		if (call_finished(calls[i]))
 			call_release(calls[i]);
 		else
-			dispatch_run_call(s, calls[i], msg);
+			dispatch_run_call(s, calls[i], msg, o);
 		i++;
 	}
 	free(calls);
@@ -908,6 +1145,8 @@ void
 dispatch_notification(struct session *s, const cJSON *msg)
 {
 	const struct dispatch_method	*m;
+	struct trace_span		*sp = dispatch_span(s, msg, NULL);
+	int				 depth = trace_enter(sp);
 
 	if ((m = dispatch_find(msg, DISPATCH_NOTIFICATION, MCP_REV_2025)) !=
 	    NULL)
@@ -915,6 +1154,8 @@ dispatch_notification(struct session *s, const cJSON *msg)
 	else
 		log_debug("session=%s notification %s ignored", session_id(s),
 		    dispatch_method(msg));
+	trace_leave(depth);
+	trace_end(sp);
 }
 
 /* A client's answer to a server request: 0 if it was awaited, else -1. */

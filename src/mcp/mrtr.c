@@ -19,6 +19,7 @@
 #include "seal.h"
 #include "server.h"
 #include "statekey.h"
+#include "trace.h"
 #include "xmalloc.h"
 
 /*
@@ -37,6 +38,7 @@ struct mrtr {
 	struct event	*asked_ev;	/* the end of the turn they came in */
 	struct call	*call;		/* that asked them */
 	int		 ended;
+	struct trace_ctx origin;	/* requestState's trace context */
 };
 
 struct mrtr *
@@ -74,21 +76,24 @@ mrtr_ended(struct mrtr *m)
 
 /*
  * What a sealed requestState holds: the request it belongs to (method and
- * name) and the answers the client gave in earlier rounds; seal.c stamps
- * it with the time, and refuses it once too old (SEAL_LIFETIME_MS). NULL
- * when no key may sign (statekey_ready).
+ * name), the answers the client gave in earlier rounds, and while tracing
+ * the traceparent of the call that asked ("t"); seal.c stamps it with the
+ * time, and refuses it once too old (SEAL_LIFETIME_MS). NULL when no key
+ * may sign (statekey_ready).
  */
 static char *
 mrtr_seal(struct mrtr *m)
 {
 	cJSON	*state;
-	char	*text, *sealed;
+	char	*text, *sealed, tp[TRACE_PARENT_LEN + 1];
 
 	if (!statekey_ready())
 		return (NULL);
 	state = cJSON_CreateObject();
 	cJSON_AddStringToObject(state, "m", m->method);
 	cJSON_AddStringToObject(state, "n", m->name);
+	if (trace_traceparent(call_trace(m->call), tp) == 0)
+		cJSON_AddStringToObject(state, "t", tp);
 	cJSON_AddItemToObject(state, "a", m->answers != NULL ?
 	    cJSON_Duplicate(m->answers, 1) : cJSON_CreateObject());
 	text = cJSON_PrintUnformatted(state);
@@ -104,7 +109,7 @@ mrtr_seal(struct mrtr *m)
  * another request or is too old (seal.c).
  */
 static cJSON *
-mrtr_open(const struct mrtr *m, const char *sealed, const char **cause)
+mrtr_open(struct mrtr *m, const char *sealed, const char **cause)
 {
 	cJSON		*state, *answers;
 	const cJSON	*method, *name;
@@ -123,6 +128,9 @@ mrtr_open(const struct mrtr *m, const char *sealed, const char **cause)
 		cJSON_Delete(state);
 		return (NULL);
 	}
+	if (trace_parse(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+	    state, "t")), &m->origin) != 0)
+		memset(&m->origin, 0, sizeof m->origin);
 	answers = cJSON_DetachItemFromObjectCaseSensitive(state, "a");
 	cJSON_Delete(state);
 	if (!cJSON_IsObject(answers)) {
@@ -174,6 +182,12 @@ mrtr_rounds(struct mrtr *m, const cJSON *params, int *resumed, int *status,
 		    cJSON_Duplicate(r, 1));
 	}
 	return (0);
+}
+
+const struct trace_ctx *
+mrtr_origin(const struct mrtr *m)
+{
+	return (m->origin.state == TRACE_CTX_IDS ? &m->origin : NULL);
 }
 
 /* The end of the turn the call asked in: its input_required result. */

@@ -32,6 +32,12 @@
  * at any level. Lines name a task by its handle, the first 8 hex digits
  * of the id's SHA-256 (task_handle).
  *
+ * Tracing: a task is a span ("task TOOL") from its tools/call to its
+ * end, the parent of what its call does; the record keeps its context
+ * (mcpd.traceparent), so a tasks/get, tasks/update or tasks/cancel that
+ * any instance answers is traced into the task's trace (task_trace_poll),
+ * linked to the request's own span. Spans name a task by its handle too.
+ *
  * Retention: a record lives task_ttl from its creation, whatever its
  * status (ttlMs); then tasks/get answers not found. An instance runs at
  * most max_tasks at once, and at most max_tasks_per_principal for one
@@ -66,6 +72,7 @@
 #include "random.h"
 #include "server.h"
 #include "task.h"
+#include "trace.h"
 #include "xmalloc.h"
 
 /* How often a running task's owner renews, reads and checks its task. */
@@ -711,6 +718,7 @@ struct task_run {
 	cJSON			*args;
 	cJSON			*caps;	/* the creating request's */
 	struct auth_principal	*who;	/* the creating request's */
+	char			*endpoint; /* the creating request's */
 	struct call		*call;		/* NULL: gone */
 	int			 ended;	/* the call finished */
 	int			 closing; /* shutdown: no more ticks */
@@ -721,6 +729,7 @@ struct task_run {
 	uint64_t		 renewed_ms;
 	int			 polling;
 	struct event		*timer;
+	struct trace_span	*span;	/* until its call takes it */
 	RB_ENTRY(task_run)	 entry;
 };
 RB_HEAD(task_runs, task_run);
@@ -751,6 +760,7 @@ task_run_unref(struct task_run *run)
 	if (--run->refs > 0)
 		return;
 	RB_REMOVE(task_runs, &task_runs, run);
+	trace_end(run->span);
 	if (run->timer != NULL)
 		event_free(run->timer);
 	cJSON_Delete(run->keys);
@@ -759,6 +769,7 @@ task_run_unref(struct task_run *run)
 	cJSON_Delete(run->caps);
 	if (run->who != NULL)
 		auth_principal_unref(run->who);
+	free(run->endpoint);
 	free(run);
 }
 
@@ -1109,8 +1120,11 @@ task_create_put_cb(enum eventlog_status status, void *arg)
 	struct call		*c;
 	cJSON			*id;
 	char			 owner[TASK_ID_LEN + 8], *message;
+	int			 depth;
 
 	if (status != EVENTLOG_OK) {
+		trace_error(run->span, eventlog_status_name(status),
+		    "the task could not be stored");
 		log_limited(LOG_LEVEL_WARN, "task-create", "task=%s not "
 		    "created: %s", run->handle, eventlog_status_name(status));
 		tcr->cb(NULL, JSONRPC_INTERNAL_ERROR, status == EVENTLOG_FULL ?
@@ -1134,7 +1148,12 @@ task_create_put_cb(enum eventlog_status status, void *arg)
 	cJSON_Delete(id);
 	call_set_owner(c, owner);
 	call_set_principal(c, run->who);
+	call_set_endpoint(c, run->endpoint);
 	call_set_tool(c, run->tool);
+	/* The task's span ends with its call: what it does is under it. */
+	call_set_trace(c, run->span);
+	run->span = NULL;
+	depth = trace_enter(call_trace(c));
 	run->timer = evtimer_new(server.base, task_run_tick_cb, run);
 	evtimer_add(run->timer, &tv);
 	if (provider_call_tool(c, run->tool, run->args) != 0) {
@@ -1144,6 +1163,7 @@ task_create_put_cb(enum eventlog_status status, void *arg)
 		call_release(c);
 		free(message);
 	}
+	trace_leave(depth);
 	cJSON_Delete(run->args);
 	run->args = NULL;
 	cJSON_Delete(run->caps);
@@ -1153,9 +1173,34 @@ task_create_put_cb(enum eventlog_status status, void *arg)
 	free(tcr);
 }
 
+/*
+ * The task's span, under the current one (the tools/call's), and its
+ * context in the record for whoever reads it.
+ */
+static void
+task_trace_start(struct task_run *run, cJSON *rec)
+{
+	char	name[160], tp[TRACE_PARENT_LEN + 1];
+
+	if (!trace_enabled)
+		return;
+	run->span = trace_child("task", TRACE_INTERNAL, trace_current());
+	if (!trace_recording(run->span))
+		goto context;
+	snprintf(name, sizeof name, "task %s", run->tool);
+	trace_rename(run->span, name);
+	trace_attr_str(run->span, "gen_ai.operation.name", "execute_tool");
+	trace_attr_str(run->span, "gen_ai.tool.name", run->tool);
+	trace_attr_str(run->span, "mcpd.task.handle", run->handle);
+context:
+	if (trace_traceparent(run->span, tp) == 0)
+		cJSON_AddStringToObject(task_mcpd(rec), "traceparent", tp);
+}
+
 void
 task_call_tool(const char *name, const cJSON *params,
-    struct auth_principal *who, task_answer_cb cb, void *arg)
+    struct auth_principal *who, const char *endpoint, task_answer_cb cb,
+    void *arg)
 {
 	const cJSON		*args, *caps;
 	struct task_run		*run;
@@ -1193,6 +1238,7 @@ task_call_tool(const char *name, const cJSON *params,
 	run->caps = caps != NULL ? cJSON_Duplicate(caps, 1) :
 	    cJSON_CreateObject();
 	run->who = who != NULL ? auth_principal_ref(who) : NULL;
+	run->endpoint = endpoint != NULL ? xstrdup(endpoint) : NULL;
 	run->keys = cJSON_CreateArray();
 	run->refs = 1;		/* its call's, once it has one */
 	RB_INSERT(task_runs, &task_runs, run);
@@ -1202,6 +1248,7 @@ task_call_tool(const char *name, const cJSON *params,
 	tcr->cb = cb;
 	tcr->arg = arg;
 	tcr->rec = task_record_new(run->tid, name, who);
+	task_trace_start(run, tcr->rec);
 	run->created_ms = task_number(task_mcpd(tcr->rec), "created");
 	run->ttl_ms = task_number(tcr->rec, "ttlMs");
 
@@ -1241,7 +1288,8 @@ task_escalate(struct call *c, const char *name, cJSON *args)
 	cJSON	*params = cJSON_CreateObject();
 
 	cJSON_AddItemToObject(params, "arguments", args);
-	task_call_tool(name, params, call_principal(c), task_answer_call, c);
+	task_call_tool(name, params, call_principal(c), call_endpoint(c),
+	    task_answer_call, c);
 	cJSON_Delete(params);
 }
 
@@ -1259,7 +1307,30 @@ struct task_request {
 	task_answer_cb	 cb;
 	task_read_cb	 read_cb;	/* task_read's, instead of cb */
 	void		*arg;
+	struct trace_ctx from;		/* the request's span */
 };
+
+/*
+ * A request about a task, whichever instance answers it, is a span of
+ * the task's trace (the record's mcpd.traceparent), linked to the
+ * request's own span.
+ */
+static void
+task_trace_poll(struct task_request *tr, const cJSON *rec)
+{
+	struct trace_ctx	 task;
+	struct trace_span	*sp;
+
+	if (!trace_enabled || tr->method == NULL || trace_parse(task_string(
+	    task_mcpd(rec), "traceparent"), &task) != 0)
+		return;
+	sp = trace_start(tr->method, TRACE_INTERNAL, &task, NULL);
+	trace_link(sp, &tr->from);
+	trace_attr_str(sp, "mcpd.task.handle", tr->handle);
+	trace_attr_str(sp, "mcpd.task.status", task_state_name(
+	    task_state_of(rec)));
+	trace_end(sp);
+}
 
 static void
 task_request_free(struct task_request *tr)
@@ -1317,6 +1388,8 @@ task_got_answer(enum eventlog_status status, const cJSON *rec, int wrote,
 	struct task_request	*tr = arg;
 	cJSON			*view;
 
+	if (status == EVENTLOG_OK)
+		task_trace_poll(tr, rec);
 	if (status == EVENTLOG_NOT_FOUND)
 		task_not_found(tr);
 	else if (status != EVENTLOG_OK)
@@ -1397,6 +1470,7 @@ task_changed_ack(enum eventlog_status status, const cJSON *rec, int wrote,
 		task_unavailable(tr, status);
 		return;
 	}
+	task_trace_poll(tr, rec);
 	if (wrote && (run = task_run_find(tr->tid)) != NULL)
 		task_run_sync(run, rec);
 	tr->cb(task_ack(), 0, NULL, NULL, tr->arg);
@@ -1438,6 +1512,8 @@ task_run_method(const char *method, const cJSON *params,
 	tr = xcalloc(1, sizeof *tr);
 	strlcpy(tr->tid, id->valuestring, sizeof tr->tid);
 	task_handle(tr->tid, tr->handle);
+	if (trace_span_ctx(trace_current()) != NULL)
+		tr->from = *trace_span_ctx(trace_current());
 	tr->check = 1;
 	tr->who = auth_principal_ref(who);
 	tr->cb = cb;

@@ -1,15 +1,21 @@
-/* The provider table and the lookups across it. */
+/*
+ * The provider table and the lookups across it, and what an endpoint's
+ * catalog (conf.h, endpoint PATH { }) lets through of them.
+ */
 #include <stddef.h>
 #include <string.h>
 
+#include "announce.h"
 #include "conf.h"
 #include "provider.h"
+#include "server.h"
 
 static const struct provider *provider_table[] = {
 	&provider_builtin,
 	&provider_fixtures,
 	&provider_taskfix,
 	&provider_exec,
+	&provider_openapi,
 	&provider_upstream,
 };
 #define PROVIDER_COUNT (sizeof provider_table / sizeof provider_table[0])
@@ -24,11 +30,12 @@ struct provider_walk {
 };
 
 static int
-provider_walk_stop_cb(const cJSON *item, const char *scope, void *arg)
+provider_walk_stop_cb(const cJSON *item, const char *scope,
+    const char *source, void *arg)
 {
 	struct provider_walk	*w = arg;
 
-	*w->stop = w->cb(item, scope, w->arg);
+	*w->stop = w->cb(item, scope, source, w->arg);
 	return (*w->stop);
 }
 
@@ -48,6 +55,200 @@ provider_init(const struct conf *conf)
 		if (provider_table[i]->configure != NULL)
 			provider_table[i]->configure(conf);
 	}
+}
+
+/* ---------------------------------------------------------------------
+ * Endpoints.
+ */
+
+/*
+ * The endpoint block at path into *ep (NULL: none); 0 when path is no
+ * endpoint at all any more (a reload took its block away), which serves
+ * nothing. path NULL (a unit test, a call of no endpoint) serves all.
+ */
+static int
+provider_endpoint(const char *path, const struct conf_endpoint **ep)
+{
+	*ep = NULL;
+	if (path == NULL)
+		return (1);
+	*ep = conf_endpoint_find(server.conf, path);
+	return (*ep != NULL || strcmp(path, server.conf->endpoint) == 0);
+}
+
+/* The catalog list (conf.h) of a provider list: templates are resources. */
+static int
+provider_catalog_list(int l)
+{
+	switch (l) {
+	case PROVIDER_TOOLS:
+		return (CONF_CATALOG_TOOLS);
+	case PROVIDER_PROMPTS:
+		return (CONF_CATALOG_PROMPTS);
+	default:
+		return (CONF_CATALOG_RESOURCES);
+	}
+}
+
+const char *
+provider_item_key(int l, const cJSON *item)
+{
+	return (cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(item,
+	    l == PROVIDER_RESOURCES ? "uri" : l == PROVIDER_TEMPLATES ?
+	    "uriTemplate" : "name")));
+}
+
+/* The source of item name of list l as s sees it (NULL: mcpd's own). */
+static const char *
+provider_source(struct session *s, int l, const char *name)
+{
+	const struct provider	*p;
+	const char		*source;
+	size_t			 i;
+
+	PROVIDER_FOREACH(i, p, source) {
+		if ((source = p->source(s, l, name)) != NULL)
+			return (source);
+	}
+	return (NULL);
+}
+
+int
+provider_serves(const char *path, struct session *s, int l,
+    const char *name)
+{
+	const struct conf_endpoint	*ep;
+
+	if (!provider_endpoint(path, &ep))
+		return (0);
+	if (ep == NULL)
+		return (1);
+	return (conf_endpoint_serves(ep, provider_catalog_list(l), name,
+	    provider_source(s, l, name)));
+}
+
+int
+provider_serves_item(const char *path, int l, const cJSON *item,
+    const char *source)
+{
+	const struct conf_endpoint	*ep;
+	const char			*name;
+
+	if (!provider_endpoint(path, &ep))
+		return (0);
+	if (ep == NULL)
+		return (1);
+	if ((name = provider_item_key(l, item)) == NULL)
+		return (0);
+	return (conf_endpoint_serves(ep, provider_catalog_list(l), name,
+	    source));
+}
+
+const char *
+provider_endpoint_tool(const char *path, const char *name)
+{
+	const struct conf_endpoint	*ep;
+
+	if (!provider_endpoint(path, &ep) || ep == NULL)
+		return (name);
+	return (conf_catalog_own_name(&ep->catalog, name));
+}
+
+cJSON *
+provider_endpoint_item(const char *path, int l, const cJSON *item)
+{
+	const struct conf_endpoint	*ep;
+	const char			*name, *served, *text;
+	cJSON				*copy;
+
+	if (!provider_endpoint(path, &ep) || ep == NULL ||
+	    l != PROVIDER_TOOLS || (name = provider_item_key(l, item)) == NULL)
+		return (cJSON_Duplicate(item, 1));
+	served = conf_catalog_served_name(&ep->catalog, name);
+	/* A tool named as another's new name is that one's there. */
+	if (served == name && conf_catalog_own_name(&ep->catalog, name) !=
+	    name)
+		return (NULL);
+	copy = cJSON_Duplicate(item, 1);
+	if (served != name)
+		cJSON_ReplaceItemInObjectCaseSensitive(copy, "name",
+		    cJSON_CreateString(served));
+	if ((text = conf_catalog_description(&ep->catalog, name)) != NULL) {
+		cJSON_DeleteItemFromObjectCaseSensitive(copy, "description");
+		cJSON_AddStringToObject(copy, "description", text);
+	}
+	return (copy);
+}
+
+/*
+ * A change of source ("" or NULL: mcpd's own) reaches the endpoint at
+ * path when it serves that source, and for a resource update, that URI.
+ * A list change is not matched item by item: an endpoint serving the
+ * source hears it even if the items that changed are ones its patterns
+ * leave out, and then lists again to find its own list as it was.
+ */
+int
+provider_endpoint_hears(const char *path, int kind, const char *uri,
+    const char *source)
+{
+	const struct conf_endpoint	*ep;
+
+	if (source != NULL && *source == '\0')
+		source = NULL;
+	if (!provider_endpoint(path, &ep))
+		return (0);
+	if (ep == NULL)
+		return (1);
+	if (kind == ANNOUNCE_RESOURCE_UPDATED)
+		return (conf_endpoint_serves(ep, CONF_CATALOG_RESOURCES, uri,
+		    source));
+	return (conf_endpoint_serves_source(ep, source));
+}
+
+/* Whether the endpoint serves anything of provider p (its sources). */
+static int
+provider_endpoint_uses(const struct conf_endpoint *ep,
+    const struct provider *p)
+{
+	if (ep == NULL || p->source == NULL)
+		return (1);
+	return (ep->all_upstreams || ep->nupstreams > 0);
+}
+
+int
+provider_endpoint_has(const char *path, int l)
+{
+	const struct conf_endpoint	*ep;
+	const struct provider		*p;
+	size_t				 i;
+
+	if (!provider_endpoint(path, &ep))
+		return (0);
+	for (i = 0; i < PROVIDER_COUNT; i++) {
+		p = provider_table[i];
+		if (!provider_on[i] || !provider_endpoint_uses(ep, p))
+			continue;
+		if ((l == PROVIDER_PROMPTS && p->get_prompt != NULL) ||
+		    (l != PROVIDER_PROMPTS && p->read_resource != NULL))
+			return (1);
+	}
+	return (0);
+}
+
+int
+provider_endpoint_lists_change(const char *path, int rev, int list)
+{
+	const struct conf_endpoint	*ep;
+	const struct provider		*p;
+	size_t				 i;
+
+	if (!provider_endpoint(path, &ep))
+		return (0);
+	PROVIDER_FOREACH(i, p, lists_change) {
+		if (provider_endpoint_uses(ep, p) && p->lists_change(rev, list))
+			return (1);
+	}
+	return (0);
 }
 
 void
@@ -218,7 +419,7 @@ provider_list_walk(struct session *s, int l, size_t from,
 			if (!stop && from < n) {
 				item = cJSON_GetArrayItem(all, (int)from);
 				for (; item != NULL && !stop; item = item->next)
-					stop = cb(item, NULL, arg);
+					stop = cb(item, NULL, NULL, arg);
 			}
 			cJSON_Delete(all);
 		}
@@ -233,6 +434,20 @@ provider_list_walk(struct session *s, int l, size_t from,
  * that knows it. What auth_scope_allowed and auth_scopes_needed are
  * given for a tool.
  */
+const char *
+provider_tool_upstream(const char *name)
+{
+	const struct provider	*p;
+	const char		*up;
+	size_t			 i;
+
+	PROVIDER_FOREACH(i, p, tool_upstream) {
+		if ((up = p->tool_upstream(name)) != NULL)
+			return (up);
+	}
+	return (NULL);
+}
+
 const char *
 provider_tool_scope(const char *name)
 {

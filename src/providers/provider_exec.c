@@ -35,6 +35,7 @@
 #include "provider_exec.h"
 #include "server.h"
 #include "session.h"
+#include "trace.h"
 #include "utf8.h"
 #include "xmalloc.h"
 
@@ -63,6 +64,7 @@ struct exectool_call {
 	int			 timed_out;
 	int			 failed;	/* the log refused a send */
 	int			 done;		/* the program is done */
+	struct trace_span	*span;		/* the process's life */
 
 	TAILQ_ENTRY(exectool_call) entry;
 };
@@ -524,15 +526,41 @@ exectool_result(const struct exectool_call *t, const struct exec_result *r)
 	return (result);
 }
 
+/* The process's span ends as it ended. */
+static void
+exectool_trace_end(struct exectool_call *t, const struct exec_result *r)
+{
+	char	what[32];
+
+	if (r->exited)
+		trace_attr_int(t->span, "process.exit.code", r->status);
+	else
+		trace_attr_int(t->span, "mcpd.process.signal", r->status);
+	trace_attr_int(t->span, "mcpd.process.output_lines", t->lines);
+	if (t->timed_out)
+		trace_error(t->span, "timeout", NULL);
+	else if (!r->exited) {
+		snprintf(what, sizeof what, "signal %d", r->status);
+		trace_error(t->span, "signal", what);
+	} else if (r->status != 0) {
+		snprintf(what, sizeof what, "exit status %d", r->status);
+		trace_error(t->span, "exit_status", what);
+	}
+	trace_end(t->span);
+	t->span = NULL;
+}
+
 static void
 exectool_done_cb(const struct exec_result *r, void *arg)
 {
 	struct exectool_call	*t = arg;
+	int			 depth = trace_enter(call_trace(t->call));
 
 	t->job = NULL;
 	t->done = 1;
 	TAILQ_REMOVE(&exectool_running, t, entry);
 	evtimer_del(t->timer);
+	exectool_trace_end(t, r);
 	log_limited(LOG_LEVEL_INFO, "exec-exit", "session=%s tool=%s pid=%ld: "
 	    "%s %d, %lld lines, %zu bytes%s", exectool_sid(t), t->tool->name,
 	    t->pid, r->exited ? "exit status" : "killed by signal", r->status,
@@ -548,6 +576,7 @@ exectool_done_cb(const struct exec_result *r, void *arg)
 	}
 	call_release(t->call);
 	t->call = NULL;
+	trace_leave(depth);
 	exectool_maybe_free(t);
 }
 
@@ -594,26 +623,33 @@ exectool_count(const char *name)
 /*
  * The tool's environment, and who the call is for when auth is on (never
  * the token): MCPD_ISSUER, MCPD_SUBJECT, MCPD_CLIENT_ID (empty without
- * one) and MCPD_SCOPES (space-separated). A variable of the tool's own
- * env by one of these names is left out, so the program can trust them.
+ * one) and MCPD_SCOPES (space-separated); and while tracing, the
+ * process's trace context as OpenTelemetry's environment carrier has it:
+ * TRACEPARENT, and TRACESTATE if there is one. A variable of the tool's
+ * own env by one of these names is left out, so the program can trust
+ * them.
  */
 static char **
-exectool_env(const struct conf_tool *tool, const struct auth_principal *p)
+exectool_env(const struct conf_tool *tool, const struct auth_principal *p,
+    const struct trace_span *sp)
 {
 	static const char	*names[] = { "MCPD_ISSUER=", "MCPD_SUBJECT=",
-				    "MCPD_CLIENT_ID=", "MCPD_SCOPES=" };
-	char			**env, *scopes;
+				    "MCPD_CLIENT_ID=", "MCPD_SCOPES=",
+				    "TRACEPARENT=", "TRACESTATE=" };
+	char			**env, *scopes, tp[TRACE_PARENT_LEN + 1];
 	size_t			 i, j, n = 0;
 	const char		*cid;
+	int			 traced = trace_traceparent(sp, tp) == 0;
 
-	env = xcalloc(tool->nenv + 5, sizeof *env);
+	env = xcalloc(tool->nenv + 7, sizeof *env);
 	for (i = 0; i < tool->nenv; i++) {
-		for (j = 0; p != NULL && j < 4; j++) {
-			if (strncmp(tool->env[i], names[j],
+		for (j = 0; j < 6; j++) {
+			if (((j < 4 && p != NULL) || (j >= 4 && traced)) &&
+			    strncmp(tool->env[i], names[j],
 			    strlen(names[j])) == 0)
 				break;
 		}
-		if (p == NULL || j == 4)
+		if (j == 6)
 			env[n++] = xstrdup(tool->env[i]);
 	}
 	if (p != NULL) {
@@ -627,6 +663,12 @@ exectool_env(const struct conf_tool *tool, const struct auth_principal *p)
 		    cid != NULL ? cid : "");
 		xasprintf(&env[n++], "MCPD_SCOPES=%s", scopes);
 		free(scopes);
+	}
+	if (traced) {
+		xasprintf(&env[n++], "TRACEPARENT=%s", tp);
+		if (trace_span_state(sp) != NULL)
+			xasprintf(&env[n++], "TRACESTATE=%s",
+			    trace_span_state(sp));
 	}
 	env[n] = NULL;
 	return (env);
@@ -642,6 +684,7 @@ exectool_call_tool(struct call *c, const char *name, const cJSON *args)
 	struct exec_job		*job;
 	struct timeval		 tv;
 	char			**argv, **env, *cause = NULL, *text;
+	char			 spanname[160];
 
 	if ((tool = conf_tool_find(conf, name)) == NULL)
 		return (-1);
@@ -666,10 +709,18 @@ exectool_call_tool(struct call *c, const char *name, const cJSON *args)
 	}
 
 	t = xcalloc(1, sizeof *t);
+	t->span = trace_child(tool->name, TRACE_INTERNAL, call_trace(c));
+	if (trace_recording(t->span)) {
+		snprintf(spanname, sizeof spanname, "exec %s", tool->name);
+		trace_rename(t->span, spanname);
+		trace_attr_str(t->span, "process.executable.path",
+		    tool->program);
+		trace_attr_str(t->span, "gen_ai.tool.name", tool->name);
+	}
 	memset(&spec, 0, sizeof spec);
 	spec.path = tool->program;
 	spec.argv = argv;
-	env = exectool_env(tool, call_principal(c));
+	env = exectool_env(tool, call_principal(c), t->span);
 	spec.envp = env;
 	spec.cwd = tool->cwd;
 	spec.name = tool->name;
@@ -680,6 +731,8 @@ exectool_call_tool(struct call *c, const char *name, const cJSON *args)
 		    "cannot run: %s", call_owner(c), tool->name,
 		    cause);
 		xasprintf(&text, "cannot run %s: %s", tool->name, cause);
+		trace_error(t->span, "start_failed", cause);
+		trace_end(t->span);
 		free(cause);
 		free(t);
 		xfree_words(argv);
@@ -693,6 +746,7 @@ exectool_call_tool(struct call *c, const char *name, const cJSON *args)
 	t->call = c;
 	t->job = job;
 	t->pid = (long)exec_pid(job);
+	trace_attr_int(t->span, "process.pid", t->pid);
 	t->timer = evtimer_new(server.base, exectool_timeout_cb, t);
 	tv.tv_sec = tool->timeout;
 	tv.tv_usec = 0;

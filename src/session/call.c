@@ -17,17 +17,21 @@
 
 #include <event2/event.h>
 
+#include "audit.h"
 #include "auth.h"
 #include "call.h"
 #include "clock.h"
 #include "jsonrpc.h"
+#include "limit.h"
 #include "log.h"
 #include "mcp.h"
+#include "mcptrace.h"
 #include "metrics.h"
 #include "outbound.h"
 #include "server.h"
 #include "session.h"
 #include "stream.h"
+#include "trace.h"
 #include "xmalloc.h"
 
 struct call {
@@ -42,6 +46,10 @@ struct call {
 	void		*cancel_arg;
 	char		*tool;		/* a tools/call of a known tool */
 	uint64_t	 start_ms;
+	struct audit_rec *audit;	/* its audit line, until written */
+	struct limit_ticket *ticket;	/* its concurrency slots */
+	int		 interrupted;	/* it ends with no answer of its own */
+	struct trace_span *span;	/* its message's, ended with it */
 
 	/*
 	 * A stateless (2026-07-28) request's call has no session nor
@@ -57,6 +65,7 @@ struct call {
 	size_t		 nwaiters;
 	char		*owner;		/* a sink's name for log lines */
 	struct auth_principal *principal; /* a sink's call: who it is for */
+	char		*endpoint;	/* a sink's call: the path it came to */
 };
 
 /* A question left for the client's next round: its asker hears so. */
@@ -138,6 +147,21 @@ call_principal(const struct call *c)
 	if (c->session != NULL)
 		return (session_principal(c->session));
 	return (c->principal);
+}
+
+void
+call_set_endpoint(struct call *c, const char *path)
+{
+	free(c->endpoint);
+	c->endpoint = path != NULL ? xstrdup(path) : NULL;
+}
+
+const char *
+call_endpoint(const struct call *c)
+{
+	if (c->session != NULL)
+		return (session_endpoint(c->session));
+	return (c->endpoint);
 }
 
 /* A sink's call names its owner in log lines as name (a task's id). */
@@ -234,12 +258,52 @@ call_free(struct call *c)
 		free(c->waiters[i].key);
 	free(c->waiters);
 	free(c->owner);
+	free(c->endpoint);
+	audit_free(c->audit);
+	limit_ticket_free(c->ticket);
 	if (c->principal != NULL)
 		auth_principal_unref(c->principal);
 	cJSON_Delete(c->id);
 	cJSON_Delete(c->progress_token);
 	free(c->tool);
+	trace_end(c->span);
 	free(c);
+}
+
+/*
+ * The span of the call's message (mcptrace_server's), ended when the call
+ * answers or is cancelled: its whole life. Its stream's commits are
+ * traced under it (the first call of a stream gives the stream its
+ * context, stream_trace).
+ */
+void
+call_set_trace(struct call *c, struct trace_span *sp)
+{
+	trace_end(c->span);
+	c->span = sp;
+	if (c->stream != NULL && sp != NULL)
+		stream_trace(c->stream, trace_span_ctx(sp));
+}
+
+struct trace_span *
+call_trace(const struct call *c)
+{
+	return (c->span);
+}
+
+/* The call has ended: its span ends, with the response's outcome. */
+static void
+call_trace_end(struct call *c, const cJSON *msg)
+{
+	if (c->span == NULL)
+		return;
+	if (msg != NULL)
+		mcptrace_outcome(c->span, cJSON_GetObjectItemCaseSensitive(msg,
+		    "result"), cJSON_GetObjectItemCaseSensitive(msg, "error"));
+	else
+		trace_attr_bool(c->span, "mcpd.call.cancelled", 1);
+	trace_end(c->span);
+	c->span = NULL;
 }
 
 /*
@@ -251,6 +315,36 @@ call_set_tool(struct call *c, const char *name)
 {
 	free(c->tool);
 	c->tool = name != NULL ? xstrdup(name) : NULL;
+}
+
+/* The call's audit record (audit.c), written when its outcome is. */
+void
+call_set_audit(struct call *c, struct audit_rec *rec)
+{
+	audit_free(c->audit);
+	c->audit = rec;
+}
+
+/* The limits' slots the call holds while it runs (limit.c). */
+void
+call_set_ticket(struct call *c, struct limit_ticket *t)
+{
+	limit_ticket_free(c->ticket);
+	c->ticket = t;
+}
+
+/* The call is refused by limit name (its response follows). */
+void
+call_limited(struct call *c, const char *name)
+{
+	audit_set(c->audit, AUDIT_LIMITED, JSONRPC_RATE_LIMITED, name);
+}
+
+/* What another process needs to audit the call if this one dies. */
+cJSON *
+call_audit_context(const struct call *c)
+{
+	return (audit_context(c->audit));
 }
 
 static void
@@ -279,6 +373,9 @@ call_finish(struct call *c)
 	size_t	i;
 
 	c->finished = 1;
+	/* Not running any more: its slots go to other calls. */
+	limit_ticket_free(c->ticket);
+	c->ticket = NULL;
 	if (c->sink != NULL) {
 		/* Its questions are answered by the client's next round. */
 		for (i = 0; i < c->nwaiters; i++) {
@@ -337,10 +434,31 @@ call_cancel(struct call *c, const char *reason)
 	free(id);
 	call_tell_cancel(c);
 	call_count(c, METRICS_TOOL_CANCELLED);
+	/*
+	 * Nothing to commit: its line now (an abandoned one's error, if
+	 * any, is committed by whoever settles the stream).
+	 */
+	audit_set(c->audit, c->interrupted ? AUDIT_INTERRUPTED :
+	    AUDIT_CANCELLED, c->interrupted ? JSONRPC_INTERNAL_ERROR : 0,
+	    NULL);
+	audit_write(c->audit);
+	c->audit = NULL;
+	call_trace_end(c, NULL);
 	if (call_finish(c))
 		stream_close(c->stream);
 	if (c->sink != NULL)
 		c->sink->respond(c->sink_arg, NULL);
+}
+
+/*
+ * Ends the call without a response because it cannot have one (its
+ * stream's log failed): cancelled, but counted as interrupted.
+ */
+void
+call_abandon(struct call *c, const char *reason)
+{
+	c->interrupted = 1;
+	call_cancel(c, reason);
 }
 
 static void
@@ -574,12 +692,31 @@ call_answer(struct call *c, const char *key, const cJSON *result)
 	return (0);
 }
 
+/* A request to the client, traced: its span ends with the answer. */
+struct call_traced {
+	call_response_cb	 cb;
+	void			*arg;
+	struct trace_span	*span;
+};
+
+static void
+call_request_traced_cb(const cJSON *result, const cJSON *error, void *arg)
+{
+	struct call_traced	*ct = arg;
+
+	mcptrace_outcome(ct->span, result, error);
+	trace_end(ct->span);
+	ct->cb(result, error, ct->arg);
+	free(ct);
+}
+
 void
 call_request_keyed(struct call *c, const char *key, const char *method,
     cJSON *params, call_response_cb cb, void *arg)
 {
-	const char	*id;
-	cJSON		*msg;
+	struct call_traced	*ct = NULL;
+	const char		*id;
+	cJSON			*msg, *idj;
 
 	if (c->finished) {
 		cJSON_Delete(params);
@@ -591,7 +728,24 @@ call_request_keyed(struct call *c, const char *key, const char *method,
 		return;
 	}
 	c->asked = 1;
+	if (trace_enabled) {
+		/* Its round trip is a span: the answer ends it. */
+		ct = xmalloc(sizeof *ct);
+		ct->cb = cb;
+		ct->arg = arg;
+		cb = call_request_traced_cb;
+		arg = ct;
+	}
 	id = outbound_new(c, session_id(c->session), cb, arg);
+	if (ct != NULL) {
+		idj = cJSON_CreateString(id);
+		ct->span = mcptrace_client(method, params, idj, c->span,
+		    "tcp");
+		cJSON_Delete(idj);
+		trace_attr_str(ct->span, "mcp.session.id",
+		    session_id(c->session));
+		mcptrace_inject(params, ct->span);
+	}
 	msg = jsonrpc_notification(method, params);
 	cJSON_AddStringToObject(msg, "id", id);
 	log_debug("session=%s request %s %s sent", session_id(c->session), id,
@@ -626,14 +780,30 @@ call_close_view(struct call *c)
 	return (stream_close_after(c->stream, stream_head(c->stream)));
 }
 
+/*
+ * The response is committed (or, ok 0, not: the stream failed, and the
+ * error owed is settled by lease.c): the audit line goes.
+ */
+static void
+call_committed_cb(int ok, void *arg)
+{
+	struct audit_rec	*rec = arg;
+
+	if (!ok)
+		audit_set(rec, AUDIT_INTERRUPTED, JSONRPC_INTERNAL_ERROR, NULL);
+	audit_write(rec);
+}
+
 /* The call's response (taken): the stream's last entry if none is owed. */
 static void
 call_send_response(struct call *c, cJSON *msg)
 {
 	int		 last = call_finish(c);
 	const char	*text;
+	char		*printed;
 	size_t		 len;
 	const cJSON	*result = cJSON_GetObjectItemCaseSensitive(msg, "result");
+	struct audit_rec *rec = c->audit;
 
 	if (result == NULL)
 		call_count(c, METRICS_TOOL_FAILED);
@@ -642,14 +812,26 @@ call_send_response(struct call *c, cJSON *msg)
 		call_count(c, METRICS_TOOL_ERROR);
 	else
 		call_count(c, METRICS_TOOL_OK);
+	call_trace_end(c, msg);
 
+	c->audit = NULL;
 	if (c->sink != NULL) {
+		/* Handed to the client's connection: committed as it gets. */
+		if (rec != NULL) {
+			printed = cJSON_PrintUnformatted(msg);
+			audit_respond(rec, msg, printed != NULL ?
+			    strlen(printed) : 0);
+			free(printed);
+		}
 		c->sink->respond(c->sink_arg, msg);
+		audit_write(rec);
 		return;
 	}
 	/* The stream copies the text before it returns. */
 	text = jsonrpc_print_shared(msg, &len);
-	stream_append_response(c->stream, text, len, last, c->id);
+	audit_respond(rec, msg, len);
+	stream_append_response(c->stream, text, len, last, c->id,
+	    rec != NULL ? call_committed_cb : NULL, rec);
 	cJSON_Delete(msg);
 	if (last)
 		stream_close(c->stream);
@@ -724,6 +906,8 @@ call_interrupt(struct call *c, const char *reason)
 	if (c->finished)
 		return;
 	call_tell_cancel(c);
+	c->interrupted = 1;
+	audit_set(c->audit, AUDIT_INTERRUPTED, JSONRPC_INTERNAL_ERROR, NULL);
 	xasprintf(&message, "The call was interrupted: %s", reason);
 	call_respond_error(c, JSONRPC_INTERNAL_ERROR, message);
 	free(message);

@@ -40,6 +40,7 @@
 #include "server.h"
 #include "session.h"
 #include "stream.h"
+#include "trace.h"
 #include "xmalloc.h"
 
 /* Stream K is watched (stream_watch), by at most one watcher. */
@@ -65,6 +66,7 @@ struct session {
 	uint64_t		 standalone_k;
 	struct stream		*standalone;
 	struct auth_principal	*principal;	/* NULL: no auth */
+	char			*endpoint;	/* the path that created it */
 	int			 watching;	/* shared log: commits watched */
 	int			 stale;		/* a re-read is owed (log down) */
 	int			 rereading;	/* its meta is being read */
@@ -79,8 +81,23 @@ struct session {
 	size_t			 ncalls;
 	char			**subscriptions;
 	size_t			 nsubscriptions;
+	struct session_trace	*traces;	/* SESSION_TRACES, a ring */
+	size_t			 ntraces;	/* kept in all */
 
 	RB_ENTRY(session)	 entry;
+};
+
+/*
+ * While tracing, the trace context of the calls of the session's last
+ * SESSION_TRACES request streams, so a resume of one whose stream object
+ * is gone here (ended) still traces into its call's trace; with a shared
+ * log the call record (x:t:K) says it for older ones and other
+ * instances.
+ */
+#define SESSION_TRACES	16
+struct session_trace {
+	uint64_t		 k;
+	struct trace_ctx	 ctx;
 };
 RB_HEAD(session_tree, session);
 
@@ -108,7 +125,7 @@ static void		 session_reread(struct session *, int, session_load_cb,
 			     void *);
 static void		 session_gone(struct session *, const char *, int);
 static void		 session_announced(enum announce_kind, const char *,
-			     void *);
+			     const char *, void *);
 
 static const struct announce_hooks session_announce_hooks = {
 	ANNOUNCE_HERE,
@@ -169,6 +186,7 @@ session_store(struct session *s, int create)
 	if (s->principal != NULL)
 		cJSON_AddItemToObject(meta, "principal",
 		    auth_principal_json(s->principal));
+	cJSON_AddStringToObject(meta, "endpoint", s->endpoint);
 	/* Wall clock: the next process to load it judges its idle time. */
 	cJSON_AddNumberToObject(meta, "active", (double)(clock_wall_ms() -
 	    (clock_now_ms() - s->last_active_ms)));
@@ -192,7 +210,8 @@ session_store(struct session *s, int create)
  */
 struct session *
 session_create(const char *version, const cJSON *params,
-    struct auth_principal *principal, session_stored_fn cb, void *arg)
+    struct auth_principal *principal, const char *endpoint,
+    session_stored_fn cb, void *arg)
 {
 	struct session	*s;
 
@@ -203,6 +222,8 @@ session_create(const char *version, const cJSON *params,
 	}
 	s = session_new(NULL, version);
 	s->principal = auth_principal_ref(principal);
+	s->endpoint = xstrdup(endpoint != NULL ? endpoint :
+	    server.conf->endpoint);
 	s->standalone_k = eventlog_new_stream_id();
 	s->stored_cb = cb;
 	s->stored_arg = arg;
@@ -320,6 +341,7 @@ struct session_load {
 	int			 log_level;
 	uint64_t		 standalone_k;
 	struct auth_principal	*principal;
+	char			*endpoint;
 	session_load_cb		 cb;
 	void			*arg;
 };
@@ -330,6 +352,7 @@ session_load_finish(struct session_load *l, struct session *s,
 {
 	l->cb(s, status, l->arg);
 	auth_principal_unref(l->principal);
+	free(l->endpoint);
 	free(l->version);
 	free(l);
 }
@@ -362,6 +385,8 @@ session_loaded_head_cb(enum eventlog_status status,
 	s->standalone_k = l->standalone_k;
 	s->principal = l->principal;
 	l->principal = NULL;
+	s->endpoint = l->endpoint;
+	l->endpoint = NULL;
 	s->stored_ms = clock_now_ms();
 	s->standalone = stream_restore(s, STREAM_STANDALONE, l->standalone_k,
 	    info->head);
@@ -382,6 +407,7 @@ session_loaded_meta_cb(enum eventlog_status status, const char *meta,
 	struct session_load	*l = arg;
 	cJSON			*json;
 	const cJSON		*version, *level, *k, *active, *principal;
+	const cJSON		*endpoint;
 	uint64_t		 active_ms, standalone_k;
 
 	if (status != EVENTLOG_OK) {
@@ -428,6 +454,10 @@ session_loaded_meta_cb(enum eventlog_status status, const char *meta,
 	if (principal != NULL &&
 	    (l->principal = auth_principal_from_json(principal)) == NULL)
 		l->principal = auth_principal_new("", "", "", NULL);
+	/* A session of an older mcpd is the default endpoint's. */
+	endpoint = cJSON_GetObjectItemCaseSensitive(json, "endpoint");
+	l->endpoint = xstrdup(cJSON_IsString(endpoint) ?
+	    endpoint->valuestring : server.conf->endpoint);
 	cJSON_Delete(json);
 	/* Reading from entry 0 answers with the head, trimmed or not. */
 	eventlog_read(server.eventlog, l->id, l->standalone_k, 0, 0,
@@ -648,10 +678,12 @@ session_unref(struct session *s)
 	while (s->nsubscriptions > 0)
 		free(s->subscriptions[--s->nsubscriptions]);
 	free(s->subscriptions);
+	free(s->traces);
 	free(s->attached);
 	free(s->streams);
 	free(s->calls);
 	auth_principal_unref(s->principal);
+	free(s->endpoint);
 	free(s->version);
 	free(s);
 	sessions.allocated--;
@@ -686,6 +718,12 @@ struct auth_principal *
 session_principal(const struct session *s)
 {
 	return (s->principal);
+}
+
+const char *
+session_endpoint(const struct session *s)
+{
+	return (s->endpoint);
 }
 
 void
@@ -759,6 +797,36 @@ session_detach(struct session *s, struct stream_watcher *w)
 }
 
 /* Stream K, if this process writes it (it is in the session's list). */
+void
+session_trace_keep(struct session *s, uint64_t k,
+    const struct trace_ctx *ctx)
+{
+	struct session_trace	*t;
+
+	if (s->traces == NULL)
+		s->traces = xcalloc(SESSION_TRACES, sizeof *s->traces);
+	t = &s->traces[s->ntraces++ % SESSION_TRACES];
+	t->k = k;
+	t->ctx = *ctx;
+}
+
+/* The context of stream K's call, if this process still knows it. */
+const struct trace_ctx *
+session_trace_find(struct session *s, uint64_t k)
+{
+	struct stream	*st = session_stream(s, k);
+	size_t		 i, n;
+
+	if (st != NULL)
+		return (stream_trace_ctx(st));
+	n = s->ntraces < SESSION_TRACES ? s->ntraces : SESSION_TRACES;
+	for (i = 0; i < n; i++) {
+		if (s->traces[i].k == k)
+			return (&s->traces[i].ctx);
+	}
+	return (NULL);
+}
+
 struct stream *
 session_stream(struct session *s, uint64_t k)
 {
@@ -786,7 +854,7 @@ session_cancel_calls(struct session *s, uint64_t k, const char *reason)
 		if (stream_id(call_stream(s->calls[i])) != k)
 			continue;
 		/* Cancelling takes the call out of the array. */
-		call_cancel(s->calls[i], reason);
+		call_abandon(s->calls[i], reason);
 		i = (size_t)-1;
 	}
 }
@@ -967,11 +1035,13 @@ session_notify(struct session *s, const char *text, size_t len)
 /*
  * A change made in this process (announce.h): the standalone stream of
  * every session here hears a list change, and of a resource update those
- * subscribed to it. A session's stream is in the log every instance
- * shares, so only the instance that made the change tells it.
+ * subscribed to it, if its endpoint serves the change's source (and the
+ * resource). A session's stream is in the log every instance shares, so
+ * only the instance that made the change tells it.
  */
 static void
-session_announced(enum announce_kind kind, const char *uri, void *arg)
+session_announced(enum announce_kind kind, const char *uri,
+    const char *source, void *arg)
 {
 	struct session	*s;
 	cJSON		*params = NULL, *msg;
@@ -989,7 +1059,8 @@ session_announced(enum announce_kind kind, const char *uri, void *arg)
 	RB_FOREACH(s, session_tree, &sessions.tree) {
 		if (s->standalone == NULL || (kind ==
 		    ANNOUNCE_RESOURCE_UPDATED &&
-		    session_subscription_find(s, uri) < 0))
+		    session_subscription_find(s, uri) < 0) ||
+		    !provider_endpoint_hears(s->endpoint, kind, uri, source))
 			continue;
 		stream_append(s->standalone, text, len, 0, NULL, NULL);
 	}

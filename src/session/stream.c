@@ -35,6 +35,8 @@
 
 #include <event2/event.h>
 
+#include "audit.h"
+#include "call.h"
 #include "clock.h"
 #include "conf.h"
 #include "eventlog.h"
@@ -46,6 +48,7 @@
 #include "server.h"
 #include "session.h"
 #include "stream.h"
+#include "trace.h"
 #include "xmalloc.h"
 
 struct stream_op {
@@ -101,6 +104,13 @@ struct stream {
 	int			 resync;
 	unsigned int		 appending;	/* appends in flight */
 	uint64_t		 log_head;	/* highest head the log reported */
+	/*
+	 * Tracing: the context of the stream's first call, and the span of
+	 * the commits in flight together (stream_trace_batch).
+	 */
+	struct trace_ctx	 trace;
+	struct trace_span	*batch;
+	uint64_t		 batch_events;
 };
 
 /*
@@ -132,10 +142,66 @@ stream_free_cb(evutil_socket_t fd, short events, void *arg)
 
 	if (st->watcher != NULL)
 		st->watcher->stream = NULL;
+	trace_end(st->batch);
 	session_unref(st->session);
 	cJSON_Delete(st->ids);
 	free(st);
 	metrics.streams--;
+}
+
+/* The context the stream's commits are traced under (its first call's). */
+void
+stream_trace(struct stream *st, const struct trace_ctx *ctx)
+{
+	if (st->trace.state != TRACE_CTX_NONE || ctx == NULL ||
+	    ctx->state == TRACE_CTX_NONE)
+		return;
+	st->trace = *ctx;
+	/* At ratio 0 a resume decides "not sampled" by itself. */
+	if (st->kind == STREAM_REQUEST && (ctx->state == TRACE_CTX_IDS ||
+	    trace_sampling()))
+		session_trace_keep(st->session, st->k, ctx);
+}
+
+const struct trace_ctx *
+stream_trace_ctx(const struct stream *st)
+{
+	return (&st->trace);
+}
+
+/*
+ * One span per batch of commits, not per event: from an append sent to
+ * the log while none was in flight to the answer that leaves none in
+ * flight, with the number of events committed meanwhile (a producer that
+ * keeps its window full is one batch until it pauses or ends).
+ */
+static void
+stream_trace_batch(struct stream *st)
+{
+	if (st->batch != NULL || st->trace.state == TRACE_CTX_NONE ||
+	    !trace_enabled)
+		return;
+	st->batch = trace_start("eventlog commit", TRACE_INTERNAL, &st->trace,
+	    NULL);
+	st->batch_events = 0;
+	if (trace_recording(st->batch)) {
+		trace_attr_str(st->batch, "mcp.session.id",
+		    session_id(st->session));
+		trace_attr_int(st->batch, "mcpd.stream.id", (int64_t)st->k);
+		trace_attr_str(st->batch, "mcpd.eventlog.backend",
+		    eventlog_name(server.eventlog));
+	}
+}
+
+static void
+stream_trace_batch_end(struct stream *st)
+{
+	if (st->batch == NULL || st->appending > 0)
+		return;
+	trace_attr_int(st->batch, "mcpd.eventlog.events",
+	    (int64_t)st->batch_events);
+	trace_end(st->batch);
+	st->batch = NULL;
 }
 
 static void
@@ -405,6 +471,7 @@ stream_submit(struct stream *st, struct stream_op *op, const char *data,
 	op->seq = st->next_seq++;
 	if (op->flags & EVENTLOG_FINAL)
 		st->finished = 1;
+	stream_trace_batch(st);
 	st->appending++;
 	op->sent_us = clock_now_us();
 	eventlog_append(server.eventlog, session_id(st->session), st->k,
@@ -600,9 +667,9 @@ stream_append(struct stream *st, const char *data, size_t len, int final,
  */
 void
 stream_append_response(struct stream *st, const char *data, size_t len,
-    int final, const cJSON *id)
+    int final, const cJSON *id, stream_commit_cb cb, void *arg)
 {
-	stream_append_op(st, data, len, final, NULL, NULL, id);
+	stream_append_op(st, data, len, final, cb, arg, id);
 }
 
 static void
@@ -761,15 +828,17 @@ stream_fail(struct stream *st, uint64_t seq, enum eventlog_status status,
 		    (unsigned long long)info->head);
 		/*
 		 * The log lost or diverged from what this process committed:
-		 * the calls end with an error after what the log has, never
-		 * with a re-issued id.
+		 * the calls end with an error after what the log has. Those
+		 * ids were issued before (every append sent may have landed
+		 * and been shown): lease_answer records so, and a client
+		 * holding one of them is answered 410, not the error.
 		 */
 		if (!info->ended && cJSON_GetArraySize(st->ids) > 0 &&
 		    st->kind == STREAM_REQUEST)
 			lease_answer(session_id(st->session), st->k, st->ids,
-			    info->head, "The event log lost or diverged from "
-			    "this call's stream; the call cannot continue",
-			    stream_answered_cb, NULL);
+			    info->head, st->next_seq - 1, "The event log lost "
+			    "or diverged from this call's stream; the call "
+			    "cannot continue", stream_answered_cb, NULL);
 		/* What the log has instead is the view's to show. */
 		stream_tell_wakeup(st, info->head);
 		stream_lost(st->session, st->k, -1, 0);
@@ -820,14 +889,18 @@ stream_appended_cb(enum eventlog_status status,
 	if (ok) {
 		st->head = op->seq;
 		metrics.events_committed++;
+		st->batch_events++;
 		if (op->response_id != NULL)
 			stream_forget_id(st, op->response_id);
 		entry.seq = op->seq;
 		entry.data = info != NULL ? info->data : NULL;
 		entry.len = info != NULL ? info->len : 0;
 		stream_tell_committed(st, &entry, info != NULL && info->ended);
-	} else if (!st->broken)
-		stream_fail(st, op->seq, status, info);
+	} else {
+		trace_error(st->batch, eventlog_status_name(status), NULL);
+		if (!st->broken)
+			stream_fail(st, op->seq, status, info);
+	}
 	free(op->data);
 	op->data = NULL;
 	if (ok && op->cb != NULL && !st->closed && !st->broken &&
@@ -841,6 +914,7 @@ stream_appended_cb(enum eventlog_status status,
 		stream_op_free(op);
 	}
 	stream_pump(st);
+	stream_trace_batch_end(st);
 	if (told)
 		stream_unref(st);	/* the op's, once the pump is done */
 }
@@ -997,8 +1071,24 @@ stream_is_request_open(const struct stream *st)
 void
 stream_publish_owner(struct stream *st)
 {
-	if (st->ids != NULL)
-		lease_take(session_id(st->session), st->k, st->ids);
+	const cJSON	*id;
+	struct call	*c;
+	cJSON		*audit = NULL, *ctx;
+
+	if (st->ids == NULL)
+		return;
+	/* What another process needs for the audit lines, if this dies. */
+	cJSON_ArrayForEach(id, st->ids) {
+		if ((c = session_call_find(st->session, id)) == NULL ||
+		    (ctx = call_audit_context(c)) == NULL)
+			continue;
+		if (audit == NULL)
+			audit = cJSON_CreateArray();
+		cJSON_AddItemToArray(audit, ctx);
+	}
+	lease_take(session_id(st->session), st->k, st->ids, audit);
+	cJSON_Delete(audit);
+	lease_trace(session_id(st->session), st->k, &st->trace);
 }
 
 /* Returns 1 when the response just accounted for was the last one owed. */
@@ -1287,7 +1377,8 @@ stream_settle(struct stream *st)
 
 	if (lease_settling(sid, st->k))
 		return;
-	lease_settle(sid, st->k, st->head, st->ids, stream_settle_cb, NULL);
+	lease_settle(sid, st->k, st->head, st->next_seq - 1, st->ids,
+	    stream_settle_cb, NULL);
 	/* Whether it lost the stream or stalls is known once it answers. */
 	session_cancel_calls(st->session, st->k, "the event log lost its "
 	    "stream or did not answer; the error response follows once it "
@@ -1313,12 +1404,65 @@ stream_orphan_fits(struct stream_watcher *w, uint64_t head, uint64_t count)
 	    stream_lead((uint64_t)server.conf->stream_window));
 }
 
+/* An orphan's answers: what the audit lines of its calls need. */
+struct stream_orphan {
+	cJSON		*ids;
+	cJSON		*audit;
+	uint64_t	 head;		/* before the answers */
+};
+
+#define STREAM_ORPHAN_MESSAGE \
+	"The call was interrupted: the server running it stopped"
+
+/* The context the dead owner left for request id, or NULL. */
+static const cJSON *
+stream_orphan_context(const cJSON *audit, const cJSON *id)
+{
+	const cJSON	*ctx;
+
+	cJSON_ArrayForEach(ctx, audit) {
+		if (cJSON_Compare(cJSON_GetObjectItemCaseSensitive(ctx,
+		    "request_id"), id, 1))
+			return (ctx);
+	}
+	return (NULL);
+}
+
+/*
+ * The errors are committed (some, or none: another process answered
+ * first): the view reads them, and the calls answered here get their
+ * audit lines, the first head - o->head of the ids, in order.
+ */
+static void
+stream_orphan_answered_cb(const char *sid, uint64_t k,
+    enum eventlog_status status, const struct eventlog_info *info, void *arg)
+{
+	struct stream_orphan	*o = arg;
+	const cJSON		*id;
+	uint64_t		 n = 0;
+
+	stream_answered_cb(sid, k, status, info, NULL);
+	if (info != NULL && info->head > o->head)
+		n = info->head - o->head;
+	cJSON_ArrayForEach(id, o->ids) {
+		if (n == 0)
+			break;
+		n--;
+		audit_orphan(stream_orphan_context(o->audit, id), sid, id,
+		    STREAM_ORPHAN_MESSAGE);
+	}
+	cJSON_Delete(o->ids);
+	cJSON_Delete(o->audit);
+	free(o);
+}
+
 static void
 stream_orphan_checked_cb(const char *sid, uint64_t k, const cJSON *ids,
-    uint64_t head, void *arg)
+    uint64_t head, const cJSON *audit, void *arg)
 {
-	struct session	*s;
-	int		 count;
+	struct session		*s;
+	struct stream_orphan	*o;
+	int			 count;
 
 	if (ids == NULL || (s = session_find(sid)) == NULL)
 		return;
@@ -1329,8 +1473,13 @@ stream_orphan_checked_cb(const char *sid, uint64_t k, const cJSON *ids,
 	    "process running its call(s) is gone (lease expired at head %llu); "
 	    "answering %d request(s) with an error", sid, (unsigned long long)k,
 	    (unsigned long long)head, count);
-	lease_answer(sid, k, ids, head, "The call was interrupted: the server "
-	    "running it stopped", stream_answered_cb, NULL);
+	o = xcalloc(1, sizeof *o);
+	o->ids = cJSON_Duplicate(ids, 1);
+	o->audit = audit != NULL ? cJSON_Duplicate(audit, 1) : NULL;
+	o->head = head;
+	/* What the dead owner had issued past head is not known here. */
+	lease_answer(sid, k, ids, head, head, STREAM_ORPHAN_MESSAGE,
+	    stream_orphan_answered_cb, o);
 }
 
 /*

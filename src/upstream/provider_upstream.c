@@ -43,6 +43,7 @@
 #include "announce.h"
 #include "call.h"
 #include "conf.h"
+#include "credential.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "mcp.h"
@@ -112,6 +113,7 @@ struct upsrv {
 	struct upinst_tree	 sessions;	/* sharing session */
 	u_int			 nsessions;
 	struct uplist		 lists[UPSTREAM_LIST_MAX];	/* as served */
+	struct credential	*cred;		/* its credentials, or NULL */
 	int			 loaded;
 	unsigned long long	 exits_gone;	/* of instances stopped */
 };
@@ -157,6 +159,7 @@ static struct {
 
 static const struct upstream_hooks upstream_provider_hooks;
 static struct upsrv *upsrv_for_uri(const char *);
+static struct upsrv *upsrv_for_uri_any(const char *);
 
 /* ---------------------------------------------------------------------
  * Names: the prefix on the way to clients, off on the way back.
@@ -169,15 +172,43 @@ upname_of(const cJSON *item, const char *key)
 	    key)));
 }
 
-/* The upstream's own name for name, or NULL if it has no such prefix. */
+/*
+ * The upstream's own name for a name of list l as served: the prefix off,
+ * and a tool's rename undone (NULL if it has no such prefix).
+ */
 static const char *
-upname_strip(const struct upsrv *srv, const char *name)
+upname_strip(const struct upsrv *srv, enum upstream_list l, const char *name)
 {
 	size_t	n = strlen(srv->def->prefix);
 
 	if (strncmp(name, srv->def->prefix, n) != 0)
 		return (NULL);
-	return (name + n);
+	if (l != UPSTREAM_TOOLS)
+		return (name + n);
+	return (conf_catalog_own_name(&srv->def->catalog, name + n));
+}
+
+/* The catalog list (conf.h) a list of the upstream's is filtered as. */
+static int
+uplist_catalog(enum upstream_list l)
+{
+	switch (l) {
+	case UPSTREAM_TOOLS:
+		return (CONF_CATALOG_TOOLS);
+	case UPSTREAM_PROMPTS:
+		return (CONF_CATALOG_PROMPTS);
+	default:
+		return (CONF_CATALOG_RESOURCES);
+	}
+}
+
+/* What the block's catalog matches an item by: its name, URI, template. */
+static const char *
+uplist_subject(enum upstream_list l, const cJSON *item)
+{
+	return (cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(item,
+	    l == UPSTREAM_RESOURCES ? "uri" : l == UPSTREAM_TEMPLATES ?
+	    "uriTemplate" : "name")));
 }
 
 /* What names an item of a list: a resource its URI, the others a name. */
@@ -273,7 +304,11 @@ upname_taken(const struct upsrv *srv, enum upstream_list l, const char *name,
 	return (NULL);
 }
 
-/* The upstream's list as served, into ul: prefixed, collisions left out. */
+/*
+ * The upstream's list as served, into ul: what the block's catalog lets
+ * through (tools allow|deny ...), renamed and described as it says,
+ * prefixed, collisions left out.
+ */
 static void
 uplist_served(struct upsrv *srv, enum upstream_list l, const cJSON *from,
     int quiet, const struct upothers *others, struct uplist *ul)
@@ -281,9 +316,10 @@ uplist_served(struct upsrv *srv, enum upstream_list l, const cJSON *from,
 	static const char *const what[UPSTREAM_LIST_MAX] = {
 		"tool", "prompt", "resource", "resource template"
 	};
+	const struct conf_catalog *cat = &srv->def->catalog;
 	const cJSON	*item;
 	cJSON		*copy;
-	const char	*name, *owner;
+	const char	*name, *owner, *subject, *text;
 	struct upname	*node;
 	char		*full;
 	size_t		 max = (size_t)cJSON_GetArraySize(from);
@@ -296,8 +332,14 @@ uplist_served(struct upsrv *srv, enum upstream_list l, const cJSON *from,
 	cJSON_ArrayForEach(item, from) {
 		if ((name = upname_of(item, uplist_key(l))) == NULL)
 			continue;
+		if ((subject = uplist_subject(l, item)) == NULL ||
+		    !conf_catalog_allows(cat, uplist_catalog(l), subject))
+			continue;
 		if (l == UPSTREAM_RESOURCES)
 			full = xstrdup(name);
+		else if (l == UPSTREAM_TOOLS)
+			xasprintf(&full, "%s%s", srv->def->prefix,
+			    conf_catalog_served_name(cat, name));
 		else
 			xasprintf(&full, "%s%s", srv->def->prefix, name);
 		if ((owner = upname_taken(srv, l, full, others)) != NULL ||
@@ -318,6 +360,12 @@ uplist_served(struct upsrv *srv, enum upstream_list l, const cJSON *from,
 		if (l != UPSTREAM_RESOURCES)
 			cJSON_ReplaceItemInObjectCaseSensitive(copy,
 			    uplist_key(l), cJSON_CreateString(full));
+		if (l == UPSTREAM_TOOLS &&
+		    (text = conf_catalog_description(cat, name)) != NULL) {
+			cJSON_DeleteItemFromObjectCaseSensitive(copy,
+			    "description");
+			cJSON_AddStringToObject(copy, "description", text);
+		}
 		cJSON_AddItemToArray(ul->json, copy);
 		free(full);
 		node = &ul->nodes[ul->n];
@@ -351,11 +399,12 @@ static const enum announce_kind upsrv_changed[UPSTREAM_LIST_MAX] = {
 };
 
 /*
- * Tells s (NULL: everyone, through announce.h) of the kinds of list
- * that differ.
+ * Tells s (NULL: everyone, through announce.h, with srv as the source) of
+ * the kinds of srv's list that differ; a session whose endpoint does not
+ * serve srv hears nothing.
  */
 static void
-upsrv_tell(struct session *s, const int *differ)
+upsrv_tell(struct session *s, const struct upsrv *srv, const int *differ)
 {
 	cJSON		*msg;
 	const char	*text;
@@ -367,9 +416,13 @@ upsrv_tell(struct session *s, const int *differ)
 		    differ[UPSTREAM_TEMPLATES]))
 			continue;
 		if (s == NULL) {
-			announce_change(upsrv_changed[l], NULL);
+			announce_change_from(upsrv_changed[l], NULL,
+			    srv->def->name);
 			continue;
 		}
+		if (!provider_endpoint_hears(session_endpoint(s),
+		    upsrv_changed[l], NULL, srv->def->name))
+			continue;
 		msg = jsonrpc_notification(announce_method(upsrv_changed[l]),
 		    NULL);
 		text = jsonrpc_print_shared(msg, &len);
@@ -407,34 +460,32 @@ upinst_catalog(struct upinst *inst)
 	}
 	upothers_free(&others);
 	if (loaded && (s = session_find(inst->sid)) != NULL)
-		upsrv_tell(s, differ);
+		upsrv_tell(s, inst->srv, differ);
 }
 
 /*
- * A catalog arrived: every upstream's lists as served are made again, in
- * conf order (an earlier upstream keeps a name), and clients hear of the
- * kinds of list that changed. Linear in the size of the catalogs: names
- * are looked up in trees, other providers' tools listed once.
+ * Every upstream's lists as served are made again, in conf order (an
+ * earlier upstream keeps a name), and clients hear of the kinds of list
+ * that changed, each upstream as the source of its own changes. Linear in
+ * the size of the catalogs: names are looked up in trees, other
+ * providers' tools listed once. loading: an upstream whose catalog just
+ * came, counted as loaded.
  */
 static void
-upstream_provider_catalog(struct upstream *u, void *arg)
+upsrv_remake(struct upsrv *loading)
 {
-	struct upinst	*inst = arg;
 	struct upsrv	*srv;
 	struct uplist	 served;
 	struct upothers	 others;
 	size_t		 i;
-	int		 l, differ[UPSTREAM_LIST_MAX] = { 0 };
+	int		 l, differ[UPSTREAM_LIST_MAX];
 
-	if (inst->sid != NULL) {
-		upinst_catalog(inst);
-		return;
-	}
 	upothers_make(&others);
 	for (i = 0; i < up.nsrvs; i++) {
 		srv = up.srvs[i];
-		if (srv->main == NULL || (srv != inst->srv && !srv->loaded))
+		if (srv->main == NULL || (srv != loading && !srv->loaded))
 			continue;
+		memset(differ, 0, sizeof differ);
 		for (l = 0; l < UPSTREAM_LIST_MAX; l++) {
 			uplist_served(srv, l, upstream_catalog(srv->main->u,
 			    l), 0, &others, &served);
@@ -446,10 +497,23 @@ upstream_provider_catalog(struct upstream *u, void *arg)
 			srv->lists[l] = served;
 			differ[l] = 1;
 		}
+		/* Also the first time: sessions opened before saw none. */
+		upsrv_tell(NULL, srv, differ);
 	}
 	upothers_free(&others);
-	/* Also the first time: sessions opened before it saw none of it. */
-	upsrv_tell(NULL, differ);
+}
+
+/* A catalog arrived (a start, a list_changed of the upstream's). */
+static void
+upstream_provider_catalog(struct upstream *u, void *arg)
+{
+	struct upinst	*inst = arg;
+
+	if (inst->sid != NULL) {
+		upinst_catalog(inst);
+		return;
+	}
+	upsrv_remake(inst->srv);
 	inst->srv->loaded = 1;
 }
 
@@ -469,8 +533,8 @@ upinst_new(struct upsrv *srv, const char *sid)
 	inst->srv = srv;
 	inst->sid = sid != NULL ? xstrdup(sid) : NULL;
 	TAILQ_INSERT_TAIL(&up.insts, inst, entry);
-	inst->u = upstream_start(srv->def, sid, &upstream_provider_hooks,
-	    inst);
+	inst->u = upstream_start(srv->def, sid, srv->cred,
+	    &upstream_provider_hooks, inst);
 	return (inst);
 }
 
@@ -703,7 +767,8 @@ upcall_forward(struct upsrv *srv, struct call *c, const char *method,
 	}
 	TAILQ_INSERT_TAIL(&up.calls, uc, entry);
 	call_set_cancel(c, upcall_cancel_cb, uc);
-	uc->id = upstream_request(inst->u, method, params, upcall_done_cb, uc);
+	uc->id = upstream_request_as(inst->u, method, params,
+	    call_principal(c), upcall_done_cb, uc);
 }
 
 /* The client's params, copied, for the upstream. */
@@ -757,7 +822,10 @@ upsrv_find(enum upstream_list l, const char *name, const char **own,
 		srv = up.srvs[i];
 		if (uplist_find(upsrv_list(srv, l, s), name) == NULL)
 			continue;
-		*own = l == UPSTREAM_RESOURCES ? name : upname_strip(srv, name);
+		*own = l == UPSTREAM_RESOURCES ? name : upname_strip(srv, l,
+		    name);
+		if (*own == NULL)
+			continue;
 		return (srv);
 	}
 	return (NULL);
@@ -820,7 +888,8 @@ upprov_list_walk(struct session *s, int l, size_t from,
 		}
 		scope = upsrv_scope(up.srvs[i]);
 		for (j = from; j < ul->n && !stop; j++)
-			stop = cb(ul->items[j], scope, arg);
+			stop = cb(ul->items[j], scope, up.srvs[i]->def->name,
+			    arg);
 		from = 0;
 	}
 	return (total);
@@ -856,6 +925,33 @@ upprov_item_scope(int l, const char *name)
 	return (srv != NULL ? upsrv_scope(srv) : NULL);
 }
 
+/* The upstream block serving item name of list l to s: its name. */
+static const char *
+upprov_source(struct session *s, int l, const char *name)
+{
+	struct upsrv	*srv = NULL;
+	const cJSON	*t;
+	const char	*own;
+	size_t		 i;
+
+	if (l == UPSTREAM_RESOURCES)
+		srv = upsrv_for_uri(name);
+	else if (l == UPSTREAM_TEMPLATES) {
+		for (i = 0; srv == NULL && i < up.nsrvs; i++) {
+			cJSON_ArrayForEach(t, up.srvs[i]->lists[l].json) {
+				if (upname_of(t, "uriTemplate") != NULL &&
+				    strcmp(upname_of(t, "uriTemplate"),
+				    name) == 0) {
+					srv = up.srvs[i];
+					break;
+				}
+			}
+		}
+	} else
+		srv = upsrv_find(l, name, &own, s);
+	return (srv != NULL ? srv->def->name : NULL);
+}
+
 static int
 upprov_has_tool(const char *name)
 {
@@ -872,6 +968,19 @@ static const char *
 upprov_tool_scope(const char *name)
 {
 	return (upprov_item_scope(UPSTREAM_TOOLS, name));
+}
+
+/* The upstream block serving tool name as clients call it, or NULL. */
+static const char *
+upprov_tool_upstream(const char *name)
+{
+	struct upsrv	*srv;
+	const char	*own;
+
+	if (up.nsrvs == 0 ||
+	    (srv = upsrv_find(UPSTREAM_TOOLS, name, &own, NULL)) == NULL)
+		return (NULL);
+	return (srv->def->name);
 }
 
 size_t
@@ -937,10 +1046,22 @@ uptemplate_stem(const char *t)
 
 /*
  * The upstream of a URI: the one listing it, else the one with the
- * longest template stem it starts with, else the only one with resources.
+ * longest template stem it starts with, else the only one with resources;
+ * none when that upstream's catalog leaves the URI out.
  */
 static struct upsrv *
 upsrv_for_uri(const char *uri)
+{
+	struct upsrv	*srv = upsrv_for_uri_any(uri);
+
+	if (srv != NULL && !conf_catalog_allows(&srv->def->catalog,
+	    CONF_CATALOG_RESOURCES, uri))
+		return (NULL);
+	return (srv);
+}
+
+static struct upsrv *
+upsrv_for_uri_any(const char *uri)
 {
 	struct upsrv	*srv, *best = NULL, *only = NULL;
 	const cJSON	*t;
@@ -1015,8 +1136,8 @@ upprov_subscribe(struct session *s, const char *uri)
 	}
 	params = cJSON_CreateObject();
 	cJSON_AddStringToObject(params, "uri", uri);
-	upstream_request(inst->u, "resources/subscribe", params,
-	    upprov_subscribed_cb, NULL);
+	upstream_request_as(inst->u, "resources/subscribe", params,
+	    session_principal(s), upprov_subscribed_cb, NULL);
 	return (0);
 }
 
@@ -1189,8 +1310,11 @@ upstream_provider_notification(struct upstream *u, const cJSON *msg,
 		return;
 	}
 	if (strcmp(method, "notifications/resources/updated") == 0) {
-		if ((uri = upname_of(params, "uri")) != NULL)
-			announce_change(ANNOUNCE_RESOURCE_UPDATED, uri);
+		if ((uri = upname_of(params, "uri")) != NULL &&
+		    conf_catalog_allows(&inst->srv->def->catalog,
+		    CONF_CATALOG_RESOURCES, uri))
+			announce_change_from(ANNOUNCE_RESOURCE_UPDATED, uri,
+			    inst->srv->def->name);
 		return;
 	}
 	log_debug("upstream=%s: notification %s ignored", upstream_name(u),
@@ -1302,6 +1426,7 @@ upsrv_free(struct upsrv *srv, const char *why)
 	}
 	for (l = 0; l < UPSTREAM_LIST_MAX; l++)
 		uplist_clear(&srv->lists[l]);
+	credential_unref(srv->cred);
 	free(srv);
 }
 
@@ -1340,7 +1465,10 @@ upstr_equal(const char *a, const char *b)
 	return (strcmp(a, b) == 0);
 }
 
-/* Whether a reload leaves an upstream's definition as it was. */
+/*
+ * Whether a reload leaves what runs of an upstream as it was: its catalog
+ * and credentials are not part of it (a reload takes them up live).
+ */
 static int
 updef_equal(const struct conf_upstream *a, const struct conf_upstream *b)
 {
@@ -1355,7 +1483,8 @@ updef_equal(const struct conf_upstream *a, const struct conf_upstream *b)
 	    a->max_instances == b->max_instances &&
 	    a->max_line == b->max_line &&
 	    a->idle_timeout == b->idle_timeout &&
-	    a->max_tools == b->max_tools);
+	    a->max_tools == b->max_tools &&
+	    (a->credentials == NULL) == (b->credentials == NULL));
 }
 
 /*
@@ -1368,6 +1497,7 @@ static void
 upprov_configure(const struct conf *conf)
 {
 	struct upsrv	**old = up.srvs, *srv;
+	struct upinst	 *inst;
 	size_t		  nold = up.nsrvs, i, j;
 	int		  l;
 
@@ -1391,7 +1521,15 @@ upprov_configure(const struct conf *conf)
 			for (l = 0; l < UPSTREAM_LIST_MAX; l++)
 				RB_INIT(&srv->lists[l].names);
 		}
-		up.srvs[i]->def = &conf->upstreams[i];
+		srv = up.srvs[i];
+		srv->def = &conf->upstreams[i];
+		/* Credentials are taken up live: a new header file's value. */
+		if (srv->cred != NULL)
+			credential_update(srv->cred, conf,
+			    srv->def->credentials);
+		else if (srv->def->credentials != NULL)
+			srv->cred = credential_new(srv->def->name, conf,
+			    srv->def->credentials);
 	}
 	for (j = 0; j < nold; j++) {
 		if (old[j] != NULL)
@@ -1405,6 +1543,12 @@ upprov_configure(const struct conf *conf)
 	for (i = 0; i < up.nsrvs; i++) {
 		if (up.srvs[i]->main == NULL)
 			up.srvs[i]->main = upinst_new(up.srvs[i], NULL);
+	}
+	/* Catalogs (tools allow|deny, rename, ...) are taken up live. */
+	upsrv_remake(NULL);
+	TAILQ_FOREACH(inst, &up.insts, entry) {
+		if (inst->sid != NULL && inst->lists[0].json != NULL)
+			upinst_catalog(inst);
 	}
 }
 
@@ -1451,4 +1595,6 @@ const struct provider provider_upstream = {
 	.shutdown = upprov_shutdown,
 	.lists_change = upprov_lists_change,
 	.has_tool = upprov_has_tool,
+	.source = upprov_source,
+	.tool_upstream = upprov_tool_upstream,
 };

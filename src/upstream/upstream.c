@@ -35,14 +35,18 @@
 
 #include <event2/event.h>
 
+#include "auth.h"
 #include "clock.h"
 #include "conf.h"
+#include "credential.h"
 #include "jsonrpc.h"
 #include "log.h"
 #include "mcp.h"
 #include "mcpd.h"
+#include "mcptrace.h"
 #include "server.h"
 #include "upstream.h"
+#include "trace.h"
 #include "upstream_int.h"
 #include "xmalloc.h"
 
@@ -79,8 +83,10 @@ struct upstream_req {
 	int			 internal;	/* ours: handshake, lists */
 	upstream_cb		 cb;
 	void			*arg;
+	struct auth_principal	*who;		/* on whose behalf, or NULL */
 	char			*error;		/* set: fail it (fail_ev) */
 	struct event		*timer;
+	struct trace_span	*span;		/* a caller's: CLIENT */
 	TAILQ_ENTRY(upstream_req) entry;
 };
 TAILQ_HEAD(upstream_reqs, upstream_req);
@@ -92,6 +98,7 @@ struct upstream {
 	char			*key;		/* session id, or NULL */
 	enum upstream_state	 state;
 
+	struct credential	*cred;		/* HTTP: what to send, or NULL */
 	const struct upstream_transport *ops;	/* stdio or HTTP */
 	void			*tp;		/* the run; NULL: none */
 	long			 pid;		/* of the last run, 0: none */
@@ -243,9 +250,13 @@ upstream_ended(const struct upstream *u)
 static void
 upstream_req_free(struct upstream_req *r)
 {
+	if (r->error != NULL)
+		mcptrace_error(r->span, JSONRPC_INTERNAL_ERROR, r->error);
+	trace_end(r->span);
 	if (r->timer != NULL)
 		event_free(r->timer);
 	cJSON_Delete(r->params);
+	auth_principal_unref(r->who);
 	free(r->method);
 	free(r->error);
 	free(r);
@@ -316,9 +327,13 @@ upstream_running(const struct upstream *u)
 	return (u->tp != NULL);
 }
 
-/* A message to the server; id: of a request (its answer is awaited). */
+/*
+ * A message to the server; id: of a request (its answer is awaited), on
+ * behalf of who (NULL: mcpd's own).
+ */
 static void
-upstream_write(struct upstream *u, const cJSON *msg, int64_t id)
+upstream_write(struct upstream *u, const cJSON *msg, int64_t id,
+    struct auth_principal *who)
 {
 	const char	*why;
 	char		*line;
@@ -327,7 +342,7 @@ upstream_write(struct upstream *u, const cJSON *msg, int64_t id)
 	if (!upstream_running(u))
 		return;
 	line = upstream_frame(msg, &len);
-	if ((why = u->ops->send(u->tp, line, len, id)) != NULL)
+	if ((why = u->ops->send(u->tp, line, len, id, who)) != NULL)
 		upstream_broken(u, why);
 	free(line);
 }
@@ -340,16 +355,25 @@ upstream_forget(struct upstream *u, int64_t id)
 		u->ops->forget(u->tp, id);
 }
 
+/*
+ * A request goes out. A caller's is traced: its trace context in
+ * params._meta (traceparent, tracestate), and its span current while the
+ * transport sends it (the HTTP transport puts it in a header too).
+ */
 static void
 upstream_send(struct upstream *u, struct upstream_req *r)
 {
 	cJSON	*msg;
+	int	 depth;
 
+	mcptrace_inject(r->params, r->span);
 	msg = jsonrpc_notification(r->method, r->params);
 	r->params = NULL;
 	cJSON_AddNumberToObject(msg, "id", (double)r->id);
 	r->sent = 1;
-	upstream_write(u, msg, r->id);
+	depth = trace_enter(r->span);
+	upstream_write(u, msg, r->id, r->who);
+	trace_leave(depth);
 	cJSON_Delete(msg);
 }
 
@@ -382,6 +406,7 @@ upstream_req_new(struct upstream *u, const char *method, cJSON *params,
 {
 	struct upstream_req	*r;
 	struct timeval		 tv;
+	cJSON			*idj;
 
 	r = xcalloc(1, sizeof *r);
 	r->u = u;
@@ -391,6 +416,14 @@ upstream_req_new(struct upstream *u, const char *method, cJSON *params,
 	r->internal = internal;
 	r->cb = cb;
 	r->arg = arg;
+	if (!internal && trace_enabled) {
+		/* Under the span of whoever asks (the call's, current). */
+		idj = cJSON_CreateNumber((double)r->id);
+		r->span = mcptrace_client(method, params, idj, trace_current(),
+		    u->def->url != NULL ? "tcp" : "pipe");
+		cJSON_Delete(idj);
+		trace_attr_str(r->span, "mcpd.upstream", u->name);
+	}
 	r->timer = evtimer_new(server.base, upstream_timeout_cb, r);
 	tv.tv_sec = u->def->timeout;
 	tv.tv_usec = 0;
@@ -402,16 +435,18 @@ upstream_req_new(struct upstream *u, const char *method, cJSON *params,
 }
 
 /*
- * A request to the server (params taken). Returns its id, which
- * upstream_cancel takes. cb runs once, on a later turn.
+ * A request to the server (params taken) on behalf of who (NULL: mcpd's
+ * own; over HTTP, whose credentials it carries, credential.h). Returns
+ * its id, which upstream_cancel takes. cb runs once, on a later turn.
  */
 int64_t
-upstream_request(struct upstream *u, const char *method, cJSON *params,
-    upstream_cb cb, void *arg)
+upstream_request_as(struct upstream *u, const char *method, cJSON *params,
+    struct auth_principal *who, upstream_cb cb, void *arg)
 {
 	struct upstream_req	*r;
 
 	r = upstream_req_new(u, method, params, 0, cb, arg);
+	r->who = auth_principal_ref(who);
 	switch (u->state) {
 	case UPSTREAM_READY:
 		upstream_send(u, r);
@@ -431,6 +466,13 @@ upstream_request(struct upstream *u, const char *method, cJSON *params,
 		break;	/* sent once READY */
 	}
 	return (r->id);
+}
+
+int64_t
+upstream_request(struct upstream *u, const char *method, cJSON *params,
+    upstream_cb cb, void *arg)
+{
+	return (upstream_request_as(u, method, params, NULL, cb, arg));
 }
 
 static struct upstream_req *
@@ -471,7 +513,7 @@ upstream_notify(struct upstream *u, const char *method, cJSON *params)
 
 	if (u->state == UPSTREAM_READY || u->state == UPSTREAM_LISTING ||
 	    strcmp(method, "notifications/initialized") == 0)
-		upstream_write(u, msg, 0);
+		upstream_write(u, msg, 0, NULL);
 	cJSON_Delete(msg);
 }
 
@@ -491,7 +533,7 @@ upstream_answer(struct upstream *u, const cJSON *id, cJSON *result,
 		cJSON_AddItemToObject(msg, "result", result != NULL ? result :
 		    cJSON_CreateObject());
 	if (u->state != UPSTREAM_STOPPING)
-		upstream_write(u, msg, 0);
+		upstream_write(u, msg, 0, NULL);
 	cJSON_Delete(msg);
 }
 
@@ -818,6 +860,8 @@ upstream_response(struct upstream *u, const cJSON *msg)
 	}
 	result = cJSON_GetObjectItemCaseSensitive(msg, "result");
 	error = cJSON_GetObjectItemCaseSensitive(msg, "error");
+	mcptrace_outcome(r->span, result, cJSON_IsObject(error) ? error :
+	    result == NULL ? msg : NULL);
 	upstream_req_remove(u, r);
 	if (r->cb != NULL) {
 		if (cJSON_IsObject(error))
@@ -1116,7 +1160,7 @@ upstream_spawn(struct upstream *u)
 
 	if (u->def->url != NULL)
 		u->tp = upstream_http_open(u->def, u->name, upstream_sid(u),
-		    &upstream_transport_cbs, u, &u->ops, &cause);
+		    u->cred, &upstream_transport_cbs, u, &u->ops, &cause);
 	else
 		u->tp = upstream_stdio_open(u->def, u->name, upstream_sid(u),
 		    &upstream_transport_cbs, u, &u->ops, &cause);
@@ -1143,16 +1187,18 @@ upstream_spawn(struct upstream *u)
 
 /*
  * Starts an upstream of definition def; key names the client session it
- * serves (sharing session), NULL for a shared one.
+ * serves (sharing session), NULL for a shared one; cred (a reference is
+ * taken; NULL: none) is what an HTTP upstream's requests carry.
  */
 struct upstream *
 upstream_start(const struct conf_upstream *def, const char *key,
-    const struct upstream_hooks *hooks, void *arg)
+    struct credential *cred, const struct upstream_hooks *hooks, void *arg)
 {
 	struct upstream	*u;
 
 	u = xcalloc(1, sizeof *u);
 	u->conf = conf_ref(server.conf);
+	u->cred = cred != NULL ? credential_ref(cred) : NULL;
 	u->def = def;
 	u->name = xstrdup(def->name);
 	u->key = key != NULL ? xstrdup(key) : NULL;
@@ -1179,6 +1225,7 @@ upstream_maybe_free(struct upstream *u)
 	free(u->last_error);
 	free(u->name);
 	free(u->key);
+	credential_unref(u->cred);
 	conf_release(u->conf);
 	free(u);
 }

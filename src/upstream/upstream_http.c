@@ -23,6 +23,14 @@
  * Every response is read through http_client's bounds: one piece (a
  * chunk, a Content-Length body) of at most max_message, refused unread
  * when announced larger, so a server cannot make mcpd hold more.
+ *
+ * With credentials (credential.h), a post first asks for its headers, on
+ * behalf of the principal whose call it carries (none: mcpd's own), and
+ * keeps what it sends: a 401 makes the credential forget the token it
+ * sent and the post go again once. A post whose credentials cannot be had
+ * (a refused token exchange) is answered at once with a JSON-RPC error
+ * (JSONRPC_UPSTREAM_CREDENTIALS) naming the OAuth error, as if the server
+ * had sent it; nothing reaches the server.
  */
 #include <sys/queue.h>
 
@@ -35,10 +43,14 @@
 
 #include <cjson/cJSON.h>
 
+#include "auth.h"
 #include "conf.h"
+#include "credential.h"
 #include "http_client.h"
+#include "jsonrpc.h"
 #include "log.h"
 #include "server.h"
+#include "trace.h"
 #include "upstream_int.h"
 #include "upstream_sse.h"
 #include "xmalloc.h"
@@ -52,6 +64,11 @@
 /* The id of the GET stream's post; requests' ids are positive. */
 #define UPHTTP_LISTEN		(-1)
 #define UPHTTP_DELETE		(-2)
+/*
+ * Headers of mcpd's own (trace context among them), and the most a
+ * credentials block adds.
+ */
+#define UPHTTP_HEADERS		(8 + 33)
 
 /* ---------------------------------------------------------------------
  * Posts.
@@ -70,6 +87,14 @@ struct uhpost {
 	char			*cause;		/* it could not be sent */
 	char			*body;		/* a JSON answer, gathered */
 	size_t			 bodylen;
+	struct auth_principal	*who;		/* on whose behalf, or NULL */
+	struct credential_ask	*ask;		/* its headers, asked for */
+	char			*req;		/* credentials: what it sends */
+	size_t			 reqlen;
+	char			*cursor;	/* ... and its Last-Event-ID */
+	int			 retried;	/* after a 401, once */
+	char			*traceparent;	/* its request's */
+	char			*tracestate;
 	TAILQ_ENTRY(uhpost)	 entry;
 };
 TAILQ_HEAD(uhposts, uhpost);
@@ -85,6 +110,7 @@ struct upstream_http {
 	int			 listening;
 	char			*listen_id;	/* the GET stream's cursor */
 	struct event		*relisten;
+	struct credential	*cred;		/* NULL: none */
 	struct uhposts		 posts;
 	const struct upstream_transport_cbs *cbs;
 	void			*arg;
@@ -100,6 +126,7 @@ upstream_http_maybe_free(struct upstream_http *h)
 	if (!h->closed || !TAILQ_EMPTY(&h->posts))
 		return;
 	event_free(h->relisten);
+	credential_unref(h->cred);
 	free(h->url);
 	free(h->name);
 	free(h->session);
@@ -117,6 +144,11 @@ uhpost_free(struct uhpost *p)
 	upstream_sse_free(p->parser);
 	free(p->cause);
 	free(p->body);
+	auth_principal_unref(p->who);
+	free(p->req);
+	free(p->cursor);
+	free(p->traceparent);
+	free(p->tracestate);
 	free(p);
 	upstream_http_maybe_free(h);
 }
@@ -288,6 +320,17 @@ uhpost_done_cb(struct http_client *hc, void *arg)
 		uhpost_free(p);
 		return;
 	}
+	if (err == NULL && status == 401 && h->cred != NULL && !p->retried &&
+	    credential_has_grant(h->cred) && !p->answered) {
+		/* The token was refused (revoked, expired early): once more. */
+		credential_refused(h->cred, p->who);
+		p->retried = 1;
+		free(p->body);
+		p->body = NULL;
+		p->bodylen = 0;
+		uhpost_start(p, p->req, p->reqlen, p->cursor);
+		return;
+	}
 	if (p->id != UPHTTP_LISTEN && (gone = uhpost_gone(p, err,
 	    status)) != NULL) {
 		uhpost_lost(p, "%s", gone);
@@ -367,16 +410,17 @@ uhpost_unsent_cb(evutil_socket_t fd, short events, void *arg)
 
 /*
  * Sends a POST of body, or (body NULL) a GET resuming after cursor (NULL:
- * the GET stream from now).
+ * the GET stream from now), with the nextra headers of its credentials.
  */
 static void
-uhpost_start(struct uhpost *p, const char *body, size_t len,
-    const char *cursor)
+uhpost_send(struct uhpost *p, const char *body, size_t len,
+    const char *cursor, const struct http_client_header *extra,
+    size_t nextra)
 {
 	struct upstream_http		*h = p->h;
-	struct http_client_header	 hdrs[6];
+	struct http_client_header	 hdrs[UPHTTP_HEADERS];
 	struct http_client_request	 r;
-	size_t				 n = 0;
+	size_t				 n = 0, i;
 	char				*cause = NULL;
 
 	if (body != NULL) {
@@ -400,6 +444,16 @@ uhpost_start(struct uhpost *p, const char *body, size_t len,
 		hdrs[n].name = "Last-Event-ID";
 		hdrs[n++].value = cursor;
 	}
+	if (p->traceparent != NULL) {
+		hdrs[n].name = "traceparent";
+		hdrs[n++].value = p->traceparent;
+		if (p->tracestate != NULL) {
+			hdrs[n].name = "tracestate";
+			hdrs[n++].value = p->tracestate;
+		}
+	}
+	for (i = 0; i < nextra && n < UPHTTP_HEADERS; i++)
+		hdrs[n++] = extra[i];
 	memset(&r, 0, sizeof r);
 	r.method = p->id == UPHTTP_DELETE ? "DELETE" : body != NULL ? "POST" :
 	    "GET";
@@ -428,6 +482,102 @@ uhpost_start(struct uhpost *p, const char *body, size_t len,
 	}
 }
 
+/*
+ * A post whose credentials cannot be had: a request is answered with a
+ * JSON-RPC error (its call ends with it), the GET stream is opened again
+ * later, a notification or an answer of ours is dropped, with a log line.
+ */
+static void
+uhpost_refused(struct uhpost *p, const struct credential_error *e)
+{
+	struct upstream_http	*h = p->h;
+	struct timeval		 tv = { 0, UPHTTP_RELISTEN_MS * 1000 };
+	cJSON			*msg, *error, *data;
+	char			*text;
+
+	log_limited(LOG_LEVEL_WARN, "upstream-credentials", "upstream=%s: "
+	    "no credentials for a request: %s: %s", h->name, e->error,
+	    e->description);
+	if (p->id == UPHTTP_LISTEN) {
+		h->listening = 0;
+		evtimer_add(h->relisten, &tv);
+		return;
+	}
+	if (p->id <= 0 || p->answered)
+		return;
+	p->answered = 1;
+	msg = cJSON_CreateObject();
+	cJSON_AddStringToObject(msg, "jsonrpc", "2.0");
+	cJSON_AddNumberToObject(msg, "id", (double)p->id);
+	error = cJSON_AddObjectToObject(msg, "error");
+	cJSON_AddNumberToObject(error, "code", JSONRPC_UPSTREAM_CREDENTIALS);
+	xasprintf(&text, "upstream %s: no credentials for this request: "
+	    "%s (%s)", h->name, e->error, e->description);
+	cJSON_AddStringToObject(error, "message", text);
+	free(text);
+	data = cJSON_AddObjectToObject(error, "data");
+	cJSON_AddStringToObject(data, "upstream", h->name);
+	cJSON_AddStringToObject(data, "error", e->error);
+	cJSON_AddStringToObject(data, "error_description", e->description);
+	text = cJSON_PrintUnformatted(msg);
+	cJSON_Delete(msg);
+	h->cbs->message(text, strlen(text), p->id, h->arg);
+	free(text);
+}
+
+/* Its credentials' headers came (or why they cannot): it goes, or ends. */
+static void
+uhpost_credential_cb(const struct http_client_header *extra, size_t n,
+    const struct credential_error *e, void *arg)
+{
+	struct uhpost	*p = arg;
+
+	p->ask = NULL;
+	if (p->h->closed || (p->answered && p->id > 0)) {
+		uhpost_free(p);
+		return;
+	}
+	if (e != NULL) {
+		uhpost_refused(p, e);
+		uhpost_free(p);
+		return;
+	}
+	uhpost_send(p, p->req, p->reqlen, p->cursor, extra, n);
+}
+
+/*
+ * A post of body (a GET after cursor if NULL): at once, or with
+ * credentials once its headers come, what it sends kept for a retry.
+ */
+static void
+uhpost_start(struct uhpost *p, const char *body, size_t len,
+    const char *cursor)
+{
+	struct upstream_http	*h = p->h;
+	char			*copy;
+
+	if (h->cred == NULL) {
+		uhpost_send(p, body, len, cursor, NULL, 0);
+		return;
+	}
+	if (body != p->req) {
+		copy = body != NULL ? xmalloc(len + 1) : NULL;
+		if (copy != NULL) {
+			memcpy(copy, body, len);
+			copy[len] = '\0';
+		}
+		free(p->req);
+		p->req = copy;
+		p->reqlen = len;
+	}
+	if (cursor != p->cursor) {
+		copy = cursor != NULL ? xstrdup(cursor) : NULL;
+		free(p->cursor);
+		p->cursor = copy;
+	}
+	p->ask = credential_get(h->cred, p->who, uhpost_credential_cb, p);
+}
+
 static struct uhpost *
 uhpost_new(struct upstream_http *h, int64_t id)
 {
@@ -449,14 +599,24 @@ uhpost_new(struct upstream_http *h, int64_t id)
  * a request (its answer is awaited).
  */
 static const char *
-upstream_http_send(void *arg, const char *line, size_t len, int64_t id)
+upstream_http_send(void *arg, const char *line, size_t len, int64_t id,
+    struct auth_principal *who)
 {
 	struct upstream_http	*h = arg;
 	struct uhpost		*p;
+	struct trace_span	*sp = trace_current();
+	char			 tp[TRACE_PARENT_LEN + 1];
 
 	if (h->closed)
 		return (NULL);
 	p = uhpost_new(h, id);
+	p->who = auth_principal_ref(who);
+	/* The request's trace context (upstream.c made its span current). */
+	if (trace_traceparent(sp, tp) == 0) {
+		p->traceparent = xstrdup(tp);
+		if (trace_span_state(sp) != NULL)
+			p->tracestate = xstrdup(trace_span_state(sp));
+	}
 	uhpost_start(p, line, len - 1, NULL);
 	return (NULL);
 }
@@ -473,6 +633,8 @@ upstream_http_forget(void *arg, int64_t id)
 			p->answered = 1;
 			if (p->hc != NULL)
 				http_client_cancel(p->hc);
+			if (p->ask != NULL)
+				credential_cancel(p->ask);
 		}
 	}
 }
@@ -515,6 +677,8 @@ upstream_http_close(void *arg, int stopping)
 	TAILQ_FOREACH(p, &h->posts, entry) {
 		if (p->hc != NULL)
 			http_client_cancel(p->hc);
+		if (p->ask != NULL)
+			credential_cancel(p->ask);
 	}
 	evtimer_del(h->relisten);
 	if (h->session != NULL) {
@@ -537,12 +701,14 @@ static const struct upstream_transport upstream_http_ops = {
 
 void *
 upstream_http_open(const struct conf_upstream *def, const char *name,
-    const char *sid, const struct upstream_transport_cbs *cbs, void *arg,
+    const char *sid, struct credential *cred,
+    const struct upstream_transport_cbs *cbs, void *arg,
     const struct upstream_transport **ops, char **cause)
 {
 	struct upstream_http	*h;
 
 	h = xcalloc(1, sizeof *h);
+	h->cred = cred != NULL ? credential_ref(cred) : NULL;
 	h->url = xstrdup(def->url);
 	h->name = xstrdup(name);
 	h->max = (size_t)def->max_line;

@@ -16,7 +16,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct auth_principal;
 struct conf_upstream;
+struct credential;
 
 struct upstream_transport_cbs {
 	/*
@@ -42,11 +44,13 @@ struct upstream_transport {
 	/* The process the run is, 0 for none. Optional. */
 	long		 (*pid)(void *);
 	/*
-	 * A message: a line, its newline included (len counts it), and the
-	 * id of our request it is (0: a notification or an answer). NULL,
+	 * A message: a line, its newline included (len counts it), the id
+	 * of our request it is (0: a notification or an answer), and on
+	 * whose behalf (NULL: mcpd's own; HTTP sends its credentials). NULL,
 	 * or why the run cannot go on.
 	 */
-	const char	*(*send)(void *, const char *, size_t, int64_t);
+	const char	*(*send)(void *, const char *, size_t, int64_t,
+			    struct auth_principal *);
 	/* Request id is no longer awaited (timeout, cancel). Optional. */
 	void		 (*forget)(void *, int64_t);
 	/* The revision initialize agreed on. Optional. */
@@ -63,13 +67,15 @@ struct upstream_transport {
 /*
  * A run of def's server: the transport (its operations in *ops), or NULL
  * and *cause when it cannot start. name and sid (a client session, or
- * "-") name it in log lines.
+ * "-") name it in log lines. An HTTP run's requests carry cred's headers
+ * (NULL: none).
  */
 void	*upstream_stdio_open(const struct conf_upstream *, const char *,
 	    const char *, const struct upstream_transport_cbs *, void *,
 	    const struct upstream_transport **, char **);
 void	*upstream_http_open(const struct conf_upstream *, const char *,
-	    const char *, const struct upstream_transport_cbs *, void *,
+	    const char *, struct credential *,
+	    const struct upstream_transport_cbs *, void *,
 	    const struct upstream_transport **, char **);
 
 #endif

@@ -153,7 +153,8 @@ upstream_stdio_pid(void *arg)
 }
 
 static const char *
-upstream_stdio_send(void *arg, const char *line, size_t len, int64_t id)
+upstream_stdio_send(void *arg, const char *line, size_t len, int64_t id,
+    struct auth_principal *who)
 {
 	struct upstream_stdio	*s = arg;
 

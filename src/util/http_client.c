@@ -7,6 +7,14 @@
  * event made active, http_client_finish_cb, so the done callback runs on
  * a loop turn of its own and the connection is freed outside evhttp's
  * callbacks (freeing it inside one is the classic bug).
+ *
+ * Keepalive requests leave their connection idle in a pool keyed by
+ * origin once evhttp is done with it (by then evhttp has put it in its
+ * idle state, watching for the server's close), and take one from there:
+ * only a connection whose last response came whole is ever pooled, and
+ * only one whose socket is still open is ever taken. An idle connection
+ * the server closes is freed on a later turn (its close callback runs
+ * inside evhttp).
  */
 #include <sys/queue.h>
 #include <sys/socket.h>
@@ -43,9 +51,29 @@
 /* evhttp's read timeout when the caller wants none: a day. */
 #define HTTP_CLIENT_LONG_SECS	86400
 
+/* What a request sends: kept to send it again on a new connection. */
+struct http_client_out {
+	char			*scheme;
+	char			*host;
+	int			 port;
+	enum evhttp_cmd_type	 cmd;
+	char			*target;
+	char			**names;
+	char			**values;
+	size_t			 nheaders;
+	char			*body;
+	size_t			 bodylen;
+};
+
 struct http_client {
 	TAILQ_ENTRY(http_client) entry;
 	struct evhttp_connection *evcon;
+	struct http_client_out	*out;		/* what is sent */
+	char			*origin;	/* keepalive: the pool's key */
+	int			 resendable;	/* keepalive, idempotent */
+	int			 reused;	/* evcon came from the pool */
+	int			 got_bytes;	/* of the response, any */
+	int			 resend;	/* send again (finish does) */
 	struct evhttp_request	*req;	/* evhttp's, until it answered */
 	struct evhttp_request	*resp;	/* the response, once owned */
 	struct event		*timer;
@@ -63,6 +91,7 @@ struct http_client {
 	size_t			 window;	/* bytes held unread, at most */
 	int			 idle_ms;
 	struct timeval		 idle_tv;
+	struct timeval		 timeout_tv;	/* the connection's */
 	char			 why[128];	/* error, when formatted */
 	http_client_chunk_cb	*chunk;
 	http_client_done_cb	*done;
@@ -70,12 +99,23 @@ struct http_client {
 };
 TAILQ_HEAD(http_client_list, http_client);
 
+/* A connection left idle by a keepalive request. */
+struct http_client_pooled {
+	TAILQ_ENTRY(http_client_pooled) entry;
+	char			*origin;
+	struct evhttp_connection *evcon;
+	struct event		*timer;		/* unused too long, or closed */
+};
+TAILQ_HEAD(http_client_pool, http_client_pooled);
+
 static struct {
 	struct event_base	*base;
 	struct evdns_base	*dns;
 	SSL_CTX			*ssl;
 	struct http_client_list	 running;
 	size_t			 count;
+	struct http_client_pool idle;		/* oldest first */
+	size_t			 nidle;
 } http_client;
 
 void
@@ -83,7 +123,119 @@ http_client_init(struct event_base *base)
 {
 	http_client.base = base;
 	TAILQ_INIT(&http_client.running);
+	TAILQ_INIT(&http_client.idle);
 }
+
+/* ---------------------------------------------------------------------
+ * The pool of idle connections.
+ */
+
+/* Whether evhttp still holds the connection's socket open. */
+static int
+http_client_open(struct evhttp_connection *evcon)
+{
+	return (bufferevent_getfd(evhttp_connection_get_bufferevent(evcon)) !=
+	    -1);
+}
+
+static void
+http_client_pool_drop(struct http_client_pooled *idle)
+{
+	TAILQ_REMOVE(&http_client.idle, idle, entry);
+	http_client.nidle--;
+	/* evhttp_connection_free calls the close callback of an open one. */
+	evhttp_connection_set_closecb(idle->evcon, NULL, NULL);
+	evhttp_connection_free(idle->evcon);
+	event_free(idle->timer);
+	free(idle->origin);
+	free(idle);
+}
+
+static void
+http_client_pool_cb(evutil_socket_t fd, short events, void *arg)
+{
+	http_client_pool_drop(arg);
+}
+
+/* The server closed it (inside evhttp's callback): drop it on a later turn. */
+static void
+http_client_pool_closed_cb(struct evhttp_connection *evcon, void *arg)
+{
+	struct http_client_pooled	*idle = arg;
+
+	event_active(idle->timer, EV_TIMEOUT, 0);
+}
+
+/* An open idle connection to origin, the latest left, or NULL. */
+static struct evhttp_connection *
+http_client_pool_take(const char *origin)
+{
+	struct http_client_pooled	*idle, *prev;
+	struct evhttp_connection *evcon;
+
+	for (idle = TAILQ_LAST(&http_client.idle, http_client_pool);
+	    idle != NULL; idle = prev) {
+		prev = TAILQ_PREV(idle, http_client_pool, entry);
+		if (strcmp(idle->origin, origin) != 0)
+			continue;
+		if (!http_client_open(idle->evcon)) {
+			http_client_pool_drop(idle);
+			continue;
+		}
+		evcon = idle->evcon;
+		evhttp_connection_set_closecb(evcon, NULL, NULL);
+		TAILQ_REMOVE(&http_client.idle, idle, entry);
+		http_client.nidle--;
+		event_free(idle->timer);
+		free(idle->origin);
+		free(idle);
+		return (evcon);
+	}
+	return (NULL);
+}
+
+/*
+ * Leaves evcon idle for origin, within the bounds: past the origin's
+ * bound it is closed, past the total the oldest idle one goes.
+ */
+static void
+http_client_pool_put(const char *origin, struct evhttp_connection *evcon)
+{
+	struct http_client_pooled	*idle;
+	struct timeval		 tv;
+	size_t			 same = 0;
+
+	TAILQ_FOREACH(idle, &http_client.idle, entry) {
+		if (strcmp(idle->origin, origin) == 0)
+			same++;
+	}
+	if (same >= HTTP_CLIENT_IDLE_PER_ORIGIN) {
+		evhttp_connection_free(evcon);
+		return;
+	}
+	if (http_client.nidle >= HTTP_CLIENT_IDLE_MAX)
+		http_client_pool_drop(TAILQ_FIRST(&http_client.idle));
+	idle = xcalloc(1, sizeof *idle);
+	idle->origin = xstrdup(origin);
+	idle->evcon = evcon;
+	idle->timer = evtimer_new(http_client.base, http_client_pool_cb, idle);
+	tv.tv_sec = HTTP_CLIENT_IDLE_MS / 1000;
+	tv.tv_usec = (HTTP_CLIENT_IDLE_MS % 1000) * 1000;
+	evtimer_add(idle->timer, &tv);
+	evhttp_connection_set_closecb(evcon, http_client_pool_closed_cb, idle);
+	TAILQ_INSERT_TAIL(&http_client.idle, idle, entry);
+	http_client.nidle++;
+}
+
+size_t
+http_client_idle_count(void)
+{
+	return (http_client.nidle);
+}
+
+/* ---------------------------------------------------------------------
+ * Requests.
+ */
 
 static struct evdns_base *
 http_client_dns(void)
@@ -130,6 +282,47 @@ http_client_end(struct http_client *hc, const char *error)
 }
 
 static void
+http_client_out_free(struct http_client_out *a)
+{
+	size_t	i;
+
+	if (a == NULL)
+		return;
+	for (i = 0; i < a->nheaders; i++) {
+		free(a->names[i]);
+		free(a->values[i]);
+	}
+	free(a->names);
+	free(a->values);
+	free(a->scheme);
+	free(a->host);
+	free(a->target);
+	free(a->body);
+	free(a);
+}
+
+/*
+ * The connection goes back to the pool only when the whole response came
+ * and nothing went wrong; evhttp closed it already if the server said so.
+ */
+static void
+http_client_release(struct http_client *hc)
+{
+	if (hc->watch != NULL) {
+		evbuffer_remove_cb_entry(hc->input, hc->watch);
+		hc->watch = NULL;
+	}
+	if (hc->evcon == NULL)
+		return;
+	if (hc->origin != NULL && hc->complete && hc->error == NULL &&
+	    http_client_open(hc->evcon))
+		http_client_pool_put(hc->origin, hc->evcon);
+	else
+		evhttp_connection_free(hc->evcon);
+	hc->evcon = NULL;
+}
+
+static void
 http_client_free(struct http_client *hc)
 {
 	TAILQ_REMOVE(&http_client.running, hc, entry);
@@ -137,14 +330,45 @@ http_client_free(struct http_client *hc)
 	event_free(hc->timer);
 	event_free(hc->idle);
 	event_free(hc->finish);
-	if (hc->watch != NULL)
-		evbuffer_remove_cb_entry(hc->input, hc->watch);
 	if (hc->resp != NULL)
 		evhttp_request_free(hc->resp);
-	if (hc->evcon != NULL)
-		evhttp_connection_free(hc->evcon);
+	http_client_release(hc);
+	http_client_out_free(hc->out);
+	free(hc->origin);
 	evbuffer_free(hc->body);
 	free(hc);
+}
+
+static int http_client_send(struct http_client *, char **);
+
+/*
+ * A request that failed on a reused connection before any byte of its
+ * response came goes out once more on a new one: 0 if it did.
+ */
+static int
+http_client_resend(struct http_client *hc)
+{
+	char	*cause = NULL;
+
+	if (!hc->resend)
+		return (-1);
+	hc->resend = 0;
+	if (hc->watch != NULL) {
+		evbuffer_remove_cb_entry(hc->input, hc->watch);
+		hc->watch = NULL;
+	}
+	evhttp_connection_free(hc->evcon);
+	hc->evcon = NULL;
+	hc->reused = 0;
+	log_debug("http_client: %s%s: the idle connection was closed; sending "
+	    "again on a new one", hc->origin, hc->out->target);
+	if (http_client_send(hc, &cause) != 0) {
+		free(cause);
+		return (-1);
+	}
+	hc->error = NULL;
+	hc->ending = 0;
+	return (0);
 }
 
 static void
@@ -153,6 +377,8 @@ http_client_finish_cb(evutil_socket_t fd, short events, void *arg)
 	struct http_client	*hc = arg;
 	struct evhttp_request	*req;
 
+	if (http_client_resend(hc) == 0)
+		return;
 	if ((req = hc->req) != NULL) {
 		/* evhttp calls the error callback from inside the cancel. */
 		hc->req = NULL;
@@ -206,6 +432,8 @@ http_client_watch_cb(struct evbuffer *buf, const struct evbuffer_cb_info *info,
 {
 	struct http_client	*hc = arg;
 
+	if (info->n_added > 0)
+		hc->got_bytes = 1;
 	if (info->n_added > 0 && hc->idle_ms > 0 && !hc->ending)
 		evtimer_add(hc->idle, &hc->idle_tv);
 }
@@ -300,6 +528,10 @@ http_client_done_evcb(struct evhttp_request *req, void *arg)
 		return;		/* our own cancel */
 	hc->req = NULL;
 	if (req == NULL || evhttp_request_get_response_code(req) == 0) {
+		/* The server closed a pooled connection as it was reused. */
+		if (hc->reused && !hc->got_bytes && hc->resendable &&
+		    !hc->ending)
+			hc->resend = 1;
 		http_client_end(hc, hc->error != NULL ? hc->error :
 		    "connection failed");
 		return;
@@ -324,6 +556,8 @@ http_client_method(const char *name, enum evhttp_cmd_type *cmd)
 		{ "PUT", EVHTTP_REQ_PUT },
 		{ "DELETE", EVHTTP_REQ_DELETE },
 		{ "HEAD", EVHTTP_REQ_HEAD },
+		{ "PATCH", EVHTTP_REQ_PATCH },
+		{ "OPTIONS", EVHTTP_REQ_OPTIONS },
 	};
 	size_t	i;
 
@@ -388,17 +622,96 @@ http_client_connect(const char *scheme, const char *host, int port,
 	return (evcon);
 }
 
+/* Whether a request may be sent twice (RFC 9110, 9.2.2). */
+static int
+http_client_idempotent(enum evhttp_cmd_type cmd)
+{
+	return (cmd == EVHTTP_REQ_GET || cmd == EVHTTP_REQ_HEAD ||
+	    cmd == EVHTTP_REQ_PUT || cmd == EVHTTP_REQ_DELETE ||
+	    cmd == EVHTTP_REQ_OPTIONS);
+}
+
+/*
+ * Sends what hc->out holds on a connection: an idle one of its origin
+ * for a keepalive request, else a new one. -1 with *cause when no
+ * connection can be made; once evhttp has the request, a failure is
+ * the request's end.
+ */
+static int
+http_client_send(struct http_client *hc, char **cause)
+{
+	struct http_client_out	*o = hc->out;
+	struct evkeyvalq	*out;
+	struct bufferevent	*bev;
+	char			 hostport[300], length[32];
+	size_t			 i;
+
+	if (hc->origin != NULL &&
+	    (hc->evcon = http_client_pool_take(hc->origin)) != NULL)
+		hc->reused = 1;
+	else if ((hc->evcon = http_client_connect(o->scheme, o->host, o->port,
+	    cause)) == NULL)
+		return (-1);
+	hc->got_bytes = 0;
+
+	/*
+	 * What is held per request is bounded as bytes arrive, not once a
+	 * piece is whole: evhttp gathers a chunk (or a Content-Length body)
+	 * before handing it over, so a size past the bound is refused when
+	 * it is announced, and the read watermark keeps a line that never
+	 * ends (a chunk's size) from growing past the window.
+	 */
+	evhttp_connection_set_max_headers_size(hc->evcon,
+	    HTTP_CLIENT_MAX_HEADERS);
+	evhttp_connection_set_max_body_size(hc->evcon, (ev_ssize_t)(
+	    hc->max_body != 0 ? hc->max_body : hc->window));
+	bev = evhttp_connection_get_bufferevent(hc->evcon);
+	bufferevent_setwatermark(bev, EV_READ, 0, hc->window);
+	hc->input = bufferevent_get_input(bev);
+	hc->watch = evbuffer_add_cb(hc->input, http_client_watch_cb, hc);
+	evhttp_connection_set_timeout_tv(hc->evcon, &hc->timeout_tv);
+
+	hc->req = evhttp_request_new(http_client_done_evcb, hc);
+	evhttp_request_set_chunked_cb(hc->req, http_client_chunk_evcb);
+	evhttp_request_set_error_cb(hc->req, http_client_error_evcb);
+	out = evhttp_request_get_output_headers(hc->req);
+	if (o->port == (strcasecmp(o->scheme, "https") == 0 ? 443 : 80))
+		snprintf(hostport, sizeof hostport, "%s", o->host);
+	else if (strchr(o->host, ':') != NULL)
+		snprintf(hostport, sizeof hostport, "[%s]:%d", o->host,
+		    o->port);
+	else
+		snprintf(hostport, sizeof hostport, "%s:%d", o->host, o->port);
+	evhttp_add_header(out, "Host", hostport);
+	if (hc->origin == NULL)
+		evhttp_add_header(out, "Connection", "close");
+	for (i = 0; i < o->nheaders; i++)
+		evhttp_add_header(out, o->names[i], o->values[i]);
+	if (o->body != NULL) {
+		evbuffer_add(evhttp_request_get_output_buffer(hc->req),
+		    o->body, o->bodylen);
+		/* evhttp adds it for POST and PUT only: PATCH needs it too. */
+		if (evhttp_find_header(out, "Content-Length") == NULL) {
+			snprintf(length, sizeof length, "%zu", o->bodylen);
+			evhttp_add_header(out, "Content-Length", length);
+		}
+	}
+	if (evhttp_make_request(hc->evcon, hc->req, o->cmd, o->target) != 0) {
+		/* evhttp has freed the request. */
+		hc->req = NULL;
+		http_client_end(hc, "cannot send the request");
+	}
+	return (0);
+}
+
 struct http_client *
 http_client_start(const struct http_client_request *r, char **cause)
 {
 	struct http_client	*hc;
+	struct http_client_out	*o;
 	struct evhttp_uri	*uri;
-	struct evkeyvalq	*out;
-	struct bufferevent	*bev;
 	const char		*scheme, *host, *path, *query;
 	enum evhttp_cmd_type	 cmd;
-	struct timeval		 tv;
-	char			*target, hostport[300];
 	int			 port;
 	size_t			 i;
 
@@ -423,12 +736,33 @@ http_client_start(const struct http_client_request *r, char **cause)
 		path = "/";
 	query = evhttp_uri_get_query(uri);
 
+	o = xcalloc(1, sizeof *o);
+	o->scheme = xstrdup(scheme);
+	o->host = xstrdup(host);
+	o->port = port;
+	o->cmd = cmd;
+	xasprintf(&o->target, "%s%s%s", path, query != NULL ? "?" : "",
+	    query != NULL ? query : "");
+	evhttp_uri_free(uri);
+	o->nheaders = r->nheaders;
+	o->names = xcalloc(r->nheaders + 1, sizeof *o->names);
+	o->values = xcalloc(r->nheaders + 1, sizeof *o->values);
+	for (i = 0; i < r->nheaders; i++) {
+		o->names[i] = xstrdup(r->headers[i].name);
+		o->values[i] = xstrdup(r->headers[i].value);
+	}
+	if (r->body != NULL) {
+		o->body = xmalloc(r->bodylen + 1);
+		memcpy(o->body, r->body, r->bodylen);
+		o->bodylen = r->bodylen;
+	}
+
 	hc = xcalloc(1, sizeof *hc);
-	if ((hc->evcon = http_client_connect(scheme, host, port,
-	    cause)) == NULL) {
-		evhttp_uri_free(uri);
-		free(hc);
-		return (NULL);
+	hc->out = o;
+	if (r->keepalive && r->chunk == NULL) {
+		xasprintf(&hc->origin, "%s://%s:%d", strcasecmp(o->scheme,
+		    "https") == 0 ? "https" : "http", o->host, o->port);
+		hc->resendable = http_client_idempotent(cmd);
 	}
 	hc->max_body = r->max_body;
 	if (hc->max_body == 0 && r->chunk == NULL)
@@ -438,6 +772,11 @@ http_client_start(const struct http_client_request *r, char **cause)
 	hc->chunk = r->chunk;
 	hc->done = r->done;
 	hc->arg = r->arg;
+	if (r->timeout_ms > 0) {
+		hc->timeout_tv.tv_sec = r->timeout_ms / 1000;
+		hc->timeout_tv.tv_usec = (r->timeout_ms % 1000) * 1000;
+	} else
+		hc->timeout_tv.tv_sec = HTTP_CLIENT_LONG_SECS;
 	hc->body = evbuffer_new();
 	hc->timer = evtimer_new(http_client.base, http_client_timeout_cb, hc);
 	hc->idle = evtimer_new(http_client.base, http_client_idle_cb, hc);
@@ -445,64 +784,17 @@ http_client_start(const struct http_client_request *r, char **cause)
 	    hc);
 	TAILQ_INSERT_TAIL(&http_client.running, hc, entry);
 	http_client.count++;
-
-	/*
-	 * What is held per request is bounded as bytes arrive, not once a
-	 * piece is whole: evhttp gathers a chunk (or a Content-Length body)
-	 * before handing it over, so a size past the bound is refused when
-	 * it is announced, and the read watermark keeps a line that never
-	 * ends (a chunk's size) from growing past the window.
-	 */
-	evhttp_connection_set_max_headers_size(hc->evcon,
-	    HTTP_CLIENT_MAX_HEADERS);
-	evhttp_connection_set_max_body_size(hc->evcon, (ev_ssize_t)(
-	    hc->max_body != 0 ? hc->max_body : hc->window));
-	bev = evhttp_connection_get_bufferevent(hc->evcon);
-	bufferevent_setwatermark(bev, EV_READ, 0, hc->window);
-	hc->input = bufferevent_get_input(bev);
-	hc->watch = evbuffer_add_cb(hc->input, http_client_watch_cb, hc);
+	if (http_client_send(hc, cause) != 0) {
+		http_client_free(hc);
+		return (NULL);
+	}
 	if ((hc->idle_ms = r->idle_ms) > 0) {
 		hc->idle_tv.tv_sec = r->idle_ms / 1000;
 		hc->idle_tv.tv_usec = (r->idle_ms % 1000) * 1000;
 		evtimer_add(hc->idle, &hc->idle_tv);
 	}
-	if (r->timeout_ms > 0) {
-		tv.tv_sec = r->timeout_ms / 1000;
-		tv.tv_usec = (r->timeout_ms % 1000) * 1000;
-		evtimer_add(hc->timer, &tv);
-	} else {
-		tv.tv_sec = HTTP_CLIENT_LONG_SECS;
-		tv.tv_usec = 0;
-	}
-	evhttp_connection_set_timeout_tv(hc->evcon, &tv);
-
-	hc->req = evhttp_request_new(http_client_done_evcb, hc);
-	evhttp_request_set_chunked_cb(hc->req, http_client_chunk_evcb);
-	evhttp_request_set_error_cb(hc->req, http_client_error_evcb);
-	out = evhttp_request_get_output_headers(hc->req);
-	if (port == (strcasecmp(scheme, "https") == 0 ? 443 : 80))
-		snprintf(hostport, sizeof hostport, "%s", host);
-	else if (strchr(host, ':') != NULL)
-		snprintf(hostport, sizeof hostport, "[%s]:%d", host, port);
-	else
-		snprintf(hostport, sizeof hostport, "%s:%d", host, port);
-	evhttp_add_header(out, "Host", hostport);
-	evhttp_add_header(out, "Connection", "close");
-	for (i = 0; i < r->nheaders; i++)
-		evhttp_add_header(out, r->headers[i].name, r->headers[i].value);
-	if (r->body != NULL)
-		evbuffer_add(evhttp_request_get_output_buffer(hc->req),
-		    r->body, r->bodylen);
-
-	xasprintf(&target, "%s%s%s", path, query != NULL ? "?" : "",
-	    query != NULL ? query : "");
-	evhttp_uri_free(uri);
-	if (evhttp_make_request(hc->evcon, hc->req, cmd, target) != 0) {
-		/* evhttp has freed the request. */
-		hc->req = NULL;
-		http_client_end(hc, "cannot send the request");
-	}
-	free(target);
+	if (r->timeout_ms > 0)
+		evtimer_add(hc->timer, &hc->timeout_tv);
 	return (hc);
 }
 
@@ -511,6 +803,12 @@ void
 http_client_cancel(struct http_client *hc)
 {
 	http_client_end(hc, "cancelled");
+}
+
+int
+http_client_reused(const struct http_client *hc)
+{
+	return (hc->reused);
 }
 
 size_t
@@ -562,9 +860,12 @@ http_client_shutdown(void)
 	while ((hc = TAILQ_FIRST(&http_client.running)) != NULL) {
 		if (hc->error == NULL)
 			hc->error = "shut down";
+		hc->resend = 0;
 		event_del(hc->finish);
 		http_client_finish_cb(-1, 0, hc);
 	}
+	while (!TAILQ_EMPTY(&http_client.idle))
+		http_client_pool_drop(TAILQ_FIRST(&http_client.idle));
 	if (http_client.dns != NULL) {
 		evdns_base_free(http_client.dns, 0);
 		http_client.dns = NULL;

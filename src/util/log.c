@@ -35,8 +35,9 @@
 
 /* A message longer than this is cut (and says so). */
 #define LOG_MSG_MAX		4096
-/* Its line: time, level, the message escaped (6 bytes a byte at worst). */
-#define LOG_LINE_MAX		(128 + 6 * LOG_MSG_MAX)
+/* Its line: time, level, the message escaped (6 bytes a byte at worst),
+ * trace ids. */
+#define LOG_LINE_MAX		(256 + 6 * LOG_MSG_MAX)
 
 /* Distinct causes tracked; more share the last slot. */
 #define LOG_LIMIT_CAUSES	64
@@ -50,6 +51,7 @@ struct log_limit {
 };
 
 enum log_level log_level = LOG_LEVEL_INFO;
+int (*log_trace_ids)(char *, char *);
 
 static int		 log_fd = STDERR_FILENO;
 static char		*log_path;	/* NULL: stderr */
@@ -243,7 +245,7 @@ static void
 log_vwrite(enum log_level level, const char *fmt, va_list ap)
 {
 	static char	 line[LOG_LINE_MAX];
-	char		 msg[LOG_MSG_MAX], stamp[40];
+	char		 msg[LOG_MSG_MAX], stamp[40], tid[33], sid[17];
 	struct timespec	 ts;
 	struct tm	 tm;
 	size_t		 len, mlen;
@@ -266,6 +268,10 @@ log_vwrite(enum log_level level, const char *fmt, va_list ap)
 		    "{\"time\":\"%s\",\"level\":\"%s\",\"msg\":\"", stamp,
 		    log_level_name(level));
 		len += log_json_escape(line + len, msg, mlen);
+		if (log_trace_ids != NULL && log_trace_ids(tid, sid))
+			len += (size_t)snprintf(line + len, sizeof line - len,
+			    "\",\"trace_id\":\"%s\",\"span_id\":\"%s", tid,
+			    sid);
 		memcpy(line + len, "\"}\n", 3);
 		len += 3;
 	} else {

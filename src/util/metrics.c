@@ -146,5 +146,9 @@ metrics_json(void)
 	    (double)metrics.events_committed);
 	cJSON_AddNumberToObject(m, "events_written",
 	    (double)metrics.events_written);
+	cJSON_AddNumberToObject(m, "credential_tokens",
+	    (double)metrics.credential_tokens);
+	cJSON_AddNumberToObject(m, "credential_failures",
+	    (double)metrics.credential_failures);
 	return (m);
 }

@@ -58,3 +58,40 @@ random_hex(char *buf, size_t len)
 		buf[i] = digits[raw[i] & 0xf];
 	buf[n] = '\0';
 }
+
+/*
+ * Ids that must be unique but need not be secret (trace and span ids):
+ * xoshiro256** seeded once from the OS, so each costs a few instructions
+ * and no system call. Not for anything a client could profit from
+ * guessing: those take random_bytes.
+ */
+static uint64_t	random_fast_s[4];
+static int	random_fast_seeded;
+
+static inline uint64_t
+random_fast_rotl(uint64_t x, int k)
+{
+	return ((x << k) | (x >> (64 - k)));
+}
+
+uint64_t
+random_fast_u64(void)
+{
+	uint64_t	*s = random_fast_s, r, t;
+
+	if (!random_fast_seeded) {
+		do
+			random_bytes(s, sizeof random_fast_s);
+		while ((s[0] | s[1] | s[2] | s[3]) == 0);
+		random_fast_seeded = 1;
+	}
+	r = random_fast_rotl(s[1] * 5, 7) * 9;
+	t = s[1] << 17;
+	s[2] ^= s[0];
+	s[3] ^= s[1];
+	s[1] ^= s[2];
+	s[0] ^= s[3];
+	s[2] ^= t;
+	s[3] = random_fast_rotl(s[3], 45);
+	return (r);
+}

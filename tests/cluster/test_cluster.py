@@ -638,3 +638,76 @@ def test_kill9_of_the_running_instance_answers_within_lease_ttl(c):
           f"(lease_ttl {lease:.0f})")
     expect(answered <= tmo(bound), f"the error came {answered:.1f}s after "
            f"kill -9, bound lease_ttl + 2 = {bound:.0f}s")
+
+
+# --------------------------------------------------------------------------
+# Issue 27: a call cut, its instance killed, resumed and answered elsewhere
+# through nginx: one trace.
+
+
+def test_call_resumed_and_answered_elsewhere_is_one_trace(c):
+    """The three instances export spans (otel_endpoint) to a test
+    receiver. A call on A carries the client's traceparent; A is killed
+    (-9) mid-call; the client resumes through nginx with no trace context
+    at all. The instance that serves the resume traces it into the call's
+    trace (the call record t:K), under the call's span, and so does the
+    one that answers the orphaned call (its "lease answer")."""
+    from otlp_receiver import Receiver
+    trace = "4bf92f3577b34da6a3ce929d0e0e4736"
+    rec = Receiver()
+    try:
+        c.conf.update({"otel_endpoint": rec.url, "otel_interval_ms": "50"})
+        for i in range(len(c.instances)):
+            c._stop_one(c.instances[i])
+            c.wait_ready(c.restart(i))
+        a = c.instances[0]
+        sid = a.initialize()
+        tp = f"00-{trace}-00f067aa0ba902b7-01"
+        id, r = a.call_open(sid, "stream", {"n": 1000, "interval_ms": 50},
+                            "tr", headers={"traceparent": tp})
+        expect(r.status == 200 and r.is_sse, f"stream on A: {r.status}")
+        got = r.next_messages(3, timeout=10, what="on A")
+        c.kill9(0)
+        deadline = time.monotonic() + tmo(20)
+        final = None
+        while final is None:
+            k, last = check_ids(got, 1, what="before and after kill -9")
+            g = _resume(c.front, sid, f"{k}-{last}", deadline, "traced")
+            try:
+                while final is None:
+                    m = g.next_message(max(0.05,
+                                           deadline - time.monotonic()))
+                    if m is None:
+                        break
+                    got.append(m[0])
+                    if is_response(m[1]):
+                        final = m[1]
+            except Timeout:
+                raise AssertionError("no answer after kill -9") from None
+            g.close()
+        spans = rec.wait_spans(lambda s: {"stream resume", "lease answer"}
+                               <= {x["name"] for x in s
+                                   if x["traceId"] == trace},
+                               timeout=tmo(15), what="resume and answer")
+        mine = [s for s in spans if s["traceId"] == trace]
+        resume = [s for s in mine if s["name"] == "stream resume"]
+        answer = [s for s in mine if s["name"] == "lease answer"][0]
+        # Both hang from the call's span (A's, never exported: killed).
+        call = answer["parentSpanId"]
+        expect(all(s["parentSpanId"] == call for s in resume),
+               f"resume spans' parent {[s['parentSpanId'] for s in resume]}"
+               f", the answer's {call}")
+        # A, killed, never exported the call's span: the context came
+        # from the call record.
+        expect(not [s for s in spans if s["name"] == "tools/call stream"],
+               "a span of the call exported")
+        gets = {s["spanId"] for s in spans if s["name"] == "GET /mcp"}
+        expect(any(link["spanId"] in gets for s in resume
+                   for link in s.get("links", [])),
+               "a resume span linked to its GET")
+        expect(not rec.problems, f"OTLP mapping: {rec.problems[:3]}")
+    finally:
+        rec.close()
+
+
+test_call_resumed_and_answered_elsewhere_is_one_trace.timeout = 90

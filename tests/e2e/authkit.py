@@ -257,6 +257,7 @@ class JwksServer(_Server):
         super().__init__(tls)
         self.keyset = keyset
         self.fetches = 0
+        self.traceparents = []          # each fetch's header, or None
         self.gate = threading.Event()   # cleared: fetches are held
         self.gate.set()
 
@@ -269,6 +270,7 @@ class JwksServer(_Server):
             return super().on_get(req)
         with self.cond:
             self.fetches += 1
+            self.traceparents.append(req.headers.get("traceparent"))
             self.cond.notify_all()
         self.gate.wait(60)
         with self.lock:
@@ -297,6 +299,7 @@ class IntrospectionServer(_Server):
         self.bad_auth = 0
         want = f"{client_id}:{secret}".encode()
         self.basic = "Basic " + base64.b64encode(want).decode()
+        self.traceparents = []          # each request's header, or None
 
     def on_post(self, req, body):
         if req.path != "/introspect":
@@ -304,6 +307,7 @@ class IntrospectionServer(_Server):
         form = urllib.parse.parse_qs(body.decode())
         with self.cond:
             self.requests += 1
+            self.traceparents.append(req.headers.get("traceparent"))
             if req.headers.get("Authorization") != self.basic:
                 self.bad_auth += 1
                 req._send(401, {"error": "invalid_client"})

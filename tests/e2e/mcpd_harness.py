@@ -1425,12 +1425,76 @@ def redis_command(url, *args, timeout=5, user=None, password=None,
     return replies[-1]
 
 
+def _ephemeral_low():
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_port():
-    """A loopback TCP port nobody listens on (at the time of asking)."""
+    """A loopback TCP port nobody listens on (at the time of asking), for
+    a server that must be told its port. It is drawn at random from the
+    12,000 ports below the kernel's ephemeral range: between this answer
+    and the server's bind, the kernel never hands it to a connect() or a
+    listen on port 0 elsewhere, which the suites `make check` runs side
+    by side do by the thousand."""
+    import random
+    high = _ephemeral_low()
+    low = max(1024, high - 12000)
+    for _ in range(200):
+        port = random.randrange(low, high)
+        s = socket.socket()
+        try:
+            s.bind(("127.0.0.1", port))
+            return port
+        except OSError:
+            continue
+        finally:
+            s.close()
     s = socket.socket()
     try:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+    finally:
+        s.close()
+
+
+def free_cluster_ports(n):
+    """n loopback TCP ports for Redis Cluster nodes, each with its cluster
+    bus port (port + 10000) free too. Both lie below free_port()'s range
+    as well as the kernel's ephemeral range, so neither a connect() nor a
+    server another suite side by side starts on a free_port() answer can
+    take a node's port or its bus port before the node binds them."""
+    import random
+    high = _ephemeral_low()
+    top = max(1024, high - 12000) - 10000   # bus ports below free_port's
+    low = 1024
+    if top - low < 4 * n:
+        raise RuntimeError("no room below the ephemeral range for %d "
+                           "cluster ports" % n)
+    got = []
+    for _ in range(200 * n):
+        if len(got) == n:
+            break
+        port = random.randrange(low, top)
+        if port in got or not all(_bindable(p) for p in (port,
+                                                         port + 10000)):
+            continue
+        got.append(port)
+    if len(got) < n:
+        raise RuntimeError("no %d free cluster ports" % n)
+    return got
+
+
+def _bindable(port):
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", port))
+        return True
+    except OSError:
+        return False
     finally:
         s.close()
 

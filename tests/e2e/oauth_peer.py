@@ -9,10 +9,12 @@ node_modules) in a child process on 127.0.0.1, on a free port.
         asrv.rotate()
 
 It can serve https (tls=(cert, key)), issue opaque tokens that its
-introspection endpoint answers for, and rotate its signing key. Also: the
-SDK OAuth client script (tests/sdk/oauth_client.mjs), the lines of mcpd's
-auth block for a given authorization server, and environ() to start a
-daemon with a variable set (SSL_CERT_FILE).
+introspection endpoint answers for, rotate its signing key, exchange
+tokens (RFC 8693) and shorten token lifetimes (configure). Also: the SDK
+OAuth client script (tests/sdk/oauth_client.mjs), the lines of mcpd's auth
+block for a given authorization server, environ() to start a daemon with
+a variable set (SSL_CERT_FILE), and ResourceServer, an MCP server behind
+OAuth (tests/sdk/resource_server.mjs) for mcpd's upstream credentials.
 
 Python 3.11 standard library only.
 """
@@ -276,6 +278,31 @@ class AuthServer:
         expect(r.status == 200, f"/test/stats -> HTTP {r.status}")
         return r.json
 
+    def configure(self, **config):
+        """cc_expires_in, exchange_expires_in (seconds), refuse_subjects
+        (subjects whose token exchanges are refused, invalid_target)."""
+        r = http("POST", self.url("/test/config"), config,
+                 cafile=self.cafile)
+        expect(r.status == 200, f"/test/config -> HTTP {r.status}")
+        return r.json
+
+    def grants(self):
+        """Tokens issued so far: {client_credentials, exchange, refused}."""
+        return self.stats()["grants"]
+
+    def wait_grants(self, kind, pred, timeout=10, what=None):
+        deadline = time.monotonic() + tmo(timeout)
+        while True:
+            n = self.grants()[kind]
+            if pred(n):
+                return n
+            if time.monotonic() >= deadline:
+                raise AssertionError(
+                    f"{kind} grants on the authorization server: {n}; "
+                    f"{what or 'condition'} not reached within "
+                    f"{tmo(timeout):.0f}s")
+            time.sleep(0.05)
+
     def count(self, path, method="GET"):
         """Requests it has answered on METHOD PATH."""
         return self.stats()["requests"].get(f"{method} {path}", 0)
@@ -295,6 +322,88 @@ class AuthServer:
                     f"requests; {what or 'condition'} not reached within "
                     f"{tmo(timeout):.0f}s")
             time.sleep(0.02)
+
+
+RESOURCE_SERVER = os.path.join(SDK_DIR, "resource_server.mjs")
+
+
+class ResourceServer:
+    """tests/sdk/resource_server.mjs: an MCP server (tool whoami) that
+    accepts only tokens of issuer for its own URL, or (header) wants that
+    header; started and stopped by the test."""
+
+    def __init__(self, workdir, issuer=None, header=None):
+        self.issuer = issuer
+        self.header = header
+        self.errpath = os.path.join(workdir, "resource_server.stderr")
+        self.proc = None
+        self.url = None
+
+    def start(self, timeout=20):
+        node = node_ready()
+        argv = [node, RESOURCE_SERVER]
+        if self.issuer:
+            argv += ["--issuer", self.issuer]
+        if self.header:
+            argv += ["--header", self.header]
+        self.err = open(self.errpath, "wb")
+        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE, stderr=self.err,
+                                     cwd=SDK_DIR, start_new_session=True)
+        ready = {}
+
+        def read():
+            line = self.proc.stdout.readline()
+            try:
+                ready.update(json.loads(line))
+            except ValueError:
+                pass
+        t = threading.Thread(target=read, daemon=True)
+        t.start()
+        t.join(tmo(timeout))
+        if not ready.get("ready"):
+            self.stop()
+            with open(self.errpath, errors="replace") as f:
+                raise AssertionError("the resource server did not start: "
+                                     f"{f.read()[-2000:]}")
+        self.url = ready["url"]
+        self.port = ready["port"]
+        return self
+
+    def stats(self):
+        r = http("GET", f"http://127.0.0.1:{self.port}/test/stats")
+        expect(r.status == 200, f"resource server stats -> HTTP {r.status}")
+        return r.json
+
+    def revoke(self, token_hash):
+        """The token (the first 16 hex digits of its SHA-256, as whoami
+        says it) is refused from now on."""
+        r = http("POST", f"http://127.0.0.1:{self.port}/test/revoke",
+                 {"token": token_hash})
+        expect(r.status == 204, f"resource server revoke -> HTTP {r.status}")
+
+    def stop(self):
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(tmo(5))
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.err.close()
+        self.proc = None
+
+    def __enter__(self):
+        try:
+            return self.start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def __exit__(self, *exc):
+        self.stop()
 
 
 def auth_lines(resource, asrv, scopes="mcp", jwks="uri", extra=()):

@@ -865,3 +865,36 @@ def test_auth_stateless_requests_scopes_and_exec_env(h):
     out = result_text(r.rpc(id))
     expect(out.strip() == "sub=alice scopes=mcp deploy",
            f"deploy's environment on the stateless path: {out!r}")
+
+
+def test_auth_openapi_scope_covers_its_tools(h):
+    """scope in an openapi block is every one of its tools' scope: in the
+    metadata, listed only to tokens that have it, 403 insufficient_scope
+    without it (nothing sent), the call made with it."""
+    spec = write(h, "api.yaml", "\n".join([
+        "openapi: 3.0.3", "info: {title: T, version: '1'}", "paths:",
+        "  /items/{id}:", "    get:", "      operationId: getItem",
+        "      parameters:",
+        "        - {name: id, in: path, required: true, "
+        "schema: {type: integer}}",
+        "      responses: {'200': {description: ok}}", ""]))
+    d = start(h, scopes="mcp", extra=[
+        "openapi api {", f"    spec {spec}", "    base_url http://127.0.0.1:9",
+        "    prefix api_", "    scope api.read", "}"])
+    md = d.request("GET", path="/.well-known/oauth-protected-resource").json
+    expect(md["scopes_supported"] == ["mcp", "api.read"], f"{md!r}")
+    plain, full = token(scope="mcp"), token(scope="mcp api.read")
+    sid = session(d, full)
+    expect("api_getItem" in tools_names(d, sid, full), "listed with its scope")
+    expect("api_getItem" not in tools_names(d, sid, plain),
+           "listed without its scope")
+    r = d.post(sid, tool_call("api_getItem", {"id": 1}, d.new_id()),
+               bearer(plain))
+    assert_403(r, "mcp api.read", "api_getItem without the block's scope")
+    id = d.new_id()
+    r = d.post(sid, tool_call("api_getItem", {"id": 1}, id), bearer(full))
+    expect(r.status == 200, f"api_getItem with its scope: HTTP {r.status}")
+    text = result_text(r.rpc(id))
+    expect(text.startswith("connection failed: GET "
+                           "http://127.0.0.1:9/items/1"),
+           f"the call went to the API: {text!r}")

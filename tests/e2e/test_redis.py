@@ -669,6 +669,82 @@ def test_redis_every_resume_outcome(h):
     d.assert_alive(sid, "after every resume outcome")
 
 
+# Drops the entries of stream KEYS[1] after ARGV[1] at once, as a failover
+# to a replica that lacked them does (an XDEL would leave the stream's top
+# id behind, which no new primary has); keeps the key's lifetime. Returns
+# how many it dropped.
+_LOSE_TAIL = """
+local e = redis.call('XRANGE', KEYS[1], '-', '+')
+local ttl = redis.call('PTTL', KEYS[1])
+redis.call('DEL', KEYS[1])
+local kept = 0
+for i = 1, #e do
+    if tonumber(string.match(e[i][1], '%-(%d+)$')) <= tonumber(ARGV[1]) then
+        redis.call('XADD', KEYS[1], e[i][1], unpack(e[i][2]))
+        kept = kept + 1
+    end
+end
+if ttl > 0 then
+    redis.call('PEXPIRE', KEYS[1], ttl)
+end
+return #e - kept
+"""
+
+
+def test_redis_log_lost_a_calls_last_entries_resume_error_or_410(h):
+    """The log loses the last entries of a running call, as a failover
+    under commit primary does (issue 24): the call's next append is
+    refused and its error takes the id after what the log kept. A client
+    behind the loss resumes exactly and gets that error; one holding a
+    lost entry, including the one whose id the error took, gets 410
+    ahead, on every resume: never a 200 that ends with nothing."""
+    url = need_shared_redis()
+    d = h.start()
+    sid = d.initialize(LATEST)
+    id, r = d.call_open(sid, "stream", {"n": 400, "interval_ms": 20}, "tok")
+    expect(r.status == 200 and r.is_sse, f"stream -> HTTP {r.status}")
+    got = r.next_messages(6, what="the call's first messages")
+    r.cut()
+    k, cursor = check_ids(got, 1, what="before the loss")
+    kept = cursor - 1       # the log keeps K-1..K-5: the client's K-6 is lost
+    key = f"mcpd:{{{sid}}}:s:{k}"
+    dropped = redis_command(url, "EVAL", _LOSE_TAIL, "1", key, str(kept))
+    expect(dropped >= 1, f"the log lost {dropped} entries after {k}-{kept}")
+
+    # Behind the loss: K-kept as the client had it, then the error, the
+    # stream's end, at K-(kept + 1).
+    g = d.get_sse(sid, f"{k}-{kept - 1}")
+    expect(g.status == 200 and g.is_sse, f"resume behind the loss -> HTTP "
+           f"{g.status}")
+    evs = message_events(g.events_until_close(30))
+    check_ids(evs, kept, stream=k, what="resume behind the loss")
+    expect(len(evs) == 2 and evs[0].data == got[kept - 1].data,
+           f"resume behind the loss: {[(e.id, e.data[:80]) for e in evs]}")
+    err = evs[1].json
+    expect(is_response(err, id) and "error" in err and "lost or diverged"
+           in err["error"]["message"], f"resume behind the loss ends with "
+           f"{evs[1].data[:300]!r}, not the call's documented error")
+
+    # At and past the loss: 410 ahead, every time (the error took the
+    # client's K-6; the log never had the ones after it).
+    for n in (cursor, cursor, cursor + 1, cursor + 3):
+        c = f"{k}-{n}"
+        data = _gone(d.get_sse(sid, c), "ahead", c, "a cursor the log lost")
+        expect(data.get("head") == f"{k}-{kept + 1}", f"{c}: error.data."
+               f"head {data.get('head')!r}, expected {k}-{kept + 1}")
+    d.wait_log(lambda l: f"lost entries {kept + 1} to" in l and sid in l, 5,
+               "the loss logged")
+    # At the head the log kept: just the error.
+    g = d.get_sse(sid, f"{k}-{kept}")
+    expect(g.status == 200 and g.is_sse, f"resume at {k}-{kept} -> HTTP "
+           f"{g.status}")
+    evs = message_events(g.events_until_close(10))
+    expect([e.id for e in evs] == [f"{k}-{kept + 1}"] and
+           is_response(evs[0].json, id), f"resume at {k}-{kept}: "
+           f"{[(e.id, e.data[:80]) for e in evs]}")
+    d.assert_alive(sid, "after the log lost entries of a call")
+
+
 def test_redis_small_maxlen_burst_reaches_a_reading_client_whole(h):
     # Invariant 5 on Redis: with stream_maxlen 5 (stream_window follows it
     # down) and the block policy, a producer that bursts (the stream tool

@@ -200,6 +200,32 @@ def test_upstream_resources_prompts_completions(h):
            f"{msg!r}")
 
 
+def test_upstream_catalog_resources_and_templates(h):
+    # An upstream block's resources lines: a URI left out is in no list
+    # and cannot be read, not even by the template or the only-upstream
+    # fallbacks that find a URI nobody lists.
+    d, sid = start_ready(h, upstream("fake", "resources deny fake://two",
+                                     "resources deny fake://item/*"),
+                         tool="echo", builtin_tools="off")
+    id = d.new_id()
+    res = d.post(sid, rpc("resources/list", {}, id)).rpc(id)["result"]
+    expect([x["uri"] for x in res["resources"]] == ["fake://hello"],
+           f"resources/list: {res!r}")
+    id = d.new_id()
+    res = d.post(sid, rpc("resources/templates/list", {}, id)).rpc(id)
+    expect(res["result"]["resourceTemplates"] == [],
+           f"the denied template is listed: {res!r}")
+    for uri in ("fake://two", "fake://item/7"):
+        id = d.new_id()
+        msg = d.post(sid, rpc("resources/read", {"uri": uri}, id)).rpc(id)
+        expect(error_of(msg)["code"] == -32002, f"read {uri}: {msg!r}")
+    id = d.new_id()
+    msg = d.post(sid, rpc("resources/read", {"uri": "fake://hello"},
+                          id)).rpc(id)
+    expect(result_of(msg)["contents"][0]["text"] ==
+           "content of fake://hello", f"{msg!r}")
+
+
 # --------------------------------------------------------------------------
 # The program failing
 
@@ -431,6 +457,84 @@ def test_upstream_list_changed_reaches_listens_across_instances_on_redis(h):
                  "after the first update", "fake://two")
     on_a.close()
     on_b.close()
+
+
+def test_upstream_list_changed_reaches_three_instances_on_redis(h):
+    # Three instances on one Redis, each with its upstream: a list change
+    # of A's upstream reaches the listen streams of all three exactly once
+    # and A's sessions' standalone streams (docs/architecture.md, The
+    # notification hub; a session hears a change from the instance it
+    # happened on, so it is not told once per instance).
+    if REDIS_URL is None:
+        print("SKIP upstream changes across three instances: needs "
+              "MCPD_TEST_REDIS_URL")
+        return
+    a, sid = start_ready(h, upstream("fake"))
+    others = [start_ready(h, upstream("fake"))[0] for _ in range(2)]
+    filt = {"toolsListChanged": True,
+            "resourceSubscriptions": ["fake://hello"]}
+    listens = [(f"listen on {n}", _listen(d, filt, 93 + i)[0])
+               for i, (n, d) in enumerate(zip("ABC", [a, *others]))]
+    g = a.get_sse(sid)
+    expect(g.status == 200, f"GET -> {g.status}")
+    msg, _ = a.call(sid, "change", {})
+    expect(text_of(msg) == "changed", f"{msg!r}")
+    streams = [*listens, ("A's session", g)]
+    _expect_next(streams, "notifications/tools/list_changed",
+                 "after A's upstream changed")
+    # Exactly once: what follows on each stream is the next change (the
+    # fake answers a subscribe with resources/updated of its URI).
+    _subscribe(a, sid, "fake://hello")
+    _expect_next(streams, "notifications/resources/updated",
+                 "after the list change, told once", "fake://hello")
+    for _, s in streams:
+        s.close()
+
+
+def _count_method(stream, method):
+    return sum(1 for ev in stream.events_until_close(10)
+               if ev.data and method in ev.data)
+
+
+def test_upstream_changes_reach_only_endpoints_serving_them(h):
+    # Two upstreams, an endpoint for each: a change of one reaches the
+    # sessions and listen streams of the endpoint that serves it, never
+    # the other's. Counted once the daemon has stopped and every stream
+    # has ended, so a change wrongly told would be seen.
+    with_endpoints = upstream("one") + upstream("two", "prefix two_") + [
+        "endpoint /mcp/one {", "    upstreams one", "}",
+        "endpoint /mcp/two {", "    upstreams two", "}"]
+    d = h.start(extra_lines=with_endpoints, builtin_tools="off")
+    sids, gets, listens = {}, {}, {}
+    for name in ("one", "two"):
+        d.endpoint = f"/mcp/{name}"
+        sids[name] = d.initialize()
+        tool = "pid" if name == "one" else "two_pid"
+        wait_for(lambda: tool in tool_names(d, sids[name]), f"{tool} listed")
+        names = tool_names(d, sids[name])
+        expect(all(n.startswith("two_") == (name == "two") for n in names),
+               f"/mcp/{name} lists {names!r}")
+        gets[name] = d.get_sse(sids[name])
+        expect(gets[name].status == 200, f"GET on /mcp/{name}")
+        listens[name] = _listen(d, {"toolsListChanged": True},
+                                95 if name == "one" else 96)[0]
+    for name, tool in (("one", "change"), ("two", "two_change")):
+        d.endpoint = f"/mcp/{name}"
+        msg, _ = d.call(sids[name], tool, {})
+        expect(text_of(msg) == "changed", f"{tool}: {msg!r}")
+        _expect_next([(f"/mcp/{name}'s session", gets[name]),
+                      (f"/mcp/{name}'s listen", listens[name])],
+                     "notifications/tools/list_changed",
+                     f"after upstream {name} changed")
+    d.endpoint = "/mcp"
+    problems = d.stop(close_clients=False)
+    expect(not problems, f"stop: {problems!r}")
+    for name in ("one", "two"):
+        for what, s in ((f"/mcp/{name}'s session", gets[name]),
+                        (f"/mcp/{name}'s listen", listens[name])):
+            n = _count_method(s, "notifications/tools/list_changed")
+            expect(n == 0, f"{what} was told the other upstream's change "
+                   f"({n} more list_changed)")
 
 
 def _next_method(stream, what, timeout=5):

@@ -142,6 +142,7 @@ TOOLS = [
      "inputSchema": {"type": "object"}},
     {"name": "error", "description": "a JSON-RPC error",
      "inputSchema": {"type": "object"}},
+
     # Served by upstream_fake_http.py only.
     {"name": "drop", "description": "HTTP: cut the stream mid-call",
      "inputSchema": {"type": "object"}},
@@ -165,6 +166,9 @@ def call_tool(id, name, args, meta):
     token = (meta or {}).get("progressToken")
     name = name[len(PREFIX):] if name.startswith(PREFIX) else name
     if name == "echo":
+        if args.get("meta"):
+            # The request's params._meta, as JSON (tracing tests).
+            return result(id, text(json.dumps(meta or {}, sort_keys=True)))
         return result(id, text(args.get("text", "")))
     if name == "slow":
         n = int(args.get("n", 3))

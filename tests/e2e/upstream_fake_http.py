@@ -11,6 +11,7 @@ free port, written to PORTFILE.
 Tools beyond upstream_fake.py's: drop {n} sends n progress events, cuts
 the connection, then finishes (the result waits in the event store);
 forget makes the server forget the session (the next request gets 404).
+The log line of each POST names its traceparent header (tracing tests).
 """
 
 import json
@@ -152,7 +153,8 @@ class Handler(BaseHTTPRequestHandler):
         sid = self.headers.get("Mcp-Session-Id")
         method = msg.get("method")
         log(f"POST {method or 'response'} session={sid} "
-            f"version={self.headers.get('MCP-Protocol-Version')}")
+            f"version={self.headers.get('MCP-Protocol-Version')} "
+            f"traceparent={self.headers.get('traceparent')}")
         if method == "initialize":
             sid = uuid.uuid4().hex
             with LOCK:
@@ -193,9 +195,14 @@ class Handler(BaseHTTPRequestHandler):
     def _special(self, msg, st, sid):
         id = msg["id"]
         if msg["params"]["name"] == "forget":
-            fake.result(id, fake.text("forgotten"))
+            # Forgotten before the answer is written: a request sent once
+            # the answer is seen gets 404, never a stream that finds its
+            # session gone half-way and ends empty.
             with LOCK:
                 SESSIONS.pop(sid, None)
+            st.write(f"{st.key}-1", json.dumps(
+                {"jsonrpc": "2.0", "id": id, "result": fake.text("forgotten")},
+                separators=(",", ":")))
             return
         n = int((msg["params"].get("arguments") or {}).get("n", 2))
         token = (msg["params"].get("_meta") or {}).get("progressToken")

@@ -117,7 +117,8 @@ make_session(const char *version)
 	struct session	*s;
 	int		 done = 0, turns;
 
-	if ((s = session_create(version, NULL, NULL, stored_cb, &done)) == NULL)
+	if ((s = session_create(version, NULL, NULL, NULL, stored_cb,
+	    &done)) == NULL)
 		fatalx("session_create refused");
 	for (turns = 0; done == 0 && turns < MAX_TURNS; turns++)
 		event_base_loop(fz.base, EVLOOP_NONBLOCK);

@@ -141,7 +141,7 @@ check(const char *bearer, struct answer *a)
 	int	turns;
 
 	memset(a, 0, sizeof *a);
-	auth_check(bearer, answer_cb, a);
+	auth_check(bearer, NULL, answer_cb, a);
 	FUZZ_CHECK(a->calls == 0, "answered before auth_check returned");
 	for (turns = 0; turns < 8 && a->calls == 0; turns++)
 		event_base_loop(fz.base, EVLOOP_NONBLOCK);

@@ -49,7 +49,7 @@ grep -q '^# edited' "$stage/etc/mcpd/mcpd.conf" ||
     fail "install overwrote an existing mcpd.conf"
 
 # The installed binary on the installed configuration, on a free port.
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+port=$(python3 scripts/free-port)
 conf=$stage/smoke.conf
 # No drain delay: nothing balances this one instance.
 { sed "s/^listen .*/listen 127.0.0.1:$port/" "$stage/etc/mcpd/mcpd.conf"

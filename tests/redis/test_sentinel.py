@@ -15,7 +15,9 @@ primary.
 - commit primary: a failover may lose the last commits. Every client
   either resumes exactly (its ids contiguous, the call ending with its
   result or with the documented error), or is answered 410 with a
-  reason; never a gap, a repeat, or silence.
+  reason; never a gap, a repeat, or silence. A client holding an event
+  the new primary lost gets 410 ahead, also when the call's error then
+  took that event's id.
 
 Each test prints how long the failover took and how long mcpd paused.
 """
@@ -141,6 +143,9 @@ def _sdk_result(p, timeout):
                   re.M)
     expect(m is not None and m.group(2) == "0" and m.group(1) != "0" and
            p.returncode == 0, f"the SDK client failed:\n{text}")
+    o = re.search(r"the SDK client across the failover \([a-z-]+\): "
+                  r"([a-z]+)", text)
+    return o.group(1) if o else "?"
 
 
 def _stream_in_redis(dep, sid, k):
@@ -246,7 +251,7 @@ def _failover_under_load(h, commit, kill):
                    "silence")
             if c.failure is not None:
                 raise c.failure
-        _sdk_result(sdk, GRACE + 60)
+        sdk_outcome = _sdk_result(sdk, GRACE + 60)
         done = time.monotonic() - t0
         outcomes = {}
         for c in clients:
@@ -270,8 +275,9 @@ def _failover_under_load(h, commit, kill):
                    PASSWORD not in metrics,
                    f"{what}: /metrics does not name the new primary")
         print(f"  {what}: new primary named after {switched:.1f}s; mcpd "
-              f"paused {max(_paused(a), _paused(b)):.1f}s at most; all 30 "
-              f"clients done after {done:.1f}s; {outcomes}")
+              f"paused {max(_paused(a), _paused(b)):.1f}s at most; all "
+              f"{CLIENTS + 1} clients done after {done:.1f}s; {outcomes}, "
+              f"the SDK client: {sdk_outcome}")
 
 
 def test_sentinel_failover_replicas1_loses_nothing(h):

@@ -32,15 +32,30 @@
 //     only the --resource-server pairs may call (HTTP Basic), answers the
 //     JWT's claims for it with "active": true (the library's endpoint
 //     answers active for anything); any other token is inactive.
+//   - RFC 8693 token exchange (the library has none): grant_type
+//     urn:ietf:params:oauth:grant-type:token-exchange at /token, for an
+//     authenticated client, with a subject_token this server signed: a
+//     token for the same sub, aud the request's resource (or audience),
+//     act {sub: the client}, or 400 invalid_grant / invalid_target;
+//   - token lifetimes the test sets (/test/config), so that expiry and
+//     refresh happen within a test, and a jti in every token, so that
+//     two tokens of one second differ.
 // The test's own controls are under /test/:
 //   POST /test/rotate     new signing key; answers {"kid":NEW,"previous":OLD}
-//   GET  /test/stats      {"requests":{PATH:COUNT,...},"kid":CURRENT}
+//   POST /test/config     body {"cc_expires_in"?:S, "exchange_expires_in"?:S,
+//                         "refuse_subjects"?:[SUB,...]}: the lifetime of
+//                         client credentials and exchanged tokens, and the
+//                         subjects whose exchanges are refused
+//                         (invalid_target)
+//   GET  /test/stats      {"requests":{PATH:COUNT,...},"kid":CURRENT,
+//                         "grants":{"client_credentials":N,"exchange":N,
+//                         "refused":N}}
 //   POST /test/sign       body {"claims":{...},"kid"?:K,"unpublished"?:true,
 //                         "expires_in"?:S}: a JWT with the issuer's iss, iat,
 //                         nbf and exp, then the given claims (a null claim
 //                         is left out), signed with the current key, key K,
 //                         or a key that no JWKS ever shows.
-import { randomBytes } from 'node:crypto';
+import { createPublicKey, randomBytes, verify } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { createServer as createTlsServer } from 'node:https';
@@ -96,6 +111,9 @@ if (clients.size === 0)
 const issuer = new OAuth2Issuer();
 const service = new OAuth2Service(issuer);
 const requests = {};
+const grants = { client_credentials: 0, exchange: 0, refused: 0 };
+const config = { cc_expires_in: null, exchange_expires_in: 3600,
+    refuse_subjects: [] };
 let signingKid;
 
 // Tokens are signed by the key the rotation made current, not in turns.
@@ -165,6 +183,11 @@ service.on('beforeTokenSigning', (token, req) => {
 		token.payload.aud = resource;
 	if (token.payload.scope === undefined)
 		delete token.payload.scope;
+	if (req.body?.grant_type === 'client_credentials' &&
+	    config.cc_expires_in !== null)
+		token.payload.exp = token.payload.iat + config.cc_expires_in;
+	// Two tokens of one second differ, as a real server's do.
+	token.payload.jti = randomBytes(12).toString('hex');
 });
 
 // Opaque token -> the claims of the JWT it stands for.
@@ -178,6 +201,12 @@ service.on('beforeResponse', (response, req) => {
 		    error_description: 'unknown client or wrong secret' };
 		return;
 	}
+	if (req.body?.grant_type === 'client_credentials' &&
+	    response.statusCode === 200) {
+		grants.client_credentials++;
+		if (config.cc_expires_in !== null)
+			response.body.expires_in = config.cc_expires_in;
+	}
 	const jwt = response.body?.access_token;
 	if (response.statusCode === 200 && opaqueClients.has(client.id) &&
 	    typeof jwt === 'string') {
@@ -188,6 +217,80 @@ service.on('beforeResponse', (response, req) => {
 		response.body.access_token = token;
 	}
 });
+
+// The claims of a JWT this server signed with a key of its JWKS, or null.
+function verified(token) {
+	const parts = typeof token === 'string' ? token.split('.') : [];
+	if (parts.length !== 3)
+		return null;
+	try {
+		const header = JSON.parse(Buffer.from(parts[0], 'base64url'));
+		const jwk = keys.toJSON().find((k) => k.kid === header.kid);
+		if (!jwk || header.alg !== ALG)
+			return null;
+		const ok = verify('RSA-SHA256', Buffer.from(`${parts[0]}.` +
+		    `${parts[1]}`), createPublicKey({ key: jwk, format: 'jwk' }),
+		    Buffer.from(parts[2], 'base64url'));
+		const claims = JSON.parse(Buffer.from(parts[1], 'base64url'));
+		if (!ok || claims.iss !== issuer.url ||
+		    !(claims.exp > Date.now() / 1000))
+			return null;
+		return claims;
+	} catch {
+		return null;
+	}
+}
+
+const EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
+const ACCESS_TOKEN = 'urn:ietf:params:oauth:token-type:access_token';
+
+// RFC 8693 2.1-2.2, for an authenticated client.
+async function exchange(req, res, form) {
+	const client = tokenClient(req);
+	if (!authenticated(client))
+		return send(res, 401, { error: 'invalid_client',
+		    error_description: 'unknown client or wrong secret' });
+	if (![ACCESS_TOKEN, 'urn:ietf:params:oauth:token-type:jwt']
+	    .includes(form.subject_token_type))
+		return send(res, 400, { error: 'invalid_request',
+		    error_description: 'unsupported subject_token_type' });
+	const subject = verified(form.subject_token);
+	if (subject === null)
+		return send(res, 400, { error: 'invalid_grant',
+		    error_description: 'the subject_token is not valid' });
+	const audience = form.resource ?? form.audience;
+	if (typeof audience !== 'string' ||
+	    config.refuse_subjects.includes(subject.sub)) {
+		grants.refused++;
+		return send(res, 400, { error: 'invalid_target',
+		    error_description: `no token for ${subject.sub} at ` +
+		    `${audience}` });
+	}
+	grants.exchange++;
+	const claims = { sub: subject.sub, aud: audience,
+	    jti: randomBytes(12).toString('hex'),
+	    act: { sub: client.id }, client_id: subject.client_id ?? null,
+	    scope: form.scope ?? null };
+	const token = await sign({ claims,
+	    expires_in: config.exchange_expires_in });
+	return send(res, 200, { access_token: token,
+	    issued_token_type: ACCESS_TOKEN, token_type: 'Bearer',
+	    expires_in: config.exchange_expires_in });
+}
+
+/*
+ * POST /token: a token exchange is this file's; anything else goes to the
+ * library with the form read here (its body parser finds the request
+ * finished and keeps req.body).
+ */
+async function token(req, res) {
+	const form = Object.fromEntries(new URLSearchParams(
+	    await readBody(req)));
+	req.body = form;
+	if (form.grant_type === EXCHANGE)
+		return exchange(req, res, form);
+	service.requestHandler(req, res);
+}
 
 async function introspect(req, res) {
 	const rs = basicCredentials(req);
@@ -245,7 +348,7 @@ function metadata() {
 		jwks_uri: `${base}/jwks`,
 		introspection_endpoint: `${base}/introspect`,
 		grant_types_supported: ['client_credentials',
-		    'authorization_code'],
+		    'authorization_code', EXCHANGE],
 		token_endpoint_auth_methods_supported: ['client_secret_basic',
 		    'client_secret_post'],
 		response_types_supported: ['code'],
@@ -287,7 +390,20 @@ async function control(req, res, path) {
 	if (req.method === 'POST' && path === '/test/rotate')
 		return send(res, 200, await rotate());
 	if (req.method === 'GET' && path === '/test/stats')
-		return send(res, 200, { requests, kid: signingKid });
+		return send(res, 200, { requests, kid: signingKid, grants });
+	if (req.method === 'POST' && path === '/test/config') {
+		let spec;
+		try {
+			spec = await readJson(req);
+		} catch (e) {
+			return send(res, 400, { error: String(e) });
+		}
+		for (const k of Object.keys(config)) {
+			if (spec[k] !== undefined)
+				config[k] = spec[k];
+		}
+		return send(res, 200, config);
+	}
 	if (req.method === 'POST' && path === '/test/sign') {
 		let spec;
 		try {
@@ -316,6 +432,11 @@ function handle(req, res) {
 	if (req.method === 'GET' &&
 	    path === '/.well-known/oauth-authorization-server')
 		return send(res, 200, metadata());
+	if (req.method === 'POST' && path === '/token') {
+		token(req, res).catch((e) => send(res, 400,
+		    { error: 'invalid_request', error_description: String(e) }));
+		return;
+	}
 	if (req.method === 'POST' && path === '/introspect') {
 		introspect(req, res).catch((e) => send(res, 400,
 		    { error: 'invalid_request', error_description: String(e) }));

@@ -2,7 +2,10 @@
 # Run the official MCP TypeScript SDK clients against a real mcpd: the v1
 # SDK on sessions (client_test.mjs), the v2 client on the stateless
 # 2026-07-28 path (client_v2_test.mjs), and the v2 client with the tasks
-# extension package (client_v2_tasks_test.mjs). Then the v1 SDK's
+# extension package (client_v2_tasks_test.mjs); both on two endpoints with
+# their own tools and scopes (endpoints_test.mjs). Then the v1 client with
+# OpenTelemetry's API context against a daemon that exports spans to the
+# test's own receiver (otel_test.mjs). Then the v1 SDK's
 # cut-and-resume with events in flight (cut_test.mjs) against a daemon per
 # retention, on the memory log and, when MCPD_TEST_REDIS_URL is set
 # (scripts/with-redis), on Redis.
@@ -38,7 +41,8 @@ if ! command -v node >/dev/null 2>&1; then
 fi
 if [ ! -d "$dir/node_modules/@modelcontextprotocol/sdk" ] ||
     [ ! -d "$dir/node_modules/@modelcontextprotocol/client" ] ||
-    [ ! -d "$dir/node_modules/@modelcontextprotocol/ext-tasks" ]; then
+    [ ! -d "$dir/node_modules/@modelcontextprotocol/ext-tasks" ] ||
+    [ ! -d "$dir/node_modules/@opentelemetry/context-async-hooks" ]; then
 	echo "== npm ci in $dir (node_modules missing)"
 	(cd "$dir" && npm ci --no-audit --no-fund --loglevel=error) >&2
 fi
@@ -178,6 +182,70 @@ run_client client_test
 run_client client_v2_test
 run_client client_v2_tasks_test
 stop_mcpd
+
+# Endpoints (issue 26, endpoints_test.mjs): two endpoints with their own
+# tools and scopes, static tokens from a token_file (carol has both scopes,
+# alice one).
+carol=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+alice=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+{
+	printf '%s carol team-echo team-fixtures\n' \
+	    "$(printf %s "$carol" | sha256sum | cut -d' ' -f1)"
+	printf '%s alice team-echo\n' \
+	    "$(printf %s "$alice" | sha256sum | cut -d' ' -f1)"
+} >"$tmp/tokens"
+cat >"$tmp/mcpd.conf" <<EOF
+# written by tests/sdk/run.sh
+listen 127.0.0.1:0
+endpoint /mcp
+eventlog memory
+builtin_tools on
+fixtures conformance
+drain_delay 0
+auth {
+    resource https://mcpd.test/mcp
+    authorization_server https://auth.mcpd.test
+    token_file $tmp/tokens
+}
+endpoint /mcp/echo {
+    tools echo
+    prompts deny *
+    resources deny *
+    scopes team-echo
+}
+endpoint /mcp/fixtures {
+    tools test_*
+    scopes team-fixtures
+}
+EOF
+if start_mcpd; then
+	run_client endpoints_test "$carol" "$alice"
+	stop_mcpd
+else
+	status=1
+fi
+
+# Issue 27 (otel_test.mjs): the SDK client with OpenTelemetry's API
+# context; mcpd exports to the script's own OTLP receiver, on a port
+# picked here.
+otelport=$(node -e 'const s=require("net").createServer();
+s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close();})')
+cat >"$tmp/mcpd.conf" <<EOF
+# written by tests/sdk/run.sh
+listen 127.0.0.1:0
+endpoint /mcp
+eventlog memory
+builtin_tools on
+drain_delay 0
+otel_endpoint http://127.0.0.1:$otelport
+otel_interval_ms 50
+EOF
+if start_mcpd; then
+	run_client otel_test "$otelport"
+	stop_mcpd
+else
+	status=1
+fi
 
 # Events in flight at a cut (issue 22, cut_test.mjs): a `stream` call of
 # 160 events cut early, in the middle and late under block, with

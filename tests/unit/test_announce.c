@@ -23,17 +23,20 @@ static struct eventlog		*el;
 struct heard {
 	int	n[ANNOUNCE_KIND_MAX];
 	char	uri[64];
+	char	source[64];
 	int	lost;
 };
 
 static void
-heard_cb(enum announce_kind kind, const char *uri, void *arg)
+heard_cb(enum announce_kind kind, const char *uri, const char *source,
+    void *arg)
 {
 	struct heard	*h = arg;
 
 	ck_assert_int_lt(kind, ANNOUNCE_KIND_MAX);
 	h->n[kind]++;
 	strlcpy(h->uri, uri, sizeof h->uri);
+	strlcpy(h->source, source, sizeof h->source);
 }
 
 static void
@@ -91,9 +94,17 @@ START_TEST(test_announce_once_each)
 	ck_assert_int_eq(a.n[ANNOUNCE_RESOURCE_UPDATED], 1);
 	ck_assert_int_eq(b.n[ANNOUNCE_RESOURCE_UPDATED], 1);
 	ck_assert_str_eq(b.uri, "test://x");
+	ck_assert_str_eq(b.source, "");
+	/* An upstream's change names it as its source. */
+	announce_change_from(ANNOUNCE_RESOURCE_UPDATED, "test://y", "up1");
+	ck_assert_int_eq(a.n[ANNOUNCE_RESOURCE_UPDATED], 2);
+	ck_assert_int_eq(b.n[ANNOUNCE_RESOURCE_UPDATED], 2);
+	ck_assert_str_eq(a.uri, "test://y");
+	ck_assert_str_eq(a.source, "up1");
+	ck_assert_str_eq(b.source, "up1");
 	/* Nothing comes later: the memory log publishes nothing. */
 	unit_turns(base, 5);
-	ck_assert_int_eq(b.n[ANNOUNCE_RESOURCE_UPDATED], 1);
+	ck_assert_int_eq(b.n[ANNOUNCE_RESOURCE_UPDATED], 2);
 	ck_assert_int_eq(b.lost, 0);
 	announce_unsubscribe(&everywhere, &b);
 	announce_change(ANNOUNCE_PROMPTS, NULL);

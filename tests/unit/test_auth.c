@@ -187,7 +187,7 @@ check(const char *header)
 	struct answer	a;
 
 	memset(&a, 0, sizeof a);
-	auth_check(header, answer_cb, &a);
+	auth_check(header, NULL, answer_cb, &a);
 	ck_assert_int_eq(a.calls, 0);
 	unit_turns(base, 3);
 	ck_assert_int_eq(a.calls, 1);
@@ -458,7 +458,7 @@ START_TEST(test_challenge_and_metadata)
 	    "scope=\"mcp deploy\", resource_metadata=\"https://") == s);
 	free(s);
 
-	md = auth_metadata();
+	md = auth_metadata(NULL);
 	text = cJSON_PrintUnformatted(md);
 	ck_assert_str_eq(text, "{\"resource\":\"" RESOURCE "\","
 	    "\"authorization_servers\":[\"" ISSUER "\"],"
@@ -482,10 +482,10 @@ START_TEST(test_challenge_and_metadata)
 	ck_assert(auth_scope_allowed(p, provider_tool_scope("open")));
 	ck_assert(auth_scope_allowed(p, provider_tool_scope("no-such-tool")));
 	auth_principal_unref(p);
-	s = auth_scopes_needed(provider_tool_scope("deploy"));
+	s = auth_scopes_needed(NULL, provider_tool_scope("deploy"));
 	ck_assert_str_eq(s, "mcp deploy");
 	free(s);
-	s = auth_scopes_needed(provider_tool_scope("status"));
+	s = auth_scopes_needed(NULL, provider_tool_scope("status"));
 	ck_assert_str_eq(s, "mcp");
 	free(s);
 	provider_shutdown();
@@ -546,7 +546,7 @@ START_TEST(test_shutdown_answers_waiting)
 	memcpy(strstr(h, "Bearer ") + 7, "eyJhbGciOiJFZERTQSIsImtpZCI6Im"
 	    "syIn0", 35);	/* kid k2: not in jwks_file */
 	memset(&a, 0, sizeof a);
-	auth_check(h, answer_cb, &a);
+	auth_check(h, NULL, answer_cb, &a);
 	free(h);
 	ck_assert_int_eq(a.calls, 0);
 	ck_assert_uint_eq(auth_pending(), 1);

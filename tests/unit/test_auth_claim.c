@@ -129,11 +129,16 @@ static const struct aud auds[] = {
 	{ "7", 0 },
 };
 
+/* What a principal keeps of aud decides which resource it is for. */
 START_TEST(test_aud)
 {
-	cJSON	*a = json(auds[_i].aud);
+	cJSON			*a = json(auds[_i].aud);
+	struct auth_principal	*p;
 
-	ck_assert_int_eq(auth_claim_aud(a, RESOURCE), auds[_i].want);
+	p = auth_principal_new("iss", "sub", NULL, NULL);
+	auth_principal_set_claims(p, a, 0);
+	ck_assert_int_eq(auth_principal_audience(p, RESOURCE), auds[_i].want);
+	auth_principal_unref(p);
 	cJSON_Delete(a);
 }
 END_TEST

@@ -26,7 +26,10 @@ static const char *all_keys[] = {
 	"sse_high_watermark", "sse_keepalive", "sse_retry_ms",
 	"slow_consumer_grace_ms", "backpressure_request",
 	"backpressure_standalone", "builtin_tools", "fixtures",
-	"max_children", "tool", "log_level", "auth"
+	"max_children", "tool", "log_level", "auth", "otel_endpoint",
+	"otel_header", "otel_sample", "otel_service_name", "otel_instance_id",
+	"otel_resource", "otel_queue", "otel_batch", "otel_interval_ms",
+	"otel_timeout"
 };
 
 /* Parse "key value" and return the conf. */
@@ -128,6 +131,15 @@ check_defaults(const struct conf *conf)
 	ck_assert_ptr_null(conf->allowed_origins[0]);
 	ck_assert_uint_eq(conf->nallowed_origins, 0);
 	ck_assert_int_eq(conf->log_level, LOG_LEVEL_INFO);
+	ck_assert_ptr_null(conf->otel_headers);
+	ck_assert_uint_eq(conf->notel_headers, 0);
+	ck_assert(conf->otel_sample == 1.0);
+	ck_assert_str_eq(conf->otel_service_name, "mcpd");
+	ck_assert_ptr_null(conf->otel_instance_id);
+	ck_assert_int_eq(conf->otel_queue, 4096);
+	ck_assert_int_eq(conf->otel_batch, 512);
+	ck_assert_int_eq(conf->otel_interval_ms, 1000);
+	ck_assert_int_eq(conf->otel_timeout, 10);
 }
 
 START_TEST(test_defaults)
@@ -681,12 +693,12 @@ START_TEST(test_eventlog_credentials)
 
 	xasprintf(&text, "eventlog redis://:pw@h\nredis_password_file %s\n",
 	    path);
-	expect_error(text, "t.conf: a password is in both the eventlog URL "
+	expect_error(text, "t.conf:1: a password is in both the eventlog URL "
 	    "and redis_password_file");
 	free(text);
-	expect_error("eventlog redis://u:p@h\nredis_user v\n", "t.conf: a "
+	expect_error("eventlog redis://u:p@h\nredis_user v\n", "t.conf:1: a "
 	    "user is in both the eventlog URL and redis_user");
-	expect_error("eventlog redis://h\nredis_user v\n", "t.conf: a Redis "
+	expect_error("eventlog redis://h\nredis_user v\n", "t.conf:1: a Redis "
 	    "user needs a password (in the eventlog URL, or "
 	    "redis_password_file)");
 	expect_error("eventlog redis://h\nredis_password_file /nonexistent\n",
@@ -705,19 +717,19 @@ START_TEST(test_eventlog_credentials)
 	rmdir(dir);
 
 	expect_error("eventlog redis://h\nredis_tls_ca_file /ca.pem\n",
-	    "t.conf: redis_tls_* directives are set, but the eventlog address "
+	    "t.conf:1: redis_tls_* directives are set, but the eventlog address "
 	    "does not use TLS (rediss://, or redis-sentinel:// or "
 	    "redis-cluster:// with redis_tls on)");
-	expect_error("eventlog redis://h\nredis_tls on\n", "t.conf: "
+	expect_error("eventlog redis://h\nredis_tls on\n", "t.conf:1: "
 	    "redis_tls on is for redis-sentinel:// and redis-cluster:// "
 	    "addresses (one server over TLS is rediss://)");
 	expect_error("eventlog rediss://h\nredis_tls_cert_file /c.pem\n",
-	    "t.conf: redis_tls_cert_file and redis_tls_key_file go together");
-	expect_error("eventlog redis://h\nredis_sentinel_user u\n", "t.conf: "
+	    "t.conf:1: redis_tls_cert_file and redis_tls_key_file go together");
+	expect_error("eventlog redis://h\nredis_sentinel_user u\n", "t.conf:1: "
 	    "redis_sentinel_user and redis_sentinel_password_file are for "
 	    "redis-sentinel:// addresses");
 	expect_error("eventlog redis-sentinel://s/m\nredis_sentinel_user u\n",
-	    "t.conf: redis_sentinel_user needs redis_sentinel_password_file");
+	    "t.conf:1: redis_sentinel_user needs redis_sentinel_password_file");
 	conf = parse_ok("eventlog rediss://h\nredis_tls_ca_file /ca.pem\n"
 	    "redis_tls_server_name r.example\nredis_tls_verify off\n");
 	ck_assert_str_eq(conf->redis_tls_ca_file, "/ca.pem");
@@ -767,7 +779,7 @@ START_TEST(test_eventlog_reload)
 	new->redis_user = strdup("v");
 	ck_assert_int_eq(conf_keep_restart_only(new, old, names, 8, &n,
 	    &cause), -1);
-	ck_assert_str_eq(cause, "t.conf: a user is in both the eventlog URL "
+	ck_assert_str_eq(cause, "t.conf:1: a user is in both the eventlog URL "
 	    "and redis_user");
 	free(cause);
 	conf_free(new);
@@ -1104,8 +1116,10 @@ START_TEST(test_directive_errors)
 	    "t.conf:2: duplicate allowed_origins (first set on line 1)");
 	expect_error("eventlog memory\neventlog memory\n",
 	    "t.conf:2: duplicate eventlog (first set on line 1)");
+	expect_error("stream_ttl 10 {\nfoo\n}\n",
+	    "t.conf:1: stream_ttl does not take a block");
 	expect_error("endpoint /x {\nfoo\n}\n",
-	    "t.conf:1: endpoint does not take a block");
+	    "t.conf:2: unknown directive \"foo\"");
 	/* The first error in the file is the one reported. */
 	expect_error("stream_maxlen 0\nfoo\n",
 	    "t.conf:1: stream_maxlen: 0 out of range (1 to 1000000)");
@@ -1463,6 +1477,10 @@ START_TEST(test_example_uncommented)
 	ck_assert_uint_eq(conf->nallowed_origins, 2);
 	ck_assert_str_eq(conf->allowed_origins[0], "https://app.example.com");
 	conf->builtin_tools = 0;
+	/* Its examples: tracing on, one resource attribute. */
+	ck_assert_str_eq(conf->otel_endpoint,
+	    "http://127.0.0.1:4318/v1/traces");
+	ck_assert_uint_eq(conf->notel_resource, 1);
 	conf->nallowed_origins = 0;	/* check_defaults wants none */
 	free(conf->allowed_origins[0]);
 	free(conf->allowed_origins[1]);
@@ -1470,6 +1488,77 @@ START_TEST(test_example_uncommented)
 	check_defaults(conf);
 	conf_free(conf);
 	free(gen);
+}
+END_TEST
+
+/* The tracing directives: the endpoint, headers from files, the ratio. */
+START_TEST(test_otel)
+{
+	struct conf	*conf;
+	char		 path[64], text[256];
+	FILE		*f;
+
+	conf = parse_ok("otel_endpoint none\n");
+	ck_assert_ptr_null(conf->otel_endpoint);
+	conf_free(conf);
+	/* An empty path or "/" gets /v1/traces; any other is kept. */
+	conf = parse_ok("otel_endpoint http://collector:4318\n");
+	ck_assert_str_eq(conf->otel_endpoint,
+	    "http://collector:4318/v1/traces");
+	conf_free(conf);
+	conf = parse_ok("otel_endpoint https://c.example/\n");
+	ck_assert_str_eq(conf->otel_endpoint, "https://c.example/v1/traces");
+	conf_free(conf);
+	conf = parse_ok("otel_endpoint http://c:4318/otlp/v1/traces?x=1\n");
+	ck_assert_str_eq(conf->otel_endpoint,
+	    "http://c:4318/otlp/v1/traces?x=1");
+	conf_free(conf);
+	expect_error_has("otel_endpoint ftp://c\n", "not none, nor");
+	expect_error_has("otel_endpoint http://u:p@c/\n", "credentials");
+	expect_error_has("otel_endpoint http:///v1/traces\n", "a host");
+
+	conf = parse_ok("otel_sample 0.25\notel_instance_id pod-7\n"
+	    "otel_resource deployment.environment.name=prod k=v\n");
+	ck_assert(conf->otel_sample == 0.25);
+	ck_assert_str_eq(conf->otel_instance_id, "pod-7");
+	ck_assert_uint_eq(conf->notel_resource, 2);
+	ck_assert_str_eq(conf->otel_resource[1], "k=v");
+	conf_free(conf);
+	expect_error_has("otel_sample 1.5\n", "ratio from 0 to 1");
+	expect_error_has("otel_sample -0\n", "ratio from 0 to 1");
+	expect_error_has("otel_sample nan\n", "ratio from 0 to 1");
+	expect_error_has("otel_resource novalue\n", "KEY=VALUE");
+	expect_error_has("otel_resource b@d=1\n", "attribute name");
+
+	/* A header's value is its file's first line, kept with its name. */
+	snprintf(path, sizeof path, "/tmp/mcpd-unit-otel-%ld", (long)getpid());
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("Bearer s3cret\nignored\n", f);
+	fclose(f);
+	snprintf(text, sizeof text, "otel_header Authorization %s\n"
+	    "otel_header X-Scope-OrgID %s\n", path, path);
+	conf = parse_ok(text);
+	ck_assert_uint_eq(conf->notel_headers, 2);
+	ck_assert_str_eq(conf->otel_headers[0], "Authorization: Bearer s3cret");
+	ck_assert_str_eq(conf->otel_headers[1], "X-Scope-OrgID: Bearer s3cret");
+	conf_free(conf);
+	snprintf(text, sizeof text, "otel_header Authorization %s\n"
+	    "otel_header authorization %s\n", path, path);
+	expect_error_has(text, "duplicate header");
+	snprintf(text, sizeof text, "otel_header Content-Type %s\n", path);
+	expect_error_has(text, "set by mcpd");
+	snprintf(text, sizeof text, "otel_header Bad:Name %s\n", path);
+	expect_error_has(text, "not a header name");
+	expect_error_has("otel_header X-Key /nonexistent/mcpd\n",
+	    "No such file");
+	expect_error_has("otel_header X-Key\n", "NAME FILE");
+	/* The value is never in a cause: an empty file says so bare. */
+	f = fopen(path, "w");
+	fclose(f);
+	snprintf(text, sizeof text, "otel_header X-Key %s\n", path);
+	expect_error_has(text, "one line of 1 to");
+	unlink(path);
 }
 END_TEST
 
@@ -1540,6 +1629,7 @@ conf_suite(void)
 	tcase_add_test(tc, test_example_file);
 	tcase_add_test(tc, test_example_uncommented);
 	tcase_add_test(tc, test_generated_text);
+	tcase_add_test(tc, test_otel);
 	suite_add_tcase(s, tc);
 	return (s);
 }

@@ -216,7 +216,7 @@ START_TEST(test_nul_initialize)
 		    &cause);
 		ck_assert_ptr_nonnull(req);
 		cause = NULL;
-		ck_assert_ptr_null(dispatch_initialize(req, NULL, &why, &cause,
+		ck_assert_ptr_null(dispatch_initialize(req, NULL, NULL, &why, &cause,
 		    NULL, NULL));
 		ck_assert_int_eq(why, DISPATCH_INVALID);
 		ck_assert_ptr_nonnull(cause);

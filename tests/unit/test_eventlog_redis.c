@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
@@ -549,6 +550,135 @@ keyring(uint64_t period, const char *fresh1, const char *fresh2, char **cur)
 	res_clear(&r);
 	return (status);
 }
+
+/* A limit's take or slot, waited for: what it answered. */
+struct taken {
+	struct res		r;
+	struct eventlog_taken	t;
+	int			granted;
+};
+
+static void
+taken_cb(enum eventlog_status status, const struct eventlog_taken *t,
+    void *arg)
+{
+	struct taken	*k = arg;
+
+	res_called(&k->r, status, NULL);
+	if (t != NULL)
+		k->t = *t;
+}
+
+static struct eventlog_taken
+take(const char *key, uint64_t rate, uint64_t burst, uint64_t quota,
+    uint64_t want, uint64_t min, uint64_t back, uint64_t back_day)
+{
+	struct eventlog_take	t = { key, rate, 60000, burst, quota, want,
+				    min, back, back_day };
+	struct taken		k;
+
+	memset(&k, 0, sizeof k);
+	eventlog_take(el, &t, taken_cb, &k);
+	wait_for(&k.r);
+	expect_status(k.r.status, EVENTLOG_OK);
+	res_clear(&k.r);
+	return (k.t);
+}
+
+static void
+slot_cb(enum eventlog_status status, int granted, void *arg)
+{
+	struct taken	*k = arg;
+
+	res_called(&k->r, status, NULL);
+	k->granted = granted;
+}
+
+static int
+slot(enum eventlog_slot_op op, const char *key, uint64_t max,
+    const char *member)
+{
+	struct taken	k;
+
+	memset(&k, 0, sizeof k);
+	eventlog_slot(el, op, key, max, 60000, &member, 1, slot_cb, &k);
+	wait_for(&k.r);
+	expect_status(k.r.status, EVENTLOG_OK);
+	res_clear(&k.r);
+	return (k.granted);
+}
+
+/*
+ * Limits: a bucket (one token a minute, so none comes back during the
+ * test) grants what it holds, refuses with the time until min is due,
+ * takes back what is given (never past the burst, to the quota only the
+ * same day); the quota refuses until midnight; slots bound members, and
+ * one that lapsed (its score in the past) frees its place.
+ */
+START_TEST(test_limit_layout)
+{
+	struct eventlog_taken	t;
+	char			key[64], skey[96];
+	long long		ttl;
+	redisReply		*reply;
+
+	snprintf(key, sizeof key, "lim:%s", SID);
+	t = take(key, 1, 3, 0, 5, 1, 0, 0);
+	ck_assert_uint_eq(t.granted, 3);
+	t = take(key, 1, 3, 0, 2, 1, 0, 0);
+	ck_assert_uint_eq(t.granted, 0);
+	ck_assert(t.wait_ms > 50000 && t.wait_ms <= 60000 && !t.quota);
+	ttl = sync_integer(sync_command("PTTL mcpd:{l:%s}:b", key));
+	ck_assert(ttl > 60000 && ttl <= 3 * 60000 + 1000);
+	reply = sync_command("HGET mcpd:{l:%s}:b t", key);
+	ck_assert_int_eq(reply->type, REDIS_REPLY_STRING);
+	ck_assert(strchr(reply->str, 'e') == NULL);	/* no exponent */
+	freeReplyObject(reply);
+	/* Given back: 2 of them, and never past the burst. */
+	t = take(key, 1, 3, 0, 0, 0, 2, 0);
+	ck_assert_uint_eq(t.granted, 0);
+	t = take(key, 1, 3, 0, 5, 1, 0, 0);
+	ck_assert_uint_eq(t.granted, 2);
+	t = take(key, 1, 3, 0, 0, 0, 50, 0);
+	t = take(key, 1, 3, 0, 5, 5, 0, 0);
+	ck_assert_uint_eq(t.granted, 0);	/* 3 < min 5: none */
+	t = take(key, 1, 3, 0, 5, 3, 0, 0);
+	ck_assert_uint_eq(t.granted, 3);
+
+	/* A quota of 4 a day, no rate: then refused until midnight. */
+	snprintf(key, sizeof key, "quota:%s", SID);
+	t = take(key, 0, 0, 4, 3, 1, 0, 0);
+	ck_assert_uint_eq(t.granted, 3);
+	t = take(key, 0, 0, 4, 3, 1, 0, 0);
+	ck_assert_uint_eq(t.granted, 1);
+	t = take(key, 0, 0, 4, 1, 1, 0, 0);
+	ck_assert(t.granted == 0 && t.quota);
+	ck_assert(t.wait_ms > 0 && t.wait_ms <= 86400000);
+	ck_assert_uint_eq(t.day, (uint64_t)time(NULL) / 86400);
+	/* Given back the same day: counted again; another day's: not. */
+	t = take(key, 0, 0, 4, 0, 0, 1, t.day - 1);
+	t = take(key, 0, 0, 4, 1, 1, 0, 0);
+	ck_assert_uint_eq(t.granted, 0);
+	t = take(key, 0, 0, 4, 0, 0, 1, t.day);
+	t = take(key, 0, 0, 4, 1, 1, 0, 0);
+	ck_assert_uint_eq(t.granted, 1);
+
+	/* Slots. */
+	snprintf(key, sizeof key, "slots:%s", SID);
+	snprintf(skey, sizeof skey, "mcpd:{l:%s}:c", key);
+	ck_assert_int_eq(slot(EVENTLOG_SLOT_TAKE, key, 1, "a:1"), 1);
+	ck_assert_int_eq(slot(EVENTLOG_SLOT_TAKE, key, 1, "a:2"), 0);
+	/* One a member holds already is its own (sent again). */
+	ck_assert_int_eq(slot(EVENTLOG_SLOT_TAKE, key, 1, "a:1"), 1);
+	ck_assert_int_eq(slot(EVENTLOG_SLOT_RENEW, key, 0, "a:1"), 1);
+	ck_assert_int_eq(slot(EVENTLOG_SLOT_FREE, key, 0, "a:1"), 1);
+	ck_assert_int_eq(slot(EVENTLOG_SLOT_TAKE, key, 1, "b:1"), 1);
+	/* b:1's instance died: its member lapses, as if its time was over. */
+	freeReplyObject(sync_command("ZADD %s 1 b:1", skey));
+	ck_assert_int_eq(slot(EVENTLOG_SLOT_TAKE, key, 1, "c:1"), 1);
+	ck_assert_int_eq(sync_integer(sync_command("ZCARD %s", skey)), 1);
+}
+END_TEST
 
 /*
  * The keyring is the hash mcpd:{keyring}:keys, without a lifetime, and
@@ -1456,7 +1586,7 @@ START_TEST(test_setup_refused)
 	redisFree(c);
 
 	ck_assert_msg(count_lines(out, "command connection failed "
-	    "(SCRIPT LOAD refused: NOAUTH Authentication required. (Redis "
+	    "(INFO refused: NOAUTH Authentication required. (Redis "
 	    "wants a password") == 1, "log: %s", out);
 	ck_assert_msg(count_lines(out, "eventlog=") == 2, "log: %s", out);
 	free(out);
@@ -2075,6 +2205,7 @@ eventlog_redis_suite(void)
 	tcase_add_test(tc, test_layout);
 	tcase_add_test(tc, test_task_layout);
 	tcase_add_test(tc, test_keyring_layout);
+	tcase_add_test(tc, test_limit_layout);
 	tcase_add_test(tc, test_pipeline);
 	tcase_add_test(tc, test_append_batches);
 	tcase_add_test(tc, test_append_batch_maxlen);

@@ -5,8 +5,11 @@
  * connection; a streaming response handed over by chunks and aborted from
  * the chunk callback; cancel; shutdown; a raw peer announcing a chunk or
  * a Content-Length past the bound, or a line that never ends; the idle
- * bound. In every case done runs exactly
- * once, never inside http_client_start or http_client_cancel.
+ * bound; keepalive connections: reused, never after an error or a close,
+ * dropped when the server closes them idle, and a request the server cut
+ * on a reused connection sent again when it is idempotent. In every case
+ * done runs exactly once, never inside http_client_start or
+ * http_client_cancel.
  */
 #include <sys/socket.h>
 
@@ -34,6 +37,7 @@ static struct evhttp		*http;
 static int			 port;
 static struct evhttp_request	*held;		/* /slow, never answered */
 static struct evhttp_request	*streaming;	/* /stream, left open */
+static int			 peer_port;	/* of the last request */
 
 struct outcome {
 	int		 done;
@@ -55,17 +59,32 @@ server_cb(struct evhttp_request *req, void *arg)
 	struct evkeyvalq *in = evhttp_request_get_input_headers(req);
 	struct evbuffer	*body = evhttp_request_get_input_buffer(req);
 	const char	*h;
+	enum evhttp_cmd_type cmd;
 	int		 i;
 
+	char		*addr;
+	ev_uint16_t	 pport;
+
+	evhttp_connection_get_peer(evhttp_request_get_connection(req), &addr,
+	    &pport);
+	peer_port = pport;
 	evhttp_add_header(evhttp_request_get_output_headers(req), "X-Test",
 	    "yes");
-	if (strcmp(uri, "/ok") == 0) {
+	if (strcmp(uri, "/close") == 0) {
+		evhttp_add_header(evhttp_request_get_output_headers(req),
+		    "Connection", "close");
+		evbuffer_add_printf(buf, "bye");
+		evhttp_send_reply(req, 200, "OK", buf);
+	} else if (strcmp(uri, "/ok") == 0) {
 		evbuffer_add_printf(buf, "hello");
 		evhttp_send_reply(req, 200, "OK", buf);
 	} else if (strcmp(uri, "/echo?q=1") == 0) {
 		h = evhttp_find_header(in, "X-Who");
-		evbuffer_add_printf(buf, "%s %s ", evhttp_request_get_command(
-		    req) == EVHTTP_REQ_POST ? "POST" : "?", h != NULL ? h : "-");
+		cmd = evhttp_request_get_command(req);
+		evbuffer_add_printf(buf, "%s %s ",
+		    cmd == EVHTTP_REQ_POST ? "POST" :
+		    cmd == EVHTTP_REQ_PATCH ? "PATCH" : "?",
+		    h != NULL ? h : "-");
 		evbuffer_add_buffer(buf, body);
 		evhttp_send_reply(req, 201, "Created", buf);
 	} else if (strcmp(uri, "/big") == 0) {
@@ -97,6 +116,8 @@ setup(void)
 	signal(SIGPIPE, SIG_IGN);
 	base = event_base_new();
 	http = evhttp_new(base);
+	evhttp_set_allowed_methods(http, EVHTTP_REQ_GET | EVHTTP_REQ_POST |
+	    EVHTTP_REQ_PATCH | EVHTTP_REQ_OPTIONS);
 	evhttp_set_gencb(http, server_cb, NULL);
 	bound = evhttp_bind_socket_with_handle(http, "127.0.0.1", 0);
 	ck_assert_ptr_nonnull(bound);
@@ -105,6 +126,7 @@ setup(void)
 	port = ntohs(sin.sin_port);
 	http_client_init(base);
 	held = streaming = NULL;
+	peer_port = 0;
 }
 
 static void
@@ -186,7 +208,8 @@ start(const char *method, const char *path, struct outcome *o,
 	snprintf(url, sizeof url, "http://127.0.0.1:%d%s", port, path);
 	r.method = method;
 	r.url = url;
-	r.done = done_cb;
+	if (r.done == NULL)
+		r.done = done_cb;
 	r.arg = o;
 	if (r.timeout_ms == 0 && r.chunk == NULL)
 		r.timeout_ms = 5000;
@@ -407,8 +430,9 @@ raw_accept_cb(evutil_socket_t fd, short events, void *arg)
 	bufferevent_enable(raw_bev, EV_WRITE);
 }
 
+/* A listening socket on a free loopback port whose accepts go to cb. */
 static struct event *
-raw_listen(const char *head, size_t fill, char fillc)
+raw_listen_cb(event_callback_fn cb)
 {
 	struct sockaddr_in	 sin;
 	socklen_t		 len = sizeof sin;
@@ -422,12 +446,17 @@ raw_listen(const char *head, size_t fill, char fillc)
 	ck_assert_int_eq(listen(fd, 4), 0);
 	getsockname(fd, (struct sockaddr *)&sin, &len);
 	raw_port = ntohs(sin.sin_port);
+	raw_bev = NULL;
+	return (event_new(base, fd, EV_READ | EV_PERSIST, cb, NULL));
+}
+
+static struct event *
+raw_listen(const char *head, size_t fill, char fillc)
+{
 	raw_head = head;
 	raw_fill = fill;
 	raw_fillc = fillc;
-	raw_bev = NULL;
-	return (event_new(base, fd, EV_READ | EV_PERSIST, raw_accept_cb,
-	    NULL));
+	return (raw_listen_cb(raw_accept_cb));
 }
 
 static void
@@ -534,6 +563,252 @@ START_TEST(test_idle)
 }
 END_TEST
 
+/* ---------------------------------------------------------------------
+ * Keepalive.
+ */
+
+static struct http_client *
+start_keepalive(const char *method, const char *path, struct outcome *o,
+    size_t max_body)
+{
+	struct http_client_request	r;
+
+	memset(&r, 0, sizeof r);
+	r.keepalive = 1;
+	r.max_body = max_body;
+	return (start(method, path, o, &r));
+}
+
+static int	reused_seen;
+
+static void
+reused_done_cb(struct http_client *hc, void *arg)
+{
+	reused_seen = http_client_reused(hc);
+	done_cb(hc, arg);
+}
+
+/* Sequential keepalive requests share one connection; others do not. */
+START_TEST(test_keepalive_reuse)
+{
+	struct outcome			 o;
+	struct http_client_request	 r;
+	int				 first, i;
+
+	for (i = 0; i < 3; i++) {
+		memset(&o, 0, sizeof o);
+		memset(&r, 0, sizeof r);
+		r.keepalive = 1;
+		r.done = reused_done_cb;
+		start("GET", "/ok", &o, &r);
+		wait_done(&o);
+		ck_assert_int_eq(o.status, 200);
+		ck_assert_int_eq(reused_seen, i > 0);
+		if (i == 0)
+			first = peer_port;
+		ck_assert_int_eq(peer_port, first);
+		ck_assert_uint_eq(http_client_idle_count(), 1);
+	}
+	/* A request without keepalive neither takes nor leaves one. */
+	memset(&o, 0, sizeof o);
+	start("GET", "/ok", &o, NULL);
+	wait_done(&o);
+	ck_assert_int_eq(o.status, 200);
+	ck_assert_int_ne(peer_port, first);
+	ck_assert_uint_eq(http_client_idle_count(), 1);
+}
+END_TEST
+
+/* A response not read whole, or one the server closed, leaves nothing. */
+START_TEST(test_keepalive_not_after_error_or_close)
+{
+	struct outcome	o = { 0 };
+	int		first;
+
+	start_keepalive("GET", "/ok", &o, 0);
+	wait_done(&o);
+	first = peer_port;
+	ck_assert_uint_eq(http_client_idle_count(), 1);
+
+	memset(&o, 0, sizeof o);
+	start_keepalive("GET", "/big", &o, 1000);
+	wait_done(&o);
+	ck_assert_ptr_nonnull(strstr(o.error, "larger than 1000 bytes"));
+	ck_assert_int_eq(peer_port, first);	/* it took the idle one */
+	ck_assert_uint_eq(http_client_idle_count(), 0);
+
+	memset(&o, 0, sizeof o);
+	start_keepalive("GET", "/ok", &o, 0);
+	wait_done(&o);
+	ck_assert_int_eq(o.status, 200);
+	ck_assert_int_ne(peer_port, first);
+	ck_assert_uint_eq(http_client_idle_count(), 1);
+
+	memset(&o, 0, sizeof o);
+	start_keepalive("GET", "/close", &o, 0);
+	wait_done(&o);
+	ck_assert_int_eq(o.status, 200);
+	ck_assert_uint_eq(http_client_idle_count(), 0);
+
+	/* A cancelled one neither. */
+	memset(&o, 0, sizeof o);
+	http_client_cancel(start_keepalive("GET", "/slow", &o, 0));
+	wait_done(&o);
+	ck_assert_str_eq(o.error, "cancelled");
+	ck_assert_uint_eq(http_client_idle_count(), 0);
+}
+END_TEST
+
+/* The server closes an idle connection: it leaves the pool by itself. */
+START_TEST(test_keepalive_server_closes_idle)
+{
+	struct outcome	o = { 0 };
+	int		first, i;
+
+	evhttp_set_timeout(http, 1);
+	start_keepalive("GET", "/ok", &o, 0);
+	wait_done(&o);
+	first = peer_port;
+	ck_assert_uint_eq(http_client_idle_count(), 1);
+	for (i = 0; i < 5000 && http_client_idle_count() > 0; i++) {
+		event_base_loop(base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+		usleep(1000);
+	}
+	ck_assert_uint_eq(http_client_idle_count(), 0);
+
+	memset(&o, 0, sizeof o);
+	start_keepalive("GET", "/ok", &o, 0);
+	wait_done(&o);
+	ck_assert_int_eq(o.status, 200);
+	ck_assert_int_ne(peer_port, first);
+}
+END_TEST
+
+/*
+ * A peer that answers the first request of each connection and closes
+ * on the second without a byte: how a server that closed an idle
+ * connection looks to a request already sent on it.
+ */
+static int			 cut_conns;
+static struct bufferevent	*cut_bevs[8];
+
+static void
+cut_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct evbuffer	*in = bufferevent_get_input(bev);
+	struct evbuffer_ptr p;
+	intptr_t	 n = (intptr_t)arg;
+	int		 i;
+
+	for (;;) {
+		p = evbuffer_search(in, "\r\n\r\n", 4, NULL);
+		if (p.pos == -1)
+			return;
+		evbuffer_drain(in, p.pos + 4);
+		if (n++ == 0) {
+			bufferevent_setcb(bev, cut_read_cb, NULL, NULL,
+			    (void *)n);
+			evbuffer_add_printf(bufferevent_get_output(bev),
+			    "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+			continue;
+		}
+		for (i = 0; i < cut_conns; i++) {
+			if (cut_bevs[i] == bev)
+				cut_bevs[i] = NULL;
+		}
+		bufferevent_free(bev);
+		return;
+	}
+}
+
+static void
+cut_accept_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct bufferevent	*bev;
+	int			 c;
+
+	if ((c = accept(fd, NULL, NULL)) == -1 || cut_conns == 8)
+		return;
+	evutil_make_socket_nonblocking(c);
+	bev = bufferevent_socket_new(base, c, BEV_OPT_CLOSE_ON_FREE);
+	bufferevent_setcb(bev, cut_read_cb, NULL, NULL, (void *)0);
+	bufferevent_enable(bev, EV_READ | EV_WRITE);
+	cut_bevs[cut_conns++] = bev;
+}
+
+START_TEST(test_keepalive_resend_idempotent)
+{
+	struct outcome			 o = { 0 };
+	struct http_client_request	 r;
+	struct event			*ev;
+	int				 saved = port, i;
+
+	cut_conns = 0;
+	ev = raw_listen_cb(cut_accept_cb);
+	event_add(ev, NULL);
+	port = raw_port;
+
+	start_keepalive("GET", "/a", &o, 0);
+	wait_done(&o);
+	ck_assert_int_eq(o.status, 200);
+	ck_assert_int_eq(cut_conns, 1);
+
+	/* Cut on the reused connection: a GET goes out again, once. */
+	memset(&o, 0, sizeof o);
+	start_keepalive("GET", "/b", &o, 0);
+	wait_done(&o);
+	ck_assert_int_eq(o.status, 200);
+	ck_assert_str_eq(o.error, "");
+	ck_assert_int_eq(cut_conns, 2);
+
+	/* A POST does not: the server may have acted on it. */
+	memset(&o, 0, sizeof o);
+	memset(&r, 0, sizeof r);
+	r.keepalive = 1;
+	r.body = "x";
+	r.bodylen = 1;
+	start("POST", "/c", &o, &r);
+	wait_done(&o);
+	ck_assert_int_eq(o.status, 0);
+	ck_assert_str_ne(o.error, "");
+	ck_assert_int_eq(cut_conns, 2);
+	port = saved;
+
+	http_client_shutdown();
+	for (i = 0; i < cut_conns; i++) {
+		if (cut_bevs[i] != NULL)
+			bufferevent_free(cut_bevs[i]);
+	}
+	raw_close(ev);
+}
+END_TEST
+
+/* PATCH and OPTIONS are methods too; a PATCH's body has its length. */
+START_TEST(test_methods)
+{
+	struct outcome			 o = { 0 };
+	struct http_client_request	 r;
+
+	memset(&r, 0, sizeof r);
+	r.body = "a=b";
+	r.bodylen = 3;
+	r.keepalive = 1;
+	start("PATCH", "/echo?q=1", &o, &r);
+	wait_done(&o);
+	ck_assert_int_eq(o.status, 201);
+	o.body[o.len] = '\0';
+	ck_assert_str_eq(o.body, "PATCH - a=b");
+	memset(&o, 0, sizeof o);
+	start("PATCH", "/ok", &o, NULL);	/* the same connection, whole */
+	wait_done(&o);
+	ck_assert_int_eq(o.status, 200);
+	memset(&o, 0, sizeof o);
+	start("OPTIONS", "/ok", &o, NULL);
+	wait_done(&o);
+	ck_assert_int_eq(o.status, 200);
+}
+END_TEST
+
 static Suite *
 http_client_suite(void)
 {
@@ -555,6 +830,11 @@ http_client_suite(void)
 	tcase_add_test(tc, test_length_announced_too_large);
 	tcase_add_test(tc, test_endless_line_held_at_the_window);
 	tcase_add_test(tc, test_idle);
+	tcase_add_test(tc, test_keepalive_reuse);
+	tcase_add_test(tc, test_keepalive_not_after_error_or_close);
+	tcase_add_test(tc, test_keepalive_server_closes_idle);
+	tcase_add_test(tc, test_keepalive_resend_idempotent);
+	tcase_add_test(tc, test_methods);
 	suite_add_tcase(s, tc);
 	return (s);
 }

@@ -141,7 +141,7 @@ START_TEST(test_answer_after_head)
 	struct entries	 r;
 	cJSON		*owed = ids("[7,\"x\"]"), *msg;
 
-	lease_answer(SID, K, owed, 2, "gone", answered_cb, &a);
+	lease_answer(SID, K, owed, 2, 2, "gone", answered_cb, &a);
 	ck_assert_int_eq(a.calls, 0);		/* never inside the call */
 	unit_turns(base, 5);
 	ck_assert_int_eq(a.calls, 1);
@@ -172,8 +172,8 @@ START_TEST(test_answer_twice_is_refused)
 	struct entries	 r;
 	cJSON		*owed = ids("[7]");
 
-	lease_answer(SID, K, owed, 2, "first", answered_cb, &a);
-	lease_answer(SID, K, owed, 2, "second", answered_cb, &b);
+	lease_answer(SID, K, owed, 2, 2, "first", answered_cb, &a);
+	lease_answer(SID, K, owed, 2, 2, "second", answered_cb, &b);
 	unit_turns(base, 5);
 	ck_assert_int_eq(a.calls, 1);
 	ck_assert_int_eq(a.status, EVENTLOG_OK);
@@ -194,7 +194,7 @@ START_TEST(test_answer_nothing_owed_ends)
 	struct entries	 r;
 	cJSON		*owed = ids("[]");
 
-	lease_answer(SID, K, owed, 2, "gone", answered_cb, &a);
+	lease_answer(SID, K, owed, 2, 2, "gone", answered_cb, &a);
 	unit_turns(base, 5);
 	ck_assert_int_eq(a.calls, 1);
 	ck_assert_int_eq(a.status, EVENTLOG_OK);
@@ -235,7 +235,7 @@ START_TEST(test_settle_answers_after_the_log)
 	struct entries	 r;
 	cJSON		*owed = ids("[7]");
 
-	lease_settle(SID, K, 1, owed, settle_cb, &t);
+	lease_settle(SID, K, 1, 1, owed, settle_cb, &t);
 	cJSON_Delete(owed);
 	ck_assert_int_eq(lease_settling(SID, K), 1);
 	ck_assert_int_eq(lease_settling(SID, K + 1), 0);
@@ -259,7 +259,7 @@ START_TEST(test_settle_forgotten)
 	struct entries	 r;
 	cJSON		*owed = ids("[7]");
 
-	lease_settle(SID, K, 2, owed, settle_cb, &t);
+	lease_settle(SID, K, 2, 2, owed, settle_cb, &t);
 	cJSON_Delete(owed);
 	lease_forget(SID);
 	ck_assert_int_eq(lease_settling(SID, K), 0);

@@ -184,7 +184,7 @@ START_TEST(test_max_sessions)
 	conf->max_sessions = 3;
 	for (i = 0; i < 3; i++)
 		s[i] = world_session(V_NEW);
-	extra = session_create(V_NEW, NULL, NULL, NULL, NULL);
+	extra = session_create(V_NEW, NULL, NULL, NULL, NULL, NULL);
 	ck_assert_ptr_null(extra);
 	ck_assert_uint_eq(session_count(), 3);
 
@@ -193,7 +193,7 @@ START_TEST(test_max_sessions)
 	ck_assert_uint_eq(session_count(), 2);
 	extra = world_session(V_NEW);
 	ck_assert_uint_eq(session_count(), 3);
-	ck_assert_ptr_null(session_create(V_NEW, NULL, NULL, NULL, NULL));
+	ck_assert_ptr_null(session_create(V_NEW, NULL, NULL, NULL, NULL, NULL));
 	ck_assert_ptr_eq(session_find(session_id(extra)), extra);
 	ck_assert_ptr_eq(session_find(session_id(s[0])), s[0]);
 }

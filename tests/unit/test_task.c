@@ -115,7 +115,7 @@ start(const char *tool, const char *args)
 	const cJSON	*id;
 
 	memset(&a, 0, sizeof a);
-	task_call_tool(tool, params, NULL, answer_cb, &a);
+	task_call_tool(tool, params, NULL, NULL, answer_cb, &a);
 	cJSON_Delete(params);
 	wait_answer(&a);
 	ck_assert_msg(a.result != NULL, "%s: %s", tool, a.message);

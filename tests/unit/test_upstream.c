@@ -119,7 +119,7 @@ START_TEST(test_conf_errors)
 	    "t.conf:3: prefix: invalid prefix");
 	expect_error_has("upstream a {\nurl ftp://h/\n}\n", "t.conf:2: url: "
 	    "\"ftp://h/\" is not an http:// or https:// URL");
-	expect_error_has("upstream a {\nurl http:///x\n}\n", "has no host");
+	expect_error_has("upstream a {\nurl http:///x\n}\n", "a host is needed");
 	expect_error_has("upstream a {\nurl http://h/\nenv A=1\n}\n",
 	    "env and cwd are for an exec upstream");
 	expect_error_has("upstream a {\nexec /bin/true\nenv A=1\nenv A=2\n}\n",
@@ -320,7 +320,7 @@ START_TEST(test_state_machine)
 	memset(&st, 0, sizeof st);
 	memset(&st2, 0, sizeof st2);
 	memset(&st3, 0, sizeof st3);
-	u = upstream_start(def, NULL, &u_hooks, &st);
+	u = upstream_start(def, NULL, NULL, &u_hooks, &st);
 	ck_assert_int_eq(upstream_state(u), UPSTREAM_STARTING);
 	ck_assert_str_eq(upstream_name(u), "s");
 	/* Made before READY: sent once ready, gets id 3. */

@@ -131,7 +131,7 @@ create(const char *version)
 	struct session	*s;
 	int		 done = 0, n;
 
-	s = session_create(version, NULL, NULL, stored_cb, &done);
+	s = session_create(version, NULL, NULL, NULL, stored_cb, &done);
 	ck_assert_msg(s != NULL, "session_create refused");
 	for (n = 0; done == 0 && n < MAX_TURNS; n++)
 		unit_turns(base, 1);

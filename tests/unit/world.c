@@ -88,7 +88,7 @@ world_session(const char *version)
 {
 	struct session	*s;
 
-	s = session_create(version, NULL, NULL, NULL, NULL);
+	s = session_create(version, NULL, NULL, NULL, NULL, NULL);
 	ck_assert_msg(s != NULL, "session_create refused");
 	return (s);
 }

@@ -29,6 +29,10 @@
  *               the child gone with its session
  *   http        server-everything over Streamable HTTP (url): the basics,
  *               and the server killed mid-call then started again
+ *   catalog     server-everything's catalog curated in its block (issue
+ *               26): tools allow|deny, rename, description, prompts deny;
+ *               what is left out is an unknown tool; a reload changes the
+ *               catalog live and clients hear tools/list_changed
  *   redis       two mcpd on one Redis (MCPD_TEST_REDIS_URL): a sampling
  *               request raised by a call on the first answered by a POST
  *               to the second; a long call on the first, cut, resumed on
@@ -50,7 +54,8 @@ import {
 	CreateMessageRequestSchema,
 	ElicitRequestSchema,
 	ListRootsRequestSchema,
-	LoggingMessageNotificationSchema
+	LoggingMessageNotificationSchema,
+	ToolListChangedNotificationSchema
 } from '@modelcontextprotocol/sdk/types.js';
 import {
 	EVERYTHING, FILESYSTEM, LOOPBACK, REDIS_URL, check, childrenOf, procStat,
@@ -60,7 +65,8 @@ import {
 } from './lib.mjs';
 
 const TEST_TIMEOUT_MS = Number(process.env.TEST_TIMEOUT_MS || 240000);
-const ALL = ['everything', 'filesystem', 'resume', 'crash', 'limits', 'session', 'http', 'redis'];
+const ALL = ['everything', 'filesystem', 'resume', 'crash', 'limits', 'session', 'http',
+	'catalog', 'redis'];
 
 /* server-everything's tools; the second list it registers only for a
  * client that declared sampling, elicitation (url too) and roots. */
@@ -1010,6 +1016,87 @@ async function groupHttp() {
 
 /* ------------------------------------------------------------------ */
 
+/*
+ * The catalog lines of an upstream block, on the names server-everything
+ * gives (before the prefix): only what they let through is served, under
+ * the names and descriptions they say; the rest is an unknown tool.
+ */
+async function groupCatalog() {
+	const deny = 'tools deny get-env get-tiny-image';
+	const d = await mcpd('catalog', everythingBlock('everything', [
+		'prefix ev_',
+		'tools allow echo get-* trigger-long-running-operation',
+		deny,
+		'rename get-sum add',
+		'description echo "Says it back"',
+		'prompts deny args-prompt'
+	]), { tools: ['ev_echo', 'ev_add'] });
+	const c = await connect(d.url, 'catalog');
+	const changed = [];
+	c.client.setNotificationHandler(ToolListChangedNotificationSchema,
+	    () => changed.push(Date.now()));
+	const served = name => /^(echo|get-.*|trigger-long-running-operation)$/
+	    .test(name) && !['get-env', 'get-tiny-image'].includes(name);
+	const want = [...TOOLS, ...CONDITIONAL_TOOLS].filter(served)
+	    .map(n => `ev_${n === 'get-sum' ? 'add' : n}`).sort();
+	let tools = (await c.client.listTools()).tools;
+	const names = tools.map(t => t.name).sort();
+	check('tools/list: what allow lets through, less deny, renamed',
+	    names.join() === want.join(), { got: names, want });
+	const add = tools.find(t => t.name === 'ev_add');
+	check('the renamed tool keeps its input schema',
+	    add?.inputSchema?.properties?.a !== undefined &&
+	    add?.inputSchema?.properties?.b !== undefined, add);
+	check('description replaces the upstream\'s',
+	    tools.find(t => t.name === 'ev_echo')?.description === 'Says it back',
+	    tools.find(t => t.name === 'ev_echo'));
+	let r = await call(c.client, 'ev_add', { a: 2, b: 3 });
+	check('a call of the new name reaches the upstream under its own',
+	    textOf(r.res) === 'The sum of 2 and 3 is 5.' && !r.res.isError,
+	    r.res ?? errText(r.err));
+	r = await call(c.client, 'ev_echo', { message: 'curated' });
+	check('an allowed tool', textOf(r.res) === 'Echo: curated',
+	    r.res ?? errText(r.err));
+	for (const name of ['ev_get-env', 'ev_get-sum', 'ev_toggle-simulated-logging']) {
+		r = await call(c.client, name, {});
+		check(`${name} (left out) is an unknown tool (-32602)`,
+		    r.err?.code === -32602 && /Unknown tool/.test(r.err?.message),
+		    r.res ?? errText(r.err));
+	}
+	const prompts = (await c.client.listPrompts()).prompts.map(p => p.name);
+	check('prompts deny leaves the prompt out',
+	    prompts.includes('ev_simple-prompt') && !prompts.includes('ev_args-prompt'),
+	    prompts);
+	let err = null;
+	try {
+		await c.client.getPrompt({ name: 'ev_args-prompt', arguments: { city: 'x' } });
+	} catch (e) {
+		err = e;
+	}
+	check('prompts/get of a denied prompt is an error', err?.code === -32602,
+	    errText(err));
+
+	/* A reload changes the catalog without restarting the upstream. */
+	const kids = childrenOf(d.pid, 'server-everything').map(k => k.pid);
+	fs.writeFileSync(d.confPath, fs.readFileSync(d.confPath, 'utf8')
+	    .replace(deny, 'tools deny get-tiny-image'));
+	process.kill(d.pid, 'SIGHUP');
+	const heard = await waitFor(() => changed.length > 0, 10000);
+	check('after a reload that changes the catalog, tools/list_changed',
+	    heard, d.tail(10));
+	tools = (await c.client.listTools()).tools.map(t => t.name);
+	check('the reloaded catalog serves what it now lets through',
+	    tools.includes('ev_get-env') && !tools.includes('ev_get-tiny-image'),
+	    tools);
+	r = await call(c.client, 'ev_get-env', {});
+	check('and calls reach it', r.res !== undefined && !r.res.isError,
+	    r.res ?? errText(r.err));
+	const now = childrenOf(d.pid, 'server-everything').map(k => k.pid);
+	check('the upstream was not restarted for it',
+	    now.length === 1 && now[0] === kids[0], { before: kids, now });
+	await c.close();
+}
+
 async function groupRedis() {
 	if (REDIS_URL === null) {
 		skip('two mcpd on one Redis', 'needs MCPD_TEST_REDIS_URL (run ' +
@@ -1124,7 +1211,7 @@ runTests('upstream_test', async () => {
 		const fn = { everything: groupEverything, filesystem: groupFilesystem,
 			resume: groupResume, crash: groupCrash, limits: groupLimits,
 			session: groupSession,
-			http: groupHttp, redis: groupRedis }[g];
+			http: groupHttp, catalog: groupCatalog, redis: groupRedis }[g];
 		setGroup(g);
 		const t0 = Date.now();
 		try {
