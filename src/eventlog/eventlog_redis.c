@@ -78,6 +78,8 @@
 #define REDIS_TOMBSTONES	1024	/* as the memory backend keeps */
 #define REDIS_BATCH_MAX		256	/* entries in one script call */
 #define REDIS_BATCH_BYTES	(1024 * 1024)	/* their data, unless one */
+#define REDIS_RETRY_MIN_MS	10	/* an op's -TRYAGAIN back-off */
+#define REDIS_RETRY_MAX_MS	500
 
 struct redis;
 
@@ -155,6 +157,7 @@ struct redis_op {
 	struct redis_ops	*list;		/* inflight, waitq, failq... */
 	struct redis_link	*link;		/* sent on; NULL: taken back */
 	uint64_t		 sent_ms;
+	uint64_t		 tryagain_ms;	/* first -TRYAGAIN, or 0 */
 	enum eventlog_status	 fail;		/* failq: the answer */
 	/*
 	 * With commit replicas:N: the WAIT that answers it (commits and
@@ -302,6 +305,9 @@ struct redis {
 	struct redis_creates	 creates;	/* creates not answered yet */
 	struct redis_ops	 held;		/* waiting for a create */
 	struct redis_ops	 gatedq;	/* their slot moved (Cluster) */
+	struct redis_ops	 retryq;	/* -TRYAGAIN, sent again later */
+	struct event		*retry_ev;
+	int			 retry_ms;	/* its back-off, now */
 	struct event		*flush_ev;	/* sends it, end of this turn */
 	struct event		*deadline_ev;
 	uint64_t		 deadline_ms;	/* when deadline_ev is due */
@@ -1081,6 +1087,8 @@ redis_append_answer(struct redis_op *op, enum eventlog_status status,
 
 static void	redis_op_dispatch(struct redis_op *);
 static void	redis_op_reject(struct redis_op *, enum eventlog_status);
+static int	redis_op_retrying(const struct redis_op *);
+static void	redis_retry_cb(evutil_socket_t, short, void *);
 
 /*
  * An op on stream K while K's create is in flight, not in the create's
@@ -1289,6 +1297,7 @@ static void	redis_op_release(struct redis_op *);
 static int	redis_reply_refused(struct redis_op *, struct redis_link *,
 		    redisReply *);
 static int	redis_reply_redirected(struct redis_op *, redisReply *);
+static int	redis_reply_tryagain(struct redis_op *, redisReply *);
 
 /* Whether an outage is waited out now rather than failed. */
 static int
@@ -1661,6 +1670,11 @@ redis_op_dispatch(struct redis_op *op)
 
 	if (r->closing) {
 		redis_op_reject(op, EVENTLOG_CANCELLED);
+		return;
+	}
+	if (redis_op_retrying(op)) {
+		/* Its slot waits out a -TRYAGAIN: behind what did. */
+		redis_op_hold(&r->retryq, op);
 		return;
 	}
 	if (r->cmd.state != REDIS_CONN_READY || r->outage_ms != 0 ||
@@ -2183,6 +2197,8 @@ redis_reply_cb(struct redis_link *l, redisReply *reply, void *privdata)
 			redis_setup_reply(op, reply);
 		else if (redis_reply_redirected(op, reply))
 			return;	/* another node's now */
+		else if (redis_reply_tryagain(op, reply))
+			return;	/* sent again after a back-off */
 		else if (redis_reply_refused(op, l, reply))
 			;	/* the connection went, and op with it */
 		else if (op->type == REDIS_OP_LOAD ||
@@ -2200,6 +2216,113 @@ redis_reply_cb(struct redis_link *l, redisReply *reply, void *privdata)
 			redis_script_reply(op, reply);
 	}
 	redis_op_release(op);
+}
+
+/*
+ * Whether op's slot waits out a -TRYAGAIN on its node: then op waits
+ * too, behind the ops of that slot asked for before it.
+ */
+static int
+redis_op_retrying(const struct redis_op *op)
+{
+	const struct redis_op	*at;
+
+	if (op->slot < 0)
+		return (0);
+	TAILQ_FOREACH(at, &op->r->retryq, entry) {
+		if (at->slot == op->slot)
+			return (1);
+	}
+	return (0);
+}
+
+/*
+ * In a cluster, -TRYAGAIN: Redis's own, while a slot being moved has the
+ * keys a command names on both nodes, or the script's, for a key it does
+ * not declare that moved already (redis_script.c). Either way op was not
+ * run and wrote nothing. Only its slot is in the way, not the node: op
+ * leaves the pipeline and goes again after a back-off (REDIS_RETRY_MIN_MS,
+ * doubled up to REDIS_RETRY_MAX_MS while ops keep getting it), to the node
+ * of its slot then; the ops of its slot asked for after it wait behind it
+ * (redis_op_retrying), the node's other slots go on. Waited out as an
+ * outage is, for eventlog_outage_grace from its first -TRYAGAIN; past
+ * that, or without a grace, it fails UNAVAILABLE. 1 if so.
+ */
+static int
+redis_reply_tryagain(struct redis_op *op, redisReply *reply)
+{
+	struct redis	*r = op->r;
+	struct timeval	 tv;
+	uint64_t	 now;
+	int		 released = 0;
+
+	if (r->cluster == NULL || op->replies > 0 || op->slot < 0)
+		return (0);
+	if (reply->type != REDIS_REPLY_ERROR || reply->len < 8 ||
+	    strncmp(reply->str, "TRYAGAIN", 8) != 0) {
+		if (op->tryagain_ms != 0)
+			r->retry_ms = REDIS_RETRY_MIN_MS;	/* got by */
+		return (0);
+	}
+	redis_op_unlist(op);
+	redis_wait_leave(op);
+	op->link = NULL;
+	op->asking = 0;
+	if (op->type == REDIS_OP_CREATE &&
+	    RB_FIND(redis_creates, &r->creates, op) == op) {
+		/* What waits for it is held behind it (same slot). */
+		RB_REMOVE(redis_creates, &r->creates, op);
+		released = 1;
+	}
+	now = clock_now_ms();
+	if (op->tryagain_ms == 0)
+		op->tryagain_ms = now;
+	if (!redis_grace_open(r) || now - op->tryagain_ms >= r->grace_ms) {
+		log_limited(LOG_LEVEL_WARN, "redis-tryagain", "eventlog=%s: "
+		    "%s: %.200s, for %llu ms; reported unavailable", r->name,
+		    redis_op_tag(op), reply->str,
+		    (unsigned long long)(now - op->tryagain_ms));
+		redis_op_reject(op, EVENTLOG_UNAVAILABLE);
+	} else {
+		log_limited(LOG_LEVEL_INFO, "redis-tryagain", "eventlog=%s: "
+		    "%s: %.200s; sent again in %d ms", r->name,
+		    redis_op_tag(op), reply->str, r->retry_ms);
+		redis_op_hold(&r->retryq, op);
+		if (!evtimer_pending(r->retry_ev, NULL)) {
+			tv.tv_sec = r->retry_ms / 1000;
+			tv.tv_usec = (r->retry_ms % 1000) * 1000;
+			evtimer_add(r->retry_ev, &tv);
+			r->retry_ms = r->retry_ms * 2 > REDIS_RETRY_MAX_MS ?
+			    REDIS_RETRY_MAX_MS : r->retry_ms * 2;
+		}
+	}
+	if (released)
+		redis_release(r);
+	return (1);
+}
+
+/*
+ * The back-off is over: what got -TRYAGAIN, and what waited behind it,
+ * goes again in the order asked for, each to its slot's node now.
+ */
+static void
+redis_retry_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct redis		*r = arg;
+	struct redis_ops	 go;
+	struct redis_op		*op;
+
+	TAILQ_INIT(&go);
+	TAILQ_CONCAT(&go, &r->retryq, entry);
+	TAILQ_FOREACH(op, &go, entry)
+		op->list = &go;
+	while ((op = TAILQ_FIRST(&go)) != NULL) {
+		redis_op_unlist(op);
+		if (op->type == REDIS_OP_CREATE &&
+		    RB_FIND(redis_creates, &r->creates, op) == op)
+			RB_REMOVE(redis_creates, &r->creates, op);
+		r->hooks->reroute(r->cluster, r, op);
+	}
 }
 
 /*
@@ -3286,7 +3409,8 @@ redis_free(void *p)
 		if ((op = TAILQ_FIRST(&r->failq)) == NULL &&
 		    (op = TAILQ_FIRST(&r->waitq)) == NULL &&
 		    (op = TAILQ_FIRST(&r->held)) == NULL &&
-		    (op = TAILQ_FIRST(&r->gatedq)) == NULL)
+		    (op = TAILQ_FIRST(&r->gatedq)) == NULL &&
+		    (op = TAILQ_FIRST(&r->retryq)) == NULL)
 			break;
 		redis_op_unlist(op);
 		redis_op_answer(op, EVENTLOG_CANCELLED, NULL, NULL, 0, NULL,
@@ -3300,6 +3424,7 @@ redis_free(void *p)
 	event_free(r->deadline_ev);
 	event_free(r->grace_ev);
 	event_free(r->resync_ev);
+	event_free(r->retry_ev);
 	event_free(r->cmd.timer_ev);
 	event_free(r->sub.timer_ev);
 	redis_wait_discard(r);
@@ -3519,6 +3644,7 @@ redis_alloc(struct event_base *base)
 	RB_INIT(&r->creates);
 	TAILQ_INIT(&r->held);
 	TAILQ_INIT(&r->gatedq);
+	TAILQ_INIT(&r->retryq);
 	RB_INIT(&r->watches);
 	TAILQ_INIT(&r->resyncq);
 	TAILQ_INIT(&r->dirtyq);
@@ -3527,6 +3653,8 @@ redis_alloc(struct event_base *base)
 	r->deadline_ev = evtimer_new(base, redis_deadline_cb, r);
 	r->grace_ev = evtimer_new(base, redis_grace_cb, r);
 	r->resync_ev = event_new(base, -1, 0, redis_resync_cb, r);
+	r->retry_ev = evtimer_new(base, redis_retry_cb, r);
+	r->retry_ms = REDIS_RETRY_MIN_MS;
 
 	redis_conn_init(r, &r->cmd, "command");
 	r->cmd.setup = redis_cmd_setup;
@@ -3713,6 +3841,8 @@ redis_node_evict(struct redis *r)
 		n++;
 	TAILQ_FOREACH(op, &r->gatedq, entry)
 		n++;
+	TAILQ_FOREACH(op, &r->retryq, entry)
+		n++;
 	ops = xreallocarray(NULL, r->nwaiting + n + 1, sizeof *ops);
 	n = 0;
 	while ((op = TAILQ_FIRST(&r->waitq)) != NULL) {
@@ -3724,6 +3854,10 @@ redis_node_evict(struct redis *r)
 		ops[n++] = op;
 	}
 	while ((op = TAILQ_FIRST(&r->gatedq)) != NULL) {
+		redis_op_unlist(op);
+		ops[n++] = op;
+	}
+	while ((op = TAILQ_FIRST(&r->retryq)) != NULL) {
 		redis_op_unlist(op);
 		ops[n++] = op;
 	}

@@ -503,8 +503,11 @@ def test_cluster_store_while_its_slot_moves(h):
     streams, whose lifetimes a write renews) only before writing, with
     pcall: while the session's slot is half moved (its open standalone
     stream on the new node already), a logging/setLevel's store answers
-    TRYAGAIN from the script and writes nothing; mcpd waits it out, and
-    once the slot has moved the store lands there and is answered."""
+    TRYAGAIN from the script and writes nothing; mcpd sends that store
+    again after a back-off, and once the slot has moved the store lands
+    there and is answered. Only that slot waits: a session of another slot
+    on the same node is served meanwhile, on the same connection (a
+    TRYAGAIN is not an outage of the node)."""
     _need_cluster()
     # session_ttl 10: a write renews open streams when the last renewal
     # is 5 s old.
@@ -515,6 +518,13 @@ def test_cluster_store_while_its_slot_moves(h):
     slot = _slot(sid)
     shards = _shards()
     src = _owner(slot)
+    # Another session whose slot is on the same node (one in three is).
+    for _ in range(100):
+        other = a.initialize(LATEST)
+        if _owner(_slot(other)) == src and _slot(other) != slot:
+            break
+    else:
+        raise AssertionError(f"no session of 100 on node {src}")
     dst = next(p for p in shards if p != src)
     src_id, dst_id = shards[src][0], shards[dst][0]
     meta = f"mcpd:{{{sid}}}:meta"
@@ -548,6 +558,17 @@ def test_cluster_store_while_its_slot_moves(h):
     expect(_node(src, "HGET", meta, "m") == before and
            int(_node(src, "HGET", meta, "t")) == renewed,
            "the store wrote before it could renew every stream")
+    # The store waits; the node serves another slot's session meanwhile.
+    r = a.post(other, rpc("tools/call", {"name": "echo", "arguments": {
+        "text": "meanwhile"}}, 10), timeout=10)
+    expect(r.status == 200 and result_text(r.rpc(10)) == "meanwhile",
+           f"echo on {src} while a slot there waits: HTTP {r.status} "
+           f"{r.body[:200]!r}")
+    expect(_node(src, "HGET", meta, "m") == before,
+           "the store wrote while its slot was half moved")
+    expect(f"127.0.0.1:{src}: command connection lost" not in
+           a.stderr_text(), "TRYAGAIN took the node's connection down:\n"
+           + a.stderr_tail())
     for key in _node(src, "CLUSTER", "GETKEYSINSLOT", slot, 100):
         migrate(key)
     for port in (dst, src):
