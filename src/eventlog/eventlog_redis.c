@@ -293,6 +293,7 @@ struct redis {
 	uint64_t		 stream_ttl_ms;
 	size_t			 max_fields;
 	int			 closing;
+	int			 parked;	/* out of the map (Cluster) */
 
 	struct redis_conn	 cmd;
 	char			 sha[41];	/* of the loaded script */
@@ -387,7 +388,7 @@ redis_conn_set_state(struct redis_conn *c, enum redis_conn_state state,
 	enum redis_conn_state	 old = c->state;
 
 	c->state = state;
-	if (r->closing || old == state)
+	if (r->closing || r->parked || old == state)
 		return;
 	if (state == REDIS_CONN_READY) {
 		log_info("eventlog=%s: %s connection ready (%s%s)", r->name,
@@ -425,7 +426,7 @@ static void
 redis_conn_down(struct redis_conn *c, const char *why)
 {
 	redis_conn_set_state(c, REDIS_CONN_DOWN, why);
-	if (c->r->closing)
+	if (c->r->closing || c->r->parked)
 		return;
 	if (c->now) {
 		/* A failover named where to go: no reason to wait. */
@@ -3329,7 +3330,7 @@ redis_watch(void *p, const char *sid, eventlog_watch_cb cb,
 
 	switch (w->state) {
 	case REDIS_WATCH_IDLE:
-		if (!r->sub.started)
+		if (!r->sub.started && !r->parked)
 			redis_conn_connect(&r->sub);
 		else
 			redis_watch_subscribe(r, w);
@@ -3558,7 +3559,7 @@ redis_tls_warn(struct redis *r)
 static void
 redis_conn_retry(struct redis_conn *c)
 {
-	if (!c->refused || c->state != REDIS_CONN_DOWN)
+	if (!c->refused || c->state != REDIS_CONN_DOWN || c->r->parked)
 		return;
 	log_info("eventlog=%s: new credentials: connecting again now",
 	    c->r->name);
@@ -3807,6 +3808,61 @@ redis_node_resubscribe(struct redis *r)
 		if (w->count > 0 && w->state == REDIS_WATCH_IDLE)
 			redis_watch_subscribe(r, w);
 	}
+}
+
+/*
+ * The node is out of the cluster's slot map (its slots went to others,
+ * it is a replica now, or gone): its connections close, and are not
+ * made again until a map names it again (redis_node_unpark). Only once
+ * nothing is in flight there, waits there or is watched there (a MOVED,
+ * or a lost connection, brings what was in flight back to be sent
+ * elsewhere): until then 0, and the cluster tries again on its next map.
+ */
+int
+redis_node_park(struct redis *r)
+{
+	struct redis_watch	*w;
+
+	if (r->parked)
+		return (1);
+	if (!TAILQ_EMPTY(&r->inflight) || r->nwaiting > 0 ||
+	    !TAILQ_EMPTY(&r->held) || !TAILQ_EMPTY(&r->gatedq) ||
+	    !TAILQ_EMPTY(&r->retryq) || !TAILQ_EMPTY(&r->failq))
+		return (0);
+	RB_FOREACH(w, redis_watches, &r->watches) {
+		if (w->count > 0)
+			return (0);
+	}
+	log_info("eventlog=%s: not in the slot map any more: its "
+	    "connections close", r->name);
+	r->parked = 1;
+	evtimer_del(r->cmd.timer_ev);
+	evtimer_del(r->sub.timer_ev);
+	redis_conn_drop(&r->cmd, "out of the slot map");
+	redis_conn_drop(&r->sub, "out of the slot map");
+	r->cmd.state = r->sub.state = REDIS_CONN_DOWN;
+	return (1);
+}
+
+/* A map names the node again: it connects (after redis_node_park). */
+void
+redis_node_unpark(struct redis *r)
+{
+	if (!r->parked)
+		return;
+	r->parked = 0;
+	log_info("eventlog=%s: in the slot map again: connecting", r->name);
+	r->cmd.backoff_ms = r->sub.backoff_ms = REDIS_BACKOFF_MIN_MS;
+	r->cmd.why[0] = r->sub.why[0] = '\0';
+	redis_conn_connect(&r->cmd);
+	if (r->sub.started)
+		redis_conn_connect(&r->sub);
+}
+
+int
+redis_node_parked(const struct redis *r)
+{
+	return (r->parked);
 }
 
 unsigned int

@@ -622,7 +622,11 @@ redis_cluster_rehome(struct redis_cluster *c)
 
 /* The slot map. */
 
-/* Nodes the map no longer uses give away what waits on them. */
+/*
+ * Nodes the map no longer uses give away what waits on them, and close
+ * their connections once nothing is left there (else on a later map);
+ * a node the map uses again connects again.
+ */
 static void
 redis_cluster_evict(struct redis_cluster *c)
 {
@@ -631,8 +635,12 @@ redis_cluster_evict(struct redis_cluster *c)
 
 	redis_cluster_used(c, used);
 	for (i = 0; i < c->nnodes; i++) {
-		if (!used[i])
-			redis_node_evict(c->nodes[i]);
+		if (used[i]) {
+			redis_node_unpark(c->nodes[i]);
+			continue;
+		}
+		redis_node_evict(c->nodes[i]);
+		redis_node_park(c->nodes[i]);
 	}
 }
 
@@ -689,10 +697,9 @@ redis_cluster_take(struct redis_cluster *c, const char *from)
 	if (m->covered < REDIS_CLUSTER_SLOTS)
 		snprintf(c->why, sizeof c->why, "the cluster serves %d of %d "
 		    "slots", m->covered, REDIS_CLUSTER_SLOTS);
-	if (changed) {
+	if (changed)
 		redis_cluster_rehome(c);
-		redis_cluster_evict(c);
-	}
+	redis_cluster_evict(c);
 	for (i = 0; i < c->nnodes; i++)
 		redis_node_resubscribe(c->nodes[i]);
 	redis_cluster_layout_check(c);

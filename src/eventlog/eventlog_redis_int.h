@@ -55,6 +55,14 @@ void		 redis_op_adopt(struct redis *, struct redis_op *, int);
  */
 int		 redis_node_layout(struct redis *, redis_node_layout_cb,
 		    void *);
+/*
+ * node is out of the slot map: its connections close once nothing is in
+ * flight, waiting or watched there (1), else not yet (0).
+ */
+int		 redis_node_park(struct redis *);
+/* node is in the map again: it connects. */
+void		 redis_node_unpark(struct redis *);
+int		 redis_node_parked(const struct redis *);
 /* Sends what node holds that may go now (a slot no longer gated). */
 void		 redis_node_release(struct redis *);
 /*
