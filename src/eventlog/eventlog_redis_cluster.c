@@ -1139,6 +1139,8 @@ redis_cluster_describe(void *p, struct eventlog_where *w)
 	struct redis_cluster	*c = p;
 	struct eventlog_where	 nw;
 	static char		 server[64];
+	static struct eventlog_node nodes[REDIS_CLUSTER_NODES_MAX];
+	int			 slots[REDIS_CLUSTER_NODES_MAX];
 	int			 i;
 
 	w->address = c->name;
@@ -1147,9 +1149,30 @@ redis_cluster_describe(void *p, struct eventlog_where *w)
 	w->role = "cluster";
 	w->tls = c->tls != NULL;
 	w->tls_verify = c->tls_verify;
+	memset(slots, 0, sizeof slots);
+	for (i = 0; i < REDIS_CLUSTER_SLOTS; i++) {
+		if (c->slot[i] >= 0)
+			slots[c->slot[i]]++;
+	}
+	w->nodes = nodes;
+	w->nnodes = (size_t)c->nnodes;
 	for (i = 0; i < c->nnodes; i++) {
 		memset(&nw, 0, sizeof nw);
 		redis_node_ops()->describe(c->nodes[i], &nw);
+		/*
+		 * Every node ever mapped. A primary is one the map gives
+		 * slots; one out of the map has no role mcpd knows now
+		 * (its connection closes: what it said last may be stale).
+		 */
+		nodes[i].server = c->addrs[i];
+		nodes[i].role = slots[i] > 0 ? "master" : NULL;
+		nodes[i].slots = slots[i];
+		nodes[i].why = nw.why;
+		if (redis_node_parked(c->nodes[i]))
+			nodes[i].state = "closed";
+		else
+			nodes[i].state = nw.why == NULL ? "ready" :
+			    "connecting";
 		w->connects += nw.connects;
 		w->failovers += nw.failovers;
 		if (w->tls_version == NULL) {

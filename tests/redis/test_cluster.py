@@ -362,12 +362,79 @@ def test_cluster_failover_replicas1_loses_nothing(h):
                    "over")
             time.sleep(0.1)
 
-    _under_load(h, "replicas:1", lambda a: _sessions_in(
+    a, b = _under_load(h, "replicas:1", lambda a: _sessions_in(
         a, lambda s: any(x <= s <= y for x, y in ranges), 8), act,
         f"CLUSTER FAILOVER of {port} to {replica}, commit replicas:1")
+    # The old primary is out of the map: its connections close, and
+    # /healthz and /metrics say so; the new one serves its slots.
+    nslots = sum(y - x + 1 for x, y in ranges)
+    for d in (a, b):
+        old = _node_state(d, port, lambda n: n["state"] == "closed",
+                          f"{port} out of the map after its failover")
+        expect(old["slots"] == 0 and "role" not in old, f"{port}: {old!r}")
+        new = _node_state(d, replica, lambda n: n["state"] == "ready",
+                          f"{replica} serving")
+        expect(new["role"] == "master" and new["slots"] == nslots,
+               f"{replica}: {new!r}, expected master of {nslots} slots")
+        expect(_connections(d, port) == 0, f"{d.conf_path}: connections "
+               f"to {port} open after it left the map")
+        text = d.request("GET", path="/metrics").body.decode()
+        for line in (f'mcpd_eventlog_node_info{{server="127.0.0.1:{port}",'
+                     f'role="",state="closed"}} 1',
+                     f'mcpd_eventlog_node_info{{server="127.0.0.1:'
+                     f'{replica}",role="master",state="ready"}} 1',
+                     f'mcpd_eventlog_node_slots{{server="127.0.0.1:'
+                     f'{replica}"}} {nslots}'):
+            expect(line in text.splitlines(), f"/metrics has no {line}")
+    # Back as it was: the old primary is in the map again, connected.
+    expect(_node(port, "CLUSTER", "FAILOVER") == "OK",
+           "CLUSTER FAILOVER back refused")
+    for d in (a, b):
+        back = _node_state(d, port, lambda n: n["state"] == "ready" and
+                           n["slots"] == nslots, f"{port} serving again")
+        expect(back["role"] == "master", f"{port}: {back!r}")
+        expect(_connections(d, port) > 0, f"{d.conf_path}: no connection "
+               f"to {port} once it serves again")
 
 
-test_cluster_failover_replicas1_loses_nothing.timeout = 180
+test_cluster_failover_replicas1_loses_nothing.timeout = 240
+
+
+def _node_state(d, port, want, what):
+    """The entry of /healthz's redis.nodes for port once want(entry):
+    the map is read again every 10 s at least."""
+    deadline = time.monotonic() + tmo(30)
+    while True:
+        nodes = d.healthz()["redis"].get("nodes", [])
+        n = next((n for n in nodes
+                  if n["server"] == f"127.0.0.1:{port}"), None)
+        if n is not None and want(n):
+            return n
+        expect(time.monotonic() < deadline, f"{d.conf_path}: {what}: "
+               f"/healthz nodes {nodes!r}")
+        time.sleep(0.1)
+
+
+def _connections(d, port):
+    """TCP connections of d's process to 127.0.0.1:port, established."""
+    pid = d.proc.pid
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    n = 0
+    with open(f"/proc/{pid}/net/tcp") as f:
+        for line in f.read().splitlines()[1:]:
+            fields = line.split()
+            remote, state, inode = fields[2], fields[3], fields[9]
+            if (inode in inodes and state == "01" and
+                    int(remote.split(":")[1], 16) == port):
+                n += 1
+    return n
 
 
 def test_cluster_failover_primary_exact_or_410(h):
