@@ -163,11 +163,13 @@ cluster-test: mcpd
 # Issue 25, Redis Cluster: on one cluster of three primaries and three
 # replicas with passwords (scripts/with-redis --cluster),
 # tests/redis/test_cluster.py (sessions spread, resharding and failovers
-# under load), the e2e resume, backpressure and task suites, then
-# tests/cluster/; and the resume suite on such a cluster over TLS. Beside
-# the other suites of make check: its nodes' ports and bus ports are drawn
-# below every port the others draw (scripts/free-port --cluster).
-REDIS_CLUSTER_E2E = -k test_resume:: -k test_backpressure:: -k test_tasks::
+# under load), the e2e resume, backpressure, task and limits suites (a
+# limit's keys on the node of their own slot), then tests/cluster/; and
+# the resume suite on such a cluster over TLS. Beside the other suites
+# of make check: its nodes' ports and bus ports are drawn below every
+# port the others draw (scripts/free-port --cluster).
+REDIS_CLUSTER_E2E = -k test_resume:: -k test_backpressure:: -k test_tasks:: \
+	-k test_limits::
 redis-cluster-test: mcpd
 	sh scripts/with-redis --cluster sh -c '\
 	    $(PYTHON) tests/redis/run.py --mcpd ./mcpd -k test_cluster && \
