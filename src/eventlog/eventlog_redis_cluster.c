@@ -982,6 +982,11 @@ redis_cluster_redirected(struct redis_cluster *c, struct redis *from,
 		}
 		redis_cluster_changed(c, "MOVED");
 	}
+	/*
+	 * A node out of the map may be where a slot goes (ASK to a new
+	 * primary, importing its first slot): it connects again.
+	 */
+	redis_node_unpark(to);
 	redis_op_adopt(to, op, kind == 2);
 }
 

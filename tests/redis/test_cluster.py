@@ -13,13 +13,18 @@ the tests of one run (make redis-cluster-test); in order:
 - the ACL user of docs/deployment.md with its cluster line serves;
 - a write while its session's slot is half moved: the script's calls on
   keys it does not declare come first, so it answers TRYAGAIN having
-  written nothing, and lands once the slot has moved;
+  written nothing, is sent again after a back-off and lands once the
+  slot has moved, while the node serves its other slots;
 - a primary's failover under load (CLUSTER FAILOVER on its replica, and
   kill -9 of the primary, which then comes back as a replica) with commit
   replicas:1: the same; with commit primary, every client
   resumes exactly (its ids unbroken, the call ending with its result or
   the documented error) or is answered 410 with a reason: never a gap, a
-  repeat or silence.
+  repeat or silence; after a failover the old primary's connections
+  close and /healthz and /metrics name each node's role, slots and
+  state;
+- a node answering CLUSTERDOWN (a slot of the cluster unserved): an
+  outage of that node, waited out, another node serving meanwhile.
 
 Without that cluster (MCPD_TEST_REDIS_CLUSTER) the tests skip as tests
 of another run.
@@ -655,3 +660,57 @@ def test_cluster_store_while_its_slot_moves(h):
 
 
 test_cluster_store_while_its_slot_moves.timeout = 90
+
+
+def test_cluster_clusterdown_waited_out(h):
+    """-CLUSTERDOWN (a node that finds a slot of the cluster unserved
+    answers it to every command with a key) is an outage of that node:
+    a call on a session there waits within eventlog_outage_grace, a
+    session on another node is served meanwhile, and once the slot is
+    served again the call completes."""
+    _need_cluster()
+    a = h.start(eventlog_outage_grace=GRACE)
+    shards = _shards()
+    src = next(iter(shards))
+    ranges = shards[src][1]
+
+    def on_src(s):
+        return any(x <= s <= y for x, y in ranges)
+
+    sid = _sessions_in(a, on_src, 1)[0]
+    other = _sessions_in(a, lambda s: not on_src(s), 1)[0]
+    gone = ranges[0][0] if ranges[0][0] != _slot(sid) else ranges[0][0] + 1
+    expect(_node(src, "CLUSTER", "DELSLOTS", gone) == "OK",
+           "CLUSTER DELSLOTS refused")
+    out = {}
+    try:
+        deadline = time.monotonic() + tmo(15)
+        while "cluster_state:fail" not in _node(src, "CLUSTER", "INFO"):
+            expect(time.monotonic() < deadline, f"{src} never down")
+            time.sleep(0.05)
+        t = threading.Thread(target=lambda: out.update(r=a.post(
+            sid, rpc("tools/call", {"name": "echo", "arguments": {
+                "text": "down"}}, 5), timeout=GRACE)), daemon=True)
+        t.start()
+        a.wait_log(lambda line: "CLUSTERDOWN" in line, 15,
+                   "the node's CLUSTERDOWN")
+        r = a.post(other, rpc("tools/call", {"name": "echo", "arguments": {
+            "text": "elsewhere"}}, 6), timeout=10)
+        expect(r.status == 200 and result_text(r.rpc(6)) == "elsewhere",
+               f"echo on another node: HTTP {r.status} {r.body[:200]!r}")
+        expect(t.is_alive(), "the call was answered while its node was "
+               "down")
+    finally:
+        _node(src, "CLUSTER", "ADDSLOTS", gone)
+    t.join(tmo(GRACE + 5))
+    expect("r" in out and out["r"].status == 200 and
+           result_text(out["r"].rpc(5)) == "down",
+           f"the call after the node came back: "
+           f"{out.get('r') and out['r'].status}")
+    deadline = time.monotonic() + tmo(15)
+    while "cluster_state:ok" not in _node(src, "CLUSTER", "INFO"):
+        expect(time.monotonic() < deadline, f"{src} never back")
+        time.sleep(0.05)
+
+
+test_cluster_clusterdown_waited_out.timeout = 90
