@@ -3330,7 +3330,9 @@ redis_watch(void *p, const char *sid, eventlog_watch_cb cb,
 
 	switch (w->state) {
 	case REDIS_WATCH_IDLE:
-		if (!r->sub.started && !r->parked)
+		if (r->parked)
+			break;	/* subscribed once it connects (unpark) */
+		if (!r->sub.started)
 			redis_conn_connect(&r->sub);
 		else
 			redis_watch_subscribe(r, w);
@@ -3838,24 +3840,43 @@ redis_node_park(struct redis *r)
 	r->parked = 1;
 	evtimer_del(r->cmd.timer_ev);
 	evtimer_del(r->sub.timer_ev);
+	/* An outage of a node nothing waits for is nobody's now. */
+	r->outage_ms = 0;
+	r->stalled = r->behind = r->expired = 0;
+	evtimer_del(r->grace_ev);
 	redis_conn_drop(&r->cmd, "out of the slot map");
 	redis_conn_drop(&r->sub, "out of the slot map");
 	r->cmd.state = r->sub.state = REDIS_CONN_DOWN;
 	return (1);
 }
 
-/* A map names the node again: it connects (after redis_node_park). */
+/*
+ * A map names the node again: it connects (after redis_node_park), its
+ * subscription connection too if it ever had one or a watch waits for
+ * it; the watches then subscribe as the connection is set up.
+ */
 void
 redis_node_unpark(struct redis *r)
 {
+	struct redis_watch	*w;
+	int			 watched = 0;
+
 	if (!r->parked)
 		return;
 	r->parked = 0;
 	log_info("eventlog=%s: in the slot map again: connecting", r->name);
 	r->cmd.backoff_ms = r->sub.backoff_ms = REDIS_BACKOFF_MIN_MS;
 	r->cmd.why[0] = r->sub.why[0] = '\0';
+	/* What is sent there meanwhile waits, as for a new primary. */
+	if (r->grace_ms > 0 && r->ever_ready)
+		redis_outage_begin(r, clock_now_ms(), "a primary back in the "
+		    "slot map, connecting");
 	redis_conn_connect(&r->cmd);
-	if (r->sub.started)
+	RB_FOREACH(w, redis_watches, &r->watches) {
+		if (w->count > 0)
+			watched = 1;
+	}
+	if (r->sub.started || watched)
 		redis_conn_connect(&r->sub);
 }
 

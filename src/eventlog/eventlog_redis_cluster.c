@@ -623,9 +623,25 @@ redis_cluster_rehome(struct redis_cluster *c)
 /* The slot map. */
 
 /*
+ * A node the map uses connects again if it was out of it: before the
+ * watches move to it (redis_cluster_rehome), so they subscribe there.
+ */
+static void
+redis_cluster_wake(struct redis_cluster *c)
+{
+	char	used[REDIS_CLUSTER_NODES_MAX];
+	int	i;
+
+	redis_cluster_used(c, used);
+	for (i = 0; i < c->nnodes; i++) {
+		if (used[i])
+			redis_node_unpark(c->nodes[i]);
+	}
+}
+
+/*
  * Nodes the map no longer uses give away what waits on them, and close
- * their connections once nothing is left there (else on a later map);
- * a node the map uses again connects again.
+ * their connections once nothing is left there (else on a later map).
  */
 static void
 redis_cluster_evict(struct redis_cluster *c)
@@ -635,12 +651,10 @@ redis_cluster_evict(struct redis_cluster *c)
 
 	redis_cluster_used(c, used);
 	for (i = 0; i < c->nnodes; i++) {
-		if (used[i]) {
-			redis_node_unpark(c->nodes[i]);
-			continue;
+		if (!used[i]) {
+			redis_node_evict(c->nodes[i]);
+			redis_node_park(c->nodes[i]);
 		}
-		redis_node_evict(c->nodes[i]);
-		redis_node_park(c->nodes[i]);
 	}
 }
 
@@ -697,6 +711,7 @@ redis_cluster_take(struct redis_cluster *c, const char *from)
 	if (m->covered < REDIS_CLUSTER_SLOTS)
 		snprintf(c->why, sizeof c->why, "the cluster serves %d of %d "
 		    "slots", m->covered, REDIS_CLUSTER_SLOTS);
+	redis_cluster_wake(c);
 	if (changed)
 		redis_cluster_rehome(c);
 	redis_cluster_evict(c);
