@@ -36,7 +36,7 @@ DOCDIR	?= $(PREFIX)/share/doc/mcpd
 SYSCONFDIR ?= /etc
 UNITDIR	?= $(PREFIX)/lib/systemd/system
 
-.PHONY: all clean callgraph check test test-e2e install install-check unit e2e e2e-redis redis-ops-test sdk-test cluster-test upstream-test openapi-test asan asan-check deps conformance bench \
+.PHONY: all clean callgraph check test test-e2e install install-check unit e2e e2e-redis redis-ops-test redis-cluster-test sdk-test cluster-test upstream-test openapi-test asan asan-check deps conformance bench \
 	fuzz fuzz-replay fuzz-merge fuzz-build fuzz-bins
 
 all: mcpd
@@ -160,6 +160,24 @@ openapi-test: mcpd
 cluster-test: mcpd
 	sh scripts/with-redis $(PYTHON) tests/cluster/run.py --mcpd ./mcpd
 
+# Issue 25, Redis Cluster: on one cluster of three primaries and three
+# replicas with passwords (scripts/with-redis --cluster),
+# tests/redis/test_cluster.py (sessions spread, resharding and failovers
+# under load), the e2e resume, backpressure, task and limits suites (a
+# limit's keys on the node of their own slot), then tests/cluster/; and
+# the resume suite on such a cluster over TLS. Beside the other suites
+# of make check: its nodes' ports and bus ports are drawn below every
+# port the others draw (scripts/free-port --cluster).
+REDIS_CLUSTER_E2E = -k test_resume:: -k test_backpressure:: -k test_tasks:: \
+	-k test_limits::
+redis-cluster-test: mcpd
+	sh scripts/with-redis --cluster sh -c '\
+	    $(PYTHON) tests/redis/run.py --mcpd ./mcpd -k test_cluster && \
+	    $(PYTHON) tests/e2e/run.py --mcpd ./mcpd $(REDIS_CLUSTER_E2E) && \
+	    $(PYTHON) tests/cluster/run.py --mcpd ./mcpd'
+	sh scripts/with-redis --cluster-tls $(PYTHON) tests/e2e/run.py \
+	    --mcpd ./mcpd -k test_resume::
+
 # The only cycle among src/ files allowed: a session, its streams, their
 # calls (docs/architecture.md, "Who calls whom"); and the layer rules
 # between src/ folders, written down in scripts/callgraph.rules
@@ -180,8 +198,8 @@ callgraph: all
 # fails (-k), and check fails if any did. The longest go first.
 CHECK_JOBS ?= 3
 CHECK_LOGS ?= $(BUILD)/check
-CHECK_SUITES = e2e e2e-redis redis-ops-test cluster-test upstream-test \
-	openapi-test sdk-test unit install-check
+CHECK_SUITES = e2e e2e-redis redis-ops-test redis-cluster-test \
+	cluster-test upstream-test openapi-test sdk-test unit install-check
 
 check: deps
 	$(MAKE) -j$(CHECK_JOBS) all

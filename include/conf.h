@@ -25,10 +25,14 @@ enum conf_redis_kind {
 	CONF_REDIS_TCP,		/* redis:// */
 	CONF_REDIS_TLS,		/* rediss:// */
 	CONF_REDIS_UNIX,	/* unix:// */
-	CONF_REDIS_SENTINEL	/* redis-sentinel:// */
+	CONF_REDIS_SENTINEL,	/* redis-sentinel:// */
+	CONF_REDIS_CLUSTER	/* redis-cluster:// */
 };
 
-/* One sentinel of a redis-sentinel:// URL. */
+/*
+ * One sentinel of a redis-sentinel:// URL, or one seed node of a
+ * redis-cluster:// URL (both in redis_sentinels).
+ */
 struct conf_redis_node {
 	char			*host;
 	int			 port;
@@ -553,7 +557,8 @@ conf_redis_tls(const struct conf *c)
 {
 	return (c->eventlog == CONF_EVENTLOG_REDIS &&
 	    (c->redis_kind == CONF_REDIS_TLS ||
-	    (c->redis_kind == CONF_REDIS_SENTINEL && c->redis_tls)));
+	    ((c->redis_kind == CONF_REDIS_SENTINEL ||
+	    c->redis_kind == CONF_REDIS_CLUSTER) && c->redis_tls)));
 }
 
 #endif

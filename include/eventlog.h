@@ -117,9 +117,19 @@ typedef void (*eventlog_keyring_cb)(enum eventlog_status,
 /* The longest message eventlog_publish takes. */
 #define EVENTLOG_MESSAGE_MAX		16384
 
+/* One server of a log of several (Redis Cluster's nodes). */
+struct eventlog_node {
+	const char	*server;	/* host:port */
+	const char	*role;		/* as it says ("master"), or NULL */
+	int		 slots;		/* slots the map gives it */
+	const char	*state;		/* "ready", "connecting", "closed" */
+	const char	*why;		/* not ready: why, else NULL */
+};
+
 /*
  * Where the log is and how it is doing (eventlog_describe), for /healthz
- * and /metrics; the strings live until the log's next operation.
+ * and /metrics; the strings, and nodes, live until the log's next
+ * operation.
  */
 struct eventlog_where {
 	const char	*address;	/* the eventlog URL, password as *** */
@@ -132,6 +142,8 @@ struct eventlog_where {
 	uint64_t	 failovers;	/* changes of primary seen */
 	uint64_t	 connects;	/* command connections set up */
 	const char	*why;		/* not available: why, else NULL */
+	const struct eventlog_node *nodes;	/* a cluster's, or NULL */
+	size_t		 nnodes;
 };
 
 /* A backend: one vtable, filled by eventlog_memory.c or eventlog_redis.c. */
@@ -355,5 +367,7 @@ void	*eventlog_memory_create(struct event_base *, const struct conf *,
 	    const struct eventlog_ops **, char **);
 void	*eventlog_redis_create(struct event_base *, const struct conf *,
 	    const struct eventlog_ops **, char **);
+void	*eventlog_redis_cluster_create(struct event_base *,
+	    const struct conf *, const struct eventlog_ops **, char **);
 
 #endif

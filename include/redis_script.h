@@ -40,7 +40,22 @@ struct redis_pubsub {
 	size_t			 len;
 };
 
-const char	*redis_script_source(void);
+/*
+ * The script's text: with sharded, Redis Cluster's variant, which
+ * publishes with SPUBLISH (and whose check op asks for SSUBSCRIBE).
+ */
+const char	*redis_script_source(int);
+
+/*
+ * The layout this mcpd reads and writes (docs/protocol.md, Redis layout),
+ * and the key that marks a store with it. Layout 1, before the mark, had
+ * the same keys and plain channels: on one Redis, instances of layouts 1
+ * and 2 agree. An instance refuses a store marked with another layout.
+ */
+#define REDIS_SCRIPT_LAYOUT		2
+#define REDIS_SCRIPT_LAYOUT_KEY		"mcpd:{layout}:version"
+/* The layout op's answer, {'ok', N}: -1 if it has another shape. */
+int		 redis_script_layout(const struct redisReply *, int *);
 
 /*
  * Key and channel names of a session: their pieces (head, SID, tail, and
@@ -62,7 +77,12 @@ const char	*redis_script_source(void);
 /* The keyring and its rotation mark (one slot: one hash tag). */
 #define REDIS_SCRIPT_KEYRING_KEY	"mcpd:{keyring}:keys"
 #define REDIS_SCRIPT_KEYRING_MARK	"mcpd:{keyring}:rotated"
-/* A limit's bucket and its slots, for one key ("NAME:HEX"). */
+/*
+ * A limit's bucket and its slots, for one key ("NAME:HEX"): their hash
+ * tag (REDIS_SCRIPT_LIMIT_TAG) is the key's own, so in a Cluster its
+ * operations go to the node of that key's slot, not a session's.
+ */
+#define REDIS_SCRIPT_LIMIT_TAG		"l:%s"
 #define REDIS_SCRIPT_BUCKET_KEY		"mcpd:{l:%s}:b"
 #define REDIS_SCRIPT_SLOTS_KEY		"mcpd:{l:%s}:c"
 /* On the channel, before a message of eventlog_publish (2 bytes). */
@@ -72,6 +92,7 @@ char		*redis_script_note_key(const char *, const char *);
 char		*redis_script_stream_key(const char *, uint64_t);
 char		*redis_script_stream_prefix(const char *);
 char		*redis_script_channel(const char *);
+char		*redis_script_limit_tag(const char *);
 char		*redis_script_task_key(const char *);
 char		*redis_script_limit_key(const char *, int);
 
@@ -103,13 +124,16 @@ int		 redis_script_slot(const struct redisReply *, int *);
 int		 redis_script_noscript(const struct redisReply *);
 /*
  * What INFO says of a server: which run it is, the keys of one DB, its
- * role (master, slave) and maxmemory-policy ("" if not said).
+ * role (master, slave), maxmemory-policy ("" if not said), and whether
+ * it is a node of a Redis Cluster (cluster_enabled: 1, 0, or -1 when
+ * not said).
  */
 struct redis_info {
 	char		 run_id[41];
 	long long	 keys;
 	char		 role[16];
 	char		 policy[32];
+	int		 cluster;
 };
 /* Parses an INFO answer for database db; -1 if it names no run id. */
 int		 redis_script_info(const struct redisReply *, int,

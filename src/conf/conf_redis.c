@@ -9,10 +9,13 @@
  *   rediss://[USER[:PASSWORD]@]HOST[:PORT][/DB]		(TLS)
  *   unix:///PATH[?db=N]
  *   redis-sentinel://[USER[:PASSWORD]@]H1[:P1],H2[:P2].../MASTER[/DB]
+ *   redis-cluster://[USER[:PASSWORD]@]H1[:P1],H2[:P2]...
  *
  * USER and PASSWORD are percent-decoded (RFC 3986, as Redis clients take
  * them: an "@", ":" or "/" in them is written %40, %3A, %2F); so is PATH.
- * The port defaults to 6379 (26379 for a sentinel), DB to 0.
+ * The port defaults to 6379 (26379 for a sentinel), DB to 0. A cluster's
+ * nodes (seeds: any of its nodes, from which mcpd learns the others) go
+ * where the sentinels do; a cluster has database 0 only.
  */
 #include <sys/un.h>
 
@@ -256,11 +259,13 @@ conf_redis_parse_unix(const char *p, struct conf_redis_url *u, char **why)
 	return (0);
 }
 
-/* H1[:P1],H2[:P2]... of a sentinel URL, len bytes. */
+/* H1[:P1],H2[:P2]... of a sentinel or cluster URL, len bytes. */
 static int
 conf_redis_parse_sentinels(const char *s, size_t len,
     struct conf_redis_url *u, char **why)
 {
+	int		 cluster = u->kind == CONF_REDIS_CLUSTER;
+	const char	*what = cluster ? "node" : "sentinel";
 	const char	*p = s, *end = s + len, *comma;
 	char		*one, *sub;
 	int		 rc;
@@ -269,32 +274,34 @@ conf_redis_parse_sentinels(const char *s, size_t len,
 		if ((comma = memchr(p, ',', (size_t)(end - p))) == NULL)
 			comma = end;
 		if (u->nsentinels == CONF_SENTINELS_MAX) {
-			xasprintf(why, "more than %d sentinels",
-			    CONF_SENTINELS_MAX);
+			xasprintf(why, "more than %d %ss",
+			    CONF_SENTINELS_MAX, what);
 			return (-1);
 		}
 		u->sentinels = xreallocarray(u->sentinels, u->nsentinels + 1,
 		    sizeof *u->sentinels);
 		one = xstrndup(p, (size_t)(comma - p));
-		rc = conf_parse_hostport(one, CONF_SENTINEL_PORT,
+		rc = conf_parse_hostport(one, cluster ? CONF_REDIS_PORT :
+		    CONF_SENTINEL_PORT,
 		    &u->sentinels[u->nsentinels].host,
 		    &u->sentinels[u->nsentinels].port, &sub);
 		free(one);
 		if (rc != 0) {
-			xasprintf(why, "sentinel %zu: %s", u->nsentinels + 1,
+			xasprintf(why, "%s %zu: %s", what, u->nsentinels + 1,
 			    sub);
 			free(sub);
 			return (-1);
 		}
 		u->nsentinels++;
 		if (u->sentinels[u->nsentinels - 1].port == 0) {
-			xasprintf(why, "sentinel %zu: port 0", u->nsentinels);
+			xasprintf(why, "%s %zu: port 0", what,
+			    u->nsentinels);
 			return (-1);
 		}
 		p = comma + 1;
 	}
 	if (u->nsentinels == 0 || s[len - 1] == ',') {
-		xasprintf(why, "expected H1:P1,H2:P2,... (the sentinels)");
+		xasprintf(why, "expected H1:P1,H2:P2,... (the %ss)", what);
 		return (-1);
 	}
 	return (0);
@@ -327,7 +334,10 @@ conf_redis_parse_master(const char *p, struct conf_redis_url *u, char **why)
 	return (0);
 }
 
-/* The part after "://" of redis://, rediss:// and redis-sentinel://. */
+/*
+ * The part after "://" of redis://, rediss://, redis-sentinel:// and
+ * redis-cluster://.
+ */
 static int
 conf_redis_parse_network(const char *p, struct conf_redis_url *u,
     char **why)
@@ -355,6 +365,17 @@ conf_redis_parse_network(const char *p, struct conf_redis_url *u,
 		    why) != 0)
 			return (-1);
 		return (conf_redis_parse_master(end, u, why));
+	}
+	if (u->kind == CONF_REDIS_CLUSTER) {
+		if (conf_redis_parse_sentinels(hosts, (size_t)(end - hosts), u,
+		    why) != 0)
+			return (-1);
+		if (*end != '\0') {
+			xasprintf(why, "nothing is taken after the nodes (a "
+			    "cluster has database 0 only)");
+			return (-1);
+		}
+		return (0);
 	}
 	hostport = xstrndup(hosts, (size_t)(end - hosts));
 	rc = conf_parse_hostport(hostport, CONF_REDIS_PORT, &u->host, &u->port,
@@ -394,7 +415,8 @@ static char *
 conf_redis_name(const struct conf_redis_url *u)
 {
 	static const char	*schemes[] = { "redis://", "rediss://",
-				    "unix://", "redis-sentinel://" };
+				    "unix://", "redis-sentinel://",
+				    "redis-cluster://" };
 	char			*name, *s;
 	size_t			 i;
 
@@ -411,6 +433,7 @@ conf_redis_name(const struct conf_redis_url *u)
 		xasprintf(&s, "%s%s?db=%d", name, u->path, u->db);
 		break;
 	case CONF_REDIS_SENTINEL:
+	case CONF_REDIS_CLUSTER:
 		for (i = 0; i < u->nsentinels; i++) {
 			if (i > 0) {
 				xasprintf(&s, "%s,", name);
@@ -420,7 +443,10 @@ conf_redis_name(const struct conf_redis_url *u)
 			conf_redis_name_host(&name, u->sentinels[i].host,
 			    u->sentinels[i].port);
 		}
-		xasprintf(&s, "%s/%s/%d", name, u->master, u->db);
+		if (u->kind == CONF_REDIS_SENTINEL)
+			xasprintf(&s, "%s/%s/%d", name, u->master, u->db);
+		else
+			s = xstrdup(name);
 		break;
 	default:
 		s = xstrdup(name);
@@ -430,7 +456,10 @@ conf_redis_name(const struct conf_redis_url *u)
 	return (s);
 }
 
-/* memory | redis:// | rediss:// | unix:// | redis-sentinel:// */
+/*
+ * memory | redis:// | rediss:// | unix:// | redis-sentinel:// |
+ * redis-cluster://
+ */
 int
 conf_parse_eventlog(void *base, const struct conf_entry *ce, const char *s,
     char **why)
@@ -443,6 +472,7 @@ conf_parse_eventlog(void *base, const struct conf_entry *ce, const char *s,
 		{ "rediss://", CONF_REDIS_TLS },
 		{ "unix://", CONF_REDIS_UNIX },
 		{ "redis-sentinel://", CONF_REDIS_SENTINEL },
+		{ "redis-cluster://", CONF_REDIS_CLUSTER },
 	};
 	struct conf		*conf = base;
 	struct conf_redis_url	 u;
@@ -467,8 +497,8 @@ conf_parse_eventlog(void *base, const struct conf_entry *ce, const char *s,
 	}
 	mask = conf_redis_mask(s);
 	if (p == NULL) {
-		xasprintf(why, "expected memory, redis://, rediss://, unix:// "
-		    "or redis-sentinel://, not \"%s\"", mask);
+		xasprintf(why, "expected memory, redis://, rediss://, unix://, "
+		    "redis-sentinel:// or redis-cluster://, not \"%s\"", mask);
 		free(mask);
 		return (-1);
 	}
@@ -649,19 +679,21 @@ conf_redis_done(void *base, const char *file, char **cause)
 	struct conf	*conf = base;
 	const char	*what = NULL;
 	int		 sentinel = conf->redis_kind == CONF_REDIS_SENTINEL;
+	int		 cluster = conf->redis_kind == CONF_REDIS_CLUSTER;
 
 	if (conf->eventlog != CONF_EVENTLOG_REDIS)
 		return (0);
-	if (conf->redis_tls && !sentinel)
-		what = "redis_tls on is for redis-sentinel:// addresses (one "
-		    "server over TLS is rediss://)";
+	if (conf->redis_tls && !sentinel && !cluster)
+		what = "redis_tls on is for redis-sentinel:// and "
+		    "redis-cluster:// addresses (one server over TLS is "
+		    "rediss://)";
 	else if (!conf_redis_tls(conf) && (conf->redis_tls_ca_file != NULL ||
 	    conf->redis_tls_cert_file != NULL ||
 	    conf->redis_tls_key_file != NULL ||
 	    conf->redis_tls_server_name != NULL || !conf->redis_tls_verify))
 		what = "redis_tls_* directives are set, but the eventlog "
 		    "address does not use TLS (rediss://, or "
-		    "redis-sentinel:// with redis_tls on)";
+		    "redis-sentinel:// or redis-cluster:// with redis_tls on)";
 	else if ((conf->redis_tls_cert_file == NULL) !=
 	    (conf->redis_tls_key_file == NULL))
 		what = "redis_tls_cert_file and redis_tls_key_file go together";

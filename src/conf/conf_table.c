@@ -119,7 +119,8 @@ static const struct conf_entry conf_entries[] = {
 	  "redis://mcpd@10.0.0.5/2\n"
 	  "rediss://mcpd@redis.example.com:6380/0\n"
 	  "unix:///run/redis/redis.sock?db=0\n"
-	  "redis-sentinel://10.0.0.1,10.0.0.2,10.0.0.3:26380/mymaster/0",
+	  "redis-sentinel://10.0.0.1,10.0.0.2,10.0.0.3:26380/mymaster/0\n"
+	  "redis-cluster://mcpd@10.0.0.1:7000,10.0.0.2:7000,10.0.0.3:7000",
 	  .help = "Where committed events live. memory keeps bounded rings "
 	  "in this process (one instance, lost on restart). A Redis URL "
 	  "keeps them in Redis Streams shared by every instance: "
@@ -128,7 +129,11 @@ static const struct conf_entry conf_entries[] = {
 	  "unix:///PATH[?db=N], a unix socket; "
 	  "redis-sentinel://[USER[:PASSWORD]@]H1[:P1],H2[:P2],.../MASTER[/DB]"
 	  " asks the sentinels (port 26379) which server is the primary of "
-	  "MASTER, and follows it through failovers. USER and PASSWORD are "
+	  "MASTER, and follows it through failovers; "
+	  "redis-cluster://[USER[:PASSWORD]@]H1[:P1],H2[:P2],... is a Redis "
+	  "Cluster (7 or later; any of its nodes as seeds, database 0): "
+	  "sessions spread over its primaries by their slot, the map "
+	  "followed through resharding and failovers. USER and PASSWORD are "
 	  "percent-decoded (%40 for \"@\"); redis://:PASSWORD@HOST is a "
 	  "password alone (requirepass); or leave the password out and use "
 	  "redis_password_file. Log lines show the URL with its password "
@@ -171,7 +176,8 @@ static const struct conf_entry conf_entries[] = {
 	  .offset = CONF_OFF(redis_tls), .values = conf_bool_values,
 	  .def = "off",
 	  .help = "With redis-sentinel://, reach the sentinels and the "
-	  "primary over TLS (one server over TLS is rediss://)." },
+	  "primary over TLS; with redis-cluster://, every node (one server "
+	  "over TLS is rediss://)." },
 	{ .name = "redis_tls_ca_file", .type = CONF_STRING,
 	  .offset = CONF_OFF(redis_tls_ca_file), .check = conf_check_tls_file,
 	  .args = "none|PATH", .def = "none",

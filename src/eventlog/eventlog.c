@@ -29,8 +29,12 @@ eventlog_create(struct event_base *base, const struct conf *conf,
 		    cause);
 		break;
 	case CONF_EVENTLOG_REDIS:
-		el->backend = eventlog_redis_create(base, conf, &el->ops,
-		    cause);
+		if (conf->redis_kind == CONF_REDIS_CLUSTER)
+			el->backend = eventlog_redis_cluster_create(base, conf,
+			    &el->ops, cause);
+		else
+			el->backend = eventlog_redis_create(base, conf,
+			    &el->ops, cause);
 		break;
 	default:
 		xasprintf(cause, "unknown event log backend");

@@ -60,10 +60,13 @@
 #include "eventlog.h"
 #include "log.h"
 #include "random.h"
+#include "redis_cluster.h"
 #include "redis_link.h"
 #include "redis_script.h"
 #include "redis_sentinel.h"
 #include "xmalloc.h"
+
+#include "eventlog_redis_int.h"
 
 #define REDIS_TIMEOUT_MS	2000	/* a reply, or a connection's set-up */
 #define REDIS_WAIT_MS		500	/* WAIT for replicas; < the above */
@@ -75,6 +78,8 @@
 #define REDIS_TOMBSTONES	1024	/* as the memory backend keeps */
 #define REDIS_BATCH_MAX		256	/* entries in one script call */
 #define REDIS_BATCH_BYTES	(1024 * 1024)	/* their data, unless one */
+#define REDIS_RETRY_MIN_MS	10	/* an op's -TRYAGAIN back-off */
+#define REDIS_RETRY_MAX_MS	500
 
 struct redis;
 
@@ -112,6 +117,7 @@ enum redis_op_type {
 	REDIS_OP_SCRIPT_LOAD,
 	REDIS_OP_INFO,
 	REDIS_OP_CHECK,
+	REDIS_OP_LAYOUT,
 	REDIS_OP_STORE,		/* what callers ask */
 	REDIS_OP_LOAD,
 	REDIS_OP_DELETE,
@@ -145,9 +151,13 @@ struct redis_op {
 	int			 answered;
 	int			 replies;	/* link callbacks owed */
 	int			 retried;	/* sent again after NOSCRIPT */
+	int			 asking;	/* ASKING first (Cluster) */
+	int			 slot;		/* counted in owned, or -1 */
+	uint64_t		 ticket;	/* the cluster's order */
 	struct redis_ops	*list;		/* inflight, waitq, failq... */
 	struct redis_link	*link;		/* sent on; NULL: taken back */
 	uint64_t		 sent_ms;
+	uint64_t		 tryagain_ms;	/* first -TRYAGAIN, or 0 */
 	enum eventlog_status	 fail;		/* failq: the answer */
 	/*
 	 * With commit replicas:N: the WAIT that answers it (commits and
@@ -192,6 +202,7 @@ struct redis_op {
 		eventlog_load_cb	load;
 		eventlog_task_cb	task;
 		eventlog_keyring_cb	keyring;
+		redis_node_layout_cb	layout;
 		eventlog_take_cb	take;
 		eventlog_slot_cb	slot;
 	} cb;
@@ -264,6 +275,10 @@ struct redis {
 	char			*user;		/* AUTH; NULL password: none */
 	char			*password;
 	struct redis_sentinel	*sentinel;	/* redis-sentinel:// */
+	struct redis_cluster	*cluster;	/* a primary of a cluster */
+	const struct redis_node_hooks *hooks;	/* the cluster's */
+	uint32_t		*owned;		/* its ops, per slot */
+	int			 tls_borrowed;	/* tlsconf is the cluster's */
 	uint64_t		 failovers;	/* changes of primary */
 	uint64_t		 connects;	/* command connections set up */
 	char			 role[16];	/* INFO's, once set up */
@@ -278,9 +293,11 @@ struct redis {
 	uint64_t		 stream_ttl_ms;
 	size_t			 max_fields;
 	int			 closing;
+	int			 parked;	/* out of the map (Cluster) */
 
 	struct redis_conn	 cmd;
 	char			 sha[41];	/* of the loaded script */
+	int			 sharded;	/* its variant (Cluster) */
 	struct redis_ops	 inflight;	/* sent, in send order */
 	size_t			 ninflight;	/* callers' ops among them */
 	struct redis_ops	 failq;		/* answered on the next turn */
@@ -288,6 +305,10 @@ struct redis {
 	struct redis_op		*open;		/* op taking more entries */
 	struct redis_creates	 creates;	/* creates not answered yet */
 	struct redis_ops	 held;		/* waiting for a create */
+	struct redis_ops	 gatedq;	/* their slot moved (Cluster) */
+	struct redis_ops	 retryq;	/* -TRYAGAIN, sent again later */
+	struct event		*retry_ev;
+	int			 retry_ms;	/* its back-off, now */
 	struct event		*flush_ev;	/* sends it, end of this turn */
 	struct event		*deadline_ev;
 	uint64_t		 deadline_ms;	/* when deadline_ev is due */
@@ -326,6 +347,7 @@ static void	redis_conn_drop(struct redis_conn *, const char *);
 static void	redis_conn_drop_waiting(struct redis_conn *);
 static void	redis_reply_cb(struct redis_link *, redisReply *, void *);
 static void	redis_wait_cb(struct redis_link *, redisReply *, void *);
+static void	redis_asking_cb(struct redis_link *, redisReply *, void *);
 static void	redis_sub_push_cb(struct redis_link *, redisReply *, void *);
 static void	redis_watch_release(struct redis *, struct redis_watch *);
 static void	redis_resync_owed(struct redis *);
@@ -366,7 +388,7 @@ redis_conn_set_state(struct redis_conn *c, enum redis_conn_state state,
 	enum redis_conn_state	 old = c->state;
 
 	c->state = state;
-	if (r->closing || old == state)
+	if (r->closing || r->parked || old == state)
 		return;
 	if (state == REDIS_CONN_READY) {
 		log_info("eventlog=%s: %s connection ready (%s%s)", r->name,
@@ -404,7 +426,7 @@ static void
 redis_conn_down(struct redis_conn *c, const char *why)
 {
 	redis_conn_set_state(c, REDIS_CONN_DOWN, why);
-	if (c->r->closing)
+	if (c->r->closing || c->r->parked)
 		return;
 	if (c->now) {
 		/* A failover named where to go: no reason to wait. */
@@ -703,7 +725,56 @@ redis_op_new(struct redis *r, enum redis_op_type type, const char *sid,
 	op->type = type;
 	op->sid = sid != NULL ? xstrdup(sid) : NULL;
 	op->k = k;
+	op->slot = -1;
+	if (r->cluster != NULL && type >= REDIS_OP_STORE && sid != NULL) {
+		op->slot = (int)redis_cluster_keyslot(sid, strlen(sid));
+		op->ticket = r->hooks->ticket(r->cluster);
+		r->owned[op->slot]++;
+	}
 	return (op);
+}
+
+/*
+ * op is no longer r's (freed, or redirected): once r has no op of its
+ * slot left, the cluster may send the slot's ops held elsewhere.
+ */
+static void
+redis_op_disown(struct redis_op *op)
+{
+	struct redis	*r = op->r;
+
+	if (op->slot < 0)
+		return;
+	if (--r->owned[op->slot] == 0)
+		r->hooks->drained(r->cluster, r, (unsigned int)op->slot);
+}
+
+/* Held while an older node still has ops of its slot (a MOVED). */
+static int
+redis_op_gated(const struct redis_op *op)
+{
+	return (op->slot >= 0 && op->r->hooks->gated(op->r->cluster, op->r,
+	    (unsigned int)op->slot));
+}
+
+/*
+ * Puts op on list q in the order the cluster's ops were asked for (a
+ * redirected op goes before those asked after it); on one Redis, at the
+ * end.
+ */
+static void
+redis_op_hold(struct redis_ops *q, struct redis_op *op)
+{
+	struct redis_op	*at;
+
+	at = TAILQ_LAST(q, redis_ops);
+	while (at != NULL && at->ticket > op->ticket)
+		at = TAILQ_PREV(at, redis_ops, entry);
+	if (at == NULL)
+		TAILQ_INSERT_HEAD(q, op, entry);
+	else
+		TAILQ_INSERT_AFTER(q, at, op, entry);
+	op->list = q;
 }
 
 /* Bytes kept before the arguments for "*argc\r\n". */
@@ -966,6 +1037,7 @@ redis_op_free(struct redis_op *op)
 	    RB_FIND(redis_creates, &r->creates, op) == op)
 		RB_REMOVE(redis_creates, &r->creates, op);
 	redis_op_unlist(op);
+	redis_op_disown(op);
 	free(op->buf);
 	free(op->argoff);
 	free(op->argvlen);
@@ -1016,6 +1088,8 @@ redis_append_answer(struct redis_op *op, enum eventlog_status status,
 
 static void	redis_op_dispatch(struct redis_op *);
 static void	redis_op_reject(struct redis_op *, enum eventlog_status);
+static int	redis_op_retrying(const struct redis_op *);
+static void	redis_retry_cb(evutil_socket_t, short, void *);
 
 /*
  * An op on stream K while K's create is in flight, not in the create's
@@ -1118,6 +1192,10 @@ redis_op_answer(struct redis_op *op, enum eventlog_status status,
 	case REDIS_OP_SCRIPT_LOAD:
 	case REDIS_OP_INFO:
 	case REDIS_OP_CHECK:
+	case REDIS_OP_LAYOUT:
+		/* The cluster's check, on a connection lost. */
+		if (op->cb.layout != NULL)
+			op->cb.layout(op->r, -1, "connection lost", op->arg);
 		break;
 	case REDIS_OP_STORE:
 	case REDIS_OP_DELETE:
@@ -1219,6 +1297,8 @@ static void	redis_wait_discard(struct redis *);
 static void	redis_op_release(struct redis_op *);
 static int	redis_reply_refused(struct redis_op *, struct redis_link *,
 		    redisReply *);
+static int	redis_reply_redirected(struct redis_op *, redisReply *);
+static int	redis_reply_tryagain(struct redis_op *, redisReply *);
 
 /* Whether an outage is waited out now rather than failed. */
 static int
@@ -1359,6 +1439,8 @@ redis_cmd_lost(struct redis_conn *c)
 	struct redis_op	*op, *prev;
 
 	redis_wait_discard(r);
+	if (r->cluster != NULL)
+		r->hooks->changed(r->cluster, "a node's connection lost");
 	if (!redis_grace_open(r))
 		return;
 	r->stalled = 0;
@@ -1451,7 +1533,7 @@ static int
 redis_op_send(struct redis_op *op, int eval)
 {
 	struct redis	*r = op->r;
-	const char	*body = redis_script_source();
+	const char	*body = redis_script_source(r->sharded);
 	const char	*cmd;
 	size_t		 len;
 
@@ -1461,6 +1543,11 @@ redis_op_send(struct redis_op *op, int eval)
 		redis_op_set_arg(op, 0, "EVAL", 4);
 		redis_op_set_arg(op, 1, body, strlen(body));
 	}
+	/* ASK: this command, once, at the node importing the slot. */
+	if (op->asking && redis_link_command(r->cmd.link, redis_asking_cb,
+	    NULL, "ASKING", NULL) != 0)
+		return (-1);
+	op->asking = 0;
 	cmd = redis_op_command(op, &len);
 	if (redis_link_send(r->cmd.link, cmd, len, redis_reply_cb, op) != 0)
 		return (-1);
@@ -1477,6 +1564,15 @@ redis_op_send(struct redis_op *op, int eval)
 		r->ninflight++;
 	redis_deadline_arm(r);
 	return (0);
+}
+
+/*
+ * ASKING's answer: OK, or an error the command after it hears too (it
+ * then fails or is redirected as any other).
+ */
+static void
+redis_asking_cb(struct redis_link *l, redisReply *reply, void *arg)
+{
 }
 
 static size_t
@@ -1555,9 +1651,13 @@ redis_op_submit(struct redis_op *op)
 	struct redis	*r = op->r;
 
 	redis_flush(r);
+	if (redis_op_gated(op)) {
+		/* Its slot moved: it waits, apart, not holding others up. */
+		redis_op_hold(&r->gatedq, op);
+		return;
+	}
 	if (!TAILQ_EMPTY(&r->held) || redis_op_awaits(r, op)) {
-		TAILQ_INSERT_TAIL(&r->held, op, entry);
-		op->list = &r->held;
+		redis_op_hold(&r->held, op);
 		return;
 	}
 	redis_op_dispatch(op);
@@ -1571,6 +1671,11 @@ redis_op_dispatch(struct redis_op *op)
 
 	if (r->closing) {
 		redis_op_reject(op, EVENTLOG_CANCELLED);
+		return;
+	}
+	if (redis_op_retrying(op)) {
+		/* Its slot waits out a -TRYAGAIN: behind what did. */
+		redis_op_hold(&r->retryq, op);
 		return;
 	}
 	if (r->cmd.state != REDIS_CONN_READY || r->outage_ms != 0 ||
@@ -1617,9 +1722,13 @@ redis_op_lost(struct redis_op *op, struct redis_link *l)
 
 /*
  * The command connection's set-up, issued before it is even connected:
- * AUTH, SELECT, SCRIPT LOAD and INFO in one write; once the script is
+ * AUTH, SELECT, INFO and SCRIPT LOAD in one write; once the script is
  * loaded, its check op says whether the ACL lets this user run every
- * command mcpd sends. The connection is ready on that answer.
+ * command mcpd sends. The connection is ready on that answer. INFO goes
+ * before the script: Redis 7 answers a bulk string over 16 KB from a
+ * client not yet authenticated with a protocol error, not NOAUTH, and the
+ * script is longer than that, so a server that wants a password must say
+ * so to a short command first.
  */
 static void
 redis_cmd_setup(struct redis_conn *c)
@@ -1643,31 +1752,107 @@ redis_cmd_setup(struct redis_conn *c)
 		if (redis_op_send(op, 0) != 0)
 			redis_op_free(op);
 	}
-	op = redis_op_new(r, REDIS_OP_SCRIPT_LOAD, NULL, 0);
-	redis_op_arg(op, "SCRIPT", 6);
-	redis_op_arg(op, "LOAD", 4);
-	redis_op_arg(op, redis_script_source(), strlen(redis_script_source()));
-	if (redis_op_send(op, 0) != 0)
-		redis_op_free(op);
 	op = redis_op_new(r, REDIS_OP_INFO, NULL, 0);
 	redis_op_arg(op, "INFO", 4);
 	if (redis_op_send(op, 0) != 0)
 		redis_op_free(op);
+	op = redis_op_new(r, REDIS_OP_SCRIPT_LOAD, NULL, 0);
+	redis_op_arg(op, "SCRIPT", 6);
+	redis_op_arg(op, "LOAD", 4);
+	redis_op_arg(op, redis_script_source(r->sharded),
+	    strlen(redis_script_source(r->sharded)));
+	if (redis_op_send(op, 0) != 0)
+		redis_op_free(op);
 }
 
-static struct redis_op	*redis_script_op(struct redis *, enum redis_op_type,
-			    const char *, const char *, uint64_t, int);
+static struct redis_op	*redis_script_op_keys(struct redis *,
+			    enum redis_op_type, const char *, const char *,
+			    uint64_t, int, int);
+static void		 redis_cmd_ready(struct redis *);
+static void		 redis_node_layout_reply(struct redis_op *,
+			    redisReply *);
 
-/* The script is loaded: may this user run what mcpd sends? */
+/* The layout op: marks the store if nobody did, answers its layout. */
+static struct redis_op *
+redis_layout_op(struct redis *r)
+{
+	struct redis_op	*op;
+	char		 layout[16];
+
+	op = redis_op_new(r, REDIS_OP_LAYOUT, "layout", 0);
+	op->script = 1;
+	redis_op_arg(op, "EVALSHA", 7);
+	redis_op_arg(op, r->sha, strlen(r->sha));
+	redis_op_arg(op, "1", 1);
+	redis_op_arg(op, REDIS_SCRIPT_LAYOUT_KEY,
+	    strlen(REDIS_SCRIPT_LAYOUT_KEY));
+	redis_op_arg(op, "layout", 6);
+	snprintf(layout, sizeof layout, "%d", REDIS_SCRIPT_LAYOUT);
+	redis_op_arg(op, layout, strlen(layout));
+	return (op);
+}
+
+/*
+ * The script is loaded: may this user run what mcpd sends, and is the
+ * store in the layout this mcpd reads (marked now if nobody did)?
+ */
 static void
 redis_cmd_check(struct redis *r)
 {
 	struct redis_op	*op;
 
-	op = redis_script_op(r, REDIS_OP_CHECK, "check", "check", 1, 1);
+	/*
+	 * A cluster's node runs it whatever its slots: it declares no keys
+	 * (the names it checks are in ARGV). The cluster checks the layout
+	 * once, on the node of its mark's slot.
+	 */
+	op = redis_script_op_keys(r, REDIS_OP_CHECK, "check", "check", 1, 1,
+	    r->cluster == NULL);
 	redis_op_arg(op, r->replicas > 0 ? "1" : "0", 1);
 	if (redis_op_send(op, 0) != 0)
 		redis_op_free(op);
+	if (r->cluster != NULL)
+		return;
+	op = redis_layout_op(r);
+	if (redis_op_send(op, 0) != 0)
+		redis_op_free(op);
+}
+
+/*
+ * The cluster's check of the layout, on the node of its mark's slot
+ * once it is ready: -1 if it cannot be sent now. cb hears the layout,
+ * or -1 and why.
+ */
+int
+redis_node_layout(struct redis *r, redis_node_layout_cb cb, void *arg)
+{
+	struct redis_op	*op;
+
+	if (r->cmd.state != REDIS_CONN_READY)
+		return (-1);
+	op = redis_layout_op(r);
+	op->cb.layout = cb;
+	op->arg = arg;
+	if (redis_op_send(op, 0) != 0) {
+		redis_op_free(op);
+		return (-1);
+	}
+	return (0);
+}
+
+static void
+redis_node_layout_reply(struct redis_op *op, redisReply *reply)
+{
+	char	why[256];
+	int	layout;
+
+	if (redis_script_layout(reply, &layout) == 0)
+		op->cb.layout(op->r, layout, NULL, op->arg);
+	else {
+		snprintf(why, sizeof why, "%.200s", reply->type ==
+		    REDIS_REPLY_ERROR ? reply->str : "an unexpected answer");
+		op->cb.layout(op->r, -1, why, op->arg);
+	}
 }
 
 /*
@@ -1686,6 +1871,14 @@ redis_info_reply(struct redis *r, redisReply *reply)
 	if (redis_script_info(reply, r->db, &info) != 0)
 		return;		/* INFO renamed or disabled: nothing to say */
 	strlcpy(r->role, info.role, sizeof r->role);
+	if (info.cluster != -1 && info.cluster != (r->cluster != NULL)) {
+		redis_conn_refuse(&r->cmd, info.cluster ? "this Redis is a "
+		    "node of a Redis Cluster: use eventlog "
+		    "redis-cluster://H1:P1,H2:P2,..." : "this Redis is not in "
+		    "cluster mode (cluster_enabled no): use eventlog "
+		    "redis://");
+		return;
+	}
 	if (info.role[0] != '\0' && strcmp(info.role, "master") != 0) {
 		snprintf(why, sizeof why, "%s is a replica (role %s), not the "
 		    "primary%s", r->cmd.server, info.role, r->sentinel != NULL ?
@@ -1759,10 +1952,44 @@ redis_check_reply(struct redis_op *op, redisReply *reply)
 	}
 	if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 1 ||
 	    reply->element[0]->type != REDIS_REPLY_STRING ||
-	    strcmp(reply->element[0]->str, "ok") != 0) {
+	    strcmp(reply->element[0]->str, "ok") != 0)
 		redis_setup_refused(op, "EVALSHA", reply);
+	else if (r->cluster != NULL)
+		redis_cmd_ready(r);
+}
+
+/*
+ * The layout op's answer, the last of the set-up: the connection is
+ * ready if the store is in this mcpd's layout. Another layout is an
+ * operator's matter (instances of two versions on one store), refused
+ * like credentials, with the backoff.
+ */
+static void
+redis_layout_reply(struct redis_op *op, redisReply *reply)
+{
+	struct redis	*r = op->r;
+	char		 why[384];
+	int		 layout;
+
+	if (redis_script_layout(reply, &layout) != 0) {
+		redis_setup_refused(op, "EVALSHA (layout)", reply);
 		return;
 	}
+	if (layout != REDIS_SCRIPT_LAYOUT) {
+		snprintf(why, sizeof why, "the store is in layout %d (%s), "
+		    "this mcpd reads layout %d: run one version of mcpd on "
+		    "it (docs/protocol.md, Redis layout)", layout,
+		    REDIS_SCRIPT_LAYOUT_KEY, REDIS_SCRIPT_LAYOUT);
+		redis_conn_refuse(&r->cmd, why);
+		return;
+	}
+	redis_cmd_ready(r);
+}
+
+/* The command connection's set-up is done: ready. */
+static void
+redis_cmd_ready(struct redis *r)
+{
 	r->connects++;
 	redis_conn_set_state(&r->cmd, REDIS_CONN_READY, NULL);
 	/*
@@ -1776,6 +2003,8 @@ redis_check_reply(struct redis_op *op, redisReply *reply)
 	/* After what waited out the outage: it goes first. */
 	if (r->available_cb != NULL)
 		r->available_cb(r->available_arg);
+	if (r->cluster != NULL)
+		r->hooks->ready(r->cluster, r);
 }
 
 static void
@@ -1816,6 +2045,12 @@ redis_setup_reply(struct redis_op *op, redisReply *reply)
 		break;
 	case REDIS_OP_CHECK:
 		redis_check_reply(op, reply);
+		break;
+	case REDIS_OP_LAYOUT:
+		if (op->cb.layout != NULL)
+			redis_node_layout_reply(op, reply);
+		else
+			redis_layout_reply(op, reply);
 		break;
 	default:
 		break;
@@ -1961,6 +2196,10 @@ redis_reply_cb(struct redis_link *l, redisReply *reply, void *privdata)
 	else if (!op->answered) {
 		if (!redis_op_is_user(op))
 			redis_setup_reply(op, reply);
+		else if (redis_reply_redirected(op, reply))
+			return;	/* another node's now */
+		else if (redis_reply_tryagain(op, reply))
+			return;	/* sent again after a back-off */
 		else if (redis_reply_refused(op, l, reply))
 			;	/* the connection went, and op with it */
 		else if (op->type == REDIS_OP_LOAD ||
@@ -1978,6 +2217,150 @@ redis_reply_cb(struct redis_link *l, redisReply *reply, void *privdata)
 			redis_script_reply(op, reply);
 	}
 	redis_op_release(op);
+}
+
+/*
+ * Whether op's slot waits out a -TRYAGAIN on its node: then op waits
+ * too, behind the ops of that slot asked for before it.
+ */
+static int
+redis_op_retrying(const struct redis_op *op)
+{
+	const struct redis_op	*at;
+
+	if (op->slot < 0)
+		return (0);
+	TAILQ_FOREACH(at, &op->r->retryq, entry) {
+		if (at->slot == op->slot)
+			return (1);
+	}
+	return (0);
+}
+
+/*
+ * In a cluster, -TRYAGAIN: Redis's own, while a slot being moved has the
+ * keys a command names on both nodes, or the script's, for a key it does
+ * not declare that moved already (redis_script.c). Either way op was not
+ * run and wrote nothing. Only its slot is in the way, not the node: op
+ * leaves the pipeline and goes again after a back-off (REDIS_RETRY_MIN_MS,
+ * doubled up to REDIS_RETRY_MAX_MS while ops keep getting it), to the node
+ * of its slot then; the ops of its slot asked for after it wait behind it
+ * (redis_op_retrying), the node's other slots go on. Waited out as an
+ * outage is, for eventlog_outage_grace from its first -TRYAGAIN; past
+ * that, or without a grace, it fails UNAVAILABLE. 1 if so.
+ */
+static int
+redis_reply_tryagain(struct redis_op *op, redisReply *reply)
+{
+	struct redis	*r = op->r;
+	struct timeval	 tv;
+	uint64_t	 now;
+	int		 released = 0;
+
+	if (r->cluster == NULL || op->replies > 0 || op->slot < 0)
+		return (0);
+	if (reply->type != REDIS_REPLY_ERROR || reply->len < 8 ||
+	    strncmp(reply->str, "TRYAGAIN", 8) != 0) {
+		if (op->tryagain_ms != 0)
+			r->retry_ms = REDIS_RETRY_MIN_MS;	/* got by */
+		return (0);
+	}
+	redis_op_unlist(op);
+	redis_wait_leave(op);
+	op->link = NULL;
+	op->asking = 0;
+	if (op->type == REDIS_OP_CREATE &&
+	    RB_FIND(redis_creates, &r->creates, op) == op) {
+		/* What waits for it is held behind it (same slot). */
+		RB_REMOVE(redis_creates, &r->creates, op);
+		released = 1;
+	}
+	now = clock_now_ms();
+	if (op->tryagain_ms == 0)
+		op->tryagain_ms = now;
+	if (!redis_grace_open(r) || now - op->tryagain_ms >= r->grace_ms) {
+		log_limited(LOG_LEVEL_WARN, "redis-tryagain", "eventlog=%s: "
+		    "%s: %.200s, for %llu ms; reported unavailable", r->name,
+		    redis_op_tag(op), reply->str,
+		    (unsigned long long)(now - op->tryagain_ms));
+		redis_op_reject(op, EVENTLOG_UNAVAILABLE);
+	} else {
+		log_limited(LOG_LEVEL_INFO, "redis-tryagain", "eventlog=%s: "
+		    "%s: %.200s; sent again in %d ms", r->name,
+		    redis_op_tag(op), reply->str, r->retry_ms);
+		redis_op_hold(&r->retryq, op);
+		if (!evtimer_pending(r->retry_ev, NULL)) {
+			tv.tv_sec = r->retry_ms / 1000;
+			tv.tv_usec = (r->retry_ms % 1000) * 1000;
+			evtimer_add(r->retry_ev, &tv);
+			r->retry_ms = r->retry_ms * 2 > REDIS_RETRY_MAX_MS ?
+			    REDIS_RETRY_MAX_MS : r->retry_ms * 2;
+		}
+	}
+	if (released)
+		redis_release(r);
+	return (1);
+}
+
+/*
+ * The back-off is over: what got -TRYAGAIN, and what waited behind it,
+ * goes again in the order asked for, each to its slot's node now.
+ */
+static void
+redis_retry_cb(evutil_socket_t fd, short events, void *arg)
+{
+	struct redis		*r = arg;
+	struct redis_ops	 go;
+	struct redis_op		*op;
+
+	TAILQ_INIT(&go);
+	TAILQ_CONCAT(&go, &r->retryq, entry);
+	TAILQ_FOREACH(op, &go, entry)
+		op->list = &go;
+	while ((op = TAILQ_FIRST(&go)) != NULL) {
+		redis_op_unlist(op);
+		if (op->type == REDIS_OP_CREATE &&
+		    RB_FIND(redis_creates, &r->creates, op) == op)
+			RB_REMOVE(redis_creates, &r->creates, op);
+		r->hooks->reroute(r->cluster, r, op);
+	}
+}
+
+/*
+ * In a cluster, MOVED or ASK: op was not run here, and goes where Redis
+ * says (redis_cluster_redirected), its place in this node's pipeline
+ * given up. 1 if so.
+ */
+static int
+redis_reply_redirected(struct redis_op *op, redisReply *reply)
+{
+	struct redis			*r = op->r;
+	enum redis_cluster_redirect	 kind;
+	unsigned int			 slot;
+	char				 host[REDIS_CLUSTER_HOST_MAX + 1];
+	int				 port;
+
+	if (r->cluster == NULL || op->replies > 0)
+		return (0);
+	kind = redis_cluster_redirect(reply, &slot, host, sizeof host, &port);
+	if (kind == REDIS_CLUSTER_NONE)
+		return (0);
+	redis_op_unlist(op);
+	redis_wait_leave(op);
+	op->link = NULL;
+	if (op->type == REDIS_OP_CREATE &&
+	    RB_FIND(redis_creates, &r->creates, op) == op) {
+		/* What waits here for it goes too, and is redirected. */
+		RB_REMOVE(redis_creates, &r->creates, op);
+		redis_release(r);
+	}
+	if (host[0] == '\0')	/* the node that answered, elsewhere */
+		strlcpy(host, r->host, sizeof host);
+	/* Counted as r's until the cluster has gated the slot. */
+	r->hooks->redirected(r->cluster, r, op, kind ==
+	    REDIS_CLUSTER_MOVED ? 1 : 2, slot, host, port,
+	    op->slot >= 0 ? r->owned[op->slot] - 1 : 0);
+	return (1);
 }
 
 /*
@@ -2024,6 +2407,7 @@ redis_wait_cb(struct redis_link *l, redisReply *reply, void *privdata)
 	struct redis		*r = g->r;
 	struct redis_op		*op;
 	char			 why[512];
+	enum redis_script_refusal kind;
 
 	if (reply != NULL && l == r->cmd.link)
 		redis_progress(r);
@@ -2067,9 +2451,12 @@ redis_wait_cb(struct redis_link *l, redisReply *reply, void *privdata)
 		    "%zu operations reported unavailable (the primary has "
 		    "them)", r->name, why, redis_wait_count(g));
 	} else if (reply != NULL) {
-		if (redis_script_refusal(reply, why, sizeof why) !=
-		    REDIS_REFUSED_NONE)
+		kind = redis_script_refusal(reply, why, sizeof why);
+		if (kind == REDIS_REFUSED_AUTH || kind == REDIS_REFUSED_ACL)
 			redis_conn_refuse(&r->cmd, why);
+		else if (kind != REDIS_REFUSED_NONE)
+			/* A replica now: what waits goes again, elsewhere. */
+			redis_conn_drop(&r->cmd, why);
 		else
 			log_limited(LOG_LEVEL_WARN, "redis-wait",
 			    "eventlog=%s: WAIT failed: %.200s; commits "
@@ -2089,20 +2476,24 @@ redis_wait_cb(struct redis_link *l, redisReply *reply, void *privdata)
 
 /* The operations. */
 
-/* An op of the script: KEYS and the ARGV every operation shares. */
+/*
+ * An op of the script: KEYS (unless declare is 0: none) and the ARGV
+ * every operation shares.
+ */
 static struct redis_op *
-redis_script_op(struct redis *r, enum redis_op_type type, const char *name,
-    const char *sid, uint64_t k, int stream)
+redis_script_op_keys(struct redis *r, enum redis_op_type type,
+    const char *name, const char *sid, uint64_t k, int stream, int declare)
 {
 	struct redis_op	*op = redis_op_new(r, type, sid, k);
 
 	op->script = 1;
 	redis_op_arg(op, "EVALSHA", 7);
 	redis_op_arg(op, r->sha, strlen(r->sha));
-	redis_op_arg(op, stream ? "2" : "1", 1);
-	redis_op_arg3(op, REDIS_SCRIPT_KEY_HEAD, sid, REDIS_SCRIPT_META_TAIL,
-	    0, 0);
-	if (stream)
+	redis_op_arg(op, !declare ? "0" : stream ? "2" : "1", 1);
+	if (declare)
+		redis_op_arg3(op, REDIS_SCRIPT_KEY_HEAD, sid,
+		    REDIS_SCRIPT_META_TAIL, 0, 0);
+	if (declare && stream)
 		redis_op_arg3(op, REDIS_SCRIPT_KEY_HEAD, sid,
 		    REDIS_SCRIPT_STREAM_TAIL, 1, k);
 	redis_op_arg(op, name, strlen(name));
@@ -2118,6 +2509,13 @@ redis_script_op(struct redis *r, enum redis_op_type type, const char *name,
 		redis_op_arg(op, "", 0);
 	redis_op_argu(op, clock_wall_ms());
 	return (op);
+}
+
+static struct redis_op *
+redis_script_op(struct redis *r, enum redis_op_type type, const char *name,
+    const char *sid, uint64_t k, int stream)
+{
+	return (redis_script_op_keys(r, type, name, sid, k, stream, 1));
 }
 
 static void
@@ -2206,7 +2604,10 @@ redis_publish(void *p, const char *sid, const char *msg, size_t len,
 	char		*payload;
 	int		 i;
 
-	redis_op_arg(op, "PUBLISH", 7);
+	if (op->r->sharded)
+		redis_op_arg(op, "SPUBLISH", 8);
+	else
+		redis_op_arg(op, "PUBLISH", 7);
 	redis_op_take(op, redis_script_channel(sid));
 	i = redis_op_next_arg(op);
 	payload = redis_op_begin_arg(op, i, 2 + len);
@@ -2287,15 +2688,19 @@ redis_keyring(void *p, uint64_t period_ms, const char *fresh1,
 
 /*
  * A limit's bucket, or its slots: one key each (its own hash tag), one
- * script call. op->sid names the limit's key in log lines. A take sent
- * again after a lost answer takes its tokens twice: a limit may admit a
- * little less than it should across a Redis outage, never more.
+ * script call. op->sid is that tag ("l:NAME:HEX"): it names the limit's
+ * key in log lines and, in a cluster, the slot the op belongs to (a
+ * MOVED sends it where the tag's slot went). A take sent again after a
+ * lost answer takes its tokens twice: a limit may admit a little less
+ * than it should across a Redis outage, never more.
  */
 static struct redis_op *
 redis_limit_op(struct redis *r, enum redis_op_type type, const char *key)
 {
-	struct redis_op	*op = redis_op_new(r, type, key, 0);
+	char		*tag = redis_script_limit_tag(key);
+	struct redis_op	*op = redis_op_new(r, type, tag, 0);
 
+	free(tag);
 	op->script = 1;
 	redis_op_arg(op, "EVALSHA", 7);
 	redis_op_arg(op, r->sha, strlen(r->sha));
@@ -2591,8 +2996,8 @@ redis_watch_subscribe(struct redis *r, struct redis_watch *w)
 {
 	if (r->sub.state != REDIS_CONN_READY || r->sub.link == NULL)
 		return;
-	if (redis_link_command(r->sub.link, NULL, NULL, "SUBSCRIBE",
-	    w->channel, NULL) == 0)
+	if (redis_link_command(r->sub.link, NULL, NULL, r->sharded ?
+	    "SSUBSCRIBE" : "SUBSCRIBE", w->channel, NULL) == 0)
 		w->state = REDIS_WATCH_SUBSCRIBING;
 }
 
@@ -2645,8 +3050,8 @@ redis_watch_sweep(struct redis *r, struct redis_watch *w)
 	case REDIS_WATCH_SUBSCRIBING:
 	case REDIS_WATCH_LIVE:
 		if (r->sub.state == REDIS_CONN_READY && r->sub.link != NULL &&
-		    redis_link_command(r->sub.link, NULL, NULL, "UNSUBSCRIBE",
-		    w->channel, NULL) == 0) {
+		    redis_link_command(r->sub.link, NULL, NULL, r->sharded ?
+		    "SUNSUBSCRIBE" : "UNSUBSCRIBE", w->channel, NULL) == 0) {
 			w->state = REDIS_WATCH_UNSUBSCRIBING;
 			return;
 		}
@@ -2778,6 +3183,18 @@ redis_sub_push_cb(struct redis_link *l, redisReply *reply, void *arg)
 
 	if (l != c->link)
 		return;
+	if (r->cluster != NULL && reply->type == REDIS_REPLY_ERROR &&
+	    (strncmp(reply->str, "MOVED ", 6) == 0 ||
+	    strncmp(reply->str, "CLUSTERDOWN", 11) == 0)) {
+		/*
+		 * A channel whose slot is not here (an answer says not
+		 * which): subscribed again, every one, once the cluster has
+		 * looked at its map; those that moved go with it.
+		 */
+		r->hooks->changed(r->cluster, "a subscription refused");
+		redis_conn_drop(c, reply->str);
+		return;
+	}
 	if (redis_script_pubsub(reply, &ps) != 0) {
 		log_warn("eventlog=%s: unexpected message on the subscription "
 		    "connection", r->name);
@@ -2791,6 +3208,19 @@ redis_sub_push_cb(struct redis_link *l, redisReply *reply, void *arg)
 			redis_watch_live(r, w);
 		break;
 	case REDIS_PUBSUB_UNSUBSCRIBE:
+		if (w->state != REDIS_WATCH_UNSUBSCRIBING &&
+		    r->cluster != NULL) {
+			/*
+			 * The node dropped it: the session's slot left it.
+			 * Watched again where the slot is now, once the
+			 * cluster knows; the re-read then catches up.
+			 */
+			w->state = REDIS_WATCH_IDLE;
+			r->hooks->changed(r->cluster, "a node dropped a "
+			    "subscription (its slot moved)");
+			redis_watch_release(r, w);
+			break;
+		}
 		if (w->state != REDIS_WATCH_UNSUBSCRIBING)
 			break;
 		w->state = REDIS_WATCH_IDLE;
@@ -2900,6 +3330,8 @@ redis_watch(void *p, const char *sid, eventlog_watch_cb cb,
 
 	switch (w->state) {
 	case REDIS_WATCH_IDLE:
+		if (r->parked)
+			break;	/* subscribed once it connects (unpark) */
 		if (!r->sub.started)
 			redis_conn_connect(&r->sub);
 		else
@@ -2979,7 +3411,9 @@ redis_free(void *p)
 		/* Answering a create releases what waited for it. */
 		if ((op = TAILQ_FIRST(&r->failq)) == NULL &&
 		    (op = TAILQ_FIRST(&r->waitq)) == NULL &&
-		    (op = TAILQ_FIRST(&r->held)) == NULL)
+		    (op = TAILQ_FIRST(&r->held)) == NULL &&
+		    (op = TAILQ_FIRST(&r->gatedq)) == NULL &&
+		    (op = TAILQ_FIRST(&r->retryq)) == NULL)
 			break;
 		redis_op_unlist(op);
 		redis_op_answer(op, EVENTLOG_CANCELLED, NULL, NULL, 0, NULL,
@@ -2993,11 +3427,14 @@ redis_free(void *p)
 	event_free(r->deadline_ev);
 	event_free(r->grace_ev);
 	event_free(r->resync_ev);
+	event_free(r->retry_ev);
 	event_free(r->cmd.timer_ev);
 	event_free(r->sub.timer_ev);
 	redis_wait_discard(r);
 	redis_sentinel_free(r->sentinel);
-	redis_link_tls_free(r->tlsconf);
+	if (!r->tls_borrowed)
+		redis_link_tls_free(r->tlsconf);
+	free(r->owned);
 	log_debug("eventlog=%s: closed", r->name);
 	redis_set_auth(r, NULL, NULL);
 	free(r->name);
@@ -3124,7 +3561,7 @@ redis_tls_warn(struct redis *r)
 static void
 redis_conn_retry(struct redis_conn *c)
 {
-	if (!c->refused || c->state != REDIS_CONN_DOWN)
+	if (!c->refused || c->state != REDIS_CONN_DOWN || c->r->parked)
 		return;
 	log_info("eventlog=%s: new credentials: connecting again now",
 	    c->r->name);
@@ -3194,6 +3631,350 @@ redis_describe(void *arg, struct eventlog_where *w)
 		w->why = r->behind_why;
 }
 
+/* The parts of a log every kind shares: lists, events, connections. */
+static struct redis *
+redis_alloc(struct event_base *base)
+{
+	struct redis	*r;
+
+	r = xcalloc(1, sizeof *r);
+	r->base = base;
+	snprintf(r->token, sizeof r->token, "%012llx",
+	    (unsigned long long)random_u48());
+	TAILQ_INIT(&r->inflight);
+	TAILQ_INIT(&r->failq);
+	TAILQ_INIT(&r->waitq);
+	RB_INIT(&r->creates);
+	TAILQ_INIT(&r->held);
+	TAILQ_INIT(&r->gatedq);
+	TAILQ_INIT(&r->retryq);
+	RB_INIT(&r->watches);
+	TAILQ_INIT(&r->resyncq);
+	TAILQ_INIT(&r->dirtyq);
+	r->fail_ev = event_new(base, -1, 0, redis_fail_cb, r);
+	r->flush_ev = event_new(base, -1, 0, redis_flush_cb, r);
+	r->deadline_ev = evtimer_new(base, redis_deadline_cb, r);
+	r->grace_ev = evtimer_new(base, redis_grace_cb, r);
+	r->resync_ev = event_new(base, -1, 0, redis_resync_cb, r);
+	r->retry_ev = evtimer_new(base, redis_retry_cb, r);
+	r->retry_ms = REDIS_RETRY_MIN_MS;
+
+	redis_conn_init(r, &r->cmd, "command");
+	r->cmd.setup = redis_cmd_setup;
+	r->cmd.lost = redis_cmd_lost;
+	redis_conn_init(r, &r->sub, "subscription");
+	r->sub.setup = redis_sub_setup;
+	r->sub.lost = redis_sub_lost;
+	return (r);
+}
+
+/* What conf says of the log's streams, sessions and commits. */
+static void
+redis_settings(struct redis *r, const struct conf *conf)
+{
+	r->db = conf->redis_db;
+	r->replicas = conf->commit_replicas;
+	r->maxlen = (size_t)conf->stream_maxlen;
+	r->session_ttl_ms = (uint64_t)conf->session_ttl * 1000;
+	r->open_ttl_ms = r->session_ttl_ms + r->session_ttl_ms / 2;
+	r->stream_ttl_ms = (uint64_t)conf->stream_ttl * 1000;
+	r->max_fields = REDIS_TOMBSTONES + (size_t)conf->session_max_streams;
+	r->grace_ms = (uint64_t)conf->eventlog_outage_grace * 1000;
+}
+
+static void
+redis_settings_copy(struct redis *r, const struct redis *model)
+{
+	r->db = model->db;
+	r->replicas = model->replicas;
+	r->maxlen = model->maxlen;
+	r->session_ttl_ms = model->session_ttl_ms;
+	r->open_ttl_ms = model->open_ttl_ms;
+	r->stream_ttl_ms = model->stream_ttl_ms;
+	r->max_fields = model->max_fields;
+	r->grace_ms = model->grace_ms;
+	r->tls_verify = model->tls_verify;
+	redis_set_auth(r, model->user, model->password);
+}
+
+static void
+redis_created(struct redis *r)
+{
+	log_info("eventlog=%s: stream_maxlen=%zu stream_ttl=%llus "
+	    "session_ttl=%llus commit replicas:%d outage_grace=%llus%s%s",
+	    r->name, r->maxlen, (unsigned long long)(r->stream_ttl_ms / 1000),
+	    (unsigned long long)(r->session_ttl_ms / 1000), r->replicas,
+	    (unsigned long long)(r->grace_ms / 1000), r->tls ? " tls" : "",
+	    r->password != NULL ? (r->user != NULL ? " auth=user" :
+	    " auth=password") : "");
+	if (r->cluster == NULL)
+		redis_tls_warn(r);
+	redis_conn_connect(&r->cmd);
+}
+
+struct redis *
+redis_node_new(struct redis_cluster *cluster,
+    const struct redis_node_hooks *hooks, struct event_base *base,
+    const struct conf *conf, const struct redis *model, const char *name,
+    const char *host, int port, struct redis_link_tls *tls, int connect)
+{
+	struct redis	*r = redis_alloc(base);
+
+	r->cluster = cluster;
+	r->hooks = hooks;
+	r->owned = xcalloc(REDIS_CLUSTER_SLOTS, sizeof *r->owned);
+	r->sharded = 1;
+	r->kind = tls != NULL ? CONF_REDIS_TLS : CONF_REDIS_TCP;
+	r->tls = tls != NULL;
+	r->tlsconf = tls;
+	r->tls_borrowed = 1;
+	r->name = xstrdup(name);
+	r->host = xstrdup(host);
+	r->port = port;
+	if (conf != NULL) {
+		redis_settings(r, conf);
+		r->tls_verify = conf->redis_tls_verify;
+		redis_set_auth(r, conf_redis_user(conf),
+		    conf_redis_password(conf));
+	} else
+		redis_settings_copy(r, model);
+	if (connect)
+		redis_created(r);
+	return (r);
+}
+
+const struct eventlog_ops *
+redis_node_ops(void)
+{
+	return (&redis_ops);
+}
+
+const char *
+redis_node_server(const struct redis *r)
+{
+	return (r->cmd.server[0] != '\0' ? r->cmd.server : r->host);
+}
+
+void
+redis_node_reconfigure(struct redis *r, const char *user,
+    const char *password, struct redis_link_tls *tls, int verify)
+{
+	if (tls != NULL) {
+		r->tlsconf = tls;	/* links keep theirs */
+		r->tls_verify = verify;
+	}
+	if (redis_set_auth(r, user, password)) {
+		redis_conn_retry(&r->cmd);
+		redis_conn_retry(&r->sub);
+	}
+}
+
+/* The ops of slots no longer gated go, in the order asked for. */
+void
+redis_node_release(struct redis *r)
+{
+	struct redis_ops	 go;
+	struct redis_op		*op, *next;
+
+	TAILQ_INIT(&go);
+	for (op = TAILQ_FIRST(&r->gatedq); op != NULL; op = next) {
+		next = TAILQ_NEXT(op, entry);
+		if (redis_op_gated(op))
+			continue;
+		TAILQ_REMOVE(&r->gatedq, op, entry);
+		TAILQ_INSERT_TAIL(&go, op, entry);
+		op->list = &go;
+	}
+	while ((op = TAILQ_FIRST(&go)) != NULL) {
+		redis_op_unlist(op);
+		redis_op_submit(op);
+	}
+}
+
+void
+redis_node_joined(struct redis *r)
+{
+	if (r->grace_ms == 0 || r->ever_ready)
+		return;
+	r->ever_ready = 1;
+	redis_outage_begin(r, clock_now_ms(), "a primary new to this "
+	    "instance, connecting");
+}
+
+void
+redis_node_resubscribe(struct redis *r)
+{
+	struct redis_watch	*w;
+
+	RB_FOREACH(w, redis_watches, &r->watches) {
+		if (w->count > 0 && w->state == REDIS_WATCH_IDLE)
+			redis_watch_subscribe(r, w);
+	}
+}
+
+/*
+ * The node is out of the cluster's slot map (its slots went to others,
+ * it is a replica now, or gone): its connections close, and are not
+ * made again until a map names it again (redis_node_unpark). Only once
+ * nothing is in flight there, waits there or is watched there (a MOVED,
+ * or a lost connection, brings what was in flight back to be sent
+ * elsewhere): until then 0, and the cluster tries again on its next map.
+ */
+int
+redis_node_park(struct redis *r)
+{
+	struct redis_watch	*w;
+
+	if (r->parked)
+		return (1);
+	if (!TAILQ_EMPTY(&r->inflight) || r->nwaiting > 0 ||
+	    !TAILQ_EMPTY(&r->held) || !TAILQ_EMPTY(&r->gatedq) ||
+	    !TAILQ_EMPTY(&r->retryq) || !TAILQ_EMPTY(&r->failq))
+		return (0);
+	RB_FOREACH(w, redis_watches, &r->watches) {
+		if (w->count > 0)
+			return (0);
+	}
+	log_info("eventlog=%s: not in the slot map any more: its "
+	    "connections close", r->name);
+	r->parked = 1;
+	evtimer_del(r->cmd.timer_ev);
+	evtimer_del(r->sub.timer_ev);
+	/* An outage of a node nothing waits for is nobody's now. */
+	r->outage_ms = 0;
+	r->stalled = r->behind = r->expired = 0;
+	evtimer_del(r->grace_ev);
+	redis_conn_drop(&r->cmd, "out of the slot map");
+	redis_conn_drop(&r->sub, "out of the slot map");
+	r->cmd.state = r->sub.state = REDIS_CONN_DOWN;
+	return (1);
+}
+
+/*
+ * A map names the node again: it connects (after redis_node_park), its
+ * subscription connection too if it ever had one or a watch waits for
+ * it; the watches then subscribe as the connection is set up.
+ */
+void
+redis_node_unpark(struct redis *r)
+{
+	struct redis_watch	*w;
+	int			 watched = 0;
+
+	if (!r->parked)
+		return;
+	r->parked = 0;
+	log_info("eventlog=%s: in the slot map again: connecting", r->name);
+	r->cmd.backoff_ms = r->sub.backoff_ms = REDIS_BACKOFF_MIN_MS;
+	r->cmd.why[0] = r->sub.why[0] = '\0';
+	/* What is sent there meanwhile waits, as for a new primary. */
+	if (r->grace_ms > 0 && r->ever_ready)
+		redis_outage_begin(r, clock_now_ms(), "a primary back in the "
+		    "slot map, connecting");
+	redis_conn_connect(&r->cmd);
+	RB_FOREACH(w, redis_watches, &r->watches) {
+		if (w->count > 0)
+			watched = 1;
+	}
+	if (r->sub.started || watched)
+		redis_conn_connect(&r->sub);
+}
+
+int
+redis_node_parked(const struct redis *r)
+{
+	return (r->parked);
+}
+
+unsigned int
+redis_node_owned(const struct redis *r, unsigned int slot)
+{
+	return (r->owned != NULL ? r->owned[slot] : 0);
+}
+
+static int
+redis_op_ticket_cmp(const void *a, const void *b)
+{
+	const struct redis_op	*x = *(struct redis_op *const *)a;
+	const struct redis_op	*y = *(struct redis_op *const *)b;
+
+	return (x->ticket < y->ticket ? -1 : x->ticket > y->ticket);
+}
+
+/*
+ * The node has no slot any more (its primary failed over, or gave its
+ * slots away): what waits on it (an outage's queue, ops held) goes to
+ * the nodes of their slots now, in the order asked for. What is in
+ * flight comes back as redirections, or, with the connection lost, to
+ * the queue, and then here on the next map.
+ */
+void
+redis_node_evict(struct redis *r)
+{
+	struct redis_op	**ops, *op;
+	size_t		  n = 0, i;
+
+	TAILQ_FOREACH(op, &r->held, entry)
+		n++;
+	TAILQ_FOREACH(op, &r->gatedq, entry)
+		n++;
+	TAILQ_FOREACH(op, &r->retryq, entry)
+		n++;
+	ops = xreallocarray(NULL, r->nwaiting + n + 1, sizeof *ops);
+	n = 0;
+	while ((op = TAILQ_FIRST(&r->waitq)) != NULL) {
+		redis_op_unlist(op);
+		ops[n++] = op;
+	}
+	while ((op = TAILQ_FIRST(&r->held)) != NULL) {
+		redis_op_unlist(op);
+		ops[n++] = op;
+	}
+	while ((op = TAILQ_FIRST(&r->gatedq)) != NULL) {
+		redis_op_unlist(op);
+		ops[n++] = op;
+	}
+	while ((op = TAILQ_FIRST(&r->retryq)) != NULL) {
+		redis_op_unlist(op);
+		ops[n++] = op;
+	}
+	if (n == 0) {
+		free(ops);
+		return;
+	}
+	log_info("eventlog=%s: no slot here any more: %zu waiting "
+	    "operations go to the slots' new nodes", r->name, n);
+	qsort(ops, n, sizeof *ops, redis_op_ticket_cmp);
+	for (i = 0; i < n; i++) {
+		op = ops[i];
+		if (op->type == REDIS_OP_CREATE &&
+		    RB_FIND(redis_creates, &r->creates, op) == op)
+			RB_REMOVE(redis_creates, &r->creates, op);
+		r->hooks->reroute(r->cluster, r, op);
+	}
+	free(ops);
+}
+
+const char *
+redis_op_tag(const struct redis_op *op)
+{
+	return (op->sid != NULL ? op->sid : "");
+}
+
+void
+redis_op_adopt(struct redis *to, struct redis_op *op, int asking)
+{
+	redis_op_disown(op);
+	op->r = to;
+	if (op->slot >= 0)
+		to->owned[op->slot]++;
+	op->asking = asking;
+	op->link = NULL;
+	if (op->type == REDIS_OP_CREATE)
+		RB_INSERT(redis_creates, &to->creates, op);
+	redis_op_submit(op);
+}
+
 /*
  * Never fails for want of a server: it connects in the background and
  * keeps trying; until then every operation answers UNAVAILABLE. Fails
@@ -3203,7 +3984,8 @@ void *
 eventlog_redis_create(struct event_base *base, const struct conf *conf,
     const struct eventlog_ops **ops, char **cause)
 {
-	struct redis	*r;
+	struct redis		*r;
+	struct redis_link_tls	*tls = NULL;
 
 	if ((conf->redis_kind == CONF_REDIS_TCP ||
 	    conf->redis_kind == CONF_REDIS_TLS) &&
@@ -3211,15 +3993,13 @@ eventlog_redis_create(struct event_base *base, const struct conf *conf,
 		xasprintf(cause, "the redis event log needs a host and port");
 		return (NULL);
 	}
-	r = xcalloc(1, sizeof *r);
-	r->base = base;
-	r->kind = conf->redis_kind;
-	r->tls = conf_redis_tls(conf);
-	r->tls_verify = conf->redis_tls_verify;
-	if (r->tls && (r->tlsconf = redis_tls_new(conf, cause)) == NULL) {
-		free(r);
+	if (conf_redis_tls(conf) && (tls = redis_tls_new(conf, cause)) == NULL)
 		return (NULL);
-	}
+	r = redis_alloc(base);
+	r->kind = conf->redis_kind;
+	r->tls = tls != NULL;
+	r->tlsconf = tls;
+	r->tls_verify = conf->redis_tls_verify;
 	if (conf->redis_name != NULL)
 		r->name = xstrdup(conf->redis_name);
 	else
@@ -3239,46 +4019,8 @@ eventlog_redis_create(struct event_base *base, const struct conf *conf,
 		    conf_redis_sentinel_user(conf),
 		    conf_redis_sentinel_password(conf));
 	redis_set_auth(r, conf_redis_user(conf), conf_redis_password(conf));
-	r->db = conf->redis_db;
-	r->replicas = conf->commit_replicas;
-	r->maxlen = (size_t)conf->stream_maxlen;
-	r->session_ttl_ms = (uint64_t)conf->session_ttl * 1000;
-	r->open_ttl_ms = r->session_ttl_ms + r->session_ttl_ms / 2;
-	r->stream_ttl_ms = (uint64_t)conf->stream_ttl * 1000;
-	r->max_fields = REDIS_TOMBSTONES + (size_t)conf->session_max_streams;
-	r->grace_ms = (uint64_t)conf->eventlog_outage_grace * 1000;
-	snprintf(r->token, sizeof r->token, "%012llx",
-	    (unsigned long long)random_u48());
-	TAILQ_INIT(&r->inflight);
-	TAILQ_INIT(&r->failq);
-	TAILQ_INIT(&r->waitq);
-	RB_INIT(&r->creates);
-	TAILQ_INIT(&r->held);
-	RB_INIT(&r->watches);
-	TAILQ_INIT(&r->resyncq);
-	TAILQ_INIT(&r->dirtyq);
-	r->fail_ev = event_new(base, -1, 0, redis_fail_cb, r);
-	r->flush_ev = event_new(base, -1, 0, redis_flush_cb, r);
-	r->deadline_ev = evtimer_new(base, redis_deadline_cb, r);
-	r->grace_ev = evtimer_new(base, redis_grace_cb, r);
-	r->resync_ev = event_new(base, -1, 0, redis_resync_cb, r);
-
-	redis_conn_init(r, &r->cmd, "command");
-	r->cmd.setup = redis_cmd_setup;
-	r->cmd.lost = redis_cmd_lost;
-	redis_conn_init(r, &r->sub, "subscription");
-	r->sub.setup = redis_sub_setup;
-	r->sub.lost = redis_sub_lost;
-
-	log_info("eventlog=%s: stream_maxlen=%zu stream_ttl=%llus "
-	    "session_ttl=%llus commit replicas:%d outage_grace=%llus%s%s",
-	    r->name, r->maxlen, (unsigned long long)conf->stream_ttl,
-	    (unsigned long long)conf->session_ttl, r->replicas,
-	    (unsigned long long)conf->eventlog_outage_grace,
-	    r->tls ? " tls" : "", r->password != NULL ? (r->user != NULL ?
-	    " auth=user" : " auth=password") : "");
-	redis_tls_warn(r);
-	redis_conn_connect(&r->cmd);
+	redis_settings(r, conf);
+	redis_created(r);
 	*ops = &redis_ops;
 	return (r);
 }

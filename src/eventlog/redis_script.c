@@ -39,6 +39,12 @@
  *			the ring changes: once it is gone, the next call
  *			rotates. Redis's clock times rotations, so the
  *			instances' clocks do not matter.
+ *   mcpd:{layout}:version	the layout the store is in
+ *			(REDIS_SCRIPT_LAYOUT), set by the layout operation
+ *			when missing; an instance of another layout refuses
+ *			the store (eventlog_redis.c).
+ *   mcpd:{listen}:events	the channel of the pseudo session "listen"
+ *			(announce.c), what instances tell each other.
  *   mcpd:{l:NAME:KEY}:b	hash, a limit's token bucket (limit.c) for one
  *			key (KEY: hex of a SHA-256 of what the limit counts
  *			apart, so a subject's bytes never reach a key or a
@@ -53,6 +59,15 @@
  *			script's slot operation. A member not renewed
  *			lapses, so a dead instance's slots free
  *			themselves.
+ *
+ * In Redis Cluster every script call touches one slot: the keys it names
+ * share one hash tag. Channels are sharded there (SPUBLISH: the script's
+ * Cluster variant, redis_script_source). While a slot moves, a key the
+ * call does not declare (a session's other streams) may be on the new
+ * node already, and redis.call on it raises an error after the writes
+ * made so far, which are not undone: such calls come first, with pcall
+ * (undeclared), and a key that moved makes the operation answer TRYAGAIN
+ * with nothing written.
  *
  * Lifetimes: the meta hash lives session_ttl past the session's last write;
  * open streams live longer (the caller passes 1.5 x session_ttl) and are
@@ -85,6 +100,7 @@
  * does without redis.replicate_commands(), which in Redis 7 costs more
  * than an append's commands.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,8 +110,21 @@
 #include "cursor.h"
 #include "eventlog.h"
 #include "eventlog_status.h"
+#include "log.h"
 #include "redis_script.h"
 #include "xmalloc.h"
+
+/*
+ * The script's one line that differs in Redis Cluster: there a PUBLISH
+ * goes to every node of the cluster, a sharded one (Redis 7) only to the
+ * nodes of the channel's slot, which is the session's (its hash tag).
+ */
+#define REDIS_SCRIPT_PUBSUB_LINE \
+"local publish, subscribe, unsubscribe = 'PUBLISH', 'SUBSCRIBE', " \
+    "'UNSUBSCRIBE'\n"
+#define REDIS_SCRIPT_SHARDED_LINE \
+"local publish, subscribe, unsubscribe = 'SPUBLISH', 'SSUBSCRIBE', " \
+    "'SUNSUBSCRIBE'\n"
 
 static const char redis_script_lua[] =
 "-- mcpd event log (see src/eventlog/redis_script.c).\n"
@@ -105,6 +134,9 @@ static const char redis_script_lua[] =
 "-- ARGV[6] the stream's field in the meta hash, ARGV[7] the caller's\n"
 "-- wall clock (ms); then per operation.\n"
 "local meta, stream = KEYS[1], KEYS[2]\n"
+"-- Plain pub/sub; Redis Cluster's variant has the sharded commands here.\n"
+REDIS_SCRIPT_PUBSUB_LINE
+
 "local op, sttl, ottl = ARGV[1], ARGV[2], ARGV[3]\n"
 "local prefix, channel, field, now = ARGV[4], ARGV[5], ARGV[6], ARGV[7]\n"
 "\n"
@@ -120,21 +152,59 @@ static const char redis_script_lua[] =
 "	return prefix .. string.sub(f, 3)\n"
 "end\n"
 "\n"
-"-- The session lives sttl past this write; open streams get ottl,\n"
-"-- renewed when the last renewal (t, by whichever writer) is sttl / 2\n"
-"-- old, or in the future of this writer's clock.\n"
-"local function touch(t)\n"
-"	redis.call('PEXPIRE', meta, sttl)\n"
+"-- A call on a key the operation did not declare (the session's other\n"
+"-- streams). While Redis Cluster moves the session's slot, such a key\n"
+"-- may be on the new node already, and redis.call raises an error after\n"
+"-- the writes made so far, which are not undone. So these calls come\n"
+"-- before the operation writes anything, with pcall: nil (and nothing\n"
+"-- written) if the key has moved, else what the command answers (other\n"
+"-- errors raised as redis.call would).\n"
+"local function undeclared(cmd, k, ...)\n"
+"	local r = redis.pcall(cmd, k, ...)\n"
+"	if type(r) == 'table' and r.err then\n"
+"		if string.find(r.err, 'non local key', 1, true) or\n"
+"		    string.find(r.err, 'same slot', 1, true) then\n"
+"			return nil\n"
+"		end\n"
+"		return redis.call(cmd, k, ...)\n"
+"	end\n"
+"	return r\n"
+"end\n"
+"\n"
+"-- What an operation answers when a key of its session has moved: the\n"
+"-- client sends it again shortly, at the slot's owner then.\n"
+"local function moving()\n"
+"	return redis.error_reply('TRYAGAIN mcpd: the session\\'s keys are '\n"
+"	    .. 'moving to another node')\n"
+"end\n"
+"\n"
+"-- The session lives sttl past this write (touched, after the writes);\n"
+"-- open streams get ottl, renewed first (renew, before any write) when\n"
+"-- the last renewal (t, by whichever writer) is sttl / 2 old, or in\n"
+"-- the future of this writer's clock. renew answers false if a stream\n"
+"-- has moved (nothing is written then), else whether it renewed.\n"
+"local function renew(t)\n"
 "	local n, last = tonumber(now), tonumber(t or '0')\n"
 "	if n >= last and n - last < tonumber(sttl) / 2 then\n"
-"		return\n"
+"		return 'no'\n"
 "	end\n"
-"	redis.call('HSET', meta, 't', now)\n"
 "	local all = redis.call('HGETALL', meta)\n"
 "	for i = 1, #all, 2 do\n"
-"		if isstream(all[i]) and all[i + 1] == 'o' then\n"
-"			redis.call('PEXPIRE', key(all[i]), ottl)\n"
+"		if not isstream(all[i]) or all[i + 1] ~= 'o' then\n"
+"			-- an ended stream, or another field\n"
+"		elseif key(all[i]) == stream then\n"
+"			redis.call('PEXPIRE', stream, ottl)\n"
+"		elseif not undeclared('PEXPIRE', key(all[i]), ottl) then\n"
+"			return false\n"
 "		end\n"
+"	end\n"
+"	return 'yes'\n"
+"end\n"
+"\n"
+"local function touched(renewed)\n"
+"	redis.call('PEXPIRE', meta, sttl)\n"
+"	if renewed == 'yes' then\n"
+"		redis.call('HSET', meta, 't', now)\n"
 "	end\n"
 "end\n"
 "\n"
@@ -149,12 +219,21 @@ static const char redis_script_lua[] =
 "	end\n"
 "	local cursor = redis.call('HGET', meta, 'c') or '0'\n"
 "	local res = redis.call('HSCAN', meta, cursor, 'COUNT', 64)\n"
-"	redis.call('HSET', meta, 'c', res[1])\n"
-"	local f = res[2]\n"
+"	local f, gone = res[2], {}\n"
 "	for i = 1, #f, 2 do\n"
-"		if isstream(f[i]) and redis.call('EXISTS', key(f[i])) == 0 then\n"
-"			redis.call('HDEL', meta, f[i])\n"
+"		if isstream(f[i]) then\n"
+"			local e = undeclared('EXISTS', key(f[i]))\n"
+"			if e == nil then\n"
+"				-- a stream moving: prune another time\n"
+"				return\n"
+"			elseif e == 0 then\n"
+"				gone[#gone + 1] = f[i]\n"
+"			end\n"
 "		end\n"
+"	end\n"
+"	redis.call('HSET', meta, 'c', res[1])\n"
+"	for i = 1, #gone do\n"
+"		redis.call('HDEL', meta, gone[i])\n"
 "	end\n"
 "end\n"
 "\n"
@@ -235,6 +314,9 @@ static const char redis_script_lua[] =
 "	if not redis.acl_check_cmd then\n"
 "		return {'ok'}\n"
 "	end\n"
+"	-- In a cluster it names no key (any node runs it): the names are\n"
+"	-- only checked against the ACL's patterns.\n"
+"	local meta, stream = meta or prefix, stream or prefix\n"
 "	local cmds = {\n"
 "		{'XADD', stream, '1-1', 'd', ''}, {'XRANGE', stream, '-', '+'},\n"
 "		{'XREVRANGE', stream, '+', '-'}, {'XLEN', stream},\n"
@@ -243,11 +325,15 @@ static const char redis_script_lua[] =
 "		{'HEXISTS', meta, 'f'}, {'HKEYS', meta}, {'HLEN', meta},\n"
 "		{'HSCAN', meta, '0'}, {'EXISTS', meta}, {'PEXPIRE', meta, '1'},\n"
 "		{'UNLINK', meta}, {'SET', meta, 'v', 'PX', '1'}, {'GET', meta},\n"
-"		{'PUBLISH', channel, 'm'}, {'SUBSCRIBE', channel},\n"
-"		{'UNSUBSCRIBE', channel}, {'EVAL', 'return 1', '0'},\n"
+"		{publish, channel, 'm'}, {subscribe, channel},\n"
+"		{unsubscribe, channel}, {'EVAL', 'return 1', '0'},\n"
 "		{'INFO'}}\n"
 "	if ARGV[8] == '1' then\n"
 "		cmds[#cmds + 1] = {'WAIT', '1', '0'}\n"
+"	end\n"
+"	if publish == 'SPUBLISH' then\n"
+"		cmds[#cmds + 1] = {'ASKING'}\n"
+"		cmds[#cmds + 1] = {'CLUSTER', 'SHARDS'}\n"
 "	end\n"
 "	for i = 1, #cmds do\n"
 "		if not redis.acl_check_cmd(unpack(cmds[i])) then\n"
@@ -255,6 +341,13 @@ static const char redis_script_lua[] =
 "		end\n"
 "	end\n"
 "	return {'ok'}\n"
+"end\n"
+"\n"
+"if op == 'layout' then\n"
+"	-- KEYS[1] the layout's mark, ARGV[2] the layout this mcpd writes:\n"
+"	-- marks a store nobody marked, answers {'ok', the layout marked}.\n"
+"	redis.call('SET', meta, ARGV[2], 'NX')\n"
+"	return {'ok', redis.call('GET', meta)}\n"
 "end\n"
 "\n"
 "if op == 'task' then\n"
@@ -406,9 +499,12 @@ static const char redis_script_lua[] =
 "	if ARGV[9] == '1' and redis.call('HEXISTS', meta, 'm') == 0 then\n"
 "		return {'not-found'}\n"
 "	end\n"
-"	local t = redis.call('HGET', meta, 't')\n"
+"	local renewed = renew(redis.call('HGET', meta, 't'))\n"
+"	if not renewed then\n"
+"		return moving()\n"
+"	end\n"
 "	redis.call('HSET', meta, 'm', ARGV[8])\n"
-"	touch(t)\n"
+"	touched(renewed)\n"
 "	return {'ok'}\n"
 "end\n"
 "\n"
@@ -416,15 +512,18 @@ static const char redis_script_lua[] =
 "	if redis.call('HEXISTS', meta, 'm') == 0 then\n"
 "		return {'not-found'}\n"
 "	end\n"
+"	-- A stream that moved already is deleted when this is sent again\n"
+"	-- (the meta goes last, so the fields still name it).\n"
 "	local fields = redis.call('HKEYS', meta)\n"
 "	for i = 1, #fields do\n"
-"		if isstream(fields[i]) then\n"
-"			redis.call('UNLINK', key(fields[i]))\n"
+"		if isstream(fields[i]) and\n"
+"		    not undeclared('UNLINK', key(fields[i])) then\n"
+"			return moving()\n"
 "		end\n"
 "	end\n"
 "	redis.call('UNLINK', meta)\n"
 "	-- Every process holding the session drops it at once.\n"
-"	redis.call('PUBLISH', channel, '" EVENTLOG_MESSAGE_DELETED "')\n"
+"	redis.call(publish, channel, '" EVENTLOG_MESSAGE_DELETED "')\n"
 "	return {'ok'}\n"
 "end\n"
 "\n"
@@ -449,6 +548,10 @@ static const char redis_script_lua[] =
 "		end\n"
 "		return {'conflict'}\n"
 "	end\n"
+"	local renewed = renew(f[3])\n"
+"	if not renewed then\n"
+"		return moving()\n"
+"	end\n"
 "	prune(tonumber(ARGV[10]))\n"
 "	local last\n"
 "	if #ARGV < 14 then\n"
@@ -466,8 +569,8 @@ static const char redis_script_lua[] =
 "		redis.call('HSET', meta, field, 'o')\n"
 "		redis.call('PEXPIRE', stream, ottl)\n"
 "	end\n"
-"	touch(f[3])\n"
-"	redis.call('PUBLISH', channel, last)\n"
+"	touched(renewed)\n"
+"	redis.call(publish, channel, last)\n"
 "	return {'ok', seq(last), '0', ended}\n"
 "end\n"
 "\n"
@@ -493,15 +596,19 @@ static const char redis_script_lua[] =
 "		end\n"
 "		return {'conflict', head, oldest(), 0}\n"
 "	end\n"
+"	local renewed = renew(t)\n"
+"	if not renewed then\n"
+"		return moving()\n"
+"	end\n"
 "	last = add(13, ARGV[10], last, ARGV[12])\n"
 "	local ended = 0\n"
 "	if ARGV[9] == '1' then\n"
 "		finish(ARGV[11])\n"
 "		ended = 1\n"
 "	end\n"
-"	touch(t)\n"
+"	touched(renewed)\n"
 "	-- One message for the lot: followers read up to it.\n"
-"	redis.call('PUBLISH', channel, last)\n"
+"	redis.call(publish, channel, last)\n"
 "	return {'ok', seq(last), oldest_after(seq(last)), ended}\n"
 "end\n"
 "\n"
@@ -512,9 +619,13 @@ static const char redis_script_lua[] =
 "		return {err}\n"
 "	end\n"
 "	if state ~= 'e' then\n"
+"		local renewed = renew(t)\n"
+"		if not renewed then\n"
+"			return moving()\n"
+"		end\n"
 "		finish(ARGV[8])\n"
-"		touch(t)\n"
-"		redis.call('PUBLISH', channel, last)\n"
+"		touched(renewed)\n"
+"		redis.call(publish, channel, last)\n"
 "	end\n"
 "	return {'ok', head, oldest(), 1}\n"
 "end\n"
@@ -551,9 +662,24 @@ static const char redis_script_lua[] =
 "return redis.error_reply('ERR mcpd: unknown operation ' .. tostring(op))\n";
 
 const char *
-redis_script_source(void)
+redis_script_source(int sharded)
 {
-	return (redis_script_lua);
+	static char	*variant;
+	const char	*line;
+	size_t		 at, n;
+
+	if (!sharded)
+		return (redis_script_lua);
+	if (variant == NULL) {
+		line = strstr(redis_script_lua, REDIS_SCRIPT_PUBSUB_LINE);
+		if (line == NULL)
+			fatalx("%s: the script has no pub/sub line", __func__);
+		at = (size_t)(line - redis_script_lua);
+		n = strlen(REDIS_SCRIPT_PUBSUB_LINE);
+		xasprintf(&variant, "%.*s%s%s", (int)at, redis_script_lua,
+		    REDIS_SCRIPT_SHARDED_LINE, line + n);
+	}
+	return (variant);
 }
 
 char *
@@ -608,6 +734,15 @@ redis_script_limit_key(const char *name, int slots)
 
 	xasprintf(&s, slots ? REDIS_SCRIPT_SLOTS_KEY : REDIS_SCRIPT_BUCKET_KEY,
 	    name);
+	return (s);
+}
+
+char *
+redis_script_limit_tag(const char *name)
+{
+	char	*s;
+
+	xasprintf(&s, REDIS_SCRIPT_LIMIT_TAG, name);
 	return (s);
 }
 
@@ -756,6 +891,22 @@ redis_script_keyring(const struct redisReply *reply,
 	return (0);
 }
 
+int
+redis_script_layout(const struct redisReply *reply, int *layout)
+{
+	enum eventlog_status	status;
+	uint64_t		v;
+
+	if (reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
+	    redis_script_status(reply->element[0], &status) != 0 ||
+	    status != EVENTLOG_OK ||
+	    redis_script_number(reply->element[1], &v) != 0 || v == 0 ||
+	    v > INT_MAX)
+		return (-1);
+	*layout = (int)v;
+	return (0);
+}
+
 static int
 redis_script_integer(const struct redisReply *reply, uint64_t *v)
 {
@@ -831,6 +982,7 @@ redis_script_info(const struct redisReply *reply, int db,
 	size_t		 plen, n;
 
 	memset(info, 0, sizeof *info);
+	info->cluster = -1;
 	if (reply->type != REDIS_REPLY_STRING)
 		return (-1);
 	plen = (size_t)snprintf(prefix, sizeof prefix, "db%d:", db);
@@ -849,6 +1001,9 @@ redis_script_info(const struct redisReply *reply, int db,
 		    n - 5 < sizeof info->role) {
 			memcpy(info->role, p + 5, n - 5);
 			info->role[n - 5] = '\0';
+		} else if (n == 17 && strncmp(p, "cluster_enabled:", 16) == 0 &&
+		    (p[16] == '0' || p[16] == '1')) {
+			info->cluster = p[16] - '0';
 		} else if (n > 17 && strncmp(p, "maxmemory_policy:", 17) == 0 &&
 		    n - 17 < sizeof info->policy) {
 			memcpy(info->policy, p + 17, n - 17);
@@ -879,6 +1034,10 @@ static const struct {
 	{ "READONLY", REDIS_REFUSED_ROLE, "this server is a replica now (a "
 	    "failover?)" },
 	{ "MASTERDOWN", REDIS_REFUSED_ROLE, "this replica lost its primary" },
+	{ "ERR WAIT cannot be used with replica", REDIS_REFUSED_ROLE,
+	    "this server is a replica now (a failover?)" },
+	{ "UNBLOCKED", REDIS_REFUSED_ROLE, "the server's role changed under "
+	    "a waiting command (a failover?)" },
 	{ "LOADING", REDIS_REFUSED_BUSY, "Redis is loading its data" },
 	{ "BUSY", REDIS_REFUSED_BUSY, "Redis runs a script that does not "
 	    "end" },
@@ -982,11 +1141,15 @@ redis_script_pubsub(const struct redisReply *reply, struct redis_pubsub *ps)
 		return (-1);
 	ps->channel = channel->str;
 	ps->channellen = channel->len;
-	if (redis_script_is(kind, "subscribe"))
+	/* Plain, or sharded (Redis Cluster): the same to us. */
+	if (redis_script_is(kind, "subscribe") ||
+	    redis_script_is(kind, "ssubscribe"))
 		ps->kind = REDIS_PUBSUB_SUBSCRIBE;
-	else if (redis_script_is(kind, "unsubscribe"))
+	else if (redis_script_is(kind, "unsubscribe") ||
+	    redis_script_is(kind, "sunsubscribe"))
 		ps->kind = REDIS_PUBSUB_UNSUBSCRIBE;
-	else if (redis_script_is(kind, "message")) {
+	else if (redis_script_is(kind, "message") ||
+	    redis_script_is(kind, "smessage")) {
 		ps->kind = REDIS_PUBSUB_MESSAGE;
 		if (payload->type != REDIS_REPLY_STRING)
 			return (-1);

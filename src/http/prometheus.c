@@ -424,6 +424,34 @@ prom_process(struct prom *p)
 	    (double)server.start_time);
 }
 
+/* A Redis Cluster's nodes: role and state, and the slots each serves. */
+static void
+prom_eventlog_nodes(struct prom *p, const struct eventlog_where *w)
+{
+	size_t	i;
+
+	prom_head(p, "mcpd_eventlog_node_info", "gauge", "Each Redis Cluster "
+	    "node mcpd has mapped: its role as it says and its connection's "
+	    "state (ready, connecting, closed: out of the slot map); "
+	    "always 1.");
+	for (i = 0; i < w->nnodes; i++) {
+		prom_printf(p, "mcpd_eventlog_node_info{server=\"");
+		prom_label(p, w->nodes[i].server);
+		prom_printf(p, "\",role=\"");
+		prom_label(p, w->nodes[i].role != NULL ? w->nodes[i].role : "");
+		prom_printf(p, "\",state=\"");
+		prom_label(p, w->nodes[i].state);
+		prom_printf(p, "\"} 1\n");
+	}
+	prom_head(p, "mcpd_eventlog_node_slots", "gauge", "The slots the "
+	    "slot map gives each Redis Cluster node (16384 in all).");
+	for (i = 0; i < w->nnodes; i++) {
+		prom_printf(p, "mcpd_eventlog_node_slots{server=\"");
+		prom_label(p, w->nodes[i].server);
+		prom_printf(p, "\"} %d\n", w->nodes[i].slots);
+	}
+}
+
 /*
  * The shared event log: which server (its address, password masked; the
  * server it is on and that server's role), over TLS or not, and the
@@ -454,6 +482,8 @@ prom_eventlog(struct prom *p)
 	prom_value(p, "mcpd_eventlog_connects_total", "counter", "Command "
 	    "connections to the event log set up (the first, and each "
 	    "reconnection).", (double)w.connects);
+	if (w.nodes != NULL)
+		prom_eventlog_nodes(p, &w);
 }
 
 /* The whole exposition, allocated; *len is its length. */

@@ -1112,6 +1112,30 @@ transport_metadata_cb(struct evhttp_request *req, void *arg)
 }
 
 /*
+ * A Redis Cluster's nodes: each one mcpd has mapped, its role as it says,
+ * the slots the map gives it and its connection's state.
+ */
+static void
+transport_health_nodes(cJSON *redis, const struct eventlog_where *w)
+{
+	cJSON	*nodes, *n;
+	size_t	 i;
+
+	nodes = cJSON_AddArrayToObject(redis, "nodes");
+	for (i = 0; i < w->nnodes; i++) {
+		n = cJSON_CreateObject();
+		cJSON_AddStringToObject(n, "server", w->nodes[i].server);
+		if (w->nodes[i].role != NULL)
+			cJSON_AddStringToObject(n, "role", w->nodes[i].role);
+		cJSON_AddNumberToObject(n, "slots", w->nodes[i].slots);
+		cJSON_AddStringToObject(n, "state", w->nodes[i].state);
+		if (w->nodes[i].why != NULL)
+			cJSON_AddStringToObject(n, "reason", w->nodes[i].why);
+		cJSON_AddItemToArray(nodes, n);
+	}
+}
+
+/*
  * The counters, and the event log's state: 503 while the log cannot take
  * operations (nothing can be committed, so nothing can be served).
  */
@@ -1156,6 +1180,8 @@ transport_healthz_cb(struct evhttp_request *req, void *arg)
 		    (double)w.connects);
 		if (!up && w.why != NULL)
 			cJSON_AddStringToObject(redis, "reason", w.why);
+		if (w.nodes != NULL)
+			transport_health_nodes(redis, &w);
 	}
 	cJSON_AddNumberToObject(health, "sessions", (double)session_count());
 	/* What max_views bounds: views, stateless calls, listen streams. */

@@ -662,8 +662,8 @@ REDIS_CONF = tuple(line for line in
                    if line.strip())
 REDIS_CA = os.environ.get("MCPD_TEST_REDIS_CA") or None
 # The conf lines that name a redis event log mcpd waits for at start.
-EVENTLOG_REDIS_RE = re.compile(r"^eventlog (redis|rediss|unix|redis-sentinel)"
-                               r"://", re.M)
+EVENTLOG_REDIS_RE = re.compile(r"^eventlog (redis|rediss|unix|redis-sentinel|"
+                               r"redis-cluster)://", re.M)
 
 DEFAULT_CONF = (
     ("listen", "127.0.0.1:0"),
@@ -1274,8 +1274,22 @@ def parse_redis_url(url):
 
 def parse_redis_address(url):
     """Any URL of mcpd's but redis-sentinel:// as a dict: host, port (or
-    path), db, tls, user, password (percent-decoded)."""
+    path), db, tls, user, password (percent-decoded); for
+    redis-cluster://, the first node's host and port, and nodes, every
+    (host, port)."""
     from urllib.parse import unquote
+    m = re.match(r"\Aredis-cluster://(?:([^:@/]*)(?::([^@/]*))?@)?"
+                 r"([^/@]+)\Z", url or "")
+    if m:
+        nodes = []
+        for one in m.group(3).split(","):
+            h = re.match(r"\A(\[[^\]]+\]|[^:]+)(?::(\d+))?\Z", one)
+            expect(h is not None, f"not a cluster node: {one!r}")
+            nodes.append((h.group(1).strip("[]"), int(h.group(2) or 6379)))
+        return {"path": None, "host": nodes[0][0], "port": nodes[0][1],
+                "db": 0, "tls": "redis_tls on" in REDIS_CONF, "nodes": nodes,
+                "user": unquote(m.group(1)) if m.group(1) else None,
+                "password": unquote(m.group(2)) if m.group(2) else None}
     m = re.match(r"\Aunix://(/[^?]+)(?:\?db=(\d+))?\Z", url or "")
     if m:
         return {"path": unquote(m.group(1)), "host": None, "port": None,
@@ -1289,6 +1303,22 @@ def parse_redis_address(url):
             "tls": m.group(1) == "rediss",
             "user": unquote(m.group(2)) if m.group(2) else None,
             "password": unquote(m.group(3)) if m.group(3) else None}
+
+
+def redis_node_urls(url):
+    """The URL of each node a redis-cluster:// URL names (its password
+    kept), or [url]: for a command every node must run."""
+    addr = parse_redis_address(url)
+    if "nodes" not in addr:
+        return [url]
+    from urllib.parse import quote
+    auth = ""
+    if addr["password"] is not None:
+        auth = f"{quote(addr['user'] or '', safe='')}:" \
+            f"{quote(addr['password'], safe='')}@"
+    scheme = "rediss" if addr["tls"] else "redis"
+    return [f"{scheme}://{auth}{h if ':' not in h else '[' + h + ']'}:{p}"
+            for h, p in addr["nodes"]]
 
 
 class RedisConn(Conn):
@@ -1367,16 +1397,28 @@ def redis_command(url, *args, timeout=5, user=None, password=None,
     user = user or addr["user"]
     password = password or addr["password"]
     db = addr["db"]
-    conn = RedisConn(addr, tmo(timeout), ca, cert, key)
-    try:
-        deadline = time.monotonic() + tmo(timeout)
-        auth = [[c for c in ("AUTH", user, password) if c is not None]] \
-            if password is not None else []
-        cmds = auth + ([["SELECT", db]] if db else []) + [list(args)]
-        conn.send(b"".join(_resp_encode(c) for c in cmds))
-        replies = [_resp_read(conn, deadline) for _ in cmds]
-    finally:
-        conn.close()
+    asking = False
+    # On a cluster, a key's command goes where MOVED or ASK says.
+    for _ in range(5):
+        conn = RedisConn(addr, tmo(timeout), ca, cert, key)
+        try:
+            deadline = time.monotonic() + tmo(timeout)
+            auth = [[c for c in ("AUTH", user, password)
+                     if c is not None]] if password is not None else []
+            cmds = auth + ([["SELECT", db]] if db else []) + \
+                ([["ASKING"]] if asking else []) + [list(args)]
+            conn.send(b"".join(_resp_encode(c) for c in cmds))
+            replies = [_resp_read(conn, deadline) for _ in cmds]
+        finally:
+            conn.close()
+        last = replies[-1]
+        m = re.match(r"\A(MOVED|ASK) \d+ (.*):(\d+)\Z", str(last)) \
+            if isinstance(last, RedisError) and "nodes" in addr else None
+        if m is None:
+            break
+        addr = dict(addr, host=m.group(2).strip("[]") or addr["host"],
+                    port=int(m.group(3)))
+        asking = m.group(1) == "ASK"
     for r in replies:
         if isinstance(r, RedisError):
             raise r
@@ -1426,6 +1468,44 @@ def free_port():
     try:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+    finally:
+        s.close()
+
+
+def free_cluster_ports(n):
+    """n loopback TCP ports for Redis Cluster nodes, each with its cluster
+    bus port (port + 10000) free too. Both lie below free_port()'s range
+    as well as the kernel's ephemeral range, so neither a connect() nor a
+    server another suite side by side starts on a free_port() answer can
+    take a node's port or its bus port before the node binds them."""
+    import random
+    high = _ephemeral_low()
+    top = max(1024, high - 12000) - 10000   # bus ports below free_port's
+    low = 1024
+    if top - low < 4 * n:
+        raise RuntimeError("no room below the ephemeral range for %d "
+                           "cluster ports" % n)
+    got = []
+    for _ in range(200 * n):
+        if len(got) == n:
+            break
+        port = random.randrange(low, top)
+        if port in got or not all(_bindable(p) for p in (port,
+                                                         port + 10000)):
+            continue
+        got.append(port)
+    if len(got) < n:
+        raise RuntimeError("no %d free cluster ports" % n)
+    return got
+
+
+def _bindable(port):
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", port))
+        return True
+    except OSError:
+        return False
     finally:
         s.close()
 

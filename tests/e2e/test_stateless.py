@@ -13,8 +13,8 @@ import signal
 import time
 
 from mcpd_harness import (LATEST, REDIS_URL, expect, is_response,
-                          need_shared_redis, redis_command, result_text, rpc,
-                          tmo)
+                          need_shared_redis, redis_command, redis_node_urls,
+                          result_text, rpc, tmo)
 
 V = "2026-07-28"
 FIXTURES = ("fixtures conformance",)
@@ -517,7 +517,9 @@ def test_stateless_listen_ends_when_the_subscription_is_lost(h):
     need_shared_redis()
     d = h.start(extra_lines=FIXTURES)
     r, _ = _listen(d, {"toolsListChanged": True}, 62)
-    redis_command(REDIS_URL, "CLIENT", "KILL", "TYPE", "pubsub")
+    # On a cluster, the channel's node is one of them: each.
+    for url in redis_node_urls(REDIS_URL):
+        redis_command(url, "CLIENT", "KILL", "TYPE", "pubsub")
     m = r.next_message(15)
     expect(m is not None and is_response(m[1], 62) and
            m[1]["result"]["_meta"][

@@ -634,6 +634,29 @@ START_TEST(test_eventlog_forms)
 	conf = parse_ok("eventlog redis-sentinel://s1,s2/m\nredis_tls on\n");
 	ck_assert(conf_redis_tls(conf));
 	conf_free(conf);
+
+	conf = parse_kv("eventlog",
+	    "redis-cluster://mcpd:p%40w@10.0.0.1:7000,r2,[::1]:7002");
+	ck_assert_int_eq(conf->redis_kind, CONF_REDIS_CLUSTER);
+	ck_assert_uint_eq(conf->nredis_sentinels, 3);
+	ck_assert_str_eq(conf->redis_sentinels[0].host, "10.0.0.1");
+	ck_assert_int_eq(conf->redis_sentinels[0].port, 7000);
+	ck_assert_str_eq(conf->redis_sentinels[1].host, "r2");
+	ck_assert_int_eq(conf->redis_sentinels[1].port, 6379);
+	ck_assert_str_eq(conf->redis_sentinels[2].host, "::1");
+	ck_assert_int_eq(conf->redis_sentinels[2].port, 7002);
+	ck_assert_int_eq(conf->redis_db, 0);
+	ck_assert_str_eq(conf->redis_name, "redis-cluster://mcpd:***@"
+	    "10.0.0.1:7000,r2:6379,[::1]:7002");
+	ck_assert_str_eq(conf_redis_user(conf), "mcpd");
+	ck_assert_str_eq(conf_redis_password(conf), "p@w");
+	ck_assert(!conf_redis_tls(conf));
+	conf_free(conf);
+
+	conf = parse_ok("eventlog redis-cluster://n1:7000\nredis_tls on\n");
+	ck_assert(conf_redis_tls(conf));
+	ck_assert_uint_eq(conf->nredis_sentinels, 1);
+	conf_free(conf);
 }
 END_TEST
 
@@ -695,11 +718,11 @@ START_TEST(test_eventlog_credentials)
 
 	expect_error("eventlog redis://h\nredis_tls_ca_file /ca.pem\n",
 	    "t.conf:1: redis_tls_* directives are set, but the eventlog address "
-	    "does not use TLS (rediss://, or redis-sentinel:// with redis_tls "
-	    "on)");
+	    "does not use TLS (rediss://, or redis-sentinel:// or "
+	    "redis-cluster:// with redis_tls on)");
 	expect_error("eventlog redis://h\nredis_tls on\n", "t.conf:1: "
-	    "redis_tls on is for redis-sentinel:// addresses (one server over "
-	    "TLS is rediss://)");
+	    "redis_tls on is for redis-sentinel:// and redis-cluster:// "
+	    "addresses (one server over TLS is rediss://)");
 	expect_error("eventlog rediss://h\nredis_tls_cert_file /c.pem\n",
 	    "t.conf:1: redis_tls_cert_file and redis_tls_key_file go together");
 	expect_error("eventlog redis://h\nredis_sentinel_user u\n", "t.conf:1: "
@@ -768,14 +791,16 @@ START_TEST(test_eventlog_bad)
 {
 	expect_kv_error("eventlog", "disk",
 	    "t.conf:1: eventlog: expected memory, redis://, rediss://, "
-	    "unix:// or redis-sentinel://, not \"disk\"");
+	    "unix://, redis-sentinel:// or redis-cluster://, not \"disk\"");
 	expect_kv_error("eventlog", "http://h:6379",
 	    "t.conf:1: eventlog: expected memory, redis://, rediss://, "
-	    "unix:// or redis-sentinel://, not \"http://h:6379\"");
+	    "unix://, redis-sentinel:// or redis-cluster://, not "
+	    "\"http://h:6379\"");
 	/* A password never reaches an error line. */
 	expect_kv_error("eventlog", "http://u:secret@h:6379",
 	    "t.conf:1: eventlog: expected memory, redis://, rediss://, "
-	    "unix:// or redis-sentinel://, not \"http://***@h:6379\"");
+	    "unix://, redis-sentinel:// or redis-cluster://, not "
+	    "\"http://***@h:6379\"");
 	expect_kv_error("eventlog", "redis://u:secret@h:0",
 	    "t.conf:1: eventlog: invalid redis URL \"redis://***@h:0\" "
 	    "(port 0)");
@@ -816,6 +841,17 @@ START_TEST(test_eventlog_bad)
 	expect_kv_error("eventlog", "redis-sentinel://a:1,b:2/m/16",
 	    "t.conf:1: eventlog: invalid redis URL "
 	    "\"redis-sentinel://a:1,b:2/m/16\" (database must be 0 to 15)");
+	expect_kv_error("eventlog", "redis-cluster://a:1,b:2/0",
+	    "t.conf:1: eventlog: invalid redis URL "
+	    "\"redis-cluster://a:1,b:2/0\" (nothing is taken after the nodes "
+	    "(a cluster has database 0 only))");
+	expect_kv_error("eventlog", "redis-cluster://a:1,",
+	    "t.conf:1: eventlog: invalid redis URL "
+	    "\"redis-cluster://a:1,\" (expected H1:P1,H2:P2,... (the "
+	    "nodes))");
+	expect_kv_error("eventlog", "redis-cluster://u:secret@a:0",
+	    "t.conf:1: eventlog: invalid redis URL "
+	    "\"redis-cluster://***@a:0\" (node 1: port 0)");
 	expect_kv_error("eventlog", "redis-sentinel://a:1/m x",
 	    "t.conf:1: eventlog: unexpected extra value \"x\"");
 	expect_kv_error("eventlog", "redis://",

@@ -1586,11 +1586,54 @@ START_TEST(test_setup_refused)
 	redisFree(c);
 
 	ck_assert_msg(count_lines(out, "command connection failed "
-	    "(SCRIPT LOAD refused: NOAUTH Authentication required. (Redis "
+	    "(INFO refused: NOAUTH Authentication required. (Redis "
 	    "wants a password") == 1, "log: %s", out);
 	ck_assert_msg(count_lines(out, "eventlog=") == 2, "log: %s", out);
 	free(out);
 	/* It keeps trying, and gets there once the server lets it. */
+	ck_assert_msg(wait_ready(el, 8000), "never connected");
+	eventlog_free(el);
+	el = plain;
+}
+END_TEST
+
+/*
+ * The store's layout mark: set by the first instance, and a store marked
+ * with another layout refused with the reason (on /readyz), until it is
+ * in this mcpd's layout again.
+ */
+START_TEST(test_layout_version)
+{
+	struct eventlog		*plain = el;
+	struct eventlog_where	 w;
+	struct res		 r;
+	redisReply		*reply;
+	char			*out;
+
+	reply = sync_command("GET %s", REDIS_SCRIPT_LAYOUT_KEY);
+	ck_assert_int_eq(reply->type, REDIS_REPLY_STRING);
+	ck_assert_int_eq(atoi(reply->str), REDIS_SCRIPT_LAYOUT);
+	freeReplyObject(reply);
+
+	freeReplyObject(sync_command("SET %s %d", REDIS_SCRIPT_LAYOUT_KEY,
+	    REDIS_SCRIPT_LAYOUT + 1));
+	capture_start();
+	el = open_on(server_port, 0);
+	ck_assert(capture_wait("the store is in layout", 5000));
+	load(SID, &r);
+	expect_status(r.status, EVENTLOG_UNAVAILABLE);
+	res_clear(&r);
+	memset(&w, 0, sizeof w);
+	eventlog_describe(el, &w);
+	ck_assert_ptr_nonnull(w.why);
+	ck_assert_msg(strstr(w.why, "this mcpd reads layout") != NULL,
+	    "why: %s", w.why);
+	out = capture_stop();
+	ck_assert_msg(strstr(out, " error ") != NULL, "log: %s", out);
+	free(out);
+
+	freeReplyObject(sync_command("SET %s %d", REDIS_SCRIPT_LAYOUT_KEY,
+	    REDIS_SCRIPT_LAYOUT));
 	ck_assert_msg(wait_ready(el, 8000), "never connected");
 	eventlog_free(el);
 	el = plain;
@@ -2178,6 +2221,7 @@ eventlog_redis_suite(void)
 	tcase_add_test(tc, test_policy_warning);
 	tcase_add_test(tc, test_database);
 	tcase_add_test(tc, test_setup_refused);
+	tcase_add_test(tc, test_layout_version);
 	tcase_add_test(tc, test_select_refused);
 	tcase_add_test(tc, test_watch);
 	tcase_add_test(tc, test_watch_messages);

@@ -339,6 +339,70 @@ START_TEST(test_keyring)
 }
 END_TEST
 
+/* The layout op's answer, {'ok', N}. */
+START_TEST(test_layout)
+{
+	int	layout = 0;
+
+	ck_assert_int_eq(redis_script_layout(rep_array(rep_str("ok"),
+	    rep_str("2"), NULL), &layout), 0);
+	ck_assert_int_eq(layout, 2);
+	ck_assert_int_eq(redis_script_layout(rep_array(rep_str("ok"),
+	    rep_str("17"), NULL), &layout), 0);
+	ck_assert_int_eq(layout, 17);
+	/* An error, another shape, a mark that is not a layout number. */
+	ck_assert_int_eq(redis_script_layout(rep_err("NOPERM x"), &layout),
+	    -1);
+	ck_assert_int_eq(redis_script_layout(rep_array(rep_str("ok"), NULL),
+	    &layout), -1);
+	ck_assert_int_eq(redis_script_layout(rep_array(rep_str("conflict"),
+	    rep_str("2"), NULL), &layout), -1);
+	ck_assert_int_eq(redis_script_layout(rep_array(rep_str("ok"),
+	    rep_str("0"), NULL), &layout), -1);
+	ck_assert_int_eq(redis_script_layout(rep_array(rep_str("ok"),
+	    rep_str("two"), NULL), &layout), -1);
+	ck_assert_int_eq(redis_script_layout(rep_array(rep_str("ok"),
+	    rep_str("99999999999"), NULL), &layout), -1);
+	ck_assert_int_eq(redis_script_layout(rep_array(rep_str("ok"),
+	    rep_int(2), NULL), &layout), -1);
+}
+END_TEST
+
+/*
+ * Redis Cluster's variant differs in its pub/sub line only: the same
+ * lines (an ACL refusal names the command by its line in either), with
+ * the sharded commands.
+ */
+START_TEST(test_sharded_source)
+{
+	const char	*plain = redis_script_source(0);
+	const char	*sharded = redis_script_source(1);
+	const char	*p, *q;
+	int		 lines = 0, differ = 0;
+
+	ck_assert_ptr_eq(sharded, redis_script_source(1));
+	ck_assert_ptr_nonnull(strstr(plain, "'PUBLISH', 'SUBSCRIBE', "
+	    "'UNSUBSCRIBE'"));
+	ck_assert_ptr_null(strstr(plain, "'SPUBLISH', 'SSUBSCRIBE'"));
+	ck_assert_ptr_nonnull(strstr(sharded, "'SPUBLISH', 'SSUBSCRIBE', "
+	    "'SUNSUBSCRIBE'"));
+	ck_assert_ptr_null(strstr(sharded, "'PUBLISH'"));
+	for (p = plain, q = sharded; *p != '\0' && *q != '\0'; lines++) {
+		size_t	n = strcspn(p, "\n"), m = strcspn(q, "\n");
+
+		if (n != m || memcmp(p, q, n) != 0)
+			differ++;
+		p += n + (p[n] == '\n');
+		q += m + (q[m] == '\n');
+	}
+	ck_assert(*p == '\0' && *q == '\0');
+	ck_assert_int_gt(lines, 100);
+	ck_assert_int_eq(differ, 1);
+	/* No command named in a call, so every publish goes by the line. */
+	ck_assert_ptr_null(strstr(plain, "call('PUBLISH'"));
+}
+END_TEST
+
 START_TEST(test_noscript)
 {
 	ck_assert(redis_script_noscript(rep_err(
@@ -370,6 +434,17 @@ START_TEST(test_refusal)
 	    REDIS_REFUSED_ROLE);
 	ck_assert_int_eq(redis_script_refusal(rep_err("MASTERDOWN Link with "
 	    "MASTER is down"), why, sizeof why), REDIS_REFUSED_ROLE);
+	/* WAIT on a primary that a failover made a replica (Cluster). */
+	ck_assert_int_eq(redis_script_refusal(rep_err("ERR WAIT cannot be "
+	    "used with replica instances. Please also note that since Redis "
+	    "4.0 if a replica is configured to be writable"), why, sizeof why),
+	    REDIS_REFUSED_ROLE);
+	ck_assert_int_eq(redis_script_refusal(rep_err("ERR WAIT timeout"),
+	    why, sizeof why), REDIS_REFUSED_NONE);
+	/* A WAIT blocked on a primary that a failover made a replica. */
+	ck_assert_int_eq(redis_script_refusal(rep_err("UNBLOCKED force "
+	    "unblock from blocking operation, instance state changed (master "
+	    "-> replica?)"), why, sizeof why), REDIS_REFUSED_ROLE);
 	ck_assert_int_eq(redis_script_refusal(rep_err("LOADING Redis is "
 	    "loading the dataset in memory"), why, sizeof why),
 	    REDIS_REFUSED_BUSY);
@@ -403,7 +478,7 @@ END_TEST
 /* Every line of the script that calls Redis names its command. */
 START_TEST(test_command_at)
 {
-	const char	*src = redis_script_source(), *p, *cmd;
+	const char	*src = redis_script_source(0), *p, *cmd;
 	int		 line = 1, calls = 0;
 	char		 why[512], text[256];
 
@@ -451,6 +526,16 @@ START_TEST(test_info)
 	    "0123456789abcdef0123456789abcdef01234567");
 	ck_assert_int_eq(info.keys, 12);
 	ck_assert_str_eq(info.role, "");
+	ck_assert_int_eq(info.cluster, -1);	/* not said */
+	ck_assert_int_eq(redis_script_info(rep_str(
+	    "run_id:r\r\n# Cluster\r\ncluster_enabled:1\r\n"), 0, &info), 0);
+	ck_assert_int_eq(info.cluster, 1);
+	ck_assert_int_eq(redis_script_info(rep_str(
+	    "run_id:r\r\n# Cluster\r\ncluster_enabled:0\r\n"), 0, &info), 0);
+	ck_assert_int_eq(info.cluster, 0);
+	ck_assert_int_eq(redis_script_info(rep_str(
+	    "run_id:r\r\ncluster_enabled:10\r\n"), 0, &info), 0);
+	ck_assert_int_eq(info.cluster, -1);
 	ck_assert_int_eq(redis_script_info(rep_str(
 	    "run_id:r\r\n# Memory\r\nmaxmemory_policy:allkeys-lru\r\n"
 	    "# Replication\r\nrole:slave\r\nmaster_host:10.0.0.1\r\n"), 0,
@@ -494,6 +579,20 @@ START_TEST(test_pubsub)
 	ck_assert_uint_eq(ps.k, 42);
 	ck_assert_uint_eq(ps.seq, 7);
 
+	/* Sharded (Redis Cluster): the same to us. */
+	ck_assert_int_eq(redis_script_pubsub(rep_array(rep_str("ssubscribe"),
+	    rep_str("mcpd:{a}:events"), rep_int(1), NULL), &ps), 0);
+	ck_assert_int_eq(ps.kind, REDIS_PUBSUB_SUBSCRIBE);
+	ck_assert_int_eq(redis_script_pubsub(rep_array(
+	    rep_str("sunsubscribe"), rep_str("mcpd:{a}:events"), rep_int(0),
+	    NULL), &ps), 0);
+	ck_assert_int_eq(ps.kind, REDIS_PUBSUB_UNSUBSCRIBE);
+	ck_assert_int_eq(redis_script_pubsub(rep_array(rep_str("smessage"),
+	    rep_str("mcpd:{a}:events"), rep_str("43-8"), NULL), &ps), 0);
+	ck_assert_int_eq(ps.kind, REDIS_PUBSUB_MESSAGE);
+	ck_assert_uint_eq(ps.k, 43);
+	ck_assert_uint_eq(ps.seq, 8);
+
 	/* A process's message ("m " then its text), and the script's. */
 	ck_assert_int_eq(redis_script_pubsub(rep_array(rep_str("message"),
 	    rep_str("mcpd:{a}:events"), rep_str("m d 42 7"), NULL), &ps), 0);
@@ -534,12 +633,13 @@ END_TEST
 /* The script names every operation and status the C side relies on. */
 START_TEST(test_source)
 {
-	const char	*s = redis_script_source();
+	const char	*s = redis_script_source(0);
 	static const char *words[] = {
 		"'store'", "'delete'", "'create'", "'append'", "'end'",
 		"'read'", "'ok'", "'conflict'", "'not-found'", "'expired'",
 		"'ahead'", "'trimmed'", "'ended'", "'XADD'", "'MAXLEN'",
-		"'PUBLISH'", "'PEXPIRE'", "'UNLINK'", "'keyring'", NULL
+		"'PUBLISH'", "'PEXPIRE'", "'UNLINK'", "'keyring'",
+		"'layout'", "'TRYAGAIN", NULL
 	};
 	int		 i;
 
@@ -565,6 +665,8 @@ redis_script_suite(void)
 	tcase_add_test(tc, test_result_entries);
 	tcase_add_test(tc, test_result_bad);
 	tcase_add_test(tc, test_keyring);
+	tcase_add_test(tc, test_layout);
+	tcase_add_test(tc, test_sharded_source);
 	tcase_add_test(tc, test_noscript);
 	tcase_add_test(tc, test_refusal);
 	tcase_add_test(tc, test_command_at);
