@@ -144,7 +144,8 @@ START_TEST(test_endpoint_blocks)
 	expect_error("endpoint /.well-known/x {\n}\n",
 	    "t.conf:1: endpoint /.well-known/x is a path mcpd serves itself");
 	expect_error("endpoint /a {\n    upstreams nope\n}\n",
-	    "t.conf:1: endpoint /a: no upstream block named nope");
+	    "t.conf:1: endpoint /a: no upstream block named nope, nor "
+	    "openapi block");
 	expect_error("endpoint /a {\n    upstreams u none\n}\n",
 	    "t.conf:2: upstreams: none stands alone");
 	expect_error("endpoint /a b {\n}\n",
