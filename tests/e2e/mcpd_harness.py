@@ -1442,7 +1442,9 @@ def free_port():
     by side do by the thousand. Under `make check` each suite draws from
     a slice of its own (MCPD_TEST_PORT_LANE of MCPD_TEST_PORT_LANES), so
     two suites never pick the same port between one's check and its
-    bind."""
+    bind. Nor does one process get a port twice among its last
+    answers: a test draws the ports of several servers before it starts
+    any (a Sentinel deployment's five)."""
     import random
     high = _ephemeral_low()
     low = max(1024, high - 12000)
@@ -1456,9 +1458,12 @@ def free_port():
         low, high = low + lane * width, low + (lane + 1) * width
     for _ in range(200):
         port = random.randrange(low, high)
+        if port in _PORTS_GIVEN:
+            continue
         s = socket.socket()
         try:
             s.bind(("127.0.0.1", port))
+            _PORTS_GIVEN.append(port)
             return port
         except OSError:
             continue
@@ -1470,6 +1475,11 @@ def free_port():
         return s.getsockname()[1]
     finally:
         s.close()
+
+
+# free_port()'s last answers, none of which it gives again: far more than
+# the servers one test sets up before starting them.
+_PORTS_GIVEN = collections.deque(maxlen=256)
 
 
 def free_cluster_ports(n):
