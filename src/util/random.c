@@ -8,8 +8,9 @@
  * getrandom() per call was one system call in nine of the durable echo's
  * (docs/architecture.md, Performance). The bytes are the kernel's all the
  * same; each is handed out once and wiped from the pool as it goes, so
- * what the pool still holds was never seen by anyone. A forked child
- * (exec.c) execs at once and never draws from its copy.
+ * what the pool still holds was never seen by anyone. No child shares it:
+ * exec.c starts children with posix_spawn, so none of our code runs in
+ * a copy of this process to draw from a copy of the pool.
  */
 #include <errno.h>
 #include <string.h>
