@@ -5,7 +5,7 @@
  *
  * Small requests are served from a pool filled RANDOM_POOL bytes at a
  * time: every call opens a stream with a fresh random number, and a
- * getrandom() per call was one system call in nine of the durable echo's
+ * getrandom() per call was one of the eight system calls of a durable echo
  * (docs/architecture.md, Performance). The bytes are the kernel's all the
  * same; each is handed out once and wiped from the pool as it goes, so
  * what the pool still holds was never seen by anyone. No child shares it:
