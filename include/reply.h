@@ -39,10 +39,18 @@ void	reply_empty(struct evhttp_request *, int);
 void	reply_unavailable(struct evhttp_request *, int, const char *);
 
 /*
+ * Sets on a listening socket what SSE responses need of every connection
+ * it accepts (TCP_NODELAY, which Linux's accepted sockets inherit); 0, or
+ * -1 with errno set.
+ */
+int	reply_listener(int);
+
+/*
  * An SSE response. reply_sse_start sends its head (200, text/event-stream,
  * no caching or proxy buffering), counts it, takes the access log's fields,
- * turns the connection's timeouts off and TCP_NODELAY on, and makes the
- * callback the connection's close callback (the client left: the caller
+ * turns the connection's timeouts off (and TCP_NODELAY on where the
+ * connection did not inherit it from a listener reply_listener prepared),
+ * and makes the callback the connection's close callback (the client left: the caller
  * then ends the response with REPLY_SSE_GONE). k: the stream the access
  * line names (0: none). Chunks go through reply_sse_chunk, each naming the
  * drain callback (the connection has one slot, and a chunk without it

@@ -91,13 +91,17 @@ transport_lists(const char *header, const char *type)
 	return (0);
 }
 
+/* Whether Accept lists type, or its second if not NULL too (one lookup). */
 static int
-transport_accepts(struct evhttp_request *req, const char *type)
+transport_accepts(struct evhttp_request *req, const char *type,
+    const char *also)
 {
 	const char	*accept = transport_header(req, "Accept");
 
-	return (transport_lists(accept, type) ||
-	    transport_lists(accept, "*/*"));
+	if (transport_lists(accept, "*/*"))
+		return (1);
+	return (transport_lists(accept, type) &&
+	    (also == NULL || transport_lists(accept, also)));
 }
 
 /*
@@ -676,8 +680,8 @@ transport_post(struct evhttp_request *req, struct auth_principal *who)
 		    "application/json", NULL);
 		return;
 	}
-	if (!transport_accepts(req, "application/json") ||
-	    !transport_accepts(req, "text/event-stream")) {
+	if (!transport_accepts(req, "application/json",
+	    "text/event-stream")) {
 		reply_error(req, 406, JSONRPC_INVALID_REQUEST,
 		    "Not Acceptable: Accept must list application/json and "
 		    "text/event-stream", NULL);
@@ -727,7 +731,7 @@ transport_get(struct evhttp_request *req, struct auth_principal *who)
 	const char	*last = transport_header(req, "Last-Event-ID");
 	struct cursor	 c;
 
-	if (!transport_accepts(req, "text/event-stream")) {
+	if (!transport_accepts(req, "text/event-stream", NULL)) {
 		reply_error(req, 406, JSONRPC_INVALID_REQUEST,
 		    "Not Acceptable: Accept must list text/event-stream", NULL);
 		return;

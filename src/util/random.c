@@ -2,15 +2,31 @@
  * OS randomness. getrandom() blocks only before the kernel pool is seeded
  * at boot, and failing to get randomness would make session ids guessable,
  * so an error here is fatal rather than papered over.
+ *
+ * Small requests are served from a pool filled RANDOM_POOL bytes at a
+ * time: every call opens a stream with a fresh random number, and a
+ * getrandom() per call was one of the eight system calls of a durable echo
+ * (docs/architecture.md, Performance). The bytes are the kernel's all the
+ * same; each is handed out once and wiped from the pool as it goes, so
+ * what the pool still holds was never seen by anyone. No child shares it:
+ * exec.c starts children with posix_spawn, so none of our code runs in
+ * a copy of this process to draw from a copy of the pool.
  */
 #include <errno.h>
+#include <string.h>
 #include <sys/random.h>
 
 #include "log.h"
 #include "random.h"
 
-void
-random_bytes(void *buf, size_t len)
+#define RANDOM_POOL	512	/* bytes fetched at once */
+#define RANDOM_POOL_MAX	64	/* larger requests go to the kernel */
+
+static unsigned char	random_pool[RANDOM_POOL];
+static size_t		random_pool_left;	/* at the end of the pool */
+
+static void
+random_os(void *buf, size_t len)
 {
 	unsigned char	*p = buf;
 	ssize_t		 n;
@@ -25,6 +41,25 @@ random_bytes(void *buf, size_t len)
 		p += n;
 		len -= (size_t)n;
 	}
+}
+
+void
+random_bytes(void *buf, size_t len)
+{
+	unsigned char	*from;
+
+	if (len > RANDOM_POOL_MAX) {
+		random_os(buf, len);
+		return;
+	}
+	if (random_pool_left < len) {
+		random_os(random_pool, sizeof random_pool);
+		random_pool_left = sizeof random_pool;
+	}
+	from = random_pool + sizeof random_pool - random_pool_left;
+	memcpy(buf, from, len);
+	explicit_bzero(from, len);
+	random_pool_left -= len;
 }
 
 /*

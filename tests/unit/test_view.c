@@ -99,6 +99,8 @@ start(void)
 	evhttp_set_gencb(http, http_cb, NULL);
 	bound = evhttp_bind_socket_with_handle(http, "127.0.0.1", 0);
 	ck_assert_ptr_nonnull(bound);
+	/* As server_bind does: every connection with Nagle off. */
+	ck_assert_int_eq(reply_listener(evhttp_bound_socket_get_fd(bound)), 0);
 	ck_assert_int_eq(getsockname(evhttp_bound_socket_get_fd(bound),
 	    (struct sockaddr *)&sin, &len), 0);
 	port = ntohs(sin.sin_port);
@@ -554,7 +556,8 @@ gone_cb(void *arg)
 /*
  * An SSE response of either revision begins in reply.c: a session's view
  * and a stateless request's response (response.c) both send the SSE head
- * and turn Nagle off (small events, each at once: no delayed-ACK stall).
+ * on a connection with Nagle off (small events, each at once: no
+ * delayed-ACK stall), which it has from its listener (reply_listener).
  */
 START_TEST(test_sse_start_both_revisions)
 {
@@ -570,7 +573,7 @@ START_TEST(test_sse_start_both_revisions)
 	st = world_request_stream(s);
 	c = client_connect(0);
 	req = client_get(c);
-	ck_assert(!nodelay(req));
+	ck_assert(nodelay(req));
 	view_open(req, s, stream_id(st), stream_head(st) + 1,
 	    (int64_t)stream_head(st), 1);
 	await_head(c);
@@ -585,7 +588,7 @@ START_TEST(test_sse_start_both_revisions)
 
 	c = client_connect(0);
 	req = client_get(c);
-	ck_assert(!nodelay(req));
+	ck_assert(nodelay(req));
 	r = response_new(req, gone_cb, NULL);
 	ck_assert_int_eq(response_state(r), RESPONSE_WAITING);
 	msg = jsonrpc_notification("notifications/progress", NULL);
