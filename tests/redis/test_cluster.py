@@ -351,6 +351,24 @@ def test_cluster_reshard_under_load(h):
 test_cluster_reshard_under_load.timeout = 240
 
 
+def _manual_failover(replica):
+    """CLUSTER FAILOVER on replica until it is a master. Redis abandons a
+    manual failover not done within its own limit (5 s: the primary holds
+    its clients while the replica catches up and wins the primaries'
+    votes, which a loaded machine can make slower), so it is asked again,
+    as Redis's documentation says to."""
+    deadline = time.monotonic() + tmo(60)
+    while True:
+        expect(_node(replica, "CLUSTER", "FAILOVER") == "OK",
+               "CLUSTER FAILOVER refused")
+        again = time.monotonic() + 10
+        while time.monotonic() < again:
+            if _node(replica, "ROLE")[0] == "master":
+                return
+            time.sleep(0.1)
+        expect(time.monotonic() < deadline, f"{replica} never took over")
+
+
 def test_cluster_failover_replicas1_loses_nothing(h):
     _need_cluster()
     shards = _shards()
@@ -359,13 +377,7 @@ def test_cluster_failover_replicas1_loses_nothing(h):
     ranges = shards[port][1]
 
     def act():
-        expect(_node(replica, "CLUSTER", "FAILOVER") == "OK",
-               "CLUSTER FAILOVER refused")
-        deadline = time.monotonic() + tmo(30)
-        while _node(replica, "ROLE")[0] != "master":
-            expect(time.monotonic() < deadline, f"{replica} never took "
-                   "over")
-            time.sleep(0.1)
+        _manual_failover(replica)
 
     a, b = _under_load(h, "replicas:1", lambda a: _sessions_in(
         a, lambda s: any(x <= s <= y for x, y in ranges), 8), act,
@@ -392,8 +404,7 @@ def test_cluster_failover_replicas1_loses_nothing(h):
                      f'{replica}"}} {nslots}'):
             expect(line in text.splitlines(), f"/metrics has no {line}")
     # Back as it was: the old primary is in the map again, connected.
-    expect(_node(port, "CLUSTER", "FAILOVER") == "OK",
-           "CLUSTER FAILOVER back refused")
+    _manual_failover(port)
     for d in (a, b):
         back = _node_state(d, port, lambda n: n["state"] == "ready" and
                            n["slots"] == nslots, f"{port} serving again")
@@ -452,13 +463,7 @@ def test_cluster_failover_primary_exact_or_410(h):
     ranges = shards[port][1]
 
     def act():
-        expect(_node(replica, "CLUSTER", "FAILOVER") == "OK",
-               "CLUSTER FAILOVER refused")
-        deadline = time.monotonic() + tmo(30)
-        while _node(replica, "ROLE")[0] != "master":
-            expect(time.monotonic() < deadline, f"{replica} never took "
-                   "over")
-            time.sleep(0.1)
+        _manual_failover(replica)
 
     _under_load(h, "primary", lambda a: _sessions_in(
         a, lambda s: any(x <= s <= y for x, y in ranges), 8), act,
