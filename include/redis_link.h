@@ -93,6 +93,9 @@ int		 redis_link_sendv(struct redis_link *, redis_link_reply_cb,
 /* The same, from NUL-terminated strings, the last followed by NULL. */
 int		 redis_link_command(struct redis_link *, redis_link_reply_cb,
 		    void *, ...) __attribute__((sentinel));
+/* AUTH [USER] PASSWORD (user NULL: the password alone). */
+int		 redis_link_auth(struct redis_link *, const char *,
+		    const char *, redis_link_reply_cb, void *);
 /*
  * Closes the link now: the callbacks owed get NULL replies (now, or
  * after the callback of this link that is running returns), then the

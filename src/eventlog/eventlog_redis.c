@@ -669,20 +669,8 @@ redis_conn_refuse(struct redis_conn *c, const char *why)
 static int
 redis_conn_auth(struct redis_conn *c, redis_link_reply_cb cb, void *arg)
 {
-	struct redis	*r = c->r;
-	const char	*argv[3];
-	size_t		 argvlen[3];
-	int		 argc = 0;
-
-	argv[argc] = "AUTH";
-	argvlen[argc++] = 4;
-	if (r->user != NULL) {
-		argv[argc] = r->user;
-		argvlen[argc++] = strlen(r->user);
-	}
-	argv[argc] = r->password;
-	argvlen[argc++] = strlen(r->password);
-	return (redis_link_sendv(c->link, cb, arg, argc, argv, argvlen));
+	return (redis_link_auth(c->link, c->r->user, c->r->password, cb,
+	    arg));
 }
 
 /*

@@ -904,22 +904,9 @@ redis_cluster_connect(struct redis_cluster *c)
 		redis_cluster_schedule(c, c->retry_ms);
 		return;
 	}
-	if (c->password != NULL) {
-		const char	*argv[3];
-		size_t		 argvlen[3];
-		int		 argc = 0;
-
-		argv[argc] = "AUTH";
-		argvlen[argc++] = 4;
-		if (c->user != NULL) {
-			argv[argc] = c->user;
-			argvlen[argc++] = strlen(c->user);
-		}
-		argv[argc] = c->password;
-		argvlen[argc++] = strlen(c->password);
-		redis_link_sendv(c->mlink, redis_cluster_auth_cb, c, argc,
-		    argv, argvlen);
-	}
+	if (c->password != NULL)
+		redis_link_auth(c->mlink, c->user, c->password,
+		    redis_cluster_auth_cb, c);
 	redis_link_command(c->mlink, redis_cluster_shards_cb, c, "CLUSTER",
 	    "SHARDS", NULL);
 	{

@@ -859,6 +859,16 @@ redis_link_sendv(struct redis_link *l, redis_link_reply_cb fn, void *arg,
 }
 
 int
+redis_link_auth(struct redis_link *l, const char *user, const char *password,
+    redis_link_reply_cb fn, void *arg)
+{
+	if (user != NULL)
+		return (redis_link_command(l, fn, arg, "AUTH", user, password,
+		    NULL));
+	return (redis_link_command(l, fn, arg, "AUTH", password, NULL));
+}
+
+int
 redis_link_command(struct redis_link *l, redis_link_reply_cb fn, void *arg,
     ...)
 {

@@ -333,9 +333,6 @@ redis_sentinel_open(struct redis_sentinel *s)
 {
 	struct redis_link_addr	 addr;
 	char			*cause, node[300];
-	const char		*argv[3];
-	size_t			 argvlen[3];
-	int			 argc = 0;
 
 	memset(&addr, 0, sizeof addr);
 	addr.host = s->nodes[s->qi].host;
@@ -350,18 +347,9 @@ redis_sentinel_open(struct redis_sentinel *s)
 		redis_sentinel_next(s);
 		return;
 	}
-	if (s->password != NULL) {
-		argv[argc] = "AUTH";
-		argvlen[argc++] = 4;
-		if (s->user != NULL) {
-			argv[argc] = s->user;
-			argvlen[argc++] = strlen(s->user);
-		}
-		argv[argc] = s->password;
-		argvlen[argc++] = strlen(s->password);
-		redis_link_sendv(s->q, redis_sentinel_auth_cb, s, argc, argv,
-		    argvlen);
-	}
+	if (s->password != NULL)
+		redis_link_auth(s->q, s->user, s->password,
+		    redis_sentinel_auth_cb, s);
 	redis_link_command(s->q, redis_sentinel_reply_cb, s, "SENTINEL",
 	    "get-master-addr-by-name", s->master, NULL);
 	redis_sentinel_timer(s->q_timer, REDIS_SENTINEL_TIMEOUT_MS);
