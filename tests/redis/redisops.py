@@ -17,8 +17,10 @@ import tempfile
 import threading
 import time
 
-from mcpd_harness import (RedisError, RedisServer, Skip, expect, free_port,
-                          redis_command, redis_server_path, tmo)
+from mcpd_harness import (RedisError, RedisServer, Skip, check_ids, expect,
+                          free_port, is_progress, is_response,
+                          message_events, parse_event_id, redis_command,
+                          redis_server_path, result_text, tmo)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -521,3 +523,66 @@ class _ProxyConn:
                         self.c.sendall(b"-" + err.encode() + b"\r\n")
         except (OSError, EOFError, ValueError):
             self.close()
+
+
+# What the failover tests (test_sentinel, test_cluster) ask of each
+# client's call of `stream` with n progress notifications.
+
+
+def stream_in_redis(url, sid, k, password=None):
+    """[(N, data)] of stream K of session sid in the Redis at url."""
+    out = []
+    for eid, fields in redis_command(url, "XRANGE", f"mcpd:{{{sid}}}:s:{k}",
+                                     "-", "+", password=password):
+        f = dict(zip(fields[::2], fields[1::2]))
+        out.append((parse_event_id(eid)[1], f.get("d")))
+    return out
+
+
+def check_exact(c, n, what, stored, holder):
+    """c's call completed exactly: progress 1..n then the result, ids
+    K-1..K-(n+1) across its cuts, and stored(K), what holder (a name for
+    the message) keeps of the stream, is just those."""
+    k, head = check_ids(c.msgs, 1, what=f"{what}: {c.token}")
+    expect(head == n + 1, f"{what}: {c.token} ended at {k}-{head} "
+           f"({c.resumes!r})")
+    last = c.msgs[-1].json
+    expect(is_response(last, c.id) and result_text(last) == f"done {n}",
+           f"{what}: {c.token} ended with {c.msgs[-1].data[:200]!r}")
+    for e in c.msgs[:-1]:
+        expect(is_progress(e.json) and e.json["params"]["progress"] ==
+               parse_event_id(e.id)[1], f"{what}: {c.token}: {e.id} is "
+               f"{e.data[:100]!r}")
+    log = stored(k)
+    expect([i for i, _ in log] == list(range(n + 2)), f"{what}: "
+           f"{c.token}: {holder} holds {[i for i, _ in log]}")
+    got = {parse_event_id(e.id)[1]: e.data for e in c.msgs}
+    for i, data in log[1:]:
+        expect(got.get(i) == data, f"{what}: {c.token}: {k}-{i} differs "
+               "between Redis and the client")
+
+
+def check_exact_or_gone(c, n, what):
+    """commit primary: what c got is unbroken; it ends with the result,
+    with the documented error, or with a 410 that has a reason. Returns
+    which: "exact", "error" or "gone"."""
+    msgs = message_events(c.msgs)
+    if msgs:
+        k, head = check_ids(msgs, 1, what=f"{what}: {c.token}")
+    if c.gone is not None:
+        err = c.gone.get("error", {})
+        expect(err.get("data", {}).get("reason") in ("ahead", "trimmed",
+                                                     "expired"),
+               f"{what}: {c.token}: 410 without a reason: {c.gone!r}")
+        return "gone"
+    last = msgs[-1].json
+    expect(is_response(last, c.id), f"{what}: {c.token} ended with "
+           f"{msgs[-1].data[:200]!r}, not its response")
+    if "result" in last:
+        expect(result_text(last) == f"done {n}" and head == n + 1,
+               f"{what}: {c.token}: {last!r} at {head}")
+        return "exact"
+    expect("interrupted" in last["error"]["message"] or "event log" in
+           last["error"]["message"], f"{what}: {c.token}: not the "
+           f"documented error: {last!r}")
+    return "error"

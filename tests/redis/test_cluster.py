@@ -37,10 +37,10 @@ import subprocess
 import threading
 import time
 
-from mcpd_harness import (LATEST, Skip, check_ids, expect, is_progress,
-                          is_response, message_events, parse_event_id,
+from mcpd_harness import (LATEST, Skip, check_ids, expect, is_response,
                           parse_redis_address, redis_command, result_text,
                           rpc, tmo)
+from redisops import check_exact, check_exact_or_gone, stream_in_redis
 
 URL = os.environ.get("MCPD_TEST_REDIS_URL") or ""
 PORTS = [int(p) for p in
@@ -158,56 +158,6 @@ class _Client(threading.Thread):
             d = a if d is b else b
 
 
-def _check_exact(c, what):
-    """c's call completed exactly, and the cluster holds just that."""
-    k, head = check_ids(c.msgs, 1, what=f"{what}: {c.token}")
-    expect(head == N + 1, f"{what}: {c.token} ended at {k}-{head} "
-           f"({c.resumes!r})")
-    last = c.msgs[-1].json
-    expect(is_response(last, c.id) and result_text(last) == f"done {N}",
-           f"{what}: {c.token} ended with {c.msgs[-1].data[:200]!r}")
-    for e in c.msgs[:-1]:
-        expect(is_progress(e.json) and e.json["params"]["progress"] ==
-               parse_event_id(e.id)[1], f"{what}: {c.token}: {e.id} is "
-               f"{e.data[:100]!r}")
-    log = []
-    for eid, fields in redis_command(URL, "XRANGE", f"mcpd:{{{c.sid}}}:s:{k}",
-                                     "-", "+"):
-        f = dict(zip(fields[::2], fields[1::2]))
-        log.append((parse_event_id(eid)[1], f.get("d")))
-    expect([n for n, _ in log] == list(range(N + 2)), f"{what}: "
-           f"{c.token}: the cluster holds {[n for n, _ in log]}")
-    got = {parse_event_id(e.id)[1]: e.data for e in c.msgs}
-    for n, data in log[1:]:
-        expect(got.get(n) == data, f"{what}: {c.token}: {k}-{n} differs "
-               "between Redis and the client")
-
-
-def _check_exact_or_gone(c, what):
-    """commit primary: what c got is unbroken; it ends with the result,
-    with the documented error, or with a 410 that has a reason."""
-    msgs = message_events(c.msgs)
-    if msgs:
-        k, head = check_ids(msgs, 1, what=f"{what}: {c.token}")
-    if c.gone is not None:
-        err = c.gone.get("error", {})
-        expect(err.get("data", {}).get("reason") in ("ahead", "trimmed",
-                                                     "expired"),
-               f"{what}: {c.token}: 410 without a reason: {c.gone!r}")
-        return "gone"
-    last = msgs[-1].json
-    expect(is_response(last, c.id), f"{what}: {c.token} ended with "
-           f"{msgs[-1].data[:200]!r}, not its response")
-    if "result" in last:
-        expect(result_text(last) == f"done {N}" and head == N + 1,
-               f"{what}: {c.token}: {last!r} at {head}")
-        return "exact"
-    expect("interrupted" in last["error"]["message"] or "event log" in
-           last["error"]["message"], f"{what}: {c.token}: not the "
-           f"documented error: {last!r}")
-    return "error"
-
-
 def _kill9(port):
     """kill -9 of the node on port; returns how to start it again (it
     rejoins the cluster as it was: its nodes.conf is kept)."""
@@ -271,10 +221,11 @@ def _under_load(h, commit, sids_of, act, what, exact=True):
     outcomes = {}
     for c in clients:
         if exact:
-            _check_exact(c, what)
+            check_exact(c, N, what, lambda k: stream_in_redis(
+                URL, c.sid, k), "the cluster")
             o = "exact"
         else:
-            o = _check_exact_or_gone(c, what)
+            o = check_exact_or_gone(c, N, what)
         outcomes[o] = outcomes.get(o, 0) + 1
     for d in (a, b):
         expect(d.alive(), f"{what}: an mcpd died")

@@ -42,10 +42,10 @@ import subprocess
 import threading
 import time
 
-from mcpd_harness import (LATEST, Skip, Timeout, check_ids, expect,
-                          is_progress, is_response, message_events,
-                          parse_event_id, redis_command, result_text, tmo)
-from redisops import Certs, ROOT, need_tools, sentinel_deployment
+from mcpd_harness import (LATEST, Skip, Timeout, expect, is_response,
+                          result_text, tmo)
+from redisops import (Certs, ROOT, check_exact, check_exact_or_gone,
+                      need_tools, sentinel_deployment, stream_in_redis)
 
 PASSWORD = "sentinel-pw-5b7e"
 CLIENTS = 29            # plus the SDK client
@@ -162,64 +162,6 @@ def _sdk_result(p, timeout):
     return o.group(1) if o else "?"
 
 
-def _stream_in_redis(dep, sid, k):
-    """[(N, data)] of stream K of sid on the current primary."""
-    url = f"redis://127.0.0.1:{dep.primary_port()}"
-    out = []
-    for eid, fields in redis_command(url, "XRANGE", f"mcpd:{{{sid}}}:s:{k}",
-                                     "-", "+", password=PASSWORD):
-        f = dict(zip(fields[::2], fields[1::2]))
-        out.append((parse_event_id(eid)[1], f.get("d")))
-    return out
-
-
-def _check_exact(dep, c, what):
-    """c's call completed exactly: progress 1..N then the result, ids
-    K-1..K-(N+1) across its cuts, and the primary holds just those."""
-    k, head = check_ids(c.msgs, 1, what=f"{what}: {c.token}")
-    expect(head == N + 1, f"{what}: {c.token} ended at {k}-{head} "
-           f"({c.resumes!r})")
-    last = c.msgs[-1].json
-    expect(is_response(last, c.id) and result_text(last) == f"done {N}",
-           f"{what}: {c.token} ended with {c.msgs[-1].data[:200]!r}")
-    for e in c.msgs[:-1]:
-        expect(is_progress(e.json) and e.json["params"]["progress"] ==
-               parse_event_id(e.id)[1], f"{what}: {c.token}: {e.id} is "
-               f"{e.data[:100]!r}")
-    log = _stream_in_redis(dep, c.sid, k)
-    expect([n for n, _ in log] == list(range(N + 2)), f"{what}: "
-           f"{c.token}: the new primary holds {[n for n, _ in log]}")
-    got = {parse_event_id(e.id)[1]: e.data for e in c.msgs}
-    for n, data in log[1:]:
-        expect(got.get(n) == data, f"{what}: {c.token}: {k}-{n} differs "
-               "between Redis and the client")
-
-
-def _check_exact_or_gone(c, what):
-    """commit primary: what c got is unbroken; it ends with the result,
-    with the documented error, or with a 410 that has a reason."""
-    msgs = message_events(c.msgs)
-    if msgs:
-        k, head = check_ids(msgs, 1, what=f"{what}: {c.token}")
-    if c.gone is not None:
-        err = c.gone.get("error", {})
-        expect(err.get("data", {}).get("reason") in ("ahead", "trimmed",
-                                                     "expired"),
-               f"{what}: {c.token}: 410 without a reason: {c.gone!r}")
-        return "gone"
-    last = msgs[-1].json
-    expect(is_response(last, c.id), f"{what}: {c.token} ended with "
-           f"{msgs[-1].data[:200]!r}, not its response")
-    if "result" in last:
-        expect(result_text(last) == f"done {N}" and head == N + 1,
-               f"{what}: {c.token}: {last!r} at {head}")
-        return "exact"
-    expect("interrupted" in last["error"]["message"] or "event log" in
-           last["error"]["message"], f"{what}: {c.token}: not the "
-           f"documented error: {last!r}")
-    return "error"
-
-
 def _paused(d):
     """The longest 'Redis answers again after N ms' of d, in seconds."""
     ms = [int(x) for x in re.findall(r"Redis answers again after (\d+) ms",
@@ -318,9 +260,11 @@ def _failover_under_load(h, commit, kill):
         outcomes = {}
         for c in clients:
             if commit == "primary":
-                o = _check_exact_or_gone(c, what)
+                o = check_exact_or_gone(c, N, what)
             else:
-                _check_exact(dep, c, what)
+                check_exact(c, N, what, lambda k: stream_in_redis(
+                    f"redis://127.0.0.1:{dep.primary_port()}", c.sid, k,
+                    PASSWORD), "the new primary")
                 o = "exact"
             outcomes[o] = outcomes.get(o, 0) + 1
         print(f"  {what}: new primary named after {switched:.1f}s; mcpd "
