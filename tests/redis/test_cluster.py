@@ -24,7 +24,10 @@ the tests of one run (make redis-cluster-test); in order:
   close and /healthz and /metrics name each node's role, slots and
   state;
 - a node answering CLUSTERDOWN (a slot of the cluster unserved): an
-  outage of that node, waited out, another node serving meanwhile.
+  outage of that node, waited out, another node serving meanwhile;
+- batching kept: calls streaming at once on sessions of one primary cost
+  that node a script call and a read per many events, and the other
+  primaries nothing.
 
 Without that cluster (MCPD_TEST_REDIS_CLUSTER) the tests skip as tests
 of another run.
@@ -670,3 +673,77 @@ def test_cluster_clusterdown_waited_out(h):
 
 
 test_cluster_clusterdown_waited_out.timeout = 90
+
+
+def _node_work(port):
+    """(script calls, reads) a node has served: INFO's EVALSHA calls and
+    total_reads_processed (each read one batch a client wrote)."""
+    text = _node(port, "INFO", "all")
+    if isinstance(text, bytes):
+        text = text.decode()
+    calls = reads = 0
+    for line in text.splitlines():
+        if line.startswith("cmdstat_evalsha:"):
+            calls = int(re.search(r"calls=(\d+)", line).group(1))
+        elif line.startswith("total_reads_processed:"):
+            reads = int(line.split(":")[1])
+    return calls, reads
+
+
+def test_cluster_appends_batched_per_node(h):
+    """Batching kept on the cluster path (issue 25): calls streaming at
+    once on sessions of one primary have their appends of a loop turn go
+    to that node together: one script call per stream per turn, one write
+    per node per turn, so the node runs far fewer scripts and reads than
+    the events it stores (a round trip per event would be at least one of
+    each per event), and the other primaries store none of them."""
+    _need_cluster()
+    a = h.start()
+    shards = _shards()
+    port = sorted(shards)[0]
+    ranges = shards[port][1]
+    sids = _sessions_in(a, lambda s: any(x <= s <= y for x, y in ranges), 4)
+    n = 200
+    events = n * len(sids)
+    before = {p: _node_work(p) for p in shards}
+    out = [None] * len(sids)
+
+    def run(i):
+        try:
+            out[i] = a.call(sids[i], "stream", {"n": n}, f"b{i}",
+                            timeout=60)
+        except BaseException as e:      # reported below
+            out[i] = e
+
+    threads = [threading.Thread(target=run, args=(i,), daemon=True)
+               for i in range(len(sids))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(tmo(90))
+    after = {p: _node_work(p) for p in shards}
+    for i, got in enumerate(out):
+        expect(isinstance(got, tuple), f"call {i}: {got!r}")
+        msg, r = got
+        progress = [m for m in r.messages() if m.get("method") ==
+                    "notifications/progress"]
+        expect(len(progress) == n and result_text(msg) == f"done {n}",
+               f"call {i}: {len(progress)} progress, {msg!r}")
+    calls = after[port][0] - before[port][0]
+    reads = after[port][1] - before[port][1]
+    print(f"  {events} events on primary {port}: {calls} script calls, "
+          f"{reads} reads")
+    # What else reached the node meanwhile (session reads, INFO, a map
+    # refresh) is a handful; a round trip per event would be `events`.
+    expect(calls <= events // 8, f"{calls} script calls on {port} for "
+           f"{events} events: appends not batched per stream")
+    expect(reads <= events // 8, f"{reads} reads on {port} for {events} "
+           f"events: a round trip per append")
+    for p in shards:
+        if p != port:
+            c = after[p][0] - before[p][0]
+            expect(c <= 4, f"primary {p} ran {c} scripts for calls on "
+                   f"{port}'s sessions")
+
+
+test_cluster_appends_batched_per_node.timeout = 120
