@@ -50,10 +50,31 @@ redis_cluster_crc16(const char *p, size_t len)
 	return (crc);
 }
 
+/*
+ * The slots of tags asked for lately. Each operation asks for its
+ * session's slot twice (to pick its node, then on the node) and a
+ * stream's appends ask for the same session's again and again; CRC16 over
+ * a session id was the costliest of mcpd's own functions in a profile of
+ * events streamed on a cluster. Indexed by two bytes of the tag (session
+ * ids are random), a hit checked against the whole tag. Event loop only,
+ * as the table is.
+ */
+#define REDIS_CLUSTER_MEMO	64
+#define REDIS_CLUSTER_MEMO_LEN	48
+
+struct redis_cluster_memo {
+	size_t		len;		/* 0: empty */
+	unsigned int	slot;
+	char		tag[REDIS_CLUSTER_MEMO_LEN];
+};
+static struct redis_cluster_memo redis_cluster_memo[REDIS_CLUSTER_MEMO];
+
 unsigned int
 redis_cluster_keyslot(const char *key, size_t len)
 {
-	const char	*open, *close;
+	struct redis_cluster_memo	*m = NULL;
+	const char			*open, *close;
+	unsigned int			 slot;
 
 	open = memchr(key, '{', len);
 	if (open != NULL) {
@@ -63,7 +84,19 @@ redis_cluster_keyslot(const char *key, size_t len)
 			len = (size_t)(close - key);
 		}
 	}
-	return (redis_cluster_crc16(key, len) & (REDIS_CLUSTER_SLOTS - 1));
+	if (len > 0 && len <= REDIS_CLUSTER_MEMO_LEN) {
+		m = &redis_cluster_memo[((unsigned char)key[len - 1] * 31u +
+		    (unsigned char)key[len / 2] + len) % REDIS_CLUSTER_MEMO];
+		if (m->len == len && memcmp(m->tag, key, len) == 0)
+			return (m->slot);
+	}
+	slot = redis_cluster_crc16(key, len) & (REDIS_CLUSTER_SLOTS - 1);
+	if (m != NULL) {
+		memcpy(m->tag, key, len);
+		m->len = len;
+		m->slot = slot;
+	}
+	return (slot);
 }
 
 /* Answers. */

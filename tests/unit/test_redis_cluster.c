@@ -154,6 +154,68 @@ START_TEST(test_keyslot)
 }
 END_TEST
 
+/* CRC16 XMODEM bit by bit: the reference for the remembered slots. */
+static unsigned int
+crc16_slow(const char *p, size_t len)
+{
+	unsigned int	crc = 0;
+	size_t		i;
+	int		j;
+
+	for (i = 0; i < len; i++) {
+		crc ^= (unsigned int)(unsigned char)p[i] << 8;
+		for (j = 0; j < 8; j++)
+			crc = crc & 0x8000 ? (crc << 1) ^ 0x1021 : crc << 1;
+	}
+	return (crc & 0xffff & 16383);
+}
+
+/*
+ * Slots are remembered by two bytes of the tag: tags sharing those bytes
+ * and their length (so the same place in the memo), asked in turns, each
+ * get their own slot, and so do session ids and keys asked many times
+ * over in any order.
+ */
+START_TEST(test_keyslot_remembered)
+{
+	char		ids[300][33], key[64];
+	unsigned int	seed = 7;
+	int		i, j, round;
+
+	for (i = 0; i < 300; i++) {
+		for (j = 0; j < 32; j++) {
+			seed = seed * 1103515245u + 12345u;
+			ids[i][j] = "0123456789abcdef"[(seed >> 16) & 15];
+		}
+		ids[i][32] = '\0';
+	}
+	/* The first 100 differ only before the bytes the memo is indexed by. */
+	for (i = 1; i < 100; i++) {
+		memcpy(ids[i] + 16, ids[0] + 16, 17);
+		ids[i][0] = "0123456789abcdef"[i % 16];
+		ids[i][1] = "0123456789abcdef"[i / 16];
+	}
+	for (round = 0; round < 3; round++) {
+		for (i = 0; i < 300; i++) {
+			j = round == 1 ? 299 - i : (i * 7) % 300;
+			ck_assert_uint_eq(redis_cluster_keyslot(ids[j], 32),
+			    crc16_slow(ids[j], 32));
+			snprintf(key, sizeof key, "mcpd:{%s}:s:%d", ids[j], i);
+			ck_assert_uint_eq(redis_cluster_keyslot(key,
+			    strlen(key)), crc16_slow(ids[j], 32));
+		}
+	}
+	/* Longer than the memo's room: computed every time. */
+	memset(key, 'k', sizeof key - 1);
+	key[sizeof key - 1] = '\0';
+	ck_assert_uint_eq(redis_cluster_keyslot(key, strlen(key)),
+	    crc16_slow(key, strlen(key)));
+	key[0] = 'j';
+	ck_assert_uint_eq(redis_cluster_keyslot(key, strlen(key)),
+	    crc16_slow(key, strlen(key)));
+}
+END_TEST
+
 START_TEST(test_shards)
 {
 	struct redis_cluster_map	*m = calloc(1, sizeof *m);
@@ -382,6 +444,7 @@ redis_cluster_suite(void)
 	TCase	*tc = tcase_create("pure");
 
 	tcase_add_test(tc, test_keyslot);
+	tcase_add_test(tc, test_keyslot_remembered);
 	tcase_add_test(tc, test_shards);
 	tcase_add_test(tc, test_shards_variants);
 	tcase_add_test(tc, test_shards_bad);
