@@ -692,6 +692,35 @@ return #e - kept
 """
 
 
+def test_redis_ended_stream_compacted_exactly(h):
+    """A stream is compacted as it ends (the script's COPY and RENAME):
+    Redis gives a new stream a 4 KB node and would keep it for
+    stream_ttl; the finished stream's key holds a few hundred bytes, and
+    every entry, the final mark and the lifetime are what they were: a
+    resume from the start gets the call's events byte for byte."""
+    need_shared_redis()
+    url = REDIS_URL
+    d = h.start(stream_ttl=300)
+    sid = d.initialize(LATEST)
+    k, head, raw = _finished_stream(d, sid, 3)
+    key = f"mcpd:{{{sid}}}:s:{k}"
+    size = redis_command(url, "MEMORY", "USAGE", key)
+    expect(isinstance(size, int) and size < 3000, f"the ended stream "
+           f"{key} holds {size!r} bytes: not compacted (Redis gives a "
+           "new stream a 4 KB node)")
+    expect(redis_command(url, "EXISTS", key + ":c") == 0,
+           "the compaction's copy left behind")
+    ttl = redis_command(url, "PTTL", key)
+    expect(isinstance(ttl, int) and 290000 < ttl <= 300000,
+           f"the ended stream's lifetime {ttl!r} ms, not stream_ttl")
+    again = _resume_all(d, sid, f"{k}-0")
+    got = {parse_event_id(e.id)[1]: e.data for e in message_events(again)}
+    expect(got == {n: v for n, v in raw.items() if n > 0},
+           f"resume after compaction: {sorted(got)} against "
+           f"{sorted(raw)}")
+    print(f"  an ended stream of {head} entries: {size} bytes")
+
+
 def test_redis_log_lost_a_calls_last_entries_resume_error_or_410(h):
     """The log loses the last entries of a running call, as a failover
     under commit primary does (issue 24): the call's next append is
