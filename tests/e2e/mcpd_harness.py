@@ -1425,6 +1425,31 @@ def redis_command(url, *args, timeout=5, user=None, password=None,
     return replies[-1]
 
 
+def redis_info(url, **kwargs):
+    """INFO all of the Redis at url as {field: value} (strings), where a
+    command's stats are read as cmdstat_NAME's calls: "calls:NAME"."""
+    text = redis_command(url, "INFO", "all", **kwargs)
+    if isinstance(text, bytes):
+        text = text.decode()
+    info = {}
+    for line in text.splitlines():
+        name, sep, value = line.partition(":")
+        if not sep or line.startswith("#"):
+            continue
+        info[name] = value
+        m = re.match(r"cmdstat_(\S+)\Z", name)
+        c = re.search(r"(?:\A|,)calls=(\d+)", value) if m else None
+        if c is not None:
+            info["calls:" + m.group(1)] = c.group(1)
+    return info
+
+
+def redis_calls(info, command):
+    """How many times the Redis that gave info (redis_info's) has run
+    command (lower case), 0 if never."""
+    return int(info.get("calls:" + command, 0))
+
+
 def _ephemeral_low():
     try:
         with open("/proc/sys/net/ipv4/ip_local_port_range") as f:

@@ -12,7 +12,8 @@ is counted, and skip only when no redis-server binary is installed.
 from mcpd_harness import (LATEST, Timeout, assert_rpc_error, check_ids,
                           expect, is_progress, is_response, message_events,
                           need_shared_redis, parse_event_id, private_redis,
-                          redis_command, result_text, rpc, tool_call)
+                          redis_calls, redis_command, redis_info,
+                          result_text, rpc, tool_call)
 
 
 def _adopt(d, other, sid):
@@ -157,16 +158,7 @@ def test_redis_delete_through_one_process_is_404_on_every_other(h):
 
 def _get_calls(url):
     """How many GETs (note reads) Redis has served."""
-    info = redis_command(url, "INFO", "commandstats")
-    if isinstance(info, bytes):
-        info = info.decode()
-    for line in info.splitlines():
-        if line.startswith("cmdstat_get:"):
-            for field in line.split(":", 1)[1].split(","):
-                name, _, value = field.partition("=")
-                if name == "calls":
-                    return int(value)
-    return 0
+    return redis_calls(redis_info(url), "get")
 
 
 def _ask_on_a_answer_on_b(a, b, sid, tool, args, method, answer, what):

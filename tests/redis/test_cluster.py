@@ -41,8 +41,8 @@ import threading
 import time
 
 from mcpd_harness import (LATEST, Skip, check_ids, expect, is_response,
-                          parse_redis_address, redis_command, result_text,
-                          rpc, tmo)
+                          parse_redis_address, redis_calls, redis_command,
+                          redis_info, result_text, rpc, tmo)
 from redisops import check_exact, check_exact_or_gone, stream_in_redis
 
 URL = os.environ.get("MCPD_TEST_REDIS_URL") or ""
@@ -678,16 +678,9 @@ test_cluster_clusterdown_waited_out.timeout = 90
 def _node_work(port):
     """(script calls, reads) a node has served: INFO's EVALSHA calls and
     total_reads_processed (each read one batch a client wrote)."""
-    text = _node(port, "INFO", "all")
-    if isinstance(text, bytes):
-        text = text.decode()
-    calls = reads = 0
-    for line in text.splitlines():
-        if line.startswith("cmdstat_evalsha:"):
-            calls = int(re.search(r"calls=(\d+)", line).group(1))
-        elif line.startswith("total_reads_processed:"):
-            reads = int(line.split(":")[1])
-    return calls, reads
+    info = redis_info(f"redis://127.0.0.1:{port}", password=PASSWORD)
+    return (redis_calls(info, "evalsha"),
+            int(info["total_reads_processed"]))
 
 
 def test_cluster_appends_batched_per_node(h):

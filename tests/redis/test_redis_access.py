@@ -225,6 +225,61 @@ def test_acl_exactly_the_documented_rules_then_evalsha_and_xadd_refused(h):
         _echo(d, "still")
 
 
+def _ended_stream(d, rs, sid, n):
+    """Runs stream n on sid to its end; returns (its key, MEMORY USAGE,
+    {N: data} as delivered)."""
+    id, r = d.call_open(sid, "stream", {"n": n}, "p")
+    expect(r.status == 200 and r.is_sse, f"stream -> HTTP {r.status}")
+    events = r.events_until_close(15)
+    k, head = check_ids(events, 1)
+    expect(head == n + 1, f"stream n={n}: head {k}-{head}")
+    key = f"mcpd:{{{sid}}}:s:{k}"
+    raw = {parse_event_id(e.id)[1]: e.data for e in message_events(events)}
+    return key, k, rs.cmd("MEMORY", "USAGE", key), raw
+
+
+def test_acl_without_copy_and_rename_streams_end_uncompacted(h):
+    # docs/deployment.md calls +copy +rename optional: they let the script
+    # compact a stream as it ends. With the documented rules a short
+    # stream ends compacted; without those two the same call ends the
+    # same way, its stream kept whole (Redis's 4 KB first node) and
+    # resumable byte for byte, with no error and /readyz 200.
+    pw = "mcpd-pw-c0e1"
+    with redis(h, password=ADMIN) as rs:
+        rules = acl_rules(pw)
+        expect("+copy" in rules and "+rename" in rules, "docs/deployment.md's "
+               f"ACL line lacks +copy +rename: {rules!r}")
+        rs.cmd("ACL", "SETUSER", "mcpd", "reset", *rules)
+        url = rs.url.replace("redis://", f"redis://mcpd:{pw}@")
+        d = _start(h, eventlog=url)
+        _ready(d, 200, 10, "the documented rules")
+        sid = d.initialize(LATEST)
+        key, _, small, _ = _ended_stream(d, rs, sid, 5)
+        expect(small < 3000, f"documented rules: {key} holds {small} "
+               "bytes, not compacted")
+
+        rs.cmd("ACL", "SETUSER", "mcpd", "reset",
+               *[w for w in rules if w not in ("+copy", "+rename")])
+        key, k, size, raw = _ended_stream(d, rs, sid, 5)
+        expect(size > 4096, f"without COPY and RENAME: {key} holds {size} "
+               "bytes: compacted all the same?")
+        expect(rs.cmd("EXISTS", key + ":c") == 0, "a copy left behind")
+        print(f"  compacted {small} bytes, without COPY and RENAME {size}")
+        ttl = rs.cmd("PTTL", key)
+        expect(isinstance(ttl, int) and ttl > 0, f"{key}'s lifetime {ttl!r}")
+        g = d.get_sse(sid, f"{k}-0")
+        expect(g.status == 200 and g.is_sse, f"resume -> HTTP {g.status}")
+        got = {parse_event_id(e.id)[1]: e.data
+               for e in message_events(g.events_until_close(10))}
+        expect(got == {n: v for n, v in raw.items() if n > 0},
+               f"resume of the uncompacted stream: {sorted(got)} against "
+               f"{sorted(raw)}")
+        _ready(d, 200, 5, "an ACL without COPY and RENAME")
+        expect("NOPERM" not in d.stderr_text() and
+               " error " not in d.stderr_text(), "an error logged for "
+               "a compaction the ACL does not allow:\n" + d.stderr_text())
+
+
 def test_tls_right_ca_wrong_ca_reload_verify_off_client_certificate(h):
     # rediss:// with the CA: served, /healthz and /metrics say TLS. The
     # wrong CA: the certificate is refused, said on /readyz; a reload with
